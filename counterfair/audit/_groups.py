@@ -1,0 +1,235 @@
+"""Group layout shared by the group audits: attributes, intersections, codes, references."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from ._validation import (
+    DUPLICATE_ATTRIBUTE,
+    EMPTY_GROUP,
+    REFERENCE_NOT_FOUND,
+    UNKNOWN_ATTRIBUTE,
+    as_1d,
+    check_lengths,
+    find_label,
+    shown,
+)
+
+INTERSECTION_SEPARATOR = " x "
+"""Joins attribute names (``"race x sex"``) and group labels (``"Black x Female"``)."""
+
+Protected: TypeAlias = "pd.DataFrame | pd.Series | Mapping[str, ArrayLike]"
+"""Protected attributes: a DataFrame, a named Series or a mapping name -> values."""
+Intersections: TypeAlias = bool | Sequence[Sequence[str]]
+"""``True`` (all attributes crossed), ``False`` or explicit attribute-name sequences."""
+
+
+def _python_scalar(value: Any) -> Hashable:
+    scalar: Hashable = value.item() if isinstance(value, np.generic) else value
+    return scalar
+
+
+def encode(values: NDArray[Any] | pd.Series, name: str) -> tuple[NDArray[np.intp], list[Hashable]]:
+    """Integer codes and ordered labels of one categorical variable.
+
+    Categorical dtypes keep their category order (an unused category is an error: a group
+    with no members); other values are sorted when they can be, else kept in order of
+    appearance.
+    """
+    series = values if isinstance(values, pd.Series) else pd.Series(values)
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        codes = series.cat.codes.to_numpy().astype(np.intp)
+        categories = [_python_scalar(c) for c in series.cat.categories]
+        counts = np.bincount(codes, minlength=len(categories))
+        for label, count in zip(categories, counts, strict=True):
+            if count == 0:
+                raise ValueError(EMPTY_GROUP.format(group=label, attribute=name))
+        return codes, categories
+    try:
+        codes, uniques = pd.factorize(series, sort=True)
+    except TypeError:
+        codes, uniques = pd.factorize(series, sort=False)
+    return np.asarray(codes, dtype=np.intp), [_python_scalar(u) for u in uniques]
+
+
+def protected_frame(protected: Protected, n: int | None = None) -> pd.DataFrame:
+    """Normalise ``protected`` to a DataFrame with string column names and a 0..n-1 index.
+
+    Raises
+    ------
+    ValueError
+        On missing values, empty input, duplicate names or a length differing from ``n``.
+    """
+    if isinstance(protected, pd.Series):
+        name = "protected" if protected.name is None else str(protected.name)
+        frame = protected.to_frame(name=name)
+    elif isinstance(protected, pd.DataFrame):
+        frame = protected.copy()
+        frame.columns = [str(c) for c in frame.columns]
+    else:
+        frame = pd.DataFrame({str(k): pd.Series(as_1d(v, f"protected[{k!r}]"))
+                              for k, v in protected.items()})
+    if frame.shape[1] == 0:
+        raise ValueError("protected must contain at least one attribute (column)")
+    duplicated = frame.columns[frame.columns.duplicated()]
+    if len(duplicated):
+        raise ValueError(DUPLICATE_ATTRIBUTE.format(attribute=duplicated[0]))
+    if n is not None:
+        check_lengths([("y_true", n), ("protected", len(frame))])
+    for column in frame.columns:
+        as_1d(frame[column], f"protected[{column!r}]")
+    return frame.reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class GroupLayout:
+    """Row-to-group assignment for every attribute (including intersections).
+
+    Attributes
+    ----------
+    attributes
+        Attribute names; intersections are named like ``"race x sex"``.
+    codes
+        Per attribute, the group code of each individual.
+    labels
+        Per attribute, the group labels in code order.
+    strata
+        Cell of the finest partition (all protected attributes crossed) per individual;
+        used to stratify bootstrap resamples.
+    """
+
+    attributes: tuple[str, ...]
+    codes: tuple[NDArray[np.intp], ...]
+    labels: tuple[tuple[Hashable, ...], ...]
+    strata: NDArray[np.intp]
+
+    @property
+    def n(self) -> int:
+        """Number of individuals."""
+        return int(self.strata.size)
+
+    @property
+    def index(self) -> pd.MultiIndex:
+        """Row index ``(attribute, group)`` over all attributes, in layout order."""
+        tuples = [(a, g) for a, labels in zip(self.attributes, self.labels, strict=True)
+                  for g in labels]
+        return pd.MultiIndex.from_tuples(tuples, names=["attribute", "group"])
+
+    @property
+    def attribute_of_row(self) -> NDArray[np.intp]:
+        """Attribute position of each row of :attr:`index`."""
+        return np.repeat(np.arange(len(self.attributes)), [len(g) for g in self.labels])
+
+    def group_sums(
+        self, weights: NDArray[np.float64], rows: NDArray[np.intp] | None = None
+    ) -> NDArray[np.float64]:
+        """Per-group column sums of ``weights`` (shape ``(n, k)``) over the selected rows.
+
+        Returns an array of shape ``(n_groups_total, k)`` aligned with :attr:`index`.
+        """
+        if rows is None:
+            rows = np.arange(self.n)
+        picked = weights[rows]
+        blocks = []
+        for codes, labels in zip(self.codes, self.labels, strict=True):
+            code = codes[rows]
+            blocks.append(np.column_stack([
+                np.bincount(code, weights=picked[:, j], minlength=len(labels))
+                for j in range(picked.shape[1])
+            ]))
+        return np.vstack(blocks)
+
+    def reference_rows(self, reference: Mapping[str, Hashable] | None) -> NDArray[np.intp]:
+        """Row (in :attr:`index`) of the reference group of each attribute.
+
+        The default reference of an attribute is its largest group (ties: first in order).
+        Intersection references may be given as the joined label or as a tuple.
+        """
+        reference = dict(reference or {})
+        for attribute in reference:
+            if attribute not in self.attributes:
+                raise ValueError(UNKNOWN_ATTRIBUTE.format(
+                    name="reference", attribute=attribute, available=list(self.attributes)))
+        rows = []
+        start = 0
+        for attribute, codes, labels in zip(self.attributes, self.codes, self.labels,
+                                            strict=True):
+            if attribute in reference:
+                wanted = reference[attribute]
+                if isinstance(wanted, tuple) and INTERSECTION_SEPARATOR in attribute:
+                    wanted = INTERSECTION_SEPARATOR.join(str(w) for w in wanted)
+                position = find_label(labels, wanted)
+                if position is None:
+                    raise ValueError(REFERENCE_NOT_FOUND.format(
+                        group=wanted, attribute=attribute, available=shown(list(labels))))
+            else:
+                position = int(np.argmax(np.bincount(codes, minlength=len(labels))))
+            rows.append(start + position)
+            start += len(labels)
+        return np.asarray(rows, dtype=np.intp)
+
+    def reference_labels(self, rows: NDArray[np.intp]) -> dict[str, Hashable]:
+        """Map each attribute to the label of its reference row."""
+        index = self.index
+        return {str(index[r][0]): index[r][1] for r in rows}
+
+
+def build_layout(frame: pd.DataFrame, intersections: Intersections = True) -> GroupLayout:
+    """Encode the protected attributes and the requested intersections.
+
+    Parameters
+    ----------
+    frame
+        Protected attributes as returned by :func:`protected_frame`.
+    intersections
+        ``True``: add the intersection of all attributes when there are at least two;
+        ``False``: none; or a sequence of attribute-name sequences, one per intersection.
+    """
+    names = [str(c) for c in frame.columns]
+    encoded = {name: encode(frame[name], name) for name in names}
+    attributes: list[str] = list(names)
+    codes = [encoded[name][0] for name in names]
+    labels = [tuple(encoded[name][1]) for name in names]
+
+    if intersections is True:
+        combos: list[list[str]] = [names] if len(names) >= 2 else []
+    elif intersections is False:
+        combos = []
+    else:
+        combos = [list(c) for c in intersections]
+    for combo in combos:
+        for name in combo:
+            if name not in encoded:
+                raise ValueError(UNKNOWN_ATTRIBUTE.format(
+                    name="intersections", attribute=name, available=names))
+        code, label = _cross([encoded[name] for name in combo])
+        attributes.append(INTERSECTION_SEPARATOR.join(combo))
+        codes.append(code)
+        labels.append(tuple(label))
+    strata, _ = _cross([encoded[name] for name in names])
+    return GroupLayout(tuple(attributes), tuple(codes), tuple(labels), strata)
+
+
+def _cross(
+    parts: Sequence[tuple[NDArray[np.intp], list[Hashable]]],
+) -> tuple[NDArray[np.intp], list[str]]:
+    """Cross several encoded variables; only combinations that occur become groups."""
+    combined = np.zeros(parts[0][0].size, dtype=np.int64)
+    for codes, labels in parts:
+        combined = combined * len(labels) + codes
+    observed, inverse = np.unique(combined, return_inverse=True)
+    names = []
+    for value in observed:
+        digits = []
+        rest = int(value)
+        for _, labels in reversed(parts):
+            rest, digit = divmod(rest, len(labels))
+            digits.append(str(labels[digit]))
+        names.append(INTERSECTION_SEPARATOR.join(reversed(digits)))
+    return inverse.reshape(-1).astype(np.intp), names

@@ -1,0 +1,155 @@
+"""Seeded (optionally stratified) nonparametric bootstrap used by every audit module.
+
+The percentile method is used for intervals.  Resampling can be stratified: rows are
+then drawn with replacement *within* each stratum, so every stratum keeps its size in
+every resample.  The group audits stratify by the cross-classification of all
+protected attributes, which keeps every group (and every intersection) non-empty and
+of fixed size; the intervals are therefore conditional on the group sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._validation import LENGTH_MISMATCH, check_count, check_open_unit
+
+Seed = int | np.random.Generator | None
+Statistic = Callable[[NDArray[np.intp]], ArrayLike]
+
+
+def resample_indices(
+    n: int,
+    rng: np.random.Generator,
+    strata: NDArray[np.intp] | None = None,
+) -> NDArray[np.intp]:
+    """Draw one bootstrap resample of row positions ``0 .. n-1``.
+
+    Parameters
+    ----------
+    n
+        Number of rows.
+    rng
+        Random generator to draw from.
+    strata
+        Optional integer stratum label per row; rows are then resampled within strata.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n`` row positions drawn with replacement.
+    """
+    if strata is None:
+        return rng.integers(0, n, size=n)
+    order = np.argsort(strata, kind="stable")
+    sorted_strata = strata[order]
+    _, starts, sizes = np.unique(sorted_strata, return_index=True, return_counts=True)
+    which = np.repeat(np.arange(starts.size), sizes)
+    offsets = np.floor(rng.random(n) * sizes[which]).astype(np.intp)
+    picked: NDArray[np.intp] = order[starts[which] + offsets]
+    return picked
+
+
+def bootstrap(
+    statistic: Statistic,
+    n: int,
+    *,
+    n_resamples: int,
+    seed: Seed = 0,
+    strata: ArrayLike | None = None,
+) -> NDArray[np.float64]:
+    """Evaluate ``statistic`` on ``n_resamples`` bootstrap resamples.
+
+    Parameters
+    ----------
+    statistic
+        Function of an array of row positions returning a number or an array of fixed
+        shape (NaN allowed where a quantity is undefined in a resample).
+    n
+        Number of rows in the data.
+    n_resamples
+        Number of resamples (non-negative).
+    seed
+        Seed or ``numpy.random.Generator``; the same seed gives the same resamples.
+    strata
+        Optional stratum label per row for stratified resampling.
+
+    Returns
+    -------
+    numpy.ndarray
+        Array of shape ``(n_resamples, *statistic_shape)``.
+    """
+    n_resamples = check_count(n_resamples, "n_bootstrap")
+    rng = np.random.default_rng(seed)
+    codes: NDArray[np.intp] | None = None
+    if strata is not None:
+        codes = np.unique(np.asarray(strata), return_inverse=True)[1].reshape(-1)
+        if codes.size != n:
+            raise ValueError(
+                LENGTH_MISMATCH.format(name="strata", length=codes.size, other_name="data",
+                                       other_length=n)
+            )
+    draws = [
+        np.asarray(statistic(resample_indices(n, rng, codes)), dtype=np.float64)
+        for _ in range(n_resamples)
+    ]
+    if not draws:
+        shape = np.shape(np.asarray(statistic(np.arange(n)), dtype=np.float64))
+        return np.empty((0, *shape), dtype=np.float64)
+    return np.stack(draws)
+
+
+def percentile_interval(
+    samples: NDArray[np.float64],
+    confidence: float = 0.95,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Percentile bootstrap interval along the first axis, ignoring NaN draws.
+
+    Entries whose draws are all NaN (or with no draws at all) get a NaN interval.
+
+    Parameters
+    ----------
+    samples
+        Array of shape ``(n_resamples, ...)`` as returned by :func:`bootstrap`.
+    confidence
+        Two-sided confidence level in (0, 1).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Lower and upper bounds, each of shape ``samples.shape[1:]``.
+    """
+    confidence = check_open_unit(confidence, "confidence")
+    alpha = (1.0 - confidence) / 2.0
+    shape = samples.shape[1:]
+    finite = np.isfinite(samples)
+    defined: NDArray[np.bool_] = np.asarray(finite.any(axis=0)) if samples.shape[0] else (
+        np.zeros(shape, dtype=bool))
+    if not defined.any():
+        nan = np.full(shape, np.nan)
+        return nan, nan.copy()
+    # Undefined entries are filled with 0 so that nanquantile never sees an all-NaN slice,
+    # then reset to NaN below.
+    safe = np.where(finite, samples, np.nan)
+    safe = np.where(defined[None, ...], safe, 0.0)
+    lower = np.asarray(np.nanquantile(safe, alpha, axis=0), dtype=np.float64)
+    upper = np.asarray(np.nanquantile(safe, 1.0 - alpha, axis=0), dtype=np.float64)
+    lower[~defined] = np.nan
+    upper[~defined] = np.nan
+    return lower, upper
+
+
+def bootstrap_interval(
+    statistic: Statistic,
+    n: int,
+    *,
+    n_resamples: int,
+    confidence: float = 0.95,
+    seed: Seed = 0,
+    strata: ArrayLike | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Percentile bootstrap confidence interval of ``statistic`` (see :func:`bootstrap`)."""
+    samples = bootstrap(statistic, n, n_resamples=n_resamples, seed=seed, strata=strata)
+    return percentile_interval(samples, confidence)

@@ -1,0 +1,321 @@
+"""Group measures, disparities and parity verdicts for binary classifiers.
+
+For every group of every protected attribute (and for intersections such as
+``"race x sex"``) the confusion matrix of the binary decisions is tabulated and turned
+into rates.  Disparities are ratios and differences to a reference group; a group
+*passes* a parity criterion when ``tau <= ratio <= 1 / tau`` (the four-fifths rule for
+``tau = 0.8``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
+from ._tables import ci_frame, disparities, divide
+from ._validation import (
+    as_binary,
+    as_numeric,
+    check_count,
+    check_finite,
+    check_lengths,
+    check_open_unit,
+    check_tau,
+    is_binary,
+)
+from .bootstrap import Seed, bootstrap, percentile_interval
+
+COUNT_COLUMNS: tuple[str, ...] = ("size", "tp", "fp", "fn", "tn")
+"""Count columns of :attr:`GroupReport.by_group`."""
+
+RATE_METRICS: tuple[str, ...] = (
+    "prevalence",  # share of actual positives in the group
+    "predicted_prevalence",  # share of predicted positives in the group
+    "predicted_positive_rate",  # group's share of *all* predicted positives
+    "tpr",
+    "tnr",
+    "fpr",
+    "fnr",
+    "precision",
+    "fdr",
+    "for",
+    "accuracy",
+)
+"""Rate columns of :attr:`GroupReport.by_group`; ratios, differences and CIs cover these."""
+
+PARITY_CRITERIA: dict[str, str] = {
+    "equal_parity": "predicted_positive_rate",
+    "proportional_parity": "predicted_prevalence",
+    "false_positive_parity": "fpr",
+    "false_negative_parity": "fnr",
+    "fdr_parity": "fdr",
+    "for_parity": "for",
+}
+"""Parity criterion -> the rate whose ratio to the reference group is judged."""
+
+
+def binary_decisions(
+    y_pred: ArrayLike, threshold: float = 0.5, name: str = "y_pred"
+) -> NDArray[np.float64]:
+    """Return 0/1 decisions: binary input as is, scores as ``score >= threshold``."""
+    scores = as_numeric(y_pred, name)
+    if is_binary(scores):
+        return scores
+    threshold = check_finite(threshold, "threshold")
+    return (scores >= threshold).astype(np.float64)
+
+
+def _rates(
+    sums: NDArray[np.float64], attribute_of_row: NDArray[np.intp]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Counts ``(G, 5)`` and rates ``(G, len(RATE_METRICS))`` from per-group sums.
+
+    ``sums`` columns: number of rows, actual positives, predicted positives, true positives.
+    """
+    n, pos, pp, tp = sums.T
+    fp = pp - tp
+    fn = pos - tp
+    tn = n - pos - fp
+    all_pp = np.bincount(attribute_of_row, weights=pp)[attribute_of_row].astype(np.float64)
+    rates = np.column_stack([
+        divide(pos, n),
+        divide(pp, n),
+        divide(pp, all_pp),
+        divide(tp, tp + fn),
+        divide(tn, tn + fp),
+        divide(fp, fp + tn),
+        divide(fn, fn + tp),
+        divide(tp, tp + fp),
+        divide(fp, tp + fp),
+        divide(fn, fn + tn),
+        divide(tp + tn, n),
+    ])
+    return np.column_stack([n, tp, fp, fn, tn]), rates
+
+
+def _verdicts(ratios: pd.DataFrame, tau: float) -> pd.DataFrame:
+    """Nullable-boolean pass/fail per parity criterion (NA where the ratio is undefined)."""
+    out = {}
+    for criterion, metric in PARITY_CRITERIA.items():
+        ratio = ratios[metric].to_numpy(dtype=np.float64)
+        passed = pd.array((ratio >= tau) & (ratio <= 1.0 / tau), dtype="boolean")
+        passed[np.isnan(ratio)] = pd.NA
+        out[criterion] = passed
+    return pd.DataFrame(out, index=ratios.index)
+
+
+def _fmt(group: Hashable) -> str:
+    return repr(group) if isinstance(group, str) else str(group)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupReport:
+    """Result of :func:`group_metrics`.
+
+    All tables are indexed by the MultiIndex ``(attribute, group)``; intersections appear
+    as attributes named like ``"race x sex"`` with groups like ``"Black x Female"``.
+
+    Attributes
+    ----------
+    by_group
+        Counts (:data:`COUNT_COLUMNS`) and rates (:data:`RATE_METRICS`) per group.
+    ratios
+        Each rate divided by the reference group's rate (NaN where that rate is 0).
+    differences
+        Each rate minus the reference group's rate.
+    verdicts
+        Pass (``True``) / fail (``False``) per criterion of :data:`PARITY_CRITERIA`,
+        nullable boolean with ``<NA>`` where the ratio is undefined.
+    reference
+        Reference group of each attribute.
+    tau
+        Parity threshold; a group passes when ``tau <= ratio <= 1 / tau``.
+    threshold
+        Score threshold used when predictions were scores.
+    confidence
+        Level of the bootstrap intervals.
+    n_bootstrap
+        Number of bootstrap resamples (0: no intervals).
+    ci, ratio_ci, difference_ci
+        Percentile bootstrap intervals of ``by_group`` rates, ``ratios`` and
+        ``differences``: columns MultiIndex ``(measure, "lower"|"upper")``; ``None`` when
+        ``n_bootstrap == 0``.
+    """
+
+    by_group: pd.DataFrame
+    ratios: pd.DataFrame
+    differences: pd.DataFrame
+    verdicts: pd.DataFrame
+    reference: Mapping[str, Hashable]
+    tau: float
+    threshold: float
+    confidence: float
+    n_bootstrap: int
+    ci: pd.DataFrame | None = None
+    ratio_ci: pd.DataFrame | None = None
+    difference_ci: pd.DataFrame | None = None
+
+    def failures(self) -> pd.DataFrame:
+        """Long table of failing groups: criterion, attribute, group, metric, ratio."""
+        rows = []
+        for criterion, metric in PARITY_CRITERIA.items():
+            failed = self.verdicts[criterion].eq(False).fillna(False).to_numpy(dtype=bool)
+            for (attribute, group), ratio in self.ratios[metric][failed].items():
+                rows.append((criterion, attribute, group, metric, float(ratio)))
+        return pd.DataFrame(rows, columns=["criterion", "attribute", "group", "metric", "ratio"])
+
+    def summary(self) -> str:
+        """Short text naming, per criterion, the groups that fail (or cannot be judged)."""
+        lines = [
+            f"Parity verdicts at tau = {self.tau:g}: a group passes when "
+            f"{self.tau:g} <= ratio to its reference group <= {1.0 / self.tau:.4g}.",
+            "Reference groups: "
+            + "; ".join(f"{a} = {_fmt(g)}" for a, g in self.reference.items()) + ".",
+        ]
+        for criterion, metric in PARITY_CRITERIA.items():
+            verdict = self.verdicts[criterion]
+            ratio = self.ratios[metric]
+            failed = verdict.eq(False).fillna(False).to_numpy(dtype=bool)
+            unknown = verdict.isna().to_numpy()
+            label = f"{criterion.replace('_', ' ')} ({metric} ratio)"
+            if not failed.any():
+                text = "all groups pass" if not unknown.any() else "no group fails"
+            else:
+                text = "FAILS for " + ", ".join(
+                    f"{a} = {_fmt(g)} ({r:.3g})" for (a, g), r in ratio[failed].items()
+                )
+            if unknown.any():
+                text += "; undefined (reference rate 0 or no cases) for " + ", ".join(
+                    f"{a} = {_fmt(g)}" for a, g in ratio.index[unknown]
+                )
+            lines.append(f"- {label}: {text}.")
+        return "\n".join(lines)
+
+
+def group_metrics(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    protected: Protected,
+    *,
+    threshold: float = 0.5,
+    intersections: Intersections = True,
+    reference: Mapping[str, Hashable] | None = None,
+    tau: float = 0.8,
+    n_bootstrap: int = 0,
+    confidence: float = 0.95,
+    seed: Seed = 0,
+) -> GroupReport:
+    """Per-group classification measures, disparities and parity verdicts.
+
+    Parameters
+    ----------
+    y_true
+        Actual binary labels (0/1 or booleans).
+    y_pred
+        Binary decisions (0/1 or booleans), or scores; scores (any input that is not
+        purely 0/1) become decisions ``score >= threshold``.
+    protected
+        Protected attributes: a DataFrame (one column per attribute), a named Series or a
+        mapping name -> values.  Categorical dtypes keep their category order.
+    threshold
+        Decision threshold for scores.
+    intersections
+        ``True`` (default) adds the intersection of all attributes when there are at
+        least two (e.g. ``"race x sex"``); ``False`` adds none; a sequence of attribute
+        name sequences adds exactly those.
+    reference
+        Reference group per attribute (``{"race": "White"}``); an intersection reference
+        is its joined label (``"White x Male"``) or a tuple.  Attributes not given use
+        their largest group (ties: first in order).
+    tau
+        Parity threshold in (0, 1]: a group passes when ``tau <= ratio <= 1 / tau``.
+    n_bootstrap
+        Number of bootstrap resamples for confidence intervals (0: none).  Resampling is
+        stratified by the cross-classification of all protected attributes.
+    confidence
+        Level of the bootstrap intervals.
+    seed
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    GroupReport
+        Tables indexed by ``(attribute, group)``.
+
+    Raises
+    ------
+    ValueError
+        On mismatched lengths, non-binary ``y_true``, missing values, an unknown
+        reference attribute or group, an unused category, or ``tau`` out of range.
+    """
+    y = as_binary(y_true, "y_true")
+    scores = as_numeric(y_pred, "y_pred")
+    check_lengths([("y_true", y.size), ("y_pred", scores.size)])
+    frame = protected_frame(protected, y.size)
+    tau = check_tau(tau)
+    threshold = check_finite(threshold, "threshold")
+    n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
+    confidence = check_open_unit(confidence, "confidence")
+    pred = binary_decisions(scores, threshold)
+
+    layout = build_layout(frame, intersections)
+    weights = np.column_stack([np.ones_like(y), y, pred, y * pred])
+    attribute_of_row = layout.attribute_of_row
+    ref_rows = layout.reference_rows(reference)
+    reference_of_row = ref_rows[attribute_of_row]
+    index = layout.index
+
+    counts, rates = _rates(layout.group_sums(weights), attribute_of_row)
+    ratio_values, difference_values = disparities(rates, reference_of_row)
+    by_group = pd.concat(
+        [pd.DataFrame(counts.astype(np.int64), index=index, columns=list(COUNT_COLUMNS)),
+         pd.DataFrame(rates, index=index, columns=list(RATE_METRICS))],
+        axis=1,
+    )
+    ratios = pd.DataFrame(ratio_values, index=index, columns=list(RATE_METRICS))
+    differences = pd.DataFrame(difference_values, index=index, columns=list(RATE_METRICS))
+
+    intervals: list[pd.DataFrame | None] = [None, None, None]
+    if n_bootstrap:
+        intervals = _bootstrap_tables(layout, weights, reference_of_row, n_bootstrap,
+                                      confidence, seed)
+    return GroupReport(
+        by_group=by_group,
+        ratios=ratios,
+        differences=differences,
+        verdicts=_verdicts(ratios, tau),
+        reference=layout.reference_labels(ref_rows),
+        tau=tau,
+        threshold=threshold,
+        confidence=confidence,
+        n_bootstrap=n_bootstrap,
+        ci=intervals[0],
+        ratio_ci=intervals[1],
+        difference_ci=intervals[2],
+    )
+
+
+def _bootstrap_tables(
+    layout: GroupLayout,
+    weights: NDArray[np.float64],
+    reference_of_row: NDArray[np.intp],
+    n_bootstrap: int,
+    confidence: float,
+    seed: Seed,
+) -> list[pd.DataFrame | None]:
+    attribute_of_row = layout.attribute_of_row
+
+    def statistic(rows: NDArray[np.intp]) -> NDArray[np.float64]:
+        _, rates = _rates(layout.group_sums(weights, rows), attribute_of_row)
+        ratio, difference = disparities(rates, reference_of_row)
+        return np.stack([rates, ratio, difference])
+
+    samples = bootstrap(statistic, layout.n, n_resamples=n_bootstrap, seed=seed,
+                        strata=layout.strata)
+    lower, upper = percentile_interval(samples, confidence)
+    return [ci_frame(lower[k], upper[k], layout.index, RATE_METRICS) for k in range(3)]

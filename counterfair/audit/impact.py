@@ -1,0 +1,182 @@
+"""Disparate impact: the favourable-outcome rate of a monitored group relative to a reference.
+
+``disparate impact = 100 * P(favourable | monitored) / P(favourable | reference)`` in
+percent; it is flagged when below ``threshold_percent`` (80 %: the four-fifths rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from ._groups import encode
+from ._validation import (
+    BAD_CHOICE,
+    GROUP_NOT_FOUND,
+    NO_OTHER_GROUP,
+    as_1d,
+    as_binary,
+    check_count,
+    check_finite,
+    check_lengths,
+    check_open_unit,
+    find_label,
+    shown,
+)
+from .bootstrap import Seed, bootstrap_interval
+
+
+@dataclass(frozen=True, kw_only=True)
+class DisparateImpact:
+    """Result of :func:`disparate_impact`.
+
+    Attributes
+    ----------
+    monitored, reference
+        The two groups compared.
+    monitored_rate, reference_rate
+        Favourable-outcome rates of the two groups.
+    ratio_percent
+        ``100 * monitored_rate / reference_rate`` (NaN when ``reference_rate`` is 0).
+    threshold_percent
+        Flagging threshold in percent.
+    flagged
+        ``True`` when ``ratio_percent < threshold_percent``; ``None`` when undefined.
+    ci_lower, ci_upper
+        Percentile bootstrap interval of ``ratio_percent`` (NaN without bootstrap).
+    confidence
+        Level of that interval.
+    """
+
+    monitored: Hashable
+    reference: Hashable
+    monitored_rate: float
+    reference_rate: float
+    ratio_percent: float
+    threshold_percent: float
+    flagged: bool | None
+    ci_lower: float = float("nan")
+    ci_upper: float = float("nan")
+    confidence: float = 0.95
+
+    def to_series(self) -> pd.Series:
+        """All fields as a pandas Series (object dtype)."""
+        return pd.Series(dict(self.__dict__), dtype=object, name="disparate_impact")
+
+
+def _rates(favourable: NDArray[np.float64], codes: NDArray[np.intp], a: int, b: int,
+           rows: NDArray[np.intp]) -> tuple[float, float]:
+    fav = favourable[rows]
+    code = codes[rows]
+    in_a = code == a
+    in_b = code == b
+    return float(fav[in_a].mean()), float(fav[in_b].mean())
+
+
+def _percent(monitored_rate: float, reference_rate: float) -> float:
+    return 100.0 * monitored_rate / reference_rate if reference_rate else float("nan")
+
+
+def disparate_impact(
+    y_pred: ArrayLike,
+    protected: ArrayLike,
+    *,
+    monitored: Hashable,
+    reference: Hashable | None = None,
+    favourable: int = 1,
+    threshold_percent: float = 80.0,
+    n_bootstrap: int = 0,
+    confidence: float = 0.95,
+    seed: Seed = 0,
+) -> DisparateImpact:
+    """Favourable rate of ``monitored`` over that of ``reference``, in percent.
+
+    Parameters
+    ----------
+    y_pred
+        Binary decisions (0/1 or booleans).
+    protected
+        One protected attribute (group label per individual).
+    monitored
+        Group whose treatment is examined.
+    reference
+        Group compared against; default: the largest group other than ``monitored``
+        (ties: first in sorted order).
+    favourable
+        Which decision (1 or 0) is favourable.
+    threshold_percent
+        Flag when the ratio is below this percentage (default 80).
+    n_bootstrap
+        Bootstrap resamples for an interval on the ratio (0: none); resampling is
+        stratified by group.
+    confidence
+        Level of that interval.
+    seed
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    DisparateImpact
+
+    Raises
+    ------
+    ValueError
+        On non-binary decisions, mismatched lengths, or a monitored/reference group that
+        does not occur (the message lists the available groups).
+    """
+    decisions = as_binary(y_pred, "y_pred")
+    values = as_1d(protected, "protected")
+    check_lengths([("y_pred", decisions.size), ("protected", values.size)])
+    if favourable not in (0, 1) or isinstance(favourable, bool):
+        raise ValueError(BAD_CHOICE.format(name="favourable", choices=[0, 1], value=favourable))
+    threshold_percent = check_finite(threshold_percent, "threshold_percent")
+    n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
+    confidence = check_open_unit(confidence, "confidence")
+
+    codes, labels = encode(values, "protected")
+    a = find_label(labels, monitored)
+    if a is None:
+        raise ValueError(GROUP_NOT_FOUND.format(name="monitored group", group=monitored,
+                                                where="protected", available=shown(labels)))
+    if reference is None:
+        if len(labels) < 2:
+            raise ValueError(NO_OTHER_GROUP.format(name="monitored group", group=monitored))
+        sizes = np.bincount(codes, minlength=len(labels)).astype(np.int64)
+        sizes[a] = -1
+        b = int(np.argmax(sizes))
+    else:
+        found = find_label(labels, reference)
+        if found is None:
+            raise ValueError(GROUP_NOT_FOUND.format(name="reference group", group=reference,
+                                                    where="protected", available=shown(labels)))
+        b = found
+    fav = decisions if favourable == 1 else 1.0 - decisions
+    all_rows = np.arange(codes.size)
+    monitored_rate, reference_rate = _rates(fav, codes, a, b, all_rows)
+    percent = _percent(monitored_rate, reference_rate)
+    flagged = None if np.isnan(percent) else bool(percent < threshold_percent)
+
+    lower = upper = float("nan")
+    if n_bootstrap:
+        def statistic(rows: NDArray[np.intp]) -> float:
+            return _percent(*_rates(fav, codes, a, b, rows))
+
+        lo, hi = bootstrap_interval(statistic, codes.size, n_resamples=n_bootstrap,
+                                    confidence=confidence, seed=seed, strata=codes)
+        lower, upper = float(lo), float(hi)
+    return DisparateImpact(
+        monitored=labels[a],
+        reference=labels[b],
+        monitored_rate=monitored_rate,
+        reference_rate=reference_rate,
+        ratio_percent=percent,
+        threshold_percent=threshold_percent,
+        flagged=flagged,
+        ci_lower=lower,
+        ci_upper=upper,
+        confidence=confidence,
+    )

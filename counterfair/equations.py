@@ -1,0 +1,111 @@
+"""The structural equations in numpy, vectorised over parameter sets and rows.
+
+Arrays of node values have shape ``(S, N)``: ``S`` parameter sets (posterior
+draws) by ``N`` rows; inputs of shape ``(N,)`` broadcast over the sets.
+Protected attributes are given as 0-based level codes (0 = reference level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from scipy.special import expit
+
+from counterfair.layout import NodeEquation
+from counterfair.params import ParamDraws
+
+
+def protected_effect(beta: np.ndarray, codes: np.ndarray, reference_coding: bool) -> np.ndarray:
+    """Effect of a categorical parent per set and row.
+
+    Parameters
+    ----------
+    beta : numpy.ndarray
+        Level effects, shape ``(S, L-1)`` (reference coding) or ``(S, L)`` (one-hot).
+    codes : numpy.ndarray
+        Level codes, shape ``(N,)`` or ``(S, N)``.
+    reference_coding : bool
+        Whether level 0 is the reference level with effect 0.
+    """
+    s = beta.shape[0]
+    table = np.concatenate([np.zeros((s, 1)), beta], axis=1) if reference_coding else beta
+    index = np.broadcast_to(np.asarray(codes, dtype=np.int64), (s, np.shape(codes)[-1]))
+    return np.take_along_axis(table, index, axis=1)
+
+
+def linear_predictor(
+    eq: NodeEquation,
+    params: ParamDraws,
+    values: Mapping[str, np.ndarray],
+    codes: Mapping[str, np.ndarray],
+    *,
+    reference_coding: bool = True,
+) -> np.ndarray:
+    """The linear predictor ``eta`` of one node, shape ``(S, N)``.
+
+    Parameters
+    ----------
+    eq : NodeEquation
+        The node's equation.
+    params : ParamDraws
+        ``S`` parameter sets.
+    values : mapping
+        Values of the node's observed and latent parents, ``(N,)`` or ``(S, N)``.
+    codes : mapping
+        Level codes of its protected parents, ``(N,)`` or ``(S, N)``.
+    reference_coding : bool
+        Whether protected effects are relative to a reference level.
+    """
+    n = _n_rows(eq, values, codes)
+    eta = np.zeros((params.n, n))
+    if eq.intercept:
+        eta += params[eq.intercept][:, None]
+    for pterm in eq.protected:
+        eta += protected_effect(params[pterm.param], codes[pterm.parent], reference_coding)
+    for oterm in eq.observed:
+        eta += params[oterm.param][:, None] * values[oterm.parent]
+    for lterm in eq.latent:
+        eta += params[lterm.param][:, None] * values[lterm.parent]
+    return eta
+
+
+def _n_rows(
+    eq: NodeEquation, values: Mapping[str, np.ndarray], codes: Mapping[str, np.ndarray]
+) -> int:
+    for term in eq.protected:
+        return int(codes[term.parent].shape[-1])
+    for oterm in eq.observed:
+        return int(values[oterm.parent].shape[-1])
+    for lterm in eq.latent:
+        return int(values[lterm.parent].shape[-1])
+    raise ValueError(f"node {eq.node!r} has no parents: pass its number of rows explicitly")
+
+
+def mean_from_eta(eq: NodeEquation, eta: np.ndarray) -> np.ndarray:
+    """Mean of the node given its linear predictor (inverse link)."""
+    if eq.spec.link == "log":
+        return np.exp(eta)
+    if eq.spec.link == "logit":
+        return np.asarray(expit(eta))
+    return eta
+
+
+def sigma_of(eq: NodeEquation, params: ParamDraws) -> np.ndarray:
+    """Residual sd of a Normal node per set, shape ``(S, 1)``."""
+    fixed = eq.sigma_fixed
+    if fixed is not None:
+        return np.full((params.n, 1), fixed)
+    assert eq.sigma is not None
+    return params[eq.sigma][:, None]
+
+
+def draw_node(
+    eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Draw the node from its conditional distribution given ``eta`` (fresh noise)."""
+    if eq.spec.family == "normal":
+        return eta + sigma_of(eq, params) * rng.standard_normal(eta.shape)
+    if eq.spec.family == "poisson":
+        return rng.poisson(np.exp(np.minimum(eta, 50.0))).astype(float)
+    return rng.binomial(1, expit(eta)).astype(float)

@@ -1,0 +1,75 @@
+"""Exception types and error texts shared by the package and its tests.
+
+Every message names the node, column or value at fault, so that a user can fix
+the model or the data without reading counterfair's source.
+"""
+
+from __future__ import annotations
+
+
+class SCMError(ValueError):
+    """The causal graph or a node spec is invalid."""
+
+
+class DataError(ValueError):
+    """A data frame does not fit the SCM (missing column, bad values, unseen level)."""
+
+
+class FairnessError(ValueError):
+    """A predictor would use a descendant of a protected attribute."""
+
+
+class ConvergenceWarning(UserWarning):
+    """MCMC diagnostics (R-hat, ESS, divergences) suggest the fit is not reliable."""
+
+
+# graph and specs
+NOT_A_DIGRAPH = "an SCM is declared on a networkx.DiGraph, got {type}"
+EMPTY_GRAPH = "the causal graph has no nodes"
+CYCLE = "the causal graph has a cycle: {cycle}; a structural causal model must be acyclic"
+MISSING_SPEC = (
+    "node {node!r} has no spec; give it one, e.g. g.add_node({node!r}, spec=cf.Normal())"
+)
+UNKNOWN_SPEC = (
+    "node {node!r} has spec {spec!r}, which is not a counterfair spec "
+    "(Protected, Latent, Normal, Poisson or Bernoulli)"
+)
+PROTECTED_WITH_PARENT = (
+    "protected node {node!r} has parent(s) {parents}; protected attributes must be roots"
+)
+LATENT_WITH_PARENT = (
+    "latent node {node!r} has parent(s) {parents}; latent exogenous variables must be roots"
+)
+NO_PROTECTED = "the SCM has no Protected node; counterfactual fairness needs at least one"
+BAD_NODE_NAME = (
+    "node name {node!r} cannot be used in a Stan program: use letters, digits and single "
+    "underscores, starting with a letter (and not a Stan keyword)"
+)
+NAME_CLASH = "nodes {first!r} and {second!r} give the same Stan identifier {name!r}"
+LATENT_WITHOUT_CHILD = "latent node {node!r} has no children; it would not be identified"
+BAD_CODING = "coding must be 'reference' or 'onehot', got {coding!r}"
+
+# data
+NOT_A_DATAFRAME = "data must be a pandas DataFrame, got {type}"
+EMPTY_DATA = "data has no rows"
+MISSING_COLUMN = "data has no column {column!r} (node {column!r} of the SCM); columns: {columns}"
+NAN_VALUES = "column {column!r} has {count} missing (NaN) value(s), first at row {row!r}"
+NOT_NUMERIC = "column {column!r} (node {node!r}, {family}) must be numeric, got dtype {dtype}"
+NOT_FINITE = "column {column!r} has non-finite value {value!r} at row {row!r}"
+POISSON_NOT_COUNT = (
+    "column {column!r} is a Poisson node and needs non-negative integer counts; "
+    "value {value!r} at row {row!r} is not (round it first, e.g. df[{column!r}].round())"
+)
+BERNOULLI_NOT_BINARY = (
+    "column {column!r} is a Bernoulli node and needs values 0 or 1; "
+    "value {value!r} at row {row!r} is not"
+)
+UNSEEN_LEVEL = (
+    "protected attribute {node!r} has level {value!r} (row {row!r}) that was not seen "
+    "at fit time; known levels: {levels}"
+)
+UNKNOWN_DO_NODE = (
+    "do() names {node!r}, which is not a protected node of the SCM; protected: {protected}"
+)
+DO_LENGTH = "do({node}=...) has {got} values for {expected} rows"
+UNKNOWN_NODE = "{node!r} is not a node of the SCM; nodes: {nodes}"

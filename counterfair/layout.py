@@ -1,0 +1,98 @@
+"""The parameter layout of an SCM: which terms each observed node's equation has.
+
+One layout serves both the Stan code generator and the numpy structural
+equations, so that the two always agree on parameter names and meaning.
+
+Naming scheme (also the names in ``fit.idata.posterior``):
+
+* ``alpha_<node>``: intercept of ``<node>``;
+* ``beta_<node>_<parent>``: weight of an observed parent (real), or the vector of
+  level effects of a protected parent (one per non-reference level under
+  reference coding, one per level under one-hot coding);
+* ``lambda_<node>_<latent>``: loading of a latent parent (positive for the
+  latent's first child);
+* ``sigma_<node>``: residual standard deviation of a Normal node (learned as
+  ``sigma2_<node>`` with an inverse-gamma prior, or fixed in the spec).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from counterfair.specs import Normal, Observed
+
+
+@dataclass(frozen=True)
+class ProtectedTerm:
+    """The effect of a protected (categorical) parent on a child."""
+
+    parent: str
+    param: str
+
+
+@dataclass(frozen=True)
+class ObservedTerm:
+    """The weight of an observed parent on a child."""
+
+    parent: str
+    param: str
+
+
+@dataclass(frozen=True)
+class LatentTerm:
+    """The loading of a latent parent on a child."""
+
+    parent: str
+    param: str
+    positive: bool
+
+
+@dataclass(frozen=True)
+class NodeEquation:
+    """The structural equation of one observed node.
+
+    Attributes
+    ----------
+    node : str
+        The node.
+    spec : Observed
+        Its spec (family, link, priors).
+    intercept : str or None
+        Name of the intercept parameter, if any.
+    protected : tuple of ProtectedTerm
+        Categorical parents, in graph order.
+    observed : tuple of ObservedTerm
+        Observed parents, in graph order.
+    latent : tuple of LatentTerm
+        Latent parents, in graph order.
+    sigma : str or None
+        Name of the residual sd (Normal nodes only).
+    """
+
+    node: str
+    spec: Observed
+    intercept: str | None
+    protected: tuple[ProtectedTerm, ...]
+    observed: tuple[ObservedTerm, ...]
+    latent: tuple[LatentTerm, ...]
+    sigma: str | None
+
+    @property
+    def has_design(self) -> bool:
+        """Whether the equation has data columns (protected or observed parents)."""
+        return bool(self.protected or self.observed)
+
+    @property
+    def sigma_fixed(self) -> float | None:
+        """The fixed residual sd, or None when it is learned or not a Normal node."""
+        return self.spec.sigma if isinstance(self.spec, Normal) else None
+
+    def parameter_names(self) -> list[str]:
+        """Names of the parameters this equation owns, in declaration order."""
+        names = [self.intercept] if self.intercept else []
+        names += [t.param for t in self.protected]
+        names += [t.param for t in self.observed]
+        names += [t.param for t in self.latent]
+        if self.sigma and self.sigma_fixed is None:
+            names.append(self.sigma)
+        return names

@@ -1,0 +1,106 @@
+"""Sets of structural parameter values: posterior draws, their mean, or user values."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from counterfair import errors
+from counterfair.scm import SCM
+
+
+@dataclass(frozen=True)
+class ParamDraws(Mapping[str, np.ndarray]):
+    """``S`` sets of values of every structural parameter.
+
+    Each value is an array whose first axis has length ``S``: shape ``(S,)`` for
+    a scalar parameter, ``(S, k)`` for a vector one (a protected parent's level
+    effects).
+
+    Attributes
+    ----------
+    arrays : dict of str to numpy.ndarray
+        The arrays, by parameter name.
+    """
+
+    arrays: Mapping[str, np.ndarray]
+
+    def __post_init__(self) -> None:
+        sizes = {v.shape[0] for v in self.arrays.values()}
+        if len(sizes) > 1:
+            raise ValueError(f"parameter arrays disagree on the number of sets: {sorted(sizes)}")
+
+    @property
+    def n(self) -> int:
+        """Number of parameter sets ``S``."""
+        return next(iter(self.arrays.values())).shape[0] if self.arrays else 1
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.arrays)
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+    def mean(self) -> ParamDraws:
+        """One set: the mean of every parameter over the sets."""
+        return ParamDraws({k: v.mean(axis=0, keepdims=True) for k, v in self.arrays.items()})
+
+    def take(self, indices: np.ndarray) -> ParamDraws:
+        """The sets at ``indices`` (with repetition allowed)."""
+        idx = np.asarray(indices, dtype=np.int64)
+        return ParamDraws({k: v[idx] for k, v in self.arrays.items()})
+
+    @classmethod
+    def from_posterior(cls, posterior: Any, names: list[str]) -> ParamDraws:
+        """Stack chains and draws of an arviz posterior group into ``S`` sets."""
+        out: dict[str, np.ndarray] = {}
+        for name in names:
+            array = np.asarray(posterior[name].values, dtype=float)
+            out[name] = array.reshape(array.shape[0] * array.shape[1], *array.shape[2:])
+        return cls(out)
+
+    @classmethod
+    def from_values(
+        cls, scm: SCM, values: Mapping[str, Any], n_levels: Mapping[str, int]
+    ) -> ParamDraws:
+        """One set of user-given values, checked against the SCM's parameters.
+
+        Parameters
+        ----------
+        scm : SCM
+            The model whose parameters are given.
+        values : mapping
+            Value of every parameter by name (extra names are an error).
+        n_levels : mapping
+            Number of levels of each protected node (sizes of level-effect vectors).
+        """
+        expected = scm.parameter_names()
+        missing = [name for name in expected if name not in values]
+        if missing:
+            raise errors.SCMError(f"parameter value(s) missing: {missing}; expected {expected}")
+        extra = [name for name in values if name not in expected]
+        if extra:
+            raise errors.SCMError(f"unknown parameter name(s) {extra}; expected {expected}")
+        out: dict[str, np.ndarray] = {}
+        drop = 1 if scm.coding == "reference" else 0
+        for eq in scm.equations.values():
+            for term in eq.protected:
+                array = np.atleast_1d(np.asarray(values[term.param], dtype=float))
+                size = n_levels[term.parent] - drop
+                if array.shape != (size,):
+                    raise errors.SCMError(
+                        f"parameter {term.param!r} needs {size} value(s) (levels of "
+                        f"{term.parent!r}{' other than the reference' if drop else ''}), "
+                        f"got shape {array.shape}"
+                    )
+                out[term.param] = array[None, :]
+        for name in expected:
+            if name not in out:
+                out[name] = np.asarray([float(values[name])])
+        return cls(out)

@@ -1,0 +1,396 @@
+"""A fitted SCM: posterior draws of parameters and latents, and abduction for new rows."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import arviz as az
+import numpy as np
+import pandas as pd
+
+from counterfair import validation
+from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
+from counterfair.encoding import Encoding
+from counterfair.equations import linear_predictor
+from counterfair.params import ParamDraws
+from counterfair.scm import SCM
+from counterfair.specs import Protected
+from counterfair.stan.backend import get_backend
+from counterfair.stan.data import abduction_data, conditioning_nodes, fit_data, observed_values
+from counterfair.stan.inits import latent_inits
+
+if TYPE_CHECKING:
+    from counterfair.counterfactual import DoValue
+
+AbductionMethod = Literal["mean", "draws"]
+
+
+def _row_coord(data: pd.DataFrame) -> list[Any]:
+    return list(data.index) if data.index.is_unique else list(range(len(data)))
+
+
+def _coords_and_dims(
+    scm: SCM, encoding: Encoding, data: pd.DataFrame, latent_dims: list[str]
+) -> tuple[dict[str, list[Any]], dict[str, list[str]]]:
+    coords: dict[str, list[Any]] = {"row": _row_coord(data)}
+    dims: dict[str, list[str]] = {latent: latent_dims for latent in scm.latents}
+    for eq in scm.equations.values():
+        for term in eq.protected:
+            levels = list(encoding.levels[term.parent])
+            coords[f"{term.parent}_effect"] = levels[1:] if scm.coding == "reference" else levels
+            dims[term.param] = [f"{term.parent}_effect"]
+    return coords, dims
+
+
+@dataclass(frozen=True)
+class Abduction:
+    """Joint samples of parameters and latents for a set of rows.
+
+    Sample ``s`` pairs the parameter set ``params.take([s])`` with the latents
+    ``latents[name][s]`` of every row, so counterfactuals can be computed sample
+    by sample.
+
+    Attributes
+    ----------
+    data : pandas.DataFrame
+        The rows.
+    params : ParamDraws
+        ``S`` parameter sets, one per sample.
+    latents : dict of str to numpy.ndarray
+        Latent draws by latent node, shape ``(S, N)``.
+    codes : dict of str to numpy.ndarray
+        Protected level codes of the rows, shape ``(N,)``.
+    observed : dict of str to numpy.ndarray
+        Factual values of the rows' observed nodes, shape ``(N,)``.
+    conditioned_on : tuple of str
+        Observed nodes the latents were conditioned on.
+    """
+
+    data: pd.DataFrame
+    params: ParamDraws
+    latents: dict[str, np.ndarray]
+    codes: dict[str, np.ndarray]
+    observed: dict[str, np.ndarray]
+    conditioned_on: tuple[str, ...]
+
+    @property
+    def n_samples(self) -> int:
+        """Number of joint samples ``S``."""
+        return self.params.n
+
+    def noise(self, scm: SCM, nodes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """Additive noise of Normal nodes: ``x - mu(parents)`` per sample, shape ``(S, N)``.
+
+        This is exact abduction of the noise (Kusner et al.'s level 3): given the
+        parameters and latents of a sample, the noise is determined by the data.
+
+        Parameters
+        ----------
+        scm : SCM
+            The model the abduction belongs to.
+        nodes : sequence of str, optional
+            Normal nodes (default: every Normal node whose value is known).
+        """
+        wanted = nodes if nodes is not None else [
+            n for n in scm.observed
+            if scm.equations[n].spec.family == "normal" and n in self.observed
+        ]
+        values: dict[str, np.ndarray] = {**self.observed, **self.latents}
+        reference = scm.coding == "reference"
+        out: dict[str, np.ndarray] = {}
+        for node in wanted:
+            eq = scm.equations[node]
+            if eq.spec.family != "normal":
+                raise ValueError(f"node {node!r} is {eq.spec.family}: only Normal nodes have "
+                                 "additive noise")
+            if node not in self.observed:
+                raise ValueError(f"node {node!r} has no observed values in these rows")
+            eta = _eta(eq, self.params, values, self.codes, len(self.data), reference)
+            out[node] = self.observed[node][None, :] - eta
+        return out
+
+
+def _eta(
+    eq: Any,
+    params: ParamDraws,
+    values: Mapping[str, np.ndarray],
+    codes: Mapping[str, np.ndarray],
+    n_rows: int,
+    reference: bool,
+) -> np.ndarray:
+    if eq.protected or eq.observed or eq.latent:
+        return linear_predictor(eq, params, values, codes, reference_coding=reference)
+    base = params[eq.intercept][:, None] if eq.intercept else np.zeros((params.n, 1))
+    return np.broadcast_to(base, (params.n, n_rows)).copy()
+
+
+@dataclass
+class Fit:
+    """An SCM fitted by NUTS.
+
+    Attributes
+    ----------
+    scm : SCM
+        The model.
+    idata : arviz.InferenceData
+        Posterior of the structural parameters and of every training row's
+        latents (dims ``row``), and the sampler statistics.
+    encoding : Encoding
+        Levels of the protected attributes, fixed at fit time.
+    data : pandas.DataFrame
+        The training rows.
+    seconds : float
+        Wall time of compilation and sampling.
+    backend : str
+        The Stan interface used.
+    seed : int or None
+        The seed of the fit.
+    diagnostics : Diagnostics
+        R-hat, ESS and divergences.
+    """
+
+    scm: SCM
+    idata: az.InferenceData
+    encoding: Encoding
+    data: pd.DataFrame
+    seconds: float
+    backend: str
+    seed: int | None
+    diagnostics: Diagnostics
+    _backend_name: str = field(default="auto", repr=False)
+
+    # ------------------------------------------------------------------ posterior
+    def summary(self, **kwargs: Any) -> pd.DataFrame:
+        """``arviz.summary`` of the structural parameters (R-hat, ESS, intervals).
+
+        The number of divergent transitions is in ``fit.diagnostics.divergences``
+        and is attached to the returned frame as ``attrs["divergences"]``.
+        """
+        table = az.summary(self.idata, var_names=self.scm.parameter_names(), **kwargs)
+        table.attrs["divergences"] = self.diagnostics.divergences
+        return table
+
+    def params(self) -> ParamDraws:
+        """Every posterior draw of the structural parameters (chains stacked)."""
+        return ParamDraws.from_posterior(self.idata.posterior, self.scm.parameter_names())
+
+    def _training_abduction(self, n_samples: int | None, seed: int | None) -> Abduction:
+        params = self.params()
+        latents = {
+            name: np.asarray(self.idata.posterior[name].values).reshape(params.n, -1)
+            for name in self.scm.latents
+        }
+        if n_samples is not None and n_samples < params.n:
+            pick = np.random.default_rng(seed).choice(params.n, size=n_samples, replace=False)
+            pick.sort()
+            params = params.take(pick)
+            latents = {k: v[pick] for k, v in latents.items()}
+        observed = observed_values(self.scm, self.data)
+        return Abduction(
+            data=self.data,
+            params=params,
+            latents=latents,
+            codes=self.encoding.codes(self.data),
+            observed=observed,
+            conditioned_on=self.scm.observed,
+        )
+
+    # ------------------------------------------------------------------ abduction
+    def abduct(
+        self,
+        data: pd.DataFrame | None = None,
+        *,
+        condition_on: Collection[str] | None = None,
+        method: AbductionMethod = "mean",
+        n_samples: int | None = None,
+        n_param_draws: int = 20,
+        chains: int = 2,
+        warmup: int = 300,
+        draws: int | None = None,
+        seed: int | None = None,
+        progress: bool = False,
+    ) -> Abduction:
+        """Sample latents (and pair them with parameters) for rows.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame, optional
+            Rows to abduct. ``None`` means the training rows, whose latents come
+            from the joint posterior of the fit itself.
+        condition_on : collection of str, optional
+            Observed nodes that condition the latents (default: every child of a
+            latent). Leave the outcome out to follow Kusner et al.'s Algorithm 1,
+            ``U ~ P(U | x, a)``.
+        method : {"mean", "draws"}
+            ``"mean"``: parameters fixed at their posterior means, as the paper
+            does; ``"draws"``: integrate over ``n_param_draws`` posterior draws.
+        n_samples : int, optional
+            Number of joint samples to return (default: all that were drawn).
+        n_param_draws : int
+            Parameter draws to integrate over with ``method="draws"``.
+        chains, warmup, draws : int
+            MCMC settings of the abduction program (``draws`` per chain defaults
+            to enough for ``n_samples``, at least 100).
+        seed : int, optional
+            Random seed (defaults to the fit's seed).
+        progress : bool
+            Show sampler progress.
+
+        Returns
+        -------
+        Abduction
+        """
+        seed = self.seed if seed is None else seed
+        if data is None and condition_on is None:
+            return self._training_abduction(n_samples, seed)
+        rows = self.data if data is None else validation.validate_frame(data)
+        validation.validate_columns(rows, self.scm.protected)
+        conditioned = conditioning_nodes(self.scm, condition_on)
+        codes = self.encoding.codes(rows)
+        known = [n for n in self.scm.observed if n in rows.columns]
+        observed = observed_values(self.scm, rows, known)
+        all_params = self.params()
+        if method == "mean":
+            param_sets = all_params.mean()
+        elif method == "draws":
+            rng = np.random.default_rng(seed)
+            count = min(n_param_draws, all_params.n)
+            param_sets = all_params.take(np.sort(rng.choice(all_params.n, count, replace=False)))
+        else:
+            raise ValueError(f"method must be 'mean' or 'draws', got {method!r}")
+        if not self.scm.latents:
+            size = n_samples or 1
+            index = np.arange(size) % param_sets.n
+            return Abduction(rows, param_sets.take(index), {}, codes, observed, conditioned)
+        per_chain = draws or max(100, -(-(n_samples or 0) // (chains * param_sets.n)))
+        program = self.scm.abduction_code()
+        stan_data = abduction_data(self.scm, rows, self.encoding, param_sets, conditioned)
+        coords, dims = _coords_and_dims(
+            self.scm, self.encoding, rows, ["param_set", "row"]
+        )
+        run = get_backend(self._backend_name).sample(
+            program,
+            stan_data,
+            chains=chains,
+            warmup=warmup,
+            draws=per_chain,
+            seed=seed,
+            progress=progress,
+            coords=coords,
+            dims={k: v for k, v in dims.items() if k in self.scm.latents},
+        )
+        latents: dict[str, np.ndarray] = {}
+        set_index = np.array([])
+        for name in self.scm.latents:
+            array = np.asarray(run.idata.posterior[name].values)  # (chain, draw, S, N)
+            c, d, s, n = array.shape
+            latents[name] = array.reshape(c * d * s, n)
+            set_index = np.tile(np.arange(s), c * d)
+        warn_on_divergences(run.idata, "abduction of new rows")
+        params = param_sets.take(set_index)
+        if n_samples is not None and n_samples < params.n:
+            pick = np.sort(np.random.default_rng(seed).choice(params.n, n_samples, replace=False))
+            params = params.take(pick)
+            latents = {k: v[pick] for k, v in latents.items()}
+        return Abduction(rows, params, latents, codes, observed, conditioned)
+
+    def latents(self, data: pd.DataFrame | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
+        """Posterior draws of every latent for rows, shape ``(S, N)`` per latent.
+
+        With ``data=None`` the draws of the training rows from the fit; otherwise
+        abduction for new rows (see :meth:`abduct` for the options).
+        """
+        return self.abduct(data, **kwargs).latents
+
+    # ------------------------------------------------------------------ counterfactuals
+    def counterfactual(
+        self,
+        data: pd.DataFrame | None,
+        do: Mapping[str, DoValue],
+        *,
+        n_samples: int | None = 100,
+        seed: int | None = None,
+        abduction: Abduction | None = None,
+        **abduct_args: Any,
+    ) -> pd.DataFrame:
+        """Counterfactual values of every node under ``do(A = a')``, per row and sample.
+
+        See :func:`counterfair.counterfactual.counterfactual_frame` for the
+        semantics and the layout of the returned long DataFrame.
+        """
+        from counterfair.counterfactual import counterfactual_frame
+
+        if abduction is None:
+            abduction = self.abduct(data, n_samples=n_samples, seed=seed, **abduct_args)
+        return counterfactual_frame(self, abduction, do, seed=seed)
+
+    def interventional(
+        self,
+        n: int,
+        do: Mapping[str, str],
+        *,
+        n_samples: int = 100,
+        seed: int | None = None,
+    ) -> pd.DataFrame:
+        """Population-level samples under ``do(A = a')``, conditioning on no row.
+
+        See :func:`counterfair.counterfactual.interventional_frame`.
+        """
+        from counterfair.counterfactual import interventional_frame
+
+        return interventional_frame(self, n, do, n_samples=n_samples, seed=seed)
+
+
+def fit_scm(
+    scm: SCM,
+    data: pd.DataFrame,
+    *,
+    chains: int,
+    warmup: int,
+    draws: int,
+    seed: int | None,
+    backend: str,
+    progress: bool,
+    **sampler_args: Any,
+) -> Fit:
+    """Fit ``scm`` to ``data`` by NUTS; see :meth:`counterfair.SCM.fit`."""
+    validation.validate_frame(data)
+    validation.validate_columns(data, scm.protected)
+    protected_specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
+    encoding = Encoding.from_data(protected_specs, data)
+    stan_data = fit_data(scm, data, encoding)
+    coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
+    if "init" not in sampler_args:
+        sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
+    run = get_backend(backend).sample(
+        scm.stan_code(),
+        stan_data,
+        chains=chains,
+        warmup=warmup,
+        draws=draws,
+        seed=seed,
+        progress=progress,
+        coords=coords,
+        dims=dims,
+        **sampler_args,
+    )
+    diagnostics = diagnose(
+        run.idata,
+        scm.parameter_names(),
+        scm.latents,
+        max_depth=int(sampler_args.get("max_depth", 10)),
+    )
+    warn_on_problems(diagnostics)
+    return Fit(
+        scm=scm,
+        idata=run.idata,
+        encoding=encoding,
+        data=data.copy(),
+        seconds=run.seconds,
+        backend=run.backend,
+        seed=seed,
+        diagnostics=diagnostics,
+        _backend_name=backend,
+    )

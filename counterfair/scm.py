@@ -1,0 +1,309 @@
+"""The structural causal model: a validated networkx DAG whose nodes carry specs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import networkx as nx
+import pandas as pd
+
+from counterfair import errors, validation
+from counterfair.layout import LatentTerm, NodeEquation, ObservedTerm, ProtectedTerm
+from counterfair.specs import Latent, NodeSpec, Normal, Observed, Protected
+
+if TYPE_CHECKING:
+    from counterfair.posterior import Fit
+
+Coding = Literal["reference", "onehot"]
+
+
+class SCM:
+    """A structural causal model for counterfactual fairness.
+
+    Parameters
+    ----------
+    graph : networkx.DiGraph
+        The causal DAG. Every node carries a spec under the attribute ``"spec"``:
+        :class:`~counterfair.Protected`, :class:`~counterfair.Latent`,
+        :class:`~counterfair.Normal`, :class:`~counterfair.Poisson` or
+        :class:`~counterfair.Bernoulli`.
+    coding : {"reference", "onehot"}
+        How protected parents enter a linear predictor: ``"reference"`` (default)
+        gives every non-reference level an effect relative to the reference level;
+        ``"onehot"`` gives every level an effect, as in Kusner et al. (2017), which
+        is not identified beside an intercept.
+
+    Raises
+    ------
+    SCMError
+        If the graph has a cycle, a node has no spec or an unknown one, a protected
+        or latent node has a parent, a latent has no child, a node name cannot be
+        used in Stan, or there is no protected node.
+
+    Examples
+    --------
+    >>> import networkx as nx, counterfair as cf
+    >>> g = nx.DiGraph()
+    >>> g.add_node("A", spec=cf.Protected())
+    >>> g.add_node("U", spec=cf.Latent())
+    >>> g.add_node("X", spec=cf.Normal())
+    >>> g.add_edges_from([("A", "X"), ("U", "X")])
+    >>> cf.SCM(g).observed
+    ('X',)
+    """
+
+    def __init__(self, graph: nx.DiGraph, *, coding: Coding = "reference") -> None:
+        if coding not in ("reference", "onehot"):
+            raise errors.SCMError(errors.BAD_CODING.format(coding=coding))
+        validation.validate_graph_type(graph)
+        validation.validate_acyclic(graph)
+        specs = validation.validate_specs(graph)
+        validation.validate_node_names(graph.nodes)
+        validation.validate_roots(graph, specs)
+        self._graph: nx.DiGraph = graph.copy()
+        self._specs: dict[str, NodeSpec] = specs
+        self.coding: Coding = coding
+        position = {node: i for i, node in enumerate(graph.nodes)}
+        self._order: tuple[str, ...] = tuple(
+            nx.lexicographical_topological_sort(graph, key=lambda n: position[n])
+        )
+        self._position = position
+        self.equations: dict[str, NodeEquation] = self._build_equations()
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def graph(self) -> nx.DiGraph:
+        """A copy of the causal graph."""
+        return self._graph.copy()
+
+    @property
+    def specs(self) -> dict[str, NodeSpec]:
+        """The spec of every node."""
+        return dict(self._specs)
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """All nodes in a topological order (graph order among ties)."""
+        return self._order
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        """Protected attributes, in graph order."""
+        return tuple(n for n in self._order if isinstance(self._specs[n], Protected))
+
+    @property
+    def latents(self) -> tuple[str, ...]:
+        """Latent exogenous nodes, in graph order."""
+        return tuple(n for n in self._order if isinstance(self._specs[n], Latent))
+
+    @property
+    def observed(self) -> tuple[str, ...]:
+        """Observed nodes, in topological order."""
+        return tuple(n for n in self._order if isinstance(self._specs[n], Observed))
+
+    def parents(self, node: str) -> tuple[str, ...]:
+        """Parents of ``node`` in graph order."""
+        self._check_node(node)
+        return tuple(sorted(self._graph.predecessors(node), key=self._position.__getitem__))
+
+    def children(self, node: str) -> tuple[str, ...]:
+        """Children of ``node`` in graph order."""
+        self._check_node(node)
+        return tuple(sorted(self._graph.successors(node), key=self._position.__getitem__))
+
+    def descendants(self, nodes: str | Iterable[str] | None = None) -> frozenset[str]:
+        """Strict descendants of ``nodes`` (default: of every protected attribute)."""
+        sources = self._sources(nodes)
+        found: set[str] = set()
+        for source in sources:
+            found |= nx.descendants(self._graph, source)
+        return frozenset(found)
+
+    def non_descendants(self, nodes: str | Iterable[str] | None = None) -> tuple[str, ...]:
+        """Observed nodes that are not descendants of ``nodes`` (default: protected ones).
+
+        These are the observed inputs a counterfactually fair predictor may use.
+        """
+        desc = self.descendants(nodes)
+        return tuple(n for n in self.observed if n not in desc)
+
+    def path_from_protected(self, node: str) -> list[str] | None:
+        """A directed path from some protected attribute to ``node``, or None."""
+        self._check_node(node)
+        for source in self.protected:
+            if source != node and nx.has_path(self._graph, source, node):
+                return [str(n) for n in nx.shortest_path(self._graph, source, node)]
+        return None
+
+    def parameter_names(self) -> list[str]:
+        """Names of all structural parameters (as in the Stan program and the posterior)."""
+        return [name for eq in self.equations.values() for name in eq.parameter_names()]
+
+    def _sources(self, nodes: str | Iterable[str] | None) -> tuple[str, ...]:
+        if nodes is None:
+            return self.protected
+        sources = (nodes,) if isinstance(nodes, str) else tuple(nodes)
+        for node in sources:
+            self._check_node(node)
+        return sources
+
+    def _check_node(self, node: str) -> None:
+        if node not in self._specs:
+            raise errors.SCMError(errors.UNKNOWN_NODE.format(node=node, nodes=list(self._order)))
+
+    def _build_equations(self) -> dict[str, NodeEquation]:
+        first_child = {
+            latent: next(c for c in self.children(latent) if c in self._observed_set())
+            for latent in self.latents
+        }
+        owners: dict[str, str] = {}
+        for node in self._order:
+            validation.validate_unique_identifiers(owners, node, node)
+            owners[node] = node
+        equations: dict[str, NodeEquation] = {}
+        for node in self.observed:
+            spec = self._specs[node]
+            assert isinstance(spec, Observed)
+            protected, observed, latent = [], [], []
+            for parent in self.parents(node):
+                parent_spec = self._specs[parent]
+                if isinstance(parent_spec, Protected):
+                    protected.append(ProtectedTerm(parent, f"beta_{node}_{parent}"))
+                elif isinstance(parent_spec, Latent):
+                    positive = first_child[parent] == node
+                    latent.append(LatentTerm(parent, f"lambda_{node}_{parent}", positive))
+                else:
+                    observed.append(ObservedTerm(parent, f"beta_{node}_{parent}"))
+            equation = NodeEquation(
+                node=node,
+                spec=spec,
+                intercept=f"alpha_{node}" if spec.intercept else None,
+                protected=tuple(protected),
+                observed=tuple(observed),
+                latent=tuple(latent),
+                sigma=f"sigma_{node}" if isinstance(spec, Normal) else None,
+            )
+            for name in [*equation.parameter_names(), f"sigma2_{node}", f"X_{node}"]:
+                validation.validate_unique_identifiers(owners, name, node)
+                owners[name] = node
+            equations[node] = equation
+        return equations
+
+    def _observed_set(self) -> frozenset[str]:
+        return frozenset(n for n, s in self._specs.items() if isinstance(s, Observed))
+
+    # ------------------------------------------------------------------ Stan
+    def stan_code(self) -> str:
+        """The Stan program that fits this SCM (parameters and per-row latents)."""
+        from counterfair.stan.codegen import fit_program
+
+        return fit_program(self)
+
+    def abduction_code(self) -> str:
+        """The Stan program that samples latents of new rows given parameter values."""
+        from counterfair.stan.codegen import abduction_program
+
+        return abduction_program(self)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(
+        self,
+        data: pd.DataFrame,
+        *,
+        chains: int = 4,
+        warmup: int = 500,
+        draws: int = 500,
+        seed: int | None = None,
+        backend: str = "auto",
+        progress: bool = True,
+        **sampler_args: Any,
+    ) -> Fit:
+        """Fit the SCM by NUTS: posterior of parameters and of every row's latents.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame
+            One row per individual, one column per protected and observed node.
+        chains, warmup, draws : int
+            Number of chains (run in parallel) and iterations per chain.
+        seed : int, optional
+            Random seed; the same seed gives the same draws.
+        backend : {"auto", "pystan", "cmdstanpy"}
+            Stan interface; "auto" uses CmdStan when an installation is found.
+        progress : bool
+            Show the sampler's progress output.
+        **sampler_args
+            Passed to the sampler (e.g. ``max_depth``, ``delta``).
+
+        Returns
+        -------
+        Fit
+            The fitted model; ``fit.idata`` is an ``arviz.InferenceData``.
+        """
+        from counterfair.posterior import fit_scm
+
+        return fit_scm(
+            self,
+            data,
+            chains=chains,
+            warmup=warmup,
+            draws=draws,
+            seed=seed,
+            backend=backend,
+            progress=progress,
+            **sampler_args,
+        )
+
+    # ------------------------------------------------------------------ simulation
+    def sample(
+        self,
+        n: int,
+        *,
+        params: Mapping[str, Any],
+        seed: int | None = None,
+        levels: Mapping[str, Iterable[str]] | None = None,
+        protected_probs: Mapping[str, Mapping[str, float]] | None = None,
+        return_latents: bool = True,
+    ) -> pd.DataFrame:
+        """Simulate ``n`` individuals forward from the SCM with given parameter values.
+
+        Parameters
+        ----------
+        n : int
+            Number of rows.
+        params : mapping
+            Parameter values by name (see :meth:`parameter_names`); a protected
+            parent's effect is a sequence over the non-reference levels (or over
+            all levels under one-hot coding).
+        seed : int, optional
+            Random seed.
+        levels : mapping, optional
+            Levels of each protected node, reference first; defaults to the spec's
+            levels.
+        protected_probs : mapping, optional
+            Probability of each level of each protected node (default uniform).
+        return_latents : bool
+            Include latent columns in the result.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One column per node (latents included when asked).
+        """
+        from counterfair.simulate import simulate
+
+        return simulate(
+            self,
+            n,
+            params=params,
+            seed=seed,
+            levels=levels,
+            protected_probs=protected_probs,
+            return_latents=return_latents,
+        )
+
+    def __repr__(self) -> str:
+        parts = [f"{n}: {type(self._specs[n]).__name__}" for n in self._order]
+        return f"SCM({', '.join(parts)}; {self._graph.number_of_edges()} edges)"
+

@@ -1,0 +1,220 @@
+"""Node specifications: what each node of a structural causal model is.
+
+Every node of the user's ``networkx.DiGraph`` carries one of these frozen
+dataclasses under the attribute :data:`SPEC_KEY` (``"spec"``):
+
+* :class:`Protected` -- a categorical protected attribute (race, sex, ...), a
+  root of the graph;
+* :class:`Latent` -- an exogenous latent variable (a student's knowledge K), a
+  root of the graph, Normal(loc, scale) a priori;
+* :class:`Normal`, :class:`Poisson`, :class:`Bernoulli` -- observed variables
+  whose linear predictor is built from their parents, with an identity, log or
+  logit link.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+SPEC_KEY = "spec"
+"""Name of the node attribute that holds a node's spec."""
+
+PRIOR_FAMILIES: dict[str, int] = {
+    "normal": 2,
+    "student_t": 3,
+    "cauchy": 2,
+    "lognormal": 2,
+    "inv_gamma": 2,
+    "gamma": 2,
+    "exponential": 1,
+}
+"""Stan distributions allowed as priors, with their number of arguments."""
+
+
+def _stan_real(value: float) -> str:
+    """Format a number as a Stan real literal (always with a decimal point).
+
+    Stan's GLM functions in the Stan bundled with httpstan 4.13 fail at run time
+    when a scale is an integer literal, so generated code never emits one.
+    """
+    if not math.isfinite(value):
+        raise ValueError(f"prior and spec constants must be finite, got {value!r}")
+    text = repr(float(value))
+    return text if ("." in text or "e" in text) else text + ".0"
+
+
+@dataclass(frozen=True)
+class Prior:
+    """A prior distribution written as a Stan sampling statement.
+
+    Parameters
+    ----------
+    family : str
+        Name of a Stan distribution, one of :data:`PRIOR_FAMILIES`.
+    args : tuple of float
+        Its arguments, e.g. ``(0.0, 1.0)`` for ``normal(0, 1)``.
+
+    Examples
+    --------
+    >>> Prior("normal", (0.0, 2.5)).stan()
+    'normal(0.0, 2.5)'
+    """
+
+    family: str
+    args: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if self.family not in PRIOR_FAMILIES:
+            known = ", ".join(sorted(PRIOR_FAMILIES))
+            raise ValueError(f"unknown prior family {self.family!r}; known families: {known}")
+        expected = PRIOR_FAMILIES[self.family]
+        if len(self.args) != expected:
+            raise ValueError(
+                f"prior {self.family!r} takes {expected} argument(s), got {len(self.args)}"
+            )
+        object.__setattr__(self, "args", tuple(float(a) for a in self.args))
+
+    def stan(self) -> str:
+        """Return the right-hand side of a Stan sampling statement."""
+        return f"{self.family}({', '.join(_stan_real(a) for a in self.args)})"
+
+
+def normal_prior(loc: float = 0.0, scale: float = 1.0) -> Prior:
+    """Normal(loc, scale) prior, the default for intercepts, weights and loadings."""
+    return Prior("normal", (loc, scale))
+
+
+def inv_gamma_prior(shape: float = 1.0, scale: float = 1.0) -> Prior:
+    """Inverse-gamma(shape, scale) prior, the default for a Normal node's variance."""
+    return Prior("inv_gamma", (shape, scale))
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """Base class of every node spec."""
+
+    kind: ClassVar[str] = "node"
+
+
+@dataclass(frozen=True)
+class Protected(NodeSpec):
+    """A categorical protected attribute; must be a root of the graph.
+
+    Parameters
+    ----------
+    levels : sequence of str, optional
+        The attribute's levels. When omitted they are taken from the data at fit
+        time (the categories of a pandas Categorical column, else the sorted
+        distinct values).
+    reference : str, optional
+        Reference level for reference (dummy) coding; defaults to the first level.
+    """
+
+    kind: ClassVar[str] = "protected"
+    levels: tuple[str, ...] | None = None
+    reference: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.levels is not None:
+            levels = tuple(str(level) for level in self.levels)
+            if len(levels) < 2:
+                raise ValueError(f"a protected attribute needs at least 2 levels, got {levels}")
+            if len(set(levels)) != len(levels):
+                raise ValueError(f"protected levels must be distinct, got {levels}")
+            object.__setattr__(self, "levels", levels)
+            if self.reference is not None and str(self.reference) not in levels:
+                raise ValueError(
+                    f"reference level {self.reference!r} is not one of the levels {levels}"
+                )
+
+
+@dataclass(frozen=True)
+class Latent(NodeSpec):
+    """An exogenous latent variable, Normal(loc, scale) a priori; a root of the graph.
+
+    Its values are never observed: they are sampled per individual by MCMC
+    (abduction). The first child of each latent (in graph order) gets a positive
+    loading, which removes the sign ambiguity of (K, w) versus (-K, -w).
+    """
+
+    kind: ClassVar[str] = "latent"
+    loc: float = 0.0
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.scale > 0:
+            raise ValueError(f"a latent's scale must be positive, got {self.scale}")
+
+
+@dataclass(frozen=True)
+class Observed(NodeSpec):
+    """An observed node: a distribution family whose linear predictor uses the parents.
+
+    Parameters
+    ----------
+    intercept : bool
+        Include an intercept in the linear predictor (needed with reference coding).
+    prior_intercept, prior_weights : Prior
+        Priors of the intercept and of every weight and latent loading
+        (default Normal(0, 1), as in Kusner et al. 2017).
+    """
+
+    family: ClassVar[str] = "observed"
+    link: ClassVar[str] = "identity"
+    kind: ClassVar[str] = "observed"
+    intercept: bool = True
+    prior_intercept: Prior = field(default_factory=normal_prior)
+    prior_weights: Prior = field(default_factory=normal_prior)
+
+
+@dataclass(frozen=True)
+class Normal(Observed):
+    """A Normal node with identity link: ``x = mu(parents) + sigma * eps``.
+
+    Parameters
+    ----------
+    sigma : float, optional
+        Fix the residual standard deviation (e.g. ``1.0`` for ZFYA in the paper);
+        when omitted, sigma is learned with an inverse-gamma prior on sigma^2.
+    prior_variance : Prior
+        Prior of sigma^2 when learned (default inverse-gamma(1, 1)).
+    """
+
+    family: ClassVar[str] = "normal"
+    link: ClassVar[str] = "identity"
+    sigma: float | None = None
+    prior_variance: Prior = field(default_factory=inv_gamma_prior)
+
+    def __post_init__(self) -> None:
+        if self.sigma is not None and not (math.isfinite(self.sigma) and self.sigma > 0):
+            raise ValueError(f"a fixed sigma must be positive and finite, got {self.sigma}")
+
+
+@dataclass(frozen=True)
+class Poisson(Observed):
+    """A Poisson count node with log link: ``x ~ Poisson(exp(eta(parents)))``."""
+
+    family: ClassVar[str] = "poisson"
+    link: ClassVar[str] = "log"
+
+
+@dataclass(frozen=True)
+class Bernoulli(Observed):
+    """A binary (0/1) node with logit link: ``x ~ Bernoulli(logit^-1(eta(parents)))``."""
+
+    family: ClassVar[str] = "bernoulli"
+    link: ClassVar[str] = "logit"
+
+
+OBSERVED_FAMILIES: dict[str, type[Observed]] = {
+    cls.family: cls for cls in (Normal, Poisson, Bernoulli)
+}
+"""Observed families counterfair can compile, by name."""
+
+
+def levels_tuple(values: Sequence[object]) -> tuple[str, ...]:
+    """Return levels as a tuple of strings (the form specs and fits store)."""
+    return tuple(str(v) for v in values)

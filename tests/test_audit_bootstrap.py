@@ -1,0 +1,69 @@
+"""Tests of the shared seeded bootstrap helper."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from counterfair.audit import bootstrap, bootstrap_interval, percentile_interval
+from counterfair.audit._validation import NEGATIVE_COUNT, PROBABILITY_OUT_OF_RANGE
+from counterfair.audit.bootstrap import resample_indices
+
+
+def test_seeded_resamples_are_reproducible() -> None:
+    values = np.arange(50.0)
+
+    def mean(rows: np.ndarray) -> float:
+        return float(values[rows].mean())
+
+    a = bootstrap(mean, 50, n_resamples=30, seed=1)
+    b = bootstrap(mean, 50, n_resamples=30, seed=1)
+    c = bootstrap(mean, 50, n_resamples=30, seed=2)
+    assert a.shape == (30,)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_stratified_resamples_keep_stratum_sizes() -> None:
+    rng = np.random.default_rng(0)
+    strata = rng.integers(0, 4, 200)
+    for _ in range(5):
+        rows = resample_indices(200, rng, strata)
+        np.testing.assert_array_equal(np.bincount(strata[rows], minlength=4),
+                                      np.bincount(strata, minlength=4))
+
+
+def test_percentile_interval_matches_numpy_quantile() -> None:
+    rng = np.random.default_rng(3)
+    samples = rng.normal(size=(500, 3))
+    lower, upper = percentile_interval(samples, 0.9)
+    np.testing.assert_allclose(lower, np.quantile(samples, 0.05, axis=0))
+    np.testing.assert_allclose(upper, np.quantile(samples, 0.95, axis=0))
+
+
+def test_nan_draws_are_ignored_and_all_nan_gives_nan_without_warning() -> None:
+    samples = np.array([[1.0, np.nan], [2.0, np.nan], [np.nan, np.nan], [3.0, np.nan]])
+    lower, upper = percentile_interval(samples, 0.5)
+    np.testing.assert_allclose([lower[0], upper[0]], np.quantile([1.0, 2.0, 3.0], [0.25, 0.75]))
+    assert np.isnan(lower[1]) and np.isnan(upper[1])
+
+
+def test_mean_interval_covers_the_mean() -> None:
+    rng = np.random.default_rng(8)
+    values = rng.normal(loc=2.0, size=400)
+    lower, upper = bootstrap_interval(lambda rows: values[rows].mean(), values.size,
+                                      n_resamples=300, seed=0)
+    assert lower < values.mean() < upper
+    se = values.std(ddof=1) / np.sqrt(values.size)
+    assert float(upper - lower) == pytest.approx(2 * 1.96 * se, rel=0.25)
+
+
+def test_errors() -> None:
+    with pytest.raises(ValueError, match=re.escape(NEGATIVE_COUNT.format(name="n_bootstrap",
+                                                                         value=-3))):
+        bootstrap(lambda rows: 0.0, 5, n_resamples=-3)
+    with pytest.raises(ValueError, match=re.escape(PROBABILITY_OUT_OF_RANGE.format(
+            name="confidence", value=1.5))):
+        percentile_interval(np.zeros((3, 2)), 1.5)

@@ -1,0 +1,97 @@
+"""Tests of counterfair.audit.impact (disparate impact in percent)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from counterfair.audit import disparate_impact
+from counterfair.audit._validation import (
+    BAD_CHOICE,
+    GROUP_NOT_FOUND,
+    LENGTH_MISMATCH,
+    NO_OTHER_GROUP,
+    NOT_BINARY,
+)
+
+
+@pytest.fixture
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(11)
+    group = rng.choice(["a", "b", "c"], size=900, p=[0.2, 0.5, 0.3])
+    decisions = (rng.random(900) < np.where(group == "a", 0.3, 0.5)).astype(int)
+    return decisions, group
+
+
+def test_ratio_matches_manual_rates(data) -> None:
+    decisions, group = data
+    result = disparate_impact(decisions, group, monitored="a", reference="c")
+    rate_a = decisions[group == "a"].mean()
+    rate_c = decisions[group == "c"].mean()
+    assert result.monitored_rate == pytest.approx(rate_a)
+    assert result.reference_rate == pytest.approx(rate_c)
+    assert result.ratio_percent == pytest.approx(100 * rate_a / rate_c)
+    assert result.flagged is bool(100 * rate_a / rate_c < 80)
+
+
+def test_default_reference_is_largest_other_group(data) -> None:
+    decisions, group = data
+    assert disparate_impact(decisions, group, monitored="a").reference == "b"
+    assert disparate_impact(decisions, group, monitored="b").reference == "c"
+
+
+def test_favourable_zero_uses_the_complement(data) -> None:
+    decisions, group = data
+    result = disparate_impact(decisions, group, monitored="a", favourable=0)
+    assert result.monitored_rate == pytest.approx(1 - decisions[group == "a"].mean())
+
+
+def test_flag_flips_at_threshold(data) -> None:
+    decisions, group = data
+    ratio = disparate_impact(decisions, group, monitored="a").ratio_percent
+    below = disparate_impact(decisions, group, monitored="a", threshold_percent=ratio + 1e-6)
+    at = disparate_impact(decisions, group, monitored="a", threshold_percent=ratio)
+    assert below.flagged is True
+    assert at.flagged is False
+
+
+def test_undefined_ratio_is_not_flagged() -> None:
+    result = disparate_impact([1, 0, 0, 0], ["a", "a", "b", "b"], monitored="a")
+    assert np.isnan(result.ratio_percent)
+    assert result.flagged is None
+
+
+def test_bootstrap_interval(data) -> None:
+    decisions, group = data
+    one = disparate_impact(decisions, group, monitored="a", n_bootstrap=200, seed=1)
+    two = disparate_impact(decisions, group, monitored="a", n_bootstrap=200, seed=1)
+    assert one.ci_lower == two.ci_lower and one.ci_upper == two.ci_upper
+    assert one.ci_lower < one.ratio_percent < one.ci_upper
+    series = one.to_series()
+    assert series["ratio_percent"] == one.ratio_percent
+
+
+def test_errors(data) -> None:
+    decisions, group = data
+    with pytest.raises(ValueError, match=re.escape(GROUP_NOT_FOUND.format(
+            name="monitored group", group="z", where="protected",
+            available="['a', 'b', 'c']"))):
+        disparate_impact(decisions, group, monitored="z")
+    with pytest.raises(ValueError, match=re.escape(GROUP_NOT_FOUND.format(
+            name="reference group", group="q", where="protected",
+            available="['a', 'b', 'c']"))):
+        disparate_impact(decisions, group, monitored="a", reference="q")
+    with pytest.raises(ValueError, match=re.escape(LENGTH_MISMATCH.format(
+            name="protected", length=899, other_name="y_pred", other_length=900))):
+        disparate_impact(decisions, group[:-1], monitored="a")
+    with pytest.raises(ValueError, match=re.escape(NOT_BINARY.format(name="y_pred",
+                                                                     values="[0.5]"))):
+        disparate_impact([0, 1, 0.5], ["a", "b", "b"], monitored="a")
+    with pytest.raises(ValueError, match=re.escape(NO_OTHER_GROUP.format(
+            name="monitored group", group="a"))):
+        disparate_impact([0, 1], ["a", "a"], monitored="a")
+    with pytest.raises(ValueError, match=re.escape(BAD_CHOICE.format(
+            name="favourable", choices=[0, 1], value=2))):
+        disparate_impact(decisions, group, monitored="a", favourable=2)

@@ -1,0 +1,89 @@
+"""Tests of counterfair.audit.regression against pandas group-bys."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from counterfair.audit import REGRESSION_METRICS, regression_metrics
+from counterfair.audit._validation import (
+    LENGTH_MISMATCH,
+    NOT_FINITE,
+    REFERENCE_NOT_FOUND,
+)
+
+
+@pytest.fixture
+def data() -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    rng = np.random.default_rng(9)
+    n = 800
+    protected = pd.DataFrame({"race": rng.choice(["W", "B", "A"], n, p=[0.5, 0.3, 0.2]),
+                              "sex": rng.choice(["F", "M"], n)})
+    y = rng.normal(size=n)
+    pred = 0.7 * y + 0.3 * rng.normal(size=n) + 0.4 * (protected["race"] == "B").to_numpy()
+    return y, pred, protected
+
+
+def test_group_measures_match_groupby(data) -> None:
+    y, pred, protected = data
+    report = regression_metrics(y, pred, protected)
+    frame = protected.assign(y=y, p=pred, r=y - pred)
+    frame["race x sex"] = frame["race"] + " x " + frame["sex"]
+    for attribute in ["race", "sex", "race x sex"]:
+        grouped = frame.groupby(attribute)
+        expected = pd.DataFrame({
+            "size": grouped.size(),
+            "mean_outcome": grouped["y"].mean(),
+            "mean_prediction": grouped["p"].mean(),
+            "mean_residual": grouped["r"].mean(),
+            "rmse": np.sqrt(grouped["r"].apply(lambda r: float(np.mean(r**2)))),
+        })
+        got = report.by_group.loc[attribute]
+        got.index.name = attribute
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+
+
+def test_differences_and_ratios_to_reference(data) -> None:
+    y, pred, protected = data
+    report = regression_metrics(y, pred, protected, reference={"race": "B"})
+    assert report.reference == {"race": "B", "sex": report.reference["sex"],
+                                "race x sex": report.reference["race x sex"]}
+    metrics = list(REGRESSION_METRICS)
+    block = report.by_group.loc["race", metrics]
+    ref = block.loc["B"]
+    np.testing.assert_allclose(report.differences.loc["race"].to_numpy(), (block - ref).to_numpy())
+    np.testing.assert_allclose(report.ratios.loc["race"].to_numpy(), (block / ref).to_numpy())
+    np.testing.assert_allclose(report.ratios.loc[("race", "B")].to_numpy(), 1.0)
+    np.testing.assert_allclose(report.differences.loc[("race", "B")].to_numpy(), 0.0)
+    # group B is over-predicted: negative mean residual (residual = y_true - y_pred)
+    assert report.by_group.loc[("race", "B"), "mean_residual"] < 0
+    assert (report.differences.loc[["race"], "mean_residual"].drop(("race", "B")) > 0).all()
+
+
+def test_bootstrap(data) -> None:
+    y, pred, protected = data
+    report = regression_metrics(y, pred, protected, n_bootstrap=80, seed=1)
+    assert report.ci is not None and report.difference_ci is not None
+    lower = report.ci.xs("lower", axis=1, level="bound")
+    upper = report.ci.xs("upper", axis=1, level="bound")
+    est = report.by_group[list(REGRESSION_METRICS)]
+    assert ((lower <= est) & (est <= upper)).to_numpy().mean() > 0.9
+    for attribute, group in report.reference.items():
+        np.testing.assert_allclose(
+            report.difference_ci.loc[(attribute, group)].to_numpy(), 0.0)
+
+
+def test_errors(data) -> None:
+    y, pred, protected = data
+    with pytest.raises(ValueError, match=re.escape(LENGTH_MISMATCH.format(
+            name="y_pred", length=799, other_name="y_true", other_length=800))):
+        regression_metrics(y, pred[:-1], protected)
+    with pytest.raises(ValueError, match=re.escape(NOT_FINITE.format(name="y_pred",
+                                                                     count=1))):
+        regression_metrics([1.0, 2.0], [1.0, np.inf], pd.Series(["a", "b"], name="g"))
+    with pytest.raises(ValueError, match=re.escape(REFERENCE_NOT_FOUND.format(
+            group="Z", attribute="race", available="['A', 'B', 'W']"))):
+        regression_metrics(y, pred, protected, reference={"race": "Z"})
