@@ -41,6 +41,7 @@ def linear_predictor(
     codes: Mapping[str, np.ndarray],
     *,
     reference_coding: bool = True,
+    n_rows: int | None = None,
 ) -> np.ndarray:
     """The linear predictor ``eta`` of one node, shape ``(S, N)``.
 
@@ -56,8 +57,10 @@ def linear_predictor(
         Level codes of its protected parents, ``(N,)`` or ``(S, N)``.
     reference_coding : bool
         Whether protected effects are relative to a reference level.
+    n_rows : int, optional
+        Number of rows, needed only for a node without parents.
     """
-    n = _n_rows(eq, values, codes)
+    n = n_rows if n_rows is not None else _n_rows(eq, values, codes)
     eta = np.zeros((params.n, n))
     if eq.intercept:
         eta += params[eq.intercept][:, None]

@@ -27,9 +27,7 @@ class ConvergenceWarning(UserWarning):
 NOT_A_DIGRAPH = "an SCM is declared on a networkx.DiGraph, got {type}"
 EMPTY_GRAPH = "the causal graph has no nodes"
 CYCLE = "the causal graph has a cycle: {cycle}; a structural causal model must be acyclic"
-MISSING_SPEC = (
-    "node {node!r} has no spec; give it one, e.g. g.add_node({node!r}, spec=cf.Normal())"
-)
+MISSING_SPEC = "node {node!r} has no spec; give it one, e.g. g.add_node({node!r}, spec=cf.Normal())"
 UNKNOWN_SPEC = (
     "node {node!r} has spec {spec!r}, which is not a counterfair spec "
     "(Protected, Latent, Normal, Poisson or Bernoulli)"

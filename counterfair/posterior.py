@@ -93,37 +93,36 @@ class Abduction:
         nodes : sequence of str, optional
             Normal nodes (default: every Normal node whose value is known).
         """
-        wanted = nodes if nodes is not None else [
-            n for n in scm.observed
-            if scm.equations[n].spec.family == "normal" and n in self.observed
-        ]
+        wanted = (
+            nodes
+            if nodes is not None
+            else [
+                n
+                for n in scm.observed
+                if scm.equations[n].spec.family == "normal" and n in self.observed
+            ]
+        )
         values: dict[str, np.ndarray] = {**self.observed, **self.latents}
         reference = scm.coding == "reference"
         out: dict[str, np.ndarray] = {}
         for node in wanted:
             eq = scm.equations[node]
             if eq.spec.family != "normal":
-                raise ValueError(f"node {node!r} is {eq.spec.family}: only Normal nodes have "
-                                 "additive noise")
+                raise ValueError(
+                    f"node {node!r} is {eq.spec.family}: only Normal nodes have additive noise"
+                )
             if node not in self.observed:
                 raise ValueError(f"node {node!r} has no observed values in these rows")
-            eta = _eta(eq, self.params, values, self.codes, len(self.data), reference)
+            eta = linear_predictor(
+                eq,
+                self.params,
+                values,
+                self.codes,
+                reference_coding=reference,
+                n_rows=len(self.data),
+            )
             out[node] = self.observed[node][None, :] - eta
         return out
-
-
-def _eta(
-    eq: Any,
-    params: ParamDraws,
-    values: Mapping[str, np.ndarray],
-    codes: Mapping[str, np.ndarray],
-    n_rows: int,
-    reference: bool,
-) -> np.ndarray:
-    if eq.protected or eq.observed or eq.latent:
-        return linear_predictor(eq, params, values, codes, reference_coding=reference)
-    base = params[eq.intercept][:, None] if eq.intercept else np.zeros((params.n, 1))
-    return np.broadcast_to(base, (params.n, n_rows)).copy()
 
 
 @dataclass
@@ -267,9 +266,7 @@ class Fit:
         per_chain = draws or max(100, -(-(n_samples or 0) // (chains * param_sets.n)))
         program = self.scm.abduction_code()
         stan_data = abduction_data(self.scm, rows, self.encoding, param_sets, conditioned)
-        coords, dims = _coords_and_dims(
-            self.scm, self.encoding, rows, ["param_set", "row"]
-        )
+        coords, dims = _coords_and_dims(self.scm, self.encoding, rows, ["param_set", "row"])
         run = get_backend(self._backend_name).sample(
             program,
             stan_data,

@@ -306,4 +306,3 @@ class SCM:
     def __repr__(self) -> str:
         parts = [f"{n}: {type(self._specs[n]).__name__}" for n in self._order]
         return f"SCM({', '.join(parts)}; {self._graph.number_of_edges()} edges)"
-

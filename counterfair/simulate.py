@@ -72,10 +72,7 @@ def simulate(
     reference = scm.coding == "reference"
     for node in scm.observed:
         eq = scm.equations[node]
-        if eq.protected or eq.observed or eq.latent:
-            eta = linear_predictor(eq, theta, values, codes, reference_coding=reference)
-        else:
-            eta = np.zeros((1, n)) + (theta[eq.intercept][:, None] if eq.intercept else 0.0)
+        eta = linear_predictor(eq, theta, values, codes, reference_coding=reference, n_rows=n)
         values[node] = draw_node(eq, theta, eta, rng)[0]
     frame: dict[str, Any] = {}
     for node in scm.nodes:
@@ -87,7 +84,9 @@ def simulate(
         else:
             spec_family = getattr(scm.specs[node], "family", "normal")
             column = values[node]
-            frame[node] = column if spec_family == "normal" or node in scm.latents else (
-                column.astype(np.int64)
+            frame[node] = (
+                column
+                if spec_family == "normal" or node in scm.latents
+                else (column.astype(np.int64))
             )
     return pd.DataFrame(frame)

@@ -22,9 +22,11 @@ from counterfair.audit._validation import (
     UNKNOWN_ATTRIBUTE,
 )
 
+Data = tuple[np.ndarray, np.ndarray, pd.DataFrame]
+
 
 @pytest.fixture
-def data() -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+def data() -> Data:
     rng = np.random.default_rng(42)
     n = 1500
     protected = pd.DataFrame({
@@ -54,7 +56,7 @@ def _expected(y: np.ndarray, p: np.ndarray, total_pp: float) -> dict[str, float]
     }
 
 
-def test_group_measures_match_sklearn_per_group_and_intersection(data) -> None:
+def test_group_measures_match_sklearn_per_group_and_intersection(data: Data) -> None:
     y, scores, protected = data
     report = group_metrics(y, scores, protected, threshold=0.5)
     pred = (scores >= 0.5).astype(int)
@@ -74,14 +76,14 @@ def test_group_measures_match_sklearn_per_group_and_intersection(data) -> None:
             assert row["tp"] + row["fp"] + row["fn"] + row["tn"] == row["size"]
 
 
-def test_predicted_positive_rate_sums_to_one_per_attribute(data) -> None:
+def test_predicted_positive_rate_sums_to_one_per_attribute(data: Data) -> None:
     y, scores, protected = data
     report = group_metrics(y, scores, protected)
     sums = report.by_group["predicted_positive_rate"].groupby(level="attribute").sum()
     np.testing.assert_allclose(sums.to_numpy(), 1.0)
 
 
-def test_scores_are_thresholded_and_binary_predictions_used_as_given(data) -> None:
+def test_scores_are_thresholded_and_binary_predictions_used_as_given(data: Data) -> None:
     y, scores, protected = data
     from_scores = group_metrics(y, scores, protected, threshold=0.6)
     from_labels = group_metrics(y, (scores >= 0.6).astype(int), protected, threshold=0.6)
@@ -90,7 +92,7 @@ def test_scores_are_thresholded_and_binary_predictions_used_as_given(data) -> No
     pd.testing.assert_frame_equal(from_scores.by_group, from_bools.by_group)
 
 
-def test_reference_defaults_to_largest_group_and_has_ratio_one(data) -> None:
+def test_reference_defaults_to_largest_group_and_has_ratio_one(data: Data) -> None:
     y, scores, protected = data
     report = group_metrics(y, scores, protected)
     sizes = report.by_group["size"]
@@ -101,7 +103,7 @@ def test_reference_defaults_to_largest_group_and_has_ratio_one(data) -> None:
     assert report.reference["race"] == "White"
 
 
-def test_named_reference_and_ratios_against_by_group(data) -> None:
+def test_named_reference_and_ratios_against_by_group(data: Data) -> None:
     y, scores, protected = data
     reference = {"race": "Black", "race x sex": ("Asian", "Male")}
     report = group_metrics(y, scores, protected, reference=reference)
@@ -119,7 +121,7 @@ def test_named_reference_and_ratios_against_by_group(data) -> None:
                                   report.ratios.loc["race x sex"])
 
 
-def test_verdicts_follow_the_tau_band(data) -> None:
+def test_verdicts_follow_the_tau_band(data: Data) -> None:
     y, scores, protected = data
     tau = 0.8
     report = group_metrics(y, scores, protected, tau=tau)
@@ -181,7 +183,7 @@ def test_undefined_rates_are_nan_without_warnings() -> None:
     assert "undefined" in report.summary()
 
 
-def test_single_attribute_has_no_intersection_and_intersections_can_be_chosen(data) -> None:
+def test_single_attribute_has_no_intersection_and_intersections_can_be_chosen(data: Data) -> None:
     y, scores, protected = data
     single = group_metrics(y, scores, protected["race"])
     assert set(single.by_group.index.get_level_values(0)) == {"race"}
@@ -192,7 +194,7 @@ def test_single_attribute_has_no_intersection_and_intersections_can_be_chosen(da
     assert "Male x Black" in chosen.by_group.loc["sex x race"].index
 
 
-def test_categorical_order_is_kept(data) -> None:
+def test_categorical_order_is_kept(data: Data) -> None:
     y, scores, protected = data
     order = ["Asian", "White", "Black"]
     cat = protected.assign(race=pd.Categorical(protected["race"], categories=order))
@@ -200,7 +202,7 @@ def test_categorical_order_is_kept(data) -> None:
     assert list(report.by_group.loc["race"].index) == order
 
 
-def test_bootstrap_intervals_are_seeded_and_consistent(data) -> None:
+def test_bootstrap_intervals_are_seeded_and_consistent(data: Data) -> None:
     y, scores, protected = data
     a = group_metrics(y, scores, protected, n_bootstrap=60, seed=3)
     b = group_metrics(y, scores, protected, n_bootstrap=60, seed=3)
@@ -261,7 +263,7 @@ def test_empty_group_is_reported() -> None:
         group_metrics([0, 1, 0, 1], [0, 1, 1, 0], group)
 
 
-def test_reference_errors_name_the_group_and_the_choices(data) -> None:
+def test_reference_errors_name_the_group_and_the_choices(data: Data) -> None:
     y, scores, protected = data
     with pytest.raises(ValueError, match=re.escape(REFERENCE_NOT_FOUND.format(
             group="Martian", attribute="race", available="['Asian', 'Black', 'White']"))):

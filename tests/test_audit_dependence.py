@@ -32,9 +32,11 @@ from counterfair.audit._validation import (
     VALUE_NOT_FOUND,
 )
 
+Data = tuple[np.ndarray, np.ndarray, np.ndarray]
+
 
 @pytest.fixture
-def data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def data() -> Data:
     rng = np.random.default_rng(5)
     n = 1200
     s = rng.choice(["x", "y", "z"], size=n, p=[0.3, 0.5, 0.2])
@@ -45,12 +47,12 @@ def data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return s, o, z
 
 
-def test_mutual_information_matches_sklearn(data) -> None:
+def test_mutual_information_matches_sklearn(data: Data) -> None:
     s, o, _ = data
     assert mutual_information(s, o) == pytest.approx(mutual_info_score(s, o), rel=1e-12)
 
 
-def test_normalised_mutual_information(data) -> None:
+def test_normalised_mutual_information(data: Data) -> None:
     s, o, _ = data
     h_s = scipy_entropy(pd.Series(s).value_counts().to_numpy())
     h_o = scipy_entropy(pd.Series(o).value_counts().to_numpy())
@@ -59,7 +61,7 @@ def test_normalised_mutual_information(data) -> None:
     assert np.isnan(normalized_mutual_information(s, np.ones(s.size)))
 
 
-def test_g_statistic_is_two_n_mi_and_matches_scipy(data) -> None:
+def test_g_statistic_is_two_n_mi_and_matches_scipy(data: Data) -> None:
     s, o, _ = data
     table = contingency_table(s, o).to_numpy()
     expected = chi2_contingency(table, correction=False, lambda_="log-likelihood")
@@ -71,7 +73,7 @@ def test_g_statistic_is_two_n_mi_and_matches_scipy(data) -> None:
     assert result.p_value == pytest.approx(expected.pvalue)
 
 
-def test_conditional_mutual_information_by_entropy_decomposition(data) -> None:
+def test_conditional_mutual_information_by_entropy_decomposition(data: Data) -> None:
     s, o, z = data
     frame = pd.DataFrame({"s": s, "o": o, "z": z})
 
@@ -82,7 +84,7 @@ def test_conditional_mutual_information_by_entropy_decomposition(data) -> None:
     assert conditional_mutual_information(s, o, z) == pytest.approx(expected)
 
 
-def test_conditional_g_test_sums_strata(data) -> None:
+def test_conditional_g_test_sums_strata(data: Data) -> None:
     s, o, z = data
     stat = 0.0
     dof = 0
@@ -99,7 +101,7 @@ def test_conditional_g_test_sums_strata(data) -> None:
     assert result.dof == dof
 
 
-def test_lift_difference_and_tvd_match_crosstab(data) -> None:
+def test_lift_difference_and_tvd_match_crosstab(data: Data) -> None:
     s, o, _ = data
     cond = pd.crosstab(s == "x", o, normalize="index")
     plus, minus = cond.loc[True], cond.loc[False]
@@ -127,7 +129,7 @@ def test_independent_data_gives_small_mi_and_large_p() -> None:
     assert selection_lift(s, o, protected_group=1) == pytest.approx(1.0, abs=0.15)
 
 
-def test_dependence_measures_table_and_bootstrap(data) -> None:
+def test_dependence_measures_table_and_bootstrap(data: Data) -> None:
     s, o, z = data
     report = dependence_measures(s, o, protected_group="x", outcome_value="deny", given=z,
                                  n_bootstrap=100, seed=2)
@@ -171,7 +173,7 @@ def test_verdicts_need_the_interval_to_clear_beta() -> None:
         _report(1.0, 2.0).verdict("odds", 1.0)
 
 
-def test_errors(data) -> None:
+def test_errors(data: Data) -> None:
     s, o, _ = data
     with pytest.raises(ValueError, match=re.escape(GROUP_NOT_FOUND.format(
             name="protected_group", group="w", where="protected",

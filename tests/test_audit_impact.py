@@ -16,16 +16,18 @@ from counterfair.audit._validation import (
     NOT_BINARY,
 )
 
+Data = tuple[np.ndarray, np.ndarray]
+
 
 @pytest.fixture
-def data() -> tuple[np.ndarray, np.ndarray]:
+def data() -> Data:
     rng = np.random.default_rng(11)
     group = rng.choice(["a", "b", "c"], size=900, p=[0.2, 0.5, 0.3])
     decisions = (rng.random(900) < np.where(group == "a", 0.3, 0.5)).astype(int)
     return decisions, group
 
 
-def test_ratio_matches_manual_rates(data) -> None:
+def test_ratio_matches_manual_rates(data: Data) -> None:
     decisions, group = data
     result = disparate_impact(decisions, group, monitored="a", reference="c")
     rate_a = decisions[group == "a"].mean()
@@ -36,19 +38,19 @@ def test_ratio_matches_manual_rates(data) -> None:
     assert result.flagged is bool(100 * rate_a / rate_c < 80)
 
 
-def test_default_reference_is_largest_other_group(data) -> None:
+def test_default_reference_is_largest_other_group(data: Data) -> None:
     decisions, group = data
     assert disparate_impact(decisions, group, monitored="a").reference == "b"
     assert disparate_impact(decisions, group, monitored="b").reference == "c"
 
 
-def test_favourable_zero_uses_the_complement(data) -> None:
+def test_favourable_zero_uses_the_complement(data: Data) -> None:
     decisions, group = data
     result = disparate_impact(decisions, group, monitored="a", favourable=0)
     assert result.monitored_rate == pytest.approx(1 - decisions[group == "a"].mean())
 
 
-def test_flag_flips_at_threshold(data) -> None:
+def test_flag_flips_at_threshold(data: Data) -> None:
     decisions, group = data
     ratio = disparate_impact(decisions, group, monitored="a").ratio_percent
     below = disparate_impact(decisions, group, monitored="a", threshold_percent=ratio + 1e-6)
@@ -63,7 +65,7 @@ def test_undefined_ratio_is_not_flagged() -> None:
     assert result.flagged is None
 
 
-def test_bootstrap_interval(data) -> None:
+def test_bootstrap_interval(data: Data) -> None:
     decisions, group = data
     one = disparate_impact(decisions, group, monitored="a", n_bootstrap=200, seed=1)
     two = disparate_impact(decisions, group, monitored="a", n_bootstrap=200, seed=1)
@@ -73,7 +75,7 @@ def test_bootstrap_interval(data) -> None:
     assert series["ratio_percent"] == one.ratio_percent
 
 
-def test_errors(data) -> None:
+def test_errors(data: Data) -> None:
     decisions, group = data
     with pytest.raises(ValueError, match=re.escape(GROUP_NOT_FOUND.format(
             name="monitored group", group="z", where="protected",

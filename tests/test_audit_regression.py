@@ -15,9 +15,11 @@ from counterfair.audit._validation import (
     REFERENCE_NOT_FOUND,
 )
 
+Data = tuple[np.ndarray, np.ndarray, pd.DataFrame]
+
 
 @pytest.fixture
-def data() -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+def data() -> Data:
     rng = np.random.default_rng(9)
     n = 800
     protected = pd.DataFrame({"race": rng.choice(["W", "B", "A"], n, p=[0.5, 0.3, 0.2]),
@@ -27,7 +29,7 @@ def data() -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
     return y, pred, protected
 
 
-def test_group_measures_match_groupby(data) -> None:
+def test_group_measures_match_groupby(data: Data) -> None:
     y, pred, protected = data
     report = regression_metrics(y, pred, protected)
     frame = protected.assign(y=y, p=pred, r=y - pred)
@@ -46,7 +48,7 @@ def test_group_measures_match_groupby(data) -> None:
         pd.testing.assert_frame_equal(got, expected, check_dtype=False)
 
 
-def test_differences_and_ratios_to_reference(data) -> None:
+def test_differences_and_ratios_to_reference(data: Data) -> None:
     y, pred, protected = data
     report = regression_metrics(y, pred, protected, reference={"race": "B"})
     assert report.reference == {"race": "B", "sex": report.reference["sex"],
@@ -63,7 +65,7 @@ def test_differences_and_ratios_to_reference(data) -> None:
     assert (report.differences.loc[["race"], "mean_residual"].drop(("race", "B")) > 0).all()
 
 
-def test_bootstrap(data) -> None:
+def test_bootstrap(data: Data) -> None:
     y, pred, protected = data
     report = regression_metrics(y, pred, protected, n_bootstrap=80, seed=1)
     assert report.ci is not None and report.difference_ci is not None
@@ -76,7 +78,7 @@ def test_bootstrap(data) -> None:
             report.difference_ci.loc[(attribute, group)].to_numpy(), 0.0)
 
 
-def test_errors(data) -> None:
+def test_errors(data: Data) -> None:
     y, pred, protected = data
     with pytest.raises(ValueError, match=re.escape(LENGTH_MISMATCH.format(
             name="y_pred", length=799, other_name="y_true", other_length=800))):

@@ -5,18 +5,22 @@ from __future__ import annotations
 import base64
 import html
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from counterfair.audit import disparity_figure, group_metrics, write_report
 from counterfair.audit._validation import BAD_CHOICE, NO_PREDICTORS
 
+Data = tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]
+
 
 @pytest.fixture
-def data() -> tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]:
+def data() -> Data:
     rng = np.random.default_rng(21)
     n = 400
     protected = pd.DataFrame({"race": rng.choice(["White", "Black"], n),
@@ -30,7 +34,7 @@ def _images(text: str) -> list[bytes]:
     return [base64.b64decode(b) for b in re.findall(r'src="data:image/png;base64,([^"]+)"', text)]
 
 
-def test_classification_report_is_self_contained(tmp_path, data) -> None:
+def test_classification_report_is_self_contained(tmp_path: Path, data: Data) -> None:
     y, preds, protected = data
     path = write_report(tmp_path / "sub" / "audit.html", y_true=y, y_pred=preds,
                         protected=protected, n_bootstrap=20,
@@ -52,7 +56,7 @@ def test_classification_report_is_self_contained(tmp_path, data) -> None:
     assert html.escape(summary) in text
 
 
-def test_regression_report(tmp_path, data) -> None:
+def test_regression_report(tmp_path: Path, data: Data) -> None:
     _, _, protected = data
     rng = np.random.default_rng(2)
     y = rng.normal(size=len(protected))
@@ -64,7 +68,7 @@ def test_regression_report(tmp_path, data) -> None:
     assert len(_images(text)) == 1
 
 
-def test_report_errors(tmp_path, data) -> None:
+def test_report_errors(tmp_path: Path, data: Data) -> None:
     y, preds, protected = data
     with pytest.raises(ValueError, match=re.escape(BAD_CHOICE.format(
             name="task", choices=["classification", "regression"], value="ranking"))):
@@ -75,7 +79,7 @@ def test_report_errors(tmp_path, data) -> None:
     assert not (tmp_path / "x.html").exists()
 
 
-def test_disparity_figure_draws_tau_band(data) -> None:
+def test_disparity_figure_draws_tau_band(data: Data) -> None:
     y, preds, protected = data
     report = group_metrics(y, preds["full model"], protected, tau=0.75)
     fig = disparity_figure(report.ratios, measures=["fpr", "fnr"], tau=report.tau,
@@ -84,6 +88,7 @@ def test_disparity_figure_draws_tau_band(data) -> None:
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert len(axes) == 2
     band = axes[0].patches[0]
+    assert isinstance(band, Rectangle)
     x0, x1 = band.get_x(), band.get_x() + band.get_width()
     assert (x0, x1) == pytest.approx((0.75, 1 / 0.75))
     labels = [t.get_text() for t in axes[0].get_yticklabels()]

@@ -53,8 +53,11 @@ def table_html(frame: pd.DataFrame, *, digits: int = 3) -> str:
 
 
 def _verdict_html(verdicts: pd.DataFrame) -> str:
-    words = verdicts.astype(object).map(
-        lambda v: "n/a" if v is pd.NA else ("pass" if v else "FAIL"))
+    words = pd.DataFrame(
+        [["n/a" if v is pd.NA else ("pass" if v else "FAIL") for v in row]
+         for row in verdicts.itertuples(index=False)],
+        index=verdicts.index, columns=verdicts.columns,
+    )
     text = table_html(words)
     for word, css in (("pass", "pass"), ("FAIL", "fail"), ("n/a", "na")):
         text = text.replace(f"<td>{word}</td>", f'<td class="{css}">{word}</td>')

@@ -103,8 +103,10 @@ def latent_inits(
             for name, values in base.items()
         }
         chain.update(
-            {name: value * float(np.exp(jitter * rng.standard_normal()))
-             for name, value in loadings.items()}
+            {
+                name: value * float(np.exp(jitter * rng.standard_normal()))
+                for name, value in loadings.items()
+            }
         )
         inits.append(chain)
     return inits
