@@ -1,0 +1,513 @@
+"""FairLearning (Kusner et al. 2017, Algorithm 1) and the unfair baselines.
+
+:class:`FairLearner` is a scikit-learn estimator. ``fit`` fits the SCM by NUTS
+on the training rows, draws ``m = n_samples`` joint samples of each row's
+exogenous inputs (latents, and for ``features="additive_noise"`` the abducted
+noise of Normal nodes), repeats each row ``m`` times with its draws, and fits the
+wrapped estimator on that augmented set together with any observed
+non-descendants of the protected attributes. ``predict`` abducts the same inputs
+for new rows and returns the mean of the estimator's prediction over the draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, clone, is_classifier
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.metrics import accuracy_score, r2_score
+
+from counterfair import errors
+from counterfair.counterfactual import DoValue, noise_column
+from counterfair.posterior import Abduction, Fit
+from counterfair.scm import SCM
+from counterfair.specs import Bernoulli
+
+FeatureSet = Literal["non_descendants", "latent", "additive_noise"]
+FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise")
+
+NO_FAIR_FEATURES = (
+    "features={features!r} gives no input for target {target!r}: the SCM has no {what}"
+)
+DESCENDANT_FEATURE = (
+    "feature {node!r} is a descendant of protected attribute {source!r} "
+    "(path {path}); a counterfactually fair predictor cannot use it"
+)
+
+
+class FairLearner(BaseEstimator):  # type: ignore[misc]
+    """A counterfactually fair predictor (Kusner et al. 2017, Algorithm 1).
+
+    Parameters
+    ----------
+    scm : SCM
+        The structural causal model. It may contain the target (e.g. ZFYA with
+        the latent K as a parent, the paper's level 2 model) or not (the level 3
+        model of UGPA and LSAT).
+    target : str
+        Column to predict.
+    features : {"non_descendants", "latent", "additive_noise"} or list of str
+        Fair inputs. ``"non_descendants"`` (level 1): observed non-descendants
+        of the protected attributes; ``"latent"`` (level 2, Fair K): the
+        latents' posterior draws plus non-descendants; ``"additive_noise"``
+        (level 3, Fair Add): the abducted noise of every Normal node other than
+        the target, plus latents and non-descendants. A list names nodes
+        explicitly; naming a descendant of a protected attribute raises
+        :class:`~counterfair.FairnessError`.
+    estimator : scikit-learn estimator, optional
+        Default ``LinearRegression()``, or ``LogisticRegression()`` for a
+        Bernoulli target.
+    n_samples : int
+        ``m``, draws of the exogenous inputs per training row.
+    condition_on_target : bool
+        ``False`` (default, Algorithm 1): training latents are drawn from
+        ``P(U | x, a)`` with the parameters at their posterior means.
+        ``True`` (the authors' code): training latents come from the joint
+        posterior of the SCM fit, which also conditions on the target.
+    training_inputs : {"samples", "mean"}
+        ``"samples"`` repeats each training row ``m`` times with its draws
+        (Algorithm 1); ``"mean"`` uses each row's posterior mean once, as the
+        authors' code does.
+    fit_args : dict, optional
+        Passed to :meth:`SCM.fit` (``chains``, ``warmup``, ``draws``, ...).
+    abduction_args : dict, optional
+        Passed to :meth:`Fit.abduct` for new rows (``method``, ``chains``, ...).
+    scm_fit : Fit, optional
+        A fit of ``scm`` to reuse instead of fitting again.
+    seed : int, optional
+        Seed of the SCM fit, abduction and draws.
+
+    Attributes
+    ----------
+    scm_fit_ : Fit
+        The fitted SCM.
+    estimator_ : estimator
+        The fitted wrapped estimator.
+    feature_names_ : list of str
+        Inputs of the wrapped estimator, in order.
+    """
+
+    def __init__(
+        self,
+        scm: SCM | None = None,
+        target: str | None = None,
+        features: FeatureSet | Sequence[str] = "latent",
+        estimator: Any = None,
+        n_samples: int = 50,
+        condition_on_target: bool = False,
+        training_inputs: Literal["samples", "mean"] = "samples",
+        fit_args: Mapping[str, Any] | None = None,
+        abduction_args: Mapping[str, Any] | None = None,
+        scm_fit: Fit | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.scm = scm
+        self.target = target
+        self.features = features
+        self.estimator = estimator
+        self.n_samples = n_samples
+        self.condition_on_target = condition_on_target
+        self.training_inputs = training_inputs
+        self.fit_args = fit_args
+        self.abduction_args = abduction_args
+        self.scm_fit = scm_fit
+        self.seed = seed
+
+    # ------------------------------------------------------------------ scikit-learn
+    def _is_classifier(self) -> bool:
+        if self.scm is not None and self.target in self.scm.specs:
+            return isinstance(self.scm.specs[self.target], Bernoulli)
+        return self.estimator is not None and bool(is_classifier(self.estimator))
+
+    def __sklearn_tags__(self) -> Any:
+        from sklearn.utils import ClassifierTags, RegressorTags
+
+        tags = super().__sklearn_tags__()
+        if self._is_classifier():
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags()
+        else:
+            tags.estimator_type = "regressor"
+            tags.regressor_tags = RegressorTags()
+        tags.non_deterministic = True
+        return tags
+
+    # ------------------------------------------------------------------ inputs
+    def _check_setup(self) -> SCM:
+        if self.scm is None or self.target is None:
+            raise ValueError("FairLearner needs an scm and a target")
+        if isinstance(self.features, str) and self.features not in FEATURE_SETS:
+            raise ValueError(
+                f"features must be one of {FEATURE_SETS} or a list of node names, "
+                f"got {self.features!r}"
+            )
+        if self.training_inputs not in ("samples", "mean"):
+            raise ValueError(
+                f"training_inputs must be 'samples' or 'mean', got {self.training_inputs!r}"
+            )
+        return self.scm
+
+    def _input_plan(self, scm: SCM) -> tuple[list[str], list[str], list[str]]:
+        """(latents, Normal nodes whose noise is used, observed non-descendants)."""
+        target = str(self.target)
+        fair_observed = [n for n in scm.non_descendants() if n != target]
+        if not isinstance(self.features, str):
+            latents, observed = [], []
+            for node in self.features:
+                if node in scm.latents:
+                    latents.append(node)
+                    continue
+                path = scm.path_from_protected(node)
+                if path is not None or node in scm.protected:
+                    source = path[0] if path else node
+                    raise errors.FairnessError(
+                        DESCENDANT_FEATURE.format(
+                            node=node, source=source, path=" -> ".join(path or [node])
+                        )
+                    )
+                observed.append(node)
+            return latents, [], observed
+        if self.features == "non_descendants":
+            if not fair_observed:
+                raise errors.FairnessError(
+                    NO_FAIR_FEATURES.format(
+                        features=self.features,
+                        target=target,
+                        what="observed non-descendants of the protected attributes",
+                    )
+                )
+            return [], [], fair_observed
+        if self.features == "latent":
+            if not scm.latents:
+                raise errors.FairnessError(
+                    NO_FAIR_FEATURES.format(
+                        features=self.features, target=target, what="latent node"
+                    )
+                )
+            return list(scm.latents), [], fair_observed
+        noise_nodes = [
+            n for n in scm.observed if n != target and scm.equations[n].spec.family == "normal"
+        ]
+        if not noise_nodes and not scm.latents:
+            raise errors.FairnessError(
+                NO_FAIR_FEATURES.format(
+                    features=self.features, target=target, what="Normal node besides the target"
+                )
+            )
+        return list(scm.latents), noise_nodes, fair_observed
+
+    def _conditioning(self, scm: SCM) -> list[str]:
+        return [n for n in scm.observed if n != self.target]
+
+    def _feature_matrix(self, scm: SCM, abduction: Abduction) -> np.ndarray:
+        """Inputs of the wrapped estimator, shape ``(S, N, p)``."""
+        latents, noise_nodes, observed = self._input_plan(scm)
+        s, n = abduction.n_samples, len(abduction.data)
+        columns = [abduction.latents[name] for name in latents]
+        if noise_nodes:
+            noise = abduction.noise(scm, noise_nodes)
+            columns += [noise[name] for name in noise_nodes]
+        columns += [np.broadcast_to(abduction.observed[name], (s, n)) for name in observed]
+        return np.stack(columns, axis=-1)
+
+    def _frame_features(self, scm: SCM, frame: pd.DataFrame) -> np.ndarray | None:
+        """Inputs read from a counterfactual frame of this learner's own fit, if present."""
+        latents, noise_nodes, observed = self._input_plan(scm)
+        names = [*latents, *(noise_column(n) for n in noise_nodes), *observed]
+        if not all(name in frame.columns for name in names):
+            return None
+        return frame[names].to_numpy(dtype=float)
+
+    # ------------------------------------------------------------------ fit / predict
+    def fit(self, X: pd.DataFrame, y: Any = None) -> FairLearner:
+        """Fit the SCM (unless ``scm_fit`` is given) and the wrapped estimator.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame
+            Training rows with every protected and observed column of the SCM.
+        y : array-like, optional
+            Target values; default ``X[target]``.
+        """
+        scm = self._check_setup()
+        if not isinstance(X, pd.DataFrame):
+            raise errors.DataError(errors.NOT_A_DATAFRAME.format(type=type(X).__name__))
+        target = str(self.target)
+        if y is None:
+            if target not in X.columns:
+                raise errors.DataError(
+                    errors.MISSING_COLUMN.format(column=target, columns=list(X.columns))
+                )
+            y = X[target]
+        y_values = np.asarray(y)
+        if y_values.shape[0] != len(X):
+            raise errors.DataError(f"y has {y_values.shape[0]} values for {len(X)} rows of X")
+        self._input_plan(scm)  # validates features before any MCMC
+        data = X if target in X.columns else X.assign(**{target: y_values})
+        if self.scm_fit is not None:
+            self.scm_fit_ = self.scm_fit
+        else:
+            args = {"chains": 4, "warmup": 500, "draws": 500, **(self.fit_args or {})}
+            self.scm_fit_ = scm.fit(data, seed=self.seed, **args)
+        m = int(self.n_samples)
+        if self.condition_on_target or target not in scm.observed:
+            rows = None if self.scm_fit is None else data
+            abduction = self.scm_fit_.abduct(rows, n_samples=m, seed=self.seed)
+        else:
+            abduction = self.scm_fit_.abduct(
+                data,
+                condition_on=self._conditioning(scm),
+                n_samples=m,
+                seed=self.seed,
+                **(self.abduction_args or {}),
+            )
+        inputs = self._feature_matrix(scm, abduction)  # (S, N, p)
+        if self.training_inputs == "mean":
+            design, response = inputs.mean(axis=0), y_values
+        else:
+            s = inputs.shape[0]
+            design = inputs.reshape(-1, inputs.shape[-1])
+            response = np.tile(y_values, s)
+        base = self.estimator
+        if base is None:
+            base = LogisticRegression() if self._is_classifier() else LinearRegression()
+        self.estimator_ = clone(base).fit(design, response)
+        latents, noise_nodes, observed = self._input_plan(scm)
+        self.feature_names_ = [*latents, *(noise_column(n) for n in noise_nodes), *observed]
+        if self._is_classifier():
+            self.classes_ = self.estimator_.classes_
+        return self
+
+    def _abduct_new(self, X: pd.DataFrame) -> Abduction:
+        scm = self._check_setup()
+        args = {"n_samples": int(self.n_samples), "seed": self.seed, **(self.abduction_args or {})}
+        conditioning = [n for n in self._conditioning(scm) if n in X.columns]
+        return self.scm_fit_.abduct(X, condition_on=conditioning, **args)
+
+    def _predict_inputs(self, inputs: np.ndarray) -> np.ndarray:
+        flat = inputs.reshape(-1, inputs.shape[-1])
+        if self._is_classifier():
+            out = self.estimator_.predict_proba(flat)[:, 1]
+        else:
+            out = self.estimator_.predict(flat)
+        return np.asarray(out, dtype=float).reshape(inputs.shape[:-1])
+
+    def predict_draws(self, X: pd.DataFrame) -> np.ndarray:
+        """Predictions for every draw of each row's fair inputs, shape ``(S, N)``."""
+        scm = self._check_setup()
+        return self._predict_inputs(self._feature_matrix(scm, self._abduct_new(X)))
+
+    def predict_abduction(self, abduction: Abduction) -> np.ndarray:
+        """Predictions from given joint samples (shared across worlds), shape ``(S, N)``."""
+        scm = self._check_setup()
+        return self._predict_inputs(self._feature_matrix(scm, abduction))
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """Posterior expectation of the prediction for each row (class labels for a classifier).
+
+        When ``X`` is a counterfactual frame of this learner's own SCM fit (it has
+        the latent and ``<node>:noise`` columns), those inputs are used directly,
+        one prediction per frame row; otherwise they are abducted for each row.
+        """
+        scm = self._check_setup()
+        direct = self._frame_features(scm, X)
+        if direct is not None:
+            scores = self._predict_inputs(direct[None, :, :])[0]
+        else:
+            scores = self.predict_draws(X).mean(axis=0)
+        if self._is_classifier():
+            return np.where(scores >= 0.5, self.classes_[-1], self.classes_[0])
+        return scores
+
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+        """Class probabilities, averaged over the draws (classification only)."""
+        if not self._is_classifier():
+            raise AttributeError("predict_proba is available for a Bernoulli target only")
+        scm = self._check_setup()
+        direct = self._frame_features(scm, X)
+        p1 = (
+            self._predict_inputs(direct[None, :, :])[0]
+            if direct is not None
+            else self.predict_draws(X).mean(axis=0)
+        )
+        return np.column_stack([1.0 - p1, p1])
+
+    def score(self, X: pd.DataFrame, y: Any = None) -> float:
+        """R^2 for a regressor, accuracy for a classifier."""
+        truth = np.asarray(X[str(self.target)] if y is None else y)
+        predicted = self.predict(X)
+        if self._is_classifier():
+            return float(accuracy_score(truth, predicted))
+        return float(r2_score(truth, predicted))
+
+
+# ---------------------------------------------------------------------- baselines
+def _design(frame: pd.DataFrame, columns: Sequence[str], categorical: Sequence[str]) -> np.ndarray:
+    parts = []
+    for column in columns:
+        if column in categorical:
+            dummies = pd.get_dummies(frame[column], prefix=column, dtype=float)
+            parts.append(dummies)
+        else:
+            parts.append(frame[[column]].astype(float))
+    return pd.concat(parts, axis=1).to_numpy()
+
+
+class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
+    """A plain scikit-learn model on chosen columns (protected ones one-hot encoded).
+
+    Parameters
+    ----------
+    columns : list of str
+        Input columns.
+    target : str
+        Column to predict.
+    categorical : list of str
+        Columns to one-hot encode (all levels, as the paper's Full model).
+    estimator : estimator, optional
+        Default ``LinearRegression()``.
+    """
+
+    def __init__(
+        self,
+        columns: Sequence[str] = (),
+        target: str = "",
+        categorical: Sequence[str] = (),
+        estimator: Any = None,
+    ) -> None:
+        self.columns = columns
+        self.target = target
+        self.categorical = categorical
+        self.estimator = estimator
+
+    def _matrix(self, X: pd.DataFrame) -> np.ndarray:
+        frame = X.copy()
+        for column in self.categorical:
+            levels = self.levels_[column]
+            values = frame[column].astype(str)
+            unseen = ~values.isin(levels)
+            if unseen.any():
+                row = frame.index[int(np.argmax(unseen.to_numpy()))]
+                raise errors.DataError(
+                    errors.UNSEEN_LEVEL.format(
+                        node=column, value=values[row], row=row, levels=list(levels)
+                    )
+                )
+            frame[column] = pd.Categorical(values, categories=levels)
+        return _design(frame, list(self.columns), list(self.categorical))
+
+    def fit(self, X: pd.DataFrame, y: Any = None) -> BaselinePredictor:
+        """Fit the estimator on ``X[columns]``."""
+        missing = [c for c in [*self.columns] if c not in X.columns]
+        if missing:
+            raise errors.DataError(
+                errors.MISSING_COLUMN.format(column=missing[0], columns=list(X.columns))
+            )
+        self.levels_ = {c: sorted(X[c].astype(str).unique()) for c in self.categorical}
+        response = X[self.target] if y is None else y
+        base = self.estimator if self.estimator is not None else LinearRegression()
+        self.estimator_ = clone(base).fit(self._matrix(X), np.asarray(response))
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """Predictions of the fitted estimator."""
+        return np.asarray(self.estimator_.predict(self._matrix(X)), dtype=float)
+
+
+def full_predictor(
+    scm: SCM, target: str, estimator: Any = None, exclude: Sequence[str] = ()
+) -> BaselinePredictor:
+    """The unfair "Full" baseline: every observed column and the protected ones (one-hot)."""
+    columns = [*scm.protected, *(n for n in scm.observed if n != target and n not in exclude)]
+    return BaselinePredictor(columns, target, list(scm.protected), estimator)
+
+
+def unaware_predictor(
+    scm: SCM, target: str, estimator: Any = None, exclude: Sequence[str] = ()
+) -> BaselinePredictor:
+    """The "Unaware" baseline: every observed column except the protected ones."""
+    columns = [n for n in scm.observed if n != target and n not in exclude]
+    return BaselinePredictor(columns, target, [], estimator)
+
+
+# ---------------------------------------------------------------------- counterfactual predictions
+Predictor = Any  # an object with .predict(DataFrame) or a callable DataFrame -> array
+
+
+def _predict(predictor: Predictor, frame: pd.DataFrame) -> np.ndarray:
+    if hasattr(predictor, "predict"):
+        return np.asarray(predictor.predict(frame), dtype=float)
+    if callable(predictor):
+        return np.asarray(predictor(frame), dtype=float)
+    raise TypeError(f"predictor must have .predict or be callable, got {type(predictor).__name__}")
+
+
+def counterfactual_predictions(
+    fit: Fit,
+    data: pd.DataFrame,
+    do: Mapping[str, DoValue],
+    predictor: Predictor,
+    *,
+    n_samples: int = 100,
+    seed: int | None = None,
+    frame: pd.DataFrame | None = None,
+    **abduct_args: Any,
+) -> pd.DataFrame:
+    """Predictions of any predictor in the factual world and under ``do``, per row and sample.
+
+    Parameters
+    ----------
+    fit : Fit
+        Fitted SCM taken as the true world.
+    data : pandas.DataFrame
+        Rows (every observed column known).
+    do : mapping
+        The intervention, as for :meth:`Fit.counterfactual`.
+    predictor : estimator or callable
+        Anything with ``predict(DataFrame)``, or a function of a DataFrame. A
+        :class:`FairLearner` whose SCM fit is ``fit`` reads its inputs (latents,
+        abducted noise) from the shared samples, so its predictions do not move.
+    n_samples : int
+        Joint samples per row.
+    seed : int, optional
+        Seed of abduction and of the counterfactual draws.
+    frame : pandas.DataFrame, optional
+        A counterfactual frame from :meth:`Fit.counterfactual` to reuse (then
+        ``data``, ``n_samples`` and ``abduct_args`` are ignored).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``row``, ``sample``, ``factual``, ``counterfactual``, ``change``
+        (counterfactual minus factual) and the factual protected attributes.
+    """
+    if frame is None:
+        frame = fit.counterfactual(data, do, n_samples=n_samples, seed=seed, **abduct_args)
+    factual = frame[frame["world"] == "factual"].reset_index(drop=True)
+    counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
+    uses_shared = isinstance(predictor, FairLearner) and getattr(predictor, "scm_fit_", None) is fit
+    if uses_shared:
+        before = _predict(predictor, factual)
+        after = _predict(predictor, counter)
+    else:
+        drop: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f.drop(  # noqa: E731
+            columns=[c for c in f.columns if c.endswith(":noise") or c in fit.scm.latents]
+        )
+        before = _predict(predictor, drop(factual))
+        after = _predict(predictor, drop(counter))
+    out = pd.DataFrame(
+        {
+            "row": factual["row"].to_numpy(),
+            "sample": factual["sample"].to_numpy(),
+            "factual": before,
+            "counterfactual": after,
+            "change": after - before,
+        }
+    )
+    for node in fit.scm.protected:
+        out[node] = factual[node].to_numpy()
+    out.attrs["do"] = frame.attrs.get("do", dict(do))
+    return out
