@@ -254,7 +254,7 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             self.scm_fit_ = scm.fit(data, seed=self.seed, **args)
         m = int(self.n_samples)
         if self.condition_on_target or target not in scm.observed:
-            rows = None if self.scm_fit is None else data
+            rows = None if _same_rows(self.scm_fit_.data, data) else data
             abduction = self.scm_fit_.abduct(rows, n_samples=m, seed=self.seed)
         else:
             abduction = self.scm_fit_.abduct(
@@ -342,6 +342,16 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         if self._is_classifier():
             return float(accuracy_score(truth, predicted))
         return float(r2_score(truth, predicted))
+
+
+def _same_rows(fitted: pd.DataFrame, data: pd.DataFrame) -> bool:
+    """Whether ``data`` holds the rows a fit was made on (then its posterior serves them)."""
+    if fitted is data:
+        return True
+    if fitted.shape[0] != data.shape[0] or not fitted.index.equals(data.index):
+        return False
+    shared = [c for c in fitted.columns if c in data.columns]
+    return bool(fitted[shared].astype(str).equals(data[shared].astype(str)))
 
 
 # ---------------------------------------------------------------------- baselines

@@ -80,6 +80,18 @@ class Abduction:
         """Number of joint samples ``S``."""
         return self.params.n
 
+    def take_rows(self, mask: np.ndarray) -> Abduction:
+        """The same samples for a subset of the rows (boolean mask or integer positions)."""
+        index = np.arange(len(self.data))[np.asarray(mask)]
+        return Abduction(
+            data=self.data.iloc[index],
+            params=self.params,
+            latents={k: v[:, index] for k, v in self.latents.items()},
+            codes={k: v[index] for k, v in self.codes.items()},
+            observed={k: v[index] for k, v in self.observed.items()},
+            conditioned_on=self.conditioned_on,
+        )
+
     def noise(self, scm: SCM, nodes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
         """Additive noise of Normal nodes: ``x - mu(parents)`` per sample, shape ``(S, N)``.
 

@@ -1,0 +1,46 @@
+"""Ready-made SCMs of the law school study (Kusner et al. 2017, section 5)."""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from counterfair.scm import SCM, Coding
+from counterfair.specs import Latent, Normal, Poisson, Protected
+
+LAW_SCHOOL_PROTECTED = ("race", "sex")
+
+
+def law_school_level2(coding: Coding = "reference") -> SCM:
+    """The paper's level 2 model: knowledge K drives UGPA, LSAT and ZFYA.
+
+    ``K ~ N(0, 1)``; ``UGPA ~ Normal``, ``LSAT ~ Poisson`` (log link) and
+    ``ZFYA ~ Normal(sigma = 1)``, each with race, sex and K as parents.
+    """
+    g = nx.DiGraph()
+    g.add_node("race", spec=Protected())
+    g.add_node("sex", spec=Protected())
+    g.add_node("K", spec=Latent())
+    g.add_node("UGPA", spec=Normal())
+    g.add_node("LSAT", spec=Poisson())
+    g.add_node("ZFYA", spec=Normal(sigma=1.0))
+    for parent in ("race", "sex", "K"):
+        for child in ("UGPA", "LSAT", "ZFYA"):
+            g.add_edge(parent, child)
+    return SCM(g, coding=coding)
+
+
+def law_school_level3() -> SCM:
+    """The paper's level 3 model: UGPA and LSAT Normal with race and sex as parents.
+
+    Its abducted additive noise (the residuals of UGPA and LSAT) are the inputs
+    of the Fair Add predictor.
+    """
+    g = nx.DiGraph()
+    g.add_node("race", spec=Protected())
+    g.add_node("sex", spec=Protected())
+    g.add_node("UGPA", spec=Normal())
+    g.add_node("LSAT", spec=Normal())
+    for parent in ("race", "sex"):
+        for child in ("UGPA", "LSAT"):
+            g.add_edge(parent, child)
+    return SCM(g)
