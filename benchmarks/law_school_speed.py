@@ -142,6 +142,40 @@ def counterfair_data(scm: cf.SCM, rows: pd.DataFrame) -> dict[str, object]:
     return fit_data(scm, rows, Encoding.from_data(protected, rows))
 
 
+def _proc_times(pid: int) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds of the process and its reaped children) from /proc."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()
+    ticks = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return int(fields[1]), ticks / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds() -> float | None:
+    """CPU seconds used so far by this process and all its descendants (Linux only).
+
+    httpstan samples in worker processes, so the CPU time of the process tree is what a run
+    costs; unlike wall time it hardly changes when other jobs compete for the cores.
+    """
+    if not Path("/proc/self/stat").exists():
+        return None
+    table: dict[int, tuple[int, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (found := _proc_times(int(entry.name))) is not None:
+            table[int(entry.name)] = found
+    me = os.getpid()
+    total = 0.0
+    for pid, (_, cpu) in table.items():
+        ancestor = pid
+        while ancestor not in (me, 0, 1) and ancestor in table:
+            ancestor = table[ancestor][0]
+        if ancestor == me:
+            total += cpu
+    return total
+
+
 def bulk_ess(values: np.ndarray) -> float:
     """Bulk ESS of draws shaped (chain, draw)."""
     return float(az.ess(np.asarray(values, dtype=float), method="bulk"))
@@ -159,13 +193,23 @@ def sampler_stats(idata: az.InferenceData) -> dict[str, float | int | None]:
     def mean_of(name: str) -> float | None:
         return float(np.mean(stats[name].values)) if name in stats else None
 
+    def max_of(name: str) -> int | None:
+        return int(np.max(stats[name].values)) if name in stats else None
+
+    def sum_of(name: str) -> int | None:
+        return int(np.sum(stats[name].values)) if name in stats else None
+
     return {
         "mean_tree_depth": mean_of("tree_depth"),
-        "max_tree_depth": int(np.max(stats["tree_depth"].values)) if "tree_depth" in stats else None,
+        "max_tree_depth": max_of("tree_depth"),
         "mean_leapfrog_per_draw": mean_of("n_steps"),
         "step_size": mean_of("step_size"),
-        "divergences": int(np.sum(stats["diverging"].values)) if "diverging" in stats else None,
+        "divergences": sum_of("diverging"),
     }
+
+
+def _difference(after: float | None, before: float | None) -> float | None:
+    return None if after is None or before is None else after - before
 
 
 def run_counterfair(
@@ -173,6 +217,7 @@ def run_counterfair(
 ) -> tuple[az.InferenceData, dict[str, Any]]:
     say("counterfair: timed run (cached build + NUTS) ...")
     load_before = os.getloadavg()
+    cpu_before = cpu_seconds()
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", cf.ConvergenceWarning)
@@ -185,6 +230,7 @@ def run_counterfair(
             backend="pystan",
         )
     total = time.perf_counter() - start
+    cpu_after = cpu_seconds()
     convergence = [str(w.message) for w in caught if issubclass(w.category, cf.ConvergenceWarning)]
     for w in caught:
         if not issubclass(w.category, cf.ConvergenceWarning):
@@ -195,6 +241,7 @@ def run_counterfair(
     info = {
         "seconds": fit.seconds,
         "seconds_whole_fit_call": total,
+        "cpu_seconds_whole_fit_call": _difference(cpu_after, cpu_before),
         "convergence_warnings": convergence,
         "diagnostics": fit.diagnostics.as_dict(),
         "loadavg_before": load_before,
@@ -209,14 +256,18 @@ def run_authors(
 ) -> tuple[az.InferenceData, dict[str, Any]]:
     say("authors' program: timed run (cached build + NUTS) ...")
     load_before = os.getloadavg()
+    cpu_before = cpu_seconds()
     start = time.perf_counter()
     model = stan.build(code, data=data, random_seed=args.seed)
+    print(flush=True)
     fit = model.sample(num_chains=1, num_warmup=args.warmup, num_samples=args.draws)
     seconds = time.perf_counter() - start
+    cpu = _difference(cpu_seconds(), cpu_before)
     say(f"authors' program: sampling {seconds:.1f} s")
     idata = az.from_pystan(posterior=fit, posterior_model=model)
     info = {
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "loadavg_before": load_before,
         "loadavg_after": os.getloadavg(),
         **sampler_stats(idata),
@@ -226,10 +277,12 @@ def run_authors(
 
 def compare(
     cf_idata: az.InferenceData,
-    cf_seconds: float,
+    cf_info: dict[str, Any],
     au_idata: az.InferenceData,
-    au_seconds: float,
+    au_info: dict[str, Any],
 ) -> list[dict[str, Any]]:
+    cf_seconds, au_seconds = cf_info["seconds"], au_info["seconds"]
+    cf_cpu, au_cpu = cf_info["cpu_seconds_whole_fit_call"], au_info["cpu_seconds"]
     results = []
     for label, cf_name, au_name, absolute in QUANTITIES:
         cf_draws = draws_of(cf_idata, cf_name, absolute)
@@ -250,6 +303,9 @@ def compare(
                 "authors_ess_per_s": au_rate,
                 "ratio": ratio,
                 "pass": bool(ratio >= TARGET_RATIO),
+                "ratio_per_cpu_second": (
+                    (cf_ess / cf_cpu) / (au_ess / au_cpu) if cf_cpu and au_cpu and au_ess else None
+                ),
             }
         )
     return results
@@ -292,21 +348,22 @@ def print_report(
         )
     print(line)
     print(f"{'':<20} {'counterfair':>14} {'authors':>14}")
-    rows = [
-        ("wall seconds", fmt(cf_info["seconds"], ".1f"), fmt(au_info["seconds"], ".1f")),
-        ("mean tree depth", fmt(cf_info["mean_tree_depth"], ".2f"),
-         fmt(au_info["mean_tree_depth"], ".2f")),
-        ("max tree depth", fmt(cf_info["max_tree_depth"], "d"),
-         fmt(au_info["max_tree_depth"], "d")),
-        ("leapfrog / draw", fmt(cf_info["mean_leapfrog_per_draw"], ".1f"),
-         fmt(au_info["mean_leapfrog_per_draw"], ".1f")),
-        ("step size", fmt(cf_info["step_size"], ".4f"), fmt(au_info["step_size"], ".4f")),
-        ("divergences", fmt(cf_info["divergences"], "d"), fmt(au_info["divergences"], "d")),
-        ("load avg before", fmt(cf_info["loadavg_before"][0], ".2f"),
-         fmt(au_info["loadavg_before"][0], ".2f")),
-        ("load avg after", fmt(cf_info["loadavg_after"][0], ".2f"),
-         fmt(au_info["loadavg_after"][0], ".2f")),
+    stats = [
+        ("wall seconds", "seconds", ".1f"),
+        ("mean tree depth", "mean_tree_depth", ".2f"),
+        ("max tree depth", "max_tree_depth", "d"),
+        ("leapfrog / draw", "mean_leapfrog_per_draw", ".1f"),
+        ("step size", "step_size", ".4f"),
+        ("divergences", "divergences", "d"),
     ]
+    rows = [(name, fmt(cf_info[key], spec), fmt(au_info[key], spec)) for name, key, spec in stats]
+    cf_cpu, au_cpu = cf_info["cpu_seconds_whole_fit_call"], au_info["cpu_seconds"]
+    rows.insert(1, ("CPU seconds (*)", fmt(cf_cpu, ".1f"), fmt(au_cpu, ".1f")))
+    for when in ("before", "after"):
+        key = f"loadavg_{when}"
+        rows.append(
+            (f"1-min load {when}", fmt(cf_info[key][0], ".2f"), fmt(au_info[key][0], ".2f"))
+        )
     for name, a, b in rows:
         print(f"{name:<20} {a:>14} {b:>14}")
     print(line)
@@ -318,6 +375,14 @@ def print_report(
         f"counterfair's whole scm.fit call (also arviz conversion and diagnostics): {whole:.1f} s; "
         f"smallest ESS/s ratio on that basis: {worst:.1f}x"
     )
+    print(
+        "(*) CPU time of the process tree (httpstan samples in a worker process); for "
+        "counterfair over the whole scm.fit call. Less sensitive than wall time to other jobs."
+    )
+    cpu_ratios = [r["ratio_per_cpu_second"] for r in results]
+    if all(r is not None for r in cpu_ratios):
+        listed = ", ".join(f"{r['quantity']} {r['ratio_per_cpu_second']:.1f}x" for r in results)
+        print(f"ESS per CPU-second ratios: {listed}")
     if cf_info["convergence_warnings"]:
         print("counterfair ConvergenceWarnings:")
         for message in cf_info["convergence_warnings"]:
@@ -352,15 +417,17 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     stan.build(cf_code, data=counterfair_data(scm, rows), random_seed=args.seed)
     cf_build = time.perf_counter() - start
+    print(flush=True)  # PyStan's "Building: ... done." has no line end
     say("building the authors' program (untimed; compiles on first use) ...")
     start = time.perf_counter()
     stan.build(au_code, data=au_data, random_seed=args.seed)
     au_build = time.perf_counter() - start
+    print(flush=True)
     say(f"builds done: counterfair {cf_build:.1f} s, authors {au_build:.1f} s (not timed below)")
 
     cf_idata, cf_info = run_counterfair(scm, rows, args)
     au_idata, au_info = run_authors(au_code, au_data, args)
-    results = compare(cf_idata, cf_info["seconds"], au_idata, au_info["seconds"])
+    results = compare(cf_idata, cf_info, au_idata, au_info)
     print_report(args, len(rows), cf_info, au_info, results)
 
     if args.out is not None:

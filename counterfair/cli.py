@@ -25,7 +25,9 @@ def _law_school_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cf-samples", type=int, default=None, help="samples per test row")
     p.add_argument("--train-rows", type=int, default=None)
     p.add_argument("--test-rows", type=int, default=None)
-    p.add_argument("--audit", action="store_true", help="also write the fairness audit report")
+    p.add_argument(
+        "--no-audit", dest="audit", action="store_false", help="skip the audit report"
+    )
 
 
 def _run_law_school(args: argparse.Namespace) -> int:
@@ -44,7 +46,12 @@ def _run_law_school(args: argparse.Namespace) -> int:
         )
         if getattr(args, key) is not None
     }
-    common = {"data_dir": args.data_dir, "out": Path(args.out), "seed": args.seed}
+    common = {
+        "data_dir": args.data_dir,
+        "out": Path(args.out),
+        "seed": args.seed,
+        "audit": args.audit,
+    }
     if args.quick:
         config = LawSchoolConfig.quick_mode(**common, **overrides)
     else:

@@ -74,6 +74,8 @@ class Encoding:
             key = str(value)
             if key not in lookup:
                 row = index[i] if index is not None else i
+                row = row.item() if hasattr(row, "item") else row
+                value = value.item() if hasattr(value, "item") else value
                 raise errors.DataError(
                     errors.UNSEEN_LEVEL.format(
                         node=node, value=value, row=row, levels=list(self.levels[node])

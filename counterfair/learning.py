@@ -284,6 +284,8 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
     def _abduct_new(self, X: pd.DataFrame) -> Abduction:
         scm = self._check_setup()
         args = {"n_samples": int(self.n_samples), "seed": self.seed, **(self.abduction_args or {})}
+        if not scm.latents and args.get("method", "mean") == "mean":
+            args["n_samples"] = 1  # inputs are deterministic given the mean parameters
         conditioning = [n for n in self._conditioning(scm) if n in X.columns]
         return self.scm_fit_.abduct(X, condition_on=conditioning, **args)
 

@@ -101,6 +101,17 @@ class ParamDraws(Mapping[str, np.ndarray]):
                     )
                 out[term.param] = array[None, :]
         for name in expected:
-            if name not in out:
-                out[name] = np.asarray([float(values[name])])
+            if name in out:
+                continue
+            array = np.asarray(values[name], dtype=float)
+            if array.size != 1:
+                raise errors.SCMError(
+                    f"parameter {name!r} needs one value, got shape {array.shape}"
+                )
+            out[name] = array.reshape(1)
+        for name, array in out.items():
+            if not np.all(np.isfinite(array)):
+                raise errors.SCMError(f"parameter {name!r} must be finite, got {array[0]}")
+            if name.startswith("sigma_") and not np.all(array > 0):
+                raise errors.SCMError(f"parameter {name!r} must be positive, got {array[0]}")
         return cls(out)

@@ -161,6 +161,12 @@ class SCM:
         for node in self._order:
             validation.validate_unique_identifiers(owners, node, node)
             owners[node] = node
+        generated = [f"n_levels_{p}" for p in self.protected]
+        generated += [f"observe_{c}" for latent in self.latents for c in self.children(latent)]
+        for name in generated:
+            owner = name.split("_", 2)[-1] if name.startswith("n_levels_") else name[8:]
+            validation.validate_unique_identifiers(owners, name, owner)
+            owners[name] = owner
         equations: dict[str, NodeEquation] = {}
         for node in self.observed:
             spec = self._specs[node]

@@ -21,14 +21,22 @@ _STAN_RESERVED = frozenset(
     row_vector matrix array tuple simplex ordered positive_ordered cholesky_factor_corr
     cholesky_factor_cov corr_matrix cov_matrix unit_vector sum_to_zero_vector lower upper
     offset multiplier print reject fatal_error return break continue void var fvar
-    N S
+    struct typedef export auto extern static complex_vector complex_matrix
+    complex_row_vector jacobian
+    N S s indicators
     """.split()
 )
 
 
+def _label(value: object) -> object:
+    """A row label or value as a plain Python object (no numpy scalar reprs in messages)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
+
+
 def validate_graph_type(graph: object) -> nx.DiGraph:
-    """Check that ``graph`` is a non-empty ``networkx.DiGraph``."""
-    if not isinstance(graph, nx.DiGraph):
+    """Check that ``graph`` is a non-empty ``networkx.DiGraph`` (not a multigraph)."""
+    if not isinstance(graph, nx.DiGraph) or graph.is_multigraph():
         raise errors.SCMError(errors.NOT_A_DIGRAPH.format(type=type(graph).__name__))
     if graph.number_of_nodes() == 0:
         raise errors.SCMError(errors.EMPTY_GRAPH)
@@ -106,7 +114,7 @@ def validate_columns(data: pd.DataFrame, columns: Sequence[str]) -> None:
             )
         missing = data[column].isna().to_numpy()
         if missing.any():
-            row = data.index[int(np.argmax(missing))]
+            row = _label(data.index[int(np.argmax(missing))])
             raise errors.DataError(
                 errors.NAN_VALUES.format(column=column, count=int(missing.sum()), row=row)
             )
@@ -126,14 +134,18 @@ def numeric_column(data: pd.DataFrame, column: str, spec: Observed) -> np.ndarra
     if bad.any():
         i = int(np.argmax(bad))
         raise errors.DataError(
-            errors.NOT_FINITE.format(column=column, value=values[i], row=data.index[i])
+            errors.NOT_FINITE.format(
+                column=column, value=float(values[i]), row=_label(data.index[i])
+            )
         )
     if isinstance(spec, Poisson):
         bad = (values < 0) | (values != np.round(values))
         if bad.any():
             i = int(np.argmax(bad))
             raise errors.DataError(
-                errors.POISSON_NOT_COUNT.format(column=column, value=values[i], row=data.index[i])
+                errors.POISSON_NOT_COUNT.format(
+                    column=column, value=float(values[i]), row=_label(data.index[i])
+                )
             )
     if isinstance(spec, Bernoulli):
         bad = (values != 0) & (values != 1)
@@ -141,7 +153,7 @@ def numeric_column(data: pd.DataFrame, column: str, spec: Observed) -> np.ndarra
             i = int(np.argmax(bad))
             raise errors.DataError(
                 errors.BERNOULLI_NOT_BINARY.format(
-                    column=column, value=values[i], row=data.index[i]
+                    column=column, value=float(values[i]), row=_label(data.index[i])
                 )
             )
     return values

@@ -8,6 +8,8 @@
 * :func:`disparate_impact` -- favourable-rate ratio in percent (:class:`DisparateImpact`).
 * :func:`dependence_measures` and friends -- lift, TVD, (conditional) mutual information,
   G-test, with interval-based verdicts (:class:`DependenceReport`).
+* :func:`counterfactual_fairness` -- causal change of a predictor's output under
+  ``do(A = a')`` with a fitted SCM, beside the naive flip test (:class:`CounterfactualReport`).
 * :func:`write_report` -- self-contained HTML report.
 """
 
@@ -20,6 +22,7 @@ from .classification import (
     binary_decisions,
     group_metrics,
 )
+from .counterfactual import CounterfactualReport, counterfactual_fairness, counterfactual_html
 from .dependence import (
     DEPENDENCE_MEASURES,
     DependenceReport,
@@ -37,7 +40,7 @@ from .dependence import (
 from .impact import DisparateImpact, disparate_impact
 from .plotting import disparity_figure, figure_to_base64
 from .regression import REGRESSION_METRICS, RegressionReport, regression_metrics
-from .report import render_report, write_report
+from .report import regression_html, render_report, write_report
 from .slices import SLICE_MEASURES, ConfusionCounts, compare_slices
 
 __all__ = [
@@ -48,6 +51,7 @@ __all__ = [
     "REGRESSION_METRICS",
     "SLICE_MEASURES",
     "ConfusionCounts",
+    "CounterfactualReport",
     "DependenceReport",
     "DisparateImpact",
     "GTest",
@@ -59,6 +63,8 @@ __all__ = [
     "compare_slices",
     "conditional_mutual_information",
     "contingency_table",
+    "counterfactual_fairness",
+    "counterfactual_html",
     "dependence_measures",
     "disparate_impact",
     "disparity_figure",
@@ -68,6 +74,7 @@ __all__ = [
     "mutual_information",
     "normalized_mutual_information",
     "percentile_interval",
+    "regression_html",
     "regression_metrics",
     "render_report",
     "selection_difference",

@@ -270,3 +270,30 @@ def write_report(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return out
+
+
+def regression_html(
+    *,
+    y_true: ArrayLike,
+    y_pred: Mapping[str, ArrayLike],
+    protected: Protected,
+    intersections: Intersections = True,
+    reference: Mapping[str, Hashable] | None = None,
+    n_bootstrap: int = 0,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> str:
+    """HTML fragment with the regression audit of several predictors.
+
+    Meant for ``extra_sections`` of a classification report, so that one page
+    holds both views of the same predictors (e.g. ZFYA as a real outcome and
+    pass/fail decisions from thresholded predictions).
+    """
+    frame = protected_frame(protected)
+    parts = []
+    for name, predictions in y_pred.items():
+        report = regression_metrics(y_true, predictions, frame, intersections=intersections,
+                                    reference=reference, n_bootstrap=n_bootstrap,
+                                    confidence=confidence, seed=seed)
+        parts.append(_regression_section(str(name), report))
+    return "\n".join(parts)

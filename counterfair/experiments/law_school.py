@@ -93,6 +93,8 @@ class LawSchoolConfig:
     cf_samples: int = 20
     train_rows: int | None = None
     test_rows: int | None = None
+    audit: bool = True
+    audit_rows: int = 1000
 
     @classmethod
     def quick_mode(cls, **overrides: Any) -> LawSchoolConfig:
@@ -106,6 +108,7 @@ class LawSchoolConfig:
             "cf_samples": 5,
             "train_rows": 500,
             "test_rows": 200,
+            "audit_rows": 100,
         }
         settings.update(overrides)
         return cls(**settings)
@@ -241,13 +244,14 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
 
     test_inputs = test[["race", "sex", "UGPA", "LSAT"]]
     rmse: dict[str, float] = {}
+    predictions: dict[str, np.ndarray] = {}
     for name, predictor in predictors.items():
-        predicted = _timed(
+        predictions[name] = _timed(
             f"predict {name}",
             _predict_step(predictor, test_inputs, convergence),
             timings,
         )
-        rmse[name] = _rmse(test["ZFYA"].to_numpy(), predicted)
+        rmse[name] = _rmse(test["ZFYA"].to_numpy(), predictions[name])
 
     fairness, densities = _timed(
         "counterfactual predictions",
@@ -257,6 +261,15 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
         ),
         timings,
     )
+    if config.audit:
+        _timed(
+            "fairness audit report",
+            lambda: _fit_with_warnings(
+                lambda: write_audit(out, fit2, train, test, predictors, predictions, config),
+                convergence,
+            ),
+            timings,
+        )
     total = time.perf_counter() - start
 
     table = rmse_table(rmse)
@@ -352,6 +365,77 @@ def counterfactual_study(
                 result["counterfactual"].to_numpy(),
             )
     return pd.DataFrame(summary), densities
+
+
+def write_audit(
+    out: Path,
+    fit: Any,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    predictors: dict[str, Any],
+    predictions: dict[str, np.ndarray],
+    config: LawSchoolConfig,
+) -> Path:
+    """Audit every predictor on the test rows and write ``audit.html``.
+
+    Classification view: pass/fail decisions from each predictor's ZFYA
+    prediction, thresholded so that its predicted pass rate on the test rows
+    equals the pass rate (``first_pf``) of the training rows, against the actual
+    ``first_pf``. Regression view: ZFYA. Counterfactual view: the causal change
+    of each prediction under do(race), do(sex) with the level 2 SCM as the world,
+    beside the naive flip test, on a subset of ``audit_rows`` test rows.
+    """
+    from counterfair.audit import (
+        counterfactual_fairness,
+        counterfactual_html,
+        regression_html,
+        write_report,
+    )
+
+    pass_rate = float(train["first_pf"].mean())
+    decisions = {
+        name: (values >= np.quantile(values, 1.0 - pass_rate)).astype(int)
+        for name, values in predictions.items()
+    }
+    protected = test[["race", "sex"]].astype(str)
+    rows = law_school_subsample(test, min(config.audit_rows, len(test)), seed=config.seed)
+    abduction = fit.abduct(
+        rows[COLUMNS_LEVEL2],
+        condition_on=["UGPA", "LSAT"],
+        n_samples=config.cf_samples,
+        seed=config.seed,
+    )
+    reports = {
+        name: counterfactual_fairness(
+            fit, rows[COLUMNS_LEVEL2], predictor, abduction=abduction, seed=config.seed
+        )
+        for name, predictor in predictors.items()
+    }
+    pd.concat(
+        [r.overall.assign(predictor=name) for name, r in reports.items()], ignore_index=True
+    ).to_csv(out / "audit_counterfactual.csv", index=False)
+    return write_report(
+        out / "audit.html",
+        y_true=test["first_pf"].to_numpy(),
+        y_pred=decisions,
+        protected=protected,
+        task="classification",
+        n_bootstrap=100 if not config.quick else 0,
+        seed=config.seed,
+        title="Law school: fairness audit of Full, Unaware, Fair K and Fair Add",
+        extra_sections=[
+            (
+                "Regression outcome: ZFYA",
+                regression_html(
+                    y_true=test["ZFYA"].to_numpy(), y_pred=predictions, protected=protected
+                ),
+            ),
+            (
+                "Counterfactual fairness (level 2 SCM as the world)",
+                counterfactual_html(reports, out / "counterfactual_densities.png"),
+            ),
+        ],
+    )
 
 
 def plot_densities(

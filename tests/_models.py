@@ -1,0 +1,245 @@
+"""SCM builders, simulated data and cached fits shared by the Stan-backed test modules.
+
+``tests/test_fit.py``, ``tests/test_counterfactual.py`` and ``tests/test_learning.py``
+import from here. Every fit is computed at most once per test session (the
+helpers are cached), so a model used by several modules is sampled once.
+Warnings raised while fitting are recorded, not raised: the helpers return them
+so that a test can assert on them (the recovery test requires none) while other
+tests are not failed by a legitimate ``ConvergenceWarning`` of a short fit.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+import counterfair as cf
+
+RACES = ("White", "Black", "Asian")
+SEXES = ("Female", "Male")
+
+LAW_TRUTH: dict[str, Any] = {
+    "alpha_UGPA": 3.2,
+    "beta_UGPA_race": [-0.3, 0.1],
+    "beta_UGPA_sex": [0.05],
+    "lambda_UGPA_K": 0.3,
+    "sigma_UGPA": 0.3,
+    "alpha_LSAT": 3.5,
+    "beta_LSAT_race": [-0.2, -0.05],
+    "beta_LSAT_sex": [0.03],
+    "lambda_LSAT_K": 0.15,
+    "alpha_ZFYA": 0.2,
+    "beta_ZFYA_race": [-0.5, -0.2],
+    "beta_ZFYA_sex": [0.1],
+    "lambda_ZFYA_K": 0.8,
+}
+"""True parameters of the simulated law school data (level 2 SCM)."""
+
+LAW_TRAIN_SEED = 3
+LAW_TEST_SEED = 11
+LAW_FIT_SEED = 1
+
+# Linear-Gaussian SCM: U -> X, U -> Y, A -> X, A -> Y, X -> Y.
+LG_TRUTH: dict[str, Any] = {
+    "alpha_X": 0.5,
+    "beta_X_A": [1.0],
+    "lambda_X_U": 0.8,
+    "sigma_X": 0.5,
+    "alpha_Y": -0.3,
+    "beta_Y_A": [0.7],
+    "beta_Y_X": 0.6,
+    "lambda_Y_U": 0.5,
+    "sigma_Y": 0.4,
+}
+
+# Auxiliary SCM: a non-descendant Z of race (child of the latent only) and a
+# Bernoulli target P.
+AUX_TRUTH: dict[str, Any] = {
+    "alpha_X": 1.0,
+    "beta_X_race": [-0.8],
+    "lambda_X_K": 0.7,
+    "sigma_X": 0.5,
+    "alpha_Z": 0.0,
+    "lambda_Z_K": 0.8,
+    "sigma_Z": 0.5,
+    "alpha_P": 0.2,
+    "beta_P_race": [-0.7],
+    "lambda_P_K": 1.5,
+}
+AUX_RACES = ("a", "b")
+
+
+def _graph(nodes: dict[str, object], edges: list[tuple[str, str]]) -> nx.DiGraph:
+    g = nx.DiGraph()
+    for name, spec in nodes.items():
+        g.add_node(name, spec=spec)
+    g.add_edges_from(edges)
+    return g
+
+
+# ---------------------------------------------------------------------- builders
+def law_level2_scm() -> cf.SCM:
+    """Level 2 law school SCM: race, sex, K -> UGPA, LSAT (Poisson), ZFYA (Normal, sd 1)."""
+    g = _graph(
+        {
+            "race": cf.Protected(levels=RACES),
+            "sex": cf.Protected(levels=SEXES),
+            "K": cf.Latent(),
+            "UGPA": cf.Normal(),
+            "LSAT": cf.Poisson(),
+            "ZFYA": cf.Normal(sigma=1.0),
+        },
+        [(p, c) for p in ("race", "sex", "K") for c in ("UGPA", "LSAT", "ZFYA")],
+    )
+    return cf.SCM(g)
+
+
+def law_level3_scm() -> cf.SCM:
+    """Level 3 law school SCM: race, sex -> UGPA, LSAT (both Normal); no latent, no ZFYA."""
+    g = _graph(
+        {
+            "race": cf.Protected(levels=RACES),
+            "sex": cf.Protected(levels=SEXES),
+            "UGPA": cf.Normal(),
+            "LSAT": cf.Normal(),
+        },
+        [(p, c) for p in ("race", "sex") for c in ("UGPA", "LSAT")],
+    )
+    return cf.SCM(g)
+
+
+def linear_gaussian_scm() -> cf.SCM:
+    """U ~ N(0, 1); X ~ Normal(A, U); Y ~ Normal(A, U, X); A protected with levels "0", "1"."""
+    g = _graph(
+        {
+            "U": cf.Latent(),
+            "A": cf.Protected(levels=("0", "1")),
+            "X": cf.Normal(),
+            "Y": cf.Normal(),
+        },
+        [("A", "X"), ("U", "X"), ("A", "Y"), ("U", "Y"), ("X", "Y")],
+    )
+    return cf.SCM(g)
+
+
+def aux_scm() -> cf.SCM:
+    """race, K -> X (Normal); K -> Z (Normal, no protected ancestor); race, K -> P (Bernoulli)."""
+    g = _graph(
+        {
+            "race": cf.Protected(levels=AUX_RACES),
+            "K": cf.Latent(),
+            "X": cf.Normal(),
+            "Z": cf.Normal(),
+            "P": cf.Bernoulli(),
+        },
+        [("race", "X"), ("K", "X"), ("K", "Z"), ("race", "P"), ("K", "P")],
+    )
+    return cf.SCM(g)
+
+
+# ---------------------------------------------------------------------- data
+@functools.cache
+def law_train() -> pd.DataFrame:
+    """500 simulated training rows of the level 2 SCM, true K included."""
+    return law_level2_scm().sample(500, params=LAW_TRUTH, seed=LAW_TRAIN_SEED)
+
+
+@functools.cache
+def law_test() -> pd.DataFrame:
+    """100 simulated new rows (other seed), true K included, index 1000..1099."""
+    frame = law_level2_scm().sample(100, params=LAW_TRUTH, seed=LAW_TEST_SEED)
+    frame.index = pd.RangeIndex(1000, 1100)
+    return frame
+
+
+@functools.cache
+def linear_gaussian_data() -> pd.DataFrame:
+    return linear_gaussian_scm().sample(400, params=LG_TRUTH, seed=5)
+
+
+@functools.cache
+def aux_data() -> pd.DataFrame:
+    return aux_scm().sample(300, params=AUX_TRUTH, seed=7)
+
+
+# ---------------------------------------------------------------------- fits
+@dataclass(frozen=True)
+class RecordedFit:
+    """A fit and the warnings its sampling emitted."""
+
+    fit: cf.Fit
+    warnings: tuple[warnings.WarningMessage, ...]
+
+    def convergence_warnings(self) -> list[str]:
+        return [
+            str(w.message) for w in self.warnings if issubclass(w.category, cf.ConvergenceWarning)
+        ]
+
+
+def fit_recording(scm: cf.SCM, data: pd.DataFrame, **kwargs: Any) -> RecordedFit:
+    """Fit ``scm`` to ``data``, recording (not raising) every warning."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = scm.fit(data, progress=False, **kwargs)
+    return RecordedFit(fit, tuple(caught))
+
+
+def quietly(function: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call ``function`` with ConvergenceWarning ignored (short MCMC runs in fixtures)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        return function(*args, **kwargs)
+
+
+@functools.cache
+def law_level2_fit() -> RecordedFit:
+    """The long fit: level 2 SCM, 500 rows, 4 chains, 500 + 500 iterations, seed 1."""
+    return fit_recording(
+        law_level2_scm(),
+        law_train().drop(columns="K"),
+        chains=4,
+        warmup=500,
+        draws=500,
+        seed=LAW_FIT_SEED,
+    )
+
+
+@functools.cache
+def law_level3_fit() -> RecordedFit:
+    """Level 3 SCM on the 500 training rows, 2 chains of 300 + 300."""
+    return fit_recording(
+        law_level3_scm(), law_train().drop(columns="K"), chains=2, warmup=300, draws=300, seed=2
+    )
+
+
+@functools.cache
+def linear_gaussian_fit() -> RecordedFit:
+    """Linear-Gaussian SCM, 400 rows, 4 chains of 400 + 400."""
+    return fit_recording(
+        linear_gaussian_scm(),
+        linear_gaussian_data().drop(columns="U"),
+        chains=4,
+        warmup=400,
+        draws=400,
+        seed=4,
+    )
+
+
+@functools.cache
+def aux_fit() -> RecordedFit:
+    """Auxiliary SCM (non-descendant Z, Bernoulli P), 300 rows, 2 chains of 300 + 300."""
+    return fit_recording(
+        aux_scm(), aux_data().drop(columns="K"), chains=2, warmup=300, draws=300, seed=8
+    )
+
+
+def stacked(fit: cf.Fit, name: str) -> np.ndarray:
+    """Posterior draws of ``name`` with chains stacked: shape (S,) or (S, k)."""
+    values = np.asarray(fit.idata.posterior[name].values, dtype=float)
+    return values.reshape(values.shape[0] * values.shape[1], *values.shape[2:])

@@ -1,0 +1,125 @@
+"""Regenerate the golden Stan programs in ``stan_models/`` from the law school SCMs.
+
+The golden files record the exact text counterfair generates for the law school
+models of Kusner et al. (2017); ``tests/test_codegen.py`` regenerates them and
+fails when the generator's output changes. After an intended change to the code
+generator, run::
+
+    python tools/regenerate_stan_models.py          # rewrite the golden files
+    python tools/regenerate_stan_models.py --check  # exit 1 if any is out of date
+
+and review the diff of ``stan_models/`` before committing it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import networkx as nx
+
+import counterfair as cf
+from counterfair.scm import Coding
+
+STAN_MODELS = Path(__file__).resolve().parents[1] / "stan_models"
+"""Folder of the golden programs."""
+
+CHECK_HINT = "run python tools/regenerate_stan_models.py"
+"""What to do when a golden file is out of date."""
+
+
+def law_school_level2_graph() -> nx.DiGraph:
+    """Level 2 of the paper: race and sex and a latent knowledge K cause UGPA, LSAT, ZFYA.
+
+    UGPA is Normal with a learned sigma, LSAT is a Poisson count and ZFYA is
+    Normal with sigma fixed to 1.
+    """
+    g = nx.DiGraph()
+    g.add_node("race", spec=cf.Protected())
+    g.add_node("sex", spec=cf.Protected())
+    g.add_node("K", spec=cf.Latent())
+    g.add_node("UGPA", spec=cf.Normal())
+    g.add_node("LSAT", spec=cf.Poisson())
+    g.add_node("ZFYA", spec=cf.Normal(sigma=1.0))
+    for parent in ("race", "sex", "K"):
+        for child in ("UGPA", "LSAT", "ZFYA"):
+            g.add_edge(parent, child)
+    return g
+
+
+def law_school_level2_scm(coding: Coding = "reference") -> cf.SCM:
+    """The level 2 SCM (see :func:`law_school_level2_graph`)."""
+    return cf.SCM(law_school_level2_graph(), coding=coding)
+
+
+def law_school_level3_graph() -> nx.DiGraph:
+    """Level 3 ("Fair Add"): race and sex cause UGPA and LSAT, both Normal; no latent."""
+    g = nx.DiGraph()
+    g.add_node("race", spec=cf.Protected())
+    g.add_node("sex", spec=cf.Protected())
+    g.add_node("UGPA", spec=cf.Normal())
+    g.add_node("LSAT", spec=cf.Normal())
+    for parent in ("race", "sex"):
+        for child in ("UGPA", "LSAT"):
+            g.add_edge(parent, child)
+    return g
+
+
+def law_school_level3_scm(coding: Coding = "reference") -> cf.SCM:
+    """The level 3 SCM (see :func:`law_school_level3_graph`)."""
+    return cf.SCM(law_school_level3_graph(), coding=coding)
+
+
+def golden_programs() -> dict[str, str]:
+    """Text of every golden program, by file name in ``stan_models/``."""
+    level2 = law_school_level2_scm()
+    return {
+        "law_school_level2.stan": level2.stan_code(),
+        "law_school_level2_abduction.stan": level2.abduction_code(),
+        "law_school_level2_onehot.stan": law_school_level2_scm("onehot").stan_code(),
+        "law_school_level3.stan": law_school_level3_scm().stan_code(),
+    }
+
+
+def stale_files(folder: Path = STAN_MODELS) -> list[str]:
+    """Names of golden files that are missing or differ from the generated text."""
+    stale = []
+    for name, text in golden_programs().items():
+        path = folder / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            stale.append(name)
+    return stale
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write (or with ``--check`` compare) the golden programs; return an exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if a golden file is missing or out of date",
+    )
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = stale_files()
+        for name in stale:
+            print(f"stan_models/{name} is out of date: {CHECK_HINT}", file=sys.stderr)
+        return 1 if stale else 0
+    STAN_MODELS.mkdir(exist_ok=True)
+    for name, text in golden_programs().items():
+        path = STAN_MODELS / name
+        old = path.read_text(encoding="utf-8") if path.is_file() else None
+        if old != text:
+            # newline="\n": the same bytes on every platform
+            with path.open("w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+            print(f"wrote stan_models/{name}")
+        else:
+            print(f"stan_models/{name} is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
