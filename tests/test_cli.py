@@ -1,0 +1,67 @@
+"""The console commands: audit of a CSV file, and the law school experiment in quick mode."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from counterfair.cli import main
+
+DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", Path(__file__).parents[2] / "shared" / "data"))
+
+
+def test_audit_command_writes_an_html_report(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "y": rng.integers(0, 2, n),
+            "score": rng.random(n),
+            "group": rng.choice(["a", "b", "c"], n),
+            "sex": rng.choice(["f", "m"], n),
+        }
+    )
+    frame.to_csv(tmp_path / "preds.csv", index=False)
+    out = tmp_path / "report.html"
+    code = main(
+        [
+            "audit", str(tmp_path / "preds.csv"), "--label", "y", "--predictions", "score",
+            "--protected", "group", "sex", "--bootstrap", "20", "--out", str(out),
+        ]
+    )
+    assert code == 0
+    text = out.read_text()
+    assert "<table" in text and "data:image/png;base64," in text
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_audit_command_names_a_missing_column(tmp_path):
+    pd.DataFrame({"y": [0, 1], "p": [0.2, 0.9]}).to_csv(tmp_path / "x.csv", index=False)
+    with pytest.raises(SystemExit, match="column 'race' is not in"):
+        main(["audit", str(tmp_path / "x.csv"), "--label", "y", "--predictions", "p",
+              "--protected", "race"])
+
+
+@pytest.mark.stan
+@pytest.mark.skipif(not (DATA_DIR / "law_data.csv").exists(), reason="law_data.csv not found")
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_law_school_quick_mode_runs_end_to_end(tmp_path):
+    out = tmp_path / "law"
+    assert main(["law-school", "--data-dir", str(DATA_DIR), "--quick", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["rmse"]) == {
+        "Full", "Unaware", "Fair K (authors' code)", "Fair K (Algorithm 1)", "Fair Add",
+    }
+    assert all(0.5 < v < 1.5 for v in results["rmse"].values())
+    change = pd.read_csv(out / "counterfactual_change.csv")
+    fair_k = change[change["predictor"].str.startswith("Fair K")]
+    assert (fair_k["mean |change|"] == 0).all()
+    unfair = change[change["predictor"].isin(["Full", "Unaware"])]
+    assert (unfair["mean |change|"] > 0.01).all()
+    for name in ("rmse.csv", "results.md", "counterfactual_densities.png", "audit.html"):
+        assert (out / name).stat().st_size > 0

@@ -1,0 +1,267 @@
+"""Fitting an SCM by NUTS: parameter recovery, diagnostics, reproducibility, abduction, back ends.
+
+The long fit (level 2 law school SCM, 500 simulated rows, 4 chains of 500 + 500)
+is shared with the other Stan-backed modules through ``_models.law_level2_fit``
+and sampled once per session.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpstan.cache
+import numpy as np
+import pandas as pd
+import pytest
+from _models import (
+    LAW_TRUTH,
+    RACES,
+    law_level2_fit,
+    law_level2_scm,
+    law_level3_scm,
+    law_test,
+    law_train,
+    quietly,
+    stacked,
+)
+
+import counterfair as cf
+from counterfair import errors
+from counterfair.stan import backend as stan_backend
+
+CONDITION = ["UGPA", "LSAT"]
+LOADINGS = ("lambda_UGPA_K", "lambda_LSAT_K", "lambda_ZFYA_K")
+
+
+@pytest.fixture(scope="module")
+def law_fit() -> cf.Fit:
+    return law_level2_fit().fit
+
+
+@pytest.fixture(scope="module")
+def new_rows() -> pd.DataFrame:
+    """100 new rows (not used in the fit), without the true K."""
+    return law_test().drop(columns="K")
+
+
+# ---------------------------------------------------------------------- recovery
+@pytest.mark.stan
+def test_parameter_recovery_on_simulated_law_school_data(law_fit: cf.Fit) -> None:
+    recorded = law_level2_fit()
+    assert recorded.convergence_warnings() == []
+
+    covered: list[bool] = []
+    missed: list[str] = []
+    for name, true_value in LAW_TRUTH.items():
+        draws = stacked(law_fit, name).reshape(law_fit.params().n, -1)
+        truth = np.atleast_1d(np.asarray(true_value, dtype=float))
+        assert draws.shape[1] == truth.size, name
+        low, high = np.quantile(draws, [0.05, 0.95], axis=0)
+        for j, value in enumerate(truth):
+            inside = bool(low[j] <= value <= high[j])
+            covered.append(inside)
+            if not inside:
+                missed.append(f"{name}[{j}]={value} not in [{low[j]:.3f}, {high[j]:.3f}]")
+    # 16 values: three intercepts, eight protected effects, three loadings,
+    # sigma_UGPA (ZFYA's sigma is fixed at 1)
+    assert len(covered) == 16
+    assert np.mean(covered) >= 0.85, missed
+
+    k_mean = law_fit.idata.posterior["K"].mean(("chain", "draw")).to_numpy()
+    assert np.corrcoef(k_mean, law_train()["K"])[0, 1] > 0.6
+
+    assert law_fit.diagnostics.max_rhat < 1.01
+    assert law_fit.diagnostics.divergences == 0
+    chain_means = np.array(
+        [law_fit.idata.posterior[name].mean("draw").to_numpy() for name in LOADINGS]
+    )  # (loading, chain)
+    assert chain_means.shape == (3, 4)
+    signs = np.sign(chain_means)
+    assert np.all(signs == signs[:, :1]), chain_means
+    # the first child's loading is constrained positive; the truth has all positive
+    assert np.all(signs > 0)
+
+
+@pytest.mark.stan
+def test_summary_and_inference_data_layout(law_fit: cf.Fit) -> None:
+    summary = law_fit.summary()
+    assert {"r_hat", "ess_bulk"} <= set(summary.columns)
+    assert summary.attrs["divergences"] == law_fit.diagnostics.divergences
+    assert "beta_UGPA_race[Black]" in summary.index
+    assert not any(label.startswith("K[") for label in summary.index)  # latents left out
+    assert len(summary) == 16
+
+    posterior = law_fit.idata.posterior
+    assert posterior["K"].dims == ("chain", "draw", "row")
+    assert posterior.sizes["row"] == 500
+    np.testing.assert_array_equal(posterior["row"].to_numpy(), np.arange(500))
+    assert list(posterior["race_effect"].to_numpy()) == list(RACES[1:])
+    assert list(posterior["sex_effect"].to_numpy()) == ["Male"]
+    assert posterior["beta_UGPA_race"].dims == ("chain", "draw", "race_effect")
+    assert law_fit.encoding.levels["race"] == RACES
+
+
+# ---------------------------------------------------------------------- reproducibility
+def _small_level3_data() -> pd.DataFrame:
+    return law_train().drop(columns=["K", "ZFYA"]).iloc[:100]
+
+
+def _fit_cache_in(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Make httpstan keep (and look up) seeded fits in ``folder`` instead of its cache.
+
+    httpstan returns a stored fit when the same program, data, arguments and seed
+    are sampled again; without this the second fit below would be read back from
+    disk and the test would not exercise the sampler at all.
+    """
+
+    def fit_path(fit_name: str) -> Path:
+        fit_directory, fit_id = fit_name.rsplit("/", maxsplit=1)
+        return folder / fit_directory / f"{fit_id}.jsonlines.gz"
+
+    monkeypatch.setattr(httpstan.cache, "fit_path", fit_path)
+
+
+@pytest.mark.stan
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_same_seed_gives_identical_draws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    scm, data = law_level3_scm(), _small_level3_data()
+    args = {"chains": 1, "warmup": 100, "draws": 100, "progress": False}
+    fits = []
+    for run, seed in enumerate((7, 7, 8)):
+        folder = tmp_path / f"run{run}"
+        _fit_cache_in(monkeypatch, folder)
+        fits.append(scm.fit(data, seed=seed, **args))
+        # the fit was sampled, not read back from a cache
+        assert len(list(folder.rglob("*.jsonlines.gz"))) == 1
+    first, second, other = fits
+    names = scm.parameter_names()
+    for name in names:
+        np.testing.assert_array_equal(stacked(first, name), stacked(second, name))
+    assert not all(np.array_equal(stacked(first, n), stacked(other, n)) for n in names)
+
+
+@pytest.mark.stan
+def test_too_short_fit_warns() -> None:
+    scm, data = law_level3_scm(), _small_level3_data()
+    with pytest.warns(cf.ConvergenceWarning, match="the SCM fit"):
+        fit = scm.fit(data, chains=2, warmup=20, draws=20, seed=3, progress=False)
+    assert fit.diagnostics.problems()
+
+
+# ---------------------------------------------------------------------- abduction
+@pytest.mark.stan
+def test_latents_of_new_rows_track_true_k(law_fit: cf.Fit, new_rows: pd.DataFrame) -> None:
+    latents = law_fit.latents(new_rows, condition_on=CONDITION, seed=5)
+    assert set(latents) == {"K"}
+    k = latents["K"]
+    assert k.ndim == 2 and k.shape[1] == len(new_rows)
+    assert k.shape[0] >= 100
+    assert np.all(np.isfinite(k))
+    assert np.corrcoef(k.mean(axis=0), law_test()["K"])[0, 1] > 0.5
+
+
+@pytest.mark.stan
+def test_draws_method_integrates_parameter_uncertainty(
+    law_fit: cf.Fit, new_rows: pd.DataFrame
+) -> None:
+    n = 2000
+    at_mean = law_fit.abduct(new_rows, condition_on=CONDITION, method="mean", n_samples=n, seed=5)
+    integrated = law_fit.abduct(
+        new_rows, condition_on=CONDITION, method="draws", n_samples=n, seed=5
+    )
+    assert at_mean.latents["K"].shape == integrated.latents["K"].shape == (n, len(new_rows))
+    # "mean" fixes the parameters: one set repeated; "draws" uses several sets
+    assert np.unique(at_mean.params["lambda_UGPA_K"]).size == 1
+    assert np.unique(integrated.params["lambda_UGPA_K"]).size > 1
+    spread_mean = at_mean.latents["K"].std(axis=0).mean()
+    spread_draws = integrated.latents["K"].std(axis=0).mean()
+    # parameter uncertainty can only add spread; 1% slack for Monte Carlo error
+    assert spread_draws >= 0.99 * spread_mean, (spread_draws, spread_mean)
+    np.testing.assert_allclose(
+        integrated.latents["K"].mean(axis=0), at_mean.latents["K"].mean(axis=0), atol=0.15
+    )
+
+
+@pytest.mark.stan
+@pytest.mark.parametrize("node", ["K", "race", "GPA"])
+def test_condition_on_a_node_that_is_not_observed_names_it(
+    law_fit: cf.Fit, new_rows: pd.DataFrame, node: str
+) -> None:
+    with pytest.raises(cf.SCMError, match=re.escape(repr(node))):
+        law_fit.latents(new_rows, condition_on=["UGPA", node])
+
+
+@pytest.mark.stan
+def test_unseen_protected_level_in_new_rows_names_node_and_value(
+    law_fit: cf.Fit, new_rows: pd.DataFrame
+) -> None:
+    rows = new_rows.copy()
+    rows["race"] = rows["race"].astype(str)
+    rows.loc[1003, "race"] = "Martian"
+    expected = errors.UNSEEN_LEVEL.format(
+        node="race", value="Martian", row=1003, levels=list(RACES)
+    )
+    with pytest.raises(cf.DataError, match=re.escape(expected)):
+        law_fit.latents(rows, condition_on=CONDITION)
+    with pytest.raises(cf.DataError, match=r"'race'.*'Martian'"):
+        law_fit.abduct(rows, condition_on=CONDITION, method="draws")
+
+
+# ---------------------------------------------------------------------- back ends
+def test_auto_backend_is_pystan_without_cmdstan(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stan_backend, "cmdstan_available", lambda: False)
+    assert isinstance(stan_backend.get_backend("auto"), stan_backend.PyStanBackend)
+    assert stan_backend.get_backend("auto").name == "pystan"
+    assert isinstance(stan_backend.get_backend("pystan"), stan_backend.PyStanBackend)
+
+
+def test_auto_backend_on_this_machine() -> None:
+    chosen = stan_backend.get_backend("auto")
+    if stan_backend.cmdstan_available():
+        assert isinstance(chosen, stan_backend.CmdStanPyBackend)
+    else:
+        assert isinstance(chosen, stan_backend.PyStanBackend)
+
+
+def test_cmdstanpy_backend_without_cmdstan_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stan_backend, "cmdstan_available", lambda: False)
+    with pytest.raises(RuntimeError, match=r"backend='cmdstanpy' needs cmdstanpy.*CmdStan"):
+        stan_backend.get_backend("cmdstanpy")
+
+
+def test_cmdstanpy_backend_raises_when_cmdstan_is_absent_here() -> None:
+    if stan_backend.cmdstan_available():
+        pytest.skip("CmdStan is installed here")
+    with pytest.raises(RuntimeError, match="CmdStan"):
+        stan_backend.get_backend("cmdstanpy")
+
+
+def test_unknown_backend_is_rejected() -> None:
+    with pytest.raises(ValueError, match="'stanx'"):
+        stan_backend.get_backend("stanx")
+
+
+def test_unknown_sampler_argument_is_rejected() -> None:
+    with pytest.raises(TypeError, match="'adapt_engaged'"):
+        stan_backend._translate({"adapt_engaged": 1}, stan_backend._PYSTAN_ARGS)
+
+
+@pytest.mark.stan
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+@pytest.mark.skipif(not stan_backend.cmdstan_available(), reason="CmdStan is not installed")
+def test_cmdstanpy_adapter_fits_like_pystan() -> None:
+    scm, data = law_level3_scm(), _small_level3_data()
+    fit = scm.fit(data, chains=2, warmup=200, draws=200, seed=3, backend="cmdstanpy")
+    assert fit.backend == "cmdstanpy"
+    reference = quietly(
+        scm.fit, data, chains=2, warmup=200, draws=200, seed=3, backend="pystan", progress=False
+    )
+    for name in scm.parameter_names():
+        a, b = stacked(fit, name), stacked(reference, name)
+        assert a.shape == b.shape == (400, *a.shape[1:])
+        np.testing.assert_allclose(a.mean(axis=0), b.mean(axis=0), atol=4 * b.std(axis=0) / 10)
+
+
+def test_law_scm_builder_matches_truth_names() -> None:
+    assert sorted(law_level2_scm().parameter_names()) == sorted(LAW_TRUTH)

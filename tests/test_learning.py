@@ -1,0 +1,368 @@
+"""FairLearner (Kusner et al. 2017, Algorithm 1), the unfair baselines and counterfactual predictions.
+
+Fair predictors must give exactly the same prediction in the factual world and
+in every counterfactual world of their own SCM fit; the Full and Unaware
+baselines must not. The level 2 fit is the one shared with ``test_fit.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from _models import (
+    AUX_RACES,
+    RACES,
+    SEXES,
+    aux_data,
+    aux_fit,
+    aux_scm,
+    law_level2_fit,
+    law_level2_scm,
+    law_level3_scm,
+    law_test,
+    law_train,
+    quietly,
+)
+from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.model_selection import cross_val_score
+
+import counterfair as cf
+from counterfair import learning
+from counterfair.learning import (
+    FairLearner,
+    counterfactual_predictions,
+    full_predictor,
+    unaware_predictor,
+)
+
+SMALL_FIT = {"chains": 2, "warmup": 300, "draws": 300}
+N_TEST = 40
+
+
+@pytest.fixture(scope="module")
+def law_fit() -> cf.Fit:
+    return law_level2_fit().fit
+
+
+@pytest.fixture(scope="module")
+def train() -> pd.DataFrame:
+    return law_train().drop(columns="K")
+
+
+@pytest.fixture(scope="module")
+def test_rows() -> pd.DataFrame:
+    return law_test().drop(columns="K").iloc[:N_TEST]
+
+
+def _other_level_dos(rows: pd.DataFrame) -> list[dict[str, np.ndarray]]:
+    """Per-row interventions: each of the other race levels, and the other sex."""
+    race = np.array([RACES.index(str(v)) for v in rows["race"]])
+    sex = np.array([SEXES.index(str(v)) for v in rows["sex"]])
+    races = np.asarray(RACES, dtype=object)
+    return [
+        {"race": races[(race + 1) % 3]},
+        {"race": races[(race + 2) % 3]},
+        {"sex": np.asarray(SEXES, dtype=object)[1 - sex]},
+    ]
+
+
+# ---------------------------------------------------------------------- fitted predictors
+@pytest.fixture(scope="module")
+def fair_k(law_fit: cf.Fit, train: pd.DataFrame) -> FairLearner:
+    """Level 2 ("Fair K"), reusing the shared SCM fit."""
+    learner = FairLearner(
+        law_fit.scm, target="ZFYA", features="latent", n_samples=30, scm_fit=law_fit, seed=0
+    )
+    return learner.fit(train)
+
+
+@pytest.fixture(scope="module")
+def fair_add(train: pd.DataFrame) -> FairLearner:
+    """Level 3 ("Fair Add"): fits its own SCM of UGPA and LSAT; ZFYA is not in the SCM."""
+    learner = FairLearner(
+        law_level3_scm(),
+        target="ZFYA",
+        features="additive_noise",
+        n_samples=30,
+        fit_args=SMALL_FIT,
+        seed=0,
+    )
+    return quietly(learner.fit, train)
+
+
+@pytest.mark.stan
+def test_fitted_attributes(fair_k: FairLearner, fair_add: FairLearner) -> None:
+    assert fair_k.feature_names_ == ["K"]
+    assert fair_add.feature_names_ == ["UGPA:noise", "LSAT:noise"]
+    assert fair_add.scm_fit_.scm.observed == ("UGPA", "LSAT")
+    assert fair_k.scm_fit_ is fair_k.scm_fit
+    # Fair K: predictions move with the abducted knowledge, which tracks ZFYA
+    rows = law_test().drop(columns="K")
+    predicted = fair_k.predict(rows)
+    assert predicted.shape == (len(rows),)
+    assert np.corrcoef(predicted, rows["ZFYA"])[0, 1] > 0.2
+    draws = fair_k.predict_draws(rows.iloc[:5])
+    assert draws.shape == (30, 5)
+
+
+@pytest.mark.stan
+@pytest.mark.parametrize("which", ["fair_k", "fair_add"])
+def test_fair_predictions_do_not_move_in_any_counterfactual_world(
+    request: pytest.FixtureRequest, test_rows: pd.DataFrame, which: str
+) -> None:
+    learner: FairLearner = request.getfixturevalue(which)
+    for do in _other_level_dos(test_rows):
+        result = counterfactual_predictions(
+            learner.scm_fit_, test_rows, do, learner, n_samples=20, seed=1
+        )
+        assert len(result) == 20 * N_TEST
+        assert list(result.columns[:5]) == ["row", "sample", "factual", "counterfactual", "change"]
+        np.testing.assert_array_equal(result["change"].to_numpy(), 0.0)
+        assert result["factual"].std() > 0
+
+
+@pytest.mark.stan
+@pytest.mark.parametrize("make", [full_predictor, unaware_predictor])
+def test_unfair_baselines_move_when_race_changes(
+    law_fit: cf.Fit, train: pd.DataFrame, test_rows: pd.DataFrame, make: object
+) -> None:
+    predictor = make(law_fit.scm, "ZFYA").fit(train)  # type: ignore[operator]
+    for do in _other_level_dos(test_rows)[:2]:
+        result = counterfactual_predictions(law_fit, test_rows, do, predictor, n_samples=20, seed=2)
+        assert result["change"].abs().mean() > 0.05
+    expected_columns = (
+        ["race", "sex", "UGPA", "LSAT"] if make is full_predictor else ["UGPA", "LSAT"]
+    )
+    assert list(predictor.columns) == expected_columns
+
+
+def test_baselines_use_the_expected_columns() -> None:
+    scm2 = law_level2_scm()
+    assert list(full_predictor(scm2, "ZFYA").columns) == ["race", "sex", "UGPA", "LSAT"]
+    assert list(full_predictor(scm2, "ZFYA").categorical) == ["race", "sex"]
+    assert list(unaware_predictor(scm2, "ZFYA").columns) == ["UGPA", "LSAT"]
+    assert list(unaware_predictor(scm2, "ZFYA", exclude=["LSAT"]).columns) == ["UGPA"]
+
+
+# ---------------------------------------------------------------------- feature sets
+@pytest.mark.stan
+def test_non_descendant_features_on_an_scm_that_has_one() -> None:
+    data = aux_data().drop(columns="K")
+    learner = FairLearner(
+        aux_scm(), target="P", features="non_descendants", n_samples=10, fit_args=SMALL_FIT, seed=1
+    )
+    quietly(learner.fit, data.iloc[:250])
+    assert learner.feature_names_ == ["Z"]
+    rows = data.iloc[250:]
+    probabilities = learner.predict_proba(rows)
+    assert probabilities.shape == (len(rows), 2)
+    # the only input is the observed Z, so the prediction is a function of Z alone
+    direct = learner.estimator_.predict_proba(rows[["Z"]].to_numpy())
+    np.testing.assert_allclose(probabilities, direct, atol=1e-12)
+    flipped = np.where(rows["race"].astype(str) == AUX_RACES[0], AUX_RACES[1], AUX_RACES[0])
+    result = counterfactual_predictions(
+        learner.scm_fit_, rows, {"race": flipped}, learner, n_samples=10, seed=1
+    )
+    np.testing.assert_array_equal(result["change"].to_numpy(), 0.0)
+
+
+def test_non_descendants_without_any_raises(train: pd.DataFrame) -> None:
+    scm = law_level3_scm()
+    learner = FairLearner(scm, target="ZFYA", features="non_descendants")
+    with pytest.raises(cf.FairnessError, match="observed non-descendants"):
+        learner.fit(train)
+
+
+@pytest.mark.parametrize(
+    ("features", "node", "path"),
+    [
+        (["K", "UGPA"], "UGPA", "race -> UGPA"),
+        (["LSAT"], "LSAT", "race -> LSAT"),
+        (["K", "race"], "race", "race"),
+    ],
+)
+def test_descendant_feature_raises_fairness_error(
+    train: pd.DataFrame, features: list[str], node: str, path: str
+) -> None:
+    learner = FairLearner(law_level2_scm(), target="ZFYA", features=features)
+    expected = learning.DESCENDANT_FEATURE.format(node=node, source="race", path=path)
+    with pytest.raises(cf.FairnessError, match=re.escape(expected)):
+        learner.fit(train)  # raises before any MCMC
+
+
+def test_descendant_feature_names_the_path_through_an_observed_node() -> None:
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_node("A", spec=cf.Protected(levels=("a", "b")))
+    g.add_node("U", spec=cf.Latent())
+    g.add_node("X", spec=cf.Normal())
+    g.add_node("W", spec=cf.Normal())
+    g.add_node("Y", spec=cf.Normal())
+    g.add_edges_from([("A", "X"), ("U", "X"), ("X", "W"), ("U", "Y"), ("W", "Y")])
+    learner = FairLearner(cf.SCM(g), target="Y", features=["U", "W"])
+    data = pd.DataFrame({"A": ["a", "b"], "X": [0.0, 1.0], "W": [0.0, 1.0], "Y": [0.0, 1.0]})
+    with pytest.raises(cf.FairnessError, match=re.escape("(path A -> X -> W)")):
+        learner.fit(data)
+
+
+@pytest.mark.stan
+def test_explicit_latent_list_equals_latent_feature_set(
+    law_fit: cf.Fit, train: pd.DataFrame, test_rows: pd.DataFrame, fair_k: FairLearner
+) -> None:
+    explicit = FairLearner(
+        law_fit.scm, target="ZFYA", features=["K"], n_samples=30, scm_fit=law_fit, seed=0
+    ).fit(train)
+    assert explicit.feature_names_ == fair_k.feature_names_
+    np.testing.assert_allclose(explicit.estimator_.coef_, fair_k.estimator_.coef_)
+    np.testing.assert_allclose(explicit.predict(test_rows), fair_k.predict(test_rows))
+
+
+# ---------------------------------------------------------------------- training variants
+@pytest.mark.stan
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_condition_on_target_with_own_fit_uses_the_joint_posterior(train: pd.DataFrame) -> None:
+    rows = train.iloc[:200]
+    learner = FairLearner(
+        law_level2_scm(),
+        target="ZFYA",
+        features="latent",
+        condition_on_target=True,
+        n_samples=20,
+        fit_args=SMALL_FIT,
+        seed=3,
+    ).fit(rows)
+    assert learner.scm_fit_.data.shape[0] == 200
+    predicted = learner.predict(law_test().drop(columns="K").iloc[:20])
+    assert np.all(np.isfinite(predicted)) and predicted.std() > 0
+
+
+@pytest.mark.stan
+def test_condition_on_target_true_and_false_both_fit(
+    law_fit: cf.Fit, train: pd.DataFrame, test_rows: pd.DataFrame, fair_k: FairLearner
+) -> None:
+    with_target = FairLearner(
+        law_fit.scm,
+        target="ZFYA",
+        features="latent",
+        condition_on_target=True,
+        n_samples=30,
+        scm_fit=law_fit,
+        seed=0,
+    ).fit(train)
+    assert fair_k.condition_on_target is False
+    a, b = with_target.predict(test_rows), fair_k.predict(test_rows)
+    assert np.all(np.isfinite(a)) and np.all(np.isfinite(b))
+    assert np.corrcoef(a, b)[0, 1] > 0.9
+    # draws conditioned on ZFYA itself are more predictive of it: a steeper slope
+    assert with_target.estimator_.coef_[0] > fair_k.estimator_.coef_[0] > 0
+
+
+@pytest.mark.stan
+def test_training_inputs_mean(
+    law_fit: cf.Fit, train: pd.DataFrame, test_rows: pd.DataFrame, fair_k: FairLearner
+) -> None:
+    learner = FairLearner(
+        law_fit.scm,
+        target="ZFYA",
+        features="latent",
+        training_inputs="mean",
+        n_samples=30,
+        scm_fit=law_fit,
+        seed=0,
+    ).fit(train)
+    a, b = learner.predict(test_rows), fair_k.predict(test_rows)
+    assert np.corrcoef(a, b)[0, 1] > 0.99
+    # regressing on posterior means does not attenuate the slope as single draws do
+    assert learner.estimator_.coef_[0] > fair_k.estimator_.coef_[0]
+
+
+def test_bad_options_are_rejected(train: pd.DataFrame) -> None:
+    scm = law_level3_scm()
+    with pytest.raises(ValueError, match="features must be one of"):
+        FairLearner(scm, target="ZFYA", features="everything").fit(train)
+    with pytest.raises(ValueError, match="training_inputs must be"):
+        FairLearner(scm, target="ZFYA", training_inputs="median").fit(train)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs an scm and a target"):
+        FairLearner().fit(train)
+
+
+# ---------------------------------------------------------------------- scikit-learn
+def _level3_learner(**overrides: object) -> FairLearner:
+    params: dict[str, object] = {
+        "target": "ZFYA",
+        "features": "additive_noise",
+        "n_samples": 5,
+        "fit_args": {"chains": 1, "warmup": 150, "draws": 150},
+        "seed": 4,
+    }
+    params.update(overrides)
+    return FairLearner(law_level3_scm(), **params)  # type: ignore[arg-type]
+
+
+def test_clone_keeps_params() -> None:
+    learner = _level3_learner(n_samples=7, training_inputs="mean")
+    copy = clone(learner)
+    assert copy is not learner
+    original, cloned = learner.get_params(deep=False), copy.get_params(deep=False)
+    assert set(original) == set(cloned)
+    for name in ("target", "features", "n_samples", "training_inputs", "fit_args", "seed"):
+        assert cloned[name] == original[name], name
+    assert cloned["scm"].parameter_names() == original["scm"].parameter_names()
+
+
+def test_get_params_set_params_round_trip() -> None:
+    learner = _level3_learner()
+    params = learner.get_params()
+    assert learner.set_params(**params) is learner
+    assert learner.get_params() == params
+    learner.set_params(n_samples=11, condition_on_target=True)
+    assert learner.get_params()["n_samples"] == 11
+    assert learner.get_params()["condition_on_target"] is True
+    with pytest.raises(ValueError, match="nope"):
+        learner.set_params(nope=1)
+
+
+@pytest.mark.stan
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_cross_val_score_runs(train: pd.DataFrame) -> None:
+    learner = _level3_learner()
+    scores = cross_val_score(learner, train, train["ZFYA"], cv=2, error_score="raise")
+    assert scores.shape == (2,)
+    assert np.all(np.isfinite(scores))
+    assert not hasattr(learner, "scm_fit_")  # cross_val_score fits clones
+
+
+def test_estimator_type_follows_the_target() -> None:
+    assert is_regressor(_level3_learner())  # ZFYA is not in the level 3 SCM
+    assert not is_classifier(_level3_learner())
+    assert is_regressor(FairLearner(law_level2_scm(), target="ZFYA"))
+    assert is_classifier(FairLearner(aux_scm(), target="P"))
+    assert not is_regressor(FairLearner(aux_scm(), target="P"))
+
+
+@pytest.mark.stan
+def test_bernoulli_target_gives_a_classifier() -> None:
+    fit = aux_fit().fit
+    data = aux_data().drop(columns="K")
+    learner = FairLearner(
+        fit.scm, target="P", features="latent", n_samples=20, scm_fit=fit, seed=2
+    ).fit(data)
+    assert is_classifier(learner)
+    np.testing.assert_array_equal(learner.classes_, [0, 1])
+    rows = data.iloc[:50]
+    probabilities = learner.predict_proba(rows)
+    assert probabilities.shape == (50, 2)
+    assert np.all((probabilities >= 0) & (probabilities <= 1))
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0)
+    labels = learner.predict(rows)
+    assert set(np.unique(labels)) <= {0, 1}
+    np.testing.assert_array_equal(labels, (probabilities[:, 1] >= 0.5).astype(int))
+    assert 0.0 <= learner.score(rows) <= 1.0
+    # K is a strong cause of P: the fair classifier beats the base rate
+    assert learner.score(data) > max(data["P"].mean(), 1 - data["P"].mean())
+    with pytest.raises(AttributeError, match="Bernoulli target"):
+        FairLearner(law_level2_scm(), target="ZFYA").predict_proba(rows)
