@@ -406,7 +406,7 @@ def test_same_scm_same_text(regen_tool: ModuleType) -> None:
 
 
 def test_edge_insertion_order_does_not_matter(regen_tool: ModuleType) -> None:
-    g = regen_tool.law_school_level2_graph()
+    g = regen_tool.law_school_level2_scm().graph
     reversed_edges = nx.DiGraph()
     reversed_edges.add_nodes_from(g.nodes(data=True))
     reversed_edges.add_edges_from(reversed(list(g.edges)))

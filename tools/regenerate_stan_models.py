@@ -18,9 +18,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import networkx as nx
-
 import counterfair as cf
+from counterfair.models import law_school_level2, law_school_level3
 from counterfair.scm import Coding
 
 STAN_MODELS = Path(__file__).resolve().parents[1] / "stan_models"
@@ -30,46 +29,14 @@ CHECK_HINT = "run python tools/regenerate_stan_models.py"
 """What to do when a golden file is out of date."""
 
 
-def law_school_level2_graph() -> nx.DiGraph:
-    """Level 2 of the paper: race and sex and a latent knowledge K cause UGPA, LSAT, ZFYA.
-
-    UGPA is Normal with a learned sigma, LSAT is a Poisson count and ZFYA is
-    Normal with sigma fixed to 1.
-    """
-    g = nx.DiGraph()
-    g.add_node("race", spec=cf.Protected())
-    g.add_node("sex", spec=cf.Protected())
-    g.add_node("K", spec=cf.Latent())
-    g.add_node("UGPA", spec=cf.Normal())
-    g.add_node("LSAT", spec=cf.Poisson())
-    g.add_node("ZFYA", spec=cf.Normal(sigma=1.0))
-    for parent in ("race", "sex", "K"):
-        for child in ("UGPA", "LSAT", "ZFYA"):
-            g.add_edge(parent, child)
-    return g
-
-
 def law_school_level2_scm(coding: Coding = "reference") -> cf.SCM:
-    """The level 2 SCM (see :func:`law_school_level2_graph`)."""
-    return cf.SCM(law_school_level2_graph(), coding=coding)
+    """The paper's level 2 SCM (shipped as ``counterfair.models.law_school_level2``)."""
+    return law_school_level2(coding)
 
 
-def law_school_level3_graph() -> nx.DiGraph:
-    """Level 3 ("Fair Add"): race and sex cause UGPA and LSAT, both Normal; no latent."""
-    g = nx.DiGraph()
-    g.add_node("race", spec=cf.Protected())
-    g.add_node("sex", spec=cf.Protected())
-    g.add_node("UGPA", spec=cf.Normal())
-    g.add_node("LSAT", spec=cf.Normal())
-    for parent in ("race", "sex"):
-        for child in ("UGPA", "LSAT"):
-            g.add_edge(parent, child)
-    return g
-
-
-def law_school_level3_scm(coding: Coding = "reference") -> cf.SCM:
-    """The level 3 SCM (see :func:`law_school_level3_graph`)."""
-    return cf.SCM(law_school_level3_graph(), coding=coding)
+def law_school_level3_scm() -> cf.SCM:
+    """The paper's level 3 SCM (shipped as ``counterfair.models.law_school_level3``)."""
+    return law_school_level3()
 
 
 def golden_programs() -> dict[str, str]:
