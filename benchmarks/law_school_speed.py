@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import subprocess
 import sys
 import time
 import warnings
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import arviz as az
+import httpstan.models
 import networkx as nx
 import numpy as np
 import pandas as pd
@@ -174,6 +177,39 @@ def cpu_seconds() -> float | None:
         if ancestor == me:
             total += cpu
     return total
+
+
+def source_state() -> str:
+    """Git commit of the repository, with a note when counterfair/ has uncommitted changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "counterfair"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return f"{head} + uncommitted changes in counterfair/" if dirty else head
+
+
+def json_safe(value: Any) -> Any:
+    """Replace NaN and infinities (not valid JSON) by None, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def bulk_ess(values: np.ndarray) -> float:
@@ -318,6 +354,8 @@ def fmt(value: float | int | None, spec: str) -> str:
 def print_report(
     args: argparse.Namespace,
     n_rows: int,
+    cf_code: str,
+    au_code: str,
     cf_info: dict[str, Any],
     au_info: dict[str, Any],
     results: list[dict[str, Any]],
@@ -332,6 +370,11 @@ def print_report(
     print(
         "Timed: cached stan.build + NUTS sampling, for both programs alike "
         "(compilation was done beforehand, untimed)."
+    )
+    print(
+        f"counterfair source {source_state()}, generated program "
+        f"{httpstan.models.calculate_model_name(cf_code)}; authors' program "
+        f"{httpstan.models.calculate_model_name(au_code)}"
     )
     print(line)
     print(
@@ -428,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     cf_idata, cf_info = run_counterfair(scm, rows, args)
     au_idata, au_info = run_authors(au_code, au_data, args)
     results = compare(cf_idata, cf_info, au_idata, au_info)
-    print_report(args, len(rows), cf_info, au_info, results)
+    print_report(args, len(rows), cf_code, au_code, cf_info, au_info, results)
 
     if args.out is not None:
         payload = {
@@ -440,6 +483,17 @@ def main(argv: list[str] | None = None) -> int:
                 "chains": 1,
                 "data_dir": str(args.data_dir),
                 "timed": "cached stan.build + NUTS sampling, both programs",
+            },
+            "counterfair_source": source_state(),
+            "programs": {
+                "counterfair": {
+                    "httpstan_model": httpstan.models.calculate_model_name(cf_code),
+                    "code": cf_code,
+                },
+                "authors": {
+                    "httpstan_model": httpstan.models.calculate_model_name(au_code),
+                    "file": str(AUTHORS_PROGRAM.relative_to(REPO_ROOT)),
+                },
             },
             "environment": {
                 "python": platform.python_version(),
@@ -456,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
             "target_met": all(r["pass"] for r in results),
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(payload, indent=2) + "\n")
+        args.out.write_text(json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n")
         say(f"wrote {args.out}")
     return 0
 

@@ -215,6 +215,8 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
 
     def _frame_features(self, scm: SCM, frame: pd.DataFrame) -> np.ndarray | None:
         """Inputs read from a counterfactual frame of this learner's own fit, if present."""
+        if not {"world", "sample", "row"} <= set(frame.columns):
+            return None  # not a counterfactual frame: abduct the inputs
         latents, noise_nodes, observed = self._input_plan(scm)
         names = [*latents, *(noise_column(n) for n in noise_nodes), *observed]
         if not all(name in frame.columns for name in names):
@@ -254,8 +256,12 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             self.scm_fit_ = scm.fit(data, seed=self.seed, **args)
         m = int(self.n_samples)
         if self.condition_on_target or target not in scm.observed:
-            rows = None if _same_rows(self.scm_fit_.data, data) else data
-            abduction = self.scm_fit_.abduct(rows, n_samples=m, seed=self.seed)
+            if _same_rows(self.scm_fit_.data, data):
+                abduction = self.scm_fit_.abduct(None, n_samples=m, seed=self.seed)
+            else:
+                abduction = self.scm_fit_.abduct(
+                    data, n_samples=m, seed=self.seed, **(self.abduction_args or {})
+                )
         else:
             abduction = self.scm_fit_.abduct(
                 data,
@@ -310,9 +316,12 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         """Posterior expectation of the prediction for each row (class labels for a classifier).
 
-        When ``X`` is a counterfactual frame of this learner's own SCM fit (it has
-        the latent and ``<node>:noise`` columns), those inputs are used directly,
-        one prediction per frame row; otherwise they are abducted for each row.
+        When ``X`` is a counterfactual frame (from :meth:`Fit.counterfactual`,
+        with ``row``, ``sample`` and ``world`` columns) of this learner's own SCM
+        fit, its latent and ``<node>:noise`` columns are used directly, one
+        prediction per frame row; otherwise the inputs are abducted for each row
+        (a plain latent column in ``X``, such as the true K of simulated data,
+        is ignored).
         """
         scm = self._check_setup()
         direct = self._frame_features(scm, X)

@@ -276,6 +276,11 @@ class Fit:
             index = np.arange(size) % param_sets.n
             return Abduction(rows, param_sets.take(index), {}, codes, observed, conditioned)
         per_chain = draws or max(100, -(-(n_samples or 0) // (chains * param_sets.n)))
+        if n_samples is not None and n_samples > chains * per_chain * param_sets.n:
+            raise ValueError(
+                f"n_samples={n_samples} is more than chains * draws * parameter sets = "
+                f"{chains} * {per_chain} * {param_sets.n}; raise draws or lower n_samples"
+            )
         program = self.scm.abduction_code()
         stan_data = abduction_data(self.scm, rows, self.encoding, param_sets, conditioned)
         coords, dims = _coords_and_dims(self.scm, self.encoding, rows, ["param_set", "row"])
@@ -331,6 +336,7 @@ class Fit:
         """
         from counterfair.counterfactual import counterfactual_frame
 
+        seed = self.seed if seed is None else seed
         if abduction is None:
             abduction = self.abduct(data, n_samples=n_samples, seed=seed, **abduct_args)
         return counterfactual_frame(self, abduction, do, seed=seed)

@@ -162,9 +162,12 @@ class SCM:
             validation.validate_unique_identifiers(owners, node, node)
             owners[node] = node
         generated = [f"n_levels_{p}" for p in self.protected]
+        generated += [f"{prefix}_{latent}" for latent in self.latents for prefix in ("z", "v")]
         generated += [f"observe_{c}" for latent in self.latents for c in self.children(latent)]
         for name in generated:
-            owner = name.split("_", 2)[-1] if name.startswith("n_levels_") else name[8:]
+            owner = (
+                name.split("_", 2)[-1] if name.startswith("n_levels_") else name.split("_", 1)[1]
+            )
             validation.validate_unique_identifiers(owners, name, owner)
             owners[name] = owner
         equations: dict[str, NodeEquation] = {}

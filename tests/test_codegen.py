@@ -260,8 +260,10 @@ def test_glm_functions_are_used() -> None:
             assert _statement(code, "Xp").startswith("Xp ~ poisson_log_glm(X_Xn, ")
             assert _statement(code, "Xb").startswith("Xb ~ bernoulli_logit_glm(X_Xn, ")
     code = _families_scm().stan_code()
+    # Xn anchors U (first child, Normal): it enters with U integrated out
     assert _statement(code, "Xn") == (
-        "Xn ~ normal_id_glm(X_Xn, alpha_Xn + lambda_Xn_U * U, beta_Xn_A, sigma_Xn);"
+        "Xn ~ normal_id_glm(X_Xn, alpha_Xn, beta_Xn_A, "
+        "sqrt(square(lambda_Xn_U) + square(sigma_Xn)));"
     )
     assert _statement(code, "Xp") == (
         "Xp ~ poisson_log_glm(X_Xn, alpha_Xp + lambda_Xp_U * U, beta_Xp_A);"

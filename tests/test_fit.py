@@ -176,8 +176,15 @@ def test_draws_method_integrates_parameter_uncertainty(
     assert np.unique(integrated.params["lambda_UGPA_K"]).size > 1
     spread_mean = at_mean.latents["K"].std(axis=0).mean()
     spread_draws = integrated.latents["K"].std(axis=0).mean()
-    # parameter uncertainty can only add spread; 1% slack for Monte Carlo error
-    assert spread_draws >= 0.99 * spread_mean, (spread_draws, spread_mean)
+    # Parameter uncertainty adds spread, but little: with 500 training rows the
+    # expected excess is well under 1%, while the Monte Carlo error of a spread
+    # integrated over only 20 parameter sets is about 1% (measured over seeds).
+    # So: wider or equal up to 2%.
+    assert spread_draws >= 0.98 * spread_mean, (spread_draws, spread_mean)
+    # the parameter sets do move the latents: their per-set means differ
+    k, sets = integrated.latents["K"], integrated.params["lambda_UGPA_K"]
+    set_means = np.array([k[sets == value].mean(axis=0) for value in np.unique(sets)])
+    assert set_means.std(axis=0).mean() > 0.01
     np.testing.assert_allclose(
         integrated.latents["K"].mean(axis=0), at_mean.latents["K"].mean(axis=0), atol=0.15
     )

@@ -1,4 +1,4 @@
-"""FairLearner (Kusner et al. 2017, Algorithm 1), the unfair baselines and counterfactual predictions.
+"""FairLearner (Kusner et al. 2017, Algorithm 1), unfair baselines, counterfactual predictions.
 
 Fair predictors must give exactly the same prediction in the factual world and
 in every counterfactual world of their own SCM fit; the Full and Unaware
@@ -145,6 +145,15 @@ def test_baselines_use_the_expected_columns() -> None:
     assert list(full_predictor(scm2, "ZFYA").categorical) == ["race", "sex"]
     assert list(unaware_predictor(scm2, "ZFYA").columns) == ["UGPA", "LSAT"]
     assert list(unaware_predictor(scm2, "ZFYA", exclude=["LSAT"]).columns) == ["UGPA"]
+
+
+@pytest.mark.stan
+def test_predict_abducts_even_if_the_rows_carry_a_latent_column(
+    fair_k: FairLearner, test_rows: pd.DataFrame
+) -> None:
+    with_truth = law_test().iloc[:N_TEST]  # has the true K, as scm.sample() returns it
+    assert "K" in with_truth.columns
+    np.testing.assert_allclose(fair_k.predict(with_truth), fair_k.predict(test_rows), atol=1e-12)
 
 
 # ---------------------------------------------------------------------- feature sets

@@ -1,4 +1,4 @@
-"""Data-driven initial values that start every chain in the identified mode.
+"""Data-driven initial values that start every chain in the identified mode, near the posterior.
 
 A latent factor with a positive first loading still has a second, reflected
 mode: the first loading pinned near zero and every other loading with the
@@ -18,15 +18,27 @@ from counterfair.scm import SCM
 from counterfair.specs import Latent
 
 
-def _residualise(y: np.ndarray, design: np.ndarray) -> np.ndarray:
+def _least_squares(y: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    return y - design @ coef
+    return coef, y - design @ coef
 
 
 def _child_score(family: str, values: np.ndarray) -> np.ndarray:
     if family == "poisson":
         return np.log1p(values)
     return values.astype(float)
+
+
+def _principal_axis(cov: np.ndarray, iterations: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """One-factor principal-axis solution: loadings and unique variances."""
+    diag = np.diag(cov).copy()
+    unique = 0.5 * diag
+    loadings = np.sqrt(0.5 * diag)
+    for _ in range(iterations):
+        values, vectors = np.linalg.eigh(cov - np.diag(unique))
+        loadings = vectors[:, -1] * np.sqrt(max(values[-1], 1e-8))
+        unique = np.maximum(diag - loadings**2, 0.05 * diag)
+    return loadings, unique
 
 
 def latent_inits(
@@ -36,7 +48,15 @@ def latent_inits(
     seed: int | None,
     jitter: float = 0.1,
 ) -> list[dict[str, object]]:
-    """Initial values of latents and loadings for each chain of the fit program.
+    """Initial values of every structural parameter and latent, one dict per chain.
+
+    For each latent, its children's residuals given the protected attributes
+    (log counts for Poisson children) get a one-factor principal-axis solution:
+    loadings (oriented so the first child's is positive), unique variances (the
+    Normal children's sigma^2), and per-row factor scores with their
+    conditional sd, from which each chain draws its starting latents. Intercepts
+    and protected effects start at their least-squares values. Loadings get a
+    multiplicative jitter per chain so chains do not start at one point.
 
     Parameters
     ----------
@@ -47,66 +67,70 @@ def latent_inits(
     chains : int
         Number of chains.
     seed : int, optional
-        Seed of the per-chain jitter.
+        Seed of the per-chain draws.
     jitter : float
-        Standard deviation of the noise added to each chain's latents, so that
-        chains do not start at one point.
-
-    Returns
-    -------
-    list of dict
-        One dict per chain (empty dicts when the SCM has no latent).
+        Relative spread of the loadings across chains.
     """
-    if not scm.latents:
+    if not scm.latents or scm.coding != "reference":
         return [{} for _ in range(chains)]
+    rng = np.random.default_rng(seed)
     n = int(stan_data["N"])  # type: ignore[call-overload]
     columns = [np.ones(n)]
+    slices: dict[str, slice] = {}
     for node in scm.protected:
         level = np.asarray(stan_data[node])
         n_levels = int(stan_data[f"n_levels_{node}"])  # type: ignore[call-overload]
+        start = len(columns)
         columns += [(level == k).astype(float) for k in range(2, n_levels + 1)]
+        slices[node] = slice(start, len(columns))
     design = np.column_stack(columns)
-    base: dict[str, np.ndarray] = {}
+    fixed: dict[str, object] = {}
+    means: dict[str, np.ndarray] = {}
+    sds: dict[str, np.ndarray] = {}
     loadings: dict[str, float] = {}
     for latent in scm.latents:
         spec = scm.specs[latent]
         assert isinstance(spec, Latent)
         children = [c for c in scm.children(latent) if c in scm.observed]
-        scores = []
+        residuals = []
         for child in children:
-            family = scm.equations[child].spec.family
-            z = _residualise(_child_score(family, np.asarray(stan_data[child])), design)
-            scale = z.std()
-            scores.append(z / scale if scale > 0 else z)
-        matrix = np.column_stack(scores)
-        _, _, vt = np.linalg.svd(matrix - matrix.mean(axis=0), full_matrices=False)
-        component = matrix @ vt[0]
-        if np.corrcoef(component, scores[0])[0, 1] < 0:
-            component = -component
-        std = component.std()
-        component = (component - component.mean()) / (std if std > 0 else 1.0)
-        base[latent] = spec.loc + spec.scale * component
-        for child, score in zip(children, scores, strict=True):
             eq = scm.equations[child]
-            term = next(t for t in eq.latent if t.parent == latent)
-            raw = np.asarray(stan_data[child], dtype=float)
-            spread = _child_score(eq.spec.family, raw).std()
-            slope = float(np.cov(score, component)[0, 1]) * (spread if spread > 0 else 1.0)
-            if eq.spec.family == "bernoulli":
-                slope *= 4.0
-            loadings[term.param] = max(slope, 0.05) if term.positive else slope
-    rng = np.random.default_rng(seed)
+            score = _child_score(eq.spec.family, np.asarray(stan_data[child]))
+            coef, residual = _least_squares(score, design)
+            residuals.append(residual)
+            if eq.intercept:
+                fixed[eq.intercept] = float(coef[0])
+            if not eq.observed:  # protected-only design: the regression gives the effects
+                for term in eq.protected:
+                    fixed[term.param] = coef[slices[term.parent]]
+        z = np.column_stack(residuals)
+        lam, unique = _principal_axis(np.atleast_2d(np.cov(z, rowvar=False)))
+        if lam[0] < 0:
+            lam = -lam
+        precision = 1.0 + float(np.sum(lam**2 / unique))
+        means[latent] = (z - z.mean(axis=0)) @ (lam / unique) / precision
+        sds[latent] = np.full(n, 1.0 / np.sqrt(precision))
+        for child, loading, psi in zip(children, lam, unique, strict=True):
+            eq = scm.equations[child]
+            lterm = next(t for t in eq.latent if t.parent == latent)
+            value = float(loading) * spec.scale
+            loadings[lterm.param] = max(value, 0.05) if lterm.positive else value
+            if eq.sigma and eq.sigma_fixed is None:
+                fixed[f"sigma2_{child}"] = float(psi)
+        means[latent] = spec.loc + spec.scale * means[latent]
+        sds[latent] = spec.scale * sds[latent]
+    from counterfair.stan.codegen import anchor_children
+
+    anchored = anchor_children(scm)
     inits = []
     for _ in range(chains):
-        chain: dict[str, object] = {
-            name: values + jitter * rng.standard_normal(values.shape)
-            for name, values in base.items()
-        }
-        chain.update(
-            {
-                name: value * float(np.exp(jitter * rng.standard_normal()))
-                for name, value in loadings.items()
-            }
-        )
+        chain: dict[str, object] = dict(fixed)
+        for latent in scm.latents:
+            if latent in anchored:  # z is close to standard normal a posteriori
+                chain[f"z_{latent}"] = rng.standard_normal(n)
+            else:
+                chain[latent] = means[latent] + sds[latent] * rng.standard_normal(n)
+        for name, value in loadings.items():
+            chain[name] = value * float(np.exp(jitter * rng.standard_normal()))
         inits.append(chain)
     return inits
