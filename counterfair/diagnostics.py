@@ -92,8 +92,10 @@ def diagnose(
     if "tree_depth" in idata.sample_stats:
         depth_hits = int((np.asarray(idata.sample_stats["tree_depth"].values) >= max_depth).sum())
     latent_rhat = latent_ess = float("nan")
-    if latents:
+    if latents and idata.posterior.sizes["chain"] > 1:
         latent_rhat = float(np.nanmax(_flat(az.rhat(idata, var_names=list(latents)))))
+        latent_ess = float(np.nanmin(_flat(az.ess(idata, var_names=list(latents)))))
+    elif latents:
         latent_ess = float(np.nanmin(_flat(az.ess(idata, var_names=list(latents)))))
     return Diagnostics(
         max_rhat=float(table["r_hat"].max()),

@@ -17,6 +17,7 @@ from counterfair.equations import linear_predictor
 from counterfair.params import ParamDraws
 from counterfair.scm import SCM
 from counterfair.specs import Protected
+from counterfair.stan.anchored import add_anchored_latents
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import abduction_data, conditioning_nodes, fit_data, observed_values
 from counterfair.stan.inits import latent_inits
@@ -36,6 +37,7 @@ def _coords_and_dims(
 ) -> tuple[dict[str, list[Any]], dict[str, list[str]]]:
     coords: dict[str, list[Any]] = {"row": _row_coord(data)}
     dims: dict[str, list[str]] = {latent: latent_dims for latent in scm.latents}
+    dims.update({f"z_{latent}": latent_dims for latent in scm.latents})
     for eq in scm.equations.values():
         for term in eq.protected:
             levels = list(encoding.levels[term.parent])
@@ -391,6 +393,7 @@ def fit_scm(
         dims=dims,
         **sampler_args,
     )
+    add_anchored_latents(scm, run.idata, stan_data, encoding)
     diagnostics = diagnose(
         run.idata,
         scm.parameter_names(),

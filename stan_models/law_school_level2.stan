@@ -40,7 +40,7 @@ transformed data {
   matrix[N, (n_levels_race - 1) + (n_levels_sex - 1)] X_UGPA = append_col(indicators(race, n_levels_race, 1), indicators(sex, n_levels_sex, 1));
 }
 parameters {
-  vector[N] z_K;  // K standardised given UGPA (see transformed parameters)
+  vector[N] z_K;  // K standardised given UGPA (see the model block)
   real alpha_UGPA;  // intercept of UGPA
   vector[n_levels_race - 1] beta_UGPA_race;  // effect of race on UGPA, per non-reference level
   vector[n_levels_sex - 1] beta_UGPA_sex;  // effect of sex on UGPA, per non-reference level
@@ -57,10 +57,11 @@ parameters {
 }
 transformed parameters {
   real<lower=0> sigma_UGPA = sqrt(sigma2_UGPA);  // residual sd of UGPA
-  real<lower=0> v_K = 1.0 / (1.0 + square(lambda_UGPA_K / sigma_UGPA));  // variance of K given UGPA alone
-  vector[N] K = v_K * (lambda_UGPA_K / square(sigma_UGPA) * (UGPA - (alpha_UGPA + X_UGPA * append_row(beta_UGPA_race, beta_UGPA_sex)))) + sqrt(v_K) * z_K;  // latent K: mean of K given UGPA + sqrt(v) * z_K
 }
 model {
+  // anchored latents are local (not written out): counterfair derives them from z and the parameters after sampling
+  real v_K = 1.0 / (1.0 + square(lambda_UGPA_K / sigma_UGPA));  // variance of K given UGPA alone
+  vector[N] K = v_K * (lambda_UGPA_K / square(sigma_UGPA) * (UGPA - (alpha_UGPA + X_UGPA * append_row(beta_UGPA_race, beta_UGPA_sex)))) + sqrt(v_K) * z_K;  // latent K: mean of K given UGPA + sqrt(v) * z_K
   // priors
   z_K ~ std_normal();  // K | UGPA is Normal(m, v), so z_K is standard normal
   alpha_UGPA ~ normal(0.0, 1.0);

@@ -294,7 +294,7 @@ def _anchored_latent(scm: SCM, latent: str, eq: NodeEquation, design: str | None
     residual = f"({eq.node} - ({' + '.join(fixed_terms)}))" if fixed_terms else eq.node
     prior_term = f"{_stan_real(spec.loc / spec.scale**2)} + " if spec.loc != 0.0 else ""
     return [
-        f"{_INDENT}real<lower=0> v_{latent} = 1.0 / ({prior_precision} + "
+        f"{_INDENT}real v_{latent} = 1.0 / ({prior_precision} + "
         f"square({loading} / {sigma}));  // variance of {latent} given {eq.node} alone",
         f"{_INDENT}vector[N] {latent} = v_{latent} * ({prior_term}{loading} / square({sigma}) * "
         f"{residual}) + sqrt(v_{latent}) * z_{latent};"
@@ -356,7 +356,7 @@ def fit_program(scm: SCM) -> str:
         if latent in anchors:
             lines.append(
                 f"{_INDENT}vector[N] z_{latent};  // {latent} standardised given "
-                f"{anchors[latent].node} (see transformed parameters)"
+                f"{anchors[latent].node} (see the model block)"
             )
         else:
             lines.append(f"{_INDENT}vector[N] {latent};  // latent {latent} of every individual")
@@ -366,18 +366,24 @@ def fit_program(scm: SCM) -> str:
     lines.append("}")
 
     learned_sigma = [eq for eq in equations if eq.sigma and eq.sigma_fixed is None]
-    if learned_sigma or anchors:
+    if learned_sigma:
         lines.append("transformed parameters {")
         for eq in learned_sigma:
             lines.append(
                 f"{_INDENT}real<lower=0> {eq.sigma} = sqrt(sigma2_{eq.node});"
                 f"  // residual sd of {eq.node}"
             )
-        for latent, eq in anchors.items():
-            lines += _anchored_latent(scm, latent, eq, designs.get(eq.node))
         lines.append("}")
 
-    lines += ["model {", f"{_INDENT}// priors"]
+    lines.append("model {")
+    if anchors:
+        lines.append(
+            f"{_INDENT}// anchored latents are local (not written out): counterfair derives them "
+            "from z and the parameters after sampling"
+        )
+    for latent, eq in anchors.items():
+        lines += _anchored_latent(scm, latent, eq, designs.get(eq.node))
+    lines.append(f"{_INDENT}// priors")
     for latent in scm.latents:
         if latent in anchors:
             lines.append(
