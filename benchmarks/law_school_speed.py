@@ -354,6 +354,7 @@ def fmt(value: float | int | None, spec: str) -> str:
 def print_report(
     args: argparse.Namespace,
     n_rows: int,
+    source: str,
     cf_code: str,
     au_code: str,
     cf_info: dict[str, Any],
@@ -372,7 +373,7 @@ def print_report(
         "(compilation was done beforehand, untimed)."
     )
     print(
-        f"counterfair source {source_state()}, generated program "
+        f"counterfair source {source}, generated program "
         f"{httpstan.models.calculate_model_name(cf_code)}; authors' program "
         f"{httpstan.models.calculate_model_name(au_code)}"
     )
@@ -450,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = law_school_subsample(full, args.rows, seed=args.seed)
     say(f"{len(rows)} rows (stratified on first_pf, seed {args.seed}) of {len(full)}")
 
+    source = source_state()  # before anything runs: other people may commit meanwhile
     scm = law_school_scm()
     cf_code = scm.stan_code()
     au_code = AUTHORS_PROGRAM.read_text()
@@ -471,7 +473,13 @@ def main(argv: list[str] | None = None) -> int:
     cf_idata, cf_info = run_counterfair(scm, rows, args)
     au_idata, au_info = run_authors(au_code, au_data, args)
     results = compare(cf_idata, cf_info, au_idata, au_info)
-    print_report(args, len(rows), cf_code, au_code, cf_info, au_info, results)
+    print_report(args, len(rows), source, cf_code, au_code, cf_info, au_info, results)
+    source_after = source_state()
+    if source_after != source:
+        print(
+            f"WARNING: the counterfair source changed during the run ({source} -> "
+            f"{source_after}); the numbers above are for the program named above."
+        )
 
     if args.out is not None:
         payload = {
@@ -484,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
                 "data_dir": str(args.data_dir),
                 "timed": "cached stan.build + NUTS sampling, both programs",
             },
-            "counterfair_source": source_state(),
+            "counterfair_source": source,
+            "counterfair_source_after_run": source_after,
             "programs": {
                 "counterfair": {
                     "httpstan_model": httpstan.models.calculate_model_name(cf_code),

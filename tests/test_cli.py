@@ -65,3 +65,20 @@ def test_law_school_quick_mode_runs_end_to_end(tmp_path):
     assert (unfair["mean |change|"] > 0.01).all()
     for name in ("rmse.csv", "results.md", "counterfactual_densities.png", "audit.html"):
         assert (out / name).stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.stan
+@pytest.mark.skipif(not (DATA_DIR / "law_data.csv").exists(), reason="law_data.csv not found")
+def test_law_school_full_run_reproduces_table_1(tmp_path):
+    """The whole study (about 15 minutes on 2 cores): opt in with ``-m slow``."""
+    out = tmp_path / "law"
+    assert main(["law-school", "--data-dir", str(DATA_DIR), "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    rmse, paper = results["rmse"], results["paper_rmse"]
+    for name in ("Full", "Unaware", "Fair Add"):
+        assert abs(rmse[name] - paper[name]) <= 0.01, name
+    assert abs(rmse[results["headline_fair_k"]] - paper["Fair K"]) <= 0.015
+    diagnostics = results["diagnostics"]["level2"]
+    assert diagnostics["max_rhat"] < 1.01
+    assert diagnostics["divergences"] == 0
