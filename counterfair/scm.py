@@ -163,6 +163,7 @@ class SCM:
             owners[node] = node
         generated = [f"n_levels_{p}" for p in self.protected]
         generated += [f"{prefix}_{latent}" for latent in self.latents for prefix in ("z", "v")]
+        generated += [f"scale_{node}" for node in self.observed]
         generated += [f"observe_{c}" for latent in self.latents for c in self.children(latent)]
         for name in generated:
             owner = (

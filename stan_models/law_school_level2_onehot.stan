@@ -34,6 +34,9 @@ data {
   vector[N] UGPA;  // observed UGPA
   array[N] int<lower=0> LSAT;  // observed LSAT (counts)
   vector[N] ZFYA;  // observed ZFYA
+  real<lower=0> scale_UGPA;  // rough posterior sd of the coefficients of UGPA (sampler scale only)
+  real<lower=0> scale_LSAT;  // rough posterior sd of the coefficients of LSAT (sampler scale only)
+  real<lower=0> scale_ZFYA;  // rough posterior sd of the coefficients of ZFYA (sampler scale only)
 }
 transformed data {
   // design matrix of UGPA, LSAT, ZFYA: columns for race, sex
@@ -41,19 +44,19 @@ transformed data {
 }
 parameters {
   vector[N] z_K;  // K standardised given UGPA (see the model block)
-  real alpha_UGPA;  // intercept of UGPA
-  vector[n_levels_race] beta_UGPA_race;  // effect of race on UGPA, per level (one-hot)
-  vector[n_levels_sex] beta_UGPA_sex;  // effect of sex on UGPA, per level (one-hot)
+  real<multiplier=scale_UGPA> alpha_UGPA;  // intercept of UGPA
+  vector<multiplier=scale_UGPA>[n_levels_race] beta_UGPA_race;  // effect of race on UGPA, per level (one-hot)
+  vector<multiplier=scale_UGPA>[n_levels_sex] beta_UGPA_sex;  // effect of sex on UGPA, per level (one-hot)
   real<lower=0> lambda_UGPA_K;  // loading of K on UGPA (positive: fixes the sign of the latent)
   real<lower=0> sigma2_UGPA;  // residual variance of UGPA
-  real alpha_LSAT;  // intercept of LSAT
-  vector[n_levels_race] beta_LSAT_race;  // effect of race on LSAT, per level (one-hot)
-  vector[n_levels_sex] beta_LSAT_sex;  // effect of sex on LSAT, per level (one-hot)
-  real lambda_LSAT_K;  // loading of K on LSAT
-  real alpha_ZFYA;  // intercept of ZFYA
-  vector[n_levels_race] beta_ZFYA_race;  // effect of race on ZFYA, per level (one-hot)
-  vector[n_levels_sex] beta_ZFYA_sex;  // effect of sex on ZFYA, per level (one-hot)
-  real lambda_ZFYA_K;  // loading of K on ZFYA
+  real<multiplier=scale_LSAT> alpha_LSAT;  // intercept of LSAT
+  vector<multiplier=scale_LSAT>[n_levels_race] beta_LSAT_race;  // effect of race on LSAT, per level (one-hot)
+  vector<multiplier=scale_LSAT>[n_levels_sex] beta_LSAT_sex;  // effect of sex on LSAT, per level (one-hot)
+  real<multiplier=scale_LSAT> lambda_LSAT_K;  // loading of K on LSAT
+  real<multiplier=scale_ZFYA> alpha_ZFYA;  // intercept of ZFYA
+  vector<multiplier=scale_ZFYA>[n_levels_race] beta_ZFYA_race;  // effect of race on ZFYA, per level (one-hot)
+  vector<multiplier=scale_ZFYA>[n_levels_sex] beta_ZFYA_sex;  // effect of sex on ZFYA, per level (one-hot)
+  real<multiplier=scale_ZFYA> lambda_ZFYA_K;  // loading of K on ZFYA
 }
 transformed parameters {
   real<lower=0> sigma_UGPA = sqrt(sigma2_UGPA);  // residual sd of UGPA

@@ -30,19 +30,21 @@ data {
   array[N] int<lower=1, upper=n_levels_sex> sex;  // level of sex per row
   vector[N] UGPA;  // observed UGPA
   vector[N] LSAT;  // observed LSAT
+  real<lower=0> scale_UGPA;  // rough posterior sd of the coefficients of UGPA (sampler scale only)
+  real<lower=0> scale_LSAT;  // rough posterior sd of the coefficients of LSAT (sampler scale only)
 }
 transformed data {
   // design matrix of UGPA, LSAT: columns for race, sex
   matrix[N, (n_levels_race - 1) + (n_levels_sex - 1)] X_UGPA = append_col(indicators(race, n_levels_race, 1), indicators(sex, n_levels_sex, 1));
 }
 parameters {
-  real alpha_UGPA;  // intercept of UGPA
-  vector[n_levels_race - 1] beta_UGPA_race;  // effect of race on UGPA, per non-reference level
-  vector[n_levels_sex - 1] beta_UGPA_sex;  // effect of sex on UGPA, per non-reference level
+  real<multiplier=scale_UGPA> alpha_UGPA;  // intercept of UGPA
+  vector<multiplier=scale_UGPA>[n_levels_race - 1] beta_UGPA_race;  // effect of race on UGPA, per non-reference level
+  vector<multiplier=scale_UGPA>[n_levels_sex - 1] beta_UGPA_sex;  // effect of sex on UGPA, per non-reference level
   real<lower=0> sigma2_UGPA;  // residual variance of UGPA
-  real alpha_LSAT;  // intercept of LSAT
-  vector[n_levels_race - 1] beta_LSAT_race;  // effect of race on LSAT, per non-reference level
-  vector[n_levels_sex - 1] beta_LSAT_sex;  // effect of sex on LSAT, per non-reference level
+  real<multiplier=scale_LSAT> alpha_LSAT;  // intercept of LSAT
+  vector<multiplier=scale_LSAT>[n_levels_race - 1] beta_LSAT_race;  // effect of race on LSAT, per non-reference level
+  vector<multiplier=scale_LSAT>[n_levels_sex - 1] beta_LSAT_sex;  // effect of sex on LSAT, per non-reference level
   real<lower=0> sigma2_LSAT;  // residual variance of LSAT
 }
 transformed parameters {

@@ -177,7 +177,10 @@ def test_reference_coding(regen_tool: ModuleType) -> None:
     assert "indicators(sex, n_levels_sex, 1)" in code
     for child in ("UGPA", "LSAT", "ZFYA"):
         for parent in ("race", "sex"):
-            assert f"  vector[n_levels_{parent} - 1] beta_{child}_{parent};  //" in code
+            assert (
+                f"  vector<multiplier=scale_{child}>[n_levels_{parent} - 1] "
+                f"beta_{child}_{parent};  //" in code
+            )
     assert "matrix[N, (n_levels_race - 1) + (n_levels_sex - 1)] X_UGPA" in code
 
 
@@ -189,7 +192,10 @@ def test_onehot_coding(regen_tool: ModuleType) -> None:
     assert "indicators(sex, n_levels_sex, 0)" in code
     for child in ("UGPA", "LSAT", "ZFYA"):
         for parent in ("race", "sex"):
-            assert f"  vector[n_levels_{parent}] beta_{child}_{parent};  //" in code
+            assert (
+                f"  vector<multiplier=scale_{child}>[n_levels_{parent}] "
+                f"beta_{child}_{parent};  //" in code
+            )
             assert f"  array[S] vector[n_levels_{parent}] beta_{child}_{parent};  //" in abduction
     assert "- 1]" not in _strip_comments(code)
     assert "- 1]" not in _strip_comments(abduction)
@@ -226,8 +232,8 @@ def test_positive_loading_in_the_law_school_model(regen_tool: ModuleType) -> Non
     constrained = [line for line in _block(code, "parameters") if "lambda_" in line]
     assert [line.split(";")[0].strip() for line in constrained] == [
         "real<lower=0> lambda_UGPA_K",
-        "real lambda_LSAT_K",
-        "real lambda_ZFYA_K",
+        "real<multiplier=scale_LSAT> lambda_LSAT_K",
+        "real<multiplier=scale_ZFYA> lambda_ZFYA_K",
     ]
 
 

@@ -179,20 +179,28 @@ def _parameter_declarations(
     """
     node = eq.node
     as_data = bool(array_prefix)
+    # in the fit program, coefficients are sampled on the scale scale_<node> (data), a rough
+    # posterior sd, so that the sampler's starting (unit) metric already fits them
+    scaled = "" if as_data else f"<multiplier=scale_{node}>"
     out: list[tuple[str, str]] = []
     if eq.intercept:
-        out.append((f"{array_prefix}real {eq.intercept}", f"intercept of {node}"))
+        out.append((f"{array_prefix}real{scaled} {eq.intercept}", f"intercept of {node}"))
     for term in eq.protected:
         out.append(
             (
-                f"{array_prefix}vector[{_levels_size(scm, term.parent)}] {term.param}",
+                f"{array_prefix}vector{scaled}[{_levels_size(scm, term.parent)}] {term.param}",
                 f"effect of {term.parent} on {node}, {_level_words(scm)}",
             )
         )
     for oterm in eq.observed:
-        out.append((f"{array_prefix}real {oterm.param}", f"weight of {oterm.parent} on {node}"))
+        out.append(
+            (f"{array_prefix}real{scaled} {oterm.param}", f"weight of {oterm.parent} on {node}")
+        )
     for lterm in eq.latent:
-        constraint = "<lower=0>" if lterm.positive and not as_data else ""
+        if as_data:
+            constraint = ""
+        else:
+            constraint = "<lower=0>" if lterm.positive else scaled
         note = " (positive: fixes the sign of the latent)" if lterm.positive else ""
         out.append(
             (
@@ -346,6 +354,11 @@ def fit_program(scm: SCM) -> str:
     lines = _header(scm, "fit of the structural causal model (parameters and latents)")
     lines.append(_INDICATORS_FUNCTION)
     lines += _data_block(scm)
+    for eq in equations:
+        lines.append(
+            f"{_INDENT}real<lower=0> scale_{eq.node};  // rough posterior sd of the coefficients "
+            f"of {eq.node} (sampler scale only)"
+        )
     lines.append("}")
     lines += _transformed_data_block(scm, equations)
 
