@@ -88,7 +88,7 @@ class LawSchoolConfig:
     seed: int = 0
     chains: int = 2
     warmup: int = 500
-    draws: int = 750
+    draws: int = 1000
     n_samples: int = 50
     cf_samples: int = 20
     train_rows: int | None = None
