@@ -145,7 +145,8 @@ def counterfactual_fairness(
         Mass of the posterior interval of the mean |change|.
     condition_on : sequence of str, optional
         Observed nodes that condition the latents (default: all children of
-        latents present in ``data``).
+        latents present in ``data``). Abduction integrates over up to 20
+        posterior parameter draws, so the intervals carry parameter uncertainty.
     seed : int, optional
         Seed of abduction and counterfactual draws.
     abduction : Abduction, optional
@@ -172,7 +173,14 @@ def counterfactual_fairness(
         )
     if condition_on is None:
         condition_on = [n for n in scm.observed if n in data.columns]
-    abduction = fit.abduct(data, condition_on=condition_on, n_samples=n_samples, seed=seed)
+    abduction = fit.abduct(
+        data,
+        condition_on=condition_on,
+        method="draws",
+        n_param_draws=min(n_samples, 20),
+        n_samples=n_samples,
+        seed=seed,
+    )
     factual_prediction = _predict(predictor, data)
     pieces = []
     for attribute in chosen:
