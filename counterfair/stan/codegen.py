@@ -216,6 +216,16 @@ def _parameter_declarations(
     return out
 
 
+def _beta_vector(eq: NodeEquation, index: Callable[[str], str] = str) -> str:
+    """The coefficient vector of an equation's design matrix, as one Stan expression."""
+    pieces = [index(t.param) for t in eq.protected]
+    pieces += [f"[{index(t.param)}]'" for t in eq.observed]
+    beta = pieces[-1]
+    for piece in reversed(pieces[:-1]):
+        beta = f"append_row({piece}, {beta})"
+    return beta
+
+
 def _glm_statement(
     eq: NodeEquation, design: str | None, index: Callable[[str], str], indent: str
 ) -> list[str]:
@@ -236,11 +246,7 @@ def _glm_statement(
         sigma = ""
     family = eq.spec.family
     if eq.has_design:
-        beta_pieces = [index(t.param) for t in eq.protected]
-        beta_pieces += [f"[{index(t.param)}]'" for t in eq.observed]
-        beta = beta_pieces[-1]
-        for piece in reversed(beta_pieces[:-1]):
-            beta = f"append_row({piece}, {beta})"
+        beta = _beta_vector(eq, index)
         glm = {"normal": "normal_id_glm", "poisson": "poisson_log_glm"}.get(
             family, "bernoulli_logit_glm"
         )
@@ -294,10 +300,7 @@ def _anchored_latent(scm: SCM, latent: str, eq: NodeEquation, design: str | None
     prior_precision = _stan_real(1.0 / spec.scale**2)
     fixed_terms = [eq.intercept] if eq.intercept else []
     if eq.has_design:
-        beta_pieces = [t.param for t in eq.protected] + [f"[{t.param}]'" for t in eq.observed]
-        beta = beta_pieces[-1]
-        for piece in reversed(beta_pieces[:-1]):
-            beta = f"append_row({piece}, {beta})"
+        beta = _beta_vector(eq)
         fixed_terms.append(f"{design} * {beta}")
     residual = f"({eq.node} - ({' + '.join(fixed_terms)}))" if fixed_terms else eq.node
     prior_term = f"{_stan_real(spec.loc / spec.scale**2)} + " if spec.loc != 0.0 else ""
@@ -326,10 +329,7 @@ def _anchor_marginal(scm: SCM, latent: str, eq: NodeEquation, design: str | None
         f"{_INDENT}// {eq.node} with {latent} integrated out; {latent} = m + sqrt(v) * z_{latent}"
     )
     if eq.has_design:
-        beta_pieces = [t.param for t in eq.protected] + [f"[{t.param}]'" for t in eq.observed]
-        beta = beta_pieces[-1]
-        for piece in reversed(beta_pieces[:-1]):
-            beta = f"append_row({piece}, {beta})"
+        beta = _beta_vector(eq)
         return [
             comment,
             f"{_INDENT}{eq.node} ~ normal_id_glm({design}, {alpha}, {beta}, {total_sd});",
