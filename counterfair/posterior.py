@@ -139,6 +139,14 @@ class Abduction:
         return out
 
 
+def _thin(
+    params: ParamDraws, latents: dict[str, np.ndarray], n_samples: int, seed: int | None
+) -> tuple[ParamDraws, dict[str, np.ndarray]]:
+    """Keep ``n_samples`` joint samples (the same ones for parameters and latents), seeded."""
+    pick = np.sort(np.random.default_rng(seed).choice(params.n, n_samples, replace=False))
+    return params.take(pick), {k: v[pick] for k, v in latents.items()}
+
+
 @dataclass
 class Fit:
     """An SCM fitted by NUTS.
@@ -196,10 +204,7 @@ class Fit:
             for name in self.scm.latents
         }
         if n_samples is not None and n_samples < params.n:
-            pick = np.random.default_rng(seed).choice(params.n, size=n_samples, replace=False)
-            pick.sort()
-            params = params.take(pick)
-            latents = {k: v[pick] for k, v in latents.items()}
+            params, latents = _thin(params, latents, n_samples, seed)
         observed = observed_values(self.scm, self.data)
         return Abduction(
             data=self.data,
@@ -307,9 +312,7 @@ class Fit:
         warn_on_divergences(run.idata, "abduction of new rows")
         params = param_sets.take(set_index)
         if n_samples is not None and n_samples < params.n:
-            pick = np.sort(np.random.default_rng(seed).choice(params.n, n_samples, replace=False))
-            params = params.take(pick)
-            latents = {k: v[pick] for k, v in latents.items()}
+            params, latents = _thin(params, latents, n_samples, seed)
         return Abduction(rows, params, latents, codes, observed, conditioned)
 
     def latents(self, data: pd.DataFrame | None = None, **kwargs: Any) -> dict[str, np.ndarray]:

@@ -218,15 +218,21 @@ def _contrasts(table: NDArray[np.float64], a: int, v: int) -> tuple[float, float
     return lift, float(p_plus[v] - p_minus[v]), float(0.5 * np.abs(p_plus - p_minus).sum())
 
 
+def _selection_contrasts(
+    protected: ArrayLike, outcome: ArrayLike, protected_group: Hashable, outcome_value: Hashable
+) -> tuple[float, float, float]:
+    (s, s_labels), (o, o_labels), _ = _encode_pair(protected, outcome)
+    a, v = _positions(s_labels, o_labels, s, protected_group, outcome_value)
+    assert v is not None
+    return _contrasts(_table(s, o, len(s_labels), len(o_labels)), a, v)
+
+
 def selection_lift(
     protected: ArrayLike, outcome: ArrayLike, *, protected_group: Hashable,
     outcome_value: Hashable = 1,
 ) -> float:
     """``P(o | s+) / P(o | s-)`` with ``s+ = protected_group`` (NaN if ``P(o | s-) = 0``)."""
-    (s, s_labels), (o, o_labels), _ = _encode_pair(protected, outcome)
-    a, v = _positions(s_labels, o_labels, s, protected_group, outcome_value)
-    assert v is not None
-    return _contrasts(_table(s, o, len(s_labels), len(o_labels)), a, v)[0]
+    return _selection_contrasts(protected, outcome, protected_group, outcome_value)[0]
 
 
 def selection_difference(
@@ -234,10 +240,7 @@ def selection_difference(
     outcome_value: Hashable = 1,
 ) -> float:
     """``P(o | s+) - P(o | s-)``, the difference form of the selection lift."""
-    (s, s_labels), (o, o_labels), _ = _encode_pair(protected, outcome)
-    a, v = _positions(s_labels, o_labels, s, protected_group, outcome_value)
-    assert v is not None
-    return _contrasts(_table(s, o, len(s_labels), len(o_labels)), a, v)[1]
+    return _selection_contrasts(protected, outcome, protected_group, outcome_value)[1]
 
 
 def total_variation_distance(
