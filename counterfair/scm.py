@@ -162,8 +162,14 @@ class SCM:
             validation.validate_unique_identifiers(owners, node, node)
             owners[node] = node
         generated = [f"n_levels_{p}" for p in self.protected]
-        generated += [f"{prefix}_{latent}" for latent in self.latents for prefix in ("z", "v")]
+        generated += [f"z_{latent}" for latent in self.latents]
         generated += [f"scale_{node}" for node in self.observed]
+        generated += [  # locals of the fit program for latents anchored by Normal children
+            f"{prefix}_{latent}_{child}"
+            for latent in self.latents
+            for child in self.children(latent)
+            for prefix in ("g", "prec")
+        ]
         generated += [f"observe_{c}" for latent in self.latents for c in self.children(latent)]
         for name in generated:
             owner = (

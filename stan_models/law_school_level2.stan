@@ -39,11 +39,15 @@ data {
   real<lower=0> scale_ZFYA;  // rough posterior sd of the coefficients of ZFYA (sampler scale only)
 }
 transformed data {
-  // design matrix of UGPA, LSAT, ZFYA: columns for race, sex
+  // design matrix of UGPA: columns for race, sex
   matrix[N, (n_levels_race - 1) + (n_levels_sex - 1)] X_UGPA = append_col(indicators(race, n_levels_race, 1), indicators(sex, n_levels_sex, 1));
+  // design matrix of LSAT: columns for race, sex, UGPA, ZFYA
+  matrix[N, (n_levels_race - 1) + (n_levels_sex - 1) + 1 + 1] X_LSAT = append_col(indicators(race, n_levels_race, 1), append_col(indicators(sex, n_levels_sex, 1), append_col(to_matrix(UGPA), to_matrix(ZFYA))));
+  // design matrix of ZFYA: columns for race, sex, UGPA
+  matrix[N, (n_levels_race - 1) + (n_levels_sex - 1) + 1] X_ZFYA = append_col(indicators(race, n_levels_race, 1), append_col(indicators(sex, n_levels_sex, 1), to_matrix(UGPA)));
 }
 parameters {
-  vector[N] z_K;  // K standardised given UGPA (see the model block)
+  vector[N] z_K;  // K standardised given UGPA, ZFYA (see the model block)
   real<multiplier=scale_UGPA> alpha_UGPA;  // intercept of UGPA
   vector<multiplier=scale_UGPA>[n_levels_race - 1] beta_UGPA_race;  // effect of race on UGPA, per non-reference level
   vector<multiplier=scale_UGPA>[n_levels_sex - 1] beta_UGPA_sex;  // effect of sex on UGPA, per non-reference level
@@ -62,11 +66,14 @@ transformed parameters {
   real<lower=0> sigma_UGPA = sqrt(sigma2_UGPA);  // residual sd of UGPA
 }
 model {
-  // anchored latents are local (not written out): counterfair derives them from z and the parameters after sampling
-  real v_K = 1.0 / (1.0 + square(lambda_UGPA_K / sigma_UGPA));  // variance of K given UGPA alone
-  vector[N] K = v_K * (lambda_UGPA_K / square(sigma_UGPA) * (UGPA - (alpha_UGPA + X_UGPA * append_row(beta_UGPA_race, beta_UGPA_sex)))) + sqrt(v_K) * z_K;  // latent K: mean of K given UGPA + sqrt(v) * z_K
+  // Anchored latents are Normal given their Normal children (conjugate), so the program samples z = (latent - mean) * sqrt(precision);
+  // the latents themselves are not written out: counterfair rebuilds them from z and the parameters after sampling.
+  real g_K_UGPA = lambda_UGPA_K / square(sigma_UGPA);  // loading / sigma^2 of UGPA: weight of its residual in the mean of K
+  real prec_K_UGPA = 1.0 + lambda_UGPA_K * g_K_UGPA;  // precision of K given UGPA
+  real g_K_ZFYA = lambda_ZFYA_K;  // loading / sigma^2 of ZFYA: weight of its residual in the mean of K
+  real prec_K_ZFYA = prec_K_UGPA + lambda_ZFYA_K * g_K_ZFYA;  // precision of K given UGPA, ZFYA
   // priors
-  z_K ~ std_normal();  // K | UGPA is Normal(m, v), so z_K is standard normal
+  z_K ~ std_normal();  // K | UGPA, ZFYA is Normal, so z_K is standard normal a priori
   alpha_UGPA ~ normal(0.0, 1.0);
   beta_UGPA_race ~ normal(0.0, 1.0);
   beta_UGPA_sex ~ normal(0.0, 1.0);
@@ -81,8 +88,10 @@ model {
   beta_ZFYA_sex ~ normal(0.0, 1.0);
   lambda_ZFYA_K ~ normal(0.0, 1.0);
   // structural equations
-  // UGPA with K integrated out; K = m + sqrt(v) * z_K
+  // UGPA: K integrated out
   UGPA ~ normal_id_glm(X_UGPA, alpha_UGPA, append_row(beta_UGPA_race, beta_UGPA_sex), sqrt(square(lambda_UGPA_K) + square(sigma_UGPA)));
-  LSAT ~ poisson_log_glm(X_UGPA, alpha_LSAT + lambda_LSAT_K * K, append_row(beta_LSAT_race, beta_LSAT_sex));
-  ZFYA ~ normal_id_glm(X_UGPA, alpha_ZFYA + lambda_ZFYA_K * K, append_row(beta_ZFYA_race, beta_ZFYA_sex), 1.0);
+  // LSAT: K = its mean given UGPA, ZFYA (extra columns) + z_K / sqrt(precision)
+  LSAT ~ poisson_log_glm(X_LSAT, alpha_LSAT - lambda_LSAT_K * g_K_UGPA / prec_K_ZFYA * alpha_UGPA - lambda_LSAT_K * g_K_ZFYA / prec_K_ZFYA * alpha_ZFYA + (lambda_LSAT_K / sqrt(prec_K_ZFYA)) * z_K, append_row(beta_LSAT_race - (lambda_LSAT_K * g_K_UGPA / prec_K_ZFYA) * beta_UGPA_race - (lambda_LSAT_K * g_K_ZFYA / prec_K_ZFYA) * beta_ZFYA_race, append_row(beta_LSAT_sex - (lambda_LSAT_K * g_K_UGPA / prec_K_ZFYA) * beta_UGPA_sex - (lambda_LSAT_K * g_K_ZFYA / prec_K_ZFYA) * beta_ZFYA_sex, append_row([lambda_LSAT_K * g_K_UGPA / prec_K_ZFYA]', [lambda_LSAT_K * g_K_ZFYA / prec_K_ZFYA]'))));
+  // ZFYA: K integrated out given UGPA
+  ZFYA ~ normal_id_glm(X_ZFYA, alpha_ZFYA - lambda_ZFYA_K * g_K_UGPA / prec_K_UGPA * alpha_UGPA, append_row(beta_ZFYA_race - (lambda_ZFYA_K * g_K_UGPA / prec_K_UGPA) * beta_UGPA_race, append_row(beta_ZFYA_sex - (lambda_ZFYA_K * g_K_UGPA / prec_K_UGPA) * beta_UGPA_sex, [lambda_ZFYA_K * g_K_UGPA / prec_K_UGPA]')), sqrt(square(lambda_ZFYA_K) / prec_K_UGPA + 1.0));
 }

@@ -248,10 +248,16 @@ def test_abduction_program_takes_loadings_as_data() -> None:
 
 
 def test_latent_priors() -> None:
+    # U (loc 1, scale 2) is anchored by W: its prior enters W's marginal and P's mean
     code = _mixed_scm().stan_code()
+    assert _statement(code, "W") == (
+        "W ~ normal(alpha_W + lambda_W_U * 1.0, sqrt(square(lambda_W_U * 2.0) + square(sigma_W)));"
+    )
     model = _block(code, "model")
-    assert "  U ~ normal(1.0, 2.0);" in model
-    assert "  V ~ std_normal();" in model
+    assert "  real prec_U_W = 0.25 + lambda_W_U * g_U_W;  // precision of U given W" in model
+    assert "alpha_P + lambda_P_U * 0.25 / prec_U_W - " in _statement(code, "P")
+    # a latent without Normal children is sampled with its prior as written
+    assert "  K2 ~ std_normal();" in _block(_two_latents_scm().stan_code(), "model")
     abduction = _mixed_scm().abduction_code()
     assert "    U[s] ~ normal(1.0, 2.0);" in abduction.splitlines()
 
@@ -261,30 +267,64 @@ def test_latent_priors() -> None:
 
 def test_glm_functions_are_used() -> None:
     for scm in (_families_scm(), _families_scm("onehot")):
-        for code in (scm.stan_code(), scm.abduction_code()):
+        for code, design in ((scm.stan_code(), "X_Xp"), (scm.abduction_code(), "X_Xn")):
             assert _statement(code, "Xn").startswith("Xn ~ normal_id_glm(X_Xn, ")
-            assert _statement(code, "Xp").startswith("Xp ~ poisson_log_glm(X_Xn, ")
-            assert _statement(code, "Xb").startswith("Xb ~ bernoulli_logit_glm(X_Xn, ")
+            assert _statement(code, "Xp").startswith(f"Xp ~ poisson_log_glm({design}, ")
+            assert _statement(code, "Xb").startswith(f"Xb ~ bernoulli_logit_glm({design}, ")
     code = _families_scm().stan_code()
-    # Xn anchors U (first child, Normal): it enters with U integrated out
+    # Xn anchors U (its only Normal child): it enters with U integrated out ...
     assert _statement(code, "Xn") == (
         "Xn ~ normal_id_glm(X_Xn, alpha_Xn, beta_Xn_A, "
         "sqrt(square(lambda_Xn_U) + square(sigma_Xn)));"
     )
+    # ... and the other children see U = m(Xn) + z_U / sqrt(P): m is written as an extra
+    # column (Xn) and corrections of the intercept and the effects of A
+    assert "matrix[N, (n_levels_A - 1) + 1] X_Xp = append_col(" in code
     assert _statement(code, "Xp") == (
-        "Xp ~ poisson_log_glm(X_Xn, alpha_Xp + lambda_Xp_U * U, beta_Xp_A);"
+        "Xp ~ poisson_log_glm(X_Xp, alpha_Xp - lambda_Xp_U * g_U_Xn / prec_U_Xn * alpha_Xn"
+        " + (lambda_Xp_U / sqrt(prec_U_Xn)) * z_U,"
+        " append_row(beta_Xp_A - (lambda_Xp_U * g_U_Xn / prec_U_Xn) * beta_Xn_A,"
+        " [lambda_Xp_U * g_U_Xn / prec_U_Xn]'));"
     )
+    # the abduction program samples U itself: plain latent terms
+    assert _statement(scm.abduction_code(), "Xp") == (
+        "Xp ~ poisson_log_glm(X_Xn, alpha_Xp[s] + lambda_Xp_U[s] * U[s], beta_Xp_A[s]);"
+    )
+
+
+def test_sequential_anchors_condition_on_the_anchors_before_them(regen_tool: ModuleType) -> None:
+    code = regen_tool.law_school_level2_scm().stan_code()
+    model = [line.split("  //")[0] for line in _block(code, "model")]
+    assert "  real prec_K_UGPA = 1.0 + lambda_UGPA_K * g_K_UGPA;" in model
+    assert "  real prec_K_ZFYA = prec_K_UGPA + lambda_ZFYA_K * g_K_ZFYA;" in model
+    assert "  real g_K_ZFYA = lambda_ZFYA_K;" in model  # sigma of ZFYA fixed at 1
+    # ZFYA (second anchor) given UGPA: its sd adds lambda^2 / P_1 to sigma^2 = 1
+    assert _statement(code, "ZFYA").endswith("sqrt(square(lambda_ZFYA_K) / prec_K_UGPA + 1.0));")
+    # LSAT sees K given both anchors
+    assert "[lambda_LSAT_K * g_K_ZFYA / prec_K_ZFYA]'" in _statement(code, "LSAT")
+    assert "columns for race, sex, UGPA, ZFYA" in code
+    # K itself is no parameter of the fit program
+    assert "vector[N] K;" not in code and "vector[N] z_K;" in code
 
 
 def test_observed_parents_enter_the_design_matrix() -> None:
     code = _mixed_scm().stan_code()
-    assert "matrix[N, 1 + 1] X_B = append_col(to_matrix(to_vector(P)), to_matrix(W));" in code
-    assert _statement(code, "B") == (
-        "B ~ bernoulli_logit_glm(X_B, alpha_B + lambda_B_V * V, "
-        "append_row([beta_B_P]', [beta_B_W]'));"
+    assert "matrix[N, 1 + 1] X_Y = append_col(to_matrix(Z), to_matrix(to_vector(B)));" in code
+    assert _statement(code, "Y") == (
+        "Y ~ normal_id_glm(X_Y, alpha_Y, append_row([beta_Y_Z]', [beta_Y_B]'), "
+        "sqrt(square(lambda_Y_V) + square(sigma_Y)));"
     )
-    # no intercept, no latent: the GLM intercept is the literal 0.0; X_P is shared with P
-    assert _statement(code, "Q") == "Q ~ poisson_log_glm(X_P, 0.0, beta_Q_A);"
+    # B's latent V is anchored by Y, whose parents (Z, B) join B's columns with Y itself
+    assert "X_B = append_col(to_matrix(to_vector(P)), append_col(to_matrix(W), " in code
+    assert "[-lambda_B_V * g_V_Y / prec_V_Y * beta_Y_B]'" in _statement(code, "B")
+    # no intercept, no latent: the GLM intercept is the literal 0.0
+    assert _statement(code, "Q") == "Q ~ poisson_log_glm(X_Q, 0.0, beta_Q_A);"
+    abduction = _mixed_scm().abduction_code()
+    assert "matrix[N, 1 + 1] X_B = append_col(to_matrix(to_vector(P)), to_matrix(W));" in abduction
+    assert _statement(abduction, "B") == (
+        "B ~ bernoulli_logit_glm(X_B, alpha_B[s] + lambda_B_V[s] * V[s], "
+        "append_row([beta_B_P[s]]', [beta_B_W[s]]'));"
+    )
 
 
 def test_node_without_parents_uses_a_plain_statement() -> None:
@@ -293,15 +333,18 @@ def test_node_without_parents_uses_a_plain_statement() -> None:
     assert _statement(code, "Z0") == "Z0 ~ normal(0.0, 2.0);"
     assert _statement(code, "Zp") == "Zp ~ poisson_log(alpha_Zp);"
     assert _statement(code, "Zb") == "Zb ~ bernoulli_logit(alpha_Zb);"
-    # latent parents only: no design matrix either
-    assert _statement(code, "W") == "W ~ normal(alpha_W + lambda_W_U * U, sigma_W);"
+    # latent parents only: no design matrix either (U integrated out of W)
+    assert _statement(code, "W").startswith("W ~ normal(alpha_W + lambda_W_U * 1.0, ")
+    assert _statement(_mixed_scm().abduction_code(), "W") == (
+        "W ~ normal(alpha_W[s] + lambda_W_U[s] * U[s], sigma_W[s]);"
+    )
     for node in ("Z", "Z0", "Zp", "Zb", "W"):
         assert f"X_{node}" not in code
 
 
 def test_fixed_sigma_is_a_real_literal(regen_tool: ModuleType) -> None:
     code = regen_tool.law_school_level2_scm().stan_code()
-    assert _statement(code, "ZFYA").endswith(", 1.0);")
+    assert _statement(code, "ZFYA").endswith(" + 1.0));")  # sigma^2 = 1.0, K integrated out
     assert "sigma_ZFYA" not in code and "sigma2_ZFYA" not in code
     abduction = regen_tool.law_school_level2_scm().abduction_code()
     assert _statement(abduction, "ZFYA").endswith(", 1.0);")

@@ -1,15 +1,18 @@
 """Recover anchored latents from their standardised draws after sampling.
 
-The fit program samples ``z_<latent>`` for an anchored latent and keeps the
-latent itself local to the model block, so it is not written out for every draw
-(half the output for large data). Here the latent is rebuilt exactly as the
-program defines it: ``latent = v * (loc / scale^2 + lambda / sigma^2 * r) +
-sqrt(v) * z`` with ``r`` the anchor's residual given its other parents and
-``v = 1 / (1 / scale^2 + lambda^2 / sigma^2)``.
+The fit program samples ``z_<latent>`` for an anchored latent and never forms
+the latent itself, so it is not written out for every draw (half the output for
+large data). Here the latent is rebuilt exactly as the program defines it (see
+:mod:`counterfair.stan.anchoring`): ``latent = m + z / sqrt(P)`` with
+``P = 1 / scale^2 + sum_k lambda_k^2 / sigma_k^2`` and
+``m = (loc / scale^2 + sum_k lambda_k / sigma_k^2 * r_k) / P`` over the
+latent's anchors ``k``, ``r_k`` being anchor ``k``'s residual given its other
+parents.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -20,36 +23,59 @@ from counterfair.equations import linear_predictor, sigma_of
 from counterfair.params import ParamDraws
 from counterfair.scm import SCM
 from counterfair.specs import Latent
-from counterfair.stan.codegen import anchor_children
+from counterfair.stan.anchoring import anchors_of
+
+
+def conditional_moments(
+    scm: SCM, params: ParamDraws, stan_data: Mapping[str, Any]
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Mean ``(S, N)`` and precision ``(S, 1)`` of each anchored latent given its anchors.
+
+    Parameters
+    ----------
+    scm : SCM
+        The model.
+    params : ParamDraws
+        ``S`` parameter sets.
+    stan_data : mapping
+        The fit program's data (protected codes from 1, observed columns).
+    """
+    codes = {node: np.asarray(stan_data[node]) - 1 for node in scm.protected}
+    observed = {node: np.asarray(stan_data[node], dtype=float) for node in scm.observed}
+    n_rows = int(stan_data["N"])
+    reference = scm.coding == "reference"
+    moments = {}
+    for latent, chain in anchors_of(scm).items():
+        spec = scm.specs[latent]
+        assert isinstance(spec, Latent)
+        values = {**observed, latent: np.zeros(n_rows)}
+        precision = np.full((params.n, 1), 1.0 / spec.scale**2)
+        information = np.full((params.n, n_rows), spec.loc / spec.scale**2)
+        for eq in chain:
+            base = linear_predictor(
+                eq, params, values, codes, reference_coding=reference, n_rows=n_rows
+            )
+            loading = params[eq.latent[0].param][:, None]
+            variance = sigma_of(eq, params) ** 2
+            precision = precision + loading**2 / variance
+            information = information + loading / variance * (observed[eq.node][None, :] - base)
+        moments[latent] = (information / precision, precision)
+    return moments
 
 
 def add_anchored_latents(
     scm: SCM, idata: Any, stan_data: dict[str, Any], encoding: Encoding
 ) -> None:
     """Add every anchored latent to ``idata.posterior`` (dims chain, draw, row), in place."""
-    anchors = anchor_children(scm)
-    if not anchors:
+    if not anchors_of(scm):
         return
     posterior = idata.posterior
     params = ParamDraws.from_posterior(posterior, scm.parameter_names())
-    codes = {node: np.asarray(stan_data[node]) - 1 for node in scm.protected}
-    observed = {node: np.asarray(stan_data[node], dtype=float) for node in scm.observed}
     n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
     n_rows = int(stan_data["N"])
-    reference = scm.coding == "reference"
-    for latent, eq in anchors.items():
-        spec = scm.specs[latent]
-        assert isinstance(spec, Latent)
-        values = {**observed, latent: np.zeros(n_rows)}
-        base = linear_predictor(
-            eq, params, values, codes, reference_coding=reference, n_rows=n_rows
-        )
-        loading = params[eq.latent[0].param][:, None]
-        sigma = sigma_of(eq, params)
-        v = 1.0 / (1.0 / spec.scale**2 + (loading / sigma) ** 2)
-        residual = observed[eq.node][None, :] - base
+    for latent, (mean, precision) in conditional_moments(scm, params, stan_data).items():
         z = np.asarray(posterior[f"z_{latent}"].values).reshape(params.n, n_rows)
-        draws = v * (spec.loc / spec.scale**2 + loading / sigma**2 * residual) + np.sqrt(v) * z
+        draws = mean + z / np.sqrt(precision)
         posterior[latent] = xr.DataArray(
             draws.reshape(n_chains, n_draws, n_rows),
             dims=("chain", "draw", "row"),

@@ -26,6 +26,13 @@ from counterfair._version import __version__
 from counterfair.layout import NodeEquation
 from counterfair.scm import SCM
 from counterfair.specs import Bernoulli, Latent, Normal, Poisson, _stan_real
+from counterfair.stan.anchoring import (
+    Predictor,
+    anchors_of,
+    fit_predictor,
+    join_terms,
+    precision_lines,
+)
 
 _INDENT = "  "
 
@@ -115,10 +122,8 @@ def _data_block(scm: SCM) -> list[str]:
     return lines
 
 
-def _design_width(scm: SCM, eq: NodeEquation) -> str:
-    parts = [f"({_levels_size(scm, t.parent)})" for t in eq.protected]
-    parts += ["1" for _ in eq.observed]
-    return " + ".join(parts)
+def _block_width(scm: SCM, parent: str) -> str:
+    return f"({_levels_size(scm, parent)})" if parent in scm.protected else "1"
 
 
 def _column_piece(scm: SCM, parent: str) -> str:
@@ -130,39 +135,42 @@ def _column_piece(scm: SCM, parent: str) -> str:
     return f"to_matrix(to_vector({parent}))"
 
 
-def design_names(scm: SCM, equations: list[NodeEquation]) -> dict[str, str]:
-    """Name of the design matrix of each equation with data columns.
+def own_columns(eq: NodeEquation) -> tuple[str, ...]:
+    """The data parents of an equation, in design-matrix column order."""
+    return tuple(t.parent for t in eq.protected) + tuple(t.parent for t in eq.observed)
 
-    Equations whose parents give the same columns share one matrix, named after
-    the first of them (``X_<node>``).
+
+def design_names(columns: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """Name of the design matrix of each equation, given its column blocks (data parents).
+
+    Equations with the same column blocks share one matrix, named after the
+    first of them (``X_<node>``). Equations without columns have no matrix.
     """
     names: dict[str, str] = {}
     seen: dict[tuple[str, ...], str] = {}
-    for eq in equations:
-        if not eq.has_design:
-            continue
-        key = tuple(t.parent for t in eq.protected) + tuple(t.parent for t in eq.observed)
-        names[eq.node] = seen.setdefault(key, f"X_{eq.node}")
+    for node, blocks in columns.items():
+        if blocks:
+            names[node] = seen.setdefault(blocks, f"X_{node}")
     return names
 
 
-def _transformed_data_block(scm: SCM, equations: list[NodeEquation]) -> list[str]:
-    names = design_names(scm, equations)
+def _transformed_data_block(scm: SCM, columns: dict[str, tuple[str, ...]]) -> list[str]:
+    names = design_names(columns)
     if not names:
         return []
     lines = ["transformed data {"]
-    for eq in equations:
-        if names.get(eq.node) != f"X_{eq.node}":
+    for node, blocks in columns.items():
+        if names.get(node) != f"X_{node}":
             continue
-        users = [node for node, name in names.items() if name == f"X_{eq.node}"]
-        parents = [t.parent for t in eq.protected] + [t.parent for t in eq.observed]
-        pieces = [_column_piece(scm, p) for p in parents]
+        users = [other for other, name in names.items() if name == f"X_{node}"]
+        pieces = [_column_piece(scm, p) for p in blocks]
         expression = pieces[-1]
         for piece in reversed(pieces[:-1]):
             expression = f"append_col({piece}, {expression})"
+        width = " + ".join(_block_width(scm, p) for p in blocks)
         lines += [
-            f"{_INDENT}// design matrix of {', '.join(users)}: columns for {', '.join(parents)}",
-            f"{_INDENT}matrix[N, {_design_width(scm, eq)}] X_{eq.node} = {expression};",
+            f"{_INDENT}// design matrix of {', '.join(users)}: columns for {', '.join(blocks)}",
+            f"{_INDENT}matrix[N, {width}] X_{node} = {expression};",
         ]
     lines.append("}")
     return lines
@@ -265,85 +273,60 @@ def _latent_prior(scm: SCM, latent: str, target: str) -> str:
     return f"{target} ~ normal({_stan_real(spec.loc)}, {_stan_real(spec.scale)});"
 
 
-def anchor_children(scm: SCM) -> dict[str, NodeEquation]:
-    """Latent -> the Normal child that anchors its conditional non-centred parameterisation.
-
-    A latent is anchored when its first child (the one with the positive
-    loading) is a Normal node with no other latent parent. Given that child
-    alone, the latent is Normal(m, v) in closed form, and the fit program
-    samples ``z_<latent>`` with ``latent = m + sqrt(v) * z_<latent>``, using
-    ``p(latent) p(anchor | latent) = p(anchor) p(latent | anchor)``: the anchor
-    enters with the latent integrated out and ``z_<latent>`` is standard normal.
-    Moving along the ridge between the anchor's loading and its sigma then no
-    longer drags every row's latent along (on the law school data this took the
-    bulk ESS of that loading from 28 to about 600 per 1,000 draws).
-    """
-    anchors: dict[str, NodeEquation] = {}
-    for latent in scm.latents:
-        for child in scm.children(latent):
-            eq = scm.equations.get(child)
-            if eq is None:
-                continue
-            term = next(t for t in eq.latent if t.parent == latent)
-            if term.positive:
-                if eq.spec.family == "normal" and len(eq.latent) == 1:
-                    anchors[latent] = eq
-                break
-    return anchors
+def _fit_statement(scm: SCM, eq: NodeEquation, predictor: Predictor, design: str | None) -> str:
+    """The sampling statement of one observed node in the fit program."""
+    scalar = join_terms(predictor.intercept) if predictor.intercept else ""
+    alpha = " + ".join(([scalar] if scalar else []) + predictor.vectors) or "0.0"
+    family = eq.spec.family
+    extra = [str(predictor.sd)] if family == "normal" else []
+    if predictor.blocks:
+        pieces = []
+        for parent, terms in predictor.blocks.items():
+            coefficient = join_terms(terms)
+            pieces.append(coefficient if parent in scm.protected else f"[{coefficient}]'")
+        beta = pieces[-1]
+        for piece in reversed(pieces[:-1]):
+            beta = f"append_row({piece}, {beta})"
+        glm = {"normal": "normal_id_glm", "poisson": "poisson_log_glm"}.get(
+            family, "bernoulli_logit_glm"
+        )
+        return f"{eq.node} ~ {glm}({', '.join([str(design), alpha, beta, *extra])});"
+    plain = {"normal": "normal", "poisson": "poisson_log"}.get(family, "bernoulli_logit")
+    return f"{eq.node} ~ {plain}({', '.join([alpha, *extra])});"
 
 
-def _anchored_latent(scm: SCM, latent: str, eq: NodeEquation, design: str | None) -> list[str]:
-    spec = scm.specs[latent]
-    assert isinstance(spec, Latent)
-    loading = eq.latent[0].param
-    sigma = _stan_real(eq.sigma_fixed) if eq.sigma_fixed is not None else str(eq.sigma)
-    prior_precision = _stan_real(1.0 / spec.scale**2)
-    fixed_terms = [eq.intercept] if eq.intercept else []
-    if eq.has_design:
-        beta = _beta_vector(eq)
-        fixed_terms.append(f"{design} * {beta}")
-    residual = f"({eq.node} - ({' + '.join(fixed_terms)}))" if fixed_terms else eq.node
-    prior_term = f"{_stan_real(spec.loc / spec.scale**2)} + " if spec.loc != 0.0 else ""
-    return [
-        f"{_INDENT}real v_{latent} = 1.0 / ({prior_precision} + "
-        f"square({loading} / {sigma}));  // variance of {latent} given {eq.node} alone",
-        f"{_INDENT}vector[N] {latent} = v_{latent} * ({prior_term}{loading} / square({sigma}) * "
-        f"{residual}) + sqrt(v_{latent}) * z_{latent};"
-        f"  // latent {latent}: mean of {latent} given {eq.node} + sqrt(v) * z_{latent}",
-    ]
+def _statement_comment(eq: NodeEquation, anchors: dict[str, tuple[NodeEquation, ...]]) -> str:
+    """Why a fit-program statement has the terms it has (empty for a plain equation)."""
+    notes = []
+    for lterm in eq.latent:
+        chain = anchors.get(lterm.parent)
+        if chain is None:
+            continue
+        nodes = [a.node for a in chain]
+        if eq.node in nodes:
+            before = nodes[: nodes.index(eq.node)]
+            given = f" given {', '.join(before)}" if before else ""
+            notes.append(f"{lterm.parent} integrated out{given}")
+        else:
+            notes.append(
+                f"{lterm.parent} = its mean given {', '.join(nodes)} (extra columns) "
+                f"+ z_{lterm.parent} / sqrt(precision)"
+            )
+    return f"// {eq.node}: {'; '.join(notes)}" if notes else ""
 
 
-def _anchor_marginal(scm: SCM, latent: str, eq: NodeEquation, design: str | None) -> list[str]:
-    """The anchor's likelihood with its latent integrated out (p(K) p(y | K) = p(y) p(K | y))."""
-    spec = scm.specs[latent]
-    assert isinstance(spec, Latent)
-    loading = eq.latent[0].param
-    sigma = _stan_real(eq.sigma_fixed) if eq.sigma_fixed is not None else str(eq.sigma)
-    scaled = loading if spec.scale == 1.0 else f"{loading} * {_stan_real(spec.scale)}"
-    total_sd = f"sqrt(square({scaled}) + square({sigma}))"
-    alpha_terms = [eq.intercept] if eq.intercept else []
-    if spec.loc != 0.0:
-        alpha_terms.append(f"{loading} * {_stan_real(spec.loc)}")
-    alpha = " + ".join(alpha_terms) if alpha_terms else "0.0"
-    comment = (
-        f"{_INDENT}// {eq.node} with {latent} integrated out; {latent} = m + sqrt(v) * z_{latent}"
-    )
-    if eq.has_design:
-        beta = _beta_vector(eq)
-        return [
-            comment,
-            f"{_INDENT}{eq.node} ~ normal_id_glm({design}, {alpha}, {beta}, {total_sd});",
-        ]
-    return [comment, f"{_INDENT}{eq.node} ~ normal({alpha}, {total_sd});"]
-
-
-def fit_program(scm: SCM) -> str:
+def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
     """Stan program sampling the SCM's parameters and every row's latents.
 
     Parameters
     ----------
     scm : SCM
         The structural causal model.
+    anchor_latents : bool
+        Sample every latent that has Normal children through its standardised
+        conditional (see :mod:`counterfair.stan.anchoring`; the default, and
+        what ``SCM.fit`` uses). ``False`` samples every latent directly (the
+        centred form, the same posterior; kept for checks).
 
     Returns
     -------
@@ -351,6 +334,11 @@ def fit_program(scm: SCM) -> str:
         The program text (deterministic: the same SCM gives the same text).
     """
     equations = [scm.equations[n] for n in scm.observed]
+    anchors = anchors_of(scm) if anchor_latents else {}
+    predictors = {eq.node: fit_predictor(scm, eq, anchors) for eq in equations}
+    columns = {node: tuple(pred.blocks) for node, pred in predictors.items()}
+    designs = design_names(columns)
+
     lines = _header(scm, "fit of the structural causal model (parameters and latents)")
     lines.append(_INDICATORS_FUNCTION)
     lines += _data_block(scm)
@@ -360,16 +348,15 @@ def fit_program(scm: SCM) -> str:
             f"of {eq.node} (sampler scale only)"
         )
     lines.append("}")
-    lines += _transformed_data_block(scm, equations)
+    lines += _transformed_data_block(scm, columns)
 
-    anchors = anchor_children(scm)
-    designs = design_names(scm, equations)
     lines.append("parameters {")
     for latent in scm.latents:
         if latent in anchors:
+            given = ", ".join(a.node for a in anchors[latent])
             lines.append(
-                f"{_INDENT}vector[N] z_{latent};  // {latent} standardised given "
-                f"{anchors[latent].node} (see the model block)"
+                f"{_INDENT}vector[N] z_{latent};  // {latent} standardised given {given} "
+                "(see the model block)"
             )
         else:
             lines.append(f"{_INDENT}vector[N] {latent};  // latent {latent} of every individual")
@@ -391,17 +378,22 @@ def fit_program(scm: SCM) -> str:
     lines.append("model {")
     if anchors:
         lines.append(
-            f"{_INDENT}// anchored latents are local (not written out): counterfair derives them "
-            "from z and the parameters after sampling"
+            f"{_INDENT}// Anchored latents are Normal given their Normal children (conjugate), so "
+            "the program samples z = (latent - mean) * sqrt(precision);"
         )
-    for latent, eq in anchors.items():
-        lines += _anchored_latent(scm, latent, eq, designs.get(eq.node))
+        lines.append(
+            f"{_INDENT}// the latents themselves are not written out: counterfair rebuilds them "
+            "from z and the parameters after sampling."
+        )
+    for latent, chain in anchors.items():
+        lines += [_INDENT + line for line in precision_lines(scm, latent, chain)]
     lines.append(f"{_INDENT}// priors")
     for latent in scm.latents:
         if latent in anchors:
+            given = ", ".join(a.node for a in anchors[latent])
             lines.append(
-                f"{_INDENT}z_{latent} ~ std_normal();  // {latent} | {anchors[latent].node} is "
-                f"Normal(m, v), so z_{latent} is standard normal"
+                f"{_INDENT}z_{latent} ~ std_normal();  // {latent} | {given} is Normal, "
+                f"so z_{latent} is standard normal a priori"
             )
         else:
             lines.append(_INDENT + _latent_prior(scm, latent, latent))
@@ -416,12 +408,11 @@ def fit_program(scm: SCM) -> str:
         if eq.sigma and eq.sigma_fixed is None and isinstance(spec, Normal):
             lines.append(f"{_INDENT}sigma2_{eq.node} ~ {spec.prior_variance.stan()};")
     lines.append(f"{_INDENT}// structural equations")
-    anchored_by = {eq.node: latent for latent, eq in anchors.items()}
     for eq in equations:
-        if eq.node in anchored_by:
-            lines += _anchor_marginal(scm, anchored_by[eq.node], eq, designs.get(eq.node))
-        else:
-            lines += _glm_statement(eq, designs.get(eq.node), lambda name: name, _INDENT)
+        comment = _statement_comment(eq, anchors)
+        if comment:
+            lines.append(_INDENT + comment)
+        lines.append(_INDENT + _fit_statement(scm, eq, predictors[eq.node], designs.get(eq.node)))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -464,7 +455,8 @@ def abduction_program(scm: SCM) -> str:
         for declaration, comment in _parameter_declarations(scm, eq, array_prefix="array[S] "):
             lines.append(f"{_INDENT}{declaration};  // {comment}, per parameter set")
     lines.append("}")
-    lines += _transformed_data_block(scm, equations)
+    columns = {eq.node: own_columns(eq) for eq in equations}
+    lines += _transformed_data_block(scm, columns)
     lines.append("parameters {")
     for latent in scm.latents:
         lines.append(
@@ -475,7 +467,7 @@ def abduction_program(scm: SCM) -> str:
     inner = _INDENT * 2
     for latent in scm.latents:
         lines.append(inner + _latent_prior(scm, latent, f"{latent}[s]"))
-    designs = design_names(scm, equations)
+    designs = design_names(columns)
     for eq in equations:
         lines.append(f"{inner}if (observe_{eq.node}) {{")
         lines += _glm_statement(

@@ -16,6 +16,7 @@ import numpy as np
 
 from counterfair.scm import SCM
 from counterfair.specs import Latent
+from counterfair.stan.anchoring import anchors_of
 
 
 def _least_squares(y: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -119,9 +120,7 @@ def latent_inits(
                 fixed[f"sigma2_{child}"] = float(psi)
         means[latent] = spec.loc + spec.scale * means[latent]
         sds[latent] = spec.scale * sds[latent]
-    from counterfair.stan.codegen import anchor_children
-
-    anchored = anchor_children(scm)
+    anchored = anchors_of(scm)
     inits = []
     for _ in range(chains):
         chain: dict[str, object] = dict(fixed)
