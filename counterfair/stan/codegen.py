@@ -12,8 +12,12 @@ Both are data-independent: sizes and numbers of levels come from the data block,
 so one compiled binary serves any number of rows. Categorical parents enter a
 design matrix (reference or one-hot indicators) built once in ``transformed
 data``, so every observed node is a single call to Stan's GLM functions
-(``normal_id_glm``, ``poisson_log_glm``, ``bernoulli_logit_glm``) with the latent
-terms in the intercept vector. Constants are written as real literals (the GLM
+(``normal_id_glm``, ``poisson_log_glm``, ``bernoulli_logit_glm``). In the fit
+program, latents with Normal children are anchored on them (see
+:mod:`counterfair.stan.anchoring`): those children enter with the latent
+integrated out, and the latent's conditional mean becomes extra design columns of
+its other children. In the abduction program the latent terms sit in the GLM
+intercept vector. Constants are written as real literals (the GLM
 functions of the Stan bundled with httpstan 4.13 fail on an integer sigma).
 """
 
