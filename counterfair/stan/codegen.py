@@ -228,45 +228,46 @@ def _parameter_declarations(
     return out
 
 
-def _beta_vector(eq: NodeEquation, index: Callable[[str], str] = str) -> str:
-    """The coefficient vector of an equation's design matrix, as one Stan expression."""
-    pieces = [index(t.param) for t in eq.protected]
-    pieces += [f"[{index(t.param)}]'" for t in eq.observed]
-    beta = pieces[-1]
-    for piece in reversed(pieces[:-1]):
-        beta = f"append_row({piece}, {beta})"
-    return beta
+def _sampling_statement(
+    eq: NodeEquation, design: str | None, alpha: str, beta_pieces: list[str], sd: str | None
+) -> str:
+    """``node ~ <family GLM>(X, alpha, beta[, sd]);``, or the plain family without columns.
+
+    ``beta_pieces`` are the coefficient blocks in column order (stacked with
+    ``append_row``); ``sd`` is the sd of a Normal node.
+    """
+    family = eq.spec.family
+    extra = [str(sd)] if family == "normal" else []
+    if beta_pieces:
+        beta = beta_pieces[-1]
+        for piece in reversed(beta_pieces[:-1]):
+            beta = f"append_row({piece}, {beta})"
+        glm = {"normal": "normal_id_glm", "poisson": "poisson_log_glm"}.get(
+            family, "bernoulli_logit_glm"
+        )
+        return f"{eq.node} ~ {glm}({', '.join([str(design), alpha, beta, *extra])});"
+    plain = {"normal": "normal", "poisson": "poisson_log"}.get(family, "bernoulli_logit")
+    return f"{eq.node} ~ {plain}({', '.join([alpha, *extra])});"
 
 
 def _glm_statement(
     eq: NodeEquation, design: str | None, index: Callable[[str], str], indent: str
 ) -> list[str]:
-    """The sampling statement of one observed node.
+    """The sampling statement of one observed node, latent terms in the GLM intercept.
 
     ``index`` maps a parameter or latent name to the expression that reads it
-    (the name itself in the fit program, ``name[s]`` in the abduction program).
+    (``name[s]`` in the abduction program).
     """
-    node = eq.node
     alpha_terms = [index(eq.intercept)] if eq.intercept else []
     alpha_terms += [f"{index(t.param)} * {index(t.parent)}" for t in eq.latent]
     alpha = " + ".join(alpha_terms) if alpha_terms else "0.0"
     if eq.sigma_fixed is not None:
-        sigma = _stan_real(eq.sigma_fixed)
-    elif eq.sigma:
-        sigma = index(eq.sigma)
+        sd: str | None = _stan_real(eq.sigma_fixed)
     else:
-        sigma = ""
-    family = eq.spec.family
-    if eq.has_design:
-        beta = _beta_vector(eq, index)
-        glm = {"normal": "normal_id_glm", "poisson": "poisson_log_glm"}.get(
-            family, "bernoulli_logit_glm"
-        )
-        args = [str(design), alpha, beta] + ([sigma] if family == "normal" else [])
-        return [f"{indent}{node} ~ {glm}({', '.join(args)});"]
-    plain = {"normal": "normal", "poisson": "poisson_log"}.get(family, "bernoulli_logit")
-    args = [alpha] + ([sigma] if family == "normal" else [])
-    return [f"{indent}{node} ~ {plain}({', '.join(args)});"]
+        sd = index(eq.sigma) if eq.sigma else None
+    pieces = [index(t.param) for t in eq.protected]
+    pieces += [f"[{index(t.param)}]'" for t in eq.observed]
+    return [indent + _sampling_statement(eq, design, alpha, pieces, sd)]
 
 
 def _latent_prior(scm: SCM, latent: str, target: str) -> str:
@@ -281,22 +282,11 @@ def _fit_statement(scm: SCM, eq: NodeEquation, predictor: Predictor, design: str
     """The sampling statement of one observed node in the fit program."""
     scalar = join_terms(predictor.intercept) if predictor.intercept else ""
     alpha = " + ".join(([scalar] if scalar else []) + predictor.vectors) or "0.0"
-    family = eq.spec.family
-    extra = [str(predictor.sd)] if family == "normal" else []
-    if predictor.blocks:
-        pieces = []
-        for parent, terms in predictor.blocks.items():
-            coefficient = join_terms(terms)
-            pieces.append(coefficient if parent in scm.protected else f"[{coefficient}]'")
-        beta = pieces[-1]
-        for piece in reversed(pieces[:-1]):
-            beta = f"append_row({piece}, {beta})"
-        glm = {"normal": "normal_id_glm", "poisson": "poisson_log_glm"}.get(
-            family, "bernoulli_logit_glm"
-        )
-        return f"{eq.node} ~ {glm}({', '.join([str(design), alpha, beta, *extra])});"
-    plain = {"normal": "normal", "poisson": "poisson_log"}.get(family, "bernoulli_logit")
-    return f"{eq.node} ~ {plain}({', '.join([alpha, *extra])});"
+    pieces = []
+    for parent, terms in predictor.blocks.items():
+        coefficient = join_terms(terms)
+        pieces.append(coefficient if parent in scm.protected else f"[{coefficient}]'")
+    return _sampling_statement(eq, design, alpha, pieces, predictor.sd)
 
 
 def _statement_comment(eq: NodeEquation, anchors: dict[str, tuple[NodeEquation, ...]]) -> str:
