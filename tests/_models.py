@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 
 import counterfair as cf
+from counterfair.stan.backend import resolve_backend_name
+
+T = TypeVar("T")
 
 RACES = ("White", "Black", "Asian")
 SEXES = ("Female", "Male")
@@ -201,7 +205,18 @@ def quietly(function: Any, *args: Any, **kwargs: Any) -> Any:
         return function(*args, **kwargs)
 
 
-@functools.cache
+def per_backend(function: Callable[[], T]) -> Callable[[], T]:
+    """Cache ``function``'s result once per Stan back end (the one ``"auto"`` resolves to)."""
+    cached = functools.cache(lambda backend: function())
+
+    @functools.wraps(function)
+    def wrapper() -> T:
+        return cached(resolve_backend_name("auto"))
+
+    return wrapper
+
+
+@per_backend
 def law_level2_fit() -> RecordedFit:
     """The long fit: level 2 SCM, 500 rows, 4 chains, 500 + 500 iterations, seed 1."""
     return fit_recording(
@@ -214,7 +229,7 @@ def law_level2_fit() -> RecordedFit:
     )
 
 
-@functools.cache
+@per_backend
 def law_level3_fit() -> RecordedFit:
     """Level 3 SCM on the 500 training rows, 2 chains of 300 + 300."""
     return fit_recording(
@@ -222,7 +237,7 @@ def law_level3_fit() -> RecordedFit:
     )
 
 
-@functools.cache
+@per_backend
 def linear_gaussian_fit() -> RecordedFit:
     """Linear-Gaussian SCM, 400 rows, 4 chains of 400 + 400."""
     return fit_recording(
@@ -235,7 +250,7 @@ def linear_gaussian_fit() -> RecordedFit:
     )
 
 
-@functools.cache
+@per_backend
 def aux_fit() -> RecordedFit:
     """Auxiliary SCM (non-descendant Z, Bernoulli P), 300 rows, 2 chains of 300 + 300."""
     return fit_recording(

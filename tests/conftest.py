@@ -1,14 +1,60 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the Stan back end every ``stan``-marked test runs against.
+
+Every test marked ``stan`` is parametrised over the Stan back ends found on the machine
+(PyStan, and cmdstanpy when a CmdStan installation is found), or over the comma-separated
+names in ``COUNTERFAIR_TEST_BACKENDS``. The ``stan_backend`` fixture points
+``backend="auto"`` at its back end (through ``COUNTERFAIR_BACKEND``) for the tests
+and module fixtures that depend on it, so a module-scoped fit is made once per back end.
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from counterfair.stan.backend import BACKEND_ENV, BACKEND_NAMES, available_backends
+
 REPO = Path(__file__).resolve().parents[1]
+TEST_BACKENDS_ENV = "COUNTERFAIR_TEST_BACKENDS"
+
+
+def backends_under_test() -> list[str]:
+    """The back ends the ``stan`` tests run against."""
+    wanted = os.environ.get(TEST_BACKENDS_ENV, "").strip()
+    if not wanted:
+        return available_backends()
+    names = [name.strip() for name in wanted.split(",") if name.strip()]
+    unknown = [name for name in names if name not in BACKEND_NAMES]
+    if unknown:
+        raise pytest.UsageError(f"{TEST_BACKENDS_ENV} names unknown back end(s) {unknown}")
+    return names
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("stan") is None:
+        return
+    if "stan_backend" not in metafunc.fixturenames:
+        metafunc.fixturenames.append("stan_backend")
+    metafunc.parametrize("stan_backend", backends_under_test(), indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def stan_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Name of the Stan back end under test; ``backend="auto"`` resolves to it meanwhile."""
+    name = getattr(request, "param", None)
+    if name is None:
+        pytest.fail("stan_backend is only available to tests marked @pytest.mark.stan")
+    patch = pytest.MonkeyPatch()
+    patch.setenv(BACKEND_ENV, name)
+    try:
+        yield name
+    finally:
+        patch.undo()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ TRUTH = {"alpha_X": 1.0, "beta_X_A": [0.8], "sigma_X": 0.5}
 
 
 @pytest.fixture(scope="module")
-def fitted() -> tuple[cf.Fit, pd.DataFrame]:
+def fitted(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
     g = nx.DiGraph()
     g.add_node("A", spec=cf.Protected(levels=("a", "b")))
     g.add_node("X", spec=cf.Normal())

@@ -64,7 +64,7 @@ def _as_matrix(column: pd.Series, n_rows: int) -> np.ndarray:
 
 # ====================================================================== linear-Gaussian SCM
 @pytest.fixture(scope="module")
-def lg_fit() -> cf.Fit:
+def lg_fit(stan_backend: str) -> cf.Fit:
     return linear_gaussian_fit().fit
 
 
@@ -190,7 +190,7 @@ def test_counterfactual_of_training_rows_uses_the_joint_posterior(
 
 # ====================================================================== law school semantics
 @pytest.fixture(scope="module")
-def law_fit() -> cf.Fit:
+def law_fit(stan_backend: str) -> cf.Fit:
     return law_level2_fit().fit
 
 

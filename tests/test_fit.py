@@ -1,4 +1,4 @@
-"""Fitting an SCM by NUTS: parameter recovery, diagnostics, reproducibility, abduction, back ends.
+"""Fitting an SCM by NUTS: parameter recovery, diagnostics, abduction.
 
 The long fit (level 2 law school SCM, 500 simulated rows, 4 chains of 500 + 500)
 is shared with the other Stan-backed modules through ``_models.law_level2_fit``
@@ -8,9 +8,7 @@ and sampled once per session.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-import httpstan.cache
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,20 +20,18 @@ from _models import (
     law_level3_scm,
     law_test,
     law_train,
-    quietly,
     stacked,
 )
 
 import counterfair as cf
 from counterfair import errors
-from counterfair.stan import backend as stan_backend
 
 CONDITION = ["UGPA", "LSAT"]
 LOADINGS = ("lambda_UGPA_K", "lambda_LSAT_K", "lambda_ZFYA_K")
 
 
 @pytest.fixture(scope="module")
-def law_fit() -> cf.Fit:
+def law_fit(stan_backend: str) -> cf.Fit:
     return law_level2_fit().fit
 
 
@@ -102,43 +98,8 @@ def test_summary_and_inference_data_layout(law_fit: cf.Fit) -> None:
     assert law_fit.encoding.levels["race"] == RACES
 
 
-# ---------------------------------------------------------------------- reproducibility
 def _small_level3_data() -> pd.DataFrame:
     return law_train().drop(columns=["K", "ZFYA"]).iloc[:100]
-
-
-def _fit_cache_in(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
-    """Make httpstan keep (and look up) seeded fits in ``folder`` instead of its cache.
-
-    httpstan returns a stored fit when the same program, data, arguments and seed
-    are sampled again; without this the second fit below would be read back from
-    disk and the test would not exercise the sampler at all.
-    """
-
-    def fit_path(fit_name: str) -> Path:
-        fit_directory, fit_id = fit_name.rsplit("/", maxsplit=1)
-        return folder / fit_directory / f"{fit_id}.jsonlines.gz"
-
-    monkeypatch.setattr(httpstan.cache, "fit_path", fit_path)
-
-
-@pytest.mark.stan
-@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
-def test_same_seed_gives_identical_draws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    scm, data = law_level3_scm(), _small_level3_data()
-    args = {"chains": 1, "warmup": 100, "draws": 100, "progress": False}
-    fits = []
-    for run, seed in enumerate((7, 7, 8)):
-        folder = tmp_path / f"run{run}"
-        _fit_cache_in(monkeypatch, folder)
-        fits.append(scm.fit(data, seed=seed, **args))
-        # the fit was sampled, not read back from a cache
-        assert len(list(folder.rglob("*.jsonlines.gz"))) == 1
-    first, second, other = fits
-    names = scm.parameter_names()
-    for name in names:
-        np.testing.assert_array_equal(stacked(first, name), stacked(second, name))
-    assert not all(np.array_equal(stacked(first, n), stacked(other, n)) for n in names)
 
 
 @pytest.mark.stan
@@ -213,61 +174,6 @@ def test_unseen_protected_level_in_new_rows_names_node_and_value(
         law_fit.latents(rows, condition_on=CONDITION)
     with pytest.raises(cf.DataError, match=r"'race'.*'Martian'"):
         law_fit.abduct(rows, condition_on=CONDITION, method="draws")
-
-
-# ---------------------------------------------------------------------- back ends
-def test_auto_backend_is_pystan_without_cmdstan(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stan_backend, "cmdstan_available", lambda: False)
-    assert isinstance(stan_backend.get_backend("auto"), stan_backend.PyStanBackend)
-    assert stan_backend.get_backend("auto").name == "pystan"
-    assert isinstance(stan_backend.get_backend("pystan"), stan_backend.PyStanBackend)
-
-
-def test_auto_backend_on_this_machine() -> None:
-    chosen = stan_backend.get_backend("auto")
-    if stan_backend.cmdstan_available():
-        assert isinstance(chosen, stan_backend.CmdStanPyBackend)
-    else:
-        assert isinstance(chosen, stan_backend.PyStanBackend)
-
-
-def test_cmdstanpy_backend_without_cmdstan_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stan_backend, "cmdstan_available", lambda: False)
-    with pytest.raises(RuntimeError, match=r"backend='cmdstanpy' needs cmdstanpy.*CmdStan"):
-        stan_backend.get_backend("cmdstanpy")
-
-
-def test_cmdstanpy_backend_raises_when_cmdstan_is_absent_here() -> None:
-    if stan_backend.cmdstan_available():
-        pytest.skip("CmdStan is installed here")
-    with pytest.raises(RuntimeError, match="CmdStan"):
-        stan_backend.get_backend("cmdstanpy")
-
-
-def test_unknown_backend_is_rejected() -> None:
-    with pytest.raises(ValueError, match="'stanx'"):
-        stan_backend.get_backend("stanx")
-
-
-def test_unknown_sampler_argument_is_rejected() -> None:
-    with pytest.raises(TypeError, match="'adapt_engaged'"):
-        stan_backend._translate({"adapt_engaged": 1}, stan_backend._PYSTAN_ARGS)
-
-
-@pytest.mark.stan
-@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
-@pytest.mark.skipif(not stan_backend.cmdstan_available(), reason="CmdStan is not installed")
-def test_cmdstanpy_adapter_fits_like_pystan() -> None:
-    scm, data = law_level3_scm(), _small_level3_data()
-    fit = scm.fit(data, chains=2, warmup=200, draws=200, seed=3, backend="cmdstanpy")
-    assert fit.backend == "cmdstanpy"
-    reference = quietly(
-        scm.fit, data, chains=2, warmup=200, draws=200, seed=3, backend="pystan", progress=False
-    )
-    for name in scm.parameter_names():
-        a, b = stacked(fit, name), stacked(reference, name)
-        assert a.shape == b.shape == (400, *a.shape[1:])
-        np.testing.assert_allclose(a.mean(axis=0), b.mean(axis=0), atol=4 * b.std(axis=0) / 10)
 
 
 def test_law_scm_builder_matches_truth_names() -> None:

@@ -43,7 +43,7 @@ N_TEST = 40
 
 
 @pytest.fixture(scope="module")
-def law_fit() -> cf.Fit:
+def law_fit(stan_backend: str) -> cf.Fit:
     return law_level2_fit().fit
 
 
@@ -80,7 +80,7 @@ def fair_k(law_fit: cf.Fit, train: pd.DataFrame) -> FairLearner:
 
 
 @pytest.fixture(scope="module")
-def fair_add(train: pd.DataFrame) -> FairLearner:
+def fair_add(train: pd.DataFrame, stan_backend: str) -> FairLearner:
     """Level 3 ("Fair Add"): fits its own SCM of UGPA and LSAT; ZFYA is not in the SCM."""
     learner = FairLearner(
         law_level3_scm(),

@@ -1,35 +1,42 @@
-"""The only module that talks to a Stan interface.
+"""The Stan back-end interface and how one is chosen.
 
-One small interface, :class:`StanBackend`, with two adapters:
+One small interface, :class:`StanBackend`, with one adapter per Stan interface:
 
-* :class:`PyStanBackend` -- PyStan 3 (``pip install pystan`` brings stanc and the
-  Stan headers; compiles with the machine's C++ compiler). httpstan caches each
-  compiled model by its program text, so a program is compiled once per machine.
-* :class:`CmdStanPyBackend` -- cmdstanpy, used when a CmdStan installation is
-  found. Executables are cached under the user's cache folder by program hash.
+* :class:`~counterfair.stan.cmdstan_adapter.CmdStanPyBackend` -- cmdstanpy and a
+  CmdStan installation (``pip install 'counterfair[cmdstan]'`` then
+  ``python -m cmdstanpy.install_cmdstan``). Works in notebooks and on Windows;
+  executables are cached by program text in the user's cache folder.
+* :class:`~counterfair.stan.pystan_adapter.PyStanBackend` -- PyStan 3, which works with
+  ``pip install`` alone on Linux and macOS (httpstan ships stanc and the Stan headers).
 
-Both run chains in parallel and return ``arviz.InferenceData``.
+``backend="auto"`` picks the one named by the ``COUNTERFAIR_BACKEND`` environment
+variable if it is set, else cmdstanpy when a CmdStan installation is found, else PyStan.
+Only the two adapter modules import a Stan interface.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import arviz as az
 
-_PYSTAN_ARGS = {"max_depth": "max_depth", "delta": "delta", "stepsize": "stepsize", "init": "init"}
-_CMDSTAN_ARGS = {
+BACKEND_ENV = "COUNTERFAIR_BACKEND"
+"""Environment variable naming the back end that ``backend="auto"`` resolves to."""
+BACKEND_NAMES = ("pystan", "cmdstanpy")
+"""The adapters, in the order ``backend="auto"`` considers them when CmdStan is absent."""
+
+PYSTAN_ARGS = {"max_depth": "max_depth", "delta": "delta", "stepsize": "stepsize", "init": "init"}
+"""counterfair's sampler argument names -> PyStan's."""
+CMDSTAN_ARGS = {
     "max_depth": "max_treedepth",
     "delta": "adapt_delta",
     "stepsize": "step_size",
     "init": "inits",
 }
+"""counterfair's sampler argument names -> cmdstanpy's."""
 
 
 @dataclass(frozen=True)
@@ -41,20 +48,27 @@ class SamplerRun:
     idata : arviz.InferenceData
         Posterior draws and sampler statistics.
     seconds : float
-        Wall time of compilation (if any) plus sampling.
+        Wall time of compilation (if any), sampling and conversion.
     backend : str
         Name of the adapter that ran.
+    compile_seconds : float
+        Part of ``seconds`` spent compiling (0 when the program was cached).
     """
 
     idata: az.InferenceData
     seconds: float
     backend: str
+    compile_seconds: float = 0.0
 
 
 class StanBackend(Protocol):
-    """A Stan interface that compiles (cached) and samples a program by NUTS."""
+    """A Stan interface that compiles (cached), samples by NUTS and evaluates log densities."""
 
     name: str
+
+    def compile(self, code: str) -> float:
+        """Compile ``code`` unless a cached binary exists; return the seconds spent."""
+        ...
 
     def sample(
         self,
@@ -70,55 +84,27 @@ class StanBackend(Protocol):
         dims: Mapping[str, list[str]] | None = None,
         **sampler_args: Any,
     ) -> SamplerRun:
-        """Sample ``code`` given ``data``; see the adapters."""
+        """Sample ``code`` given ``data`` with NUTS, chains in parallel."""
+        ...
+
+    def log_density(
+        self,
+        code: str,
+        data: Mapping[str, Any],
+        params: Mapping[str, Any],
+        *,
+        jacobian: bool = True,
+    ) -> float:
+        """Log density of the program at constrained parameter values ``params``."""
         ...
 
 
-def _translate(args: Mapping[str, Any], table: Mapping[str, str]) -> dict[str, Any]:
+def translate_sampler_args(args: Mapping[str, Any], table: Mapping[str, str]) -> dict[str, Any]:
+    """Rename counterfair's sampler arguments for one interface; unknown names raise."""
     unknown = [k for k in args if k not in table]
     if unknown:
         raise TypeError(f"unknown sampler argument(s) {unknown}; known: {sorted(table)}")
     return {table[k]: v for k, v in args.items()}
-
-
-class PyStanBackend:
-    """Adapter for PyStan 3 (works with ``pip install`` alone)."""
-
-    name = "pystan"
-
-    def sample(
-        self,
-        code: str,
-        data: Mapping[str, Any],
-        *,
-        chains: int,
-        warmup: int,
-        draws: int,
-        seed: int | None,
-        progress: bool,
-        coords: Mapping[str, Sequence[Any]] | None = None,
-        dims: Mapping[str, list[str]] | None = None,
-        **sampler_args: Any,
-    ) -> SamplerRun:
-        """Build (cached by httpstan) and sample with NUTS; chains run in parallel."""
-        import stan
-
-        start = time.perf_counter()
-        model = stan.build(code, data=dict(data), random_seed=seed)
-        fit = model.sample(
-            num_chains=chains,
-            num_warmup=warmup,
-            num_samples=draws,
-            **_translate(sampler_args, _PYSTAN_ARGS),
-        )
-        seconds = time.perf_counter() - start
-        idata = az.from_pystan(
-            posterior=fit,
-            posterior_model=model,
-            coords=dict(coords or {}),
-            dims=dict(dims or {}),
-        )
-        return SamplerRun(idata=idata, seconds=seconds, backend=self.name)
 
 
 def cmdstan_available() -> bool:
@@ -134,71 +120,51 @@ def cmdstan_available() -> bool:
     return True
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "counterfair" / "cmdstan"
+def available_backends() -> list[str]:
+    """Names of the back ends that can run on this machine."""
+    names = ["pystan"] if _pystan_importable() else []
+    if cmdstan_available():
+        names.append("cmdstanpy")
+    return names
 
 
-class CmdStanPyBackend:
-    """Adapter for cmdstanpy (needs a CmdStan installation)."""
+def _pystan_importable() -> bool:
+    try:
+        import stan  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
-    name = "cmdstanpy"
 
-    def sample(
-        self,
-        code: str,
-        data: Mapping[str, Any],
-        *,
-        chains: int,
-        warmup: int,
-        draws: int,
-        seed: int | None,
-        progress: bool,
-        coords: Mapping[str, Sequence[Any]] | None = None,
-        dims: Mapping[str, list[str]] | None = None,
-        **sampler_args: Any,
-    ) -> SamplerRun:
-        """Compile once per program hash and sample with NUTS, chains in parallel."""
-        import cmdstanpy
-
-        start = time.perf_counter()
-        digest = hashlib.sha256(code.encode()).hexdigest()[:16]
-        folder = _cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        stan_file = folder / f"model_{digest}.stan"
-        if not stan_file.exists():
-            stan_file.write_text(code)
-        model = cmdstanpy.CmdStanModel(stan_file=str(stan_file))
-        fit = model.sample(
-            data={k: v.tolist() if hasattr(v, "tolist") else v for k, v in data.items()},
-            chains=chains,
-            parallel_chains=chains,
-            iter_warmup=warmup,
-            iter_sampling=draws,
-            seed=seed,
-            show_progress=progress,
-            **_translate(sampler_args, _CMDSTAN_ARGS),
-        )
-        seconds = time.perf_counter() - start
-        idata = az.from_cmdstanpy(posterior=fit, coords=dict(coords or {}), dims=dict(dims or {}))
-        return SamplerRun(idata=idata, seconds=seconds, backend=self.name)
+def resolve_backend_name(name: str = "auto") -> str:
+    """The concrete back end ``name`` stands for ("auto" resolved as documented above)."""
+    if name == "auto":
+        chosen = os.environ.get(BACKEND_ENV, "").strip()
+        if chosen:
+            if chosen not in BACKEND_NAMES:
+                raise ValueError(
+                    f"{BACKEND_ENV}={chosen!r} is not a back end; use one of {list(BACKEND_NAMES)}"
+                )
+            return chosen
+        return "cmdstanpy" if cmdstan_available() else "pystan"
+    if name not in BACKEND_NAMES:
+        raise ValueError(f"unknown backend {name!r}; use 'auto', 'pystan' or 'cmdstanpy'")
+    return name
 
 
 def get_backend(name: str = "auto") -> StanBackend:
-    """Return the adapter for ``name`` ("auto", "pystan" or "cmdstanpy").
-
-    "auto" picks cmdstanpy when a CmdStan installation is found, else PyStan.
-    """
-    if name == "auto":
-        return CmdStanPyBackend() if cmdstan_available() else PyStanBackend()
-    if name == "pystan":
-        return PyStanBackend()
-    if name == "cmdstanpy":
+    """Return the adapter for ``name`` ("auto", "pystan" or "cmdstanpy")."""
+    resolved = resolve_backend_name(name)
+    if resolved == "cmdstanpy":
         if not cmdstan_available():
             raise RuntimeError(
-                "backend='cmdstanpy' needs cmdstanpy and a CmdStan installation "
-                "(pip install 'counterfair[cmdstan]' and install CmdStan); "
-                "use backend='pystan' or 'auto' otherwise"
+                "backend='cmdstanpy' needs cmdstanpy and a CmdStan installation: "
+                "pip install 'counterfair[cmdstan]' then python -m cmdstanpy.install_cmdstan "
+                "(or export CMDSTAN=/path/to/cmdstan); use backend='pystan' otherwise"
             )
+        from counterfair.stan.cmdstan_adapter import CmdStanPyBackend
+
         return CmdStanPyBackend()
-    raise ValueError(f"unknown backend {name!r}; use 'auto', 'pystan' or 'cmdstanpy'")
+    from counterfair.stan.pystan_adapter import PyStanBackend
+
+    return PyStanBackend()

@@ -1,0 +1,145 @@
+"""PyStan 3 adapter of :class:`~counterfair.stan.backend.StanBackend`.
+
+PyStan needs nothing but ``pip install`` on Linux and macOS. Two of its habits are
+handled here so that users never meet them:
+
+* it calls :func:`asyncio.run`, which fails inside a running event loop (Jupyter);
+  every call is then made from a worker thread, which has no loop of its own;
+* httpstan names a compiled model after the program text *and the interpreter path*,
+  so the console script and ``python -m pytest`` compiled the same program twice;
+  the path is resolved to the real interpreter file while a model is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import arviz as az
+
+from counterfair.stan.backend import PYSTAN_ARGS, SamplerRun, translate_sampler_args
+
+T = TypeVar("T")
+
+
+def outside_event_loop(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call ``function``, from a worker thread when this thread runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return function(*args, **kwargs)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="counterfair-pystan") as pool:
+        return pool.submit(function, *args, **kwargs).result()
+
+
+@contextlib.contextmanager
+def _real_interpreter_path() -> Iterator[None]:
+    """Let httpstan hash the real interpreter file, not the symlink it was started by."""
+    original = sys.executable
+    sys.executable = os.path.realpath(original)
+    try:
+        yield
+    finally:
+        sys.executable = original
+
+
+def _build(code: str, data: Mapping[str, Any], seed: int | None) -> Any:
+    import stan
+
+    with _real_interpreter_path():
+        return stan.build(code, data=dict(data), random_seed=seed)
+
+
+def _is_cached(code: str) -> bool:
+    import httpstan.cache
+    import httpstan.models
+
+    with _real_interpreter_path():
+        name = httpstan.models.calculate_model_name(code)
+    try:
+        httpstan.cache.load_services_extension_module_compiler_output(name)
+    except (KeyError, OSError):
+        return False
+    return True
+
+
+class PyStanBackend:
+    """Adapter for PyStan 3 (httpstan compiles and caches each program by its text)."""
+
+    name = "pystan"
+
+    def compile(self, code: str) -> float:
+        """Build ``code`` (no data) unless httpstan has it cached; return the seconds spent."""
+        if outside_event_loop(_is_cached, code):
+            return 0.0
+        start = time.perf_counter()
+        outside_event_loop(_build, code, {}, None)
+        return time.perf_counter() - start
+
+    def sample(
+        self,
+        code: str,
+        data: Mapping[str, Any],
+        *,
+        chains: int,
+        warmup: int,
+        draws: int,
+        seed: int | None,
+        progress: bool,
+        coords: Mapping[str, Sequence[Any]] | None = None,
+        dims: Mapping[str, list[str]] | None = None,
+        **sampler_args: Any,
+    ) -> SamplerRun:
+        """Build (cached by httpstan) and sample with NUTS; chains run in parallel."""
+        args = translate_sampler_args(sampler_args, PYSTAN_ARGS)
+
+        def run() -> SamplerRun:
+            start = time.perf_counter()
+            cached = _is_cached(code)
+            model = _build(code, data, seed)
+            compiled = 0.0 if cached else time.perf_counter() - start
+            fit = model.sample(
+                num_chains=chains, num_warmup=warmup, num_samples=draws, **args
+            )
+            idata = az.from_pystan(
+                posterior=fit,
+                posterior_model=model,
+                coords=dict(coords or {}),
+                dims=dict(dims or {}),
+            )
+            return SamplerRun(
+                idata=idata,
+                seconds=time.perf_counter() - start,
+                backend=self.name,
+                compile_seconds=compiled,
+            )
+
+        return outside_event_loop(run)
+
+    def log_density(
+        self,
+        code: str,
+        data: Mapping[str, Any],
+        params: Mapping[str, Any],
+        *,
+        jacobian: bool = True,
+    ) -> float:
+        """Log density at constrained ``params`` (Jacobian of the constraints if asked)."""
+
+        def run() -> float:
+            model = _build(code, data, None)
+            values = {k: _plain(v) for k, v in params.items()}
+            unconstrained = model.unconstrain_pars(values)
+            return float(model.log_prob(unconstrained, adjust_transform=jacobian))
+
+        return outside_event_loop(run)
+
+
+def _plain(value: Any) -> Any:
+    return value.tolist() if hasattr(value, "tolist") else value

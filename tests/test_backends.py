@@ -1,0 +1,149 @@
+"""The Stan back ends: choice, caching, reproducibility, agreement, event loops.
+
+Every ``stan`` test here runs once per back end found (see ``conftest.py``); the
+agreement test needs both and is skipped on a machine without CmdStan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpstan.cache
+import numpy as np
+import pandas as pd
+import pytest
+from _models import law_level3_scm, law_train, quietly, stacked
+
+from counterfair.stan import backend as stan_backend
+from counterfair.stan.backend import BACKEND_ENV, get_backend, resolve_backend_name
+
+BOTH = {"pystan", "cmdstanpy"} <= set(stan_backend.available_backends())
+
+
+def _small_level3_data() -> pd.DataFrame:
+    return law_train().drop(columns=["K", "ZFYA"]).iloc[:100]
+
+
+# ---------------------------------------------------------------------- choice
+def test_auto_is_pystan_without_cmdstan(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(BACKEND_ENV, raising=False)
+    monkeypatch.setattr(stan_backend, "cmdstan_available", lambda: False)
+    assert resolve_backend_name("auto") == "pystan"
+    assert get_backend("auto").name == "pystan"
+
+
+def test_auto_prefers_cmdstan_when_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(BACKEND_ENV, raising=False)
+    monkeypatch.setattr(stan_backend, "cmdstan_available", lambda: True)
+    assert resolve_backend_name("auto") == "cmdstanpy"
+
+
+def test_environment_variable_chooses_the_auto_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stan_backend, "cmdstan_available", lambda: True)
+    monkeypatch.setenv(BACKEND_ENV, "pystan")
+    assert resolve_backend_name("auto") == "pystan"
+    assert resolve_backend_name("cmdstanpy") == "cmdstanpy"  # an explicit name wins
+    monkeypatch.setenv(BACKEND_ENV, "stanx")
+    with pytest.raises(ValueError, match=f"{BACKEND_ENV}='stanx'"):
+        resolve_backend_name("auto")
+
+
+def test_cmdstanpy_without_cmdstan_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stan_backend, "cmdstan_available", lambda: False)
+    with pytest.raises(RuntimeError, match=r"needs cmdstanpy.*install_cmdstan"):
+        get_backend("cmdstanpy")
+
+
+def test_unknown_backend_is_rejected() -> None:
+    with pytest.raises(ValueError, match="'stanx'"):
+        get_backend("stanx")
+
+
+def test_unknown_sampler_argument_is_rejected() -> None:
+    with pytest.raises(TypeError, match="'adapt_engaged'"):
+        stan_backend.translate_sampler_args({"adapt_engaged": 1}, stan_backend.PYSTAN_ARGS)
+
+
+# ---------------------------------------------------------------------- reproducibility
+def _fresh_httpstan_fit_cache(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Make httpstan keep (and look up) seeded fits in ``folder`` instead of its cache.
+
+    httpstan returns a stored fit when the same program, data, arguments and seed
+    are sampled again; without this a second PyStan fit would be read back from
+    disk and the test would not exercise the sampler at all.
+    """
+
+    def fit_path(fit_name: str) -> Path:
+        fit_directory, fit_id = fit_name.rsplit("/", maxsplit=1)
+        return folder / fit_directory / f"{fit_id}.jsonlines.gz"
+
+    monkeypatch.setattr(httpstan.cache, "fit_path", fit_path)
+
+
+@pytest.mark.stan
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_same_seed_gives_identical_draws(
+    stan_backend: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    scm, data = law_level3_scm(), _small_level3_data()
+    args = {"chains": 1, "warmup": 100, "draws": 100, "progress": False}
+    fits = []
+    for run, seed in enumerate((7, 7, 8)):
+        folder = tmp_path / f"run{run}"
+        _fresh_httpstan_fit_cache(monkeypatch, folder)
+        fits.append(scm.fit(data, seed=seed, **args))
+        assert fits[-1].backend == stan_backend
+        if stan_backend == "pystan":  # the fit was sampled, not read back from a cache
+            assert len(list(folder.rglob("*.jsonlines.gz"))) == 1
+    first, second, other = fits
+    names = scm.parameter_names()
+    for name in names:
+        np.testing.assert_array_equal(stacked(first, name), stacked(second, name))
+    assert not all(np.array_equal(stacked(first, n), stacked(other, n)) for n in names)
+
+
+@pytest.mark.skipif(not BOTH, reason="needs both PyStan and a CmdStan installation")
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_backends_give_the_same_draws_at_the_same_seed() -> None:
+    """Same Stan, same seed, same initial values: the same chains (CmdStan writes 6 digits)."""
+    scm, data = law_level3_scm(), _small_level3_data()
+    args = {"chains": 2, "warmup": 150, "draws": 150, "seed": 3, "progress": False}
+    cmdstan = quietly(scm.fit, data, backend="cmdstanpy", **args)
+    pystan = quietly(scm.fit, data, backend="pystan", **args)
+    assert (cmdstan.backend, pystan.backend) == ("cmdstanpy", "pystan")
+    for name in scm.parameter_names():
+        a, b = stacked(cmdstan, name), stacked(pystan, name)
+        assert a.shape == b.shape == (300, *a.shape[1:])
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert set(cmdstan.idata.sample_stats.data_vars) == set(pystan.idata.sample_stats.data_vars)
+    for name in scm.parameter_names():
+        assert cmdstan.idata.posterior[name].dims == pystan.idata.posterior[name].dims
+
+
+# ---------------------------------------------------------------------- event loops
+@pytest.mark.stan
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_fit_inside_a_running_event_loop(stan_backend: str) -> None:
+    """Jupyter runs cells inside an event loop; PyStan's asyncio.run fails there unless moved."""
+    scm, data = law_level3_scm(), _small_level3_data()
+
+    async def cell() -> str:
+        fit = scm.fit(data, chains=1, warmup=50, draws=50, seed=2, progress=False)
+        return fit.backend
+
+    assert asyncio.run(cell()) == stan_backend
+
+
+# ---------------------------------------------------------------------- compilation cache
+@pytest.mark.stan
+def test_compiled_programs_are_cached_by_text(stan_backend: str) -> None:
+    backend = get_backend(stan_backend)
+    code = law_level3_scm().stan_code()
+    backend.compile(code)  # compiles at most once per machine
+    assert backend.compile(code) == 0.0
+    if stan_backend == "cmdstanpy":
+        from counterfair.stan.cmdstan_adapter import cache_dir, program_stem
+
+        assert (cache_dir() / program_stem(code)).exists()
+        assert program_stem(code) != program_stem(code + "\n// another program\n")
