@@ -218,13 +218,17 @@ def per_backend(function: Callable[[], T]) -> Callable[[], T]:
 
 @per_backend
 def law_level2_fit() -> RecordedFit:
-    """The long fit: level 2 SCM, 500 rows, 4 chains, 500 + 500 iterations, seed 1."""
+    """The long fit: level 2 SCM, 500 rows, 4 chains, 500 + 1,000 iterations, seed 1.
+
+    With 500 draws per chain the R-hat of ``lambda_UGPA_K`` came out at 1.0101 on
+    the current package versions (the threshold is 1.01); 1,000 draws give 1.0035.
+    """
     return fit_recording(
         law_level2_scm(),
         law_train().drop(columns="K"),
         chains=4,
         warmup=500,
-        draws=500,
+        draws=1000,
         seed=LAW_FIT_SEED,
     )
 

@@ -7,6 +7,8 @@ agreement test needs both and is skipped on a machine without CmdStan.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from pathlib import Path
 
 import httpstan.cache
@@ -147,3 +149,23 @@ def test_compiled_programs_are_cached_by_text(stan_backend: str) -> None:
 
         assert (cache_dir() / program_stem(code)).exists()
         assert program_stem(code) != program_stem(code + "\n// another program\n")
+
+
+def test_pystan_binary_is_shared_by_every_interpreter_path_of_an_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """httpstan hashes sys.executable: `counterfair` and `python -m pytest` compiled twice."""
+    import httpstan.models
+
+    from counterfair.stan.pystan_adapter import environment_interpreter_path
+
+    names = set()
+    for path in (sys.executable, os.path.join(sys.prefix, "bin", "python3"), "/elsewhere/python"):
+        monkeypatch.setattr(sys, "executable", path)
+        with environment_interpreter_path():
+            names.add(httpstan.models.calculate_model_name("parameters { real x; }"))
+        assert sys.executable == path  # restored
+    assert len(names) == 1
+    monkeypatch.setattr(sys, "prefix", "/another/environment")
+    with environment_interpreter_path():
+        assert httpstan.models.calculate_model_name("parameters { real x; }") not in names

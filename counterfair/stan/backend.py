@@ -17,6 +17,7 @@ Only the two adapter modules import a Stan interface.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -110,7 +111,9 @@ def translate_sampler_args(args: Mapping[str, Any], table: Mapping[str, str]) ->
 def cmdstan_available() -> bool:
     """Whether cmdstanpy is importable and finds a CmdStan installation."""
     try:
-        import cmdstanpy
+        with warnings.catch_warnings():  # tqdm.auto, imported by cmdstanpy, in Jupyter
+            warnings.filterwarnings("ignore", message="IProgress not found")
+            import cmdstanpy
     except ImportError:
         return False
     try:

@@ -3,8 +3,9 @@
 Executables are cached by program text: ``<cache>/<CmdStan version>/model_<hash>.stan``
 with the executable beside it, where ``<cache>`` is ``$COUNTERFAIR_CACHE``,
 else ``$XDG_CACHE_HOME/counterfair/cmdstan``, else ``~/.cache/counterfair/cmdstan``.
-A program is compiled once per machine and CmdStan installation, whatever the
-interpreter; concurrent processes wait for each other's compilation (file lock).
+A program is compiled once per machine and CmdStan build (its path and the time
+stamp of its ``main.o`` are part of the hash), whatever the interpreter; concurrent
+processes wait for each other's compilation (file lock).
 Sampler output goes to a temporary folder that is removed once the draws are read.
 """
 
@@ -47,23 +48,34 @@ def program_stem(code: str) -> str:
     """File stem of a program's source and executable in the cache."""
     import cmdstanpy
 
+    home = Path(os.path.realpath(cmdstanpy.cmdstan_path()))
     digest = hashlib.sha256()
     digest.update(code.encode())
-    digest.update(os.path.realpath(cmdstanpy.cmdstan_path()).encode())
+    digest.update(str(home).encode())
+    main = home / "src" / "cmdstan" / "main.o"  # changes when CmdStan is rebuilt
+    if main.exists():
+        stat = main.stat()
+        digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
     return f"model_{digest.hexdigest()[:16]}"
 
 
 @contextlib.contextmanager
-def _quiet_cmdstanpy(verbose: bool = False) -> Iterator[None]:
-    """Hide cmdstanpy's INFO log lines (compilation, chain start and end)."""
-    logger = logging.getLogger("cmdstanpy")
-    level = logger.level
-    if not verbose:
-        logger.setLevel(logging.WARNING)
+def _quiet_cmdstanpy(level: int = logging.WARNING) -> Iterator[None]:
+    """Hide cmdstanpy's log lines below ``level`` (compilation, chain start and end).
+
+    Sampling passes ``logging.ERROR``: CmdStan's "non-fatal error during sampling"
+    messages are rejected warm-up proposals; the fit's own diagnostics report what
+    matters (divergences, R-hat, ESS) as ``ConvergenceWarning``.
+    """
+    from cmdstanpy.utils import get_logger
+
+    logger = get_logger()  # installs cmdstanpy's handler first, so it cannot reset the level
+    before = logger.level
+    logger.setLevel(level)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        logger.setLevel(before)
 
 
 @contextlib.contextmanager
@@ -142,7 +154,7 @@ class CmdStanPyBackend:
         model, compiled = _model(code)
         output = tempfile.mkdtemp(prefix="counterfair-cmdstan-")
         try:
-            with _quiet_cmdstanpy():
+            with _quiet_cmdstanpy(logging.ERROR):
                 fit = model.sample(
                     data=dict(data),
                     chains=chains,

@@ -7,7 +7,9 @@ handled here so that users never meet them:
   every call is then made from a worker thread, which has no loop of its own;
 * httpstan names a compiled model after the program text *and the interpreter path*,
   so the console script and ``python -m pytest`` compiled the same program twice;
-  the path is resolved to the real interpreter file while a model is built.
+  while a model is built, the path is replaced by the environment's own ``python``
+  (``sys.prefix``), so every interpreter path of one environment shares a binary while
+  two environments still get their own (the binary links to its environment's httpstan).
 """
 
 from __future__ import annotations
@@ -38,11 +40,20 @@ def outside_event_loop(function: Callable[..., T], *args: Any, **kwargs: Any) ->
         return pool.submit(function, *args, **kwargs).result()
 
 
+def environment_interpreter() -> str:
+    """The interpreter path that stands for this Python environment (``sys.prefix``)."""
+    for relative in (("bin", "python"), ("python.exe",), ("Scripts", "python.exe")):
+        candidate = os.path.join(sys.prefix, *relative)
+        if os.path.exists(candidate):
+            return candidate
+    return sys.executable
+
+
 @contextlib.contextmanager
-def _real_interpreter_path() -> Iterator[None]:
-    """Let httpstan hash the real interpreter file, not the symlink it was started by."""
+def environment_interpreter_path() -> Iterator[None]:
+    """Let httpstan hash the environment's interpreter, not the path this one was started by."""
     original = sys.executable
-    sys.executable = os.path.realpath(original)
+    sys.executable = environment_interpreter()
     try:
         yield
     finally:
@@ -52,7 +63,7 @@ def _real_interpreter_path() -> Iterator[None]:
 def _build(code: str, data: Mapping[str, Any], seed: int | None) -> Any:
     import stan
 
-    with _real_interpreter_path():
+    with environment_interpreter_path():
         return stan.build(code, data=dict(data), random_seed=seed)
 
 
@@ -60,7 +71,7 @@ def _is_cached(code: str) -> bool:
     import httpstan.cache
     import httpstan.models
 
-    with _real_interpreter_path():
+    with environment_interpreter_path():
         name = httpstan.models.calculate_model_name(code)
     try:
         httpstan.cache.load_services_extension_module_compiler_output(name)
