@@ -35,7 +35,6 @@ CELLS: list[tuple[str, str]] = [
         "code",
         "import numpy as np\n"
         "from sklearn.linear_model import LinearRegression\n\n"
-        "import counterfair as cf\n"
         "from counterfair import datasets, models\n"
         "from counterfair.learning import FairLearner, counterfactual_predictions, "
         "unaware_predictor\n"
@@ -93,7 +92,11 @@ CELLS: list[tuple[str, str]] = [
 def notebook() -> nbformat.NotebookNode:
     """The notebook, not executed."""
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     for kind, source in CELLS:
         make = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
         nb.cells.append(make(source))
