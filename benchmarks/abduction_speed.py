@@ -40,6 +40,7 @@ from scipy import stats
 
 from counterfair import exact_abduction
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
+from counterfair.errors import ConvergenceWarning
 from counterfair.models import law_school_level2
 from counterfair.posterior import Abduction, Fit
 
@@ -51,7 +52,7 @@ N_SAMPLES = 50
 def _abduct(fit: Fit, rows: pd.DataFrame, engine: str, seed: int) -> tuple[Abduction, float]:
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.simplefilter("always", ConvergenceWarning)
         abduction = fit.abduct(
             rows,
             condition_on=CONDITION,
@@ -61,7 +62,8 @@ def _abduct(fit: Fit, rows: pd.DataFrame, engine: str, seed: int) -> tuple[Abduc
         )
     seconds = time.perf_counter() - start
     for warning in caught:
-        print(f"  warning ({engine}): {warning.message}")
+        if issubclass(warning.category, ConvergenceWarning):
+            print(f"  warning ({engine}): {warning.message}")
     return abduction, seconds
 
 
