@@ -10,7 +10,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from counterfair import validation
+from counterfair import exact_abduction, validation
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
@@ -26,6 +26,20 @@ if TYPE_CHECKING:
     from counterfair.counterfactual import DoValue
 
 AbductionMethod = Literal["mean", "draws"]
+AbductionEngine = Literal["auto", "exact", "mcmc"]
+AbductionEngineUsed = Literal["exact", "mcmc", "fit", "none"]
+
+DEFAULT_CHAINS = 2
+"""Chains of the MCMC abduction program unless given."""
+
+DEFAULT_WARMUP = 300
+"""Warm-up iterations per chain of the MCMC abduction program unless given."""
+
+MIN_DRAWS_PER_CHAIN = 100
+"""Fewest draws per chain of the MCMC abduction program when ``draws`` is not given."""
+
+EXACT_DRAWS_PER_SET = DEFAULT_CHAINS * MIN_DRAWS_PER_CHAIN
+"""Draws per parameter set of exact abduction without ``n_samples`` (as many as MCMC's default)."""
 
 
 def _row_coord(data: pd.DataFrame) -> list[Any]:
@@ -68,6 +82,11 @@ class Abduction:
         Factual values of the rows' observed nodes, shape ``(N,)``.
     conditioned_on : tuple of str
         Observed nodes the latents were conditioned on.
+    engine : str
+        How the latents were obtained: ``"exact"`` (grid abduction given the
+        parameter sets, :mod:`counterfair.exact_abduction`), ``"mcmc"`` (the
+        Stan abduction program), ``"fit"`` (the training rows' draws from the
+        fit's joint posterior) or ``"none"`` (the SCM has no latent).
     """
 
     data: pd.DataFrame
@@ -76,6 +95,7 @@ class Abduction:
     codes: dict[str, np.ndarray]
     observed: dict[str, np.ndarray]
     conditioned_on: tuple[str, ...]
+    engine: AbductionEngineUsed = "fit"
 
     @property
     def n_samples(self) -> int:
@@ -92,6 +112,7 @@ class Abduction:
             codes={k: v[index] for k, v in self.codes.items()},
             observed={k: v[index] for k, v in self.observed.items()},
             conditioned_on=self.conditioned_on,
+            engine=self.engine,
         )
 
     def noise(self, scm: SCM, nodes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -145,6 +166,23 @@ def _thin(
     """Keep ``n_samples`` joint samples (the same ones for parameters and latents), seeded."""
     pick = np.sort(np.random.default_rng(seed).choice(params.n, n_samples, replace=False))
     return params.take(pick), {k: v[pick] for k, v in latents.items()}
+
+
+def _given_mcmc_settings(**settings: int | None) -> list[str]:
+    """Names of the MCMC settings given (not None)."""
+    return [name for name, value in settings.items() if value is not None]
+
+
+def _check_engine(engine: str, mcmc_settings: list[str]) -> None:
+    """Reject an unknown engine, and MCMC settings that ``engine="exact"`` would ignore."""
+    if engine not in ("auto", "exact", "mcmc"):
+        raise ValueError(f"engine must be 'auto', 'exact' or 'mcmc', got {engine!r}")
+    if engine == "exact" and mcmc_settings:
+        names = ", ".join(mcmc_settings)
+        raise ValueError(
+            f"MCMC setting(s) {names} given with engine='exact', which would ignore them; "
+            "drop them or use engine='mcmc'"
+        )
 
 
 @dataclass
@@ -224,8 +262,9 @@ class Fit:
         method: AbductionMethod = "mean",
         n_samples: int | None = None,
         n_param_draws: int = 20,
-        chains: int = 2,
-        warmup: int = 300,
+        engine: AbductionEngine = "auto",
+        chains: int | None = None,
+        warmup: int | None = None,
         draws: int | None = None,
         seed: int | None = None,
         progress: bool = False,
@@ -235,8 +274,10 @@ class Fit:
         Parameters
         ----------
         data : pandas.DataFrame, optional
-            Rows to abduct. ``None`` means the training rows, whose latents come
-            from the joint posterior of the fit itself.
+            Rows to abduct. ``None`` means the training rows: with
+            ``condition_on=None`` and ``engine="auto"`` their latents come from
+            the joint posterior of the fit itself (``engine`` ``"fit"`` on the
+            result); otherwise they are abducted like new rows.
         condition_on : collection of str, optional
             Observed nodes that condition the latents (default: every child of a
             latent). Leave the outcome out to follow Kusner et al.'s Algorithm 1,
@@ -245,23 +286,42 @@ class Fit:
             ``"mean"``: parameters fixed at their posterior means, as the paper
             does; ``"draws"``: integrate over ``n_param_draws`` posterior draws.
         n_samples : int, optional
-            Number of joint samples to return (default: all that were drawn).
+            Number of joint samples to return (default: all that were drawn;
+            exact abduction draws 200 per parameter set).
         n_param_draws : int
             Parameter draws to integrate over with ``method="draws"``.
-        chains, warmup, draws : int
-            MCMC settings of the abduction program (``draws`` per chain defaults
-            to enough for ``n_samples``, at least 100).
+        engine : {"auto", "exact", "mcmc"}
+            ``"exact"``: the latents' posterior given each parameter set on a
+            grid per row (:mod:`counterfair.exact_abduction`), for one-dimensional
+            latents independent given the data; ``"mcmc"``: the Stan abduction
+            program; ``"auto"``: exact when it applies and no MCMC setting
+            (``chains``, ``warmup``, ``draws``) is given, else MCMC.
+        chains, warmup, draws : int, optional
+            MCMC settings of the abduction program (defaults 2 chains, 300
+            warm-up iterations; ``draws`` per chain defaults to enough for
+            ``n_samples``, at least 100). Giving one with ``engine="exact"`` is
+            an error, as it would be ignored.
         seed : int, optional
             Random seed (defaults to the fit's seed).
         progress : bool
-            Show sampler progress.
+            Show sampler progress (MCMC only).
 
         Returns
         -------
         Abduction
+            Its ``engine`` attribute says which engine produced the latents.
+
+        Raises
+        ------
+        ValueError
+            If ``engine="exact"`` is asked for an SCM it does not apply to (the
+            message names the node that prevents it), or together with MCMC
+            settings; or if ``method`` or ``engine`` is unknown.
         """
         seed = self.seed if seed is None else seed
-        if data is None and condition_on is None:
+        mcmc_settings = _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws)
+        _check_engine(engine, mcmc_settings)
+        if data is None and condition_on is None and engine == "auto":
             return self._training_abduction(n_samples, seed)
         rows = self.data if data is None else validation.validate_frame(data)
         validation.validate_columns(rows, self.scm.protected)
@@ -269,20 +329,98 @@ class Fit:
         codes = self.encoding.codes(rows)
         known = [n for n in self.scm.observed if n in rows.columns]
         observed = observed_values(self.scm, rows, known)
-        all_params = self.params()
-        if method == "mean":
-            param_sets = all_params.mean()
-        elif method == "draws":
-            rng = np.random.default_rng(seed)
-            count = min(n_param_draws, all_params.n)
-            param_sets = all_params.take(np.sort(rng.choice(all_params.n, count, replace=False)))
-        else:
-            raise ValueError(f"method must be 'mean' or 'draws', got {method!r}")
+        param_sets = self._parameter_sets(method, n_param_draws, seed)
         if not self.scm.latents:
             size = n_samples or 1
             index = np.arange(size) % param_sets.n
-            return Abduction(rows, param_sets.take(index), {}, codes, observed, conditioned)
-        per_chain = draws or max(100, -(-(n_samples or 0) // (chains * param_sets.n)))
+            return Abduction(
+                rows, param_sets.take(index), {}, codes, observed, conditioned, engine="none"
+            )
+        if engine == "exact":
+            exact_abduction.require_exact(self.scm, conditioned)
+        use_exact = engine == "exact" or (
+            engine == "auto"
+            and not mcmc_settings
+            and exact_abduction.supports_exact(self.scm, conditioned)
+        )
+        if use_exact:
+            return self._exact_abduction(
+                rows, param_sets, codes, observed, conditioned, n_samples, seed
+            )
+        return self._mcmc_abduction(
+            rows,
+            param_sets,
+            codes,
+            observed,
+            conditioned,
+            n_samples=n_samples,
+            chains=DEFAULT_CHAINS if chains is None else chains,
+            warmup=DEFAULT_WARMUP if warmup is None else warmup,
+            draws=draws,
+            seed=seed,
+            progress=progress,
+        )
+
+    def _parameter_sets(self, method: str, n_param_draws: int, seed: int | None) -> ParamDraws:
+        """The parameter sets abduction conditions on: their mean, or seeded posterior draws."""
+        all_params = self.params()
+        if method == "mean":
+            return all_params.mean()
+        if method == "draws":
+            rng = np.random.default_rng(seed)
+            count = min(n_param_draws, all_params.n)
+            return all_params.take(np.sort(rng.choice(all_params.n, count, replace=False)))
+        raise ValueError(f"method must be 'mean' or 'draws', got {method!r}")
+
+    def _exact_abduction(
+        self,
+        rows: pd.DataFrame,
+        param_sets: ParamDraws,
+        codes: dict[str, np.ndarray],
+        observed: dict[str, np.ndarray],
+        conditioned: tuple[str, ...],
+        n_samples: int | None,
+        seed: int | None,
+    ) -> Abduction:
+        """Latents drawn exactly given each parameter set; ``n_samples`` balanced over the sets."""
+        needed = set(conditioned)
+        for node in conditioned:
+            needed.update(t.parent for t in self.scm.equations[node].observed)
+        values = observed_values(self.scm, rows, needed)
+        total = EXACT_DRAWS_PER_SET * param_sets.n if n_samples is None else n_samples
+        per_set = -(-total // param_sets.n)
+        latents = exact_abduction.sample_latents(
+            self.scm,
+            param_sets,
+            codes,
+            values,
+            conditioned,
+            draws_per_set=per_set,
+            rng=np.random.default_rng(seed),
+        )
+        latents = {name: array[:total] for name, array in latents.items()}
+        params = param_sets.take(np.arange(total) % param_sets.n)
+        return Abduction(rows, params, latents, codes, observed, conditioned, engine="exact")
+
+    def _mcmc_abduction(
+        self,
+        rows: pd.DataFrame,
+        param_sets: ParamDraws,
+        codes: dict[str, np.ndarray],
+        observed: dict[str, np.ndarray],
+        conditioned: tuple[str, ...],
+        *,
+        n_samples: int | None,
+        chains: int,
+        warmup: int,
+        draws: int | None,
+        seed: int | None,
+        progress: bool,
+    ) -> Abduction:
+        """Latents sampled by the Stan abduction program given the parameter sets."""
+        per_chain = draws or max(
+            MIN_DRAWS_PER_CHAIN, -(-(n_samples or 0) // (chains * param_sets.n))
+        )
         if n_samples is not None and n_samples > chains * per_chain * param_sets.n:
             raise ValueError(
                 f"n_samples={n_samples} is more than chains * draws * parameter sets = "
@@ -313,7 +451,7 @@ class Fit:
         params = param_sets.take(set_index)
         if n_samples is not None and n_samples < params.n:
             params, latents = _thin(params, latents, n_samples, seed)
-        return Abduction(rows, params, latents, codes, observed, conditioned)
+        return Abduction(rows, params, latents, codes, observed, conditioned, engine="mcmc")
 
     def latents(self, data: pd.DataFrame | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
         """Posterior draws of every latent for rows, shape ``(S, N)`` per latent.

@@ -1,0 +1,387 @@
+"""Exact abduction of one-dimensional latents (``counterfair.exact_abduction``).
+
+The numpy engine is checked against closed forms (conjugate Normal), against
+brute-force quadrature (Poisson and Bernoulli children, extreme rows), against
+itself with twice the grid points, and (``@pytest.mark.stan``) against the Stan
+MCMC abduction program for the same parameter set. Tests without Stan use a
+``Fit`` whose posterior is a few given parameter sets, built without sampling.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import arviz as az
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+from _models import (
+    AUX_TRUTH,
+    LAW_TRUTH,
+    LG_SIGMA_X,
+    LG_SIGMA_Y,
+    LG_TRUTH,
+    aux_data,
+    aux_scm,
+    fit_recording,
+    law_level2_scm,
+    law_test,
+    law_train,
+    linear_gaussian_data,
+    linear_gaussian_scm,
+)
+from scipy import integrate, stats
+
+import counterfair as cf
+from counterfair import exact_abduction as ea
+from counterfair.diagnostics import Diagnostics
+from counterfair.encoding import Encoding
+from counterfair.params import ParamDraws
+from counterfair.specs import Protected
+
+PASS_TRUTH: dict[str, Any] = {
+    **LAW_TRUTH,
+    "alpha_PASS": 1.0,
+    "beta_PASS_race": [-0.4, 0.2],
+    "beta_PASS_sex": [0.1],
+    "lambda_PASS_K": 1.2,
+}
+"""Level 2 law school truth plus a Bernoulli child PASS of race, sex and K."""
+
+
+# ---------------------------------------------------------------------- helpers
+def law_pass_scm() -> cf.SCM:
+    """race, sex, K -> UGPA (Normal), LSAT (Poisson), ZFYA (Normal, sd 1), PASS (Bernoulli)."""
+    g = law_level2_scm().graph
+    g.add_node("PASS", spec=cf.Bernoulli())
+    g.add_edges_from([("race", "PASS"), ("sex", "PASS"), ("K", "PASS")])
+    return cf.SCM(g)
+
+
+@functools.cache
+def law_pass_data() -> pd.DataFrame:
+    return law_pass_scm().sample(300, params=PASS_TRUTH, seed=21)
+
+
+def two_latent_scm() -> cf.SCM:
+    """A, U, V -> X; U -> Y; V -> Z: X has two latent parents."""
+    g = nx.DiGraph()
+    for name, spec in {
+        "A": cf.Protected(levels=("0", "1")),
+        "U": cf.Latent(),
+        "V": cf.Latent(),
+        "X": cf.Normal(),
+        "Y": cf.Normal(),
+        "Z": cf.Poisson(),
+    }.items():
+        g.add_node(name, spec=spec)
+    g.add_edges_from([("A", "X"), ("U", "X"), ("V", "X"), ("U", "Y"), ("V", "Z"), ("A", "Z")])
+    return cf.SCM(g)
+
+
+def _jittered(values: dict[str, Any], n_sets: int, seed: int) -> dict[str, np.ndarray]:
+    """``n_sets`` parameter sets near ``values`` (sds stay positive), shape (1, n_sets, ...)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, value in values.items():
+        base = np.asarray(value, dtype=float)
+        noise = 0.05 * rng.standard_normal((n_sets, *base.shape)) if n_sets > 1 else 0.0
+        draws = base * np.exp(noise) if name.startswith("sigma_") else base + noise
+        out[name] = np.broadcast_to(draws, (n_sets, *base.shape))[None]
+    return out
+
+
+def fixed_fit(
+    scm: cf.SCM, data: pd.DataFrame, values: dict[str, Any], *, n_sets: int = 1, seed: int = 0
+) -> cf.Fit:
+    """A ``Fit`` whose posterior is ``n_sets`` given parameter sets (no Stan, no latents)."""
+    protected = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
+    nan = float("nan")
+    return cf.Fit(
+        scm=scm,
+        idata=az.from_dict(posterior=_jittered(values, n_sets, seed)),
+        encoding=Encoding.from_data(protected, data),
+        data=data,
+        seconds=0.0,
+        backend="none",
+        seed=seed,
+        diagnostics=Diagnostics(nan, nan, nan, nan, 0, 0, pd.DataFrame()),
+        _backend_name="pystan",
+    )
+
+
+def lg_closed_form(data: pd.DataFrame, condition_on: tuple[str, ...]) -> tuple[np.ndarray, float]:
+    """Conjugate Normal posterior of U given X (and Y) at LG_TRUTH: mean per row and sd."""
+    t = LG_TRUTH
+    a = (data["A"].astype(str) == "1").to_numpy(float)
+    x, y = data["X"].to_numpy(float), data["Y"].to_numpy(float)
+    precision, information = 1.0, np.zeros(len(data))
+    if "X" in condition_on:
+        r = x - t["alpha_X"] - t["beta_X_A"][0] * a
+        precision += t["lambda_X_U"] ** 2 / LG_SIGMA_X**2
+        information = information + t["lambda_X_U"] * r / LG_SIGMA_X**2
+    if "Y" in condition_on:
+        r = y - t["alpha_Y"] - t["beta_Y_A"][0] * a - t["beta_Y_X"] * x
+        precision += t["lambda_Y_U"] ** 2 / LG_SIGMA_Y**2
+        information = information + t["lambda_Y_U"] * r / LG_SIGMA_Y**2
+    return information / precision, precision**-0.5
+
+
+def pass_inputs(
+    data: pd.DataFrame,
+) -> tuple[cf.SCM, ParamDraws, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    scm = law_pass_scm()
+    params = ParamDraws.from_values(scm, PASS_TRUTH, {"race": 3, "sex": 2})
+    protected = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
+    codes = Encoding.from_data(protected, data).codes(data)
+    observed = {n: data[n].to_numpy(float) for n in scm.observed}
+    return scm, params, codes, observed
+
+
+def quadrature_moments(
+    data: pd.DataFrame, row: int, condition_on: tuple[str, ...]
+) -> tuple[float, float]:
+    """Posterior mean and sd of K for one row of the PASS SCM, by scipy quadrature."""
+    t = PASS_TRUTH
+    race = ["White", "Black", "Asian"].index(str(data["race"].iloc[row]))
+    male = float(str(data["sex"].iloc[row]) == "Male")
+
+    def eta(node: str, k: np.ndarray) -> np.ndarray:
+        effect = ([0.0, *t[f"beta_{node}_race"]])[race] + t[f"beta_{node}_sex"][0] * male
+        return np.asarray(t[f"alpha_{node}"] + effect + t[f"lambda_{node}_K"] * k)
+
+    def log_post(k: np.ndarray) -> np.ndarray:
+        total = stats.norm.logpdf(k)
+        value = {n: float(data[n].iloc[row]) for n in condition_on}
+        if "UGPA" in condition_on:
+            total = total + stats.norm.logpdf(value["UGPA"], eta("UGPA", k), t["sigma_UGPA"])
+        if "LSAT" in condition_on:
+            total = total + stats.poisson.logpmf(value["LSAT"], np.exp(eta("LSAT", k)))
+        if "PASS" in condition_on:
+            p = 1.0 / (1.0 + np.exp(-eta("PASS", k)))
+            total = total + stats.bernoulli.logpmf(value["PASS"], p)
+        return np.asarray(total)
+
+    grid = np.linspace(-30, 30, 60001)
+    peak_at = float(grid[np.argmax(log_post(grid))])
+    peak = float(log_post(np.array(peak_at)))
+
+    def moment(power: int) -> float:
+        def f(k: float) -> float:
+            return float((k - peak_at) ** power * np.exp(log_post(np.array(k)) - peak))
+
+        return float(integrate.quad(f, -30, 30, points=[peak_at], limit=400, epsabs=1e-13)[0])
+
+    mass = moment(0)
+    mean = moment(1) / mass
+    return peak_at + mean, float(np.sqrt(moment(2) / mass - mean**2))
+
+
+# ---------------------------------------------------------------------- (a) closed form
+@pytest.mark.parametrize("condition_on", [("X", "Y"), ("X",)])
+def test_linear_gaussian_moments_and_draws_match_conjugate_normal(
+    condition_on: tuple[str, ...],
+) -> None:
+    data = linear_gaussian_data()
+    fit = fixed_fit(linear_gaussian_scm(), data.drop(columns="U"), LG_TRUTH)
+    abduction = fit.abduct(data, condition_on=condition_on, n_samples=4000, seed=1)
+    assert abduction.engine == "exact"
+    assert abduction.conditioned_on == condition_on
+    mean, sd = lg_closed_form(data, condition_on)
+
+    moments = ea.posterior_moments(
+        fit.scm, abduction.params.take([0]), abduction.codes, abduction.observed, condition_on
+    )
+    grid_mean, grid_sd = moments["U"][0][0], moments["U"][1][0]
+    # discretisation error at 512 points: means exact by symmetry, sds within 1e-4
+    np.testing.assert_allclose(grid_mean, mean, rtol=0, atol=1e-8 * sd)
+    np.testing.assert_allclose(grid_sd, sd, rtol=2e-4)
+
+    draws = abduction.latents["U"]
+    assert draws.shape == (4000, len(data))
+    z = (draws.mean(axis=0) - mean) / (sd / np.sqrt(4000))
+    assert np.max(np.abs(z)) < 4.5
+    assert abs(np.mean(z**2) - 1.0) < 0.3
+    ratio = draws.var(axis=0, ddof=1) / sd**2
+    assert abs(ratio.mean() - 1.0) < 0.01  # 400 rows x 4000 draws: MC sd of the mean 0.0011
+    pooled = ((draws - mean) / sd).ravel()
+    assert stats.kstest(pooled[::50], "norm").pvalue > 1e-3
+
+
+def test_exact_moments_match_quadrature_with_poisson_and_bernoulli_children() -> None:
+    data = law_pass_data().iloc[:6].copy()
+    data.iloc[3, data.columns.get_loc("LSAT")] = 0.0  # far in the lower tail
+    data.iloc[4, data.columns.get_loc("LSAT")] = 250.0  # far in the upper tail
+    data.iloc[5, data.columns.get_loc("UGPA")] = -3.0
+    scm, params, codes, observed = pass_inputs(data)
+    for condition_on in [("UGPA", "LSAT", "PASS"), ("LSAT",), ("PASS",)]:
+        mean, sd = ea.posterior_moments(scm, params, codes, observed, condition_on)["K"]
+        for row in range(len(data)):
+            q_mean, q_sd = quadrature_moments(data, row, condition_on)
+            assert mean[0, row] == pytest.approx(q_mean, abs=1e-4 * q_sd), (condition_on, row)
+            assert sd[0, row] == pytest.approx(q_sd, rel=2e-4), (condition_on, row)
+
+
+# ---------------------------------------------------------------------- (c) resolution
+def test_doubling_grid_points_changes_moments_negligibly() -> None:
+    """512 points: doubling them moves means by < 1e-5 sd and sds by < 1e-4 (relative).
+
+    Monte Carlo error of a mean of 1000 draws is 0.03 sd, so the grid is not what limits
+    accuracy; 128 points would already be within 3e-3 sd.
+    """
+    data = law_pass_data()
+    scm, params, codes, observed = pass_inputs(data)
+    conditioned = ("UGPA", "LSAT", "PASS")
+    coarse = ea.posterior_moments(scm, params, codes, observed, conditioned)["K"]
+    fine = ea.posterior_moments(
+        scm, params, codes, observed, conditioned, grid_points=2 * ea.GRID_POINTS
+    )["K"]
+    sd = fine[1]
+    assert np.max(np.abs(coarse[0] - fine[0]) / sd) < 1e-5
+    assert np.max(np.abs(coarse[1] / sd - 1.0)) < 1e-4
+    rough = ea.posterior_moments(scm, params, codes, observed, conditioned, grid_points=128)["K"]
+    assert np.max(np.abs(rough[0] - fine[0]) / sd) < 3e-3
+
+
+# ---------------------------------------------------------------------- (d) applicability
+def test_unsupported_scm_names_the_node_and_mcmc_settings_with_exact_raise() -> None:
+    scm = two_latent_scm()
+    assert ea.unsupported_node(scm, ("X", "Y", "Z")) == "X"
+    assert not ea.supports_exact(scm, ("X", "Y", "Z"))
+    assert ea.supports_exact(scm, ("Y", "Z"))  # without X the latents are independent
+    with pytest.raises(ValueError, match=r"node 'X' has more than one latent parent"):
+        ea.require_exact(scm, ("Y", "X"))
+    values = {
+        "alpha_X": 0.0,
+        "beta_X_A": [0.5],
+        "lambda_X_U": 1.0,
+        "lambda_X_V": 0.5,
+        "sigma_X": 1.0,
+        "alpha_Y": 0.0,
+        "lambda_Y_U": 1.0,
+        "sigma_Y": 1.0,
+        "alpha_Z": 1.0,
+        "beta_Z_A": [0.2],
+        "lambda_Z_V": 0.3,
+    }
+    data = scm.sample(20, params=values, seed=1, levels={"A": ["0", "1"]})
+    fit = fixed_fit(scm, data, values)
+    with pytest.raises(ValueError, match=re.escape("node 'X'")):
+        fit.abduct(data, engine="exact")
+    partial = fit.abduct(data, condition_on=["Y", "Z"], engine="exact", n_samples=10, seed=1)
+    assert partial.engine == "exact" and set(partial.latents) == {"U", "V"}
+
+    lg = fixed_fit(linear_gaussian_scm(), linear_gaussian_data(), LG_TRUTH)
+    rows = linear_gaussian_data().iloc[:5]
+    for setting in ({"chains": 2}, {"warmup": 100}, {"draws": 50}):
+        with pytest.raises(ValueError, match=f"MCMC setting.*{next(iter(setting))}.*'exact'"):
+            lg.abduct(rows, engine="exact", **setting)
+    with pytest.raises(ValueError, match="engine must be"):
+        lg.abduct(rows, engine="gibbs")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- (e) reproducibility
+def test_same_seed_same_draws_regardless_of_chunking(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = law_pass_data()
+    fit = fixed_fit(law_pass_scm(), data, PASS_TRUTH, n_sets=5, seed=2)
+    kwargs: dict[str, Any] = {"condition_on": ["UGPA", "LSAT", "PASS"], "method": "draws"}
+    first = fit.abduct(data, n_samples=50, seed=9, **kwargs)
+    again = fit.abduct(data, n_samples=50, seed=9, **kwargs)
+    other = fit.abduct(data, n_samples=50, seed=10, **kwargs)
+    np.testing.assert_array_equal(first.latents["K"], again.latents["K"])
+    assert not np.array_equal(first.latents["K"], other.latents["K"])
+    monkeypatch.setattr(ea, "MAX_GRID_CELLS", 5 * 512 * 7)  # blocks of 7 rows
+    chunked = fit.abduct(data, n_samples=50, seed=9, **kwargs)
+    np.testing.assert_array_equal(first.latents["K"], chunked.latents["K"])
+
+
+def test_layout_pairs_samples_with_parameter_sets() -> None:
+    data = law_pass_data()
+    fit = fixed_fit(law_pass_scm(), data, PASS_TRUTH, n_sets=4, seed=3)
+    abduction = fit.abduct(data, condition_on=["UGPA", "LSAT"], method="draws", n_samples=10)
+    assert abduction.n_samples == 10
+    assert abduction.latents["K"].shape == (10, len(data))
+    lam = abduction.params["lambda_UGPA_K"]
+    assert np.unique(lam).size == 4  # balanced over the sets: 3, 3, 2, 2
+    default = fit.abduct(data, condition_on=["UGPA", "LSAT"], method="draws")
+    assert default.n_samples == 4 * 200  # as many as MCMC's default (2 chains x 100 per set)
+    # each sample's latents follow its own parameter set: compare with the set's moments
+    sets = default.params
+    for s in range(4):
+        pick = np.flatnonzero(sets["lambda_UGPA_K"] == sets["lambda_UGPA_K"][s])
+        moments = ea.posterior_moments(
+            fit.scm, sets.take([s]), default.codes, default.observed, default.conditioned_on
+        )["K"]
+        z = (default.latents["K"][pick].mean(axis=0) - moments[0][0]) / (
+            moments[1][0] / np.sqrt(pick.size)
+        )
+        assert np.max(np.abs(z)) < 4.5
+    mean_only = fit.abduct(data.iloc[:3], condition_on=["UGPA"], n_samples=7)
+    assert mean_only.n_samples == 7 and np.unique(mean_only.params["alpha_UGPA"]).size == 1
+    assert mean_only.take_rows(np.array([0, 2])).engine == "exact"
+    assert fit.abduct(data.iloc[:3], condition_on=["UGPA"], engine="exact").engine == "exact"
+
+
+# ---------------------------------------------------------------------- (b) against MCMC
+@functools.cache
+def _pystan_fit(name: str) -> cf.Fit:
+    """Short PyStan fits of the shared law school (Poisson) and auxiliary (Bernoulli) SCMs."""
+    if name == "law":
+        scm, data = law_level2_scm(), law_train().drop(columns="K")
+    else:
+        scm, data = aux_scm(), aux_data().drop(columns="K")
+    recorded = fit_recording(scm, data, chains=2, warmup=200, draws=200, seed=1, backend="pystan")
+    return recorded.fit
+
+
+def _assert_exact_matches_mcmc(fit: cf.Fit, rows: pd.DataFrame, condition_on: list[str]) -> None:
+    exact = fit.abduct(rows, condition_on=condition_on, engine="exact", n_samples=4000, seed=3)
+    mcmc = fit.abduct(rows, condition_on=condition_on, engine="mcmc", chains=4, draws=1000, seed=3)
+    assert (exact.engine, mcmc.engine) == ("exact", "mcmc")
+    for name in fit.scm.parameter_names():  # the same parameter set: the posterior mean
+        np.testing.assert_array_equal(np.unique(exact.params[name], axis=0), mcmc.params[name][:1])
+    (latent,) = fit.scm.latents
+    mean, sd = ea.posterior_moments(
+        fit.scm, exact.params.take([0]), exact.codes, exact.observed, exact.conditioned_on
+    )[latent]
+    mean, sd = mean[0], sd[0]
+    draws = mcmc.latents[latent]  # (chain * draw, rows)
+    ess = _ess(draws.reshape(4, 1000, -1))
+    z_mcmc = (draws.mean(axis=0) - mean) / (sd / np.sqrt(ess))
+    z_exact = (exact.latents[latent].mean(axis=0) - mean) / (sd / np.sqrt(4000))
+    for z in (z_mcmc, z_exact):
+        assert np.max(np.abs(z)) < 4.5, z
+        assert np.mean(z**2) < 2.0, np.mean(z**2)
+    # pooled shape: draws standardised by the exact moments of their row
+    pooled_exact = ((exact.latents[latent] - mean) / sd).ravel()
+    pooled_mcmc = ((draws - mean) / sd).ravel()
+    assert stats.ks_2samp(pooled_exact, pooled_mcmc).statistic < 0.015
+    levels = [0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99]
+    np.testing.assert_allclose(
+        np.quantile(pooled_mcmc, levels), np.quantile(pooled_exact, levels), atol=0.05
+    )
+    assert abs(pooled_mcmc.std() - 1.0) < 0.02 and abs(pooled_exact.std() - 1.0) < 0.02
+
+
+def _ess(draws: np.ndarray) -> np.ndarray:
+    """Bulk ESS per row of draws shaped (chain, draw, row)."""
+    dataset = az.convert_to_dataset({"x": draws})
+    return np.asarray(az.ess(dataset)["x"].values)
+
+
+@pytest.mark.stan
+@pytest.mark.parametrize("condition_on", [["UGPA", "LSAT"], ["LSAT"]])
+def test_exact_matches_mcmc_with_a_poisson_child(condition_on: list[str]) -> None:
+    fit = _pystan_fit("law")
+    _assert_exact_matches_mcmc(fit, law_test().drop(columns="K"), condition_on)
+
+
+@pytest.mark.stan
+@pytest.mark.parametrize("condition_on", [["X", "Z", "P"], ["P"]])
+def test_exact_matches_mcmc_with_a_bernoulli_child(condition_on: list[str]) -> None:
+    fit = _pystan_fit("aux")
+    assert set(AUX_TRUTH) == set(fit.scm.parameter_names())
+    _assert_exact_matches_mcmc(fit, aux_data().drop(columns="K").iloc[:100], condition_on)
