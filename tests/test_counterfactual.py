@@ -112,13 +112,14 @@ def test_abduction_matches_gaussian_closed_form(
     lg_rows: pd.DataFrame,
     condition_on: list[str],
 ) -> None:
+    # the default engine (exact for a one-dimensional latent); the MCMC engine is checked
+    # against it in test_exact_abduction.py
     chains, draws = 2, 1000
-    abduction = lg_fit.abduct(
-        lg_rows, condition_on=condition_on, method="mean", chains=chains, draws=draws, seed=3
-    )
+    n = chains * draws
+    abduction = lg_fit.abduct(lg_rows, condition_on=condition_on, method="mean", n_samples=n, seed=3)
+    assert abduction.engine == "exact"
     assert abduction.conditioned_on == tuple(condition_on)
     u = abduction.latents["U"]
-    n = chains * draws
     assert u.shape == (n, len(lg_rows))
     # every sample uses theta
     for name, value in lg_theta.items():

@@ -25,11 +25,10 @@ from _models import (
     LG_SIGMA_Y,
     LG_TRUTH,
     aux_data,
-    aux_scm,
-    fit_recording,
+    aux_fit,
+    law_level2_fit,
     law_level2_scm,
     law_test,
-    law_train,
     linear_gaussian_data,
     linear_gaussian_scm,
 )
@@ -326,17 +325,6 @@ def test_layout_pairs_samples_with_parameter_sets() -> None:
 
 
 # ---------------------------------------------------------------------- (b) against MCMC
-@functools.cache
-def _pystan_fit(name: str) -> cf.Fit:
-    """Short PyStan fits of the shared law school (Poisson) and auxiliary (Bernoulli) SCMs."""
-    if name == "law":
-        scm, data = law_level2_scm(), law_train().drop(columns="K")
-    else:
-        scm, data = aux_scm(), aux_data().drop(columns="K")
-    recorded = fit_recording(scm, data, chains=2, warmup=200, draws=200, seed=1, backend="pystan")
-    return recorded.fit
-
-
 def _assert_exact_matches_mcmc(fit: cf.Fit, rows: pd.DataFrame, condition_on: list[str]) -> None:
     exact = fit.abduct(rows, condition_on=condition_on, engine="exact", n_samples=4000, seed=3)
     mcmc = fit.abduct(rows, condition_on=condition_on, engine="mcmc", chains=4, draws=1000, seed=3)
@@ -375,13 +363,13 @@ def _ess(draws: np.ndarray) -> np.ndarray:
 @pytest.mark.stan
 @pytest.mark.parametrize("condition_on", [["UGPA", "LSAT"], ["LSAT"]])
 def test_exact_matches_mcmc_with_a_poisson_child(condition_on: list[str]) -> None:
-    fit = _pystan_fit("law")
+    fit = law_level2_fit().fit  # shared with the other modules, once per back end
     _assert_exact_matches_mcmc(fit, law_test().drop(columns="K"), condition_on)
 
 
 @pytest.mark.stan
 @pytest.mark.parametrize("condition_on", [["X", "Z", "P"], ["P"]])
 def test_exact_matches_mcmc_with_a_bernoulli_child(condition_on: list[str]) -> None:
-    fit = _pystan_fit("aux")
+    fit = aux_fit().fit
     assert set(AUX_TRUTH) == set(fit.scm.parameter_names())
     _assert_exact_matches_mcmc(fit, aux_data().drop(columns="K").iloc[:100], condition_on)
