@@ -3,7 +3,8 @@
 SHAP values come from the ``shap`` package:
 
 * ``"kernel"`` -- Kernel SHAP, any model (its scoring function is enough);
-* ``"tree"`` -- Tree SHAP (interventional, with a background sample) for tree ensembles;
+* ``"tree"`` -- Tree SHAP for tree ensembles: interventional with a background sample,
+  or path-dependent (the trees' own cover statistics, much faster) without one;
 * ``"linear"`` -- Linear SHAP for linear models (``coef, intercept`` or a fitted linear
   scikit-learn estimator), in the model's margin (log-odds for logistic regression).
 
@@ -93,7 +94,7 @@ def shap_values(
     X: pd.DataFrame,
     *,
     method: ShapMethod,
-    background: pd.DataFrame,
+    background: pd.DataFrame | None,
     predict: Callable[[pd.DataFrame], ArrayLike] | None = None,
     model: Any = None,
     n_samples: int = 256,
@@ -110,7 +111,8 @@ def shap_values(
         ``"linear"`` (needs ``model``: a fitted linear estimator or ``(coef, intercept)``).
     background
         Background rows that define "feature absent" (same columns as ``X``); keep it
-        small for Kernel SHAP (its cost grows linearly with it).
+        small for Kernel SHAP (its cost grows linearly with it).  Required for Kernel and
+        Linear SHAP; for Tree SHAP ``None`` selects the path-dependent algorithm.
     predict
         Scoring function explained by Kernel SHAP (e.g. the positive-class probability).
     model
@@ -128,13 +130,18 @@ def shap_values(
     ShapResult
     """
     method = check_choice(method, "method", SHAP_METHODS)  # type: ignore[assignment]
-    if list(background.columns) != list(X.columns):
-        raise ValueError(NOT_A_COLUMN.format(name="background columns",
-                                             column=list(background.columns), where="X",
-                                             available=shown(list(X.columns))))
+    if background is None:
+        if method != "tree":
+            raise ValueError(f"method {method!r} needs background rows")
+        bg = None
+    else:
+        if list(background.columns) != list(X.columns):
+            raise ValueError(NOT_A_COLUMN.format(name="background columns",
+                                                 column=list(background.columns), where="X",
+                                                 available=shown(list(X.columns))))
+        bg = background.to_numpy(dtype=np.float64)
     shap = import_shap()
     data = X.to_numpy(dtype=np.float64)
-    bg = background.to_numpy(dtype=np.float64)
     n, m = data.shape
     if method == "kernel":
         if predict is None:
@@ -160,7 +167,8 @@ def shap_values(
         if model is None:
             raise ValueError(f"method {method!r} needs model, the fitted model to explain")
         if method == "tree":
-            explainer = shap.TreeExplainer(model, data=bg)
+            explainer = (shap.TreeExplainer(model) if bg is None else
+                         shap.TreeExplainer(model, data=bg))
             raw = explainer.shap_values(data, check_additivity=False)
         else:
             explainer = shap.LinearExplainer(model, bg)
