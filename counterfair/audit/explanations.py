@@ -171,7 +171,9 @@ def shap_values(
                          shap.TreeExplainer(model, data=bg))
             raw = explainer.shap_values(data, check_additivity=False)
         else:
-            explainer = shap.LinearExplainer(model, bg)
+            # (mean, covariance) uses the whole background; an array would be subsampled
+            assert bg is not None
+            explainer = shap.LinearExplainer(model, (bg.mean(axis=0), np.cov(bg, rowvar=False)))
             raw = explainer.shap_values(data)
         base = _base(explainer.expected_value)
     values = pd.DataFrame(_positive_class(raw, n, m), index=X.index, columns=X.columns)
