@@ -51,7 +51,8 @@ def test_npv_matches_counts(data: tuple[np.ndarray, np.ndarray, pd.Series]) -> N
     assert "npv_parity" in report.verdicts.columns
 
 
-def test_equalized_odds_is_the_joint_verdict(data: tuple[np.ndarray, np.ndarray, pd.Series]) -> None:
+def test_equalized_odds_is_the_joint_verdict(
+        data: tuple[np.ndarray, np.ndarray, pd.Series]) -> None:
     y, score, group = data
     for tau in (0.5, 0.8, 0.9, 0.95):
         report = group_metrics(y, score, group, tau=tau)

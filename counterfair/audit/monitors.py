@@ -72,7 +72,7 @@ class GroupSpec:
 
     def _in(self, values: pd.Series, chosen: Sequence[Hashable],
             ranges: Sequence[Range]) -> NDArray[np.bool_]:
-        mask = values.isin(list(chosen)).to_numpy(dtype=bool)
+        mask = values.isin(list(chosen)).to_numpy(dtype=bool, copy=True)
         if ranges:
             numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
             for low, high in ranges:

@@ -483,7 +483,7 @@ def variations(cases: pd.DataFrame) -> pd.DataFrame:
     """
     measures = [*FAIRNESS_MEASURES, "shap_disparity", "importance"]
     keys = ["setting", "model", "shap_method"]
-    distance = cases[keys + ["scenario"]].copy()
+    distance = cases[[*keys, "scenario"]].copy()
     for m in measures:
         distance[m] = [distance_from_fair(m, float(v)) for v in cases[m]]
     original = distance[distance["scenario"] == "original"].set_index(keys)[measures]
