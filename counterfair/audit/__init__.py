@@ -22,7 +22,8 @@
 * :func:`find_subpopulations` -- FairTest-style search for affected subpopulations.
 * :class:`GroupSpec`, :func:`monitor_disparate_impact`, :func:`perturbation_check` --
   monitor-style groups (values / ranges) and the perturbation check without an SCM.
-* :func:`write_report` -- self-contained HTML report.
+* :func:`write_report` -- self-contained HTML report: a summary table per predictor, one
+  plain-language line per criterion, explanation-based measures and subpopulations.
 """
 
 from .balance import BALANCE_MEASURES, class_balance
@@ -54,7 +55,13 @@ from .dependence import (
     selection_lift,
     total_variation_distance,
 )
-from .explanations import ShapDisparity, ShapResult, shap_disparity, shap_values
+from .explanations import (
+    ExplanationAudit,
+    ShapDisparity,
+    ShapResult,
+    shap_disparity,
+    shap_values,
+)
 from .impact import DisparateImpact, disparate_impact
 from .individual import (
     EntropyIndex,
@@ -72,7 +79,15 @@ from .monitors import (
 )
 from .plotting import disparity_figure, figure_to_base64
 from .regression import REGRESSION_METRICS, RegressionReport, regression_metrics
-from .report import regression_html, render_report, write_report
+from .report import (
+    EXPLANATION_MEASURES,
+    explanations_html,
+    regression_html,
+    render_report,
+    subpopulations_html,
+    summary_html,
+    write_report,
+)
 from .slices import SLICE_MEASURES, ConfusionCounts, compare_slices
 from .subpopulations import SubpopulationReport, find_subpopulations, subpopulation_mask
 from .two_groups import TWO_GROUP_MEASURES, two_group_measures
@@ -82,6 +97,7 @@ __all__ = [
     "COUNT_COLUMNS",
     "CRITERION_EXPLANATIONS",
     "DEPENDENCE_MEASURES",
+    "EXPLANATION_MEASURES",
     "JOINT_CRITERIA",
     "PARITY_CRITERIA",
     "RATE_METRICS",
@@ -93,6 +109,7 @@ __all__ = [
     "DependenceReport",
     "DisparateImpact",
     "EntropyIndex",
+    "ExplanationAudit",
     "FlipReport",
     "GTest",
     "GroupReport",
@@ -116,6 +133,7 @@ __all__ = [
     "dependence_measures",
     "disparate_impact",
     "disparity_figure",
+    "explanations_html",
     "figure_to_base64",
     "find_subpopulations",
     "flip_counterfactual",
@@ -138,6 +156,8 @@ __all__ = [
     "shap_disparity",
     "shap_values",
     "subpopulation_mask",
+    "subpopulations_html",
+    "summary_html",
     "total_variation_distance",
     "two_group_measures",
     "undersample",

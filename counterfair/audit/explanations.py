@@ -40,6 +40,7 @@ from ._validation import (
     shown,
 )
 from .bootstrap import Seed, bootstrap, percentile_interval
+from .individual import EntropyIndex, FlipReport
 from .two_groups import privileged_indicator
 
 ShapMethod = Literal["kernel", "tree", "linear"]
@@ -277,3 +278,31 @@ def shap_disparity(
                          importances=importances.rename("mean_abs_shap"),
                          n_privileged=int(priv.sum()), n_unprivileged=int((~priv).sum()),
                          confidence=confidence)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExplanationAudit:
+    """Explanation-based and individual measures of one predictor, for the HTML report.
+
+    Every field is optional; the report shows the ones given.
+
+    Attributes
+    ----------
+    shap
+        SHAP disparity, importance and rank of the sensitive attribute.
+    flip
+        Counterfactual measure without an SCM (:func:`counterfair.audit.flip_counterfactual`).
+    consistency
+        k-NN consistency (:func:`counterfair.audit.consistency`).
+    entropy
+        Generalized entropy index (:func:`counterfair.audit.generalized_entropy_index`).
+    shap_method
+        Which SHAP estimator produced ``shap`` (shown in the report).
+    """
+
+    shap: ShapDisparity | None = None
+    flip: FlipReport | None = None
+    consistency: float | None = None
+    entropy: EntropyIndex | None = None
+    shap_method: str = ""
+
