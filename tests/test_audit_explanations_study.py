@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +82,8 @@ def test_variations_and_correlation() -> None:
 def test_missing_data_folder_names_where_it_looked(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COUNTERFAIR_DATA", raising=False)
-    with pytest.raises(FileNotFoundError, match="adult.data not found. Folders searched: "):
+    expected = re.escape("adult.data not found. Folders searched: ")
+    with pytest.raises(FileNotFoundError, match=expected):
         find_data_file("adult.data", tmp_path)
     monkeypatch.setenv("COUNTERFAIR_DATA", str(tmp_path / "env"))
     with pytest.raises(FileNotFoundError, match=r"\$COUNTERFAIR_DATA"):
