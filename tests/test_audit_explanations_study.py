@@ -107,7 +107,8 @@ def test_quick_run_writes_every_output(tmp_path: Path) -> None:
     out = tmp_path / "study"
     assert study.main(["--data-dir", str(DATA_DIR), "--out", str(out), "--quick"]) == 0
     for name in ("cases.csv", "agreement.csv", "agreement_by_method.csv", "variations.csv",
-                 "correlation.csv", "tables.md", "correlation.png", "run.json"):
+                 "correlation.csv", "tables.md", "correlation.png", "run.json",
+                 "audit_compas_race.html"):
         assert (out / name).stat().st_size > 0, name
     cases = pd.read_csv(out / "cases.csv")
     # 2 settings x 4 scenarios x 4 models, with 2 SHAP methods for LR, RF and GB
@@ -117,3 +118,6 @@ def test_quick_run_writes_every_output(tmp_path: Path) -> None:
     assert agreement[["vs_shap_disparity", "vs_importance"]].stack().between(0, 1).all()
     assert (out / "correlation.png").read_bytes().startswith(b"\x89PNG")
     assert "| counterfactual |" in (out / "tables.md").read_text(encoding="utf-8")
+    report = (out / "audit_compas_race.html").read_text(encoding="utf-8")
+    for section in ("Summary", "Explanation-based measures", "Affected subpopulations"):
+        assert section in report

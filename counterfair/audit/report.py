@@ -159,10 +159,11 @@ def explanations_html(audits: Mapping[str, ExplanationAudit]) -> str:
             values["GEI between groups"] = (audit.entropy.between,
                                             f"within: {audit.entropy.within:.3g}")
         for measure, (value, note) in values.items():
+            from_shap = measure in ("shap disparity", "importance", "importance rank")
             rows.append({"predictor": name, "measure": measure,
                          "meaning": EXPLANATION_MEASURES[measure], "value": value,
                          "interval / note": note,
-                         "SHAP method": audit.shap_method if audit.shap is not None else ""})
+                         "SHAP method": audit.shap_method if from_shap else ""})
     if not rows:
         return '<p class="meta">No explanation-based measures were given.</p>'
     frame = pd.DataFrame(rows).set_index(["predictor", "measure"])

@@ -5,10 +5,12 @@ applications" (EuroS&P 2017).  The rows are split at random into a *search* half
 *test* half:
 
 1. On the search half a decision tree is grown over the user attributes.  At every node
-   each candidate binary split (``column == value`` for categories, ``column <= t`` at
-   deciles for numbers) is scored by the strongest association among its two children
-   (``|P(o | s+) - P(o | s-)|``); the best split is kept if both children have at least
-   ``min_size`` search rows.  Growth stops at ``max_depth``.
+   each candidate binary split (``column == value`` for categories and numbers with at
+   most 12 values, ``column <= t`` at deciles for other numbers) is scored by the
+   strongest association among its two children, measured by the lower confidence bound
+   ``|P(o | s+) - P(o | s-)| - 1.96 SE`` so that small children cannot win by noise;
+   the best split is kept if both children have at least ``min_size`` search rows.
+   Growth stops at ``max_depth``.
 2. On the test half every node of the tree (the root included) is tested: the G-test of
    independence of the protected attribute and the outcome (its conditional form given
    a stratifier when ``given`` is passed), p-values corrected for the number of nodes by
@@ -137,6 +139,19 @@ def _difference(s_plus: NDArray[np.bool_], hit: NDArray[np.bool_]) -> float:
     if n_plus == 0 or n_minus == 0:
         return float("nan")
     return float(hit[s_plus].mean() - hit[~s_plus].mean())
+
+
+def _credible_difference(s_plus: NDArray[np.bool_], hit: NDArray[np.bool_]) -> float:
+    """``|difference| - 1.96 * its standard error``: a split score that small noisy
+    children cannot win by chance alone (NaN when a group is absent)."""
+    n_plus = int(s_plus.sum())
+    n_minus = s_plus.size - n_plus
+    if n_plus == 0 or n_minus == 0:
+        return float("nan")
+    p_plus = float(hit[s_plus].mean())
+    p_minus = float(hit[~s_plus].mean())
+    se = np.sqrt(p_plus * (1 - p_plus) / n_plus + p_minus * (1 - p_minus) / n_minus)
+    return abs(p_plus - p_minus) - 1.96 * float(se)
 
 
 def _node_statistic(s_plus: NDArray[np.bool_],
@@ -284,7 +299,7 @@ def find_subpopulations(
                 rm = in_search & cond_mask(right)
                 if lm.sum() < min_size or rm.sum() < min_size:
                     continue
-                scores = [abs(_difference(s_plus[m], hit[m])) for m in (lm, rm)]
+                scores = [_credible_difference(s_plus[m], hit[m]) for m in (lm, rm)]
                 finite = [x for x in scores if np.isfinite(x)]
                 if finite and (best is None or max(finite) > best[0]):
                     best = (max(finite), left, right)

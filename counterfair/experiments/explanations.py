@@ -630,6 +630,79 @@ def run(config: StudyConfig, out: Path, *, log: Callable[[str], None] = _log) ->
             "files": written}
 
 
+_LABELS = {
+    "adult": {"sex": ("Female", "Male"), "race": ("non-White", "White")},
+    "compas": {"sex": ("Male", "Female"), "race": ("non-Caucasian", "Caucasian")},
+}
+"""Group names of the 0/1 codes (0: unprivileged, 1: privileged) per data set."""
+
+REPORT_MODELS: tuple[tuple[str, str], ...] = (("logistic_regression", "linear"),
+                                              ("gradient_boosting", "tree"))
+"""Models audited in the example report, with the SHAP method used for each."""
+
+
+def write_example_report(config: StudyConfig, path: Path, *, setting_name: str = "compas-race",
+                         n_bootstrap: int = 200) -> Path:
+    """Audit report of two models trained on the original data of one setting.
+
+    The report has the group audit (summary table, verdicts, intervals), the
+    explanation-based measures (SHAP disparity / importance / rank, the flip measure,
+    consistency, generalized entropy) and the subpopulations whose decisions depend on
+    the sensitive attribute (FairTest-style search over the non-sensitive features).
+    """
+    from counterfair.audit import ExplanationAudit, find_subpopulations, write_report
+
+    setting = next(s for s in load_settings(replace(config, settings=(setting_name,))))
+    dataset = setting_name.split("-")[0]
+    test = setting.test
+    X = test[list(setting.features)]
+    y = test["y"].to_numpy()
+    protected = pd.DataFrame({
+        name: np.where(test[name] == 1, labels[1], labels[0])
+        for name, labels in _LABELS[dataset].items()
+    })
+    train_X, train_y, _ = training_data(setting, "original", config.seed)
+    decisions: dict[str, np.ndarray] = {}
+    audits: dict[str, ExplanationAudit] = {}
+    a = test[setting.sensitive].to_numpy()
+    rows = _sample_rows(a, config.n_explain, config.seed)
+    for model_name, method in REPORT_MODELS:
+        fitted = fit_model(model_name, train_X, train_y, None, config)
+        decisions[model_name] = fitted.predict(X)
+        background = train_X.sample(n=min(config.tree_background, len(train_X)),
+                                    random_state=config.seed)
+        result = shap_values(X.iloc[rows], method=method,  # type: ignore[arg-type]
+                             background=None if method == "tree" else background,
+                             model=fitted.model if method == "tree" else fitted.linear)
+        audits[model_name] = ExplanationAudit(
+            shap=shap_disparity(result.values, a[rows], sensitive=setting.sensitive,
+                                privileged=1, n_bootstrap=n_bootstrap, seed=config.seed),
+            flip=flip_counterfactual(fitted.predict, X, sensitive=setting.sensitive,
+                                     privileged=1, unprivileged=0, n_bootstrap=n_bootstrap,
+                                     seed=config.seed),
+            consistency=consistency(X, decisions[model_name], exclude=[setting.sensitive]),
+            entropy=generalized_entropy_index(y, decisions[model_name],
+                                              protected=protected[setting.sensitive]),
+            shap_method=f"{method} SHAP on {len(rows)} rows")
+    users = X.drop(columns=[setting.sensitive])
+    last = REPORT_MODELS[-1][0]
+    unprivileged, privileged = _LABELS[dataset][setting.sensitive]
+    subpopulations = find_subpopulations(users, protected[setting.sensitive],
+                                         decisions[last].astype(int),
+                                         protected_group=unprivileged, max_depth=3,
+                                         n_bootstrap=n_bootstrap, seed=config.seed)
+    return write_report(
+        path, y_true=y, y_pred=decisions, protected=protected,
+        reference={name: labels[1] for name, labels in _LABELS[dataset].items()},
+        n_bootstrap=n_bootstrap, seed=config.seed,
+        title=f"{setting_name}: audit of two models (favourable: {setting.favourable_label})",
+        explanations=audits, subpopulations=subpopulations,
+        extra_sections=[("About the subpopulations",
+                         f"<p>Searched over the features other than {setting.sensitive} on "
+                         f"the decisions of {last}; protected group: {unprivileged} "
+                         f"(vs {privileged}), outcome: favourable decision.</p>")])
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of the ``explanations`` command."""
     parser = argparse.ArgumentParser(
@@ -657,8 +730,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = factory(data_dir=data_dir, seed=args.seed)
     try:
         result = run(config, Path(args.out))
+        report = write_example_report(config, Path(args.out) / "audit_compas_race.html",
+                                      n_bootstrap=20 if args.quick else 200)
     except FileNotFoundError as error:
         print(f"error: {error}")
         return 2
     print(_markdown(result["comparison"]))
+    print(f"example audit report: {report}")
     return 0
