@@ -145,3 +145,17 @@ def test_gei_corner_cases() -> None:
             generalized_entropy_index([0, 1], [0, 1], alpha=alpha)
     with pytest.raises(ValueError, match="needs positive benefits"):
         generalized_entropy_index([1, 0], [0, 0], alpha=-1.0)
+
+
+def test_gei_bootstrap_intervals_are_seeded_and_cover_the_estimate() -> None:
+    rng = np.random.default_rng(77)
+    y = rng.integers(0, 2, 1500)
+    pred = rng.integers(0, 2, 1500)
+    group = rng.choice(["p", "q"], 1500)
+    one = generalized_entropy_index(y, pred, protected=group, n_bootstrap=100, seed=4)
+    two = generalized_entropy_index(y, pred, protected=group, n_bootstrap=100, seed=4)
+    assert one.ci is not None and two.ci is not None
+    pd.testing.assert_frame_equal(one.ci, two.ci)
+    assert one.ci.loc["total", "lower"] < one.total < one.ci.loc["total", "upper"]
+    assert one.ci.loc["within", "lower"] < one.within < one.ci.loc["within", "upper"]
+    assert generalized_entropy_index(y, pred).ci is None

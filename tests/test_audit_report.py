@@ -138,7 +138,7 @@ def test_explanation_and_subpopulation_sections(tmp_path: Path) -> None:
         flip=flip_counterfactual(model, X[["x", "a"]], sensitive="a", privileged=1,
                                  unprivileged=0),
         consistency=consistency(X[["x", "a"]], pred, exclude=["a"]),
-        entropy=generalized_entropy_index(y, pred, protected=X["a"]),
+        entropy=generalized_entropy_index(y, pred, protected=X["a"], n_bootstrap=20),
         shap_method="exact (additive)")
     subs = find_subpopulations(X[["region"]], X["a"], pred, protected_group=1, max_depth=1,
                                n_bootstrap=20)

@@ -215,6 +215,10 @@ class EntropyIndex:
         ``within_contribution``.
     alpha
         The order of the index.
+    ci
+        Percentile bootstrap intervals of ``total``, ``between`` and ``within``
+        (rows; columns ``lower, upper``), resampling stratified by group; ``None``
+        without bootstrap.
     """
 
     total: float
@@ -222,6 +226,7 @@ class EntropyIndex:
     within: float
     by_group: pd.DataFrame
     alpha: float
+    ci: pd.DataFrame | None = None
 
 
 def _ge(b: NDArray[np.float64], alpha: float) -> float:
@@ -237,6 +242,9 @@ def generalized_entropy_index(
     *,
     protected: ArrayLike | None = None,
     alpha: float = 2.0,
+    n_bootstrap: int = 0,
+    confidence: float = 0.95,
+    seed: Seed = 0,
 ) -> EntropyIndex:
     """Generalized entropy index of the benefits ``b_i = y^_i - y_i + 1``.
 
@@ -255,6 +263,8 @@ def generalized_entropy_index(
     alpha
         Order, any real number except 0 and 1 (default 2: half the squared coefficient
         of variation).  Negative orders need every benefit to be positive.
+    n_bootstrap, confidence, seed
+        Percentile bootstrap intervals of the total and its two parts (0: none).
 
     Returns
     -------
@@ -285,20 +295,38 @@ def generalized_entropy_index(
         values = as_1d(protected, "protected")
         check_lengths([("y_true", y.size), ("protected", values.size)])
         codes, labels = encode(values, "protected")
+    n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
+    confidence = check_open_unit(confidence, "confidence")
+    total, between, within, rows = _decompose(benefit, codes, labels, alpha)
+    ci = None
+    if n_bootstrap:
+        def statistic(r: NDArray[np.intp]) -> NDArray[np.float64]:
+            return np.array(_decompose(benefit[r], codes[r], labels, alpha)[:3])
+
+        lower, upper = bootstrap_interval(statistic, benefit.size, n_resamples=n_bootstrap,
+                                          confidence=confidence, seed=seed, strata=codes)
+        ci = pd.DataFrame({"lower": lower, "upper": upper},
+                          index=pd.Index(["total", "between", "within"], name="part"))
+    return EntropyIndex(total=total, between=between, within=within,
+                        by_group=pd.DataFrame(rows).set_index("group"), alpha=alpha, ci=ci)
+
+
+def _decompose(benefit: NDArray[np.float64], codes: NDArray[np.intp], labels: list[Hashable],
+               alpha: float) -> tuple[float, float, float, list[dict[str, object]]]:
+    """Total, between, within and the per-group rows of the GE decomposition."""
     mu = benefit.mean()
     total = _ge(benefit, alpha)
     group_mean = np.array([benefit[codes == g].mean() for g in range(len(labels))])
     between = _ge(group_mean[codes], alpha)
-    rows = []
+    rows: list[dict[str, object]] = []
     within = 0.0
     for g, label in enumerate(labels):
         b = benefit[codes == g]
-        share = b.size / y.size
+        share = b.size / benefit.size
         ge_g = _ge(b, alpha)
         # a group whose benefits are all 0 contributes nothing for alpha > 0
         contribution = 0.0 if group_mean[g] == 0 else share * (group_mean[g] / mu) ** alpha * ge_g
         within += contribution
         rows.append({"group": label, "size": b.size, "mean_benefit": group_mean[g],
                      "ge": ge_g, "within_contribution": contribution})
-    return EntropyIndex(total=total, between=between, within=float(within),
-                        by_group=pd.DataFrame(rows).set_index("group"), alpha=alpha)
+    return total, between, float(within), rows

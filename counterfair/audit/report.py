@@ -154,8 +154,12 @@ def explanations_html(audits: Mapping[str, ExplanationAudit]) -> str:
         if audit.consistency is not None:
             values["consistency"] = (audit.consistency, "")
         if audit.entropy is not None:
-            values["generalized entropy index"] = (audit.entropy.total,
-                                                   f"alpha = {audit.entropy.alpha:g}")
+            note = f"alpha = {audit.entropy.alpha:g}"
+            if audit.entropy.ci is not None:
+                ci = audit.entropy.ci
+                note = (_interval(float(ci.loc["total", "lower"]),
+                                  float(ci.loc["total", "upper"])) + "; " + note)
+            values["generalized entropy index"] = (audit.entropy.total, note)
             values["GEI between groups"] = (audit.entropy.between,
                                             f"within: {audit.entropy.within:.3g}")
         for measure, (value, note) in values.items():

@@ -682,7 +682,8 @@ def write_example_report(config: StudyConfig, path: Path, *, setting_name: str =
                                      seed=config.seed),
             consistency=consistency(X, decisions[model_name], exclude=[setting.sensitive]),
             entropy=generalized_entropy_index(y, decisions[model_name],
-                                              protected=protected[setting.sensitive]),
+                                              protected=protected[setting.sensitive],
+                                              n_bootstrap=n_bootstrap, seed=config.seed),
             shap_method=f"{method} SHAP on {len(rows)} rows")
     users = X.drop(columns=[setting.sensitive])
     last = REPORT_MODELS[-1][0]
