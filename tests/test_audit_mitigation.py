@@ -99,3 +99,14 @@ def test_undersampling_cannot_raise_a_rate_without_positives() -> None:
     with pytest.raises(ValueError, match=re.escape(NO_POSITIVES.format(
             group="not M", attribute="protected", label="positive", target=0.3))):
         undersample(a, y, privileged="M", d=0.0)
+
+
+def test_extreme_rates_give_targets_inside_the_unit_interval() -> None:
+    # PR_F = 0.95, PR_U = 0.05, small privileged group: f(d) dips below 0 near d = -0.6
+    a = np.array(["M"] * 20 + ["F"] * 200)
+    y = np.array([1] * 19 + [0] + [1] * 10 + [0] * 190)
+    f, _ = undersampling_targets(0.95, 0.05, 29 / 220, -0.6)
+    assert f < 0
+    rows, plan = undersample(a, y, privileged="M", d=-0.6)
+    assert plan.target_privileged == 0.0
+    assert y[rows][a[rows] == "M"].tolist() == [0]  # only the negative is kept

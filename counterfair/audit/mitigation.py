@@ -74,7 +74,7 @@ class UndersamplingPlan:
     rate_privileged, rate_unprivileged, rate_overall
         ``PR_F``, ``PR_U`` and ``PR_D`` before sampling.
     target_privileged, target_unprivileged
-        ``f(d)`` and ``u(d)``.
+        ``f(d)`` and ``u(d)`` (clipped to [0, 1]).
     """
 
     d: float
@@ -147,6 +147,8 @@ def undersample(
     check_lengths([("protected", priv.size), ("y_true", y.size)])
     rates = (float(y[priv].mean()), float(y[~priv].mean()), float(y.mean()))
     f, u = undersampling_targets(*rates, d)
+    # the quadratic can leave [0, 1] for extreme rates (e.g. PR_F near 1 and PR_U near 0)
+    f, u = float(np.clip(f, 0.0, 1.0)), float(np.clip(u, 0.0, 1.0))
     rng = np.random.default_rng(seed)
     kept = []
     for mask, target, label in ((priv, f, privileged), (~priv, u, f"not {privileged}")):

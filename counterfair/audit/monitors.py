@@ -226,6 +226,9 @@ def perturbation_check(
         raise ValueError(NOT_A_COLUMN.format(name="feature", column=spec.feature,
                                              where="payload",
                                              available=shown(list(payload.columns))))
+    if not payload.index.is_unique:
+        raise ValueError("payload must have a unique index (records are matched by it); "
+                         "call payload.reset_index(drop=True) first")
     threshold_percent = check_finite(threshold_percent, "threshold_percent")
     groups = spec.membership(payload[spec.feature])
     decisions = pd.Series(as_1d(predict(payload), "predict(payload)"), index=payload.index)

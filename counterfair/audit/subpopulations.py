@@ -274,7 +274,7 @@ def find_subpopulations(
     search = ~is_test
 
     candidates = {str(c): _candidates(frame[c]) for c in frame.columns}
-    masks = {str(c): {} for c in frame.columns}  # type: dict[str, dict[Condition, NDArray[np.bool_]]]
+    masks: dict[str, dict[Condition, NDArray[np.bool_]]] = {str(c): {} for c in frame.columns}
 
     def cond_mask(condition: Condition) -> NDArray[np.bool_]:
         cache = masks[condition[0]]
