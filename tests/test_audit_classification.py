@@ -53,6 +53,7 @@ def _expected(y: np.ndarray, p: np.ndarray, total_pp: float) -> dict[str, float]
         "fdr": fp / (fp + tp),
         "for": fn / (fn + tn),
         "accuracy": accuracy_score(y, p),
+        "npv": tn / (tn + fn),
     }
 
 

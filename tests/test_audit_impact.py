@@ -35,7 +35,7 @@ def test_ratio_matches_manual_rates(data: Data) -> None:
     assert result.monitored_rate == pytest.approx(rate_a)
     assert result.reference_rate == pytest.approx(rate_c)
     assert result.ratio_percent == pytest.approx(100 * rate_a / rate_c)
-    assert result.flagged is bool(100 * rate_a / rate_c < 80)
+    assert result.flagged is bool(100 * rate_a / rate_c <= 80)
 
 
 def test_default_reference_is_largest_other_group(data: Data) -> None:
@@ -55,8 +55,19 @@ def test_flag_flips_at_threshold(data: Data) -> None:
     ratio = disparate_impact(decisions, group, monitored="a").ratio_percent
     below = disparate_impact(decisions, group, monitored="a", threshold_percent=ratio + 1e-6)
     at = disparate_impact(decisions, group, monitored="a", threshold_percent=ratio)
+    above = disparate_impact(decisions, group, monitored="a", threshold_percent=ratio - 1e-6)
     assert below.flagged is True
-    assert at.flagged is False
+    assert at.flagged is True  # a ratio equal to the threshold is already disparate impact
+    assert above.flagged is False
+
+
+def test_exactly_four_fifths_is_flagged() -> None:
+    # monitored rate 0.4, reference rate 0.5: ratio exactly 80 %
+    decisions = [1] * 4 + [0] * 6 + [1] * 5 + [0] * 5
+    group = ["m"] * 10 + ["r"] * 10
+    result = disparate_impact(decisions, group, monitored="m", reference="r")
+    assert result.ratio_percent == pytest.approx(80.0)
+    assert result.flagged is True
 
 
 def test_undefined_ratio_is_not_flagged() -> None:

@@ -13,7 +13,18 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from counterfair.audit import disparity_figure, group_metrics, write_report
+from counterfair.audit import (
+    EXPLANATION_MEASURES,
+    ExplanationAudit,
+    consistency,
+    disparity_figure,
+    find_subpopulations,
+    flip_counterfactual,
+    generalized_entropy_index,
+    group_metrics,
+    shap_disparity,
+    write_report,
+)
 from counterfair.audit._validation import BAD_CHOICE, NO_PREDICTORS
 
 Data = tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]
@@ -52,8 +63,13 @@ def test_classification_report_is_self_contained(tmp_path: Path, data: Data) -> 
     images = _images(text)
     assert len(images) == 2
     assert all(img.startswith(b"\x89PNG\r\n\x1a\n") for img in images)
-    summary = group_metrics(y, preds["full model"], protected).summary()
-    assert html.escape(summary) in text
+    # the summary is a table: one row per criterion with its plain-language meaning
+    table = group_metrics(y, preds["full model"], protected).summary_table()
+    assert 'class="dataframe audit summary"' in text
+    for meaning in table["meaning"]:
+        assert html.escape(meaning, quote=False) in text
+    assert 'class="verdict-' in text
+    assert '<pre class="summary">' not in text  # no wall of text any more
 
 
 def test_regression_report(tmp_path: Path, data: Data) -> None:
@@ -93,3 +109,46 @@ def test_disparity_figure_draws_tau_band(data: Data) -> None:
     assert (x0, x1) == pytest.approx((0.75, 1 / 0.75))
     labels = [t.get_text() for t in axes[0].get_yticklabels()]
     assert any(label.endswith("(ref)") for label in labels)
+
+
+def test_summary_table_colours_failures(tmp_path: Path) -> None:
+    group = pd.Series(["a"] * 20 + ["b"] * 10, name="g")
+    pred = np.array([1] * 10 + [0] * 10 + [1] * 4 + [0] * 6)
+    y = np.array([1, 0] * 15)
+    text = write_report(tmp_path / "r.html", y_true=y, y_pred=pred, protected=group,
+                        tau=0.9).read_text(encoding="utf-8")
+    assert '<td class="verdict-fail">FAIL</td>' in text
+    assert "g = 'b' (predicted_prevalence 0.8)" in text
+
+
+def test_explanation_and_subpopulation_sections(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    n = 2000
+    X = pd.DataFrame({"x": rng.normal(size=n), "a": rng.integers(0, 2, n),
+                      "region": rng.choice(["n", "s"], n)})
+    y = (rng.random(n) < 0.5).astype(int)
+    pred = ((X["x"] + 0.5 * X["a"]) > 0.2).astype(int).to_numpy()
+
+    def model(frame: pd.DataFrame) -> np.ndarray:
+        return ((frame["x"] + 0.5 * frame["a"]) > 0.2).astype(float).to_numpy()
+
+    shap_like = pd.DataFrame({"x": X["x"], "a": 0.5 * (X["a"] - X["a"].mean())})
+    audit = ExplanationAudit(
+        shap=shap_disparity(shap_like, X["a"], sensitive="a", privileged=1, n_bootstrap=20),
+        flip=flip_counterfactual(model, X[["x", "a"]], sensitive="a", privileged=1,
+                                 unprivileged=0),
+        consistency=consistency(X[["x", "a"]], pred, exclude=["a"]),
+        entropy=generalized_entropy_index(y, pred, protected=X["a"], n_bootstrap=20),
+        shap_method="exact (additive)")
+    subs = find_subpopulations(X[["region"]], X["a"], pred, protected_group=1, max_depth=1,
+                               n_bootstrap=20)
+    text = write_report(tmp_path / "x.html", y_true=y, y_pred={"rule": pred},
+                        protected=X[["a"]], explanations={"rule": audit},
+                        subpopulations=subs).read_text(encoding="utf-8")
+    assert "<h2>Explanation-based measures</h2>" in text
+    for meaning in EXPLANATION_MEASURES.values():
+        assert html.escape(meaning, quote=False) in text
+    assert "exact (additive)" in text
+    assert "<h2>Affected subpopulations</h2>" in text
+    assert "Strongest significant subpopulations" in text
+    assert "region == 'n'" in text and "[0] all: n = 1000" in text

@@ -10,12 +10,28 @@
   G-test, with interval-based verdicts (:class:`DependenceReport`).
 * :func:`counterfactual_fairness` -- causal change of a predictor's output under
   ``do(A = a')`` with a fitted SCM, beside the naive flip test (:class:`CounterfactualReport`).
-* :func:`write_report` -- self-contained HTML report.
+* :func:`two_group_measures` -- statistical parity / equal opportunity differences and
+  disparate impact (``<= tau`` is unfair) for a privileged group.
+* :func:`flip_counterfactual`, :func:`consistency`, :func:`generalized_entropy_index` --
+  individual measures: attribute flip without an SCM, k-NN consistency, GE index with
+  its between/within decomposition (:class:`EntropyIndex`).
+* :func:`class_balance` -- balance for the positive and negative class.
+* :func:`shap_values`, :func:`shap_disparity` -- SHAP-based discrimination measures
+  (Kernel, Tree, Linear SHAP via ``shap``).
+* :func:`reweighing_weights`, :func:`undersample` -- pre-processing mitigation.
+* :func:`find_subpopulations` -- FairTest-style search for affected subpopulations.
+* :class:`GroupSpec`, :func:`monitor_disparate_impact`, :func:`perturbation_check` --
+  monitor-style groups (values / ranges) and the perturbation check without an SCM.
+* :func:`write_report` -- self-contained HTML report: a summary table per predictor, one
+  plain-language line per criterion, explanation-based measures and subpopulations.
 """
 
+from .balance import BALANCE_MEASURES, class_balance
 from .bootstrap import bootstrap, bootstrap_interval, percentile_interval
 from .classification import (
     COUNT_COLUMNS,
+    CRITERION_EXPLANATIONS,
+    JOINT_CRITERIA,
     PARITY_CRITERIA,
     RATE_METRICS,
     GroupReport,
@@ -31,54 +47,120 @@ from .dependence import (
     contingency_table,
     dependence_measures,
     g_test,
+    kl_divergence,
     mutual_information,
+    normalized_conditional_mutual_information,
     normalized_mutual_information,
     selection_difference,
     selection_lift,
     total_variation_distance,
 )
+from .explanations import (
+    ExplanationAudit,
+    ShapDisparity,
+    ShapResult,
+    shap_disparity,
+    shap_values,
+)
 from .impact import DisparateImpact, disparate_impact
+from .individual import (
+    EntropyIndex,
+    FlipReport,
+    consistency,
+    flip_counterfactual,
+    generalized_entropy_index,
+)
+from .mitigation import UndersamplingPlan, reweighing_weights, undersample, undersampling_targets
+from .monitors import (
+    GroupSpec,
+    PerturbationReport,
+    monitor_disparate_impact,
+    perturbation_check,
+)
 from .plotting import disparity_figure, figure_to_base64
 from .regression import REGRESSION_METRICS, RegressionReport, regression_metrics
-from .report import regression_html, render_report, write_report
+from .report import (
+    EXPLANATION_MEASURES,
+    explanations_html,
+    regression_html,
+    render_report,
+    subpopulations_html,
+    summary_html,
+    write_report,
+)
 from .slices import SLICE_MEASURES, ConfusionCounts, compare_slices
+from .subpopulations import SubpopulationReport, find_subpopulations, subpopulation_mask
+from .two_groups import TWO_GROUP_MEASURES, two_group_measures
 
 __all__ = [
+    "BALANCE_MEASURES",
     "COUNT_COLUMNS",
+    "CRITERION_EXPLANATIONS",
     "DEPENDENCE_MEASURES",
+    "EXPLANATION_MEASURES",
+    "JOINT_CRITERIA",
     "PARITY_CRITERIA",
     "RATE_METRICS",
     "REGRESSION_METRICS",
     "SLICE_MEASURES",
+    "TWO_GROUP_MEASURES",
     "ConfusionCounts",
     "CounterfactualReport",
     "DependenceReport",
     "DisparateImpact",
+    "EntropyIndex",
+    "ExplanationAudit",
+    "FlipReport",
     "GTest",
     "GroupReport",
+    "GroupSpec",
+    "PerturbationReport",
     "RegressionReport",
+    "ShapDisparity",
+    "ShapResult",
+    "SubpopulationReport",
+    "UndersamplingPlan",
     "binary_decisions",
     "bootstrap",
     "bootstrap_interval",
+    "class_balance",
     "compare_slices",
     "conditional_mutual_information",
+    "consistency",
     "contingency_table",
     "counterfactual_fairness",
     "counterfactual_html",
     "dependence_measures",
     "disparate_impact",
     "disparity_figure",
+    "explanations_html",
     "figure_to_base64",
+    "find_subpopulations",
+    "flip_counterfactual",
     "g_test",
+    "generalized_entropy_index",
     "group_metrics",
+    "kl_divergence",
+    "monitor_disparate_impact",
     "mutual_information",
+    "normalized_conditional_mutual_information",
     "normalized_mutual_information",
     "percentile_interval",
+    "perturbation_check",
     "regression_html",
     "regression_metrics",
     "render_report",
+    "reweighing_weights",
     "selection_difference",
     "selection_lift",
+    "shap_disparity",
+    "shap_values",
+    "subpopulation_mask",
+    "subpopulations_html",
+    "summary_html",
     "total_variation_distance",
+    "two_group_measures",
+    "undersample",
+    "undersampling_targets",
     "write_report",
 ]

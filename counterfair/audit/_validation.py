@@ -47,6 +47,16 @@ NOT_FINITE_NUMBER = "{name} must be a finite number; got {value!r}"
 NEGATIVE_COUNT = "{name} must be a non-negative integer; got {value!r}"
 POSITIVE_REQUIRED = "{name} must be positive; got {value!r}"
 BAD_CHOICE = "{name} must be one of {choices}; got {value!r}"
+NEGATIVE_TOLERANCE = "{name} must be non-negative; got {value!r}"
+NOT_TWO_GROUPS = (
+    "{name} must have exactly two groups for this measure; found {count}: {available}"
+)
+NOT_A_COLUMN = "{name} {column!r} is not a column of {where}; columns: {available}"
+OUT_OF_RANGE = "{name} must satisfy {low} <= {name} <= {high}; got {value!r}"
+NO_POSITIVES = (
+    "group {group!r} of attribute {attribute!r} has no {label} outcomes, so its rate cannot "
+    "be moved to the target {target:.4g}"
+)
 NO_PREDICTORS = "y_pred must map at least one predictor name to predictions; got an empty mapping"
 
 _MAX_SHOWN = 10

@@ -19,8 +19,10 @@ from numpy.typing import ArrayLike, NDArray
 from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
 from ._tables import ci_frame, disparities, divide
 from ._validation import (
+    NEGATIVE_TOLERANCE,
     as_binary,
     as_numeric,
+    check_choice,
     check_count,
     check_finite,
     check_lengths,
@@ -43,8 +45,9 @@ RATE_METRICS: tuple[str, ...] = (
     "fnr",
     "precision",
     "fdr",
-    "for",
+    "for",  # false omission rate FN / (FN + TN): the share of predicted negatives that are positive
     "accuracy",
+    "npv",  # negative predictive value TN / (TN + FN) = 1 - for
 )
 """Rate columns of :attr:`GroupReport.by_group`; ratios, differences and CIs cover these."""
 
@@ -55,8 +58,33 @@ PARITY_CRITERIA: dict[str, str] = {
     "false_negative_parity": "fnr",
     "fdr_parity": "fdr",
     "for_parity": "for",
+    "npv_parity": "npv",
 }
-"""Parity criterion -> the rate whose ratio to the reference group is judged."""
+"""Parity criterion -> the rate whose ratio to the reference group is judged.
+
+The omission rate of the issue tracker is the false omission rate ``for``; its parity
+criterion is ``for_parity`` (NPV parity judges the complementary rate ``1 - for``).
+"""
+
+JOINT_CRITERIA: dict[str, tuple[str, ...]] = {"equalized_odds": ("tpr", "fpr")}
+"""Criteria judged jointly on several rates: a group passes only if every rate passes."""
+
+CRITERION_EXPLANATIONS: dict[str, str] = {
+    "equal_parity": "Each group receives the same share of all positive decisions.",
+    "proportional_parity": "Each group is given positive decisions at the same rate "
+                           "(demographic / statistical parity).",
+    "false_positive_parity": "Among people who are truly negative, each group is wrongly "
+                             "given a positive decision equally often.",
+    "false_negative_parity": "Among people who are truly positive, each group is wrongly "
+                             "given a negative decision equally often.",
+    "fdr_parity": "Among positive decisions, each group has the same share of mistakes.",
+    "for_parity": "Among negative decisions, each group has the same share of mistakes "
+                  "(false omission rate).",
+    "npv_parity": "A negative decision is equally reliable in each group "
+                  "(negative predictive value).",
+    "equalized_odds": "True-positive and false-positive rates are both equal across groups.",
+}
+"""One plain-language line per criterion, shown in the report's summary table."""
 
 
 def binary_decisions(
@@ -94,19 +122,37 @@ def _rates(
         divide(fp, tp + fp),
         divide(fn, fn + tn),
         divide(tp + tn, n),
+        divide(tn, tn + fn),
     ])
     return np.column_stack([n, tp, fp, fn, tn]), rates
 
 
+def _band(values: NDArray[np.float64], low: float, high: float) -> pd.arrays.BooleanArray:
+    passed = pd.array((values >= low) & (values <= high), dtype="boolean")
+    passed[np.isnan(values)] = pd.NA
+    return passed
+
+
+def _joint(parts: list[pd.arrays.BooleanArray]) -> pd.arrays.BooleanArray:
+    """Kleene AND: False if any part fails, NA if none fails but one is undefined."""
+    out = parts[0].copy()
+    for part in parts[1:]:
+        out = out & part
+    return out
+
+
+def _band_verdicts(table: pd.DataFrame, low: float, high: float) -> pd.DataFrame:
+    out = {criterion: _band(table[metric].to_numpy(dtype=np.float64), low, high)
+           for criterion, metric in PARITY_CRITERIA.items()}
+    for criterion, metrics in JOINT_CRITERIA.items():
+        out[criterion] = _joint([_band(table[m].to_numpy(dtype=np.float64), low, high)
+                                 for m in metrics])
+    return pd.DataFrame(out, index=table.index)
+
+
 def _verdicts(ratios: pd.DataFrame, tau: float) -> pd.DataFrame:
-    """Nullable-boolean pass/fail per parity criterion (NA where the ratio is undefined)."""
-    out = {}
-    for criterion, metric in PARITY_CRITERIA.items():
-        ratio = ratios[metric].to_numpy(dtype=np.float64)
-        passed = pd.array((ratio >= tau) & (ratio <= 1.0 / tau), dtype="boolean")
-        passed[np.isnan(ratio)] = pd.NA
-        out[criterion] = passed
-    return pd.DataFrame(out, index=ratios.index)
+    """Nullable-boolean pass/fail per criterion (NA where the ratio is undefined)."""
+    return _band_verdicts(ratios, tau, 1.0 / tau)
 
 
 def _fmt(group: Hashable) -> str:
@@ -129,8 +175,9 @@ class GroupReport:
     differences
         Each rate minus the reference group's rate.
     verdicts
-        Pass (``True``) / fail (``False``) per criterion of :data:`PARITY_CRITERIA`,
-        nullable boolean with ``<NA>`` where the ratio is undefined.
+        Pass (``True``) / fail (``False``) per criterion of :data:`PARITY_CRITERIA` and
+        :data:`JOINT_CRITERIA` (equalized odds: TPR and FPR ratios both in the band),
+        nullable boolean with ``<NA>`` where a ratio is undefined.
     reference
         Reference group of each attribute.
     tau
@@ -161,13 +208,87 @@ class GroupReport:
     difference_ci: pd.DataFrame | None = None
 
     def failures(self) -> pd.DataFrame:
-        """Long table of failing groups: criterion, attribute, group, metric, ratio."""
+        """Long table of failing groups: criterion, attribute, group, metric, ratio.
+
+        A failing joint criterion (equalized odds) contributes one row per failing rate.
+        """
         rows = []
-        for criterion, metric in PARITY_CRITERIA.items():
+        checks = [(c, m) for c, m in PARITY_CRITERIA.items()]
+        checks += [(c, m) for c, ms in JOINT_CRITERIA.items() for m in ms]
+        band = _band_verdicts(self.ratios, self.tau, 1.0 / self.tau)
+        for criterion, metric in checks:
             failed = self.verdicts[criterion].eq(False).fillna(False).to_numpy(dtype=bool)
+            if criterion in JOINT_CRITERIA:
+                own = pd.Series(_band(self.ratios[metric].to_numpy(dtype=np.float64),
+                                      self.tau, 1.0 / self.tau), index=band.index)
+                failed &= own.eq(False).fillna(False).to_numpy(dtype=bool)
             for (attribute, group), ratio in self.ratios[metric][failed].items():
                 rows.append((criterion, attribute, group, metric, float(ratio)))
         return pd.DataFrame(rows, columns=["criterion", "attribute", "group", "metric", "ratio"])
+
+    def epsilon_verdicts(self, epsilon: float, *, on: str = "difference") -> pd.DataFrame:
+        """Pass/fail per criterion with a tolerance ``epsilon`` instead of ``tau``.
+
+        Parameters
+        ----------
+        epsilon
+            Non-negative tolerance.
+        on
+            ``"difference"``: a group passes when ``|rate - reference rate| <= epsilon``;
+            ``"ratio"``: when ``exp(-epsilon) <= rate / reference rate <= exp(epsilon)``
+            (a bound on the log-ratio, as in epsilon-differential fairness).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Nullable booleans like :attr:`verdicts` (same columns and index).
+        """
+        on = check_choice(on, "on", ("difference", "ratio"))
+        epsilon = check_finite(epsilon, "epsilon")
+        if epsilon < 0:
+            raise ValueError(NEGATIVE_TOLERANCE.format(name="epsilon", value=epsilon))
+        if on == "difference":
+            return _band_verdicts(self.differences, -epsilon, epsilon)
+        return _band_verdicts(self.ratios, float(np.exp(-epsilon)), float(np.exp(epsilon)))
+
+    def summary_table(self) -> pd.DataFrame:
+        """One row per criterion, readable at a glance.
+
+        Columns: ``criterion`` (plain name), ``meaning`` (one line), ``measure`` (rate(s)
+        compared), ``verdict`` (``"pass"``, ``"FAIL"`` or ``"n/a"`` when no group fails
+        but some ratio is undefined), ``failing groups`` (with their ratios) and
+        ``worst ratio`` (farthest from 1 on the log scale, over all groups).
+        """
+        rows = []
+        criteria: dict[str, tuple[str, ...]] = {c: (m,) for c, m in PARITY_CRITERIA.items()}
+        criteria.update(JOINT_CRITERIA)
+        failures = self.failures()
+        for criterion, metrics in criteria.items():
+            verdict = self.verdicts[criterion]
+            failed = failures[failures["criterion"] == criterion]
+            if len(failed):
+                word = "FAIL"
+            elif verdict.isna().any():
+                word = "n/a"
+            else:
+                word = "pass"
+            ratios = self.ratios[list(metrics)].to_numpy(dtype=np.float64).ravel()
+            finite = ratios[np.isfinite(ratios) & (ratios > 0)]
+            worst = float(finite[np.argmax(np.abs(np.log(finite)))]) if finite.size else np.nan
+            groups = ", ".join(
+                f"{a} = {_fmt(g)} ({m} {r:.3g})"
+                for a, g, m, r in failed[["attribute", "group", "metric", "ratio"]]
+                .itertuples(index=False)
+            )
+            rows.append({
+                "criterion": criterion.replace("_", " "),
+                "meaning": CRITERION_EXPLANATIONS[criterion],
+                "measure": " and ".join(metrics) + " ratio",
+                "verdict": word,
+                "failing groups": groups or "none",
+                "worst ratio": worst,
+            })
+        return pd.DataFrame(rows)
 
     def summary(self) -> str:
         """Short text naming, per criterion, the groups that fail (or cannot be judged)."""

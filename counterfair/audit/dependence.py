@@ -150,6 +150,62 @@ def conditional_mutual_information(
     return _cmi_and_dof(s, o, z, len(s_labels), len(o_labels), len(z_labels))[0]
 
 
+def _conditional_entropies(
+    s: NDArray[np.intp], o: NDArray[np.intp], z: NDArray[np.intp], n_s: int, n_o: int, n_z: int
+) -> tuple[float, float]:
+    """``H(S | Z)`` and ``H(O | Z)`` in nats."""
+    h_s = h_o = 0.0
+    total = s.size
+    for level in range(n_z):
+        rows = z == level
+        weight = int(rows.sum())
+        if weight == 0:
+            continue
+        h_s += weight / total * _entropy(np.bincount(s[rows], minlength=n_s).astype(float))
+        h_o += weight / total * _entropy(np.bincount(o[rows], minlength=n_o).astype(float))
+    return h_s, h_o
+
+
+def normalized_conditional_mutual_information(
+    protected: ArrayLike, outcome: ArrayLike, given: ArrayLike
+) -> float:
+    """``I(S; O | Z) / min(H(S | Z), H(O | Z))`` in [0, 1].
+
+    NaN when S or O is constant within every stratum of Z (a conditional entropy is 0).
+    """
+    (s, s_labels), (o, o_labels), z_enc = _encode_pair(protected, outcome, given)
+    assert z_enc is not None
+    z, z_labels = z_enc
+    cmi = _cmi_and_dof(s, o, z, len(s_labels), len(o_labels), len(z_labels))[0]
+    scale = min(_conditional_entropies(s, o, z, len(s_labels), len(o_labels), len(z_labels)))
+    return cmi / scale if scale > 0 else float("nan")
+
+
+def kl_divergence(
+    protected: ArrayLike, outcome: ArrayLike, *, protected_group: Hashable
+) -> pd.Series:
+    """Per-outcome terms of ``KL(P(O | s+) || P(O | s-))`` in nats, and their sum.
+
+    The term of outcome ``o`` is ``P(o | s+) * log(P(o | s+) / P(o | s-))`` (0 when
+    ``P(o | s+) = 0``; ``inf`` when ``P(o | s+) > 0 = P(o | s-)``).  A term can be
+    negative; their sum, the divergence, is not.
+
+    Returns
+    -------
+    pandas.Series
+        Indexed by the outcome values, then ``"total"``.
+    """
+    (s, s_labels), (o, o_labels), _ = _encode_pair(protected, outcome)
+    a, _ = _positions(s_labels, o_labels, s, protected_group, None)
+    p_plus, p_minus = _conditionals(_table(s, o, len(s_labels), len(o_labels)), a)
+    terms = np.zeros(len(o_labels))
+    seen = p_plus > 0
+    with np.errstate(divide="ignore"):
+        terms[seen] = p_plus[seen] * (np.log(p_plus[seen]) - np.log(p_minus[seen]))
+    index = pd.Index([*o_labels, "total"], name="outcome", dtype=object)
+    return pd.Series([*terms, float(terms.sum())], index=index, name="kl_divergence")
+
+
 @dataclass(frozen=True)
 class GTest:
     """G-test of independence: statistic ``G``, degrees of freedom and p-value."""

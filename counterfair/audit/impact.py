@@ -1,7 +1,9 @@
 """Disparate impact: the favourable-outcome rate of a monitored group relative to a reference.
 
 ``disparate impact = 100 * P(favourable | monitored) / P(favourable | reference)`` in
-percent; it is flagged when below ``threshold_percent`` (80 %: the four-fifths rule).
+percent; it is flagged when at or below ``threshold_percent`` (default 80 %): a ratio of
+exactly 80 % already counts as disparate impact, as in IBM Watson OpenScale's fairness
+monitor and in Cesaro's definition (unfair when ``ratio <= tau``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ class DisparateImpact:
     threshold_percent
         Flagging threshold in percent.
     flagged
-        ``True`` when ``ratio_percent < threshold_percent``; ``None`` when undefined.
+        ``True`` when ``ratio_percent <= threshold_percent``; ``None`` when undefined.
     ci_lower, ci_upper
         Percentile bootstrap interval of ``ratio_percent`` (NaN without bootstrap).
     confidence
@@ -109,7 +111,7 @@ def disparate_impact(
     favourable
         Which decision (1 or 0) is favourable.
     threshold_percent
-        Flag when the ratio is below this percentage (default 80).
+        Flag when the ratio is at or below this percentage (default 80).
     n_bootstrap
         Bootstrap resamples for an interval on the ratio (0: none); resampling is
         stratified by group.
@@ -158,7 +160,7 @@ def disparate_impact(
     all_rows = np.arange(codes.size)
     monitored_rate, reference_rate = _rates(fav, codes, a, b, all_rows)
     percent = _percent(monitored_rate, reference_rate)
-    flagged = None if np.isnan(percent) else bool(percent < threshold_percent)
+    flagged = None if np.isnan(percent) else bool(percent <= threshold_percent)
 
     lower = upper = float("nan")
     if n_bootstrap:
