@@ -3,12 +3,15 @@
 * ``counterfair law-school ...`` -- reproduce the law school study;
 * ``counterfair audit data.csv --label y --predictions p --protected race sex`` --
   group-fairness HTML report of any predictions;
-* ``counterfair compile`` -- compile the shipped Stan programs ahead of time.
+* ``counterfair compile`` -- compile the shipped Stan programs ahead of time;
+* ``counterfair explanations --out DIR`` -- the explanation-based discrimination study
+  (fairness measures against SHAP measures on Adult and COMPAS).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -143,6 +146,15 @@ def _run_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explanations_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "explanations",
+        add_help=False,  # the study's own parser answers --help
+        help="fairness measures against SHAP measures on Adult and COMPAS (Cesaro's study)",
+    )
+    p.add_argument("arguments", nargs=argparse.REMAINDER)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``counterfair`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -152,12 +164,18 @@ def build_parser() -> argparse.ArgumentParser:
     _law_school_parser(sub)
     _audit_parser(sub)
     _compile_parser(sub)
+    _explanations_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["explanations"]:  # the study parses (and documents) its own options
+        from counterfair.experiments.explanations import main as explanations_main
+
+        return int(explanations_main(arguments[1:]))
+    args = build_parser().parse_args(arguments)
     if args.command == "law-school":
         return _run_law_school(args)
     if args.command == "audit":

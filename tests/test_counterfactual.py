@@ -116,7 +116,9 @@ def test_abduction_matches_gaussian_closed_form(
     # against it in test_exact_abduction.py
     chains, draws = 2, 1000
     n = chains * draws
-    abduction = lg_fit.abduct(lg_rows, condition_on=condition_on, method="mean", n_samples=n, seed=3)
+    abduction = lg_fit.abduct(
+        lg_rows, condition_on=condition_on, method="mean", n_samples=n, seed=3
+    )
     assert abduction.engine == "exact"
     assert abduction.conditioned_on == tuple(condition_on)
     u = abduction.latents["U"]
