@@ -38,6 +38,7 @@ from .classification import (
     binary_decisions,
     group_metrics,
 )
+from ._groups import REFERENCE_RULE, reference_levels
 from .counterfactual import CounterfactualReport, counterfactual_fairness, counterfactual_html
 from .dependence import (
     DEPENDENCE_MEASURES,
@@ -101,6 +102,7 @@ __all__ = [
     "JOINT_CRITERIA",
     "PARITY_CRITERIA",
     "RATE_METRICS",
+    "REFERENCE_RULE",
     "REGRESSION_METRICS",
     "SLICE_MEASURES",
     "TWO_GROUP_MEASURES",
@@ -148,6 +150,7 @@ __all__ = [
     "percentile_interval",
     "perturbation_check",
     "regression_html",
+    "reference_levels",
     "regression_metrics",
     "render_report",
     "reweighing_weights",
