@@ -26,6 +26,7 @@
   plain-language line per criterion, explanation-based measures and subpopulations.
 """
 
+from ._groups import REFERENCE_RULE, reference_levels
 from .balance import BALANCE_MEASURES, class_balance
 from .bootstrap import bootstrap, bootstrap_interval, percentile_interval
 from .classification import (
@@ -38,7 +39,6 @@ from .classification import (
     binary_decisions,
     group_metrics,
 )
-from ._groups import REFERENCE_RULE, reference_levels
 from .counterfactual import CounterfactualReport, counterfactual_fairness, counterfactual_html
 from .dependence import (
     DEPENDENCE_MEASURES,
@@ -149,8 +149,8 @@ __all__ = [
     "normalized_mutual_information",
     "percentile_interval",
     "perturbation_check",
-    "regression_html",
     "reference_levels",
+    "regression_html",
     "regression_metrics",
     "render_report",
     "reweighing_weights",

@@ -224,7 +224,7 @@ class GroupLayout:
                     name="reference", attribute=attribute, available=list(self.attributes)))
         rows = []
         start = 0
-        for attribute, codes, labels in zip(self.attributes, self.codes, self.labels,
+        for attribute, _codes, labels in zip(self.attributes, self.codes, self.labels,
                                             strict=True):
             if attribute in reference:
                 wanted = reference[attribute]

@@ -85,9 +85,7 @@ CRITERION_EXPLANATIONS: dict[str, str] = {
     "selection_rate_parity": "The same share of each group is given a positive decision "
                              "(selection rate; demographic / statistical parity).",
     "share_of_positives_parity": "Each group holds the same share of all positive "
-                                 "decisions, whatever its size (not a selection-rate "
-                                 "test: a small group fails it even when selected at "
-                                 "the same rate).",
+                                 "decisions, whatever its size (not a selection rate).",
     "false_positive_parity": "Among people who are truly negative, each group is wrongly "
                              "given a positive decision equally often.",
     "false_negative_parity": "Among people who are truly positive, each group is wrongly "
