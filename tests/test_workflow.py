@@ -56,7 +56,7 @@ def test_the_names_the_readme_uses_are_exported() -> None:
 
 
 # ---------------------------------------------------------------------- FairLearner options
-class _FitCalled(Exception):
+class _FitCalledError(Exception):
     pass
 
 
@@ -65,7 +65,7 @@ def _capture_fit(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
     def fake_fit(self: cf.SCM, data: pd.DataFrame, **kwargs: Any) -> None:
         seen.update(kwargs)
-        raise _FitCalled
+        raise _FitCalledError
 
     monkeypatch.setattr(cf.SCM, "fit", fake_fit)
     return seen
@@ -75,10 +75,10 @@ def test_fit_args_seed_is_passed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _capture_fit(monkeypatch)
     data = aux_data().drop(columns="K")
     learner = cf.FairLearner(aux_scm(), target="P", fit_args={"seed": 0, "chains": 1})
-    with pytest.raises(_FitCalled):
+    with pytest.raises(_FitCalledError):
         learner.fit(data)
     assert seen["seed"] == 0 and seen["chains"] == 1 and seen["progress"] is False
-    with pytest.raises(_FitCalled):
+    with pytest.raises(_FitCalledError):
         cf.FairLearner(aux_scm(), target="P", seed=5).fit(data)
     assert seen["seed"] == 5
 

@@ -43,8 +43,9 @@ import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import networkx as nx
 import numpy as np
@@ -56,6 +57,7 @@ PROTECTED = ("race", "sex")
 RACES = ("Caucasian", "African-American")
 SEXES = ("Male", "Female")
 OUTCOME = "two_year_recid"
+RESPONSES: tuple[Literal["prediction", "probability"], ...] = ("prediction", "probability")
 OBSERVED = ("age_z", "priors_count", "juv_count", "felony")
 FAMILY_NOTE = (
     "Families: priors_count and juv_count plain Poisson and felony / two_year_recid "
@@ -247,16 +249,15 @@ def run(config: CompasConfig) -> dict[str, Any]:
     unaware = cf.unaware_predictor(scm, OUTCOME, estimator=LogisticRegression(max_iter=1000))
     predictors: dict[str, Any] = {"Full": full, "Unaware": unaware, "Fair (U, age)": fair}
     for name, predictor in predictors.items():
-        _timed(f"train {name}", lambda p=predictor: p.fit(train), timings)
+        _timed(f"train {name}", partial(predictor.fit, train), timings)
     unlabelled = test.drop(columns=OUTCOME)  # predictions and audit never see the outcome
     y_test = test[OUTCOME].to_numpy()
     probabilities: dict[str, np.ndarray] = {}
     labels: dict[str, np.ndarray] = {}
     metrics_rows = []
     for name, predictor in predictors.items():
-        proba = _timed(
-            f"predict {name}", lambda p=predictor: p.predict_proba(unlabelled)[:, 1], timings
-        )
+        proba = _timed(f"predict {name}", partial(predictor.predict_proba, unlabelled), timings)
+        proba = np.asarray(proba)[:, 1]
         probabilities[name] = proba
         labels[name] = (proba >= 0.5).astype(int)
         metrics_rows.append(
@@ -278,14 +279,17 @@ def run(config: CompasConfig) -> dict[str, Any]:
     change_rows = []
     reports: dict[str, Any] = {}
     for name, predictor in predictors.items():
-        for response in ("prediction", "probability"):
-            report = _timed(
-                f"counterfactual audit {name} ({response})",
-                lambda p=predictor, r=response: counterfactual_fairness(
-                    fit, rows, p, abduction=abduction, seed=config.seed, response=r
-                ),
-                timings,
+        for response in RESPONSES:
+            audit = partial(
+                counterfactual_fairness,
+                fit,
+                rows,
+                predictor,
+                abduction=abduction,
+                seed=config.seed,
+                response=response,
             )
+            report = _timed(f"counterfactual audit {name} ({response})", audit, timings)
             if response == "probability":
                 reports[name] = report
             for r in report.overall.itertuples(index=False):
