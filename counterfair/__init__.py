@@ -6,8 +6,18 @@ propagate counterfactuals (prediction), learn counterfactually fair predictors
 (Kusner et al. 2017, Algorithm 1) and audit any predictor.
 """
 
+from counterfair import audit, datasets, datasets_tabular, models
 from counterfair._version import __version__
+from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
+from counterfair.datasets_tabular import load_adult, load_compas
 from counterfair.errors import ConvergenceWarning, DataError, FairnessError, SCMError
+from counterfair.learning import (
+    BaselinePredictor,
+    FairLearner,
+    counterfactual_predictions,
+    full_predictor,
+    unaware_predictor,
+)
 from counterfair.posterior import Abduction, Fit
 from counterfair.scm import SCM
 from counterfair.specs import (
@@ -24,9 +34,11 @@ __all__ = [
     "SCM",
     "SPEC_KEY",
     "Abduction",
+    "BaselinePredictor",
     "Bernoulli",
     "ConvergenceWarning",
     "DataError",
+    "FairLearner",
     "FairnessError",
     "Fit",
     "Latent",
@@ -36,4 +48,16 @@ __all__ = [
     "Protected",
     "SCMError",
     "__version__",
+    "audit",
+    "counterfactual_predictions",
+    "datasets",
+    "datasets_tabular",
+    "full_predictor",
+    "law_school_split",
+    "law_school_subsample",
+    "load_adult",
+    "load_compas",
+    "load_law_school",
+    "models",
+    "unaware_predictor",
 ]

@@ -4,6 +4,8 @@
 * ``counterfair audit data.csv --label y --predictions p --protected race sex`` --
   group-fairness HTML report of any predictions;
 * ``counterfair compile`` -- compile the shipped Stan programs ahead of time;
+* ``counterfair compas [--quick] [--out DIR]`` -- the COMPAS study: a counterfactually
+  fair recidivism classifier beside Full and Unaware, with its audit;
 * ``counterfair explanations --out DIR`` -- the explanation-based discrimination study
   (fairness measures against SHAP measures on Adult and COMPAS).
 """
@@ -16,6 +18,29 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+def _check_data_dir(data_dir: str | None) -> None:
+    """A --data-dir that does not exist is an error, never silently ignored."""
+    from counterfair.datasets import check_data_home
+
+    try:
+        check_data_home(data_dir)
+    except FileNotFoundError as exc:
+        raise SystemExit(f"counterfair: --data-dir: {exc}") from exc
+
+
+def _output_folder(out: str | None, *, quick: bool, study: str) -> Path:
+    """``--out`` if given; else a fresh temporary folder for quick runs, the results folder else."""
+    if out is not None:
+        return Path(out)
+    if quick:
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix=f"counterfair-{study}-quick-"))
+        print(f"--quick without --out: writing to the fresh folder {folder}", flush=True)
+        return folder
+    return Path("results") / study.replace("-", "_")
+
+
 def _law_school_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "law-school",
@@ -24,7 +49,12 @@ def _law_school_parser(sub: argparse._SubParsersAction) -> None:
         "Fair Add, report test RMSE beside the paper's and plot counterfactual densities.",
     )
     p.add_argument("--data-dir", default=None, help="folder holding law_data.csv")
-    p.add_argument("--out", default="results/law_school", help="output folder")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default: results/law_school for a full run; a fresh temporary "
+        "folder for --quick, so that a smoke test never overwrites the tracked results)",
+    )
     p.add_argument("--quick", action="store_true", help="smoke test: subset, short chains")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--chains", type=int, default=None)
@@ -55,9 +85,10 @@ def _run_law_school(args: argparse.Namespace) -> int:
         )
         if getattr(args, key) is not None
     }
+    _check_data_dir(args.data_dir)
     common = {
         "data_dir": args.data_dir,
-        "out": Path(args.out),
+        "out": _output_folder(args.out, quick=args.quick, study="law-school"),
         "seed": args.seed,
         "audit": args.audit,
     }
@@ -155,6 +186,15 @@ def _explanations_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("arguments", nargs=argparse.REMAINDER)
 
 
+def _compas_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compas",
+        add_help=False,  # the study's own parser answers --help
+        help="COMPAS: counterfactually fair recidivism classifier, Full / Unaware, audit",
+    )
+    p.add_argument("arguments", nargs=argparse.REMAINDER)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``counterfair`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -165,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     _audit_parser(sub)
     _compile_parser(sub)
     _explanations_parser(sub)
+    _compas_parser(sub)
     return parser
 
 
@@ -175,6 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from counterfair.experiments.explanations import main as explanations_main
 
         return int(explanations_main(arguments[1:]))
+    if arguments[:1] == ["compas"]:
+        from counterfair.experiments.compas import main as compas_main
+
+        return int(compas_main(arguments[1:]))
     args = build_parser().parse_args(arguments)
     if args.command == "law-school":
         return _run_law_school(args)

@@ -81,11 +81,83 @@ def _changed(cf: np.ndarray, factual: np.ndarray) -> np.ndarray:
     return ~np.isclose(cf, factual, rtol=1e-12, atol=1e-12)
 
 
+def missing_nodes(scm: SCM, abduction: Abduction) -> tuple[str, ...]:
+    """Observed nodes with no value in the abducted rows (simulated in both worlds)."""
+    return tuple(n for n in scm.observed if n not in abduction.observed)
+
+
+MISSING_PARENT = (
+    "node {node!r} is in the data but its parent {parent!r} is not: give column "
+    "{parent!r}, or drop column {node!r} so that both are simulated"
+)
+"""Error when an observed node is given without one of its observed parents."""
+
+
+def simulate_missing(
+    scm: SCM, abduction: Abduction, rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Factual values of the observed nodes absent from the rows, shape ``(S, N)``.
+
+    Each absent node is drawn, in topological order, from its conditional
+    distribution given its factual parents and the abducted latents of each
+    sample. The additive noise drawn for an absent Normal node is returned too,
+    so the counterfactual world reuses it (the same unit in both worlds).
+
+    Returns
+    -------
+    (values, noise)
+        Simulated values of every absent node and the noise of the absent Normal
+        nodes, each shape ``(S, N)``.
+
+    Raises
+    ------
+    DataError
+        If a node is given without one of its observed parents.
+    """
+    missing = set(missing_nodes(scm, abduction))
+    s, n = abduction.n_samples, len(abduction.data)
+    for node in scm.observed:
+        if node in missing:
+            continue
+        absent = [t.parent for t in scm.equations[node].observed if t.parent in missing]
+        if absent:
+            raise errors.DataError(MISSING_PARENT.format(node=node, parent=absent[0]))
+    values: dict[str, np.ndarray] = {**abduction.latents}
+    values.update({k: v[None, :] for k, v in abduction.observed.items()})
+    simulated: dict[str, np.ndarray] = {}
+    noise: dict[str, np.ndarray] = {}
+    reference = scm.coding == "reference"
+    for node in scm.observed:
+        if node not in missing:
+            continue
+        eq = scm.equations[node]
+        eta = np.broadcast_to(
+            linear_predictor(
+                eq,
+                abduction.params,
+                values,
+                abduction.codes,
+                reference_coding=reference,
+                n_rows=n,
+            ),
+            (s, n),
+        )
+        draw = draw_node(eq, abduction.params, eta, rng)
+        if eq.spec.family == "normal":
+            noise[node] = draw - eta
+        simulated[node] = draw
+        values[node] = draw
+    return simulated, noise
+
+
 def propagate(
     scm: SCM,
     abduction: Abduction,
     codes: Mapping[str, np.ndarray],
     rng: np.random.Generator,
+    *,
+    simulated: Mapping[str, np.ndarray] | None = None,
+    simulated_noise: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Values of every observed node, shape ``(S, N)``, in the world with ``codes``.
 
@@ -100,9 +172,18 @@ def propagate(
         Protected level codes in the target world, shape ``(N,)``.
     rng : numpy.random.Generator
         Source of fresh draws for discrete descendants.
+    simulated, simulated_noise : mapping, optional
+        Factual values (and Normal noise) of nodes absent from the rows, from
+        :func:`simulate_missing`, shape ``(S, N)``.
     """
     s, n = abduction.n_samples, len(abduction.data)
     params = abduction.params
+    given = dict(simulated or {})
+
+    def factual_of(node: str) -> np.ndarray:
+        source = given[node] if node in given else abduction.observed[node]
+        return np.broadcast_to(source, (s, n))
+
     intervened = [p for p in scm.protected if np.any(codes[p] != abduction.codes[p])]
     descendants = scm.descendants(intervened) if intervened else frozenset()
     noise = abduction.noise(
@@ -110,13 +191,16 @@ def propagate(
         [
             d
             for d in descendants
-            if scm.specs[d].kind == "observed" and scm.equations[d].spec.family == "normal"
+            if scm.specs[d].kind == "observed"
+            and scm.equations[d].spec.family == "normal"
+            and d not in given
         ],
     )
+    noise.update(simulated_noise or {})
     reference = scm.coding == "reference"
     values: dict[str, np.ndarray] = {k: v for k, v in abduction.latents.items()}
     for node in scm.observed:
-        factual = np.broadcast_to(abduction.observed[node], (s, n))
+        factual = factual_of(node)
         if node not in descendants:
             values[node] = factual
             continue
@@ -128,25 +212,13 @@ def propagate(
                 codes[pterm.parent] != abduction.codes[pterm.parent], (s, n)
             )
         for oterm in eq.observed:
-            parent_changed |= _changed(
-                values[oterm.parent], np.broadcast_to(abduction.observed[oterm.parent], (s, n))
-            )
+            parent_changed |= _changed(values[oterm.parent], factual_of(oterm.parent))
         if eq.spec.family == "normal":
             fresh = eta + noise[node]
         else:
             fresh = draw_node(eq, params, eta, rng)
         values[node] = np.where(parent_changed, fresh, factual)
     return values
-
-
-def _require_observed(scm: SCM, abduction: Abduction) -> None:
-    missing = [n for n in scm.observed if n not in abduction.observed]
-    if missing:
-        raise errors.DataError(
-            errors.MISSING_COLUMN.format(
-                column=missing[0], columns=list(map(str, abduction.data.columns))
-            )
-        )
 
 
 def _long_frame(
@@ -194,7 +266,10 @@ def counterfactual_frame(
         The fitted SCM taken as the true world.
     abduction : Abduction
         Joint samples of parameters and latents for the rows (from
-        :meth:`Fit.abduct`); every observed column must be known.
+        :meth:`Fit.abduct`). Observed nodes absent from the rows (the outcome
+        of a test set, say) are simulated in both worlds from the abducted
+        inputs (:func:`simulate_missing`); ``frame.attrs["simulated"]`` lists
+        them.
     do : mapping
         Protected attribute -> level for every row, or a sequence of levels,
         one per row. Several attributes may be intervened on at once.
@@ -213,13 +288,16 @@ def counterfactual_frame(
         ``frame.attrs["do"]`` records the intervention.
     """
     scm = fit.scm
-    _require_observed(scm, abduction)
     rng = np.random.default_rng(seed)
     cf_codes = do_codes(fit, do, abduction.data)
+    simulated, simulated_noise = simulate_missing(scm, abduction, rng)
     factual_values: dict[str, np.ndarray] = {**abduction.latents}
     factual_values.update({k: v[None, :] for k, v in abduction.observed.items()})
-    noise = abduction.noise(scm)
-    cf_values = propagate(scm, abduction, cf_codes, rng)
+    factual_values.update(simulated)
+    noise = {**abduction.noise(scm), **simulated_noise}
+    cf_values = propagate(
+        scm, abduction, cf_codes, rng, simulated=simulated, simulated_noise=simulated_noise
+    )
     frame = pd.concat(
         [
             _long_frame(scm, fit, abduction, WORLD_FACTUAL, abduction.codes, factual_values, noise),
@@ -230,6 +308,7 @@ def counterfactual_frame(
     frame.attrs["do"] = {
         k: (v if isinstance(v, str) else list(np.asarray(v))) for k, v in do.items()
     }
+    frame.attrs["simulated"] = sorted(simulated)
     return frame
 
 

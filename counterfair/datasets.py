@@ -149,6 +149,34 @@ def _download_law_school(dest_dir: Path) -> Path:
         tmp.unlink(missing_ok=True)
 
 
+MISSING_DATA_HOME = (
+    "data folder {path} does not exist (given as data_home / --data-dir); give an existing "
+    "folder, or leave it out to use ${env} ({env_value})"
+)
+"""Error when an explicitly given data folder does not exist (it is never silently skipped)."""
+
+
+def check_data_home(data_home: str | os.PathLike[str] | None) -> None:
+    """Raise if ``data_home`` is given but does not exist.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the folder and the ``COUNTERFAIR_DATA`` fallback that was not used.
+    """
+    if data_home is None:
+        return
+    path = Path(data_home).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(
+            MISSING_DATA_HOME.format(
+                path=path.absolute(),
+                env=DATA_ENV_VAR,
+                env_value=os.environ.get(DATA_ENV_VAR) or "not set",
+            )
+        )
+
+
 def _candidate_folders(data_home: str | os.PathLike[str] | None) -> list[tuple[Path, str]]:
     """Folders to search, in order, each with a label saying where it came from."""
     candidates: list[tuple[Path, str]] = []
@@ -196,6 +224,7 @@ def find_law_school_file(
     -----
     Files found locally are not checksummed; only downloads are.
     """
+    check_data_home(data_home)
     if data_home is not None:
         direct = Path(data_home).expanduser()
         if direct.is_file():

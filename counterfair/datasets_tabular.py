@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from counterfair.datasets import DATA_ENV_VAR
+from counterfair.datasets import DATA_ENV_VAR, check_data_home
 
 __all__ = [
     "ADULT_COLUMNS",
@@ -67,8 +67,10 @@ def find_data_file(filename: str, data_home: str | os.PathLike[str] | None = Non
     Raises
     ------
     FileNotFoundError
-        Naming every folder searched (and how it was chosen) and where to get the file.
+        Naming every folder searched (and how it was chosen) and where to get the file;
+        also when ``data_home`` is given but does not exist.
     """
+    check_data_home(data_home)
     folders: list[tuple[Path, str]] = []
     if data_home is not None:
         folders.append((Path(data_home), "data_home / --data-dir"))

@@ -22,12 +22,26 @@ from sklearn.metrics import accuracy_score, r2_score
 
 from counterfair import errors
 from counterfair.counterfactual import DoValue, noise_column
-from counterfair.posterior import Abduction, Fit
+from counterfair.posterior import Abduction, Fit, default_conditioning
 from counterfair.scm import SCM
 from counterfair.specs import Bernoulli
 
 FeatureSet = Literal["non_descendants", "latent", "additive_noise"]
 FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise")
+
+TARGET_NOT_IN_SCM = (
+    "target {target!r} is neither a node of the SCM (nodes: {nodes}) nor a column of the "
+    "data (columns: {columns}); name a node, or give y= for a target outside the SCM "
+    "(the paper's level 3 model)"
+)
+PROTECTED_TARGET = (
+    "target {target!r} is a protected attribute of the SCM; a FairLearner predicts an "
+    "outcome, not a protected attribute"
+)
+LATENT_TARGET = "target {target!r} is a latent node of the SCM; it has no observed values"
+FIT_ARGS_SEED = (
+    "fit_args contains 'seed' and seed={seed!r} is given too; pass the seed once, as seed="
+)
 
 NO_FAIR_FEATURES = (
     "features={features!r} gives no input for target {target!r}: the SCM has no {what}"
@@ -72,7 +86,10 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         (Algorithm 1); ``"mean"`` uses each row's posterior mean once, as the
         authors' code does.
     fit_args : dict, optional
-        Passed to :meth:`SCM.fit` (``chains``, ``warmup``, ``draws``, ...).
+        Passed to :meth:`SCM.fit` (``chains``, ``warmup``, ``draws``, ...;
+        ``progress`` defaults to ``False``). A ``seed`` here is used when
+        ``seed`` is not given; two different seeds are an error. Giving
+        ``fit_args`` together with ``scm_fit`` is an error (they would be ignored).
     abduction_args : dict, optional
         Passed to :meth:`Fit.abduct` for new rows (``method``, ``chains``, ...).
     scm_fit : Fit, optional
@@ -139,6 +156,20 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
     def _check_setup(self) -> SCM:
         if self.scm is None or self.target is None:
             raise ValueError("FairLearner needs an scm and a target")
+        scm = self.scm
+        target = self.target
+        if target in scm.protected:
+            raise errors.FairnessError(PROTECTED_TARGET.format(target=target))
+        if target in scm.latents:
+            raise errors.SCMError(LATENT_TARGET.format(target=target))
+        fit_args = dict(self.fit_args or {})
+        if "seed" in fit_args and self.seed is not None and fit_args["seed"] != self.seed:
+            raise ValueError(FIT_ARGS_SEED.format(seed=self.seed))
+        if fit_args and self.scm_fit is not None:
+            raise ValueError(
+                f"fit_args {sorted(fit_args)} would be ignored: scm_fit is given, so the "
+                "SCM is not fitted again; drop fit_args or scm_fit"
+            )
         if isinstance(self.features, str) and self.features not in FEATURE_SETS:
             raise ValueError(
                 f"features must be one of {FEATURE_SETS} or a list of node names, "
@@ -239,6 +270,12 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             raise errors.DataError(errors.NOT_A_DATAFRAME.format(type=type(X).__name__))
         target = str(self.target)
         if y is None:
+            if target not in X.columns and target not in scm.specs:
+                raise errors.SCMError(
+                    TARGET_NOT_IN_SCM.format(
+                        target=target, nodes=sorted(scm.specs), columns=list(X.columns)
+                    )
+                )
             if target not in X.columns:
                 raise errors.DataError(
                     errors.MISSING_COLUMN.format(column=target, columns=list(X.columns))
@@ -253,7 +290,10 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             self.scm_fit_ = self.scm_fit
         else:
             args = {"chains": 4, "warmup": 500, "draws": 500, **(self.fit_args or {})}
-            self.scm_fit_ = scm.fit(data, seed=self.seed, **args)
+            if self.seed is not None:
+                args["seed"] = self.seed
+            args.setdefault("progress", False)
+            self.scm_fit_ = scm.fit(data, **args)
         m = int(self.n_samples)
         if self.condition_on_target or target not in scm.observed:
             if _same_rows(self.scm_fit_.data, data):
@@ -292,7 +332,7 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         args = {"n_samples": int(self.n_samples), "seed": self.seed, **(self.abduction_args or {})}
         if not scm.latents and args.get("method", "mean") == "mean":
             args["n_samples"] = 1  # inputs are deterministic given the mean parameters
-        conditioning = [n for n in self._conditioning(scm) if n in X.columns]
+        conditioning = [n for n in default_conditioning(scm, X) if n != self.target]
         return self.scm_fit_.abduct(X, condition_on=conditioning, **args)
 
     def _predict_inputs(self, inputs: np.ndarray) -> np.ndarray:
@@ -437,6 +477,26 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
         """Predictions of the fitted estimator."""
         return np.asarray(self.estimator_.predict(self._matrix(X)), dtype=float)
 
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+        """Class probabilities of the fitted estimator, shape ``(N, n_classes)``.
+
+        Raises
+        ------
+        AttributeError
+            If the wrapped estimator has no ``predict_proba`` (a regressor).
+        """
+        if not hasattr(self.estimator_, "predict_proba"):
+            raise AttributeError(
+                f"{type(self.estimator_).__name__} has no predict_proba; give the baseline "
+                "a classifier, e.g. estimator=LogisticRegression()"
+            )
+        return np.asarray(self.estimator_.predict_proba(self._matrix(X)), dtype=float)
+
+    @property
+    def classes_(self) -> np.ndarray:
+        """Classes of the wrapped classifier."""
+        return np.asarray(self.estimator_.classes_)
+
 
 def full_predictor(
     scm: SCM, target: str, estimator: Any = None, exclude: Sequence[str] = ()
@@ -455,15 +515,78 @@ def unaware_predictor(
 
 
 # ---------------------------------------------------------------------- counterfactual predictions
-Predictor = Any  # an object with .predict(DataFrame) or a callable DataFrame -> array
+Predictor = Any  # an estimator / pipeline with .predict(DataFrame), or a callable -> array
+Response = Literal["prediction", "probability"]
+RESPONSES: tuple[str, ...] = ("prediction", "probability")
+
+NO_FEATURE_COLUMN = (
+    "predictor {name} was fitted on column {column!r}, which the rows do not have; "
+    "columns: {columns}"
+)
+NO_PREDICT_PROBA = (
+    "response='probability' needs a predictor with predict_proba; {name} has none "
+    "(pass a function returning probabilities instead)"
+)
+
+
+def _estimator_input(predictor: Any, frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns a fitted scikit-learn estimator was trained on (``feature_names_in_``)."""
+    names = getattr(predictor, "feature_names_in_", None)
+    if names is None:
+        return frame
+    missing = [str(c) for c in names if c not in frame.columns]
+    if missing:
+        raise errors.DataError(
+            NO_FEATURE_COLUMN.format(
+                name=type(predictor).__name__, column=missing[0], columns=list(frame.columns)
+            )
+        )
+    return frame[list(names)]
+
+
+def predict_output(
+    predictor: Predictor, frame: pd.DataFrame, response: Response = "prediction"
+) -> np.ndarray:
+    """One number per row of ``frame``: a prediction, or the probability of the positive class.
+
+    Parameters
+    ----------
+    predictor : estimator, pipeline or callable
+        A fitted scikit-learn estimator or pipeline (its columns are chosen by
+        ``feature_names_in_`` when it has them), a :class:`FairLearner`, a
+        baseline, or a function of a DataFrame returning one number per row.
+    frame : pandas.DataFrame
+        Rows.
+    response : {"prediction", "probability"}
+        ``"probability"`` calls ``predict_proba`` and keeps the column of the
+        last class (the positive class of a binary classifier); a function is
+        taken to return probabilities already. A two-column output (a bound
+        ``predict_proba``) is reduced to its last column.
+    """
+    if response not in RESPONSES:
+        raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
+    name = type(predictor).__name__
+    if response == "probability" and hasattr(predictor, "predict_proba"):
+        proba = np.asarray(predictor.predict_proba(_estimator_input(predictor, frame)))
+        return np.asarray(proba[:, -1] if proba.ndim == 2 else proba, dtype=float)
+    if hasattr(predictor, "predict"):
+        if response == "probability":
+            raise TypeError(NO_PREDICT_PROBA.format(name=name))
+        return np.asarray(predictor.predict(_estimator_input(predictor, frame)), dtype=float)
+    if callable(predictor):
+        out = np.asarray(predictor(frame), dtype=float)
+        return out[:, -1] if out.ndim == 2 else out  # a bound predict_proba
+    raise TypeError(f"predictor must have .predict or be callable, got {name}")
 
 
 def _predict(predictor: Predictor, frame: pd.DataFrame) -> np.ndarray:
-    if hasattr(predictor, "predict"):
-        return np.asarray(predictor.predict(frame), dtype=float)
-    if callable(predictor):
-        return np.asarray(predictor(frame), dtype=float)
-    raise TypeError(f"predictor must have .predict or be callable, got {type(predictor).__name__}")
+    return predict_output(predictor, frame)
+
+
+def _shared_learner(predictor: Predictor, fit: Fit) -> bool:
+    """Whether the predictor (or the object of a bound method) is a FairLearner of ``fit``."""
+    owner = getattr(predictor, "__self__", predictor)
+    return isinstance(owner, FairLearner) and getattr(owner, "scm_fit_", None) is fit
 
 
 def counterfactual_predictions(
@@ -475,6 +598,7 @@ def counterfactual_predictions(
     n_samples: int = 100,
     seed: int | None = None,
     frame: pd.DataFrame | None = None,
+    response: Response = "prediction",
     **abduct_args: Any,
 ) -> pd.DataFrame:
     """Predictions of any predictor in the factual world and under ``do``, per row and sample.
@@ -496,8 +620,13 @@ def counterfactual_predictions(
     seed : int, optional
         Seed of abduction and of the counterfactual draws.
     frame : pandas.DataFrame, optional
-        A counterfactual frame from :meth:`Fit.counterfactual` to reuse (then
-        ``data``, ``n_samples`` and ``abduct_args`` are ignored).
+        A counterfactual frame from :meth:`Fit.counterfactual` to reuse; giving
+        ``abduct_args`` with it is an error, as they would be ignored.
+    response : {"prediction", "probability"}
+        What to compare: predictions, or the probability of the positive class
+        (see :func:`predict_output`). A :class:`FairLearner` of ``fit`` (or its
+        bound ``predict`` / ``predict_proba``) reads its inputs from the shared
+        samples in both worlds.
 
     Returns
     -------
@@ -507,18 +636,21 @@ def counterfactual_predictions(
     """
     if frame is None:
         frame = fit.counterfactual(data, do, n_samples=n_samples, seed=seed, **abduct_args)
+    elif abduct_args:
+        raise TypeError(
+            f"abduction arguments {sorted(abduct_args)} are ignored when frame= is given"
+        )
     factual = frame[frame["world"] == "factual"].reset_index(drop=True)
     counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
-    uses_shared = isinstance(predictor, FairLearner) and getattr(predictor, "scm_fit_", None) is fit
-    if uses_shared:
-        before = _predict(predictor, factual)
-        after = _predict(predictor, counter)
+    if _shared_learner(predictor, fit):
+        before = predict_output(predictor, factual, response)
+        after = predict_output(predictor, counter, response)
     else:
         drop: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f.drop(  # noqa: E731
             columns=[c for c in f.columns if c.endswith(":noise") or c in fit.scm.latents]
         )
-        before = _predict(predictor, drop(factual))
-        after = _predict(predictor, drop(counter))
+        before = predict_output(predictor, drop(factual), response)
+        after = predict_output(predictor, drop(counter), response)
     out = pd.DataFrame(
         {
             "row": factual["row"].to_numpy(),

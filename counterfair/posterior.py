@@ -10,7 +10,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from counterfair import exact_abduction, validation
+from counterfair import errors, exact_abduction, validation
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
@@ -40,6 +40,47 @@ MIN_DRAWS_PER_CHAIN = 100
 
 EXACT_DRAWS_PER_SET = DEFAULT_CHAINS * MIN_DRAWS_PER_CHAIN
 """Draws per parameter set of exact abduction without ``n_samples`` (as many as MCMC's default)."""
+
+MISSING_CONDITIONING_COLUMN = (
+    "cannot condition the latents on {node!r}: data has no column {column!r}; "
+    "columns: {columns}. Pass condition_on= without {node!r} (e.g. condition_on={suggestion})"
+)
+"""Error when a conditioning node, or one of its observed parents, is not in the data."""
+
+
+def default_conditioning(scm: SCM, data: pd.DataFrame) -> tuple[str, ...]:
+    """The default conditioning set: the latents' children present in ``data``.
+
+    A child counts as present when its column and the columns of its observed
+    parents are all in ``data``. Every function that abducts (:meth:`Fit.abduct`,
+    :meth:`Fit.latents`, :meth:`Fit.counterfactual`,
+    :func:`counterfair.audit.counterfactual_fairness`, :class:`FairLearner`'s
+    predictions) uses this same rule when ``condition_on`` is not given, so rows
+    without the outcome (a test set, a production payload) are abducted from
+    what they hold.
+    """
+    return tuple(
+        node
+        for node in conditioning_nodes(scm, None)
+        if node in data.columns
+        and all(t.parent in data.columns for t in scm.equations[node].observed)
+    )
+
+
+def _check_conditioning(scm: SCM, data: pd.DataFrame, conditioned: Sequence[str]) -> None:
+    """Every conditioning node and its observed parents must be columns of ``data``."""
+    present = default_conditioning(scm, data)
+    for node in conditioned:
+        for column in (node, *(t.parent for t in scm.equations[node].observed)):
+            if column not in data.columns:
+                raise errors.DataError(
+                    MISSING_CONDITIONING_COLUMN.format(
+                        node=node,
+                        column=column,
+                        columns=list(map(str, data.columns)),
+                        suggestion=list(present),
+                    )
+                )
 
 
 def _row_coord(data: pd.DataFrame) -> list[Any]:
@@ -279,9 +320,12 @@ class Fit:
             the joint posterior of the fit itself (``engine`` ``"fit"`` on the
             result); otherwise they are abducted like new rows.
         condition_on : collection of str, optional
-            Observed nodes that condition the latents (default: every child of a
-            latent). Leave the outcome out to follow Kusner et al.'s Algorithm 1,
-            ``U ~ P(U | x, a)``.
+            Observed nodes that condition the latents. Default: the latents'
+            children present in ``data`` (:func:`default_conditioning`), so rows
+            without the outcome are abducted from the columns they have. Leave
+            the outcome out to follow Kusner et al.'s Algorithm 1,
+            ``U ~ P(U | x, a)``; naming a node that is not in ``data`` raises
+            :class:`~counterfair.DataError`.
         method : {"mean", "draws"}
             ``"mean"``: parameters fixed at their posterior means, as the paper
             does; ``"draws"``: integrate over ``n_param_draws`` posterior draws.
@@ -325,7 +369,11 @@ class Fit:
             return self._training_abduction(n_samples, seed)
         rows = self.data if data is None else validation.validate_frame(data)
         validation.validate_columns(rows, self.scm.protected)
-        conditioned = conditioning_nodes(self.scm, condition_on)
+        if condition_on is None:
+            conditioned = default_conditioning(self.scm, rows)
+        else:
+            conditioned = conditioning_nodes(self.scm, condition_on)
+            _check_conditioning(self.scm, rows, conditioned)
         codes = self.encoding.codes(rows)
         known = [n for n in self.scm.observed if n in rows.columns]
         observed = observed_values(self.scm, rows, known)

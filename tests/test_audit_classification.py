@@ -93,15 +93,14 @@ def test_scores_are_thresholded_and_binary_predictions_used_as_given(data: Data)
     pd.testing.assert_frame_equal(from_scores.by_group, from_bools.by_group)
 
 
-def test_reference_defaults_to_largest_group_and_has_ratio_one(data: Data) -> None:
+def test_reference_defaults_to_first_group_in_order_and_has_ratio_one(data: Data) -> None:
     y, scores, protected = data
     report = group_metrics(y, scores, protected)
-    sizes = report.by_group["size"]
     for attribute, group in report.reference.items():
-        assert sizes.loc[(attribute, group)] == sizes.loc[attribute].max()
+        assert group == report.by_group.loc[attribute].index[0]
         np.testing.assert_allclose(report.ratios.loc[(attribute, group)].to_numpy(), 1.0)
         np.testing.assert_allclose(report.differences.loc[(attribute, group)].to_numpy(), 0.0)
-    assert report.reference["race"] == "White"
+    assert report.reference["race"] == sorted(protected["race"].astype(str).unique())[0]
 
 
 def test_named_reference_and_ratios_against_by_group(data: Data) -> None:
@@ -152,20 +151,20 @@ def test_verdict_flips_exactly_at_tau(reference: str) -> None:
     boundary = min(ratio, 1.0 / ratio)
     passes = group_metrics(y, pred, group, reference={"g": reference}, tau=boundary - 1e-9)
     fails = group_metrics(y, pred, group, reference={"g": reference}, tau=boundary + 1e-9)
-    assert bool(passes.verdicts.loc[("g", other), "proportional_parity"]) is True
-    assert bool(fails.verdicts.loc[("g", other), "proportional_parity"]) is False
-    assert bool(fails.verdicts.loc[("g", reference), "proportional_parity"]) is True
+    assert bool(passes.verdicts.loc[("g", other), "selection_rate_parity"]) is True
+    assert bool(fails.verdicts.loc[("g", other), "selection_rate_parity"]) is False
+    assert bool(fails.verdicts.loc[("g", reference), "selection_rate_parity"]) is True
 
 
 def test_summary_and_failures_name_failing_groups() -> None:
     y, pred, group = _two_groups()
     report = group_metrics(y, pred, group, tau=0.9)
     failures = report.failures()
-    assert ("proportional_parity", "g", "b") in set(
+    assert ("selection_rate_parity", "g", "b") in set(
         zip(failures["criterion"], failures["attribute"], failures["group"], strict=True))
     text = report.summary()
     assert "tau = 0.9" in text
-    assert "proportional parity (predicted_prevalence ratio): FAILS for g = 'b' (0.8)" in text
+    assert "selection rate parity (predicted_prevalence ratio): FAILS for g = 'b' (0.8)" in text
     passing = group_metrics(y, pred, group, tau=0.35)
     assert passing.failures().empty
     assert "all groups pass" in passing.summary()

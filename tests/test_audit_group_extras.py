@@ -109,7 +109,7 @@ def test_summary_table_reads_at_a_glance() -> None:
     assert len(table) == len(PARITY_CRITERIA) + len(JOINT_CRITERIA)
     assert list(table.columns) == ["criterion", "meaning", "measure", "verdict",
                                    "failing groups", "worst ratio"]
-    row = table.set_index("criterion").loc["proportional parity"]
+    row = table.set_index("criterion").loc["selection rate parity"]
     assert row["verdict"] == "FAIL"
     assert row["failing groups"] == "g = 'b' (predicted_prevalence 0.8)"
     assert row["worst ratio"] == pytest.approx(0.8)

@@ -33,7 +33,7 @@ from _models import (
 )
 
 import counterfair as cf
-from counterfair import errors
+from counterfair import counterfactual, errors
 
 LAW_NODES = ["race", "sex", "K", "UGPA", "LSAT", "ZFYA"]
 N_ROWS = 30  # law school rows used for counterfactuals
@@ -430,13 +430,21 @@ def test_bad_interventions_raise_data_error(
 
 
 @pytest.mark.stan
-def test_counterfactual_needs_every_observed_column(
+def test_a_column_absent_from_the_rows_is_simulated_in_both_worlds(
     law_fit: cf.Fit, law_rows: pd.DataFrame
 ) -> None:
     rows = law_rows.drop(columns="ZFYA")
     abduction = law_fit.abduct(rows, condition_on=["UGPA", "LSAT"], n_samples=10, seed=1)
-    with pytest.raises(cf.DataError, match="'ZFYA'"):
-        law_fit.counterfactual(None, {"race": "Black"}, abduction=abduction)
+    frame = law_fit.counterfactual(None, {"race": "Black"}, abduction=abduction)
+    assert frame.attrs["simulated"] == ["ZFYA"]
+    factual = frame[frame["world"] == "factual"].reset_index(drop=True)
+    counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
+    # the same simulated noise in both worlds: ZFYA moves by its mean's change only
+    np.testing.assert_allclose(factual["ZFYA:noise"], counter["ZFYA:noise"])
+    unchanged = (factual["race"] == counter["race"]).to_numpy()
+    np.testing.assert_allclose(factual["ZFYA"][unchanged], counter["ZFYA"][unchanged])
+    # a node given without its observed parent names both
+    assert "drop column" in counterfactual.MISSING_PARENT
 
 
 # ====================================================================== exact noise (level 3)

@@ -260,8 +260,12 @@ def test_search_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cache_dir
     assert find_law_school_file(arg_dir) == arg_dir / LAW_SCHOOL_FILENAME
     assert find_law_school_file(str(arg_dir)) == arg_dir / LAW_SCHOOL_FILENAME
     assert find_law_school_file() == env_dir / LAW_SCHOOL_FILENAME
-    # a data_home without the file falls through to the next folder
+    # an existing data_home without the file falls through to the next folder ...
+    (tmp_path / "empty").mkdir()
     assert find_law_school_file(tmp_path / "empty") == env_dir / LAW_SCHOOL_FILENAME
+    # ... but a data_home that does not exist is an error, never silently skipped
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        find_law_school_file(tmp_path / "missing")
     monkeypatch.delenv("COUNTERFAIR_DATA")
     assert find_law_school_file() == cache_dir / LAW_SCHOOL_FILENAME
     # data_home may also be the file itself
@@ -290,6 +294,7 @@ def test_found_file_is_not_downloaded(tmp_path: Path) -> None:
 
 
 def test_download_disabled(tmp_path: Path) -> None:
+    (tmp_path / "nowhere").mkdir()  # an existing folder without the file
     with pytest.raises(FileNotFoundError, match="download=False") as info:
         find_law_school_file(tmp_path / "nowhere", download=False)
     message = str(info.value)
@@ -307,6 +312,7 @@ def test_offline_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cache_
 
     monkeypatch.setattr(datasets, "_download", offline)
     arg_dir, env_dir = tmp_path / "arg", tmp_path / "env"
+    arg_dir.mkdir()  # exists, without the file (a missing data_home is its own error)
     monkeypatch.setenv("COUNTERFAIR_DATA", str(env_dir))
     with pytest.raises(FileNotFoundError) as info:
         load_law_school(arg_dir)

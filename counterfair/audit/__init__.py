@@ -26,6 +26,7 @@
   plain-language line per criterion, explanation-based measures and subpopulations.
 """
 
+from ._groups import REFERENCE_RULE, reference_levels
 from .balance import BALANCE_MEASURES, class_balance
 from .bootstrap import bootstrap, bootstrap_interval, percentile_interval
 from .classification import (
@@ -101,6 +102,7 @@ __all__ = [
     "JOINT_CRITERIA",
     "PARITY_CRITERIA",
     "RATE_METRICS",
+    "REFERENCE_RULE",
     "REGRESSION_METRICS",
     "SLICE_MEASURES",
     "TWO_GROUP_MEASURES",
@@ -147,6 +149,7 @@ __all__ = [
     "normalized_mutual_information",
     "percentile_interval",
     "perturbation_check",
+    "reference_levels",
     "regression_html",
     "regression_metrics",
     "render_report",

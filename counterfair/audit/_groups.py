@@ -24,8 +24,60 @@ from ._validation import (
 INTERSECTION_SEPARATOR = " x "
 """Joins attribute names (``"race x sex"``) and group labels (``"Black x Female"``)."""
 
-Protected: TypeAlias = "pd.DataFrame | pd.Series | Mapping[str, ArrayLike]"
-"""Protected attributes: a DataFrame, a named Series or a mapping name -> values."""
+Protected: TypeAlias = "pd.DataFrame | pd.Series | Mapping[str, ArrayLike] | ArrayLike"
+"""Protected attributes: a DataFrame, a Series, a mapping name -> values or an array.
+
+A 1-D array (or list) is one attribute named ``"protected"``; a 2-D array has one
+attribute per column, named ``"protected_0"``, ``"protected_1"``, ...
+"""
+
+REFERENCE_RULE = (
+    "the first group in order: the category order of a categorical column (so the "
+    "reference level of an SCM when the column comes from it, or pass "
+    "reference=reference_levels(fit)), else sorted order"
+)
+"""The default reference group of every group audit (``group_metrics``,
+``regression_metrics``, ``disparate_impact``, ``write_report``), always overridable
+with ``reference=``. It does not depend on group sizes, so it holds still across
+samples and runs."""
+
+
+def reference_levels(model: Any) -> dict[str, str]:
+    """Reference level of every protected attribute of a fitted SCM (or an SCM).
+
+    Parameters
+    ----------
+    model : Fit or SCM
+        A :class:`~counterfair.Fit` (levels fixed at fit time; the first is the
+        reference of reference coding) or an :class:`~counterfair.SCM` whose
+        ``Protected`` specs declare ``reference=`` or ``levels=``.
+
+    Returns
+    -------
+    dict of str to str
+        ``{attribute: level}``, ready for ``reference=`` of the group audits.
+
+    Raises
+    ------
+    ValueError
+        If an SCM's protected attribute declares neither ``levels`` nor ``reference``.
+    """
+    encoding = getattr(model, "encoding", None)
+    if encoding is not None:
+        return {node: str(levels[0]) for node, levels in encoding.levels.items()}
+    out: dict[str, str] = {}
+    for node in model.protected:
+        spec = model.specs[node]
+        if spec.reference is not None:
+            out[node] = str(spec.reference)
+        elif spec.levels is not None:
+            out[node] = str(spec.levels[0])
+        else:
+            raise ValueError(
+                f"protected attribute {node!r} declares no levels or reference; pass a fitted "
+                "SCM (its levels are fixed at fit time) or reference={...} explicitly"
+            )
+    return out
 Intersections: TypeAlias = bool | Sequence[Sequence[str]]
 """``True`` (all attributes crossed), ``False`` or explicit attribute-name sequences."""
 
@@ -72,6 +124,19 @@ def protected_frame(protected: Protected, n: int | None = None) -> pd.DataFrame:
     elif isinstance(protected, pd.DataFrame):
         frame = protected.copy()
         frame.columns = [str(c) for c in frame.columns]
+    elif not isinstance(protected, Mapping):
+        array = np.asarray(protected, dtype=object)
+        if array.ndim == 1:
+            frame = pd.DataFrame({"protected": pd.Series(list(array))})
+        elif array.ndim == 2:
+            frame = pd.DataFrame(
+                {f"protected_{j}": pd.Series(list(array[:, j])) for j in range(array.shape[1])}
+            )
+        else:
+            raise ValueError(
+                f"protected must be a DataFrame, Series, mapping or 1-D / 2-D array; "
+                f"got an array of shape {array.shape}"
+            )
     else:
         frame = pd.DataFrame({str(k): pd.Series(as_1d(v, f"protected[{k!r}]"))
                               for k, v in protected.items()})
@@ -148,8 +213,9 @@ class GroupLayout:
     def reference_rows(self, reference: Mapping[str, Hashable] | None) -> NDArray[np.intp]:
         """Row (in :attr:`index`) of the reference group of each attribute.
 
-        The default reference of an attribute is its largest group (ties: first in order).
-        Intersection references may be given as the joined label or as a tuple.
+        The default reference of an attribute is :data:`REFERENCE_RULE`: its first group in
+        order (category order for categoricals, else sorted). Intersection references may
+        be given as the joined label or as a tuple.
         """
         reference = dict(reference or {})
         for attribute in reference:
@@ -158,7 +224,7 @@ class GroupLayout:
                     name="reference", attribute=attribute, available=list(self.attributes)))
         rows = []
         start = 0
-        for attribute, codes, labels in zip(self.attributes, self.codes, self.labels,
+        for attribute, _codes, labels in zip(self.attributes, self.codes, self.labels,
                                             strict=True):
             if attribute in reference:
                 wanted = reference[attribute]
@@ -169,7 +235,7 @@ class GroupLayout:
                     raise ValueError(REFERENCE_NOT_FOUND.format(
                         group=wanted, attribute=attribute, available=shown(list(labels))))
             else:
-                position = int(np.argmax(np.bincount(codes, minlength=len(labels))))
+                position = 0  # REFERENCE_RULE: the first group in order
             rows.append(start + position)
             start += len(labels)
         return np.asarray(rows, dtype=np.intp)

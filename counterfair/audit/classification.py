@@ -52,8 +52,8 @@ RATE_METRICS: tuple[str, ...] = (
 """Rate columns of :attr:`GroupReport.by_group`; ratios, differences and CIs cover these."""
 
 PARITY_CRITERIA: dict[str, str] = {
-    "equal_parity": "predicted_positive_rate",
-    "proportional_parity": "predicted_prevalence",
+    "selection_rate_parity": "predicted_prevalence",
+    "share_of_positives_parity": "predicted_positive_rate",
     "false_positive_parity": "fpr",
     "false_negative_parity": "fnr",
     "fdr_parity": "fdr",
@@ -62,17 +62,30 @@ PARITY_CRITERIA: dict[str, str] = {
 }
 """Parity criterion -> the rate whose ratio to the reference group is judged.
 
+``selection_rate_parity`` (demographic / statistical parity; formerly
+``proportional_parity``) compares the share of each group that receives a positive
+decision. ``share_of_positives_parity`` (formerly ``equal_parity``) compares each
+group's share of *all* positive decisions, which depends on group sizes: it is not a
+selection-rate test. The former names are in :data:`RENAMED_CRITERIA`.
+
 The omission rate of the issue tracker is the false omission rate ``for``; its parity
 criterion is ``for_parity`` (NPV parity judges the complementary rate ``1 - for``).
 """
+
+RENAMED_CRITERIA: dict[str, str] = {
+    "equal_parity": "share_of_positives_parity",
+    "proportional_parity": "selection_rate_parity",
+}
+"""Former criterion name -> current name."""
 
 JOINT_CRITERIA: dict[str, tuple[str, ...]] = {"equalized_odds": ("tpr", "fpr")}
 """Criteria judged jointly on several rates: a group passes only if every rate passes."""
 
 CRITERION_EXPLANATIONS: dict[str, str] = {
-    "equal_parity": "Each group receives the same share of all positive decisions.",
-    "proportional_parity": "Each group is given positive decisions at the same rate "
-                           "(demographic / statistical parity).",
+    "selection_rate_parity": "The same share of each group is given a positive decision "
+                             "(selection rate; demographic / statistical parity).",
+    "share_of_positives_parity": "Each group holds the same share of all positive "
+                                 "decisions, whatever its size (not a selection rate).",
     "false_positive_parity": "Among people who are truly negative, each group is wrongly "
                              "given a positive decision equally often.",
     "false_negative_parity": "Among people who are truly positive, each group is wrongly "
@@ -352,7 +365,9 @@ def group_metrics(
     reference
         Reference group per attribute (``{"race": "White"}``); an intersection reference
         is its joined label (``"White x Male"``) or a tuple.  Attributes not given use
-        their largest group (ties: first in order).
+        their first group in order (:data:`~counterfair.audit.REFERENCE_RULE`: category
+        order of a categorical, so an SCM's reference level, else sorted); pass
+        ``reference=reference_levels(fit)`` to use a fitted SCM's reference levels.
     tau
         Parity threshold in (0, 1]: a group passes when ``tau <= ratio <= 1 / tau``.
     n_bootstrap

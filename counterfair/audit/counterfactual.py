@@ -18,15 +18,27 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
 from counterfair.counterfactual import counterfactual_frame
-from counterfair.learning import counterfactual_predictions
+from counterfair.learning import RESPONSES, counterfactual_predictions, predict_output
 from counterfair.posterior import Abduction, Fit
+
+DEFAULT_AUDIT_SAMPLES = 50
+"""Joint samples per row when ``n_samples`` is not given."""
+
+ABDUCTION_WITH_SETTINGS = (
+    "abduction= is given, so {names} would be ignored: the audit reuses the given "
+    "samples; drop {names} or abduction="
+)
+ABDUCTION_ROWS = (
+    "abduction= holds {got} rows with index {got_index}, but data has {expected} rows with "
+    "index {expected_index}; abduct exactly the audited rows (fit.abduct(data, ...))"
+)
 
 SUMMARY_COLUMNS = (
     "attribute",
@@ -87,10 +99,9 @@ class CounterfactualReport:
         return "\n".join(lines)
 
 
-def _predict(predictor: Any, frame: pd.DataFrame) -> np.ndarray:
-    if hasattr(predictor, "predict"):
-        return np.asarray(predictor.predict(frame), dtype=float)
-    return np.asarray(predictor(frame), dtype=float)
+def _short(index: pd.Index) -> str:
+    values = list(index[:3])
+    return f"{values}{'...' if len(index) > 3 else ''}"
 
 
 def _summarise(changes: pd.DataFrame, tolerance: float, interval: float) -> dict[str, float]:
@@ -118,12 +129,13 @@ def counterfactual_fairness(
     predictor: Any,
     *,
     attributes: Sequence[str] | None = None,
-    n_samples: int = 50,
+    n_samples: int | None = None,
     tolerance: float = 0.05,
     interval: float = 0.9,
     condition_on: Sequence[str] | None = None,
     seed: int | None = 0,
     abduction: Abduction | None = None,
+    response: Literal["prediction", "probability"] = "prediction",
 ) -> CounterfactualReport:
     """Audit a predictor's counterfactual fairness with a fitted SCM.
 
@@ -132,27 +144,39 @@ def counterfactual_fairness(
     fit : Fit
         Fitted SCM taken as the true world.
     data : pandas.DataFrame
-        Rows to audit (every observed column of the SCM).
-    predictor : estimator or callable
-        Anything with ``predict(DataFrame)`` or a function of a DataFrame.
+        Rows to audit: the protected columns and any observed columns. Rows
+        need not hold the outcome (a test set, a production payload): observed
+        nodes absent from ``data`` are simulated in both worlds from the
+        abducted inputs.
+    predictor : estimator, pipeline or callable
+        A fitted scikit-learn estimator or pipeline (given the columns named by
+        its ``feature_names_in_``), a :class:`~counterfair.FairLearner` or a
+        baseline, or a function of a DataFrame returning one number per row.
     attributes : sequence of str, optional
         Protected attributes to intervene on (default: all).
-    n_samples : int
-        Joint samples of parameters and latents per row.
+    n_samples : int, optional
+        Joint samples of parameters and latents per row (default
+        :data:`DEFAULT_AUDIT_SAMPLES`).
     tolerance : float
         A row counts as changed when its posterior mean |change| exceeds this.
     interval : float
         Mass of the posterior interval of the mean |change|.
     condition_on : sequence of str, optional
-        Observed nodes that condition the latents (default: all children of
-        latents present in ``data``). Abduction integrates over up to 20
-        posterior parameter draws, so the intervals carry parameter uncertainty.
+        Observed nodes that condition the latents (default, as everywhere: the
+        latents' children present in ``data``). Abduction integrates over up
+        to 20 posterior parameter draws, so the intervals carry parameter
+        uncertainty.
     seed : int, optional
         Seed of abduction and counterfactual draws.
     abduction : Abduction, optional
-        Joint samples for ``data`` to reuse (e.g. when auditing several
-        predictors on the same rows); then ``n_samples`` and ``condition_on``
-        are ignored.
+        Joint samples for exactly the rows of ``data`` to reuse, e.g. one
+        abduction for several predictors on the same rows. Giving
+        ``n_samples`` or ``condition_on`` with it is an error.
+    response : {"prediction", "probability"}
+        Audit the predictions, or the probability of the positive class
+        (``predict_proba``). A :class:`~counterfair.FairLearner` of ``fit``
+        (or its bound methods) reads its inputs from the same abducted samples
+        in both worlds, so a fair learner changes by exactly 0.
 
     Returns
     -------
@@ -164,6 +188,8 @@ def counterfactual_fairness(
         raise ValueError(f"tolerance must be non-negative, got {tolerance}")
     if not data.index.is_unique:
         raise ValueError("data has a duplicated index label; reset_index() it first")
+    if response not in RESPONSES:
+        raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
     scm = fit.scm
     chosen = list(scm.protected if attributes is None else attributes)
     unknown = [a for a in chosen if a not in scm.protected]
@@ -171,17 +197,34 @@ def counterfactual_fairness(
         raise ValueError(
             f"attribute {unknown[0]!r} is not a protected node; protected: {list(scm.protected)}"
         )
-    if condition_on is None:
-        condition_on = [n for n in scm.observed if n in data.columns]
-    abduction = fit.abduct(
-        data,
-        condition_on=condition_on,
-        method="draws",
-        n_param_draws=min(n_samples, 20),
-        n_samples=n_samples,
-        seed=seed,
-    )
-    factual_prediction = _predict(predictor, data)
+    if abduction is not None:
+        ignored = [
+            name
+            for name, value in (("n_samples", n_samples), ("condition_on", condition_on))
+            if value is not None
+        ]
+        if ignored:
+            raise ValueError(ABDUCTION_WITH_SETTINGS.format(names=" and ".join(ignored)))
+        if len(abduction.data) != len(data) or not abduction.data.index.equals(data.index):
+            raise ValueError(
+                ABDUCTION_ROWS.format(
+                    got=len(abduction.data),
+                    got_index=_short(abduction.data.index),
+                    expected=len(data),
+                    expected_index=_short(data.index),
+                )
+            )
+    else:
+        samples = DEFAULT_AUDIT_SAMPLES if n_samples is None else int(n_samples)
+        abduction = fit.abduct(
+            data,
+            condition_on=condition_on,
+            method="draws",
+            n_param_draws=min(samples, 20),
+            n_samples=samples,
+            seed=seed,
+        )
+    factual_prediction = predict_output(predictor, data, response)
     pieces = []
     for attribute in chosen:
         factual_levels = data[attribute].astype(str).to_numpy()
@@ -193,7 +236,9 @@ def counterfactual_fairness(
             frame = counterfactual_frame(
                 fit, abduction.take_rows(mask), {attribute: level}, seed=seed
             )
-            result = counterfactual_predictions(fit, rows, {}, predictor, frame=frame)
+            result = counterfactual_predictions(
+                fit, rows, {}, predictor, frame=frame, response=response
+            )
             result = result.drop(columns=[a for a in scm.protected if a != attribute])
             flipped = rows.copy()
             flipped[attribute] = (
@@ -201,7 +246,7 @@ def counterfactual_fairness(
                 if isinstance(rows[attribute].dtype, pd.CategoricalDtype)
                 else level
             )
-            flip_change = _predict(predictor, flipped) - factual_prediction[mask]
+            flip_change = predict_output(predictor, flipped, response) - factual_prediction[mask]
             flip_by_row = dict(zip(rows.index, flip_change, strict=True))
             result["attribute"] = attribute
             result["from_level"] = result[attribute].astype(str).to_numpy()

@@ -106,8 +106,9 @@ def disparate_impact(
     monitored
         Group whose treatment is examined.
     reference
-        Group compared against; default: the largest group other than ``monitored``
-        (ties: first in sorted order).
+        Group compared against; default: the first group in order other than
+        ``monitored`` (category order of a categorical, else sorted; see
+        :data:`counterfair.audit.REFERENCE_RULE`).
     favourable
         Which decision (1 or 0) is favourable.
     threshold_percent
@@ -147,9 +148,7 @@ def disparate_impact(
     if reference is None:
         if len(labels) < 2:
             raise ValueError(NO_OTHER_GROUP.format(name="monitored group", group=monitored))
-        sizes = np.bincount(codes, minlength=len(labels)).astype(np.int64)
-        sizes[a] = -1
-        b = int(np.argmax(sizes))
+        b = 1 if a == 0 else 0  # REFERENCE_RULE: the first group in order, other than a
     else:
         found = find_label(labels, reference)
         if found is None:

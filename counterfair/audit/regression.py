@@ -84,7 +84,8 @@ def regression_metrics(
     y_true, y_pred
         Observed and predicted real outcomes.
     protected, intersections, reference
-        As in :func:`counterfair.audit.group_metrics` (default reference: largest group).
+        As in :func:`counterfair.audit.group_metrics` (default reference:
+        :data:`~counterfair.audit.REFERENCE_RULE`).
     n_bootstrap
         Bootstrap resamples (0: none), stratified by all protected attributes crossed.
     confidence
