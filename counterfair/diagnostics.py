@@ -5,13 +5,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import arviz as az
 import numpy as np
 import pandas as pd
 
 from counterfair.errors import ConvergenceWarning
+from counterfair.mcmc_stats import bulk_ess, rank_rhat
 
 RHAT_MAX = 1.01
 """Largest acceptable rank-normalised split R-hat of a structural parameter."""
@@ -74,9 +74,13 @@ class Diagnostics:
         }
 
 
-def _flat(dataset: Any) -> np.ndarray:
-    values = [np.ravel(np.asarray(dataset[v].values)) for v in dataset.data_vars]
-    return np.concatenate(values) if values else np.array([np.nan])
+def _stacked_latents(idata: az.InferenceData, latents: Sequence[str]) -> np.ndarray:
+    """Draws of every latent of every row side by side, shape ``(chain, draw, n)``."""
+    parts = []
+    for name in latents:
+        values = np.asarray(idata.posterior[name].values, dtype=float)
+        parts.append(values.reshape(values.shape[0], values.shape[1], -1))
+    return np.concatenate(parts, axis=2)
 
 
 def diagnose(
@@ -92,11 +96,11 @@ def diagnose(
     if "tree_depth" in idata.sample_stats:
         depth_hits = int((np.asarray(idata.sample_stats["tree_depth"].values) >= max_depth).sum())
     latent_rhat = latent_ess = float("nan")
-    if latents and idata.posterior.sizes["chain"] > 1:
-        latent_rhat = float(np.nanmax(_flat(az.rhat(idata, var_names=list(latents)))))
-        latent_ess = float(np.nanmin(_flat(az.ess(idata, var_names=list(latents)))))
-    elif latents:
-        latent_ess = float(np.nanmin(_flat(az.ess(idata, var_names=list(latents)))))
+    if latents:
+        draws = _stacked_latents(idata, latents)  # (chain, draw, every row of every latent)
+        latent_ess = float(np.nanmin(bulk_ess(draws)))
+        if draws.shape[0] > 1:
+            latent_rhat = float(np.nanmax(rank_rhat(draws)))
     return Diagnostics(
         max_rhat=float(table["r_hat"].max()),
         min_ess_bulk=float(table["ess_bulk"].min()),

@@ -1,0 +1,112 @@
+"""Rank-normalised split R-hat and bulk ESS of many scalar quantities at once, in numpy.
+
+``arviz.rhat`` and ``arviz.ess`` loop over variables in Python; for the per-row latents
+of a fit (17,432 on the law school data) that took about 55 s. These functions compute
+the same numbers (Vehtari et al. 2021, as implemented by arviz 0.2x) vectorised over the
+last axis of a ``(chain, draw, n)`` array; ``tests/test_mcmc_stats.py`` checks them
+against arviz.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+from scipy.fft import next_fast_len
+
+
+def _split_chains(draws: np.ndarray) -> np.ndarray:
+    """``(chain, draw, n)`` -> ``(2 chain, draw // 2, n)``: first and last halves."""
+    half = draws.shape[1] // 2
+    return np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0)
+
+
+def _z_scale(draws: np.ndarray) -> np.ndarray:
+    """Rank-normalise each quantity over all its draws (average ranks for ties)."""
+    c, d, n = draws.shape
+    ranks = stats.rankdata(draws.reshape(c * d, n), method="average", axis=0)
+    size = c * d
+    return np.asarray(stats.norm.ppf((ranks - 0.375) / (size + 0.25))).reshape(c, d, n)
+
+
+def _plain_rhat(draws: np.ndarray) -> np.ndarray:
+    """Potential scale reduction of each quantity, ``(chain, draw, n)`` -> ``(n,)``."""
+    d = draws.shape[1]
+    chain_mean = draws.mean(axis=1)
+    within = draws.var(axis=1, ddof=1).mean(axis=0)
+    between = d * chain_mean.var(axis=0, ddof=1)
+    return np.asarray(np.sqrt((between / within + d - 1) / d))
+
+
+def rank_rhat(draws: np.ndarray) -> np.ndarray:
+    """Rank-normalised split R-hat (the larger of bulk and folded-tail R-hat) per quantity.
+
+    Parameters
+    ----------
+    draws : numpy.ndarray
+        Shape ``(chain, draw, n)`` with at least 2 chains and 4 draws.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n,)``.
+    """
+    split = _split_chains(np.asarray(draws, dtype=float))
+    with np.errstate(invalid="ignore", divide="ignore"):  # constant quantities give NaN
+        bulk = _plain_rhat(_z_scale(split))
+        folded = np.abs(split - np.median(split.reshape(-1, split.shape[2]), axis=0))
+        tail = _plain_rhat(_z_scale(folded))
+    return np.maximum(bulk, tail)
+
+
+def _autocovariance(draws: np.ndarray) -> np.ndarray:
+    """Autocovariance along the draw axis of ``(chain, draw, n)``, lags ``0 .. draw - 1``."""
+    d = draws.shape[1]
+    centred = draws - draws.mean(axis=1, keepdims=True)
+    size = next_fast_len(2 * d)
+    spectrum = np.fft.rfft(centred, n=size, axis=1)
+    return np.fft.irfft(spectrum * np.conjugate(spectrum), n=size, axis=1)[:, :d] / d
+
+
+def _ess(draws: np.ndarray) -> np.ndarray:
+    """ESS with Geyer's initial monotone sequence, per quantity of ``(chain, draw, n)``."""
+    c, d, n = draws.shape
+    acov = _autocovariance(draws)  # (chain, lag, n)
+    mean_var = acov[:, 0].mean(axis=0) * d / (d - 1.0)
+    var_plus = mean_var * (d - 1.0) / d
+    if c > 1:
+        var_plus = var_plus + draws.mean(axis=1).var(axis=0, ddof=1)
+    rho = 1.0 - (mean_var - acov.mean(axis=0)) / var_plus  # (lag, n)
+    rho[0] = 1.0
+    k_max = max((d - 3) // 2, 0)  # pairs k = 1 .. k_max fit in Geyer's loop (2k - 1 < d - 3)
+    pairs = rho[: 2 * k_max + 2 : 2][: k_max + 1] + rho[1 : 2 * k_max + 2 : 2][: k_max + 1]
+    nonpositive = pairs <= 0.0
+    first = np.where(nonpositive.any(axis=0), nonpositive.argmax(axis=0), k_max)
+    computed = np.minimum(first, k_max)  # pairs 1..computed were evaluated
+    monotone = np.minimum.accumulate(pairs, axis=0)
+    below = np.arange(pairs.shape[0])[:, None] < computed[None, :]
+    tau = -1.0 + 2.0 * np.where(below, monotone, 0.0).sum(axis=0)
+    last_even = np.take_along_axis(rho, (2 * computed)[None, :], axis=0)[0]
+    last_pair = np.take_along_axis(pairs, computed[None, :], axis=0)[0]
+    tau += np.where((last_pair >= 0.0) | (last_even > 0.0), last_even, 0.0)
+    total = c * d
+    tau = np.maximum(tau, 1.0 / np.log10(total))
+    ess = total / tau
+    constant = np.ptp(draws.reshape(total, n), axis=0) < np.finfo(float).resolution
+    return np.asarray(np.where(constant, float(total), ess))
+
+
+def bulk_ess(draws: np.ndarray) -> np.ndarray:
+    """Bulk effective sample size (rank-normalised split chains) per quantity.
+
+    Parameters
+    ----------
+    draws : numpy.ndarray
+        Shape ``(chain, draw, n)`` with at least 4 draws.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n,)``.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):  # constant quantities: all draws
+        return _ess(_z_scale(_split_chains(np.asarray(draws, dtype=float))))

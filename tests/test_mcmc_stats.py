@@ -1,0 +1,41 @@
+"""The vectorised R-hat and bulk ESS equal arviz's, quantity by quantity."""
+
+from __future__ import annotations
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pytest
+
+from counterfair.mcmc_stats import bulk_ess, rank_rhat
+
+
+def _chains(n_chain: int, n_draw: int, n: int, seed: int) -> np.ndarray:
+    """AR(1) chains with varied autocorrelation, offsets and a few constant quantities."""
+    rng = np.random.default_rng(seed)
+    phi = rng.uniform(-0.3, 0.97, size=n)
+    draws = np.empty((n_chain, n_draw, n))
+    draws[:, 0] = rng.standard_normal((n_chain, n))
+    for t in range(1, n_draw):
+        draws[:, t] = phi * draws[:, t - 1] + rng.standard_normal((n_chain, n))
+    draws += rng.normal(0, 0.3, size=(n_chain, 1, n))  # chains that disagree a little
+    draws[:, :, :2] = 4.0  # constant quantities
+    return draws
+
+
+@pytest.mark.parametrize(("n_chain", "n_draw"), [(2, 400), (4, 101), (2, 9), (1, 300)])
+def test_matches_arviz(n_chain: int, n_draw: int) -> None:
+    draws = _chains(n_chain, n_draw, 40, seed=n_draw)
+    dataset = az.convert_to_dataset({"x": draws})
+    expected_ess = np.asarray(az.ess(dataset, method="bulk")["x"].values)
+    np.testing.assert_allclose(bulk_ess(draws), expected_ess, rtol=1e-8)
+    if n_chain > 1:
+        with warnings.catch_warnings():  # arviz divides 0 by 0 for the constant quantities
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected_rhat = np.asarray(az.rhat(dataset, method="rank")["x"].values)
+        got = rank_rhat(draws)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected_rhat))
+        finite = np.isfinite(expected_rhat)
+        assert finite.sum() == 38
+        np.testing.assert_allclose(got[finite], expected_rhat[finite], rtol=1e-8)
