@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair.errors import ConvergenceWarning
-from counterfair.mcmc_stats import bulk_ess, rank_rhat
+from counterfair.mcmc_stats import rhat_and_bulk_ess
 
 RHAT_MAX = 1.01
 """Largest acceptable rank-normalised split R-hat of a structural parameter."""
@@ -98,9 +98,10 @@ def diagnose(
     latent_rhat = latent_ess = float("nan")
     if latents:
         draws = _stacked_latents(idata, latents)  # (chain, draw, every row of every latent)
-        latent_ess = float(np.nanmin(bulk_ess(draws)))
+        rhats, esses = rhat_and_bulk_ess(draws)
+        latent_ess = float(np.nanmin(esses))
         if draws.shape[0] > 1:
-            latent_rhat = float(np.nanmax(rank_rhat(draws)))
+            latent_rhat = float(np.nanmax(rhats))
     return Diagnostics(
         max_rhat=float(table["r_hat"].max()),
         min_ess_bulk=float(table["ess_bulk"].min()),

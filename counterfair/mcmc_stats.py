@@ -10,7 +10,7 @@ against arviz.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 from scipy.fft import next_fast_len
 
 
@@ -23,9 +23,14 @@ def _split_chains(draws: np.ndarray) -> np.ndarray:
 def _z_scale(draws: np.ndarray) -> np.ndarray:
     """Rank-normalise each quantity over all its draws (average ranks for ties)."""
     c, d, n = draws.shape
-    ranks = stats.rankdata(draws.reshape(c * d, n), method="average", axis=0)
-    size = c * d
-    return np.asarray(stats.norm.ppf((ranks - 0.375) / (size + 0.25))).reshape(c, d, n)
+    flat = draws.reshape(c * d, n)
+    order = np.argsort(flat, axis=0)
+    ranks = np.empty_like(flat)
+    np.put_along_axis(ranks, order, np.arange(1.0, c * d + 1.0)[:, None], axis=0)
+    tied = (np.diff(np.take_along_axis(flat, order, axis=0), axis=0) == 0).any(axis=0)
+    if tied.any():  # average ranks where values repeat (constants, discrete draws)
+        ranks[:, tied] = stats.rankdata(flat[:, tied], method="average", axis=0)
+    return np.asarray(special.ndtri((ranks - 0.375) / (c * d + 0.25))).reshape(c, d, n)
 
 
 def _plain_rhat(draws: np.ndarray) -> np.ndarray:
@@ -35,6 +40,19 @@ def _plain_rhat(draws: np.ndarray) -> np.ndarray:
     within = draws.var(axis=1, ddof=1).mean(axis=0)
     between = d * chain_mean.var(axis=0, ddof=1)
     return np.asarray(np.sqrt((between / within + d - 1) / d))
+
+
+def rhat_and_bulk_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`rank_rhat` (NaN with one chain) and :func:`bulk_ess`, sharing the ranking."""
+    split = _split_chains(np.asarray(draws, dtype=float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = _z_scale(split)
+        ess = _ess(z)
+        if draws.shape[0] < 2:
+            return np.full(draws.shape[2], np.nan), ess
+        folded = np.abs(split - np.median(split.reshape(-1, split.shape[2]), axis=0))
+        rhat = np.maximum(_plain_rhat(z), _plain_rhat(_z_scale(folded)))
+    return rhat, ess
 
 
 def rank_rhat(draws: np.ndarray) -> np.ndarray:

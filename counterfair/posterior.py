@@ -18,9 +18,10 @@ from counterfair.params import ParamDraws
 from counterfair.scm import SCM
 from counterfair.specs import Protected
 from counterfair.stan.anchored import add_anchored_latents
-from counterfair.stan.backend import get_backend
+from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import abduction_data, conditioning_nodes, fit_data, observed_values
 from counterfair.stan.inits import latent_inits
+from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
 
 if TYPE_CHECKING:
     from counterfair.counterfactual import DoValue
@@ -260,6 +261,7 @@ class Fit:
     seed: int | None
     diagnostics: Diagnostics
     _backend_name: str = field(default="auto", repr=False)
+    warm_start: WarmStart | None = None
 
     # ------------------------------------------------------------------ posterior
     def summary(self, **kwargs: Any) -> pd.DataFrame:
@@ -549,6 +551,44 @@ class Fit:
         return interventional_frame(self, n, do, n_samples=n_samples, seed=seed)
 
 
+_ADAPTATION_ARGS = ("stepsize", "init_phase", "metric_window", "term_phase", "inv_metric")
+
+
+def _warm_start(
+    scm: SCM,
+    data: pd.DataFrame,
+    encoding: Encoding,
+    stan_data: dict[str, Any],
+    warm_start: bool | Literal["auto"],
+    backend: str,
+    chains: int,
+    warmup: int,
+    seed: int | None,
+    sampler_args: dict[str, Any],
+) -> WarmStart | None:
+    """Run the pilot fit of :mod:`counterfair.stan.warm_start` when asked or worth it."""
+    if warm_start not in (True, False, "auto"):
+        raise ValueError(f"warm_start must be True, False or 'auto', got {warm_start!r}")
+    if warm_start is False:
+        return None
+    explicit = [k for k in _ADAPTATION_ARGS if k in sampler_args]
+    on_cmdstan = resolve_backend_name(backend) == "cmdstanpy"
+    if warm_start == "auto":
+        if explicit or not on_cmdstan or len(data) < MIN_ROWS or warmup < MIN_WARMUP:
+            return None
+    else:
+        if not on_cmdstan:
+            raise ValueError(
+                "warm_start=True needs the cmdstanpy back end (PyStan cannot be given an "
+                "initial metric); use backend='cmdstanpy' or warm_start=False"
+            )
+        if explicit:
+            raise ValueError(
+                f"warm_start=True sets {explicit} itself; pass warm_start=False to set them"
+            )
+    return pilot_fit(scm, data, encoding, stan_data, chains=chains, seed=seed)
+
+
 def fit_scm(
     scm: SCM,
     data: pd.DataFrame,
@@ -559,6 +599,7 @@ def fit_scm(
     seed: int | None,
     backend: str,
     progress: bool,
+    warm_start: bool | Literal["auto"] = "auto",
     **sampler_args: Any,
 ) -> Fit:
     """Fit ``scm`` to ``data`` by NUTS; see :meth:`counterfair.SCM.fit`."""
@@ -568,8 +609,14 @@ def fit_scm(
     encoding = Encoding.from_data(protected_specs, data)
     stan_data = fit_data(scm, data, encoding)
     coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
+    start = _warm_start(scm, data, encoding, stan_data, warm_start, backend, chains, warmup,
+                        seed, sampler_args)
     if "init" not in sampler_args:
         sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
+        if start is not None:
+            sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
+    if start is not None:
+        sampler_args.update(start.sampler_args(warmup))
     run = get_backend(backend).sample(
         scm.stan_code(),
         stan_data,
@@ -595,9 +642,10 @@ def fit_scm(
         idata=run.idata,
         encoding=encoding,
         data=data.copy(),
-        seconds=run.seconds,
+        seconds=run.seconds + (start.seconds if start is not None else 0.0),
         backend=run.backend,
         seed=seed,
         diagnostics=diagnostics,
         _backend_name=backend,
+        warm_start=start,
     )

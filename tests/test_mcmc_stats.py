@@ -8,7 +8,7 @@ import arviz as az
 import numpy as np
 import pytest
 
-from counterfair.mcmc_stats import bulk_ess, rank_rhat
+from counterfair.mcmc_stats import bulk_ess, rank_rhat, rhat_and_bulk_ess
 
 
 def _chains(n_chain: int, n_draw: int, n: int, seed: int) -> np.ndarray:
@@ -39,3 +39,13 @@ def test_matches_arviz(n_chain: int, n_draw: int) -> None:
         finite = np.isfinite(expected_rhat)
         assert finite.sum() == 38
         np.testing.assert_allclose(got[finite], expected_rhat[finite], rtol=1e-8)
+
+
+def test_combined_function_equals_the_separate_ones() -> None:
+    draws = _chains(3, 60, 25, seed=1)
+    draws[:, :, 5] = np.round(draws[:, :, 5])  # ties: average ranks, as arviz
+    rhat, ess = rhat_and_bulk_ess(draws)
+    np.testing.assert_array_equal(ess, bulk_ess(draws))
+    np.testing.assert_array_equal(rhat, rank_rhat(draws))
+    dataset = az.convert_to_dataset({"x": draws[:, :, 5:6]})
+    np.testing.assert_allclose(ess[5], az.ess(dataset, method="bulk")["x"].values, rtol=1e-8)

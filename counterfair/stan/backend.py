@@ -29,13 +29,25 @@ BACKEND_ENV = "COUNTERFAIR_BACKEND"
 BACKEND_NAMES = ("pystan", "cmdstanpy")
 """The adapters, in the order ``backend="auto"`` considers them when CmdStan is absent."""
 
-PYSTAN_ARGS = {"max_depth": "max_depth", "delta": "delta", "stepsize": "stepsize", "init": "init"}
+PYSTAN_ARGS = {
+    "max_depth": "max_depth",
+    "delta": "delta",
+    "stepsize": "stepsize",
+    "init": "init",
+    "init_phase": "init_buffer",
+    "metric_window": "window",
+    "term_phase": "term_buffer",
+}
 """counterfair's sampler argument names -> PyStan's."""
 CMDSTAN_ARGS = {
     "max_depth": "max_treedepth",
     "delta": "adapt_delta",
     "stepsize": "step_size",
     "init": "inits",
+    "init_phase": "adapt_init_phase",
+    "metric_window": "adapt_metric_window",
+    "term_phase": "adapt_step_size",
+    "inv_metric": "inv_metric",
 }
 """counterfair's sampler argument names -> cmdstanpy's."""
 

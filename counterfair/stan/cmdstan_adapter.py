@@ -19,10 +19,12 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import arviz as az
+import numpy as np
 
 from counterfair.stan.backend import CMDSTAN_ARGS, SamplerRun, translate_sampler_args
 
@@ -125,6 +127,42 @@ def _model(code: str) -> tuple[Any, float]:
         return cmdstanpy.CmdStanModel(exe_file=str(exe)), seconds
 
 
+@dataclass(frozen=True)
+class Adaptation:
+    """What a short run learned: metric, step size, parameter layout and means.
+
+    Attributes
+    ----------
+    inv_metric : numpy.ndarray
+        Adapted diagonal inverse metric, averaged over chains (unconstrained order).
+    step_size : float
+        Adapted step size, averaged over chains.
+    layout : list of (str, int)
+        The program's parameters in unconstrained order with their sizes.
+    means : dict of str to numpy.ndarray
+        Posterior means of the parameters (constrained scale).
+    """
+
+    inv_metric: np.ndarray
+    step_size: float
+    layout: list[tuple[str, int]]
+    means: dict[str, Any]
+
+
+def _parameter_layout(fit: Any, size: int) -> list[tuple[str, int]]:
+    """The parameters block (the first ``size`` unconstrained entries), in order."""
+    layout, total = [], 0
+    for name, variable in fit.metadata.stan_vars.items():
+        if total == size:
+            break
+        count = int(np.prod(variable.dimensions)) if variable.dimensions else 1
+        layout.append((name, count))
+        total += count
+    if total != size:
+        raise RuntimeError(f"could not lay out {size} unconstrained parameters: {layout}")
+    return layout
+
+
 class CmdStanPyBackend:
     """Adapter for cmdstanpy (needs a CmdStan installation)."""
 
@@ -150,6 +188,8 @@ class CmdStanPyBackend:
     ) -> SamplerRun:
         """Sample with NUTS, chains in parallel processes; compile first if needed."""
         args = translate_sampler_args(sampler_args, CMDSTAN_ARGS)
+        if "inv_metric" in args:
+            args["inv_metric"] = {"inv_metric": np.asarray(args["inv_metric"]).tolist()}
         start = time.perf_counter()
         model, compiled = _model(code)
         output = tempfile.mkdtemp(prefix="counterfair-cmdstan-")
@@ -177,6 +217,43 @@ class CmdStanPyBackend:
             backend=self.name,
             compile_seconds=compiled,
         )
+
+    def adapt(
+        self,
+        code: str,
+        data: Mapping[str, Any],
+        *,
+        chains: int,
+        warmup: int,
+        draws: int,
+        seed: int | None,
+        init: Any = None,
+    ) -> Adaptation:
+        """A short run whose adapted metric, step size and means seed another run."""
+        model, _ = _model(code)
+        output = tempfile.mkdtemp(prefix="counterfair-cmdstan-")
+        try:
+            with _quiet_cmdstanpy(logging.ERROR):
+                fit = model.sample(
+                    data=dict(data),
+                    chains=chains,
+                    parallel_chains=chains,
+                    iter_warmup=warmup,
+                    iter_sampling=draws,
+                    seed=seed,
+                    inits=init,
+                    show_progress=False,
+                    output_dir=output,
+                )
+                metric = np.asarray(fit.inv_metric, dtype=float).reshape(chains, -1).mean(axis=0)
+                layout = _parameter_layout(fit, metric.size)
+                means = {
+                    name: np.asarray(fit.stan_variable(name)).mean(axis=0) for name, _ in layout
+                }
+                step = float(np.mean(fit.step_size))
+        finally:
+            shutil.rmtree(output, ignore_errors=True)
+        return Adaptation(inv_metric=metric, step_size=step, layout=layout, means=means)
 
     def log_density(
         self,
