@@ -176,6 +176,49 @@ def aux_data() -> pd.DataFrame:
     return aux_scm().sample(300, params=AUX_TRUTH, seed=7)
 
 
+def anchoring_scm() -> cf.SCM:
+    """Two Normal anchors of U (the second with another child of U as a parent), a
+    Bernoulli and a Poisson child, and a non-standard prior on U (tests/test_anchoring.py)."""
+    return cf.SCM(
+        _graph(
+            {
+                "A": cf.Protected(),
+                "U": cf.Latent(loc=0.5, scale=1.5),
+                "X1": cf.Normal(),
+                "B": cf.Bernoulli(),
+                "X2": cf.Normal(sigma=0.7),
+                "P": cf.Poisson(),
+            },
+            [("U", c) for c in ("X1", "B", "X2", "P")]
+            + [("A", c) for c in ("X1", "X2", "P")]
+            + [("X1", "X2"), ("B", "X2")],
+        )
+    )
+
+
+def audit_scm() -> cf.SCM:
+    """One protected parent and one Normal child (tests/test_audit_counterfactual.py)."""
+    return cf.SCM(_graph({"A": cf.Protected(levels=("a", "b")), "X": cf.Normal()}, [("A", "X")]))
+
+
+def stan_programs() -> dict[str, str]:
+    """Every Stan program the ``stan`` tests compile, by name (compiled up front, in parallel)."""
+    from counterfair.stan.codegen import fit_program
+
+    programs = {
+        "law level 2": law_level2_scm().stan_code(),
+        "law level 2 abduction": law_level2_scm().abduction_code(),
+        "law level 3": law_level3_scm().stan_code(),
+        "linear Gaussian": linear_gaussian_scm().stan_code(),
+        "auxiliary": aux_scm().stan_code(),
+        "auxiliary abduction": aux_scm().abduction_code(),
+        "anchoring": anchoring_scm().stan_code(),
+        "anchoring, centred": fit_program(anchoring_scm(), anchor_latents=False),
+        "audit": audit_scm().stan_code(),
+    }
+    return programs
+
+
 # ---------------------------------------------------------------------- fits
 @dataclass(frozen=True)
 class RecordedFit:

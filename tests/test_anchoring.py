@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import pytest
+from _models import anchoring_scm
 
-import counterfair as cf
 from counterfair.encoding import Encoding
 from counterfair.params import ParamDraws
 from counterfair.specs import Protected
@@ -50,28 +49,14 @@ TRUTH: dict[str, Any] = {
 }
 
 
-def _scm() -> cf.SCM:
-    g = nx.DiGraph()
-    g.add_node("A", spec=cf.Protected())
-    g.add_node("U", spec=cf.Latent(loc=0.5, scale=1.5))
-    g.add_node("X1", spec=cf.Normal())
-    g.add_node("B", spec=cf.Bernoulli())
-    g.add_node("X2", spec=cf.Normal(sigma=0.7))
-    g.add_node("P", spec=cf.Poisson())
-    g.add_edges_from([("U", c) for c in ("X1", "B", "X2", "P")])
-    g.add_edges_from([("A", c) for c in ("X1", "X2", "P")])
-    g.add_edges_from([("X1", "X2"), ("B", "X2")])
-    return cf.SCM(g)
-
-
 def test_anchors_are_the_normal_children_with_one_latent() -> None:
-    anchors = anchors_of(_scm())
+    anchors = anchors_of(anchoring_scm())
     assert [eq.node for eq in anchors["U"]] == ["X1", "X2"]
 
 
 @pytest.mark.stan
 def test_anchored_and_centred_programs_have_the_same_posterior() -> None:
-    scm = _scm()
+    scm = anchoring_scm()
     rows = scm.sample(40, params=TRUTH, seed=5, levels={"A": ["a", "b"]})
     protected = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
     data = fit_data(scm, rows, Encoding.from_data(protected, rows))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+from _models import audit_scm
 
 import counterfair as cf
 from counterfair.audit import counterfactual_fairness, counterfactual_html
@@ -17,11 +17,7 @@ TRUTH = {"alpha_X": 1.0, "beta_X_A": [0.8], "sigma_X": 0.5}
 
 @pytest.fixture(scope="module")
 def fitted(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
-    g = nx.DiGraph()
-    g.add_node("A", spec=cf.Protected(levels=("a", "b")))
-    g.add_node("X", spec=cf.Normal())
-    g.add_edge("A", "X")
-    scm = cf.SCM(g)
+    scm = audit_scm()
     data = scm.sample(300, params=TRUTH, seed=11)
     fit = scm.fit(data, chains=4, warmup=400, draws=400, seed=3, progress=False)
     return fit, data.iloc[:60]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
 from counterfair.stan.backend import get_backend
 
@@ -37,22 +38,36 @@ def compile_programs(
     backend : {"auto", "pystan", "cmdstanpy"}
         The back end whose cache receives the binaries.
     jobs : int
-        Programs compiled at once (CmdStan only; PyStan builds one at a time).
+        Programs compiled at once (threads for CmdStan, processes for PyStan).
     report : callable, optional
         Called with one line per finished program (e.g. ``print``).
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     adapter = get_backend(backend)
-    workers = jobs if adapter.name == "cmdstanpy" else 1
+    # CmdStan compiles in a make subprocess, so threads overlap; PyStan builds inside the
+    # calling process (httpstan), so its programs are built in separate processes.
+    spawn = multiprocessing.get_context("spawn")
+    pool: Executor = (
+        ThreadPoolExecutor(max_workers=jobs)
+        if adapter.name == "cmdstanpy" or jobs == 1
+        else ProcessPoolExecutor(max_workers=jobs, mp_context=spawn)
+    )
+    spent: dict[str, float] = {}
+    with pool:
+        started = time.perf_counter()
+        futures = {
+            pool.submit(_compile, adapter.name, code): name for name, code in programs.items()
+        }
+        for future in as_completed(futures):
+            name = futures[future]
+            spent[name] = future.result()
+            if report is not None:
+                verb = f"compiled in {spent[name]:.1f} s" if spent[name] else "cached"
+                report(f"{adapter.name}: {name}: {verb} ({time.perf_counter() - started:.0f} s)")
+    return spent
 
-    def one(name: str) -> tuple[str, float]:
-        start = time.perf_counter()
-        spent = adapter.compile(programs[name])
-        if report is not None:
-            verb = f"compiled in {time.perf_counter() - start:.1f} s" if spent else "cached"
-            report(f"{adapter.name}: {name}: {verb}")
-        return name, spent
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(pool.map(one, programs))
+def _compile(backend: str, code: str) -> float:
+    """Compile one program with one back end (a top-level function: it may run elsewhere)."""
+    return get_backend(backend).compile(code)
