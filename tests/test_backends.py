@@ -169,3 +169,15 @@ def test_pystan_binary_is_shared_by_every_interpreter_path_of_an_environment(
     monkeypatch.setattr(sys, "prefix", "/another/environment")
     with environment_interpreter_path():
         assert httpstan.models.calculate_model_name("parameters { real x; }") not in names
+
+
+@pytest.mark.stan
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_a_quiet_fit_prints_nothing(stan_backend: str, capfd: pytest.CaptureFixture[str]) -> None:
+    """No 'Building...', sampling progress, 'Messages received' or cmdstanpy log lines."""
+    scm, data = law_level3_scm(), _small_level3_data()
+    get_backend(stan_backend).compile(scm.stan_code())
+    capfd.readouterr()
+    scm.fit(data, chains=1, warmup=60, draws=60, seed=4, progress=False)
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import sys
 import time
@@ -60,6 +61,17 @@ def environment_interpreter_path() -> Iterator[None]:
         sys.executable = original
 
 
+@contextlib.contextmanager
+def _silenced(quiet: bool) -> Iterator[None]:
+    """Swallow what PyStan prints (build and sampling progress, Stan's informational
+    messages) when ``quiet``; errors still raise, and diagnostics come from the fit."""
+    if not quiet:
+        yield
+        return
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
 def _build(code: str, data: Mapping[str, Any], seed: int | None) -> Any:
     import stan
 
@@ -90,7 +102,8 @@ class PyStanBackend:
         if outside_event_loop(_is_cached, code):
             return 0.0
         start = time.perf_counter()
-        outside_event_loop(_build, code, {}, None)
+        with _silenced(True):
+            outside_event_loop(_build, code, {}, None)
         return time.perf_counter() - start
 
     def sample(
@@ -113,11 +126,12 @@ class PyStanBackend:
         def run() -> SamplerRun:
             start = time.perf_counter()
             cached = _is_cached(code)
-            model = _build(code, data, seed)
-            compiled = 0.0 if cached else time.perf_counter() - start
-            fit = model.sample(
-                num_chains=chains, num_warmup=warmup, num_samples=draws, **args
-            )
+            with _silenced(not progress):  # "Building...", sampling progress, Stan's notes
+                model = _build(code, data, seed)
+                compiled = 0.0 if cached else time.perf_counter() - start
+                fit = model.sample(
+                    num_chains=chains, num_warmup=warmup, num_samples=draws, **args
+                )
             idata = az.from_pystan(
                 posterior=fit,
                 posterior_model=model,
@@ -144,7 +158,8 @@ class PyStanBackend:
         """Log density at constrained ``params`` (Jacobian of the constraints if asked)."""
 
         def run() -> float:
-            model = _build(code, data, None)
+            with _silenced(True):
+                model = _build(code, data, None)
             values = {k: _plain(v) for k, v in params.items()}
             unconstrained = model.unconstrain_pars(values)
             return float(model.log_prob(unconstrained, adjust_transform=jacobian))
