@@ -102,8 +102,14 @@ class PyStanBackend:
         if outside_event_loop(_is_cached, code):
             return 0.0
         start = time.perf_counter()
-        with _silenced(True):
-            outside_event_loop(_build, code, {}, None)
+        try:
+            with _silenced(True):
+                outside_event_loop(_build, code, {}, None)
+        except RuntimeError:
+            # stan.build compiles, then asks the model for its parameter names, which a
+            # program with data cannot answer without data; the binary is cached by then
+            if not outside_event_loop(_is_cached, code):
+                raise
         return time.perf_counter() - start
 
     def sample(
