@@ -87,12 +87,16 @@ def main(argv: list[str] | None = None) -> int:
                 }
         finally:
             httpstan.cache.fit_path = original
-    print(f"{'back end':10s} {'compile s':>10s} {'fit s':>8s} {'min ESS':>8s} {'ESS/s':>7s} "
-          f"{'R-hat':>7s} {'div':>4s}")
+    print(
+        f"{'back end':10s} {'compile s':>10s} {'fit s':>8s} {'min ESS':>8s} {'ESS/s':>7s} "
+        f"{'R-hat':>7s} {'div':>4s}"
+    )
     for name, r in results.items():
-        print(f"{name:10s} {r['compile_seconds']:10.1f} {r['fit_seconds']:8.1f} "
-              f"{r['min_ess_bulk']:8.0f} {r['ess_per_second']:7.2f} {r['max_rhat']:7.4f} "
-              f"{r['divergences']:4d}")
+        print(
+            f"{name:10s} {r['compile_seconds']:10.1f} {r['fit_seconds']:8.1f} "
+            f"{r['min_ess_bulk']:8.0f} {r['ess_per_second']:7.2f} {r['max_rhat']:7.4f} "
+            f"{r['divergences']:4d}"
+        )
     if len(fits) == 2:
         a, b = fits["pystan"], fits["cmdstanpy"]
         gap = max(
