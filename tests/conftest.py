@@ -18,7 +18,12 @@ from types import ModuleType
 
 import pytest
 
-from counterfair.stan.backend import BACKEND_ENV, BACKEND_NAMES, available_backends
+from counterfair.stan.backend import (
+    BACKEND_ENV,
+    BACKEND_NAMES,
+    available_backends,
+    resolve_backend_name,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_BACKENDS_ENV = "COUNTERFAIR_TEST_BACKENDS"
@@ -34,6 +39,20 @@ def backends_under_test() -> list[str]:
     if unknown:
         raise pytest.UsageError(f"{TEST_BACKENDS_ENV} names unknown back end(s) {unknown}")
     return names
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point ``backend="auto"`` at a back end under test for tests that are not parametrised.
+
+    Without this, ``COUNTERFAIR_TEST_BACKENDS=pystan`` on a machine with CmdStan would still
+    send the unmarked tests (and the commands they start) to CmdStan, compiling their
+    programs one by one there.
+    """
+    if os.environ.get(BACKEND_ENV, "").strip():
+        return
+    under_test = backends_under_test()
+    if under_test and resolve_backend_name("auto") not in under_test:
+        os.environ[BACKEND_ENV] = under_test[0]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
