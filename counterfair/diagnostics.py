@@ -37,6 +37,10 @@ class Diagnostics:
         Transitions that hit the maximum tree depth (-1 when unknown).
     table : pandas.DataFrame
         Per-parameter R-hat and ESS (``arviz.summary`` columns).
+    chains, draws : int
+        Chains and post-warm-up draws per chain the diagnostics were computed from.
+
+    ``str(diagnostics)`` is a compact printed summary (``print(fit.diagnostics)``).
     """
 
     max_rhat: float
@@ -46,6 +50,8 @@ class Diagnostics:
     divergences: int
     max_treedepth_hits: int
     table: pd.DataFrame
+    chains: int = 0
+    draws: int = 0
 
     def problems(self) -> list[str]:
         """Plain-language descriptions of every threshold that was crossed."""
@@ -61,6 +67,25 @@ class Diagnostics:
         if np.isfinite(self.latent_max_rhat) and self.latent_max_rhat > LATENT_RHAT_MAX:
             found.append(f"latent R-hat up to {self.latent_max_rhat:.3f} > {LATENT_RHAT_MAX}")
         return found
+
+    def __str__(self) -> str:
+        """A compact summary: the worst values against their thresholds, then any problem."""
+        lines = [
+            f"MCMC diagnostics ({self.chains} chain(s) x {self.draws} draws): "
+            f"parameters max R-hat {self.max_rhat:.3f} (limit {RHAT_MAX}), "
+            f"min bulk ESS {self.min_ess_bulk:.0f} (limit {ESS_MIN:.0f}); "
+            f"divergences {self.divergences}; max tree depth hits "
+            + ("unknown" if self.max_treedepth_hits < 0 else str(self.max_treedepth_hits))
+        ]
+        if np.isfinite(self.latent_min_ess_bulk):
+            rhat = "n/a" if np.isnan(self.latent_max_rhat) else f"{self.latent_max_rhat:.3f}"
+            lines.append(
+                f"  latents: max R-hat {rhat} (limit {LATENT_RHAT_MAX}), "
+                f"min bulk ESS {self.latent_min_ess_bulk:.0f}"
+            )
+        problems = self.problems()
+        lines.append("  problems: " + ("; ".join(problems) if problems else "none"))
+        return "\n".join(lines)
 
     def as_dict(self) -> dict[str, float | int]:
         """The scalar diagnostics as a JSON-friendly dict."""
@@ -110,6 +135,8 @@ def diagnose(
         divergences=divergences,
         max_treedepth_hits=depth_hits,
         table=table,
+        chains=int(idata.posterior.sizes["chain"]),
+        draws=int(idata.posterior.sizes["draw"]),
     )
 
 

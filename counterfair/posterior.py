@@ -637,6 +637,8 @@ def fit_scm(
         max_depth=int(sampler_args.get("max_depth", 10)),
     )
     warn_on_problems(diagnostics)
+    if progress:
+        print(diagnostics, flush=True)
     return Fit(
         scm=scm,
         idata=run.idata,
