@@ -196,11 +196,6 @@ def anchoring_scm() -> cf.SCM:
     )
 
 
-def audit_scm() -> cf.SCM:
-    """One protected parent and one Normal child (tests/test_audit_counterfactual.py)."""
-    return cf.SCM(_graph({"A": cf.Protected(levels=("a", "b")), "X": cf.Normal()}, [("A", "X")]))
-
-
 def stan_programs() -> dict[str, str]:
     """Every Stan program the ``stan`` tests compile, by name (compiled up front, in parallel)."""
     from counterfair.stan.codegen import fit_program
@@ -214,7 +209,6 @@ def stan_programs() -> dict[str, str]:
         "auxiliary abduction": aux_scm().abduction_code(),
         "anchoring": anchoring_scm().stan_code(),
         "anchoring, centred": fit_program(anchoring_scm(), anchor_latents=False),
-        "audit": audit_scm().stan_code(),
     }
     return programs
 
