@@ -71,6 +71,7 @@ LG_TRUTH: dict[str, Any] = {
 AUX_TRUTH: dict[str, Any] = {
     "alpha_X": 1.0,
     "beta_X_race": [-0.8],
+    "beta_X_Z": 0.3,
     "lambda_X_K": 0.7,
     "sigma_X": 0.5,
     "alpha_Z": 0.0,
@@ -79,6 +80,9 @@ AUX_TRUTH: dict[str, Any] = {
     "alpha_P": 0.2,
     "beta_P_race": [-0.7],
     "lambda_P_K": 1.5,
+    "alpha_C": 1.5,
+    "beta_C_race": [0.2],
+    "lambda_C_K": 0.3,
 }
 AUX_RACES = ("a", "b")
 
@@ -137,16 +141,22 @@ def linear_gaussian_scm() -> cf.SCM:
 
 
 def aux_scm() -> cf.SCM:
-    """race, K -> X (Normal); K -> Z (Normal, no protected ancestor); race, K -> P (Bernoulli)."""
+    """race, K -> X (Normal, also | Z); K -> Z (Normal, no protected ancestor);
+    race, K -> P (Bernoulli) and C (Poisson); K ~ Normal(0.5, 1.5).
+
+    Z and X are K's two Normal anchors, the second with another child of K among its
+    parents (tests/test_anchoring.py); Z is the one non-descendant of race.
+    """
     g = _graph(
         {
             "race": cf.Protected(levels=AUX_RACES),
-            "K": cf.Latent(),
-            "X": cf.Normal(),
+            "K": cf.Latent(loc=0.5, scale=1.5),
             "Z": cf.Normal(),
+            "X": cf.Normal(),
             "P": cf.Bernoulli(),
+            "C": cf.Poisson(),
         },
-        [("race", "X"), ("K", "X"), ("K", "Z"), ("race", "P"), ("K", "P")],
+        [("K", "Z"), ("Z", "X")] + [(p, c) for p in ("race", "K") for c in ("X", "P", "C")],
     )
     return cf.SCM(g)
 
@@ -176,26 +186,6 @@ def aux_data() -> pd.DataFrame:
     return aux_scm().sample(300, params=AUX_TRUTH, seed=7)
 
 
-def anchoring_scm() -> cf.SCM:
-    """Two Normal anchors of U (the second with another child of U as a parent), a
-    Bernoulli and a Poisson child, and a non-standard prior on U (tests/test_anchoring.py)."""
-    return cf.SCM(
-        _graph(
-            {
-                "A": cf.Protected(),
-                "U": cf.Latent(loc=0.5, scale=1.5),
-                "X1": cf.Normal(),
-                "B": cf.Bernoulli(),
-                "X2": cf.Normal(sigma=0.7),
-                "P": cf.Poisson(),
-            },
-            [("U", c) for c in ("X1", "B", "X2", "P")]
-            + [("A", c) for c in ("X1", "X2", "P")]
-            + [("X1", "X2"), ("B", "X2")],
-        )
-    )
-
-
 def stan_programs() -> dict[str, str]:
     """Every Stan program the ``stan`` tests compile, by name (compiled up front, in parallel)."""
     from counterfair.stan.codegen import fit_program
@@ -207,8 +197,7 @@ def stan_programs() -> dict[str, str]:
         "linear Gaussian": linear_gaussian_scm().stan_code(),
         "auxiliary": aux_scm().stan_code(),
         "auxiliary abduction": aux_scm().abduction_code(),
-        "anchoring": anchoring_scm().stan_code(),
-        "anchoring, centred": fit_program(anchoring_scm(), anchor_latents=False),
+        "auxiliary, centred": fit_program(aux_scm(), anchor_latents=False),
     }
     return programs
 

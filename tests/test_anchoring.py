@@ -7,18 +7,16 @@ pure algebra, so the log density of the anchored program at ``(z, theta)``
 must equal that of the centred program (``U`` sampled directly) at
 ``(U(z), theta)`` plus the log Jacobian ``-N/2 log P``, up to one constant (the
 terms Stan's ``~`` drops). Checked here at random points with each back end's log
-density, on an SCM with two anchors (the second with another child of U
-among its parents), a Poisson and a Bernoulli child, and a non-standard prior
-on U.
+density, on the auxiliary test SCM: two anchors (the second with another child of the
+latent among its parents), a Poisson and a Bernoulli child, and a non-standard prior
+on the latent.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
-from _models import anchoring_scm
+from _models import AUX_RACES, AUX_TRUTH, aux_scm
 
 from counterfair.encoding import Encoding
 from counterfair.params import ParamDraws
@@ -31,33 +29,16 @@ from counterfair.stan.data import fit_data
 
 stan = pytest.importorskip("stan")
 
-TRUTH: dict[str, Any] = {
-    "alpha_X1": 0.5,
-    "beta_X1_A": [0.8],
-    "lambda_X1_U": 0.9,
-    "sigma_X1": 0.6,
-    "alpha_B": -0.2,
-    "lambda_B_U": 1.1,
-    "alpha_X2": 0.1,
-    "beta_X2_A": [-0.4],
-    "beta_X2_X1": 0.3,
-    "beta_X2_B": 0.5,
-    "lambda_X2_U": 0.7,
-    "alpha_P": 1.5,
-    "beta_P_A": [0.2],
-    "lambda_P_U": 0.3,
-}
-
 
 def test_anchors_are_the_normal_children_with_one_latent() -> None:
-    anchors = anchors_of(anchoring_scm())
-    assert [eq.node for eq in anchors["U"]] == ["X1", "X2"]
+    anchors = anchors_of(aux_scm())
+    assert [eq.node for eq in anchors["K"]] == ["Z", "X"]
 
 
 @pytest.mark.stan
 def test_anchored_and_centred_programs_have_the_same_posterior() -> None:
-    scm = anchoring_scm()
-    rows = scm.sample(40, params=TRUTH, seed=5, levels={"A": ["a", "b"]})
+    scm = aux_scm()
+    rows = scm.sample(40, params=AUX_TRUTH, seed=5, levels={"race": list(AUX_RACES)})
     protected = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
     data = fit_data(scm, rows, Encoding.from_data(protected, rows))
     backend = get_backend("auto")
@@ -69,18 +50,21 @@ def test_anchored_and_centred_programs_have_the_same_posterior() -> None:
     for _ in range(5):
         theta = {
             name: np.asarray(value, dtype=float) * np.exp(0.2 * rng.standard_normal())
-            for name, value in TRUTH.items()
+            for name, value in AUX_TRUTH.items()
         }
-        theta["sigma2_X1"] = theta.pop("sigma_X1") ** 2
-        arrays = {k: v[None, :] if v.ndim else v[None] for k, v in theta.items()}
-        arrays["sigma_X1"] = np.sqrt(arrays.pop("sigma2_X1"))
-        params = ParamDraws(arrays)
-        (mean, precision) = conditional_moments(scm, params, data)["U"]
-        u = 0.5 + 1.5 * rng.standard_normal(n)
-        z = (u - mean[0]) * np.sqrt(precision[0, 0])
-        values = {k: v.tolist() for k, v in theta.items()}
-        log_anchored = backend.log_density(anchored, data, {**values, "z_U": z.tolist()})
-        log_centred = backend.log_density(centred, data, {**values, "U": u.tolist()})
+        params = ParamDraws({k: v[None, :] if v.ndim else v[None] for k, v in theta.items()})
+        (mean, precision) = conditional_moments(scm, params, data)["K"]
+        k = 0.5 + 1.5 * rng.standard_normal(n)
+        z = (k - mean[0]) * np.sqrt(precision[0, 0])
+        # the programs' parameters: residual variances, not sds
+        values = {
+            (f"sigma2_{name[6:]}" if name.startswith("sigma_") else name): (
+                v**2 if name.startswith("sigma_") else v
+            ).tolist()
+            for name, v in theta.items()
+        }
+        log_anchored = backend.log_density(anchored, data, {**values, "z_K": z.tolist()})
+        log_centred = backend.log_density(centred, data, {**values, "K": k.tolist()})
         jacobian = -0.5 * n * np.log(precision[0, 0])
         gaps.append(log_anchored - (log_centred + jacobian))
         levels.append(log_centred)

@@ -252,7 +252,7 @@ def test_rows_without_the_outcome_are_abducted_and_simulated(
     fit: cf.Fit, unlabelled: pd.DataFrame
 ) -> None:
     abduction = fit.abduct(unlabelled, n_samples=20, seed=0)
-    assert abduction.conditioned_on == ("X", "Z")
+    assert abduction.conditioned_on == ("Z", "X", "C")  # the children of K in the data
     assert fit.latents(unlabelled, n_samples=20, seed=0)["K"].shape == (20, 60)
     frame = fit.counterfactual(unlabelled, {"race": AUX_RACES[1]}, n_samples=20, seed=0)
     assert frame.attrs["simulated"] == ["P"]
@@ -274,7 +274,7 @@ def test_conditioning_on_an_absent_column_suggests_condition_on(
     fit: cf.Fit, unlabelled: pd.DataFrame
 ) -> None:
     assert "condition_on=" in MISSING_CONDITIONING_COLUMN
-    with pytest.raises(cf.DataError, match=r"no column 'P'.*condition_on=\['X', 'Z'\]"):
+    with pytest.raises(cf.DataError, match=r"no column 'P'.*condition_on=\['Z', 'X', 'C'\]"):
         fit.abduct(unlabelled, condition_on=["X", "P"], n_samples=5)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
@@ -51,7 +52,7 @@ def compile_programs(
     pool: Executor = (
         ThreadPoolExecutor(max_workers=jobs)
         if adapter.name == "cmdstanpy" or jobs == 1
-        else ProcessPoolExecutor(max_workers=jobs, mp_context=spawn)
+        else ProcessPoolExecutor(max_workers=jobs, mp_context=spawn, initializer=_silence_worker)
     )
     spent: dict[str, float] = {}
     with pool:
@@ -66,6 +67,18 @@ def compile_programs(
                 verb = f"compiled in {spent[name]:.1f} s" if spent[name] else "cached"
                 report(f"{adapter.name}: {name}: {verb} ({time.perf_counter() - started:.0f} s)")
     return spent
+
+
+def _silence_worker() -> None:
+    """Send a compile worker's output to /dev/null: the C++ compiler's warnings are long.
+
+    A program that fails to compile here fails again, with the compiler's message, when a
+    fit needs it.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
 
 
 def _compile(backend: str, code: str) -> float:
