@@ -8,7 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from counterfair.audit import consistency, flip_counterfactual, generalized_entropy_index
+from counterfair.audit import (
+    consistency,
+    consistency_interval,
+    flip_counterfactual,
+    generalized_entropy_index,
+)
 from counterfair.audit._validation import BAD_CHOICE, GROUP_NOT_FOUND, NOT_A_COLUMN, OUT_OF_RANGE
 
 
@@ -86,6 +91,28 @@ def test_consistency_against_brute_force(frame: pd.DataFrame) -> None:
     scaled = (scaled - scaled.mean(axis=0)) / scaled.std(axis=0)
     assert consistency(frame, pred, exclude=["a"]) == pytest.approx(
         _brute_consistency(scaled, pred, 5))
+
+
+def test_consistency_interval_is_seeded_covers_the_value_and_shrinks_with_n() -> None:
+    rng = np.random.default_rng(4)
+
+    def sample(n: int) -> tuple[pd.DataFrame, np.ndarray]:
+        X = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n)})
+        noisy = X["x1"] + rng.normal(scale=1.0, size=n) > 0  # neighbours often disagree
+        return X, noisy.astype(int).to_numpy()
+
+    X, pred = sample(300)
+    value = consistency(X, pred)
+    lower, upper = consistency_interval(X, pred, n_bootstrap=400, seed=1)
+    assert lower < value < upper
+    assert (lower, upper) == consistency_interval(X, pred, n_bootstrap=400, seed=1)
+    big_X, big_pred = sample(3000)
+    big_lower, big_upper = consistency_interval(big_X, big_pred, n_bootstrap=400, seed=1)
+    assert big_upper - big_lower < 0.6 * (upper - lower)  # about 1 / sqrt(10)
+    # identical decisions: a degenerate interval at 1
+    assert consistency_interval(X, np.ones(len(X)), n_bootstrap=50) == (1.0, 1.0)
+    with pytest.raises(ValueError, match="n_bootstrap must be at least 1"):
+        consistency_interval(X, pred, n_bootstrap=0)
 
 
 def test_consistency_corner_cases(frame: pd.DataFrame) -> None:

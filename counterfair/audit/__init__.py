@@ -12,7 +12,8 @@
   ``do(A = a')`` with a fitted SCM, beside the naive flip test (:class:`CounterfactualReport`).
 * :func:`two_group_measures` -- statistical parity / equal opportunity differences and
   disparate impact (``<= tau`` is unfair) for a privileged group.
-* :func:`flip_counterfactual`, :func:`consistency`, :func:`generalized_entropy_index` --
+* :func:`flip_counterfactual`, :func:`consistency` (:func:`consistency_interval`),
+  :func:`generalized_entropy_index` --
   individual measures: attribute flip without an SCM, k-NN consistency, GE index with
   its between/within decomposition (:class:`EntropyIndex`).
 * :func:`class_balance` -- balance for the positive and negative class.
@@ -68,6 +69,7 @@ from .individual import (
     EntropyIndex,
     FlipReport,
     consistency,
+    consistency_interval,
     flip_counterfactual,
     generalized_entropy_index,
 )
@@ -129,6 +131,7 @@ __all__ = [
     "compare_slices",
     "conditional_mutual_information",
     "consistency",
+    "consistency_interval",
     "contingency_table",
     "counterfactual_fairness",
     "counterfactual_html",

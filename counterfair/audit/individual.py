@@ -174,8 +174,53 @@ def consistency(
     Returns
     -------
     float
-        1 for identical outputs among neighbours; lower is less consistent.
+        1 for identical outputs among neighbours; lower is less consistent. See
+        :func:`consistency_interval` for a bootstrap interval.
     """
+    terms = _consistency_terms(X, y_pred, exclude, n_neighbors, standardize)
+    return float(1.0 - terms.mean())
+
+
+def consistency_interval(
+    X: pd.DataFrame,
+    y_pred: ArrayLike,
+    *,
+    exclude: Sequence[str] = (),
+    n_neighbors: int = 5,
+    standardize: bool = True,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: Seed = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of :func:`consistency` (same arguments).
+
+    Each row's neighbours are found once, in the whole sample; the rows' terms
+    ``|y^_n - mean of y^ over its neighbours|`` are then resampled. (Resampling rows
+    before the neighbour search would make a row's own copies its neighbours.)
+
+    Returns
+    -------
+    tuple of float
+        Lower and upper bound.
+    """
+    n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
+    if n_bootstrap == 0:
+        raise ValueError("n_bootstrap must be at least 1 for an interval")
+    confidence = check_open_unit(confidence, "confidence")
+    terms = _consistency_terms(X, y_pred, exclude, n_neighbors, standardize)
+    lo, hi = bootstrap_interval(lambda r: 1.0 - terms[r].mean(), terms.size,
+                                n_resamples=n_bootstrap, confidence=confidence, seed=seed)
+    return float(lo), float(hi)
+
+
+def _consistency_terms(
+    X: pd.DataFrame,
+    y_pred: ArrayLike,
+    exclude: Sequence[str],
+    n_neighbors: int,
+    standardize: bool,
+) -> NDArray[np.float64]:
+    """Per row, ``|y^_n - mean of y^ over the k nearest other rows|``."""
     pred = as_numeric(y_pred, "y_pred")
     check_lengths([("X", len(X)), ("y_pred", pred.size)])
     for column in exclude:
@@ -192,7 +237,7 @@ def consistency(
         values = (values - values.mean(axis=0)) / scale
     neighbours = NearestNeighbors(n_neighbors=n_neighbors).fit(values)
     _, index = neighbours.kneighbors()  # without X: a point is not its own neighbour
-    return float(1.0 - np.abs(pred - pred[index].mean(axis=1)).mean())
+    return np.asarray(np.abs(pred - pred[index].mean(axis=1)), dtype=np.float64)
 
 
 # ------------------------------------------------------------ generalized entropy index
