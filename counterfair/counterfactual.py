@@ -11,11 +11,14 @@ Semantics (Pearl's three steps, per joint sample of parameters and latents):
    * latents keep their abducted draws in every world;
    * a Normal node is ``mu(counterfactual parents) + its abducted noise``
      (Kusner et al.'s level 3);
-   * a discrete node (Poisson, Bernoulli) has no unique noise: where any of its
-     parents changed it is drawn afresh from its conditional distribution given
-     the counterfactual parents and the latents (level 2 semantics); where none
-     changed it keeps its factual value, so ``do(A = a)`` with the factual ``a``
-     returns the factual world exactly.
+   * a discrete node (Poisson, Bernoulli, NegativeBinomial, Ordinal) has no
+     unique noise: where any of its parents changed it is drawn afresh from its
+     conditional distribution given the counterfactual parents and the latents
+     (level 2 semantics); where none changed it keeps its factual value, so
+     ``do(A = a)`` with the factual ``a`` returns the factual world exactly.
+
+   Which of the two a node gets is its family's ``additive_noise``
+   (:mod:`counterfair.families`).
 """
 
 from __future__ import annotations
@@ -143,7 +146,7 @@ def simulate_missing(
             (s, n),
         )
         draw = draw_node(eq, abduction.params, eta, rng)
-        if eq.spec.family == "normal":
+        if eq.family.additive_noise:
             noise[node] = draw - eta
         simulated[node] = draw
         values[node] = draw
@@ -192,7 +195,7 @@ def propagate(
             d
             for d in descendants
             if scm.specs[d].kind == "observed"
-            and scm.equations[d].spec.family == "normal"
+            and scm.equations[d].family.additive_noise
             and d not in given
         ],
     )
@@ -213,7 +216,7 @@ def propagate(
             )
         for oterm in eq.observed:
             parent_changed |= _changed(values[oterm.parent], factual_of(oterm.parent))
-        if eq.spec.family == "normal":
+        if eq.family.additive_noise:
             fresh = eta + noise[node]
         else:
             fresh = draw_node(eq, params, eta, rng)
@@ -243,9 +246,8 @@ def _long_frame(
         frame[node] = values[node].reshape(-1)
     for node in scm.observed:
         column = np.broadcast_to(values[node], (s, n)).reshape(-1)
-        frame[node] = (
-            column if scm.equations[node].spec.family == "normal" else column.astype(np.int64)
-        )
+        eq = scm.equations[node]
+        frame[node] = eq.family.frame_column(eq.spec, column)
     for node, array in noise.items():
         frame[noise_column(node)] = array.reshape(-1)
     return pd.DataFrame(frame)

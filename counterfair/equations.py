@@ -2,7 +2,9 @@
 
 Arrays of node values have shape ``(S, N)``: ``S`` parameter sets (posterior
 draws) by ``N`` rows; inputs of shape ``(N,)`` broadcast over the sets.
-Protected attributes are given as 0-based level codes (0 = reference level).
+Protected attributes are given as 0-based level codes (0 = reference level), and
+so are level-valued observed nodes (ordinal; 0 = lowest level). Everything that
+depends on a node's distribution family is in :mod:`counterfair.families`.
 """
 
 from __future__ import annotations
@@ -10,10 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from scipy.special import expit
 
+from counterfair.families.normal import sigma_of
 from counterfair.layout import NodeEquation
 from counterfair.params import ParamDraws
+
+__all__ = [
+    "draw_node",
+    "linear_predictor",
+    "mean_from_eta",
+    "protected_effect",
+    "sigma_of",
+]
 
 
 def protected_effect(beta: np.ndarray, codes: np.ndarray, reference_coding: bool) -> np.ndarray:
@@ -67,7 +77,10 @@ def linear_predictor(
     for pterm in eq.protected:
         eta += protected_effect(params[pterm.param], codes[pterm.parent], reference_coding)
     for oterm in eq.observed:
-        eta += params[oterm.param][:, None] * values[oterm.parent]
+        if oterm.levels is not None:  # reference-coded indicators of the parent's levels
+            eta += protected_effect(params[oterm.param], values[oterm.parent], True)
+        else:
+            eta += params[oterm.param][:, None] * values[oterm.parent]
     for lterm in eq.latent:
         eta += params[lterm.param][:, None] * values[lterm.parent]
     return eta
@@ -85,30 +98,13 @@ def _n_rows(
     raise ValueError(f"node {eq.node!r} has no parents: pass its number of rows explicitly")
 
 
-def mean_from_eta(eq: NodeEquation, eta: np.ndarray) -> np.ndarray:
-    """Mean of the node given its linear predictor (inverse link)."""
-    if eq.spec.link == "log":
-        return np.exp(eta)
-    if eq.spec.link == "logit":
-        return np.asarray(expit(eta))
-    return eta
-
-
-def sigma_of(eq: NodeEquation, params: ParamDraws) -> np.ndarray:
-    """Residual sd of a Normal node per set, shape ``(S, 1)``."""
-    fixed = eq.sigma_fixed
-    if fixed is not None:
-        return np.full((params.n, 1), fixed)
-    assert eq.sigma is not None
-    return params[eq.sigma][:, None]
+def mean_from_eta(eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:
+    """Mean of the node given its linear predictor (its family's inverse link)."""
+    return eq.family.mean(eq, params, eta)
 
 
 def draw_node(
     eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
     """Draw the node from its conditional distribution given ``eta`` (fresh noise)."""
-    if eq.spec.family == "normal":
-        return eta + sigma_of(eq, params) * rng.standard_normal(eta.shape)
-    if eq.spec.family == "poisson":
-        return rng.poisson(np.exp(np.minimum(eta, 50.0))).astype(float)
-    return rng.binomial(1, expit(eta)).astype(float)
+    return eq.family.draw(eq, params, eta, rng)

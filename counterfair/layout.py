@@ -8,18 +8,23 @@ Naming scheme (also the names in ``fit.idata.posterior``):
 * ``alpha_<node>``: intercept of ``<node>``;
 * ``beta_<node>_<parent>``: weight of an observed parent (real), or the vector of
   level effects of a protected parent (one per non-reference level under
-  reference coding, one per level under one-hot coding);
+  reference coding, one per level under one-hot coding) or of a level-valued
+  observed parent (ordinal: one per level above the lowest);
 * ``lambda_<node>_<latent>``: loading of a latent parent (positive for the
   latent's first child);
 * ``sigma_<node>``: residual standard deviation of a Normal node (learned as
-  ``sigma2_<node>`` with an inverse-gamma prior, or fixed in the spec).
+  ``sigma2_<node>`` with an inverse-gamma prior, or fixed in the spec);
+* ``<role>_<node>``: the family's own parameters, one per role in its
+  ``extra_parameters`` (``phi_<node>``: dispersion of a negative binomial node;
+  ``cutpoints_<node>``: cutpoints of an ordinal node).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from counterfair.specs import Normal, Observed
+from counterfair.families import Family, family_of
+from counterfair.specs import Observed
 
 
 @dataclass(frozen=True)
@@ -32,10 +37,16 @@ class ProtectedTerm:
 
 @dataclass(frozen=True)
 class ObservedTerm:
-    """The weight of an observed parent on a child."""
+    """The weight of an observed parent on a child.
+
+    ``levels`` is the parent's number of levels when it enters as
+    reference-coded indicators (an ordinal parent; ``param`` is then a vector of
+    ``levels - 1`` effects), None when it enters as its value.
+    """
 
     parent: str
     param: str
+    levels: int | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,8 @@ class NodeEquation:
         Latent parents, in graph order.
     sigma : str or None
         Name of the residual sd (Normal nodes only).
+    extra : tuple of (str, str)
+        ``(role, name)`` of each of the family's own parameters.
     """
 
     node: str
@@ -76,6 +89,19 @@ class NodeEquation:
     observed: tuple[ObservedTerm, ...]
     latent: tuple[LatentTerm, ...]
     sigma: str | None
+    extra: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def family(self) -> Family:
+        """The node's distribution family."""
+        return family_of(self.spec)
+
+    def param(self, role: str) -> str:
+        """Name of the family parameter with ``role`` (e.g. ``"phi"``)."""
+        for known, name in self.extra:
+            if known == role:
+                return name
+        raise KeyError(f"node {self.node!r} ({self.spec.family}) has no {role!r} parameter")
 
     @property
     def has_design(self) -> bool:
@@ -85,7 +111,8 @@ class NodeEquation:
     @property
     def sigma_fixed(self) -> float | None:
         """The fixed residual sd, or None when it is learned or not a Normal node."""
-        return self.spec.sigma if isinstance(self.spec, Normal) else None
+        sigma = getattr(self.spec, "sigma", None) if self.sigma else None
+        return None if sigma is None else float(sigma)
 
     def parameter_names(self) -> list[str]:
         """Names of the parameters this equation owns, in declaration order."""
@@ -95,4 +122,5 @@ class NodeEquation:
         names += [t.param for t in self.latent]
         if self.sigma and self.sigma_fixed is None:
             names.append(self.sigma)
+        names += [name for _, name in self.extra]
         return names

@@ -22,9 +22,10 @@ from sklearn.metrics import accuracy_score, r2_score
 
 from counterfair import errors
 from counterfair.counterfactual import DoValue, noise_column
+from counterfair.families import family_of
 from counterfair.posterior import Abduction, Fit, default_conditioning
 from counterfair.scm import SCM
-from counterfair.specs import Bernoulli
+from counterfair.specs import Observed
 
 FeatureSet = Literal["non_descendants", "latent", "additive_noise"]
 FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise")
@@ -136,7 +137,8 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
     # ------------------------------------------------------------------ scikit-learn
     def _is_classifier(self) -> bool:
         if self.scm is not None and self.target in self.scm.specs:
-            return isinstance(self.scm.specs[self.target], Bernoulli)
+            spec = self.scm.specs[self.target]
+            return isinstance(spec, Observed) and family_of(spec).task == "classifier"
         return self.estimator is not None and bool(is_classifier(self.estimator))
 
     def __sklearn_tags__(self) -> Any:
@@ -220,7 +222,7 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
                 )
             return list(scm.latents), [], fair_observed
         noise_nodes = [
-            n for n in scm.observed if n != target and scm.equations[n].spec.family == "normal"
+            n for n in scm.observed if n != target and scm.equations[n].family.additive_noise
         ]
         if not noise_nodes and not scm.latents:
             raise errors.FairnessError(

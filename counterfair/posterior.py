@@ -176,7 +176,7 @@ class Abduction:
             else [
                 n
                 for n in scm.observed
-                if scm.equations[n].spec.family == "normal" and n in self.observed
+                if scm.equations[n].family.additive_noise and n in self.observed
             ]
         )
         values: dict[str, np.ndarray] = {**self.observed, **self.latents}
@@ -184,7 +184,7 @@ class Abduction:
         out: dict[str, np.ndarray] = {}
         for node in wanted:
             eq = scm.equations[node]
-            if eq.spec.family != "normal":
+            if not eq.family.additive_noise:
                 raise ValueError(
                     f"node {node!r} is {eq.spec.family}: only Normal nodes have additive noise"
                 )

@@ -81,12 +81,9 @@ def simulate(
             frame[node] = pd.Categorical(labels, categories=list(all_levels[node]))
         elif node in scm.latents and not return_latents:
             continue
+        elif node in scm.latents:
+            frame[node] = values[node]
         else:
-            spec_family = getattr(scm.specs[node], "family", "normal")
-            column = values[node]
-            frame[node] = (
-                column
-                if spec_family == "normal" or node in scm.latents
-                else (column.astype(np.int64))
-            )
+            eq = scm.equations[node]
+            frame[node] = eq.family.frame_column(eq.spec, values[node])
     return pd.DataFrame(frame)

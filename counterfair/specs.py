@@ -7,9 +7,11 @@ dataclasses under the attribute :data:`SPEC_KEY` (``"spec"``):
   root of the graph;
 * :class:`Latent` -- an exogenous latent variable (a student's knowledge K), a
   root of the graph, Normal(loc, scale) a priori;
-* :class:`Normal`, :class:`Poisson`, :class:`Bernoulli` -- observed variables
-  whose linear predictor is built from their parents, with an identity, log or
-  logit link.
+* :class:`Observed` -- the base of every observed node, whose linear predictor is
+  built from its parents. Each distribution family (:class:`Normal`,
+  :class:`Poisson`, :class:`Bernoulli`, :class:`NegativeBinomial`,
+  :class:`Ordinal`) defines its spec in its own module of
+  :mod:`counterfair.families`; they are importable from here too.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 SPEC_KEY = "spec"
 """Name of the node attribute that holds a node's spec."""
@@ -170,51 +172,29 @@ class Observed(NodeSpec):
     prior_weights: Prior = field(default_factory=normal_prior)
 
 
-@dataclass(frozen=True)
-class Normal(Observed):
-    """A Normal node with identity link: ``x = mu(parents) + sigma * eps``.
-
-    Parameters
-    ----------
-    sigma : float, optional
-        Fix the residual standard deviation (e.g. ``1.0`` for ZFYA in the paper);
-        when omitted, sigma is learned with an inverse-gamma prior on sigma^2.
-    prior_variance : Prior
-        Prior of sigma^2 when learned (default inverse-gamma(1, 1)).
-    """
-
-    family: ClassVar[str] = "normal"
-    link: ClassVar[str] = "identity"
-    sigma: float | None = None
-    prior_variance: Prior = field(default_factory=inv_gamma_prior)
-
-    def __post_init__(self) -> None:
-        if self.sigma is not None and not (math.isfinite(self.sigma) and self.sigma > 0):
-            raise ValueError(f"a fixed sigma must be positive and finite, got {self.sigma}")
-
-
-@dataclass(frozen=True)
-class Poisson(Observed):
-    """A Poisson count node with log link: ``x ~ Poisson(exp(eta(parents)))``."""
-
-    family: ClassVar[str] = "poisson"
-    link: ClassVar[str] = "log"
-
-
-@dataclass(frozen=True)
-class Bernoulli(Observed):
-    """A binary (0/1) node with logit link: ``x ~ Bernoulli(logit^-1(eta(parents)))``."""
-
-    family: ClassVar[str] = "bernoulli"
-    link: ClassVar[str] = "logit"
-
-
-OBSERVED_FAMILIES: dict[str, type[Observed]] = {
-    cls.family: cls for cls in (Normal, Poisson, Bernoulli)
-}
-"""Observed families counterfair can compile, by name."""
-
-
 def levels_tuple(values: Sequence[object]) -> tuple[str, ...]:
     """Return levels as a tuple of strings (the form specs and fits store)."""
     return tuple(str(v) for v in values)
+
+
+_FAMILY_EXPORTS = (
+    "Normal",
+    "Poisson",
+    "Bernoulli",
+    "NegativeBinomial",
+    "Ordinal",
+    "OBSERVED_FAMILIES",
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The family specs, defined in :mod:`counterfair.families` (imported on first use).
+
+    They are looked up lazily because the family modules build on the classes of
+    this module; importing them here eagerly would be an import cycle.
+    """
+    if name in _FAMILY_EXPORTS:
+        import counterfair.families as families
+
+        return getattr(families, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -48,7 +48,7 @@ def anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:
         found = []
         for child in scm.children(latent):
             eq = scm.equations.get(child)
-            if eq is not None and eq.spec.family == "normal" and len(eq.latent) == 1:
+            if eq is not None and eq.family.additive_noise and len(eq.latent) == 1:
                 found.append(eq)
         if found:
             anchors[latent] = tuple(found)
@@ -110,7 +110,8 @@ class Predictor:
     ----------
     blocks : dict
         Data parent (a protected or observed node) -> the terms of its
-        coefficient (vector for a protected parent, real for an observed one),
+        coefficient (vector for a protected or level-valued parent, real for
+        another observed one),
         each written ``"+ expr"`` or ``"- expr"``. Block order is column order.
     intercept : list of str
         Real-valued terms, each ``"+ expr"`` or ``"- expr"``.
@@ -142,7 +143,7 @@ def _data_terms(predictor: Predictor, eq: NodeEquation, sign: str, scale: str | 
     for pterm in eq.protected:
         predictor.add(pterm.parent, scaled(pterm.param, vector=True))
     for oterm in eq.observed:
-        predictor.add(oterm.parent, scaled(oterm.param, vector=False))
+        predictor.add(oterm.parent, scaled(oterm.param, vector=oterm.levels is not None))
 
 
 def _conditional_mean_terms(
@@ -206,7 +207,7 @@ def fit_predictor(
             predictor.sd = f"sqrt({spread} + {_stan_real(eq.sigma_fixed**2)})"
         else:
             predictor.sd = f"sqrt({spread} + square({eq.sigma}))"
-    if predictor.sd is None and eq.spec.family == "normal":
+    if predictor.sd is None and eq.sigma is not None:
         predictor.sd = _stan_real(eq.sigma_fixed) if eq.sigma_fixed is not None else eq.sigma
     return predictor
 

@@ -12,7 +12,11 @@ Both are data-independent: sizes and numbers of levels come from the data block,
 so one compiled binary serves any number of rows. Categorical parents enter a
 design matrix (reference or one-hot indicators) built once in ``transformed
 data``, so every observed node is a single call to Stan's GLM functions
-(``normal_id_glm``, ``poisson_log_glm``, ``bernoulli_logit_glm``). In the fit
+(``normal_id_glm``, ``poisson_log_glm``, ``bernoulli_logit_glm``,
+``neg_binomial_2_log_glm``, ``ordered_logistic_glm``). What differs between
+families (data declarations, their own parameters and priors, the sampling
+statement, how a node enters its children's design matrices) is asked of the
+node's family (:mod:`counterfair.families`); this module lays out the program. In the fit
 program, latents with Normal children are anchored on them (see
 :mod:`counterfair.stan.anchoring`): those children enter with the latent
 integrated out, and the latent's conditional mean becomes extra design columns of
@@ -27,9 +31,11 @@ from collections.abc import Callable
 
 from counterfair import errors
 from counterfair._version import __version__
+from counterfair.families import family_of
+from counterfair.families.base import append_rows
 from counterfair.layout import NodeEquation
 from counterfair.scm import SCM
-from counterfair.specs import Bernoulli, Latent, Normal, Poisson, _stan_real
+from counterfair.specs import Latent, Observed, _stan_real
 from counterfair.stan.anchoring import (
     Predictor,
     anchors_of,
@@ -114,29 +120,34 @@ def _data_block(scm: SCM) -> list[str]:
             f"  // level of {node} per row",
         ]
     for node in scm.observed:
-        spec = scm.specs[node]
-        if isinstance(spec, Normal):
-            lines.append(f"{_INDENT}vector[N] {node};  // observed {node}")
-        elif isinstance(spec, Poisson):
-            lines.append(f"{_INDENT}array[N] int<lower=0> {node};  // observed {node} (counts)")
-        elif isinstance(spec, Bernoulli):
-            lines.append(
-                f"{_INDENT}array[N] int<lower=0, upper=1> {node};  // observed {node} (0/1)"
-            )
+        lines += [f"{_INDENT}{line}" for line in scm.equations[node].family.data_declarations(node)]
     return lines
 
 
+def _parent_family_spec(scm: SCM, parent: str) -> Observed:
+    spec = scm.specs[parent]
+    assert isinstance(spec, Observed)
+    return spec
+
+
+def _vector_parent(scm: SCM, parent: str) -> bool:
+    """Whether a data parent's coefficient is a vector (protected or level-valued parent)."""
+    if parent in scm.protected:
+        return True
+    spec = _parent_family_spec(scm, parent)
+    return family_of(spec).parent_levels(spec) is not None
+
+
 def _block_width(scm: SCM, parent: str) -> str:
-    return f"({_levels_size(scm, parent)})" if parent in scm.protected else "1"
+    if parent in scm.protected:
+        return f"({_levels_size(scm, parent)})"
+    return family_of(_parent_family_spec(scm, parent)).design_width(parent)
 
 
 def _column_piece(scm: SCM, parent: str) -> str:
-    spec = scm.specs[parent]
     if parent in scm.protected:
         return f"indicators({parent}, n_levels_{parent}, {_drop(scm)})"
-    if isinstance(spec, Normal):
-        return f"to_matrix({parent})"
-    return f"to_matrix(to_vector({parent}))"
+    return family_of(_parent_family_spec(scm, parent)).design_column(parent)
 
 
 def own_columns(eq: NodeEquation) -> tuple[str, ...]:
@@ -205,9 +216,18 @@ def _parameter_declarations(
             )
         )
     for oterm in eq.observed:
-        out.append(
-            (f"{array_prefix}real{scaled} {oterm.param}", f"weight of {oterm.parent} on {node}")
-        )
+        if oterm.levels is not None:
+            size = f"n_levels_{oterm.parent} - 1"
+            out.append(
+                (
+                    f"{array_prefix}vector{scaled}[{size}] {oterm.param}",
+                    f"effect of {oterm.parent} on {node}, per level above the lowest",
+                )
+            )
+        else:
+            out.append(
+                (f"{array_prefix}real{scaled} {oterm.param}", f"weight of {oterm.parent} on {node}")
+            )
     for lterm in eq.latent:
         if as_data:
             constraint = ""
@@ -220,34 +240,26 @@ def _parameter_declarations(
                 f"loading of {lterm.parent} on {node}{note}",
             )
         )
-    if eq.sigma and eq.sigma_fixed is None:
-        if as_data:
-            out.append((f"{array_prefix}real<lower=0> {eq.sigma}", f"residual sd of {node}"))
-        else:
-            out.append((f"real<lower=0> sigma2_{node}", f"residual variance of {node}"))
+    out += eq.family.parameter_declarations(eq, array_prefix)
     return out
 
 
 def _sampling_statement(
-    eq: NodeEquation, design: str | None, alpha: str, beta_pieces: list[str], sd: str | None
+    eq: NodeEquation,
+    design: str | None,
+    alpha: str,
+    alpha_is_vector: bool,
+    beta_pieces: list[str],
+    arguments: list[str],
 ) -> str:
-    """``node ~ <family GLM>(X, alpha, beta[, sd]);``, or the plain family without columns.
+    """The family's sampling statement: a GLM with columns, the plain function without.
 
     ``beta_pieces`` are the coefficient blocks in column order (stacked with
-    ``append_row``); ``sd`` is the sd of a Normal node.
+    ``append_row``); ``arguments`` the family's trailing arguments (a Normal
+    node's sd, a dispersion, cutpoints).
     """
-    family = eq.spec.family
-    extra = [str(sd)] if family == "normal" else []
-    if beta_pieces:
-        beta = beta_pieces[-1]
-        for piece in reversed(beta_pieces[:-1]):
-            beta = f"append_row({piece}, {beta})"
-        glm = {"normal": "normal_id_glm", "poisson": "poisson_log_glm"}.get(
-            family, "bernoulli_logit_glm"
-        )
-        return f"{eq.node} ~ {glm}({', '.join([str(design), alpha, beta, *extra])});"
-    plain = {"normal": "normal", "poisson": "poisson_log"}.get(family, "bernoulli_logit")
-    return f"{eq.node} ~ {plain}({', '.join([alpha, *extra])});"
+    beta = append_rows(beta_pieces) if beta_pieces else None
+    return eq.family.sampling_statement(eq, design, alpha, alpha_is_vector, beta, arguments)
 
 
 def _glm_statement(
@@ -261,13 +273,13 @@ def _glm_statement(
     alpha_terms = [index(eq.intercept)] if eq.intercept else []
     alpha_terms += [f"{index(t.param)} * {index(t.parent)}" for t in eq.latent]
     alpha = " + ".join(alpha_terms) if alpha_terms else "0.0"
-    if eq.sigma_fixed is not None:
-        sd: str | None = _stan_real(eq.sigma_fixed)
-    else:
-        sd = index(eq.sigma) if eq.sigma else None
+    arguments = eq.family.statement_arguments(eq, index)
     pieces = [index(t.param) for t in eq.protected]
-    pieces += [f"[{index(t.param)}]'" for t in eq.observed]
-    return [indent + _sampling_statement(eq, design, alpha, pieces, sd)]
+    pieces += [
+        index(t.param) if t.levels is not None else f"[{index(t.param)}]'" for t in eq.observed
+    ]
+    statement = _sampling_statement(eq, design, alpha, bool(eq.latent), pieces, arguments)
+    return [indent + statement]
 
 
 def _latent_prior(scm: SCM, latent: str, target: str) -> str:
@@ -285,8 +297,13 @@ def _fit_statement(scm: SCM, eq: NodeEquation, predictor: Predictor, design: str
     pieces = []
     for parent, terms in predictor.blocks.items():
         coefficient = join_terms(terms)
-        pieces.append(coefficient if parent in scm.protected else f"[{coefficient}]'")
-    return _sampling_statement(eq, design, alpha, pieces, predictor.sd)
+        pieces.append(coefficient if _vector_parent(scm, parent) else f"[{coefficient}]'")
+    arguments = (
+        [predictor.sd]
+        if predictor.sd is not None
+        else eq.family.statement_arguments(eq, lambda name: name)
+    )
+    return _sampling_statement(eq, design, alpha, bool(predictor.vectors), pieces, arguments)
 
 
 def _statement_comment(eq: NodeEquation, anchors: dict[str, tuple[NodeEquation, ...]]) -> str:
@@ -359,14 +376,11 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
             lines.append(f"{_INDENT}{declaration};  // {comment}")
     lines.append("}")
 
-    learned_sigma = [eq for eq in equations if eq.sigma and eq.sigma_fixed is None]
-    if learned_sigma:
+    transformed = [line for eq in equations for line in eq.family.transformed_parameters(eq)]
+    if transformed:
         lines.append("transformed parameters {")
-        for eq in learned_sigma:
-            lines.append(
-                f"{_INDENT}real<lower=0> {eq.sigma} = sqrt(sigma2_{eq.node});"
-                f"  // residual sd of {eq.node}"
-            )
+        for definition, comment in transformed:
+            lines.append(f"{_INDENT}{definition};  // {comment}")
         lines.append("}")
 
     lines.append("model {")
@@ -399,8 +413,7 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
             lines.append(f"{_INDENT}{name} ~ {spec.prior_weights.stan()};")
         for lterm in eq.latent:
             lines.append(f"{_INDENT}{lterm.param} ~ {spec.prior_weights.stan()};")
-        if eq.sigma and eq.sigma_fixed is None and isinstance(spec, Normal):
-            lines.append(f"{_INDENT}sigma2_{eq.node} ~ {spec.prior_variance.stan()};")
+        lines += [f"{_INDENT}{line}" for line in eq.family.priors(eq)]
     lines.append(f"{_INDENT}// structural equations")
     for eq in equations:
         comment = _statement_comment(eq, anchors)

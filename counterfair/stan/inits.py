@@ -24,12 +24,6 @@ def _least_squares(y: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.nd
     return coef, y - design @ coef
 
 
-def _child_score(family: str, values: np.ndarray) -> np.ndarray:
-    if family == "poisson":
-        return np.log1p(values)
-    return values.astype(float)
-
-
 def _principal_axis(cov: np.ndarray, iterations: int = 50) -> tuple[np.ndarray, np.ndarray]:
     """One-factor principal-axis solution: loadings and unique variances."""
     diag = np.diag(cov).copy()
@@ -52,11 +46,12 @@ def latent_inits(
     """Initial values of every structural parameter and latent, one dict per chain.
 
     For each latent, its children's residuals given the protected attributes
-    (log counts for Poisson children) get a one-factor principal-axis solution:
-    loadings (oriented so the first child's is positive), unique variances (the
-    Normal children's sigma^2), and per-row factor scores with their
-    conditional sd, from which each chain draws its starting latents. Intercepts
-    and protected effects start at their least-squares values. Loadings get a
+    (of each family's ``init_score``: log counts for count children) get a
+    one-factor principal-axis solution: loadings (oriented so the first child's
+    is positive), unique variances (the Normal children's sigma^2), and per-row
+    factor scores with their conditional sd, from which each chain draws its
+    starting latents. Intercepts and protected effects start at their
+    least-squares values. Loadings get a
     multiplicative jitter per chain so chains do not start at one point.
 
     Parameters
@@ -96,7 +91,7 @@ def latent_inits(
         residuals = []
         for child in children:
             eq = scm.equations[child]
-            score = _child_score(eq.spec.family, np.asarray(stan_data[child]))
+            score = eq.family.init_score(np.asarray(stan_data[child]))
             coef, residual = _least_squares(score, design)
             residuals.append(residual)
             if eq.intercept:
