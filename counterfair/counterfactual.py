@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from counterfair.posterior import Abduction, Fit
     from counterfair.scm import SCM
 
-DoValue = str | Sequence[str] | np.ndarray
-"""One level for every row, or one level per row."""
+DoValue = str | float | Sequence[str] | Sequence[float] | np.ndarray
+"""One level (a number for a continuous attribute) for every row, or one per row."""
 
 WORLD_FACTUAL = "factual"
 WORLD_COUNTERFACTUAL = "counterfactual"
@@ -194,7 +194,7 @@ def propagate(
         [
             d
             for d in descendants
-            if scm.specs[d].kind == "observed"
+            if scm.specs[d].role == "observed"
             and scm.equations[d].family.additive_noise
             and d not in given
         ],
@@ -240,8 +240,7 @@ def _long_frame(
         "world": np.full(s * n, world, dtype=object),
     }
     for node in scm.protected:
-        labels = fit.encoding.decode(node, np.tile(codes[node], s))
-        frame[node] = pd.Categorical(labels, categories=list(fit.encoding.levels[node]))
+        frame[node] = fit.encoding.column(node, np.tile(codes[node], s))
     for node in scm.latents:
         frame[node] = values[node].reshape(-1)
     for node in scm.observed:
@@ -308,7 +307,8 @@ def counterfactual_frame(
         ignore_index=True,
     )
     frame.attrs["do"] = {
-        k: (v if isinstance(v, str) else list(np.asarray(v))) for k, v in do.items()
+        k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
+        for k, v in do.items()
     }
     frame.attrs["simulated"] = sorted(simulated)
     return frame
@@ -317,7 +317,7 @@ def counterfactual_frame(
 def interventional_frame(
     fit: Fit,
     n: int,
-    do: Mapping[str, str],
+    do: Mapping[str, str | float],
     *,
     n_samples: int = 100,
     seed: int | None = None,
@@ -369,10 +369,7 @@ def interventional_frame(
         "unit": np.tile(np.arange(n), s),
     }
     for node in scm.protected:
-        frame[node] = pd.Categorical(
-            fit.encoding.decode(node, codes[node].reshape(-1)),
-            categories=list(fit.encoding.levels[node]),
-        )
+        frame[node] = fit.encoding.column(node, codes[node].reshape(-1))
     for node in (*scm.latents, *scm.observed):
         frame[node] = values[node].reshape(-1)
     out = pd.DataFrame(frame)

@@ -2,7 +2,8 @@
 
 Arrays of node values have shape ``(S, N)``: ``S`` parameter sets (posterior
 draws) by ``N`` rows; inputs of shape ``(N,)`` broadcast over the sets.
-Protected attributes are given as 0-based level codes (0 = reference level), and
+Protected attributes are given as 0-based level codes (0 = reference level; a
+continuous one as its values), and
 so are level-valued observed nodes (ordinal; 0 = lowest level). Everything that
 depends on a node's distribution family is in :mod:`counterfair.families`.
 """
@@ -75,7 +76,10 @@ def linear_predictor(
     if eq.intercept:
         eta += params[eq.intercept][:, None]
     for pterm in eq.protected:
-        eta += protected_effect(params[pterm.param], codes[pterm.parent], reference_coding)
+        if pterm.continuous:  # a continuous protected parent: its value times one weight
+            eta += params[pterm.param][:, None] * codes[pterm.parent]
+        else:
+            eta += protected_effect(params[pterm.param], codes[pterm.parent], reference_coding)
     for oterm in eq.observed:
         if oterm.levels is not None:  # reference-coded indicators of the parent's levels
             eta += protected_effect(params[oterm.param], values[oterm.parent], True)

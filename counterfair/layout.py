@@ -6,10 +6,11 @@ equations, so that the two always agree on parameter names and meaning.
 Naming scheme (also the names in ``fit.idata.posterior``):
 
 * ``alpha_<node>``: intercept of ``<node>``;
-* ``beta_<node>_<parent>``: weight of an observed parent (real), or the vector of
-  level effects of a protected parent (one per non-reference level under
-  reference coding, one per level under one-hot coding) or of a level-valued
-  observed parent (ordinal: one per level above the lowest);
+* ``beta_<node>_<parent>``: weight of an observed or continuous protected parent
+  (real), or the vector of level effects of a categorical protected parent (one
+  per non-reference level under reference coding, one per level under one-hot
+  coding) or of a level-valued observed parent (ordinal: one per level above
+  the lowest);
 * ``lambda_<node>_<latent>``: loading of a latent parent (positive for the
   latent's first child);
 * ``sigma_<node>``: residual standard deviation of a Normal node (learned as
@@ -29,10 +30,15 @@ from counterfair.specs import Observed
 
 @dataclass(frozen=True)
 class ProtectedTerm:
-    """The effect of a protected (categorical) parent on a child."""
+    """The effect of a protected parent on a child.
+
+    A categorical parent's ``param`` is a vector of level effects; a continuous
+    parent's (``continuous=True``) is one real weight on its value.
+    """
 
     parent: str
     param: str
+    continuous: bool = False
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from counterfair.counterfactual import DoValue, noise_column
 from counterfair.families import family_of
 from counterfair.posterior import Abduction, Fit, default_conditioning
 from counterfair.scm import SCM
-from counterfair.specs import Observed
+from counterfair.specs import Observed, Protected
 
 FeatureSet = Literal["non_descendants", "latent", "additive_noise"]
 FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise")
@@ -503,9 +503,23 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
 def full_predictor(
     scm: SCM, target: str, estimator: Any = None, exclude: Sequence[str] = ()
 ) -> BaselinePredictor:
-    """The unfair "Full" baseline: every observed column and the protected ones (one-hot)."""
+    """The unfair "Full" baseline: every observed column and the protected ones.
+
+    Categorical protected attributes and level-valued (ordinal) nodes are
+    one-hot encoded; continuous protected attributes enter as numbers.
+    """
     columns = [*scm.protected, *(n for n in scm.observed if n != target and n not in exclude)]
-    return BaselinePredictor(columns, target, list(scm.protected), estimator)
+    return BaselinePredictor(columns, target, _categorical_columns(scm, columns), estimator)
+
+
+def _categorical_columns(scm: SCM, columns: Sequence[str]) -> list[str]:
+    """The columns a baseline one-hot encodes: categorical protected and level-valued nodes."""
+    out = []
+    for column in columns:
+        spec = scm.specs[column]
+        if (isinstance(spec, Protected) and not spec.continuous) or (isinstance(spec, Observed) and family_of(spec).n_levels(spec) is not None):
+            out.append(column)
+    return out
 
 
 def unaware_predictor(
@@ -513,7 +527,7 @@ def unaware_predictor(
 ) -> BaselinePredictor:
     """The "Unaware" baseline: every observed column except the protected ones."""
     columns = [n for n in scm.observed if n != target and n not in exclude]
-    return BaselinePredictor(columns, target, [], estimator)
+    return BaselinePredictor(columns, target, _categorical_columns(scm, columns), estimator)
 
 
 # ---------------------------------------------------------------------- counterfactual predictions

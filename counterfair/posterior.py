@@ -96,6 +96,8 @@ def _coords_and_dims(
     dims.update({f"z_{latent}": latent_dims for latent in scm.latents})
     for eq in scm.equations.values():
         for term in eq.protected:
+            if term.continuous:
+                continue
             levels = list(encoding.levels[term.parent])
             coords[f"{term.parent}_effect"] = levels[1:] if scm.coding == "reference" else levels
             dims[term.param] = [f"{term.parent}_effect"]
@@ -537,7 +539,7 @@ class Fit:
     def interventional(
         self,
         n: int,
-        do: Mapping[str, str],
+        do: Mapping[str, str | float],
         *,
         n_samples: int = 100,
         seed: int | None = None,

@@ -163,7 +163,7 @@ class SCM:
         for node in self._order:
             validation.validate_unique_identifiers(owners, node, node)
             owners[node] = node
-        generated = [f"n_levels_{p}" for p in self.protected]
+        generated = [f"n_levels_{p}" for p in self.protected if not self._continuous(p)]
         generated += [
             f"n_levels_{n}"
             for n in self.observed
@@ -192,7 +192,9 @@ class SCM:
             for parent in self.parents(node):
                 parent_spec = self._specs[parent]
                 if isinstance(parent_spec, Protected):
-                    protected.append(ProtectedTerm(parent, f"beta_{node}_{parent}"))
+                    protected.append(
+                        ProtectedTerm(parent, f"beta_{node}_{parent}", parent_spec.continuous)
+                    )
                 elif isinstance(parent_spec, Latent):
                     positive = first_child[parent] == node
                     latent.append(LatentTerm(parent, f"lambda_{node}_{parent}", positive))
@@ -216,6 +218,10 @@ class SCM:
                 owners[name] = node
             equations[node] = equation
         return equations
+
+    def _continuous(self, node: str) -> bool:
+        spec = self._specs[node]
+        return isinstance(spec, Protected) and spec.continuous
 
     def _observed_spec(self, node: str) -> Observed:
         spec = self._specs[node]
@@ -322,6 +328,7 @@ class SCM:
             levels.
         protected_probs : mapping, optional
             Probability of each level of each protected node (default uniform).
+            Continuous protected nodes are drawn from a standard normal.
         return_latents : bool
             Include latent columns in the result.
 

@@ -3,8 +3,8 @@
 Every node of the user's ``networkx.DiGraph`` carries one of these frozen
 dataclasses under the attribute :data:`SPEC_KEY` (``"spec"``):
 
-* :class:`Protected` -- a categorical protected attribute (race, sex, ...), a
-  root of the graph;
+* :class:`Protected` -- a protected attribute, a root of the graph: categorical
+  (race, sex, ...; the default) or continuous (age; ``kind="continuous"``);
 * :class:`Latent` -- an exogenous latent variable (a student's knowledge K), a
   root of the graph, Normal(loc, scale) a priori;
 * :class:`Observed` -- the base of every observed node, whose linear predictor is
@@ -96,30 +96,73 @@ def inv_gamma_prior(shape: float = 1.0, scale: float = 1.0) -> Prior:
 
 @dataclass(frozen=True)
 class NodeSpec:
-    """Base class of every node spec."""
+    """Base class of every node spec.
 
-    kind: ClassVar[str] = "node"
+    ``role`` says what the node is: ``"protected"``, ``"latent"`` or ``"observed"``.
+    """
+
+    role: ClassVar[str] = "node"
+
+
+PROTECTED_KINDS = ("categorical", "continuous")
+"""Kinds of protected attribute."""
+
+MAX_IMPLICIT_LEVELS = 10
+"""Most distinct numeric values a protected column may have without declared levels.
+
+A numeric protected column with more (an age in years, say) is almost surely a
+number rather than a set of categories: :class:`~counterfair.encoding.Encoding`
+refuses it and says how to declare it.
+"""
 
 
 @dataclass(frozen=True)
 class Protected(NodeSpec):
-    """A categorical protected attribute; must be a root of the graph.
+    """A protected attribute; must be a root of the graph.
 
     Parameters
     ----------
     levels : sequence of str, optional
-        The attribute's levels. When omitted they are taken from the data at fit
-        time (the categories of a pandas Categorical column, else the sorted
-        distinct values).
+        The levels of a categorical attribute. When omitted they are taken from
+        the data at fit time (the categories of a pandas Categorical column, else
+        the sorted distinct values; a numeric column with more than
+        :data:`MAX_IMPLICIT_LEVELS` distinct values is refused, as it is most
+        likely a number).
     reference : str, optional
         Reference level for reference (dummy) coding; defaults to the first level.
+    kind : {"categorical", "continuous"}
+        ``"categorical"`` (default): each level has its own effect on every
+        child (reference or one-hot coding). ``"continuous"``: a number (an age)
+        that enters every child's linear predictor linearly, one weight
+        ``beta_<child>_<node>`` per child; ``do(node=value)`` sets it to any
+        number.
+
+    Examples
+    --------
+    >>> Protected(kind="continuous").continuous
+    True
     """
 
-    kind: ClassVar[str] = "protected"
+    role: ClassVar[str] = "protected"
     levels: tuple[str, ...] | None = None
     reference: str | None = None
+    kind: str = "categorical"
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the attribute is a number entering its children linearly."""
+        return self.kind == "continuous"
 
     def __post_init__(self) -> None:
+        if self.kind not in PROTECTED_KINDS:
+            raise ValueError(
+                f"a protected attribute's kind is one of {PROTECTED_KINDS}, got {self.kind!r}"
+            )
+        if self.continuous and (self.levels is not None or self.reference is not None):
+            raise ValueError(
+                "a continuous protected attribute has no levels or reference level; "
+                "drop levels= and reference=, or use kind='categorical'"
+            )
         if self.levels is not None:
             levels = tuple(str(level) for level in self.levels)
             if len(levels) < 2:
@@ -142,6 +185,7 @@ class Latent(NodeSpec):
     loading, which removes the sign ambiguity of (K, w) versus (-K, -w).
     """
 
+    role: ClassVar[str] = "latent"
     kind: ClassVar[str] = "latent"
     loc: float = 0.0
     scale: float = 1.0
@@ -166,6 +210,7 @@ class Observed(NodeSpec):
 
     family: ClassVar[str] = "observed"
     link: ClassVar[str] = "identity"
+    role: ClassVar[str] = "observed"
     kind: ClassVar[str] = "observed"
     intercept: bool = True
     prior_intercept: Prior = field(default_factory=normal_prior)

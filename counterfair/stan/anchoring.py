@@ -141,7 +141,7 @@ def _data_terms(predictor: Predictor, eq: NodeEquation, sign: str, scale: str | 
     if eq.intercept:
         predictor.intercept.append(scaled(eq.intercept, vector=False))
     for pterm in eq.protected:
-        predictor.add(pterm.parent, scaled(pterm.param, vector=True))
+        predictor.add(pterm.parent, scaled(pterm.param, vector=not pterm.continuous))
     for oterm in eq.observed:
         predictor.add(oterm.parent, scaled(oterm.param, vector=oterm.levels is not None))
 

@@ -35,7 +35,7 @@ from counterfair.families import family_of
 from counterfair.families.base import append_rows
 from counterfair.layout import NodeEquation
 from counterfair.scm import SCM
-from counterfair.specs import Latent, Observed, _stan_real
+from counterfair.specs import Latent, Observed, Protected, _stan_real
 from counterfair.stan.anchoring import (
     Predictor,
     anchors_of,
@@ -85,7 +85,8 @@ def _header(scm: SCM, purpose: str) -> list[str]:
     def describe(node: str) -> str:
         spec = scm.specs[node]
         if node in scm.protected:
-            return f"{node} (protected)"
+            kind = ", continuous" if _continuous(scm, node) else ""
+            return f"{node} (protected{kind})"
         if isinstance(spec, Latent):
             return f"{node} (latent)"
         eq = scm.equations[node]
@@ -104,6 +105,13 @@ def _header(scm: SCM, purpose: str) -> list[str]:
         *(f"//   {describe(node)}" for node in scm.nodes),
         f"// Protected parents use {coding}.",
     ]
+    if any(_continuous(scm, node) for node in scm.protected):
+        lines.append("// Continuous protected parents enter as their value, with one weight.")
+    if any(t.levels is not None for eq in scm.equations.values() for t in eq.observed):
+        lines.append(
+            "// Level-valued observed parents (ordinal) enter as indicators of their levels "
+            "above the lowest."
+        )
     if scm.latents:
         lines.append(
             "// The first child of each latent has a positive loading (sign identification)."
@@ -114,6 +122,9 @@ def _header(scm: SCM, purpose: str) -> list[str]:
 def _data_block(scm: SCM) -> list[str]:
     lines = ["data {", f"{_INDENT}int<lower=1> N;  // number of individuals (rows)"]
     for node in scm.protected:
+        if _continuous(scm, node):
+            lines.append(f"{_INDENT}vector[N] {node};  // value of continuous protected {node}")
+            continue
         lines += [
             f"{_INDENT}int<lower=2> n_levels_{node};  // number of levels of protected {node}",
             f"{_INDENT}array[N] int<lower=1, upper=n_levels_{node}> {node};"
@@ -130,21 +141,29 @@ def _parent_family_spec(scm: SCM, parent: str) -> Observed:
     return spec
 
 
+def _continuous(scm: SCM, node: str) -> bool:
+    """Whether ``node`` is a continuous protected attribute."""
+    spec = scm.specs[node]
+    return isinstance(spec, Protected) and spec.continuous
+
+
 def _vector_parent(scm: SCM, parent: str) -> bool:
-    """Whether a data parent's coefficient is a vector (protected or level-valued parent)."""
+    """Whether a data parent's coefficient is a vector (categorical or level-valued parent)."""
     if parent in scm.protected:
-        return True
+        return not _continuous(scm, parent)
     spec = _parent_family_spec(scm, parent)
     return family_of(spec).parent_levels(spec) is not None
 
 
 def _block_width(scm: SCM, parent: str) -> str:
     if parent in scm.protected:
-        return f"({_levels_size(scm, parent)})"
+        return "1" if _continuous(scm, parent) else f"({_levels_size(scm, parent)})"
     return family_of(_parent_family_spec(scm, parent)).design_width(parent)
 
 
 def _column_piece(scm: SCM, parent: str) -> str:
+    if _continuous(scm, parent):
+        return f"to_matrix({parent})"
     if parent in scm.protected:
         return f"indicators({parent}, n_levels_{parent}, {_drop(scm)})"
     return family_of(_parent_family_spec(scm, parent)).design_column(parent)
@@ -209,6 +228,11 @@ def _parameter_declarations(
     if eq.intercept:
         out.append((f"{array_prefix}real{scaled} {eq.intercept}", f"intercept of {node}"))
     for term in eq.protected:
+        if term.continuous:
+            out.append(
+                (f"{array_prefix}real{scaled} {term.param}", f"weight of {term.parent} on {node}")
+            )
+            continue
         out.append(
             (
                 f"{array_prefix}vector{scaled}[{_levels_size(scm, term.parent)}] {term.param}",
@@ -274,7 +298,7 @@ def _glm_statement(
     alpha_terms += [f"{index(t.param)} * {index(t.parent)}" for t in eq.latent]
     alpha = " + ".join(alpha_terms) if alpha_terms else "0.0"
     arguments = eq.family.statement_arguments(eq, index)
-    pieces = [index(t.param) for t in eq.protected]
+    pieces = [f"[{index(t.param)}]'" if t.continuous else index(t.param) for t in eq.protected]
     pieces += [
         index(t.param) if t.levels is not None else f"[{index(t.param)}]'" for t in eq.observed
     ]

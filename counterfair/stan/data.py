@@ -41,6 +41,9 @@ def _base_data(
     out: dict[str, object] = {"N": n}
     codes = encoding.codes(data)
     for node in scm.protected:
+        if encoding.is_continuous(node):
+            out[node] = codes[node].astype(float)
+            continue
         out[f"n_levels_{node}"] = encoding.n_levels(node)
         out[node] = (codes[node] + 1).astype(np.int64)
     for node in scm.observed:

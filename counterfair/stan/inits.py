@@ -74,6 +74,10 @@ def latent_inits(
     columns = [np.ones(n)]
     slices: dict[str, slice] = {}
     for node in scm.protected:
+        if f"n_levels_{node}" not in stan_data:  # continuous: its value is one column
+            slices[node] = slice(len(columns), len(columns) + 1)
+            columns.append(np.asarray(stan_data[node], dtype=float))
+            continue
         level = np.asarray(stan_data[node])
         n_levels = int(stan_data[f"n_levels_{node}"])  # type: ignore[call-overload]
         start = len(columns)
@@ -98,7 +102,8 @@ def latent_inits(
                 fixed[eq.intercept] = float(coef[0])
             if not eq.observed:  # protected-only design: the regression gives the effects
                 for term in eq.protected:
-                    fixed[term.param] = coef[slices[term.parent]]
+                    effect = coef[slices[term.parent]]
+                    fixed[term.param] = float(effect[0]) if term.continuous else effect
         z = np.column_stack(residuals)
         lam, unique = _principal_axis(np.atleast_2d(np.cov(z, rowvar=False)))
         if lam[0] < 0:
