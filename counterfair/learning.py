@@ -517,7 +517,9 @@ def _categorical_columns(scm: SCM, columns: Sequence[str]) -> list[str]:
     out = []
     for column in columns:
         spec = scm.specs[column]
-        if (isinstance(spec, Protected) and not spec.continuous) or (isinstance(spec, Observed) and family_of(spec).n_levels(spec) is not None):
+        categorical = isinstance(spec, Protected) and not spec.continuous
+        levels = isinstance(spec, Observed) and family_of(spec).n_levels(spec) is not None
+        if categorical or levels:
             out.append(column)
     return out
 
