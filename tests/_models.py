@@ -201,6 +201,59 @@ def audit_scm() -> cf.SCM:
     return cf.SCM(_graph({"A": cf.Protected(levels=("a", "b")), "X": cf.Normal()}, [("A", "X")]))
 
 
+FAMILY_LEVELS = ("low", "mid", "high")
+FAMILIES_TRUTH: dict[str, Any] = {
+    "beta_O_A": [0.6],
+    "lambda_O_U": 1.2,
+    "cutpoints_O": [-0.7, 0.8],
+    "alpha_C": 1.0,
+    "beta_C_A": [-0.4],
+    "beta_C_age": 0.3,
+    "beta_C_O": [0.3, 0.6],
+    "lambda_C_U": 0.5,
+    "phi_C": 2.5,
+    "alpha_X": 0.5,
+    "beta_X_A": [0.4],
+    "lambda_X_U": 0.9,
+    "sigma_X": 0.6,
+}
+"""True parameters of the newer-families SCM (:func:`families_scm`)."""
+
+
+def families_scm() -> cf.SCM:
+    """A protected, age continuous protected, U latent; O ordinal (U's first child, so its
+    loading is the positive one), C negative binomial with the ordinal O as a parent, X
+    Normal (anchors U)."""
+    return cf.SCM(
+        _graph(
+            {
+                "A": cf.Protected(levels=("a", "b")),
+                "age": cf.Protected(kind="continuous"),
+                "U": cf.Latent(),
+                "O": cf.Ordinal(levels=FAMILY_LEVELS),
+                "C": cf.NegativeBinomial(),
+                "X": cf.Normal(),
+            },
+            [
+                ("A", "O"),
+                ("U", "O"),
+                ("A", "C"),
+                ("age", "C"),
+                ("U", "C"),
+                ("O", "C"),
+                ("A", "X"),
+                ("U", "X"),
+            ],
+        )
+    )
+
+
+@functools.cache
+def families_data() -> pd.DataFrame:
+    """1,000 rows simulated by counterfair's forward simulator, true U included."""
+    return families_scm().sample(1000, params=FAMILIES_TRUTH, seed=21)
+
+
 def stan_programs() -> dict[str, str]:
     """Every Stan program the ``stan`` tests compile, by name (compiled up front, in parallel)."""
     from counterfair.stan.codegen import fit_program
@@ -215,6 +268,8 @@ def stan_programs() -> dict[str, str]:
         "anchoring": anchoring_scm().stan_code(),
         "anchoring, centred": fit_program(anchoring_scm(), anchor_latents=False),
         "audit": audit_scm().stan_code(),
+        "new families": families_scm().stan_code(),
+        "new families abduction": families_scm().abduction_code(),
     }
     return programs
 
@@ -302,6 +357,14 @@ def aux_fit() -> RecordedFit:
     """Auxiliary SCM (non-descendant Z, Bernoulli P), 300 rows, 2 chains of 300 + 300."""
     return fit_recording(
         aux_scm(), aux_data().drop(columns="K"), chains=2, warmup=300, draws=300, seed=8
+    )
+
+
+@per_backend
+def families_fit() -> RecordedFit:
+    """Newer-families SCM on its 1,000 rows, 4 chains of 300 + 300."""
+    return fit_recording(
+        families_scm(), families_data().drop(columns="U"), chains=4, warmup=300, draws=300, seed=5
     )
 
 

@@ -13,6 +13,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+from _models import FAMILIES_TRUTH, FAMILY_LEVELS, families_scm
 from scipy.special import expit
 
 import counterfair as cf
@@ -40,51 +41,12 @@ def _around(template: str, hole: str, **fields: object) -> str:
     return re.escape(head.format(**fields)) + ".+" + re.escape(tail.format(**fields)) + "$"
 
 
-LEVELS = ("low", "mid", "high")
+LEVELS = FAMILY_LEVELS
+TRUTH = FAMILIES_TRUTH
 
 
 def new_families_scm() -> cf.SCM:
-    """A protected, age continuous protected, U latent; O ordinal (U's first child), C
-    negative binomial with O as a parent, X Normal."""
-    return cf.SCM(
-        _graph(
-            {
-                "A": cf.Protected(levels=("a", "b")),
-                "age": cf.Protected(kind="continuous"),
-                "U": cf.Latent(),
-                "O": cf.Ordinal(levels=LEVELS),
-                "C": cf.NegativeBinomial(),
-                "X": cf.Normal(),
-            },
-            [
-                ("A", "O"),
-                ("U", "O"),
-                ("A", "C"),
-                ("age", "C"),
-                ("U", "C"),
-                ("O", "C"),
-                ("A", "X"),
-                ("U", "X"),
-            ],
-        )
-    )
-
-
-TRUTH = {
-    "beta_O_A": [0.6],
-    "lambda_O_U": 1.2,
-    "cutpoints_O": [-0.7, 0.8],
-    "alpha_C": 1.0,
-    "beta_C_A": [-0.4],
-    "beta_C_age": 0.3,
-    "beta_C_O": [0.3, 0.6],
-    "lambda_C_U": 0.5,
-    "phi_C": 2.5,
-    "alpha_X": 0.5,
-    "beta_X_A": [0.4],
-    "lambda_X_U": 0.9,
-    "sigma_X": 0.6,
-}
+    return families_scm()
 
 
 def _frame(**columns: object) -> pd.DataFrame:
