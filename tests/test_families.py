@@ -19,6 +19,7 @@ from scipy.special import expit
 import counterfair as cf
 from counterfair.encoding import NOT_A_NUMBER, NUMERIC_PROTECTED, Encoding
 from counterfair.families import FAMILIES, OBSERVED_FAMILIES, family_of
+from counterfair.families import levels as levels_module
 from counterfair.families import negative_binomial as nb_module
 from counterfair.families import ordinal as ordinal_module
 from counterfair.families.base import Family
@@ -123,7 +124,7 @@ def test_a_family_parameter_clashing_with_a_node_is_refused() -> None:
 
 @pytest.mark.parametrize("levels", [None, 1, "abc", ("a",), ("a", "a"), True])
 def test_ordinal_needs_two_or_more_levels(levels: object) -> None:
-    message = ordinal_module.NO_LEVELS.format(levels=levels)
+    message = levels_module.NO_LEVELS.format(family="an Ordinal", levels=levels)
     with pytest.raises(ValueError, match=re.escape(message)):
         cf.Ordinal(levels=levels)  # type: ignore[arg-type]
 
@@ -167,8 +168,8 @@ def test_negative_binomial_needs_counts(values: list[float], row: int) -> None:
 
 
 def test_ordinal_value_outside_its_levels() -> None:
-    message = ordinal_module.UNKNOWN_LEVEL.format(
-        column="O", levels=list(LEVELS), value="medium", row=2
+    message = levels_module.UNKNOWN_LEVEL.format(
+        column="O", family="an Ordinal", levels=list(LEVELS), value="medium", row=2
     )
     with pytest.raises(cf.DataError, match=re.escape(message)):
         _fit_data(_frame(O=["low", "high", "medium", "low"]))
@@ -179,7 +180,9 @@ def test_ordinal_codes_outside_zero_to_k_minus_one() -> None:
     scm = cf.SCM(g)
     df = pd.DataFrame({"A": ["a", "b", "a"], "O": [0, 3, 2]})
     encoding = Encoding.from_data({"A": Protected()}, df)
-    message = ordinal_module.UNKNOWN_LEVEL.format(column="O", levels=[0, 1, 2], value=3.0, row=1)
+    message = levels_module.UNKNOWN_LEVEL.format(
+        column="O", family="an Ordinal", levels=[0, 1, 2], value=3.0, row=1
+    )
     with pytest.raises(cf.DataError, match=re.escape(message)):
         fit_data(scm, df, encoding)
     assert list(fit_data(scm, df.assign(O=[0, 1, 2]), encoding)["O"]) == [1, 2, 3]  # type: ignore[call-overload]

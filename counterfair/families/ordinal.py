@@ -22,31 +22,18 @@ the coding protected and categorical parents use.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import pandas as pd
 from scipy.special import expit
 
-from counterfair import errors
-from counterfair.families.base import Family, Index, row_label
+from counterfair.families.base import Index
+from counterfair.families.levels import LevelFamily, normalise_levels
 from counterfair.specs import Observed, Prior, normal_prior
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation
     from counterfair.params import ParamDraws
-
-UNKNOWN_LEVEL = (
-    "column {column!r} is an Ordinal node with levels {levels}; value {value!r} at row "
-    "{row!r} is not one of them"
-)
-"""Error when an ordinal column holds a value outside its declared levels."""
-
-NO_LEVELS = (
-    "an Ordinal node needs its levels: Ordinal(levels=('low', 'mid', 'high')) lists them "
-    "from lowest to highest, Ordinal(levels=K) means integer codes 0 .. K-1; got {levels!r}"
-)
-"""Error when an Ordinal spec is declared without (valid) levels."""
 
 WITH_INTERCEPT = (
     "an Ordinal node has no intercept (its cutpoints absorb it): drop intercept=True"
@@ -93,16 +80,7 @@ class Ordinal(Observed):
     prior_cutpoints: Prior = field(default_factory=cutpoint_prior)
 
     def __post_init__(self) -> None:
-        if isinstance(self.levels, int) and not isinstance(self.levels, bool):
-            if self.levels < 2:
-                raise ValueError(NO_LEVELS.format(levels=self.levels))
-        elif self.levels is None or isinstance(self.levels, str | bool):
-            raise ValueError(NO_LEVELS.format(levels=self.levels))
-        else:
-            levels = tuple(str(level) for level in self.levels)
-            if len(levels) < 2 or len(set(levels)) != len(levels):
-                raise ValueError(NO_LEVELS.format(levels=self.levels))
-            object.__setattr__(self, "levels", levels)
+        object.__setattr__(self, "levels", normalise_levels(self.levels, "an Ordinal"))
         if self.intercept:
             raise ValueError(WITH_INTERCEPT)
 
@@ -130,7 +108,7 @@ def category_probabilities(cutpoints: np.ndarray, eta: np.ndarray) -> np.ndarray
     return np.asarray(expit(cutpoints[:, None, :] - eta[..., None]))
 
 
-class OrdinalFamily(Family):
+class OrdinalFamily(LevelFamily):
     """Ordinal nodes; redrawn where a parent changes; a classification task."""
 
     name = "ordinal"
@@ -138,80 +116,9 @@ class OrdinalFamily(Family):
     task = "classifier"
     extra_parameters = ("cutpoints",)
     intercept_allowed = False
+    ordered_levels = True
     glm = "ordered_logistic_glm"
     plain = "ordered_logistic"
-
-    # ------------------------------------------------------------------ data
-    def column_values(self, spec: Observed, series: pd.Series, column: str) -> np.ndarray:
-        ordinal = _spec(spec)
-        labels = ordinal.labels
-        if labels is None:
-            values = super().column_values(spec, series, column)
-            bad = (values < 0) | (values >= ordinal.n_levels) | (values != np.round(values))
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise errors.DataError(
-                    UNKNOWN_LEVEL.format(
-                        column=column,
-                        levels=list(range(ordinal.n_levels)),
-                        value=float(values[i]),
-                        row=row_label(series.index, i),
-                    )
-                )
-            return values
-        lookup = {label: code for code, label in enumerate(labels)}
-        raw = series.to_numpy(dtype=object)
-        codes = np.empty(raw.shape[0])
-        for i, value in enumerate(raw):
-            code = lookup.get(str(value))
-            if code is None:
-                item = getattr(value, "item", None)
-                raise errors.DataError(
-                    UNKNOWN_LEVEL.format(
-                        column=column,
-                        levels=list(labels),
-                        value=item() if callable(item) else value,
-                        row=row_label(series.index, i),
-                    )
-                )
-            codes[i] = code
-        return codes
-
-    def n_levels(self, spec: Observed) -> int | None:
-        return _spec(spec).n_levels
-
-    def stan_values(self, spec: Observed, values: np.ndarray) -> np.ndarray:
-        return np.rint(values).astype(np.int64) + 1
-
-    def stan_data(self, spec: Observed, node: str) -> dict[str, object]:
-        return {f"n_levels_{node}": _spec(spec).n_levels}
-
-    def data_declarations(self, node: str) -> list[str]:
-        return [
-            f"int<lower=2> n_levels_{node};  // number of levels of ordinal {node}",
-            f"array[N] int<lower=1, upper=n_levels_{node}> {node};"
-            f"  // observed {node} (level 1 = lowest)",
-        ]
-
-    def coefficient_scale(self, values: np.ndarray) -> float:
-        return float(2.0 / np.sqrt(max(values.shape[0], 1)))
-
-    def frame_column(self, spec: Observed, values: np.ndarray) -> Any:
-        codes = np.asarray(values).astype(np.int64)
-        labels = _spec(spec).labels
-        if labels is None:
-            return codes
-        return pd.Categorical.from_codes(codes, categories=list(labels), ordered=True)
-
-    # ------------------------------------------------------------------ as a parent
-    def design_column(self, node: str) -> str:
-        return f"indicators({node}, n_levels_{node}, 1)"
-
-    def design_width(self, node: str) -> str:
-        return f"(n_levels_{node} - 1)"
-
-    def parent_levels(self, spec: Observed) -> int | None:
-        return _spec(spec).n_levels
 
     # ------------------------------------------------------------------ Stan
     def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
