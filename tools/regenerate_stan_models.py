@@ -2,8 +2,9 @@
 
 The golden files record the exact text counterfair generates for the law school
 models of Kusner et al. (2017) and for a COMPAS-like model that uses the newer
-families (negative binomial, ordinal, a continuous protected attribute); ``tests/test_codegen.py`` regenerates them and
-fails when the generator's output changes. After an intended change to the code
+families (negative binomial, ordinal, a continuous protected attribute);
+``tests/test_codegen.py`` regenerates them and fails when the generator's output
+changes. After an intended change to the code
 generator, run::
 
     python tools/regenerate_stan_models.py          # rewrite the golden files
