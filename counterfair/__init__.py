@@ -11,7 +11,14 @@ from counterfair._version import __version__
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets_tabular import load_adult, load_compas
 from counterfair.errors import ConvergenceWarning, DataError, FairnessError, SCMError
-from counterfair.families import Bernoulli, NegativeBinomial, Normal, Ordinal, Poisson
+from counterfair.families import (
+    Bernoulli,
+    Categorical,
+    NegativeBinomial,
+    Normal,
+    Ordinal,
+    Poisson,
+)
 from counterfair.learning import (
     BaselinePredictor,
     FairLearner,
@@ -29,6 +36,7 @@ __all__ = [
     "Abduction",
     "BaselinePredictor",
     "Bernoulli",
+    "Categorical",
     "ConvergenceWarning",
     "DataError",
     "FairLearner",

@@ -134,17 +134,10 @@ def simulate_missing(
         if node not in missing:
             continue
         eq = scm.equations[node]
-        eta = np.broadcast_to(
-            linear_predictor(
-                eq,
-                abduction.params,
-                values,
-                abduction.codes,
-                reference_coding=reference,
-                n_rows=n,
-            ),
-            (s, n),
+        eta = linear_predictor(
+            eq, abduction.params, values, abduction.codes, reference_coding=reference, n_rows=n
         )
+        eta = np.broadcast_to(eta, (s, n, *eta.shape[2:]))
         draw = draw_node(eq, abduction.params, eta, rng)
         if eq.family.additive_noise:
             noise[node] = draw - eta

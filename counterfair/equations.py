@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from counterfair.families.base import protected_effect
 from counterfair.families.normal import sigma_of
 from counterfair.layout import NodeEquation
 from counterfair.params import ParamDraws
@@ -27,24 +28,6 @@ __all__ = [
 ]
 
 
-def protected_effect(beta: np.ndarray, codes: np.ndarray, reference_coding: bool) -> np.ndarray:
-    """Effect of a categorical parent per set and row.
-
-    Parameters
-    ----------
-    beta : numpy.ndarray
-        Level effects, shape ``(S, L-1)`` (reference coding) or ``(S, L)`` (one-hot).
-    codes : numpy.ndarray
-        Level codes, shape ``(N,)`` or ``(S, N)``.
-    reference_coding : bool
-        Whether level 0 is the reference level with effect 0.
-    """
-    s = beta.shape[0]
-    table = np.concatenate([np.zeros((s, 1)), beta], axis=1) if reference_coding else beta
-    index = np.broadcast_to(np.asarray(codes, dtype=np.int64), (s, np.shape(codes)[-1]))
-    return np.take_along_axis(table, index, axis=1)
-
-
 def linear_predictor(
     eq: NodeEquation,
     params: ParamDraws,
@@ -55,6 +38,9 @@ def linear_predictor(
     n_rows: int | None = None,
 ) -> np.ndarray:
     """The linear predictor ``eta`` of one node, shape ``(S, N)``.
+
+    A family that lays out its own coefficients computes it itself (a
+    categorical node: shape ``(S, N, K-1)``, one per non-reference level).
 
     Parameters
     ----------
@@ -72,6 +58,8 @@ def linear_predictor(
         Number of rows, needed only for a node without parents.
     """
     n = n_rows if n_rows is not None else _n_rows(eq, values, codes)
+    if eq.family.declares_coefficients:  # e.g. categorical: one predictor per level
+        return eq.family.linear_predictor(eq, params, values, codes, reference_coding, n)
     eta = np.zeros((params.n, n))
     if eq.intercept:
         eta += params[eq.intercept][:, None]

@@ -46,6 +46,10 @@ BAD_NODE_NAME = (
 )
 NAME_CLASH = "nodes {first!r} and {second!r} give the same Stan identifier {name!r}"
 LATENT_WITHOUT_CHILD = "latent node {node!r} has no children; it would not be identified"
+NO_SIGN_CHILD = (
+    "latent node {latent!r} has only Categorical children, whose loadings are vectors; give "
+    "it a child of another family, whose loading fixes the latent's sign"
+)
 BAD_CODING = "coding must be 'reference' or 'onehot', got {coding!r}"
 
 # data

@@ -91,6 +91,8 @@ class ParamDraws(Mapping[str, np.ndarray]):
         out: dict[str, np.ndarray] = {}
         drop = 1 if scm.coding == "reference" else 0
         for eq in scm.equations.values():
+            if eq.family.declares_coefficients:  # shapes come from the family below
+                continue
             for term in eq.protected:
                 if term.continuous:
                     continue
@@ -113,15 +115,17 @@ class ParamDraws(Mapping[str, np.ndarray]):
                 )
             out[oterm.param] = array[None, :]
         for eq in scm.equations.values():
-            for name, length in eq.family.parameter_sizes(eq).items():
-                if length is None:
+            widths = {node: count - drop for node, count in n_levels.items()}
+            for name, shape in eq.family.parameter_shapes(eq, widths).items():
+                if shape == ():
                     continue
                 array = np.atleast_1d(np.asarray(values[name], dtype=float))
-                if array.shape != (length,):
+                if array.shape != shape:
+                    count = shape[0] if len(shape) == 1 else f"{shape} array of"
                     raise errors.SCMError(
-                        f"parameter {name!r} needs {length} value(s), got shape {array.shape}"
+                        f"parameter {name!r} needs {count} value(s), got shape {array.shape}"
                     )
-                out[name] = array[None, :]
+                out[name] = array[None, ...]
         for name in expected:
             if name in out:
                 continue
@@ -146,4 +150,10 @@ class ParamDraws(Mapping[str, np.ndarray]):
 
 def _level_terms(scm: SCM) -> list[ObservedTerm]:
     """Observed-parent terms whose parameter is a vector of level effects."""
-    return [t for eq in scm.equations.values() for t in eq.observed if t.levels is not None]
+    return [
+        t
+        for eq in scm.equations.values()
+        if not eq.family.declares_coefficients
+        for t in eq.observed
+        if t.levels is not None
+    ]

@@ -95,6 +95,8 @@ def _coords_and_dims(
     dims: dict[str, list[str]] = {latent: latent_dims for latent in scm.latents}
     dims.update({f"z_{latent}": latent_dims for latent in scm.latents})
     for eq in scm.equations.values():
+        if eq.family.declares_coefficients:  # matrices: arviz names their dims
+            continue
         for term in eq.protected:
             if term.continuous:
                 continue

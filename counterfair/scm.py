@@ -155,10 +155,7 @@ class SCM:
             raise errors.SCMError(errors.UNKNOWN_NODE.format(node=node, nodes=list(self._order)))
 
     def _build_equations(self) -> dict[str, NodeEquation]:
-        first_child = {
-            latent: next(c for c in self.children(latent) if c in self._observed_set())
-            for latent in self.latents
-        }
+        first_child = {latent: self._sign_child(latent) for latent in self.latents}
         owners: dict[str, str] = {}
         for node in self._order:
             validation.validate_unique_identifiers(owners, node, node)
@@ -218,6 +215,18 @@ class SCM:
                 owners[name] = node
             equations[node] = equation
         return equations
+
+    def _sign_child(self, latent: str) -> str:
+        """The child whose loading on ``latent`` is constrained positive.
+
+        The first observed child in graph order whose family has one real
+        loading (not a categorical child, whose loadings are vectors).
+        """
+        for child in self.children(latent):
+            spec = self._specs[child]
+            if isinstance(spec, Observed) and not family_of(spec).declares_coefficients:
+                return child
+        raise errors.SCMError(errors.NO_SIGN_CHILD.format(latent=latent))
 
     def _continuous(self, node: str) -> bool:
         spec = self._specs[node]

@@ -10,7 +10,7 @@ dataclasses under the attribute :data:`SPEC_KEY` (``"spec"``):
 * :class:`Observed` -- the base of every observed node, whose linear predictor is
   built from its parents. Each distribution family (:class:`Normal`,
   :class:`Poisson`, :class:`Bernoulli`, :class:`NegativeBinomial`,
-  :class:`Ordinal`) defines its spec in its own module of
+  :class:`Ordinal`, :class:`Categorical`) defines its spec in its own module of
   :mod:`counterfair.families`; they are importable from here too.
 """
 
@@ -228,6 +228,7 @@ _FAMILY_EXPORTS = (
     "Bernoulli",
     "NegativeBinomial",
     "Ordinal",
+    "Categorical",
     "OBSERVED_FAMILIES",
 )
 

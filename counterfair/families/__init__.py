@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from counterfair.families.base import Family, Task
 from counterfair.families.bernoulli import Bernoulli, BernoulliFamily
+from counterfair.families.categorical import Categorical, CategoricalFamily
 from counterfair.families.negative_binomial import NegativeBinomial, NegativeBinomialFamily
 from counterfair.families.normal import Normal, NormalFamily
 from counterfair.families.ordinal import Ordinal, OrdinalFamily
@@ -25,6 +26,7 @@ FAMILIES: dict[str, Family] = {
         BernoulliFamily(),
         NegativeBinomialFamily(),
         OrdinalFamily(),
+        CategoricalFamily(),
     )
 }
 """Every family counterfair can compile, by name (``spec.family``)."""
@@ -50,6 +52,7 @@ __all__ = [
     "FAMILIES",
     "OBSERVED_FAMILIES",
     "Bernoulli",
+    "Categorical",
     "Family",
     "NegativeBinomial",
     "Normal",

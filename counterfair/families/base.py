@@ -29,7 +29,7 @@ differs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -47,6 +47,9 @@ Task = Literal["regressor", "classifier"]
 
 Index = Callable[[str], str]
 """Maps a parameter or latent name to the Stan expression that reads it (``name[s]``)."""
+
+Width = Callable[[str], "str | None"]
+"""Stan number of indicator columns of a parent, None when it enters as one column."""
 
 INDENT = "  "
 
@@ -93,6 +96,12 @@ class Family:
         :meth:`derivatives`).
     glm, plain : str
         Stan sampling functions with and without a design matrix.
+    declares_coefficients : bool
+        Whether the family lays out its own coefficients (a categorical node
+        has one set per non-reference level) instead of one real per design
+        column: it then writes their declarations, priors and sampling
+        statement and computes its linear predictor itself, and its latent
+        loadings cannot carry the sign constraint.
     """
 
     name: ClassVar[str]
@@ -104,6 +113,7 @@ class Family:
     exact: ClassVar[bool] = False
     glm: ClassVar[str] = ""
     plain: ClassVar[str] = ""
+    declares_coefficients: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ data
     def column_values(self, spec: Observed, series: pd.Series, column: str) -> np.ndarray:
@@ -163,6 +173,10 @@ class Family:
     def frame_column(self, spec: Observed, values: np.ndarray) -> Any:
         """The values as a data frame column (integers by default)."""
         return np.asarray(values).astype(np.int64)
+
+    def stan_functions(self) -> list[str]:
+        """Stan function definitions the family's statements use (indented by 2)."""
+        return []
 
     # ------------------------------------------------------------------ as a parent
     def design_column(self, node: str) -> str:
@@ -228,9 +242,49 @@ class Family:
             return f"{eq.node} ~ {self.glm}({', '.join([str(design), alpha, beta, *arguments])});"
         return f"{eq.node} ~ {self.plain}({', '.join([alpha, *arguments])});"
 
+    # ------------------------------------------------------------------ own coefficients
+    def coefficient_declarations(
+        self, eq: NodeEquation, array_prefix: str, scaled: str, width: Width
+    ) -> list[tuple[str, str]]:
+        """(declaration, comment) of every coefficient (``declares_coefficients`` only).
+
+        ``scaled`` is the ``<multiplier=...>`` of the fit program (empty for
+        data); ``width(parent)`` the Stan number of indicator columns of a
+        parent, None for a parent entering as one column.
+        """
+        raise NotImplementedError
+
+    def coefficient_priors(self, eq: NodeEquation) -> list[str]:
+        """Prior statements of every coefficient (``declares_coefficients`` only)."""
+        raise NotImplementedError
+
+    def statement(self, eq: NodeEquation, design: str | None, index: Index) -> str:
+        """The whole sampling statement, latents included (``declares_coefficients`` only)."""
+        raise NotImplementedError
+
+    def linear_predictor(
+        self,
+        eq: NodeEquation,
+        params: ParamDraws,
+        values: Mapping[str, np.ndarray],
+        codes: Mapping[str, np.ndarray],
+        reference_coding: bool,
+        n_rows: int,
+    ) -> np.ndarray:
+        """The node's linear predictor(s) (``declares_coefficients`` only)."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ numpy
-    def parameter_sizes(self, eq: NodeEquation) -> dict[str, int | None]:
-        """Length of each of the family's own parameters (None for a scalar)."""
+    def parameter_shapes(
+        self, eq: NodeEquation, widths: Mapping[str, int]
+    ) -> dict[str, tuple[int, ...]]:
+        """Shape of each parameter the family lays out (``()`` for a scalar).
+
+        Its own parameters (a dispersion, cutpoints), and every coefficient when
+        ``declares_coefficients``. ``widths`` gives the number of effects of
+        each categorical protected parent (its levels, less the reference under
+        reference coding).
+        """
         return {}
 
     def check_parameter(self, eq: NodeEquation, name: str, value: np.ndarray) -> str | None:
@@ -275,3 +329,24 @@ def count_data_declaration(node: str) -> list[str]:
 def count_coefficient_scale(values: np.ndarray) -> float:
     """Coefficient scale of a log-link count node: 1 / sqrt(total count)."""
     return float(1.0 / np.sqrt(max(values.sum(), 1.0)))
+
+
+def protected_effect(beta: np.ndarray, codes: np.ndarray, reference_coding: bool) -> np.ndarray:
+    """Effect of a categorical parent per set and row (its levels' effects looked up).
+
+    Parameters
+    ----------
+    beta : numpy.ndarray
+        Level effects, shape ``(S, L-1, ...)`` (reference coding) or ``(S, L, ...)``
+        (one-hot); trailing axes (one per category of a categorical child) are kept.
+    codes : numpy.ndarray
+        Level codes, shape ``(N,)`` or ``(S, N)``.
+    reference_coding : bool
+        Whether level 0 is the reference level with effect 0.
+    """
+    s = beta.shape[0]
+    if reference_coding:
+        beta = np.concatenate([np.zeros((s, 1, *beta.shape[2:])), beta], axis=1)
+    index = np.broadcast_to(np.asarray(codes, dtype=np.int64), (s, np.shape(codes)[-1]))
+    index = index.reshape(index.shape + (1,) * (beta.ndim - 2))
+    return np.take_along_axis(beta, index, axis=1)

@@ -9,6 +9,7 @@ gamma-Poisson mixture ``x ~ Poisson(g)``, ``g ~ Gamma(phi, mu / phi)``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -99,8 +100,10 @@ class NegativeBinomialFamily(Family):
     def statement_arguments(self, eq: NodeEquation, index: Index) -> list[str]:
         return [index(eq.param("phi"))]
 
-    def parameter_sizes(self, eq: NodeEquation) -> dict[str, int | None]:
-        return {eq.param("phi"): None}
+    def parameter_shapes(
+        self, eq: NodeEquation, widths: Mapping[str, int]
+    ) -> dict[str, tuple[int, ...]]:
+        return {eq.param("phi"): ()}
 
     def check_parameter(self, eq: NodeEquation, name: str, value: np.ndarray) -> str | None:
         return None if np.all(value > 0) else "must be positive"

@@ -21,6 +21,7 @@ the coding protected and categorical parents use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -156,8 +157,10 @@ class OrdinalFamily(LevelFamily):
         return f"{eq.node} ~ {self.plain}({eta}, {cutpoints});"
 
     # ------------------------------------------------------------------ numpy
-    def parameter_sizes(self, eq: NodeEquation) -> dict[str, int | None]:
-        return {eq.param("cutpoints"): _spec(eq.spec).n_levels - 1}
+    def parameter_shapes(
+        self, eq: NodeEquation, widths: Mapping[str, int]
+    ) -> dict[str, tuple[int, ...]]:
+        return {eq.param("cutpoints"): (_spec(eq.spec).n_levels - 1,)}
 
     def check_parameter(self, eq: NodeEquation, name: str, value: np.ndarray) -> str | None:
         if value.shape[-1] > 1 and not np.all(np.diff(value, axis=-1) > 0):

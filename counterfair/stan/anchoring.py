@@ -41,10 +41,15 @@ from counterfair.specs import Latent, _stan_real
 def anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:
     """Latent -> its anchors: Normal children whose only latent parent it is, in graph order.
 
-    Latents without such a child are absent (the fit program samples them directly).
+    Latents without such a child are absent (the fit program samples them
+    directly), and so are latents with a child whose family lays out its own
+    coefficients (categorical): its statement needs the latent's values.
     """
     anchors: dict[str, tuple[NodeEquation, ...]] = {}
     for latent in scm.latents:
+        children = [scm.equations[c] for c in scm.children(latent) if c in scm.equations]
+        if any(eq.family.declares_coefficients for eq in children):
+            continue  # a categorical child reads the latent itself: sample it directly
         found = []
         for child in scm.children(latent):
             eq = scm.equations.get(child)

@@ -65,6 +65,19 @@ functions {
 }"""
 
 
+def _functions_block(scm: SCM) -> str:
+    """The functions block: ``indicators`` and the functions the SCM's families need."""
+    extra: list[str] = []
+    for node in scm.observed:
+        for function in scm.equations[node].family.stan_functions():
+            if function not in extra:
+                extra.append(function)
+    if not extra:
+        return _INDICATORS_FUNCTION
+    body = _INDICATORS_FUNCTION.rstrip("}").rstrip("\n")
+    return "\n".join([body, *extra, "}"])
+
+
 def _drop(scm: SCM) -> int:
     return 1 if scm.coding == "reference" else 0
 
@@ -210,6 +223,15 @@ def _transformed_data_block(scm: SCM, columns: dict[str, tuple[str, ...]]) -> li
     return lines
 
 
+def _indicator_rows(scm: SCM, parent: str) -> str | None:
+    """Number of indicator columns of a data parent (Stan), None for a one-column parent."""
+    if not _vector_parent(scm, parent):
+        return None
+    if parent in scm.protected:
+        return _levels_size(scm, parent)
+    return f"n_levels_{parent} - 1"
+
+
 def _parameter_declarations(
     scm: SCM, eq: NodeEquation, array_prefix: str = ""
 ) -> list[tuple[str, str]]:
@@ -224,6 +246,11 @@ def _parameter_declarations(
     # in the fit program, coefficients are sampled on the scale scale_<node> (data), a rough
     # posterior sd, so that the sampler's starting (unit) metric already fits them
     scaled = "" if as_data else f"<multiplier=scale_{node}>"
+    if eq.family.declares_coefficients:
+        coefficients = eq.family.coefficient_declarations(
+            eq, array_prefix, scaled, lambda parent: _indicator_rows(scm, parent)
+        )
+        return coefficients + eq.family.parameter_declarations(eq, array_prefix)
     out: list[tuple[str, str]] = []
     if eq.intercept:
         out.append((f"{array_prefix}real{scaled} {eq.intercept}", f"intercept of {node}"))
@@ -294,6 +321,8 @@ def _glm_statement(
     ``index`` maps a parameter or latent name to the expression that reads it
     (``name[s]`` in the abduction program).
     """
+    if eq.family.declares_coefficients:
+        return [indent + eq.family.statement(eq, design, index)]
     alpha_terms = [index(eq.intercept)] if eq.intercept else []
     alpha_terms += [f"{index(t.param)} * {index(t.parent)}" for t in eq.latent]
     alpha = " + ".join(alpha_terms) if alpha_terms else "0.0"
@@ -316,6 +345,8 @@ def _latent_prior(scm: SCM, latent: str, target: str) -> str:
 
 def _fit_statement(scm: SCM, eq: NodeEquation, predictor: Predictor, design: str | None) -> str:
     """The sampling statement of one observed node in the fit program."""
+    if eq.family.declares_coefficients:  # its latents are never anchored: plain terms
+        return eq.family.statement(eq, design, lambda name: name)
     scalar = join_terms(predictor.intercept) if predictor.intercept else ""
     alpha = " + ".join(([scalar] if scalar else []) + predictor.vectors) or "0.0"
     pieces = []
@@ -375,7 +406,7 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
     designs = design_names(columns)
 
     lines = _header(scm, "fit of the structural causal model (parameters and latents)")
-    lines.append(_INDICATORS_FUNCTION)
+    lines.append(_functions_block(scm))
     lines += _data_block(scm)
     for eq in equations:
         lines.append(
@@ -431,6 +462,10 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
             lines.append(_INDENT + _latent_prior(scm, latent, latent))
     for eq in equations:
         spec = eq.spec
+        if eq.family.declares_coefficients:
+            lines += [f"{_INDENT}{line}" for line in eq.family.coefficient_priors(eq)]
+            lines += [f"{_INDENT}{line}" for line in eq.family.priors(eq)]
+            continue
         if eq.intercept:
             lines.append(f"{_INDENT}{eq.intercept} ~ {spec.prior_intercept.stan()};")
         for name in [t.param for t in eq.protected] + [t.param for t in eq.observed]:
@@ -474,7 +509,7 @@ def abduction_program(scm: SCM) -> str:
         raise errors.SCMError("the SCM has no latent node: there is nothing to abduct by MCMC")
     equations = abduction_equations(scm)
     lines = _header(scm, "abduction of latents for new rows, given parameter values")
-    lines.append(_INDICATORS_FUNCTION)
+    lines.append(_functions_block(scm))
     lines += _data_block(scm)
     lines.append(f"{_INDENT}int<lower=1> S;  // number of parameter sets (posterior draws)")
     for eq in equations:

@@ -91,7 +91,11 @@ def latent_inits(
     for latent in scm.latents:
         spec = scm.specs[latent]
         assert isinstance(spec, Latent)
-        children = [c for c in scm.children(latent) if c in scm.observed]
+        children = [
+            c
+            for c in scm.children(latent)
+            if c in scm.observed and not scm.equations[c].family.declares_coefficients
+        ]
         residuals = []
         for child in children:
             eq = scm.equations[child]
