@@ -16,7 +16,8 @@ reference level's zero column; it joins the program's functions block).
 Because the loadings are vectors, none of them can carry a latent's sign
 constraint: the positive loading goes to the latent's first child of another
 family (an SCM whose latent has only categorical children is refused), and a
-latent with a categorical child is sampled directly rather than anchored (:mod:`counterfair.stan.anchoring`).
+latent with a categorical child is sampled directly rather than anchored
+(:mod:`counterfair.stan.anchoring`).
 
 As a parent, a categorical node enters its children's linear predictors as
 reference-coded indicators of its levels (:mod:`counterfair.families.levels`).
