@@ -212,18 +212,24 @@ FAMILIES_TRUTH: dict[str, Any] = {
     "beta_C_O": [0.3, 0.6],
     "lambda_C_U": 0.5,
     "phi_C": 2.5,
+    "beta_C_K": [0.4, -0.3],
     "alpha_X": 0.5,
     "beta_X_A": [0.4],
     "lambda_X_U": 0.9,
     "sigma_X": 0.6,
+    "alpha_K": [0.3, -0.2],
+    "beta_K_A": [[0.8, -0.5]],
+    "lambda_K_U": [1.0, -0.8],
 }
 """True parameters of the newer-families SCM (:func:`families_scm`)."""
+CATEGORIES = ("theft", "drug", "violent")
 
 
 def families_scm() -> cf.SCM:
     """A protected, age continuous protected, U latent; O ordinal (U's first child, so its
-    loading is the positive one), C negative binomial with the ordinal O as a parent, X
-    Normal (anchors U)."""
+    loading is the positive one), K categorical, C negative binomial with the ordinal O
+    and the categorical K as parents, X Normal. U has a categorical child, so it is
+    sampled directly (not anchored by X)."""
     return cf.SCM(
         _graph(
             {
@@ -233,6 +239,7 @@ def families_scm() -> cf.SCM:
                 "O": cf.Ordinal(levels=FAMILY_LEVELS),
                 "C": cf.NegativeBinomial(),
                 "X": cf.Normal(),
+                "K": cf.Categorical(levels=CATEGORIES),
             },
             [
                 ("A", "O"),
@@ -243,6 +250,9 @@ def families_scm() -> cf.SCM:
                 ("O", "C"),
                 ("A", "X"),
                 ("U", "X"),
+                ("A", "K"),
+                ("U", "K"),
+                ("K", "C"),
             ],
         )
     )

@@ -135,6 +135,30 @@ def _anchored_ordinal_scm() -> SCM:
     return cf.SCM(_graph(nodes, edges))
 
 
+def _categorical_scm(coding: str = "reference") -> SCM:
+    """A categorical child of A, age, X and U; a categorical root; a categorical parent."""
+    nodes = {
+        "A": cf.Protected(),
+        "age": cf.Protected(kind="continuous"),
+        "U": cf.Latent(),
+        "X": cf.Normal(),
+        "K": cf.Categorical(levels=("theft", "drug", "violent")),
+        "K0": cf.Categorical(levels=3, intercept=False),
+        "R": cf.Categorical(levels=4),
+        "Y": cf.Bernoulli(),
+    }
+    edges = [
+        ("U", "X"),
+        ("A", "K"),
+        ("age", "K"),
+        ("X", "K"),
+        ("U", "K"),
+        ("K", "Y"),
+        ("U", "Y"),
+    ]
+    return cf.SCM(_graph(nodes, edges), coding=coding)  # type: ignore[arg-type]
+
+
 def _all_programs(regen_tool: ModuleType) -> dict[str, str]:
     """Fit and abduction programs of every SCM used here (golden ones included)."""
     programs = dict(regen_tool.golden_programs())
@@ -145,6 +169,8 @@ def _all_programs(regen_tool: ModuleType) -> dict[str, str]:
         "two_latents": _two_latents_scm(),
         "new_families": _new_families_scm(),
         "anchored_ordinal": _anchored_ordinal_scm(),
+        "categorical": _categorical_scm(),
+        "categorical_onehot": _categorical_scm("onehot"),
     }.items():
         programs[f"{name}.stan"] = scm.stan_code()
         programs[f"{name}_abduction.stan"] = scm.abduction_code()
@@ -507,6 +533,47 @@ def test_ordinal_child_of_an_anchored_latent_moves_the_scalar_into_the_cutpoints
     assert _statement(cf.SCM(g).stan_code(), "Q") == (
         "Q ~ ordered_logistic_glm(X_Q, append_row(beta_Q_A, [beta_Q_X]'), cutpoints_Q);"
     )
+
+
+def test_categorical_statements_and_coefficients() -> None:
+    scm = _categorical_scm()
+    code, abduction = scm.stan_code(), scm.abduction_code()
+    assert _statement(code, "K") == (
+        "K ~ categorical_logit_glm(append_col(X_K, U), append_row(0.0, alpha_K), "
+        "with_reference(append_row(beta_K_A, append_row(beta_K_age, "
+        "append_row(beta_K_X, lambda_K_U)))));"
+    )
+    assert _statement(abduction, "K") == (
+        "K ~ categorical_logit_glm(append_col(X_K, U[s]), append_row(0.0, alpha_K[s]), "
+        "with_reference(append_row(beta_K_A[s], append_row(beta_K_age[s], "
+        "append_row(beta_K_X[s], lambda_K_U[s])))));"
+    )
+    assert _statement(code, "K0") == "K0 ~ categorical_logit(rep_vector(0.0, n_levels_K0));"
+    assert _statement(code, "R") == "R ~ categorical_logit(append_row(0.0, alpha_R));"
+    params = _block(code, "parameters")
+    assert "  matrix<multiplier=scale_K>[n_levels_A - 1, n_levels_K - 1] beta_K_A;  " in "\n".join(
+        params
+    )
+    assert any(line.startswith("  row_vector<multiplier=scale_K>[n_levels_K - 1] lambda_K_U;")
+               for line in params)
+    assert any(line.startswith("  vector<multiplier=scale_K>[n_levels_K - 1] alpha_K;")
+               for line in params)
+    model = _block(code, "model")
+    assert "  to_vector(beta_K_A) ~ normal(0.0, 1.0);" in model
+    assert "  beta_K_age ~ normal(0.0, 1.0);" in model
+    assert "  matrix with_reference(matrix beta) {" in code
+    assert "with_reference" not in _families_scm().stan_code()  # only when a family needs it
+    onehot = _categorical_scm("onehot").abduction_code()
+    assert "  array[S] matrix[n_levels_A, n_levels_K - 1] beta_K_A;" in onehot
+
+
+def test_a_latent_with_a_categorical_child_is_sampled_directly() -> None:
+    code = _categorical_scm().stan_code()
+    assert "  vector[N] U;  // latent U of every individual" in code
+    assert "z_U" not in code
+    # the sign constraint is on X, U's first child of another family
+    assert re.findall(r"real<lower=0> (lambda_\w+);", code) == ["lambda_X_U"]
+    assert "indicators(K, n_levels_K, 1)" in code  # K as Y's parent
 
 
 def test_new_family_data_block_matches_the_data_dictionary() -> None:

@@ -13,10 +13,11 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
-from _models import FAMILIES_TRUTH, FAMILY_LEVELS, families_scm
+from _models import CATEGORIES, FAMILIES_TRUTH, FAMILY_LEVELS, families_scm
 from scipy.special import expit
 
 import counterfair as cf
+from counterfair import errors
 from counterfair.encoding import NOT_A_NUMBER, NUMERIC_PROTECTED, Encoding
 from counterfair.families import FAMILIES, OBSERVED_FAMILIES, family_of
 from counterfair.families import levels as levels_module
@@ -57,6 +58,7 @@ def _frame(**columns: object) -> pd.DataFrame:
         "O": ["low", "high", "mid", "low"],
         "C": [0, 3, 1, 7],
         "X": [0.1, -0.2, 0.5, 0.0],
+        "K": ["drug", "theft", "violent", "drug"],
     }
     base.update(columns)  # type: ignore[arg-type]
     return pd.DataFrame(base)
@@ -72,7 +74,14 @@ def _fit_data(df: pd.DataFrame) -> dict[str, object]:
 
 
 def test_every_family_is_registered_with_its_spec() -> None:
-    assert set(FAMILIES) == {"normal", "poisson", "bernoulli", "negative_binomial", "ordinal"}
+    assert set(FAMILIES) == {
+        "normal",
+        "poisson",
+        "bernoulli",
+        "negative_binomial",
+        "ordinal",
+        "categorical",
+    }
     for name, family in FAMILIES.items():
         assert isinstance(family, Family)
         assert family.name == name == family.spec.family
@@ -105,7 +114,7 @@ def test_family_parameters_are_named_by_the_scm() -> None:
     assert scm.equations["C"].param("phi") == "phi_C"
     assert scm.equations["O"].param("cutpoints") == "cutpoints_O"
     assert scm.equations["O"].intercept is None
-    assert scm.parameter_names() == list(TRUTH)
+    assert sorted(scm.parameter_names()) == sorted(TRUTH)
     with pytest.raises(KeyError, match=r"'X'.*'phi'"):
         scm.equations["X"].param("phi")
 
@@ -229,8 +238,9 @@ def test_bad_parameter_values(name: str, value: object, match: str) -> None:
 
 def test_simulated_columns_have_the_family_types() -> None:
     df = new_families_scm().sample(200, params=TRUTH, seed=0)
-    assert list(df.columns) == ["A", "age", "U", "O", "C", "X"]
+    assert list(df.columns) == ["A", "age", "U", "O", "X", "K", "C"]
     assert df["O"].dtype == pd.CategoricalDtype(list(LEVELS), ordered=True)
+    assert df["K"].dtype == pd.CategoricalDtype(list(CATEGORIES), ordered=False)
     assert df["C"].dtype == np.int64 and (df["C"] >= 0).all()
     assert df["age"].dtype == float
 
@@ -285,4 +295,78 @@ def test_learning_tasks_follow_the_family() -> None:
     assert learner._is_classifier()
     assert not cf.FairLearner(scm=scm, target="C")._is_classifier()
     full = cf.full_predictor(scm, "X")
-    assert list(full.categorical) == ["A", "O"]  # age is a number, O has levels
+    assert list(full.categorical) == ["A", "O", "K"]  # age is a number, O and K have levels
+    assert cf.FairLearner(scm=scm, target="K")._is_classifier()
+
+
+# --------------------------------------------------------------------------- categorical
+
+
+def test_categorical_reference_level_comes_first() -> None:
+    spec = cf.Categorical(levels=("drug", "theft", "violent"), reference="theft")
+    assert spec.labels == ("theft", "drug", "violent") and spec.n_levels == 3
+    assert cf.Categorical(levels=3).labels is None
+    with pytest.raises(ValueError, match="reference level 'x'"):
+        cf.Categorical(levels=("a", "b"), reference="x")
+    message = levels_module.NO_LEVELS.format(family="a Categorical", levels=None)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        cf.Categorical()
+
+
+def test_categorical_value_outside_its_levels() -> None:
+    message = levels_module.UNKNOWN_LEVEL.format(
+        column="K", family="a Categorical", levels=list(CATEGORIES), value="fraud", row=1
+    )
+    with pytest.raises(cf.DataError, match=re.escape(message)):
+        _fit_data(_frame(K=["drug", "fraud", "theft", "drug"]))
+    data = _fit_data(_frame())
+    assert list(data["K"]) == [2, 1, 3, 2] and data["n_levels_K"] == 3  # type: ignore[call-overload]
+
+
+def test_a_latent_with_only_categorical_children_is_refused() -> None:
+    g = _graph(
+        {"A": cf.Protected(), "U": cf.Latent(), "K": cf.Categorical(levels=3)},
+        [("A", "K"), ("U", "K")],
+    )
+    with pytest.raises(cf.SCMError, match=re.escape(errors.NO_SIGN_CHILD.format(latent="U"))):
+        cf.SCM(g)
+
+
+def test_sign_goes_to_the_first_child_of_another_family() -> None:
+    scm = families_scm()
+    assert [t.positive for t in scm.equations["O"].latent] == [True]
+    assert [t.positive for t in scm.equations["K"].latent] == [False]
+    g = _graph(
+        {"U": cf.Latent(), "A": cf.Protected(), "K": cf.Categorical(levels=3), "C": cf.Poisson()},
+        [("U", "K"), ("U", "C"), ("A", "C")],
+    )
+    equations = cf.SCM(g).equations
+    assert equations["C"].latent[0].positive and not equations["K"].latent[0].positive
+
+
+def test_categorical_parameter_shapes() -> None:
+    with pytest.raises(cf.SCMError, match=r"'beta_K_A' needs \(1, 2\) array of"):
+        ParamDraws.from_values(families_scm(), {**TRUTH, "beta_K_A": [0.8, -0.5]}, {"A": 2})
+    params = ParamDraws.from_values(families_scm(), TRUTH, {"A": 2})
+    assert params["beta_K_A"].shape == (1, 1, 2) and params["lambda_K_U"].shape == (1, 2)
+
+
+def test_simulated_categorical_matches_the_softmax() -> None:
+    g = _graph(
+        {"A": cf.Protected(levels=("a", "b")), "K": cf.Categorical(levels=3),
+         "X": cf.Normal(sigma=0.01)},
+        [("A", "K"), ("K", "X")],
+    )
+    truth = {"alpha_K": [0.5, -1.0], "beta_K_A": [[1.0, 2.0]], "alpha_X": 0.0,
+             "beta_X_K": [1.0, 3.0]}
+    n = 40_000
+    df = cf.SCM(g).sample(n, params=truth, seed=4)
+    for level, shift in (("a", np.zeros(2)), ("b", np.array([1.0, 2.0]))):
+        logits = np.concatenate([[0.0], np.array([0.5, -1.0]) + shift])
+        expected = np.exp(logits) / np.exp(logits).sum()
+        rows = df[df["A"] == level]
+        shares = np.bincount(rows["K"], minlength=3) / len(rows)
+        np.testing.assert_allclose(shares, expected, atol=4 * np.sqrt(0.25 / len(rows)))
+    # as a parent: indicators of the non-reference levels
+    means = df.groupby("K")["X"].mean().to_numpy()
+    np.testing.assert_allclose(means, [0.0, 1.0, 3.0], atol=0.01)
