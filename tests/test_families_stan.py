@@ -1,5 +1,6 @@
 """The newer families on real Stan: parameter recovery, sign identification, abduction
-and counterfactuals with an ordinal, a negative binomial and a continuous protected node.
+and counterfactuals with ordinal, negative binomial, categorical and continuous
+protected nodes.
 
 Data come from counterfair's own forward simulator (``SCM.sample``): 1,000 rows of
 ``_models.families_scm`` with known parameters (``_models.FAMILIES_TRUTH``), fitted
@@ -36,7 +37,7 @@ def test_parameters_are_recovered(fit: cf.Fit) -> None:
     covered, missed = [], []
     for name, true_value in FAMILIES_TRUTH.items():
         draws = _draws(fit, name)
-        truth = np.atleast_1d(np.asarray(true_value, dtype=float))
+        truth = np.asarray(true_value, dtype=float).ravel()
         assert draws.shape[1] == truth.size, name
         low, high = np.quantile(draws, [0.05, 0.95], axis=0)
         for j, value in enumerate(truth):
@@ -95,17 +96,18 @@ def test_counterfactuals_with_ordinal_count_and_continuous_parents(fit: cf.Fit) 
     after = flipped[flipped["world"] == "counterfactual"].reset_index(drop=True)
     was_a = after["row"].isin(rows.index[rows["A"] == "a"]).to_numpy()
     assert was_a.any() and not was_a.all()
-    for node in ("O", "C"):  # redrawn where A changed, kept where it did not
+    for node in ("O", "K", "C"):  # redrawn where A changed, kept where it did not
         changed = before[node].to_numpy() != after[node].to_numpy()
         assert changed[was_a].any() and not changed[~was_a].any(), node
 
     older = fit.counterfactual(rows, {"age": 2.0}, n_samples=20, seed=4)
     cf_world = older[older["world"] == "counterfactual"]
     assert (cf_world["age"] == 2.0).all()
-    # age is a parent of C only: O and X keep their factual values
+    # age is a parent of C only: O, K and X keep their factual values
     fact_world = older[older["world"] == "factual"]
     np.testing.assert_array_equal(cf_world["X"].to_numpy(), fact_world["X"].to_numpy())
-    assert (cf_world["O"].to_numpy() == fact_world["O"].to_numpy()).all()
+    for node in ("O", "K"):
+        assert (cf_world[node].to_numpy() == fact_world[node].to_numpy()).all()
     # beta_C_age > 0: raising age raises the mean count
     assert cf_world["C"].mean() > fact_world["C"].mean()
     assert older.attrs["do"] == {"age": 2.0}
@@ -116,4 +118,5 @@ def test_interventional_samples_of_the_new_families(fit: cf.Fit) -> None:
     low = fit.interventional(400, {"age": -1.0}, n_samples=10, seed=1)
     high = fit.interventional(400, {"age": 1.0}, n_samples=10, seed=1)
     assert set(np.unique(low["O"])) <= {0.0, 1.0, 2.0}
+    assert set(np.unique(low["K"])) <= {0.0, 1.0, 2.0}
     assert high["C"].mean() > low["C"].mean()
