@@ -40,6 +40,10 @@ PROTECTED_TARGET = (
     "outcome, not a protected attribute"
 )
 LATENT_TARGET = "target {target!r} is a latent node of the SCM; it has no observed values"
+MULTICLASS_TARGET = (
+    "target {target!r} is a {family} node with {levels} levels; FairLearner's classifier "
+    "predicts binary targets only (multi-class targets are not supported yet)"
+)
 FIT_ARGS_SEED = (
     "fit_args contains 'seed' and seed={seed!r} is given too; pass the seed once, as seed="
 )
@@ -164,6 +168,13 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             raise errors.FairnessError(PROTECTED_TARGET.format(target=target))
         if target in scm.latents:
             raise errors.SCMError(LATENT_TARGET.format(target=target))
+        spec = scm.specs.get(target)
+        if isinstance(spec, Observed):
+            levels = family_of(spec).n_levels(spec)
+            if levels is not None and levels > 2:
+                raise errors.SCMError(
+                    MULTICLASS_TARGET.format(target=target, family=spec.family, levels=levels)
+                )
         fit_args = dict(self.fit_args or {})
         if "seed" in fit_args and self.seed is not None and fit_args["seed"] != self.seed:
             raise ValueError(FIT_ARGS_SEED.format(seed=self.seed))
