@@ -120,3 +120,16 @@ def test_interventional_samples_of_the_new_families(fit: cf.Fit) -> None:
     assert set(np.unique(low["O"])) <= {0.0, 1.0, 2.0}
     assert set(np.unique(low["K"])) <= {0.0, 1.0, 2.0}
     assert high["C"].mean() > low["C"].mean()
+
+
+@pytest.mark.stan
+def test_counterfactual_audit_swaps_categorical_attributes_only(fit: cf.Fit) -> None:
+    rows = families_data().drop(columns="U").head(20)
+
+    def predictor(frame: pd.DataFrame) -> np.ndarray:
+        return np.asarray(frame["C"], dtype=float)
+
+    report = cf.audit.counterfactual_fairness(fit, rows, predictor, n_samples=10, seed=1)
+    assert set(report.changes["attribute"]) == {"A"}
+    with pytest.raises(ValueError, match="'age' is continuous"):
+        cf.audit.counterfactual_fairness(fit, rows, predictor, attributes=["age"], n_samples=10)
