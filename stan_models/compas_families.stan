@@ -10,7 +10,7 @@
 //   two_year_recid ~ bernoulli, logit link | race, sex, age, U, priors_count, charge
 // Protected parents use reference coding (level 1 is the reference level).
 // Continuous protected parents enter as their value, with one weight.
-// Level-valued observed parents (ordinal) enter as indicators of their levels above the lowest.
+// Level-valued observed parents (ordinal, categorical) enter as indicators of their levels other than level 1.
 // The first child of each latent has a positive loading (sign identification).
 functions {
   // Indicator (dummy) columns of a categorical variable with levels 1..n_levels.

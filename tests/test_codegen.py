@@ -496,7 +496,7 @@ def test_ordinal_parent_enters_as_indicators_above_the_lowest_level() -> None:
         "Y ~ bernoulli_logit_glm(X_Y, alpha_Y + lambda_Y_U * U, append_row([beta_Y_C]', beta_Y_O));"
     )
     assert _statement(code, "X") == "X ~ normal_id_glm(X_X, alpha_X, beta_X_O, sigma_X);"
-    assert "// Level-valued observed parents (ordinal) enter as indicators" in code
+    assert "// Level-valued observed parents (ordinal, categorical) enter as indicators" in code
 
 
 def test_continuous_protected_parent_is_one_column_with_one_weight() -> None:

@@ -13,7 +13,8 @@ so one compiled binary serves any number of rows. Categorical parents enter a
 design matrix (reference or one-hot indicators) built once in ``transformed
 data``, so every observed node is a single call to Stan's GLM functions
 (``normal_id_glm``, ``poisson_log_glm``, ``bernoulli_logit_glm``,
-``neg_binomial_2_log_glm``, ``ordered_logistic_glm``). What differs between
+``neg_binomial_2_log_glm``, ``ordered_logistic_glm``, ``categorical_logit_glm``).
+What differs between
 families (data declarations, their own parameters and priors, the sampling
 statement, how a node enters its children's design matrices) is asked of the
 node's family (:mod:`counterfair.families`); this module lays out the program. In the fit
@@ -122,8 +123,8 @@ def _header(scm: SCM, purpose: str) -> list[str]:
         lines.append("// Continuous protected parents enter as their value, with one weight.")
     if any(t.levels is not None for eq in scm.equations.values() for t in eq.observed):
         lines.append(
-            "// Level-valued observed parents (ordinal) enter as indicators of their levels "
-            "above the lowest."
+            "// Level-valued observed parents (ordinal, categorical) enter as indicators of "
+            "their levels other than level 1."
         )
     if scm.latents:
         lines.append(
