@@ -2,9 +2,29 @@
 
 Every family module defines its spec class (what users put on a node, e.g.
 :class:`Poisson`) and a :class:`~counterfair.families.base.Family` holding all
-of its behaviour. Adding a family means writing one module and adding its
-family object to :data:`FAMILIES` below (and exporting the spec from
-``counterfair/__init__.py`` for ``cf.<Spec>``).
+of its behaviour: value validation, Stan data and parameter declarations,
+priors, the sampling statement (a GLM function where Stan has one), how the
+node enters its children, numpy mean and draw, noise handling across worlds and
+its scikit-learn task.
+
+==========================  ==========  =====================================  ==========
+family (spec)               link        Stan (with columns / without)          own params
+==========================  ==========  =====================================  ==========
+``Normal``                  identity    ``normal_id_glm`` / ``normal``          ``sigma``
+``Poisson``                 log         ``poisson_log_glm`` / ``poisson_log``   --
+``Bernoulli``               logit       ``bernoulli_logit_glm`` / ...           --
+``NegativeBinomial``        log         ``neg_binomial_2_log_glm`` / ...        ``phi``
+``Ordinal``                 logit       ``ordered_logistic_glm`` / ...          ``cutpoints``
+``Categorical``             softmax     ``categorical_logit_glm`` / ...         vectors
+==========================  ==========  =====================================  ==========
+
+Adding a family: write ``counterfair/families/<name>.py`` with a spec class
+(a frozen dataclass deriving from :class:`~counterfair.specs.Observed` with a
+``family`` name) and a :class:`~counterfair.families.base.Family` subclass that
+overrides what differs from the defaults (count or binary data, one linear
+predictor, no parameter of its own); add an instance to :data:`FAMILIES` below.
+Exporting the spec as ``cf.<Spec>`` is one more line in ``counterfair/__init__.py``.
+Nothing else in the package tests a node's family by name or class.
 """
 
 from __future__ import annotations
