@@ -17,7 +17,11 @@ Naming scheme (also the names in ``fit.idata.posterior``):
   ``sigma2_<node>`` with an inverse-gamma prior, or fixed in the spec);
 * ``<role>_<node>``: the family's own parameters, one per role in its
   ``extra_parameters`` (``phi_<node>``: dispersion of a negative binomial node;
-  ``cutpoints_<node>``: cutpoints of an ordinal node).
+  ``cutpoints_<node>``: cutpoints of an ordinal node);
+* ``n_levels_<node>`` (data): number of levels of a level-valued node.
+
+Every name is made by :class:`counterfair.SCM` when it builds the equations;
+the families and the code generator read them from the equation.
 """
 
 from __future__ import annotations
@@ -86,6 +90,12 @@ class NodeEquation:
         Name of the residual sd (Normal nodes only).
     extra : tuple of (str, str)
         ``(role, name)`` of each of the family's own parameters.
+    variance : str or None
+        Stan name of the learned residual variance (Normal nodes with a
+        learned sigma: ``sigma2_<node>``), sampled in place of the sd.
+    levels : str or None
+        Stan name of the node's number of levels (level-valued families:
+        ``n_levels_<node>``, data).
     """
 
     node: str
@@ -96,6 +106,8 @@ class NodeEquation:
     latent: tuple[LatentTerm, ...]
     sigma: str | None
     extra: tuple[tuple[str, str], ...] = ()
+    variance: str | None = None
+    levels: str | None = None
 
     @property
     def family(self) -> Family:

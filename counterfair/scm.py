@@ -209,6 +209,8 @@ class SCM:
                 latent=tuple(latent),
                 sigma=f"sigma_{node}" if family.additive_noise else None,
                 extra=tuple((role, f"{role}_{node}") for role in family.extra_parameters),
+                variance=f"sigma2_{node}" if family.additive_noise else None,
+                levels=f"n_levels_{node}" if family.n_levels(spec) is not None else None,
             )
             for name in [*equation.parameter_names(), f"sigma2_{node}", f"X_{node}"]:
                 validation.validate_unique_identifiers(owners, name, node)

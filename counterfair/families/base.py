@@ -153,11 +153,11 @@ class Family:
         """The column as the Stan data expects it (integers by default)."""
         return np.rint(values).astype(np.int64)
 
-    def stan_data(self, spec: Observed, node: str) -> dict[str, object]:
+    def stan_data(self, eq: NodeEquation) -> dict[str, object]:
         """Extra Stan data the node needs besides its column (e.g. its number of levels)."""
         return {}
 
-    def data_declarations(self, node: str) -> list[str]:
+    def data_declarations(self, eq: NodeEquation) -> list[str]:
         """Lines of the data block declaring the node (without indentation)."""
         raise NotImplementedError
 
@@ -179,11 +179,11 @@ class Family:
         return []
 
     # ------------------------------------------------------------------ as a parent
-    def design_column(self, node: str) -> str:
+    def design_column(self, eq: NodeEquation) -> str:
         """Stan expression of the node's columns in a child's design matrix."""
-        return f"to_matrix(to_vector({node}))"
+        return f"to_matrix(to_vector({eq.node}))"
 
-    def design_width(self, node: str) -> str:
+    def design_width(self, eq: NodeEquation) -> str:
         """Stan expression of the number of those columns."""
         return "1"
 

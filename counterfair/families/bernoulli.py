@@ -46,8 +46,8 @@ class BernoulliFamily(Family):
                 )
             )
 
-    def data_declarations(self, node: str) -> list[str]:
-        return [f"array[N] int<lower=0, upper=1> {node};  // observed {node} (0/1)"]
+    def data_declarations(self, eq: NodeEquation) -> list[str]:
+        return [f"array[N] int<lower=0, upper=1> {eq.node};  // observed {eq.node} (0/1)"]
 
     def coefficient_scale(self, values: np.ndarray) -> float:
         p = float(np.clip(values.mean(), 0.05, 0.95))

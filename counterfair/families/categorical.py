@@ -125,7 +125,7 @@ class CategoricalFamily(LevelFamily):
     def coefficient_declarations(
         self, eq: NodeEquation, array_prefix: str, scaled: str, width: Width
     ) -> list[tuple[str, str]]:
-        node, k = eq.node, f"n_levels_{eq.node} - 1"
+        node, k = eq.node, f"{eq.levels} - 1"
         out = []
         if eq.intercept:
             out.append(
@@ -171,7 +171,7 @@ class CategoricalFamily(LevelFamily):
         alpha = (
             f"append_row(0.0, {index(eq.intercept)})"
             if eq.intercept
-            else f"rep_vector(0.0, n_levels_{eq.node})"
+            else f"rep_vector(0.0, {eq.levels})"
         )
         pieces = [index(t.param) for t in eq.protected]
         pieces += [index(t.param) for t in eq.observed]

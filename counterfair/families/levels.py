@@ -16,7 +16,7 @@ vector of effects ``beta_<child>_<node>``.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,9 @@ import pandas as pd
 from counterfair import errors
 from counterfair.families.base import Family, row_label
 from counterfair.specs import Observed
+
+if TYPE_CHECKING:
+    from counterfair.layout import NodeEquation
 
 UNKNOWN_LEVEL = (
     "column {column!r} is {family} node with levels {levels}; value {value!r} at row "
@@ -127,14 +130,15 @@ class LevelFamily(Family):
     def stan_values(self, spec: Observed, values: np.ndarray) -> np.ndarray:
         return np.rint(values).astype(np.int64) + 1
 
-    def stan_data(self, spec: Observed, node: str) -> dict[str, object]:
-        return {f"n_levels_{node}": _spec(spec).n_levels}
+    def stan_data(self, eq: NodeEquation) -> dict[str, object]:
+        return {str(eq.levels): _spec(eq.spec).n_levels}
 
-    def data_declarations(self, node: str) -> list[str]:
+    def data_declarations(self, eq: NodeEquation) -> list[str]:
+        first = "lowest" if self.ordered_levels else "reference"
         return [
-            f"int<lower=2> n_levels_{node};  // number of levels of {self.name} {node}",
-            f"array[N] int<lower=1, upper=n_levels_{node}> {node};"
-            f"  // observed {node} (level 1 = {'lowest' if self.ordered_levels else 'reference'})",
+            f"int<lower=2> {eq.levels};  // number of levels of {self.name} {eq.node}",
+            f"array[N] int<lower=1, upper={eq.levels}> {eq.node};"
+            f"  // observed {eq.node} (level 1 = {first})",
         ]
 
     def coefficient_scale(self, values: np.ndarray) -> float:
@@ -149,11 +153,11 @@ class LevelFamily(Family):
             codes, categories=list(labels), ordered=self.ordered_levels
         )
 
-    def design_column(self, node: str) -> str:
-        return f"indicators({node}, n_levels_{node}, 1)"
+    def design_column(self, eq: NodeEquation) -> str:
+        return f"indicators({eq.node}, {eq.levels}, 1)"
 
-    def design_width(self, node: str) -> str:
-        return f"(n_levels_{node} - 1)"
+    def design_width(self, eq: NodeEquation) -> str:
+        return f"({eq.levels} - 1)"
 
     def parent_levels(self, spec: Observed) -> int | None:
         return _spec(spec).n_levels

@@ -79,8 +79,8 @@ class NegativeBinomialFamily(Family):
     def check_values(self, values: np.ndarray, column: str, index: pd.Index) -> None:
         check_counts(values, column, index, NOT_COUNT)
 
-    def data_declarations(self, node: str) -> list[str]:
-        return count_data_declaration(node)
+    def data_declarations(self, eq: NodeEquation) -> list[str]:
+        return count_data_declaration(eq.node)
 
     def coefficient_scale(self, values: np.ndarray) -> float:
         return count_coefficient_scale(values)

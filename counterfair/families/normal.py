@@ -61,27 +61,27 @@ class NormalFamily(Family):
     def stan_values(self, spec: Observed, values: np.ndarray) -> np.ndarray:
         return values.astype(float)
 
-    def data_declarations(self, node: str) -> list[str]:
-        return [f"vector[N] {node};  // observed {node}"]
+    def data_declarations(self, eq: NodeEquation) -> list[str]:
+        return [f"vector[N] {eq.node};  // observed {eq.node}"]
 
     def frame_column(self, spec: Observed, values: np.ndarray) -> Any:
         return values
 
-    def design_column(self, node: str) -> str:
-        return f"to_matrix({node})"
+    def design_column(self, eq: NodeEquation) -> str:
+        return f"to_matrix({eq.node})"
 
     def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
         if eq.sigma is None or eq.sigma_fixed is not None:
             return []
         if array_prefix:
             return [(f"{array_prefix}real<lower=0> {eq.sigma}", f"residual sd of {eq.node}")]
-        return [(f"real<lower=0> sigma2_{eq.node}", f"residual variance of {eq.node}")]
+        return [(f"real<lower=0> {eq.variance}", f"residual variance of {eq.node}")]
 
     def transformed_parameters(self, eq: NodeEquation) -> list[tuple[str, str]]:
         if eq.sigma is None or eq.sigma_fixed is not None:
             return []
         return [
-            (f"real<lower=0> {eq.sigma} = sqrt(sigma2_{eq.node})", f"residual sd of {eq.node}")
+            (f"real<lower=0> {eq.sigma} = sqrt({eq.variance})", f"residual sd of {eq.node}")
         ]
 
     def priors(self, eq: NodeEquation) -> list[str]:
@@ -89,7 +89,7 @@ class NormalFamily(Family):
         assert isinstance(spec, Normal)
         if eq.sigma is None or eq.sigma_fixed is not None:
             return []
-        return [f"sigma2_{eq.node} ~ {spec.prior_variance.stan()};"]
+        return [f"{eq.variance} ~ {spec.prior_variance.stan()};"]
 
     def statement_arguments(self, eq: NodeEquation, index: Index) -> list[str]:
         if eq.sigma_fixed is not None:

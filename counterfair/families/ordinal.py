@@ -123,7 +123,7 @@ class OrdinalFamily(LevelFamily):
 
     # ------------------------------------------------------------------ Stan
     def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
-        size = f"n_levels_{eq.node} - 1"
+        size = f"{eq.levels} - 1"
         kind = f"vector[{size}]" if array_prefix else f"ordered[{size}]"
         comment = f"cutpoints of {eq.node} (logit scale, increasing)"
         return [(f"{array_prefix}{kind} {eq.param('cutpoints')}", comment)]

@@ -145,7 +145,8 @@ def _data_block(scm: SCM) -> list[str]:
             f"  // level of {node} per row",
         ]
     for node in scm.observed:
-        lines += [f"{_INDENT}{line}" for line in scm.equations[node].family.data_declarations(node)]
+        eq = scm.equations[node]
+        lines += [f"{_INDENT}{line}" for line in eq.family.data_declarations(eq)]
     return lines
 
 
@@ -172,7 +173,7 @@ def _vector_parent(scm: SCM, parent: str) -> bool:
 def _block_width(scm: SCM, parent: str) -> str:
     if parent in scm.protected:
         return "1" if _continuous(scm, parent) else f"({_levels_size(scm, parent)})"
-    return family_of(_parent_family_spec(scm, parent)).design_width(parent)
+    return scm.equations[parent].family.design_width(scm.equations[parent])
 
 
 def _column_piece(scm: SCM, parent: str) -> str:
@@ -180,7 +181,7 @@ def _column_piece(scm: SCM, parent: str) -> str:
         return f"to_matrix({parent})"
     if parent in scm.protected:
         return f"indicators({parent}, n_levels_{parent}, {_drop(scm)})"
-    return family_of(_parent_family_spec(scm, parent)).design_column(parent)
+    return scm.equations[parent].family.design_column(scm.equations[parent])
 
 
 def own_columns(eq: NodeEquation) -> tuple[str, ...]:
@@ -230,7 +231,7 @@ def _indicator_rows(scm: SCM, parent: str) -> str | None:
         return None
     if parent in scm.protected:
         return _levels_size(scm, parent)
-    return f"n_levels_{parent} - 1"
+    return f"{scm.equations[parent].levels} - 1"
 
 
 def _parameter_declarations(
@@ -269,7 +270,7 @@ def _parameter_declarations(
         )
     for oterm in eq.observed:
         if oterm.levels is not None:
-            size = f"n_levels_{oterm.parent} - 1"
+            size = f"{scm.equations[oterm.parent].levels} - 1"
             out.append(
                 (
                     f"{array_prefix}vector{scaled}[{size}] {oterm.param}",

@@ -48,7 +48,7 @@ def _base_data(
         out[node] = (codes[node] + 1).astype(np.int64)
     for node in scm.observed:
         eq = scm.equations[node]
-        out.update(eq.family.stan_data(eq.spec, node))
+        out.update(eq.family.stan_data(eq))
         column = values.get(node)
         if column is None:  # not needed by any conditioned equation
             column = np.zeros(n)

@@ -121,7 +121,7 @@ def latent_inits(
             value = float(loading) * spec.scale
             loadings[lterm.param] = max(value, 0.05) if lterm.positive else value
             if eq.sigma and eq.sigma_fixed is None:
-                fixed[f"sigma2_{child}"] = float(psi)
+                fixed[str(eq.variance)] = float(psi)
         means[latent] = spec.loc + spec.scale * means[latent]
         sds[latent] = spec.scale * sds[latent]
     anchored = anchors_of(scm)
