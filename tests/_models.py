@@ -206,30 +206,36 @@ FAMILIES_TRUTH: dict[str, Any] = {
     "beta_O_A": [0.6],
     "lambda_O_U": 1.2,
     "cutpoints_O": [-0.7, 0.8],
-    "alpha_C": 1.0,
-    "beta_C_A": [-0.4],
-    "beta_C_age": 0.3,
-    "beta_C_O": [0.3, 0.6],
-    "lambda_C_U": 0.5,
-    "phi_C": 2.5,
-    "beta_C_K": [0.4, -0.3],
     "alpha_X": 0.5,
     "beta_X_A": [0.4],
     "lambda_X_U": 0.9,
     "sigma_X": 0.6,
     "alpha_K": [0.3, -0.2],
     "beta_K_A": [[0.8, -0.5]],
-    "lambda_K_U": [1.0, -0.8],
+    "beta_K_age": [0.5, -0.3],
+    "beta_K_O": [[0.6, 0.4], [1.0, -0.5]],
+    "alpha_C": 1.0,
+    "beta_C_A": [-0.4],
+    "beta_C_age": 0.3,
+    "beta_C_K": [0.4, -0.3],
+    "lambda_C_U": 0.5,
+    "phi_C": 2.5,
 }
 """True parameters of the newer-families SCM (:func:`families_scm`)."""
 CATEGORIES = ("theft", "drug", "violent")
 
 
 def families_scm() -> cf.SCM:
-    """A protected, age continuous protected, U latent; O ordinal (U's first child, so its
-    loading is the positive one), K categorical, C negative binomial with the ordinal O
-    and the categorical K as parents, X Normal. U has a categorical child, so it is
-    sampled directly (not anchored by X)."""
+    """A protected, age continuous protected, U latent with three children: O ordinal
+    (U's first child, so its loading is the positive one), X Normal (anchors U) and C
+    negative binomial; K categorical on A, age and the ordinal O; C also has the
+    categorical K as a parent.
+
+    The children of U have no direct effects between them: with one (O -> C), the
+    loadings, that effect and the dispersion trade off along a ridge that 1,000 rows
+    do not resolve. K has no latent parent: a latent with a categorical child is
+    sampled directly, not anchored (see :mod:`counterfair.families.categorical`);
+    that case is covered by the code generation and stanc tests."""
     return cf.SCM(
         _graph(
             {
@@ -244,14 +250,14 @@ def families_scm() -> cf.SCM:
             [
                 ("A", "O"),
                 ("U", "O"),
-                ("A", "C"),
-                ("age", "C"),
-                ("U", "C"),
-                ("O", "C"),
                 ("A", "X"),
                 ("U", "X"),
                 ("A", "K"),
-                ("U", "K"),
+                ("age", "K"),
+                ("O", "K"),
+                ("A", "C"),
+                ("age", "C"),
+                ("U", "C"),
                 ("K", "C"),
             ],
         )
@@ -372,9 +378,13 @@ def aux_fit() -> RecordedFit:
 
 @per_backend
 def families_fit() -> RecordedFit:
-    """Newer-families SCM on its 1,000 rows, 4 chains of 300 + 300."""
+    """Newer-families SCM on its 1,000 rows, 4 chains of 500 + 1,000 (about 85 s on CmdStan).
+
+    With 500 draws per chain the R-hat of sigma_X came out at 1.0115 (threshold 1.01);
+    1,000 draws give 1.0067.
+    """
     return fit_recording(
-        families_scm(), families_data().drop(columns="U"), chains=4, warmup=300, draws=300, seed=5
+        families_scm(), families_data().drop(columns="U"), chains=4, warmup=500, draws=1000, seed=5
     )
 
 

@@ -226,7 +226,7 @@ def test_numeric_protected_column_with_many_values_needs_a_kind() -> None:
         ("phi_C", 0.0, "'phi_C' must be positive"),
         ("cutpoints_O", [0.8, -0.7], "'cutpoints_O' must be strictly increasing"),
         ("cutpoints_O", [0.1, 0.2, 0.3], r"'cutpoints_O' needs 2 value\(s\)"),
-        ("beta_C_O", [0.3], r"'beta_C_O' needs 2 value\(s\) \(levels of 'O' above the lowest\)"),
+        ("beta_K_O", [0.3, 0.2], r"'beta_K_O' needs \(2, 2\) array of value\(s\)"),
     ],
 )
 def test_bad_parameter_values(name: str, value: object, match: str) -> None:
@@ -278,6 +278,9 @@ def test_ordinal_parent_enters_as_level_indicators() -> None:
     truth = {"beta_O_A": [0.0], "cutpoints_O": [-1.0, 1.0], "alpha_X": 1.0,
              "beta_X_O": [2.0, 5.0], "sigma_X": 0.01}
     df = cf.SCM(g).sample(3000, params=truth, seed=1)
+    message = r"'beta_X_O' needs 2 value\(s\) \(levels of 'O' above the lowest\)"
+    with pytest.raises(cf.SCMError, match=message):
+        cf.SCM(g).sample(10, params={**truth, "beta_X_O": [2.0]})
     means = df.groupby("O")["X"].mean()
     np.testing.assert_allclose(means.to_numpy(), [1.0, 3.0, 6.0], atol=0.01)
 
@@ -339,7 +342,6 @@ def test_a_latent_with_only_categorical_children_is_refused() -> None:
 def test_sign_goes_to_the_first_child_of_another_family() -> None:
     scm = families_scm()
     assert [t.positive for t in scm.equations["O"].latent] == [True]
-    assert [t.positive for t in scm.equations["K"].latent] == [False]
     g = _graph(
         {"U": cf.Latent(), "A": cf.Protected(), "K": cf.Categorical(levels=3), "C": cf.Poisson()},
         [("U", "K"), ("U", "C"), ("A", "C")],
@@ -352,7 +354,7 @@ def test_categorical_parameter_shapes() -> None:
     with pytest.raises(cf.SCMError, match=r"'beta_K_A' needs \(1, 2\) array of"):
         ParamDraws.from_values(families_scm(), {**TRUTH, "beta_K_A": [0.8, -0.5]}, {"A": 2})
     params = ParamDraws.from_values(families_scm(), TRUTH, {"A": 2})
-    assert params["beta_K_A"].shape == (1, 1, 2) and params["lambda_K_U"].shape == (1, 2)
+    assert params["beta_K_A"].shape == (1, 1, 2) and params["beta_K_age"].shape == (1, 2)
 
 
 def test_simulated_categorical_matches_the_softmax() -> None:
