@@ -11,6 +11,14 @@ from counterfair._version import __version__
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets_tabular import load_adult, load_compas
 from counterfair.errors import ConvergenceWarning, DataError, FairnessError, SCMError
+from counterfair.families import (
+    Bernoulli,
+    Categorical,
+    NegativeBinomial,
+    Normal,
+    Ordinal,
+    Poisson,
+)
 from counterfair.learning import (
     BaselinePredictor,
     FairLearner,
@@ -20,15 +28,7 @@ from counterfair.learning import (
 )
 from counterfair.posterior import Abduction, Fit
 from counterfair.scm import SCM
-from counterfair.specs import (
-    SPEC_KEY,
-    Bernoulli,
-    Latent,
-    Normal,
-    Poisson,
-    Prior,
-    Protected,
-)
+from counterfair.specs import SPEC_KEY, Latent, Prior, Protected
 
 __all__ = [
     "SCM",
@@ -36,13 +36,16 @@ __all__ = [
     "Abduction",
     "BaselinePredictor",
     "Bernoulli",
+    "Categorical",
     "ConvergenceWarning",
     "DataError",
     "FairLearner",
     "FairnessError",
     "Fit",
     "Latent",
+    "NegativeBinomial",
     "Normal",
+    "Ordinal",
     "Poisson",
     "Prior",
     "Protected",

@@ -11,11 +11,14 @@ Semantics (Pearl's three steps, per joint sample of parameters and latents):
    * latents keep their abducted draws in every world;
    * a Normal node is ``mu(counterfactual parents) + its abducted noise``
      (Kusner et al.'s level 3);
-   * a discrete node (Poisson, Bernoulli) has no unique noise: where any of its
-     parents changed it is drawn afresh from its conditional distribution given
-     the counterfactual parents and the latents (level 2 semantics); where none
-     changed it keeps its factual value, so ``do(A = a)`` with the factual ``a``
-     returns the factual world exactly.
+   * a discrete node (Poisson, Bernoulli, NegativeBinomial, Ordinal) has no
+     unique noise: where any of its parents changed it is drawn afresh from its
+     conditional distribution given the counterfactual parents and the latents
+     (level 2 semantics); where none changed it keeps its factual value, so
+     ``do(A = a)`` with the factual ``a`` returns the factual world exactly.
+
+   Which of the two a node gets is its family's ``additive_noise``
+   (:mod:`counterfair.families`).
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ if TYPE_CHECKING:
     from counterfair.posterior import Abduction, Fit
     from counterfair.scm import SCM
 
-DoValue = str | Sequence[str] | np.ndarray
-"""One level for every row, or one level per row."""
+DoValue = str | float | Sequence[str] | Sequence[float] | np.ndarray
+"""One level (a number for a continuous attribute) for every row, or one per row."""
 
 WORLD_FACTUAL = "factual"
 WORLD_COUNTERFACTUAL = "counterfactual"
@@ -131,19 +134,12 @@ def simulate_missing(
         if node not in missing:
             continue
         eq = scm.equations[node]
-        eta = np.broadcast_to(
-            linear_predictor(
-                eq,
-                abduction.params,
-                values,
-                abduction.codes,
-                reference_coding=reference,
-                n_rows=n,
-            ),
-            (s, n),
+        eta = linear_predictor(
+            eq, abduction.params, values, abduction.codes, reference_coding=reference, n_rows=n
         )
+        eta = np.broadcast_to(eta, (s, n, *eta.shape[2:]))
         draw = draw_node(eq, abduction.params, eta, rng)
-        if eq.spec.family == "normal":
+        if eq.family.additive_noise:
             noise[node] = draw - eta
         simulated[node] = draw
         values[node] = draw
@@ -191,8 +187,8 @@ def propagate(
         [
             d
             for d in descendants
-            if scm.specs[d].kind == "observed"
-            and scm.equations[d].spec.family == "normal"
+            if scm.specs[d].role == "observed"
+            and scm.equations[d].family.additive_noise
             and d not in given
         ],
     )
@@ -213,7 +209,7 @@ def propagate(
             )
         for oterm in eq.observed:
             parent_changed |= _changed(values[oterm.parent], factual_of(oterm.parent))
-        if eq.spec.family == "normal":
+        if eq.family.additive_noise:
             fresh = eta + noise[node]
         else:
             fresh = draw_node(eq, params, eta, rng)
@@ -237,15 +233,13 @@ def _long_frame(
         "world": np.full(s * n, world, dtype=object),
     }
     for node in scm.protected:
-        labels = fit.encoding.decode(node, np.tile(codes[node], s))
-        frame[node] = pd.Categorical(labels, categories=list(fit.encoding.levels[node]))
+        frame[node] = fit.encoding.column(node, np.tile(codes[node], s))
     for node in scm.latents:
         frame[node] = values[node].reshape(-1)
     for node in scm.observed:
         column = np.broadcast_to(values[node], (s, n)).reshape(-1)
-        frame[node] = (
-            column if scm.equations[node].spec.family == "normal" else column.astype(np.int64)
-        )
+        eq = scm.equations[node]
+        frame[node] = eq.family.frame_column(eq.spec, column)
     for node, array in noise.items():
         frame[noise_column(node)] = array.reshape(-1)
     return pd.DataFrame(frame)
@@ -306,7 +300,8 @@ def counterfactual_frame(
         ignore_index=True,
     )
     frame.attrs["do"] = {
-        k: (v if isinstance(v, str) else list(np.asarray(v))) for k, v in do.items()
+        k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
+        for k, v in do.items()
     }
     frame.attrs["simulated"] = sorted(simulated)
     return frame
@@ -315,7 +310,7 @@ def counterfactual_frame(
 def interventional_frame(
     fit: Fit,
     n: int,
-    do: Mapping[str, str],
+    do: Mapping[str, str | float],
     *,
     n_samples: int = 100,
     seed: int | None = None,
@@ -367,10 +362,7 @@ def interventional_frame(
         "unit": np.tile(np.arange(n), s),
     }
     for node in scm.protected:
-        frame[node] = pd.Categorical(
-            fit.encoding.decode(node, codes[node].reshape(-1)),
-            categories=list(fit.encoding.levels[node]),
-        )
+        frame[node] = fit.encoding.column(node, codes[node].reshape(-1))
     for node in (*scm.latents, *scm.observed):
         frame[node] = values[node].reshape(-1)
     out = pd.DataFrame(frame)

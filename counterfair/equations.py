@@ -2,7 +2,10 @@
 
 Arrays of node values have shape ``(S, N)``: ``S`` parameter sets (posterior
 draws) by ``N`` rows; inputs of shape ``(N,)`` broadcast over the sets.
-Protected attributes are given as 0-based level codes (0 = reference level).
+Protected attributes are given as 0-based level codes (0 = reference level; a
+continuous one as its values), and
+so are level-valued observed nodes (ordinal; 0 = lowest level). Everything that
+depends on a node's distribution family is in :mod:`counterfair.families`.
 """
 
 from __future__ import annotations
@@ -10,28 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from scipy.special import expit
 
+from counterfair.families.base import protected_effect
+from counterfair.families.normal import sigma_of
 from counterfair.layout import NodeEquation
 from counterfair.params import ParamDraws
 
-
-def protected_effect(beta: np.ndarray, codes: np.ndarray, reference_coding: bool) -> np.ndarray:
-    """Effect of a categorical parent per set and row.
-
-    Parameters
-    ----------
-    beta : numpy.ndarray
-        Level effects, shape ``(S, L-1)`` (reference coding) or ``(S, L)`` (one-hot).
-    codes : numpy.ndarray
-        Level codes, shape ``(N,)`` or ``(S, N)``.
-    reference_coding : bool
-        Whether level 0 is the reference level with effect 0.
-    """
-    s = beta.shape[0]
-    table = np.concatenate([np.zeros((s, 1)), beta], axis=1) if reference_coding else beta
-    index = np.broadcast_to(np.asarray(codes, dtype=np.int64), (s, np.shape(codes)[-1]))
-    return np.take_along_axis(table, index, axis=1)
+__all__ = [
+    "draw_node",
+    "linear_predictor",
+    "mean_from_eta",
+    "protected_effect",
+    "sigma_of",
+]
 
 
 def linear_predictor(
@@ -44,6 +38,9 @@ def linear_predictor(
     n_rows: int | None = None,
 ) -> np.ndarray:
     """The linear predictor ``eta`` of one node, shape ``(S, N)``.
+
+    A family that lays out its own coefficients computes it itself (a
+    categorical node: shape ``(S, N, K-1)``, one per non-reference level).
 
     Parameters
     ----------
@@ -61,13 +58,21 @@ def linear_predictor(
         Number of rows, needed only for a node without parents.
     """
     n = n_rows if n_rows is not None else _n_rows(eq, values, codes)
+    if eq.family.declares_coefficients:  # e.g. categorical: one predictor per level
+        return eq.family.linear_predictor(eq, params, values, codes, reference_coding, n)
     eta = np.zeros((params.n, n))
     if eq.intercept:
         eta += params[eq.intercept][:, None]
     for pterm in eq.protected:
-        eta += protected_effect(params[pterm.param], codes[pterm.parent], reference_coding)
+        if pterm.continuous:  # a continuous protected parent: its value times one weight
+            eta += params[pterm.param][:, None] * codes[pterm.parent]
+        else:
+            eta += protected_effect(params[pterm.param], codes[pterm.parent], reference_coding)
     for oterm in eq.observed:
-        eta += params[oterm.param][:, None] * values[oterm.parent]
+        if oterm.levels is not None:  # reference-coded indicators of the parent's levels
+            eta += protected_effect(params[oterm.param], values[oterm.parent], True)
+        else:
+            eta += params[oterm.param][:, None] * values[oterm.parent]
     for lterm in eq.latent:
         eta += params[lterm.param][:, None] * values[lterm.parent]
     return eta
@@ -85,30 +90,13 @@ def _n_rows(
     raise ValueError(f"node {eq.node!r} has no parents: pass its number of rows explicitly")
 
 
-def mean_from_eta(eq: NodeEquation, eta: np.ndarray) -> np.ndarray:
-    """Mean of the node given its linear predictor (inverse link)."""
-    if eq.spec.link == "log":
-        return np.exp(eta)
-    if eq.spec.link == "logit":
-        return np.asarray(expit(eta))
-    return eta
-
-
-def sigma_of(eq: NodeEquation, params: ParamDraws) -> np.ndarray:
-    """Residual sd of a Normal node per set, shape ``(S, 1)``."""
-    fixed = eq.sigma_fixed
-    if fixed is not None:
-        return np.full((params.n, 1), fixed)
-    assert eq.sigma is not None
-    return params[eq.sigma][:, None]
+def mean_from_eta(eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:
+    """Mean of the node given its linear predictor (its family's inverse link)."""
+    return eq.family.mean(eq, params, eta)
 
 
 def draw_node(
     eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
     """Draw the node from its conditional distribution given ``eta`` (fresh noise)."""
-    if eq.spec.family == "normal":
-        return eta + sigma_of(eq, params) * rng.standard_normal(eta.shape)
-    if eq.spec.family == "poisson":
-        return rng.poisson(np.exp(np.minimum(eta, 50.0))).astype(float)
-    return rng.binomial(1, expit(eta)).astype(float)
+    return eq.family.draw(eq, params, eta, rng)

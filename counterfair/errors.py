@@ -30,7 +30,8 @@ CYCLE = "the causal graph has a cycle: {cycle}; a structural causal model must b
 MISSING_SPEC = "node {node!r} has no spec; give it one, e.g. g.add_node({node!r}, spec=cf.Normal())"
 UNKNOWN_SPEC = (
     "node {node!r} has spec {spec!r}, which is not a counterfair spec "
-    "(Protected, Latent, Normal, Poisson or Bernoulli)"
+    "(Protected, Latent, or an observed family registered in counterfair.families, "
+    "such as Normal, Poisson or Bernoulli)"
 )
 PROTECTED_WITH_PARENT = (
     "protected node {node!r} has parent(s) {parents}; protected attributes must be roots"
@@ -45,6 +46,10 @@ BAD_NODE_NAME = (
 )
 NAME_CLASH = "nodes {first!r} and {second!r} give the same Stan identifier {name!r}"
 LATENT_WITHOUT_CHILD = "latent node {node!r} has no children; it would not be identified"
+NO_SIGN_CHILD = (
+    "latent node {latent!r} has only Categorical children, whose loadings are vectors; give "
+    "it a child of another family, whose loading fixes the latent's sign"
+)
 BAD_CODING = "coding must be 'reference' or 'onehot', got {coding!r}"
 
 # data

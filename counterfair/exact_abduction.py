@@ -12,11 +12,11 @@ of by MCMC:
    ``P = 1 / scale^2 + sum_k lambda_k^2 / sigma_k^2`` and
    ``m = (loc / scale^2 + sum_k lambda_k / sigma_k^2 * r_k) / P``
    (``r_k``: anchor ``k``'s residual given its other parents).
-2. The other children (Poisson with log link, Bernoulli with logit link) add
-   concave terms ``y * eta - b(eta)``. The log density is therefore at least
-   ``P``-strongly concave; its mode is found by a safeguarded Newton iteration
-   inside a bracket that strong concavity guarantees, and the curvature at the
-   mode gives a Laplace scale.
+2. The other children (families with ``exact = True``: Poisson with log link,
+   Bernoulli with logit link) add concave terms ``y * eta - b(eta)``. The log
+   density is therefore at least ``P``-strongly concave; its mode is found by a
+   safeguarded Newton iteration inside a bracket that strong concavity
+   guarantees, and the curvature at the mode gives a Laplace scale.
 3. The grid spans :data:`GRID_HALF_WIDTH` Laplace scales either side of the
    mode, widened on a side until the log density there is at least
    :data:`TAIL_DROP` nats below the mode (by concavity the mass beyond is then
@@ -39,9 +39,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
 
 from counterfair.equations import linear_predictor, sigma_of
+from counterfair.families import Family
 from counterfair.params import ParamDraws
 from counterfair.scm import SCM
 from counterfair.specs import Latent
@@ -61,8 +61,6 @@ MAX_GRID_CELLS = 2_000_000
 NEWTON_ITERATIONS = 40
 """Iterations of the safeguarded Newton search for the mode (quadratic convergence)."""
 
-EXACT_FAMILIES = ("normal", "poisson", "bernoulli")
-"""Families of conditioned children that exact abduction handles."""
 
 
 # ---------------------------------------------------------------------- applicability
@@ -71,8 +69,8 @@ def unsupported_node(scm: SCM, conditioned: Collection[str]) -> str | None:
 
     Exact abduction needs every latent to be a root with a Normal prior, and
     every conditioned child of a latent to have exactly one latent parent and a
-    family in :data:`EXACT_FAMILIES`, so that the latents are independent and
-    one-dimensional given the data.
+    family with additive noise (an anchor) or with ``exact = True``, so that the
+    latents are independent and one-dimensional given the data.
 
     Parameters
     ----------
@@ -90,7 +88,7 @@ def unsupported_node(scm: SCM, conditioned: Collection[str]) -> str | None:
         eq = scm.equations[node]
         if len(eq.latent) > 1:
             return node
-        if eq.latent and eq.spec.family not in EXACT_FAMILIES:
+        if eq.latent and not (eq.family.additive_noise or eq.family.exact):
             return node
     return None
 
@@ -120,7 +118,7 @@ def require_exact(scm: SCM, conditioned: Collection[str]) -> None:
 class _Child:
     """A non-Normal conditioned child: ``eta = base + loading * L``, value ``y``."""
 
-    family: str
+    family: Family
     base: np.ndarray  # (S, N)
     loading: np.ndarray  # (S, 1)
     y: np.ndarray  # (N,)
@@ -169,12 +167,12 @@ def _latent_problem(
         )
         loading = params[eq.latent[0].param][:, None]
         y = np.asarray(observed[node], dtype=float)
-        if eq.spec.family == "normal":  # an anchor: the formulas of stan.anchoring
+        if eq.family.additive_noise:  # an anchor: the formulas of stan.anchoring
             variance = sigma_of(eq, params) ** 2
             precision = precision + loading**2 / variance
             information = information + loading / variance * (y[None, :] - base)
         else:
-            children.append(_Child(eq.spec.family, base, loading, y))
+            children.append(_Child(eq.family, base, loading, y))
     return _LatentProblem(information / precision, precision, tuple(children))
 
 
@@ -193,10 +191,7 @@ def _log_density_terms(problem: _LatentProblem, x: np.ndarray, extra: int) -> np
     for child in problem.children:
         eta = child.base[shape] + child.loading[shape] * x
         y = child.y[(None, slice(None)) + (None,) * extra]
-        if child.family == "poisson":
-            out = out + y * eta - np.exp(eta)
-        else:
-            out = out + y * eta - np.logaddexp(0.0, eta)
+        out = out + child.family.log_likelihood(y, eta)
     return np.asarray(out)
 
 
@@ -208,14 +203,9 @@ def _gradient_and_curvature(
     curvature = np.broadcast_to(-problem.precision, x.shape).copy()
     for child in problem.children:
         eta = child.base + child.loading * x
-        if child.family == "poisson":
-            rate = np.exp(eta)
-            gradient = gradient + child.loading * (child.y[None, :] - rate)
-            curvature = curvature - child.loading**2 * rate
-        else:
-            p = expit(eta)
-            gradient = gradient + child.loading * (child.y[None, :] - p)
-            curvature = curvature - child.loading**2 * p * (1.0 - p)
+        first, second = child.family.derivatives(child.y[None, :], eta)
+        gradient = gradient + child.loading * first
+        curvature = curvature + child.loading**2 * second
     return gradient, curvature
 
 

@@ -22,9 +22,10 @@ from sklearn.metrics import accuracy_score, r2_score
 
 from counterfair import errors
 from counterfair.counterfactual import DoValue, noise_column
+from counterfair.families import family_of
 from counterfair.posterior import Abduction, Fit, default_conditioning
 from counterfair.scm import SCM
-from counterfair.specs import Bernoulli
+from counterfair.specs import Observed, Protected
 
 FeatureSet = Literal["non_descendants", "latent", "additive_noise"]
 FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise")
@@ -39,6 +40,10 @@ PROTECTED_TARGET = (
     "outcome, not a protected attribute"
 )
 LATENT_TARGET = "target {target!r} is a latent node of the SCM; it has no observed values"
+MULTICLASS_TARGET = (
+    "target {target!r} is a {family} node with {levels} levels; FairLearner's classifier "
+    "predicts binary targets only (multi-class targets are not supported yet)"
+)
 FIT_ARGS_SEED = (
     "fit_args contains 'seed' and seed={seed!r} is given too; pass the seed once, as seed="
 )
@@ -136,7 +141,8 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
     # ------------------------------------------------------------------ scikit-learn
     def _is_classifier(self) -> bool:
         if self.scm is not None and self.target in self.scm.specs:
-            return isinstance(self.scm.specs[self.target], Bernoulli)
+            spec = self.scm.specs[self.target]
+            return isinstance(spec, Observed) and family_of(spec).task == "classifier"
         return self.estimator is not None and bool(is_classifier(self.estimator))
 
     def __sklearn_tags__(self) -> Any:
@@ -162,6 +168,13 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             raise errors.FairnessError(PROTECTED_TARGET.format(target=target))
         if target in scm.latents:
             raise errors.SCMError(LATENT_TARGET.format(target=target))
+        spec = scm.specs.get(target)
+        if isinstance(spec, Observed):
+            levels = family_of(spec).n_levels(spec)
+            if levels is not None and levels > 2:
+                raise errors.SCMError(
+                    MULTICLASS_TARGET.format(target=target, family=spec.family, levels=levels)
+                )
         fit_args = dict(self.fit_args or {})
         if "seed" in fit_args and self.seed is not None and fit_args["seed"] != self.seed:
             raise ValueError(FIT_ARGS_SEED.format(seed=self.seed))
@@ -220,7 +233,7 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
                 )
             return list(scm.latents), [], fair_observed
         noise_nodes = [
-            n for n in scm.observed if n != target and scm.equations[n].spec.family == "normal"
+            n for n in scm.observed if n != target and scm.equations[n].family.additive_noise
         ]
         if not noise_nodes and not scm.latents:
             raise errors.FairnessError(
@@ -501,9 +514,25 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
 def full_predictor(
     scm: SCM, target: str, estimator: Any = None, exclude: Sequence[str] = ()
 ) -> BaselinePredictor:
-    """The unfair "Full" baseline: every observed column and the protected ones (one-hot)."""
+    """The unfair "Full" baseline: every observed column and the protected ones.
+
+    Categorical protected attributes and level-valued (ordinal) nodes are
+    one-hot encoded; continuous protected attributes enter as numbers.
+    """
     columns = [*scm.protected, *(n for n in scm.observed if n != target and n not in exclude)]
-    return BaselinePredictor(columns, target, list(scm.protected), estimator)
+    return BaselinePredictor(columns, target, _categorical_columns(scm, columns), estimator)
+
+
+def _categorical_columns(scm: SCM, columns: Sequence[str]) -> list[str]:
+    """The columns a baseline one-hot encodes: categorical protected and level-valued nodes."""
+    out = []
+    for column in columns:
+        spec = scm.specs[column]
+        categorical = isinstance(spec, Protected) and not spec.continuous
+        levels = isinstance(spec, Observed) and family_of(spec).n_levels(spec) is not None
+        if categorical or levels:
+            out.append(column)
+    return out
 
 
 def unaware_predictor(
@@ -511,7 +540,7 @@ def unaware_predictor(
 ) -> BaselinePredictor:
     """The "Unaware" baseline: every observed column except the protected ones."""
     columns = [n for n in scm.observed if n != target and n not in exclude]
-    return BaselinePredictor(columns, target, [], estimator)
+    return BaselinePredictor(columns, target, _categorical_columns(scm, columns), estimator)
 
 
 # ---------------------------------------------------------------------- counterfactual predictions

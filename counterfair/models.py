@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import networkx as nx
 
+from counterfair.families import Normal, Poisson
 from counterfair.scm import SCM, Coding
-from counterfair.specs import Latent, Normal, Poisson, Protected
+from counterfair.specs import Latent, Protected
 
 LAW_SCHOOL_PROTECTED = ("race", "sex")
 

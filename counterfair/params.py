@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from counterfair import errors
+from counterfair.layout import ObservedTerm
 from counterfair.scm import SCM
 
 
@@ -90,7 +91,11 @@ class ParamDraws(Mapping[str, np.ndarray]):
         out: dict[str, np.ndarray] = {}
         drop = 1 if scm.coding == "reference" else 0
         for eq in scm.equations.values():
+            if eq.family.declares_coefficients:  # shapes come from the family below
+                continue
             for term in eq.protected:
+                if term.continuous:
+                    continue
                 array = np.atleast_1d(np.asarray(values[term.param], dtype=float))
                 size = n_levels[term.parent] - drop
                 if array.shape != (size,):
@@ -100,6 +105,27 @@ class ParamDraws(Mapping[str, np.ndarray]):
                         f"got shape {array.shape}"
                     )
                 out[term.param] = array[None, :]
+        for oterm in _level_terms(scm):
+            array = np.atleast_1d(np.asarray(values[oterm.param], dtype=float))
+            size = int(oterm.levels or 0) - 1
+            if array.shape != (size,):
+                raise errors.SCMError(
+                    f"parameter {oterm.param!r} needs {size} value(s) (levels of "
+                    f"{oterm.parent!r} above the lowest), got shape {array.shape}"
+                )
+            out[oterm.param] = array[None, :]
+        for eq in scm.equations.values():
+            widths = {node: count - drop for node, count in n_levels.items()}
+            for name, shape in eq.family.parameter_shapes(eq, widths).items():
+                if shape == ():
+                    continue
+                array = np.atleast_1d(np.asarray(values[name], dtype=float))
+                if array.shape != shape:
+                    count = shape[0] if len(shape) == 1 else f"{shape} array of"
+                    raise errors.SCMError(
+                        f"parameter {name!r} needs {count} value(s), got shape {array.shape}"
+                    )
+                out[name] = array[None, ...]
         for name in expected:
             if name in out:
                 continue
@@ -114,4 +140,20 @@ class ParamDraws(Mapping[str, np.ndarray]):
                 raise errors.SCMError(f"parameter {name!r} must be finite, got {array[0]}")
             if name.startswith("sigma_") and not np.all(array > 0):
                 raise errors.SCMError(f"parameter {name!r} must be positive, got {array[0]}")
+        for eq in scm.equations.values():
+            for _, name in eq.extra:
+                problem = eq.family.check_parameter(eq, name, out[name])
+                if problem is not None:
+                    raise errors.SCMError(f"parameter {name!r} {problem}, got {out[name][0]}")
         return cls(out)
+
+
+def _level_terms(scm: SCM) -> list[ObservedTerm]:
+    """Observed-parent terms whose parameter is a vector of level effects."""
+    return [
+        t
+        for eq in scm.equations.values()
+        if not eq.family.declares_coefficients
+        for t in eq.observed
+        if t.levels is not None
+    ]

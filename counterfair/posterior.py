@@ -95,7 +95,11 @@ def _coords_and_dims(
     dims: dict[str, list[str]] = {latent: latent_dims for latent in scm.latents}
     dims.update({f"z_{latent}": latent_dims for latent in scm.latents})
     for eq in scm.equations.values():
+        if eq.family.declares_coefficients:  # matrices: arviz names their dims
+            continue
         for term in eq.protected:
+            if term.continuous:
+                continue
             levels = list(encoding.levels[term.parent])
             coords[f"{term.parent}_effect"] = levels[1:] if scm.coding == "reference" else levels
             dims[term.param] = [f"{term.parent}_effect"]
@@ -176,7 +180,7 @@ class Abduction:
             else [
                 n
                 for n in scm.observed
-                if scm.equations[n].spec.family == "normal" and n in self.observed
+                if scm.equations[n].family.additive_noise and n in self.observed
             ]
         )
         values: dict[str, np.ndarray] = {**self.observed, **self.latents}
@@ -184,7 +188,7 @@ class Abduction:
         out: dict[str, np.ndarray] = {}
         for node in wanted:
             eq = scm.equations[node]
-            if eq.spec.family != "normal":
+            if not eq.family.additive_noise:
                 raise ValueError(
                     f"node {node!r} is {eq.spec.family}: only Normal nodes have additive noise"
                 )
@@ -537,7 +541,7 @@ class Fit:
     def interventional(
         self,
         n: int,
-        do: Mapping[str, str],
+        do: Mapping[str, str | float],
         *,
         n_samples: int = 100,
         seed: int | None = None,

@@ -9,8 +9,9 @@ import networkx as nx
 import pandas as pd
 
 from counterfair import errors, validation
+from counterfair.families import family_of
 from counterfair.layout import LatentTerm, NodeEquation, ObservedTerm, ProtectedTerm
-from counterfair.specs import Latent, NodeSpec, Normal, Observed, Protected
+from counterfair.specs import Latent, NodeSpec, Observed, Protected
 
 if TYPE_CHECKING:
     from counterfair.posterior import Fit
@@ -26,8 +27,9 @@ class SCM:
     graph : networkx.DiGraph
         The causal DAG. Every node carries a spec under the attribute ``"spec"``:
         :class:`~counterfair.Protected`, :class:`~counterfair.Latent`,
-        :class:`~counterfair.Normal`, :class:`~counterfair.Poisson` or
-        :class:`~counterfair.Bernoulli`.
+        or an observed family (:class:`~counterfair.Normal`,
+        :class:`~counterfair.Poisson`, :class:`~counterfair.Bernoulli`,
+        :class:`~counterfair.NegativeBinomial`, :class:`~counterfair.Ordinal`).
     coding : {"reference", "onehot"}
         How protected parents enter a linear predictor: ``"reference"`` (default)
         gives every non-reference level an effect relative to the reference level;
@@ -153,15 +155,17 @@ class SCM:
             raise errors.SCMError(errors.UNKNOWN_NODE.format(node=node, nodes=list(self._order)))
 
     def _build_equations(self) -> dict[str, NodeEquation]:
-        first_child = {
-            latent: next(c for c in self.children(latent) if c in self._observed_set())
-            for latent in self.latents
-        }
+        first_child = {latent: self._sign_child(latent) for latent in self.latents}
         owners: dict[str, str] = {}
         for node in self._order:
             validation.validate_unique_identifiers(owners, node, node)
             owners[node] = node
-        generated = [f"n_levels_{p}" for p in self.protected]
+        generated = [f"n_levels_{p}" for p in self.protected if not self._continuous(p)]
+        generated += [
+            f"n_levels_{n}"
+            for n in self.observed
+            if family_of(self._observed_spec(n)).n_levels(self._observed_spec(n)) is not None
+        ]
         generated += [f"z_{latent}" for latent in self.latents]
         generated += [f"scale_{node}" for node in self.observed]
         generated += [  # locals of the fit program for latents anchored by Normal children
@@ -185,12 +189,17 @@ class SCM:
             for parent in self.parents(node):
                 parent_spec = self._specs[parent]
                 if isinstance(parent_spec, Protected):
-                    protected.append(ProtectedTerm(parent, f"beta_{node}_{parent}"))
+                    protected.append(
+                        ProtectedTerm(parent, f"beta_{node}_{parent}", parent_spec.continuous)
+                    )
                 elif isinstance(parent_spec, Latent):
                     positive = first_child[parent] == node
                     latent.append(LatentTerm(parent, f"lambda_{node}_{parent}", positive))
                 else:
-                    observed.append(ObservedTerm(parent, f"beta_{node}_{parent}"))
+                    assert isinstance(parent_spec, Observed)
+                    levels = family_of(parent_spec).parent_levels(parent_spec)
+                    observed.append(ObservedTerm(parent, f"beta_{node}_{parent}", levels))
+            family = family_of(spec)
             equation = NodeEquation(
                 node=node,
                 spec=spec,
@@ -198,13 +207,37 @@ class SCM:
                 protected=tuple(protected),
                 observed=tuple(observed),
                 latent=tuple(latent),
-                sigma=f"sigma_{node}" if isinstance(spec, Normal) else None,
+                sigma=f"sigma_{node}" if family.additive_noise else None,
+                extra=tuple((role, f"{role}_{node}") for role in family.extra_parameters),
+                variance=f"sigma2_{node}" if family.additive_noise else None,
+                levels=f"n_levels_{node}" if family.n_levels(spec) is not None else None,
             )
             for name in [*equation.parameter_names(), f"sigma2_{node}", f"X_{node}"]:
                 validation.validate_unique_identifiers(owners, name, node)
                 owners[name] = node
             equations[node] = equation
         return equations
+
+    def _sign_child(self, latent: str) -> str:
+        """The child whose loading on ``latent`` is constrained positive.
+
+        The first observed child in graph order whose family has one real
+        loading (not a categorical child, whose loadings are vectors).
+        """
+        for child in self.children(latent):
+            spec = self._specs[child]
+            if isinstance(spec, Observed) and not family_of(spec).declares_coefficients:
+                return child
+        raise errors.SCMError(errors.NO_SIGN_CHILD.format(latent=latent))
+
+    def _continuous(self, node: str) -> bool:
+        spec = self._specs[node]
+        return isinstance(spec, Protected) and spec.continuous
+
+    def _observed_spec(self, node: str) -> Observed:
+        spec = self._specs[node]
+        assert isinstance(spec, Observed)
+        return spec
 
     def _observed_set(self) -> frozenset[str]:
         return frozenset(n for n, s in self._specs.items() if isinstance(s, Observed))
@@ -306,6 +339,7 @@ class SCM:
             levels.
         protected_probs : mapping, optional
             Probability of each level of each protected node (default uniform).
+            Continuous protected nodes are drawn from a standard normal.
         return_latents : bool
             Include latent columns in the result.
 

@@ -1,4 +1,10 @@
-"""Forward simulation from an SCM with known parameter values (for tests and studies)."""
+"""Forward simulation from an SCM with known parameter values (for tests and studies).
+
+This is counterfair's one forward simulator: every family draws through
+:func:`counterfair.equations.draw_node`. Categorical protected attributes are
+drawn from their level probabilities, continuous ones from a standard normal
+(a standardised number), latents from their priors.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,8 @@ def _levels(scm: SCM, levels: Mapping[str, Iterable[str]] | None) -> dict[str, t
     for node in scm.protected:
         spec = scm.specs[node]
         assert isinstance(spec, Protected)
+        if spec.continuous:
+            continue
         given = None if levels is None else levels.get(node)
         if given is not None:
             out[node] = tuple(str(v) for v in given)
@@ -64,6 +72,9 @@ def simulate(
             probs = np.array([float(given.get(lv, 0.0)) for lv in node_levels])
             probs = probs / probs.sum()
         codes[node] = rng.choice(len(node_levels), size=n, p=probs)
+    for node in scm.protected:
+        if node not in all_levels:  # continuous: standard normal (a standardised number)
+            codes[node] = rng.standard_normal(n)
     values: dict[str, np.ndarray] = {}
     for node in scm.latents:
         spec = scm.specs[node]
@@ -76,17 +87,16 @@ def simulate(
         values[node] = draw_node(eq, theta, eta, rng)[0]
     frame: dict[str, Any] = {}
     for node in scm.nodes:
-        if node in codes:
+        if node in codes and node not in all_levels:
+            frame[node] = codes[node]
+        elif node in codes:
             labels = np.asarray(all_levels[node], dtype=object)[codes[node]]
             frame[node] = pd.Categorical(labels, categories=list(all_levels[node]))
         elif node in scm.latents and not return_latents:
             continue
+        elif node in scm.latents:
+            frame[node] = values[node]
         else:
-            spec_family = getattr(scm.specs[node], "family", "normal")
-            column = values[node]
-            frame[node] = (
-                column
-                if spec_family == "normal" or node in scm.latents
-                else (column.astype(np.int64))
-            )
+            eq = scm.equations[node]
+            frame[node] = eq.family.frame_column(eq.spec, values[node])
     return pd.DataFrame(frame)

@@ -3,13 +3,15 @@
 Every node of the user's ``networkx.DiGraph`` carries one of these frozen
 dataclasses under the attribute :data:`SPEC_KEY` (``"spec"``):
 
-* :class:`Protected` -- a categorical protected attribute (race, sex, ...), a
-  root of the graph;
+* :class:`Protected` -- a protected attribute, a root of the graph: categorical
+  (race, sex, ...; the default) or continuous (age; ``kind="continuous"``);
 * :class:`Latent` -- an exogenous latent variable (a student's knowledge K), a
   root of the graph, Normal(loc, scale) a priori;
-* :class:`Normal`, :class:`Poisson`, :class:`Bernoulli` -- observed variables
-  whose linear predictor is built from their parents, with an identity, log or
-  logit link.
+* :class:`Observed` -- the base of every observed node, whose linear predictor is
+  built from its parents. Each distribution family (:class:`Normal`,
+  :class:`Poisson`, :class:`Bernoulli`, :class:`NegativeBinomial`,
+  :class:`Ordinal`, :class:`Categorical`) defines its spec in its own module of
+  :mod:`counterfair.families`; they are importable from here too.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 SPEC_KEY = "spec"
 """Name of the node attribute that holds a node's spec."""
@@ -94,30 +96,73 @@ def inv_gamma_prior(shape: float = 1.0, scale: float = 1.0) -> Prior:
 
 @dataclass(frozen=True)
 class NodeSpec:
-    """Base class of every node spec."""
+    """Base class of every node spec.
 
-    kind: ClassVar[str] = "node"
+    ``role`` says what the node is: ``"protected"``, ``"latent"`` or ``"observed"``.
+    """
+
+    role: ClassVar[str] = "node"
+
+
+PROTECTED_KINDS = ("categorical", "continuous")
+"""Kinds of protected attribute."""
+
+MAX_IMPLICIT_LEVELS = 10
+"""Most distinct numeric values a protected column may have without declared levels.
+
+A numeric protected column with more (an age in years, say) is almost surely a
+number rather than a set of categories: :class:`~counterfair.encoding.Encoding`
+refuses it and says how to declare it.
+"""
 
 
 @dataclass(frozen=True)
 class Protected(NodeSpec):
-    """A categorical protected attribute; must be a root of the graph.
+    """A protected attribute; must be a root of the graph.
 
     Parameters
     ----------
     levels : sequence of str, optional
-        The attribute's levels. When omitted they are taken from the data at fit
-        time (the categories of a pandas Categorical column, else the sorted
-        distinct values).
+        The levels of a categorical attribute. When omitted they are taken from
+        the data at fit time (the categories of a pandas Categorical column, else
+        the sorted distinct values; a numeric column with more than
+        :data:`MAX_IMPLICIT_LEVELS` distinct values is refused, as it is most
+        likely a number).
     reference : str, optional
         Reference level for reference (dummy) coding; defaults to the first level.
+    kind : {"categorical", "continuous"}
+        ``"categorical"`` (default): each level has its own effect on every
+        child (reference or one-hot coding). ``"continuous"``: a number (an age)
+        that enters every child's linear predictor linearly, one weight
+        ``beta_<child>_<node>`` per child; ``do(node=value)`` sets it to any
+        number.
+
+    Examples
+    --------
+    >>> Protected(kind="continuous").continuous
+    True
     """
 
-    kind: ClassVar[str] = "protected"
+    role: ClassVar[str] = "protected"
     levels: tuple[str, ...] | None = None
     reference: str | None = None
+    kind: str = "categorical"
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the attribute is a number entering its children linearly."""
+        return self.kind == "continuous"
 
     def __post_init__(self) -> None:
+        if self.kind not in PROTECTED_KINDS:
+            raise ValueError(
+                f"a protected attribute's kind is one of {PROTECTED_KINDS}, got {self.kind!r}"
+            )
+        if self.continuous and (self.levels is not None or self.reference is not None):
+            raise ValueError(
+                "a continuous protected attribute has no levels or reference level; "
+                "drop levels= and reference=, or use kind='categorical'"
+            )
         if self.levels is not None:
             levels = tuple(str(level) for level in self.levels)
             if len(levels) < 2:
@@ -140,6 +185,7 @@ class Latent(NodeSpec):
     loading, which removes the sign ambiguity of (K, w) versus (-K, -w).
     """
 
+    role: ClassVar[str] = "latent"
     kind: ClassVar[str] = "latent"
     loc: float = 0.0
     scale: float = 1.0
@@ -164,57 +210,37 @@ class Observed(NodeSpec):
 
     family: ClassVar[str] = "observed"
     link: ClassVar[str] = "identity"
+    role: ClassVar[str] = "observed"
     kind: ClassVar[str] = "observed"
     intercept: bool = True
     prior_intercept: Prior = field(default_factory=normal_prior)
     prior_weights: Prior = field(default_factory=normal_prior)
 
 
-@dataclass(frozen=True)
-class Normal(Observed):
-    """A Normal node with identity link: ``x = mu(parents) + sigma * eps``.
-
-    Parameters
-    ----------
-    sigma : float, optional
-        Fix the residual standard deviation (e.g. ``1.0`` for ZFYA in the paper);
-        when omitted, sigma is learned with an inverse-gamma prior on sigma^2.
-    prior_variance : Prior
-        Prior of sigma^2 when learned (default inverse-gamma(1, 1)).
-    """
-
-    family: ClassVar[str] = "normal"
-    link: ClassVar[str] = "identity"
-    sigma: float | None = None
-    prior_variance: Prior = field(default_factory=inv_gamma_prior)
-
-    def __post_init__(self) -> None:
-        if self.sigma is not None and not (math.isfinite(self.sigma) and self.sigma > 0):
-            raise ValueError(f"a fixed sigma must be positive and finite, got {self.sigma}")
-
-
-@dataclass(frozen=True)
-class Poisson(Observed):
-    """A Poisson count node with log link: ``x ~ Poisson(exp(eta(parents)))``."""
-
-    family: ClassVar[str] = "poisson"
-    link: ClassVar[str] = "log"
-
-
-@dataclass(frozen=True)
-class Bernoulli(Observed):
-    """A binary (0/1) node with logit link: ``x ~ Bernoulli(logit^-1(eta(parents)))``."""
-
-    family: ClassVar[str] = "bernoulli"
-    link: ClassVar[str] = "logit"
-
-
-OBSERVED_FAMILIES: dict[str, type[Observed]] = {
-    cls.family: cls for cls in (Normal, Poisson, Bernoulli)
-}
-"""Observed families counterfair can compile, by name."""
-
-
 def levels_tuple(values: Sequence[object]) -> tuple[str, ...]:
     """Return levels as a tuple of strings (the form specs and fits store)."""
     return tuple(str(v) for v in values)
+
+
+_FAMILY_EXPORTS = (
+    "Normal",
+    "Poisson",
+    "Bernoulli",
+    "NegativeBinomial",
+    "Ordinal",
+    "Categorical",
+    "OBSERVED_FAMILIES",
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The family specs, defined in :mod:`counterfair.families` (imported on first use).
+
+    They are looked up lazily because the family modules build on the classes of
+    this module; importing them here eagerly would be an import cycle.
+    """
+    if name in _FAMILY_EXPORTS:
+        import counterfair.families as families
+
+        return getattr(families, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

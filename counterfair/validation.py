@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
-from counterfair.specs import SPEC_KEY, Bernoulli, Latent, NodeSpec, Observed, Poisson, Protected
+from counterfair.families import FAMILIES, family_of
+from counterfair.specs import SPEC_KEY, Latent, NodeSpec, Observed, Protected
 
 _IDENTIFIER = re.compile(r"^[A-Za-z](?:[A-Za-z0-9]|_(?!_))*$")
 _STAN_RESERVED = frozenset(
@@ -61,6 +62,8 @@ def validate_specs(graph: nx.DiGraph) -> dict[str, NodeSpec]:
         if spec is None:
             raise errors.SCMError(errors.MISSING_SPEC.format(node=node))
         if not isinstance(spec, Protected | Latent | Observed):
+            raise errors.SCMError(errors.UNKNOWN_SPEC.format(node=node, spec=spec))
+        if isinstance(spec, Observed) and spec.family not in FAMILIES:
             raise errors.SCMError(errors.UNKNOWN_SPEC.format(node=node, spec=spec))
         specs[node] = spec
     return specs
@@ -121,39 +124,8 @@ def validate_columns(data: pd.DataFrame, columns: Sequence[str]) -> None:
 
 
 def numeric_column(data: pd.DataFrame, column: str, spec: Observed) -> np.ndarray:
-    """Return an observed column as float64, checking the values its family allows."""
-    series = data[column]
-    if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
-        raise errors.DataError(
-            errors.NOT_NUMERIC.format(
-                column=column, node=column, family=spec.family, dtype=series.dtype
-            )
-        )
-    values = series.to_numpy(dtype=float)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise errors.DataError(
-            errors.NOT_FINITE.format(
-                column=column, value=float(values[i]), row=_label(data.index[i])
-            )
-        )
-    if isinstance(spec, Poisson):
-        bad = (values < 0) | (values != np.round(values))
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise errors.DataError(
-                errors.POISSON_NOT_COUNT.format(
-                    column=column, value=float(values[i]), row=_label(data.index[i])
-                )
-            )
-    if isinstance(spec, Bernoulli):
-        bad = (values != 0) & (values != 1)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise errors.DataError(
-                errors.BERNOULLI_NOT_BINARY.format(
-                    column=column, value=float(values[i]), row=_label(data.index[i])
-                )
-            )
-    return values
+    """Return an observed column as float64, checking the values its family allows.
+
+    Level-valued families (ordinal) return level codes from 0.
+    """
+    return family_of(spec).column_values(spec, data[column], column)

@@ -76,9 +76,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
     from counterfair.stan.precompile import compile_programs
 
+    slow = any(item.get_closest_marker("slow") for item in session.items)
     for backend in backends_under_test():
         try:
-            compile_programs(stan_programs(), backend=backend, jobs=2)
+            compile_programs(stan_programs(slow=slow), backend=backend, jobs=2)
         except Exception as error:  # the tests themselves will compile and report
             print(f"\nprecompiling for {backend} failed: {error!r}", file=sys.stderr)
 

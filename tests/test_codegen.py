@@ -97,6 +97,68 @@ def _two_latents_scm() -> SCM:
     return cf.SCM(_graph(nodes, edges))
 
 
+def _new_families_scm() -> SCM:
+    """The newer families: NB first child of U, ordinal with and without a latent, an
+    ordinal parent, a continuous protected parent, a root of each new family."""
+    nodes = {
+        "A": cf.Protected(),
+        "age": cf.Protected(kind="continuous"),
+        "U": cf.Latent(),
+        "C": cf.NegativeBinomial(),
+        "O": cf.Ordinal(levels=("lo", "mid", "hi")),
+        "Q": cf.Ordinal(levels=4),
+        "Y": cf.Bernoulli(),
+        "C0": cf.NegativeBinomial(),
+        "O0": cf.Ordinal(levels=2),
+        "X": cf.Normal(),
+    }
+    edges = [
+        ("U", "C"),
+        ("A", "C"),
+        ("age", "C"),
+        ("U", "O"),
+        ("A", "O"),
+        ("A", "Q"),
+        ("age", "Q"),
+        ("O", "Y"),
+        ("C", "Y"),
+        ("U", "Y"),
+        ("O", "X"),
+    ]
+    return cf.SCM(_graph(nodes, edges))
+
+
+def _anchored_ordinal_scm() -> SCM:
+    """U anchored by a Normal child X; an ordinal child O gets U's conditional mean."""
+    nodes = {"A": cf.Protected(), "U": cf.Latent(), "X": cf.Normal(), "O": cf.Ordinal(levels=3)}
+    edges = [("U", "X"), ("A", "X"), ("U", "O"), ("A", "O")]
+    return cf.SCM(_graph(nodes, edges))
+
+
+def _categorical_scm(coding: str = "reference") -> SCM:
+    """A categorical child of A, age, X and U; a categorical root; a categorical parent."""
+    nodes = {
+        "A": cf.Protected(),
+        "age": cf.Protected(kind="continuous"),
+        "U": cf.Latent(),
+        "X": cf.Normal(),
+        "K": cf.Categorical(levels=("theft", "drug", "violent")),
+        "K0": cf.Categorical(levels=3, intercept=False),
+        "R": cf.Categorical(levels=4),
+        "Y": cf.Bernoulli(),
+    }
+    edges = [
+        ("U", "X"),
+        ("A", "K"),
+        ("age", "K"),
+        ("X", "K"),
+        ("U", "K"),
+        ("K", "Y"),
+        ("U", "Y"),
+    ]
+    return cf.SCM(_graph(nodes, edges), coding=coding)  # type: ignore[arg-type]
+
+
 def _all_programs(regen_tool: ModuleType) -> dict[str, str]:
     """Fit and abduction programs of every SCM used here (golden ones included)."""
     programs = dict(regen_tool.golden_programs())
@@ -105,6 +167,10 @@ def _all_programs(regen_tool: ModuleType) -> dict[str, str]:
         "families_onehot": _families_scm("onehot"),
         "mixed": _mixed_scm(),
         "two_latents": _two_latents_scm(),
+        "new_families": _new_families_scm(),
+        "anchored_ordinal": _anchored_ordinal_scm(),
+        "categorical": _categorical_scm(),
+        "categorical_onehot": _categorical_scm("onehot"),
     }.items():
         programs[f"{name}.stan"] = scm.stan_code()
         programs[f"{name}_abduction.stan"] = scm.abduction_code()
@@ -372,6 +438,177 @@ def test_priors_are_written_from_the_specs() -> None:
     assert "real<lower=0> sigma_Y = sqrt(sigma2_Y);  // residual sd of Y" in code
 
 
+# --------------------------------------------------------------------------- newer families
+
+
+def test_negative_binomial_statements_and_dispersion() -> None:
+    scm = _new_families_scm()
+    code, abduction = scm.stan_code(), scm.abduction_code()
+    assert _statement(code, "C") == (
+        "C ~ neg_binomial_2_log_glm(X_C, alpha_C + lambda_C_U * U, "
+        "append_row(beta_C_A, [beta_C_age]'), phi_C);"
+    )
+    assert _statement(code, "C0") == "C0 ~ neg_binomial_2_log(alpha_C0, phi_C0);"
+    assert "  real<lower=0> phi_C;  // dispersion of C (variance mu + mu^2 / phi)" in code
+    assert "  phi_C ~ gamma(2.0, 0.1);" in _block(code, "model")
+    assert "  array[N] int<lower=0> C;  // observed C (counts)" in code
+    assert _statement(abduction, "C") == (
+        "C ~ neg_binomial_2_log_glm(X_C, alpha_C[s] + lambda_C_U[s] * U[s], "
+        "append_row(beta_C_A[s], [beta_C_age[s]]'), phi_C[s]);"
+    )
+    assert "  array[S] real<lower=0> phi_C;" in abduction
+    prior = cf.NegativeBinomial(prior_dispersion=cf.Prior("exponential", (0.5,)))
+    g = _graph({"A": cf.Protected(), "C": prior}, [("A", "C")])
+    assert "  phi_C ~ exponential(0.5);" in _block(cf.SCM(g).stan_code(), "model")
+
+
+def test_ordinal_statements_and_cutpoints() -> None:
+    scm = _new_families_scm()
+    code, abduction = scm.stan_code(), scm.abduction_code()
+    # a latent term per row: ordered_logistic on the full linear predictor
+    assert _statement(code, "O") == (
+        "O ~ ordered_logistic(lambda_O_U * U + X_O * beta_O_A, cutpoints_O);"
+    )
+    # design columns and no latent: the GLM (Q has the columns of C, so C's design matrix)
+    assert _statement(code, "Q") == (
+        "Q ~ ordered_logistic_glm(X_C, append_row(beta_Q_A, [beta_Q_age]'), cutpoints_Q);"
+    )
+    assert _statement(code, "O0") == "O0 ~ ordered_logistic(rep_vector(0.0, N), cutpoints_O0);"
+    assert "  ordered[n_levels_O - 1] cutpoints_O;  // cutpoints of O" in code
+    assert "  cutpoints_O ~ normal(0.0, 5.0);" in _block(code, "model")
+    assert "  int<lower=2> n_levels_O;  // number of levels of ordinal O" in code
+    assert "  array[N] int<lower=1, upper=n_levels_O> O;  //" in code
+    assert "alpha_O" not in code and "alpha_Q" not in code  # the cutpoints absorb it
+    assert _statement(abduction, "O") == (
+        "O ~ ordered_logistic(lambda_O_U[s] * U[s] + X_O * beta_O_A[s], cutpoints_O[s]);"
+    )
+    assert "  array[S] vector[n_levels_O - 1] cutpoints_O;" in abduction
+
+
+def test_ordinal_parent_enters_as_indicators_above_the_lowest_level() -> None:
+    code = _new_families_scm().stan_code()
+    assert "indicators(O, n_levels_O, 1)" in code
+    assert (
+        "  vector<multiplier=scale_Y>[n_levels_O - 1] beta_Y_O;  "
+        "// effect of O on Y, per level above the lowest" in code
+    )
+    assert _statement(code, "Y") == (
+        "Y ~ bernoulli_logit_glm(X_Y, alpha_Y + lambda_Y_U * U, append_row([beta_Y_C]', beta_Y_O));"
+    )
+    assert _statement(code, "X") == "X ~ normal_id_glm(X_X, alpha_X, beta_X_O, sigma_X);"
+    assert "// Level-valued observed parents (ordinal, categorical) enter as indicators" in code
+
+
+def test_continuous_protected_parent_is_one_column_with_one_weight() -> None:
+    code = _new_families_scm().stan_code()
+    assert "  vector[N] age;  // value of continuous protected age" in code
+    assert "n_levels_age" not in code
+    assert "  real<multiplier=scale_C> beta_C_age;  // weight of age on C" in code
+    assert "append_col(indicators(A, n_levels_A, 1), to_matrix(age))" in code
+    assert "//   age (protected, continuous)" in code
+
+
+def test_first_child_of_a_new_family_gets_the_positive_loading() -> None:
+    code = _new_families_scm().stan_code()
+    assert "  real<lower=0> lambda_C_U;  // loading of U on C (positive" in code
+    positive = re.findall(r"real<lower=0> (lambda_\w+);", code)
+    assert positive == ["lambda_C_U"]
+    g = _graph(
+        {"A": cf.Protected(), "U": cf.Latent(), "O": cf.Ordinal(levels=3), "C": cf.Poisson()},
+        [("U", "O"), ("U", "C"), ("A", "O")],
+    )
+    assert re.findall(r"real<lower=0> (lambda_\w+);", cf.SCM(g).stan_code()) == ["lambda_O_U"]
+
+
+def test_ordinal_child_of_an_anchored_latent_moves_the_scalar_into_the_cutpoints() -> None:
+    code = _anchored_ordinal_scm().stan_code()
+    # U given X has a per-row part (z_U), so the plain function with the full predictor
+    statement = _statement(code, "O")
+    assert statement.startswith("O ~ ordered_logistic(-lambda_O_U * g_U_X / prec_U_X * alpha_X")
+    assert "(lambda_O_U / sqrt(prec_U_X)) * z_U + X_O * append_row(" in statement
+    g = _graph(
+        {"A": cf.Protected(), "X": cf.Normal(), "Q": cf.Ordinal(levels=3)},
+        [("A", "X"), ("A", "Q"), ("X", "Q")],
+    )
+    assert _statement(cf.SCM(g).stan_code(), "Q") == (
+        "Q ~ ordered_logistic_glm(X_Q, append_row(beta_Q_A, [beta_Q_X]'), cutpoints_Q);"
+    )
+
+
+def test_categorical_statements_and_coefficients() -> None:
+    scm = _categorical_scm()
+    code, abduction = scm.stan_code(), scm.abduction_code()
+    assert _statement(code, "K") == (
+        "K ~ categorical_logit_glm(append_col(X_K, U), append_row(0.0, alpha_K), "
+        "with_reference(append_row(beta_K_A, append_row(beta_K_age, "
+        "append_row(beta_K_X, lambda_K_U)))));"
+    )
+    assert _statement(abduction, "K") == (
+        "K ~ categorical_logit_glm(append_col(X_K, U[s]), append_row(0.0, alpha_K[s]), "
+        "with_reference(append_row(beta_K_A[s], append_row(beta_K_age[s], "
+        "append_row(beta_K_X[s], lambda_K_U[s])))));"
+    )
+    assert _statement(code, "K0") == "K0 ~ categorical_logit(rep_vector(0.0, n_levels_K0));"
+    assert _statement(code, "R") == "R ~ categorical_logit(append_row(0.0, alpha_R));"
+    params = _block(code, "parameters")
+    assert "  matrix<multiplier=scale_K>[n_levels_A - 1, n_levels_K - 1] beta_K_A;  " in "\n".join(
+        params
+    )
+    assert any(line.startswith("  row_vector<multiplier=scale_K>[n_levels_K - 1] lambda_K_U;")
+               for line in params)
+    assert any(line.startswith("  vector<multiplier=scale_K>[n_levels_K - 1] alpha_K;")
+               for line in params)
+    model = _block(code, "model")
+    assert "  to_vector(beta_K_A) ~ normal(0.0, 1.0);" in model
+    assert "  beta_K_age ~ normal(0.0, 1.0);" in model
+    assert "  matrix with_reference(matrix beta) {" in code
+    assert "with_reference" not in _families_scm().stan_code()  # only when a family needs it
+    onehot = _categorical_scm("onehot").abduction_code()
+    assert "  array[S] matrix[n_levels_A, n_levels_K - 1] beta_K_A;" in onehot
+
+
+def test_a_latent_with_a_categorical_child_is_sampled_directly() -> None:
+    code = _categorical_scm().stan_code()
+    assert "  vector[N] U;  // latent U of every individual" in code
+    assert "z_U" not in code
+    # the sign constraint is on X, U's first child of another family
+    assert re.findall(r"real<lower=0> (lambda_\w+);", code) == ["lambda_X_U"]
+    assert "indicators(K, n_levels_K, 1)" in code  # K as Y's parent
+
+
+def test_new_family_data_block_matches_the_data_dictionary() -> None:
+    scm = _new_families_scm()
+    n = 6
+    df = pd.DataFrame(
+        {
+            "A": ["a", "b"] * 3,
+            "age": [20.0, 30.0, 40.0, 50.0, 60.0, 70.0],
+            "C": [0, 1, 2, 3, 4, 5],
+            "O": ["lo", "mid", "hi"] * 2,
+            "Q": [0, 1, 2, 3, 0, 1],
+            "Y": [0, 1] * 3,
+            "C0": [1] * n,
+            "O0": [0, 1] * 3,
+            "X": [0.1 * i for i in range(n)],
+        }
+    )
+    specs = {node: scm.specs[node] for node in scm.protected}
+    encoding = Encoding.from_data(specs, df)  # type: ignore[arg-type]
+    data = fit_data(scm, df, encoding)
+    assert sorted(_data_block_names(scm.stan_code())) == sorted(data)
+    assert data["n_levels_O"] == 3 and data["n_levels_Q"] == 4 and data["n_levels_O0"] == 2
+    truth = {
+        name: 0.5 for name in scm.parameter_names()
+    } | {
+        "beta_C_A": [0.1], "beta_O_A": [0.1], "beta_Q_A": [0.1], "beta_Y_O": [0.1, 0.2],
+        "beta_X_O": [0.1, 0.2], "cutpoints_O": [-1.0, 1.0], "cutpoints_Q": [-1.0, 0.0, 1.0],
+        "cutpoints_O0": [0.0],
+    }
+    params = ParamDraws.from_values(scm, truth, {"A": 2})
+    abduction = abduction_data(scm, df, encoding, params, ("C", "O"))
+    assert sorted(_data_block_names(scm.abduction_code())) == sorted(abduction)
+
+
 # --------------------------------------------------------------------------- data independence
 
 
@@ -506,6 +743,8 @@ def test_abduction_needs_a_latent(regen_tool: ModuleType) -> None:
 def test_golden_files_are_up_to_date(regen_tool: ModuleType) -> None:
     programs = regen_tool.golden_programs()
     assert set(programs) == {
+        "compas_families.stan",
+        "compas_families_abduction.stan",
         "law_school_level2.stan",
         "law_school_level2_abduction.stan",
         "law_school_level2_onehot.stan",

@@ -1,8 +1,10 @@
-"""Regenerate the golden Stan programs in ``stan_models/`` from the law school SCMs.
+"""Regenerate the golden Stan programs in ``stan_models/`` from the shipped example SCMs.
 
 The golden files record the exact text counterfair generates for the law school
-models of Kusner et al. (2017); ``tests/test_codegen.py`` regenerates them and
-fails when the generator's output changes. After an intended change to the code
+models of Kusner et al. (2017) and for a COMPAS-like model that uses the newer
+families (negative binomial, ordinal, a continuous protected attribute);
+``tests/test_codegen.py`` regenerates them and fails when the generator's output
+changes. After an intended change to the code
 generator, run::
 
     python tools/regenerate_stan_models.py          # rewrite the golden files
@@ -17,6 +19,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+import networkx as nx
 
 import counterfair as cf
 from counterfair.models import law_school_level2, law_school_level3
@@ -39,10 +43,37 @@ def law_school_level3_scm() -> cf.SCM:
     return law_school_level3()
 
 
+def compas_families_scm() -> cf.SCM:
+    """A COMPAS-like SCM with the newer families.
+
+    ``race`` and ``sex`` (categorical) and ``age`` (continuous) are protected; a
+    latent ``U`` causes ``priors_count`` (negative binomial, U's first child, so
+    its loading is the positive one), ``charge`` (ordinal: misdemeanour < felony
+    < violent felony) and ``two_year_recid`` (Bernoulli), which also has
+    ``priors_count`` and ``charge`` as parents.
+    """
+    g = nx.DiGraph()
+    g.add_node("race", spec=cf.Protected())
+    g.add_node("sex", spec=cf.Protected())
+    g.add_node("age", spec=cf.Protected(kind="continuous"))
+    g.add_node("U", spec=cf.Latent())
+    g.add_node("priors_count", spec=cf.NegativeBinomial())
+    g.add_node("charge", spec=cf.Ordinal(levels=("M", "F", "V")))
+    g.add_node("two_year_recid", spec=cf.Bernoulli())
+    for child in ("priors_count", "charge", "two_year_recid"):
+        g.add_edges_from((parent, child) for parent in ("race", "sex", "U"))
+    g.add_edges_from([("age", "priors_count"), ("age", "two_year_recid")])
+    g.add_edges_from([("priors_count", "two_year_recid"), ("charge", "two_year_recid")])
+    return cf.SCM(g)
+
+
 def golden_programs() -> dict[str, str]:
     """Text of every golden program, by file name in ``stan_models/``."""
     level2 = law_school_level2_scm()
+    compas = compas_families_scm()
     return {
+        "compas_families.stan": compas.stan_code(),
+        "compas_families_abduction.stan": compas.abduction_code(),
         "law_school_level2.stan": level2.stan_code(),
         "law_school_level2_abduction.stan": level2.abduction_code(),
         "law_school_level2_onehot.stan": law_school_level2_scm("onehot").stan_code(),

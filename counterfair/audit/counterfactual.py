@@ -153,7 +153,9 @@ def counterfactual_fairness(
         its ``feature_names_in_``), a :class:`~counterfair.FairLearner` or a
         baseline, or a function of a DataFrame returning one number per row.
     attributes : sequence of str, optional
-        Protected attributes to intervene on (default: all).
+        Categorical protected attributes to intervene on (default: all of
+        them). A continuous protected attribute has no levels to swap; audit it
+        with ``fit.counterfactual(data, do={name: value})``.
     n_samples : int, optional
         Joint samples of parameters and latents per row (default
         :data:`DEFAULT_AUDIT_SAMPLES`).
@@ -191,11 +193,18 @@ def counterfactual_fairness(
     if response not in RESPONSES:
         raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
     scm = fit.scm
-    chosen = list(scm.protected if attributes is None else attributes)
+    categorical = [a for a in scm.protected if not fit.encoding.is_continuous(a)]
+    chosen = list(categorical if attributes is None else attributes)
     unknown = [a for a in chosen if a not in scm.protected]
     if unknown:
         raise ValueError(
             f"attribute {unknown[0]!r} is not a protected node; protected: {list(scm.protected)}"
+        )
+    continuous = [a for a in chosen if fit.encoding.is_continuous(a)]
+    if continuous:
+        raise ValueError(
+            f"attribute {continuous[0]!r} is continuous: this audit swaps levels of categorical "
+            f"attributes; use fit.counterfactual(data, do={{{continuous[0]!r}: value}}) for it"
         )
     if abduction is not None:
         ignored = [

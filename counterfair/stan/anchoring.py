@@ -41,14 +41,19 @@ from counterfair.specs import Latent, _stan_real
 def anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:
     """Latent -> its anchors: Normal children whose only latent parent it is, in graph order.
 
-    Latents without such a child are absent (the fit program samples them directly).
+    Latents without such a child are absent (the fit program samples them
+    directly), and so are latents with a child whose family lays out its own
+    coefficients (categorical): its statement needs the latent's values.
     """
     anchors: dict[str, tuple[NodeEquation, ...]] = {}
     for latent in scm.latents:
+        children = [scm.equations[c] for c in scm.children(latent) if c in scm.equations]
+        if any(eq.family.declares_coefficients for eq in children):
+            continue  # a categorical child reads the latent itself: sample it directly
         found = []
         for child in scm.children(latent):
             eq = scm.equations.get(child)
-            if eq is not None and eq.spec.family == "normal" and len(eq.latent) == 1:
+            if eq is not None and eq.family.additive_noise and len(eq.latent) == 1:
                 found.append(eq)
         if found:
             anchors[latent] = tuple(found)
@@ -110,7 +115,8 @@ class Predictor:
     ----------
     blocks : dict
         Data parent (a protected or observed node) -> the terms of its
-        coefficient (vector for a protected parent, real for an observed one),
+        coefficient (vector for a protected or level-valued parent, real for
+        another observed one),
         each written ``"+ expr"`` or ``"- expr"``. Block order is column order.
     intercept : list of str
         Real-valued terms, each ``"+ expr"`` or ``"- expr"``.
@@ -140,9 +146,9 @@ def _data_terms(predictor: Predictor, eq: NodeEquation, sign: str, scale: str | 
     if eq.intercept:
         predictor.intercept.append(scaled(eq.intercept, vector=False))
     for pterm in eq.protected:
-        predictor.add(pterm.parent, scaled(pterm.param, vector=True))
+        predictor.add(pterm.parent, scaled(pterm.param, vector=not pterm.continuous))
     for oterm in eq.observed:
-        predictor.add(oterm.parent, scaled(oterm.param, vector=False))
+        predictor.add(oterm.parent, scaled(oterm.param, vector=oterm.levels is not None))
 
 
 def _conditional_mean_terms(
@@ -206,7 +212,7 @@ def fit_predictor(
             predictor.sd = f"sqrt({spread} + {_stan_real(eq.sigma_fixed**2)})"
         else:
             predictor.sd = f"sqrt({spread} + square({eq.sigma}))"
-    if predictor.sd is None and eq.spec.family == "normal":
+    if predictor.sd is None and eq.sigma is not None:
         predictor.sd = _stan_real(eq.sigma_fixed) if eq.sigma_fixed is not None else eq.sigma
     return predictor
 

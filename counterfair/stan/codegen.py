@@ -12,7 +12,12 @@ Both are data-independent: sizes and numbers of levels come from the data block,
 so one compiled binary serves any number of rows. Categorical parents enter a
 design matrix (reference or one-hot indicators) built once in ``transformed
 data``, so every observed node is a single call to Stan's GLM functions
-(``normal_id_glm``, ``poisson_log_glm``, ``bernoulli_logit_glm``). In the fit
+(``normal_id_glm``, ``poisson_log_glm``, ``bernoulli_logit_glm``,
+``neg_binomial_2_log_glm``, ``ordered_logistic_glm``, ``categorical_logit_glm``).
+What differs between
+families (data declarations, their own parameters and priors, the sampling
+statement, how a node enters its children's design matrices) is asked of the
+node's family (:mod:`counterfair.families`); this module lays out the program. In the fit
 program, latents with Normal children are anchored on them (see
 :mod:`counterfair.stan.anchoring`): those children enter with the latent
 integrated out, and the latent's conditional mean becomes extra design columns of
@@ -27,9 +32,11 @@ from collections.abc import Callable
 
 from counterfair import errors
 from counterfair._version import __version__
+from counterfair.families import family_of
+from counterfair.families.base import append_rows
 from counterfair.layout import NodeEquation
 from counterfair.scm import SCM
-from counterfair.specs import Bernoulli, Latent, Normal, Poisson, _stan_real
+from counterfair.specs import Latent, Observed, Protected, _stan_real
 from counterfair.stan.anchoring import (
     Predictor,
     anchors_of,
@@ -59,6 +66,19 @@ functions {
 }"""
 
 
+def _functions_block(scm: SCM) -> str:
+    """The functions block: ``indicators`` and the functions the SCM's families need."""
+    extra: list[str] = []
+    for node in scm.observed:
+        for function in scm.equations[node].family.stan_functions():
+            if function not in extra:
+                extra.append(function)
+    if not extra:
+        return _INDICATORS_FUNCTION
+    body = _INDICATORS_FUNCTION.rstrip("}").rstrip("\n")
+    return "\n".join([body, *extra, "}"])
+
+
 def _drop(scm: SCM) -> int:
     return 1 if scm.coding == "reference" else 0
 
@@ -79,7 +99,8 @@ def _header(scm: SCM, purpose: str) -> list[str]:
     def describe(node: str) -> str:
         spec = scm.specs[node]
         if node in scm.protected:
-            return f"{node} (protected)"
+            kind = ", continuous" if _continuous(scm, node) else ""
+            return f"{node} (protected{kind})"
         if isinstance(spec, Latent):
             return f"{node} (latent)"
         eq = scm.equations[node]
@@ -98,6 +119,13 @@ def _header(scm: SCM, purpose: str) -> list[str]:
         *(f"//   {describe(node)}" for node in scm.nodes),
         f"// Protected parents use {coding}.",
     ]
+    if any(_continuous(scm, node) for node in scm.protected):
+        lines.append("// Continuous protected parents enter as their value, with one weight.")
+    if any(t.levels is not None for eq in scm.equations.values() for t in eq.observed):
+        lines.append(
+            "// Level-valued observed parents (ordinal, categorical) enter as indicators of "
+            "their levels other than level 1."
+        )
     if scm.latents:
         lines.append(
             "// The first child of each latent has a positive loading (sign identification)."
@@ -108,35 +136,52 @@ def _header(scm: SCM, purpose: str) -> list[str]:
 def _data_block(scm: SCM) -> list[str]:
     lines = ["data {", f"{_INDENT}int<lower=1> N;  // number of individuals (rows)"]
     for node in scm.protected:
+        if _continuous(scm, node):
+            lines.append(f"{_INDENT}vector[N] {node};  // value of continuous protected {node}")
+            continue
         lines += [
             f"{_INDENT}int<lower=2> n_levels_{node};  // number of levels of protected {node}",
             f"{_INDENT}array[N] int<lower=1, upper=n_levels_{node}> {node};"
             f"  // level of {node} per row",
         ]
     for node in scm.observed:
-        spec = scm.specs[node]
-        if isinstance(spec, Normal):
-            lines.append(f"{_INDENT}vector[N] {node};  // observed {node}")
-        elif isinstance(spec, Poisson):
-            lines.append(f"{_INDENT}array[N] int<lower=0> {node};  // observed {node} (counts)")
-        elif isinstance(spec, Bernoulli):
-            lines.append(
-                f"{_INDENT}array[N] int<lower=0, upper=1> {node};  // observed {node} (0/1)"
-            )
+        eq = scm.equations[node]
+        lines += [f"{_INDENT}{line}" for line in eq.family.data_declarations(eq)]
     return lines
 
 
+def _parent_family_spec(scm: SCM, parent: str) -> Observed:
+    spec = scm.specs[parent]
+    assert isinstance(spec, Observed)
+    return spec
+
+
+def _continuous(scm: SCM, node: str) -> bool:
+    """Whether ``node`` is a continuous protected attribute."""
+    spec = scm.specs[node]
+    return isinstance(spec, Protected) and spec.continuous
+
+
+def _vector_parent(scm: SCM, parent: str) -> bool:
+    """Whether a data parent's coefficient is a vector (categorical or level-valued parent)."""
+    if parent in scm.protected:
+        return not _continuous(scm, parent)
+    spec = _parent_family_spec(scm, parent)
+    return family_of(spec).parent_levels(spec) is not None
+
+
 def _block_width(scm: SCM, parent: str) -> str:
-    return f"({_levels_size(scm, parent)})" if parent in scm.protected else "1"
+    if parent in scm.protected:
+        return "1" if _continuous(scm, parent) else f"({_levels_size(scm, parent)})"
+    return scm.equations[parent].family.design_width(scm.equations[parent])
 
 
 def _column_piece(scm: SCM, parent: str) -> str:
-    spec = scm.specs[parent]
+    if _continuous(scm, parent):
+        return f"to_matrix({parent})"
     if parent in scm.protected:
         return f"indicators({parent}, n_levels_{parent}, {_drop(scm)})"
-    if isinstance(spec, Normal):
-        return f"to_matrix({parent})"
-    return f"to_matrix(to_vector({parent}))"
+    return scm.equations[parent].family.design_column(scm.equations[parent])
 
 
 def own_columns(eq: NodeEquation) -> tuple[str, ...]:
@@ -180,6 +225,15 @@ def _transformed_data_block(scm: SCM, columns: dict[str, tuple[str, ...]]) -> li
     return lines
 
 
+def _indicator_rows(scm: SCM, parent: str) -> str | None:
+    """Number of indicator columns of a data parent (Stan), None for a one-column parent."""
+    if not _vector_parent(scm, parent):
+        return None
+    if parent in scm.protected:
+        return _levels_size(scm, parent)
+    return f"{scm.equations[parent].levels} - 1"
+
+
 def _parameter_declarations(
     scm: SCM, eq: NodeEquation, array_prefix: str = ""
 ) -> list[tuple[str, str]]:
@@ -194,10 +248,20 @@ def _parameter_declarations(
     # in the fit program, coefficients are sampled on the scale scale_<node> (data), a rough
     # posterior sd, so that the sampler's starting (unit) metric already fits them
     scaled = "" if as_data else f"<multiplier=scale_{node}>"
+    if eq.family.declares_coefficients:
+        coefficients = eq.family.coefficient_declarations(
+            eq, array_prefix, scaled, lambda parent: _indicator_rows(scm, parent)
+        )
+        return coefficients + eq.family.parameter_declarations(eq, array_prefix)
     out: list[tuple[str, str]] = []
     if eq.intercept:
         out.append((f"{array_prefix}real{scaled} {eq.intercept}", f"intercept of {node}"))
     for term in eq.protected:
+        if term.continuous:
+            out.append(
+                (f"{array_prefix}real{scaled} {term.param}", f"weight of {term.parent} on {node}")
+            )
+            continue
         out.append(
             (
                 f"{array_prefix}vector{scaled}[{_levels_size(scm, term.parent)}] {term.param}",
@@ -205,9 +269,18 @@ def _parameter_declarations(
             )
         )
     for oterm in eq.observed:
-        out.append(
-            (f"{array_prefix}real{scaled} {oterm.param}", f"weight of {oterm.parent} on {node}")
-        )
+        if oterm.levels is not None:
+            size = f"{scm.equations[oterm.parent].levels} - 1"
+            out.append(
+                (
+                    f"{array_prefix}vector{scaled}[{size}] {oterm.param}",
+                    f"effect of {oterm.parent} on {node}, per level above the lowest",
+                )
+            )
+        else:
+            out.append(
+                (f"{array_prefix}real{scaled} {oterm.param}", f"weight of {oterm.parent} on {node}")
+            )
     for lterm in eq.latent:
         if as_data:
             constraint = ""
@@ -220,34 +293,26 @@ def _parameter_declarations(
                 f"loading of {lterm.parent} on {node}{note}",
             )
         )
-    if eq.sigma and eq.sigma_fixed is None:
-        if as_data:
-            out.append((f"{array_prefix}real<lower=0> {eq.sigma}", f"residual sd of {node}"))
-        else:
-            out.append((f"real<lower=0> sigma2_{node}", f"residual variance of {node}"))
+    out += eq.family.parameter_declarations(eq, array_prefix)
     return out
 
 
 def _sampling_statement(
-    eq: NodeEquation, design: str | None, alpha: str, beta_pieces: list[str], sd: str | None
+    eq: NodeEquation,
+    design: str | None,
+    alpha: str,
+    alpha_is_vector: bool,
+    beta_pieces: list[str],
+    arguments: list[str],
 ) -> str:
-    """``node ~ <family GLM>(X, alpha, beta[, sd]);``, or the plain family without columns.
+    """The family's sampling statement: a GLM with columns, the plain function without.
 
     ``beta_pieces`` are the coefficient blocks in column order (stacked with
-    ``append_row``); ``sd`` is the sd of a Normal node.
+    ``append_row``); ``arguments`` the family's trailing arguments (a Normal
+    node's sd, a dispersion, cutpoints).
     """
-    family = eq.spec.family
-    extra = [str(sd)] if family == "normal" else []
-    if beta_pieces:
-        beta = beta_pieces[-1]
-        for piece in reversed(beta_pieces[:-1]):
-            beta = f"append_row({piece}, {beta})"
-        glm = {"normal": "normal_id_glm", "poisson": "poisson_log_glm"}.get(
-            family, "bernoulli_logit_glm"
-        )
-        return f"{eq.node} ~ {glm}({', '.join([str(design), alpha, beta, *extra])});"
-    plain = {"normal": "normal", "poisson": "poisson_log"}.get(family, "bernoulli_logit")
-    return f"{eq.node} ~ {plain}({', '.join([alpha, *extra])});"
+    beta = append_rows(beta_pieces) if beta_pieces else None
+    return eq.family.sampling_statement(eq, design, alpha, alpha_is_vector, beta, arguments)
 
 
 def _glm_statement(
@@ -258,16 +323,18 @@ def _glm_statement(
     ``index`` maps a parameter or latent name to the expression that reads it
     (``name[s]`` in the abduction program).
     """
+    if eq.family.declares_coefficients:
+        return [indent + eq.family.statement(eq, design, index)]
     alpha_terms = [index(eq.intercept)] if eq.intercept else []
     alpha_terms += [f"{index(t.param)} * {index(t.parent)}" for t in eq.latent]
     alpha = " + ".join(alpha_terms) if alpha_terms else "0.0"
-    if eq.sigma_fixed is not None:
-        sd: str | None = _stan_real(eq.sigma_fixed)
-    else:
-        sd = index(eq.sigma) if eq.sigma else None
-    pieces = [index(t.param) for t in eq.protected]
-    pieces += [f"[{index(t.param)}]'" for t in eq.observed]
-    return [indent + _sampling_statement(eq, design, alpha, pieces, sd)]
+    arguments = eq.family.statement_arguments(eq, index)
+    pieces = [f"[{index(t.param)}]'" if t.continuous else index(t.param) for t in eq.protected]
+    pieces += [
+        index(t.param) if t.levels is not None else f"[{index(t.param)}]'" for t in eq.observed
+    ]
+    statement = _sampling_statement(eq, design, alpha, bool(eq.latent), pieces, arguments)
+    return [indent + statement]
 
 
 def _latent_prior(scm: SCM, latent: str, target: str) -> str:
@@ -280,13 +347,20 @@ def _latent_prior(scm: SCM, latent: str, target: str) -> str:
 
 def _fit_statement(scm: SCM, eq: NodeEquation, predictor: Predictor, design: str | None) -> str:
     """The sampling statement of one observed node in the fit program."""
+    if eq.family.declares_coefficients:  # its latents are never anchored: plain terms
+        return eq.family.statement(eq, design, lambda name: name)
     scalar = join_terms(predictor.intercept) if predictor.intercept else ""
     alpha = " + ".join(([scalar] if scalar else []) + predictor.vectors) or "0.0"
     pieces = []
     for parent, terms in predictor.blocks.items():
         coefficient = join_terms(terms)
-        pieces.append(coefficient if parent in scm.protected else f"[{coefficient}]'")
-    return _sampling_statement(eq, design, alpha, pieces, predictor.sd)
+        pieces.append(coefficient if _vector_parent(scm, parent) else f"[{coefficient}]'")
+    arguments = (
+        [predictor.sd]
+        if predictor.sd is not None
+        else eq.family.statement_arguments(eq, lambda name: name)
+    )
+    return _sampling_statement(eq, design, alpha, bool(predictor.vectors), pieces, arguments)
 
 
 def _statement_comment(eq: NodeEquation, anchors: dict[str, tuple[NodeEquation, ...]]) -> str:
@@ -334,7 +408,7 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
     designs = design_names(columns)
 
     lines = _header(scm, "fit of the structural causal model (parameters and latents)")
-    lines.append(_INDICATORS_FUNCTION)
+    lines.append(_functions_block(scm))
     lines += _data_block(scm)
     for eq in equations:
         lines.append(
@@ -359,14 +433,11 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
             lines.append(f"{_INDENT}{declaration};  // {comment}")
     lines.append("}")
 
-    learned_sigma = [eq for eq in equations if eq.sigma and eq.sigma_fixed is None]
-    if learned_sigma:
+    transformed = [line for eq in equations for line in eq.family.transformed_parameters(eq)]
+    if transformed:
         lines.append("transformed parameters {")
-        for eq in learned_sigma:
-            lines.append(
-                f"{_INDENT}real<lower=0> {eq.sigma} = sqrt(sigma2_{eq.node});"
-                f"  // residual sd of {eq.node}"
-            )
+        for definition, comment in transformed:
+            lines.append(f"{_INDENT}{definition};  // {comment}")
         lines.append("}")
 
     lines.append("model {")
@@ -393,14 +464,17 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
             lines.append(_INDENT + _latent_prior(scm, latent, latent))
     for eq in equations:
         spec = eq.spec
+        if eq.family.declares_coefficients:
+            lines += [f"{_INDENT}{line}" for line in eq.family.coefficient_priors(eq)]
+            lines += [f"{_INDENT}{line}" for line in eq.family.priors(eq)]
+            continue
         if eq.intercept:
             lines.append(f"{_INDENT}{eq.intercept} ~ {spec.prior_intercept.stan()};")
         for name in [t.param for t in eq.protected] + [t.param for t in eq.observed]:
             lines.append(f"{_INDENT}{name} ~ {spec.prior_weights.stan()};")
         for lterm in eq.latent:
             lines.append(f"{_INDENT}{lterm.param} ~ {spec.prior_weights.stan()};")
-        if eq.sigma and eq.sigma_fixed is None and isinstance(spec, Normal):
-            lines.append(f"{_INDENT}sigma2_{eq.node} ~ {spec.prior_variance.stan()};")
+        lines += [f"{_INDENT}{line}" for line in eq.family.priors(eq)]
     lines.append(f"{_INDENT}// structural equations")
     for eq in equations:
         comment = _statement_comment(eq, anchors)
@@ -437,7 +511,7 @@ def abduction_program(scm: SCM) -> str:
         raise errors.SCMError("the SCM has no latent node: there is nothing to abduct by MCMC")
     equations = abduction_equations(scm)
     lines = _header(scm, "abduction of latents for new rows, given parameter values")
-    lines.append(_INDICATORS_FUNCTION)
+    lines.append(_functions_block(scm))
     lines += _data_block(scm)
     lines.append(f"{_INDENT}int<lower=1> S;  // number of parameter sets (posterior draws)")
     for eq in equations:

@@ -11,7 +11,7 @@ from counterfair import errors, validation
 from counterfair.encoding import Encoding
 from counterfair.params import ParamDraws
 from counterfair.scm import SCM
-from counterfair.specs import Normal, Observed
+from counterfair.specs import Observed
 from counterfair.stan.codegen import abduction_equations
 
 
@@ -30,9 +30,8 @@ def observed_values(
 
 
 def _as_stan_column(scm: SCM, node: str, values: np.ndarray) -> np.ndarray:
-    if isinstance(scm.specs[node], Normal):
-        return values.astype(float)
-    return np.rint(values).astype(np.int64)
+    eq = scm.equations[node]
+    return eq.family.stan_values(eq.spec, values)
 
 
 def _base_data(
@@ -42,32 +41,19 @@ def _base_data(
     out: dict[str, object] = {"N": n}
     codes = encoding.codes(data)
     for node in scm.protected:
+        if encoding.is_continuous(node):
+            out[node] = codes[node].astype(float)
+            continue
         out[f"n_levels_{node}"] = encoding.n_levels(node)
         out[node] = (codes[node] + 1).astype(np.int64)
     for node in scm.observed:
+        eq = scm.equations[node]
+        out.update(eq.family.stan_data(eq))
         column = values.get(node)
         if column is None:  # not needed by any conditioned equation
             column = np.zeros(n)
         out[node] = _as_stan_column(scm, node, column)
     return out
-
-
-def coefficient_scale(family: str, values: np.ndarray) -> float:
-    """A rough posterior sd of a node's coefficients: its noise sd over sqrt(rows).
-
-    Used only as Stan's ``multiplier`` (the scale the sampler works on), so that
-    warm-up does not begin with a unit metric that is a hundred times too wide
-    for coefficients estimated from thousands of rows. It does not change the
-    posterior.
-    """
-    n = max(values.shape[0], 1)
-    if family == "poisson":
-        return float(1.0 / np.sqrt(max(values.sum(), 1.0)))
-    if family == "bernoulli":
-        p = float(np.clip(values.mean(), 0.05, 0.95))
-        return float(1.0 / np.sqrt(n * p * (1.0 - p)))
-    spread = float(values.std())
-    return float((spread if spread > 0 else 1.0) / np.sqrt(n))
 
 
 def fit_data(scm: SCM, data: pd.DataFrame, encoding: Encoding) -> dict[str, object]:
@@ -77,7 +63,8 @@ def fit_data(scm: SCM, data: pd.DataFrame, encoding: Encoding) -> dict[str, obje
     values = observed_values(scm, data)
     out = _base_data(scm, data, encoding, values)
     for node in scm.observed:
-        out[f"scale_{node}"] = coefficient_scale(scm.equations[node].spec.family, values[node])
+        eq = scm.equations[node]
+        out[f"scale_{node}"] = eq.family.coefficient_scale(values[node])
     return out
 
 

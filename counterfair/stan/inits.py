@@ -24,12 +24,6 @@ def _least_squares(y: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.nd
     return coef, y - design @ coef
 
 
-def _child_score(family: str, values: np.ndarray) -> np.ndarray:
-    if family == "poisson":
-        return np.log1p(values)
-    return values.astype(float)
-
-
 def _principal_axis(cov: np.ndarray, iterations: int = 50) -> tuple[np.ndarray, np.ndarray]:
     """One-factor principal-axis solution: loadings and unique variances."""
     diag = np.diag(cov).copy()
@@ -52,11 +46,12 @@ def latent_inits(
     """Initial values of every structural parameter and latent, one dict per chain.
 
     For each latent, its children's residuals given the protected attributes
-    (log counts for Poisson children) get a one-factor principal-axis solution:
-    loadings (oriented so the first child's is positive), unique variances (the
-    Normal children's sigma^2), and per-row factor scores with their
-    conditional sd, from which each chain draws its starting latents. Intercepts
-    and protected effects start at their least-squares values. Loadings get a
+    (of each family's ``init_score``: log counts for count children) get a
+    one-factor principal-axis solution: loadings (oriented so the first child's
+    is positive), unique variances (the Normal children's sigma^2), and per-row
+    factor scores with their conditional sd, from which each chain draws its
+    starting latents. Intercepts and protected effects start at their
+    least-squares values. Loadings get a
     multiplicative jitter per chain so chains do not start at one point.
 
     Parameters
@@ -79,6 +74,10 @@ def latent_inits(
     columns = [np.ones(n)]
     slices: dict[str, slice] = {}
     for node in scm.protected:
+        if f"n_levels_{node}" not in stan_data:  # continuous: its value is one column
+            slices[node] = slice(len(columns), len(columns) + 1)
+            columns.append(np.asarray(stan_data[node], dtype=float))
+            continue
         level = np.asarray(stan_data[node])
         n_levels = int(stan_data[f"n_levels_{node}"])  # type: ignore[call-overload]
         start = len(columns)
@@ -92,18 +91,23 @@ def latent_inits(
     for latent in scm.latents:
         spec = scm.specs[latent]
         assert isinstance(spec, Latent)
-        children = [c for c in scm.children(latent) if c in scm.observed]
+        children = [
+            c
+            for c in scm.children(latent)
+            if c in scm.observed and not scm.equations[c].family.declares_coefficients
+        ]
         residuals = []
         for child in children:
             eq = scm.equations[child]
-            score = _child_score(eq.spec.family, np.asarray(stan_data[child]))
+            score = eq.family.init_score(np.asarray(stan_data[child]))
             coef, residual = _least_squares(score, design)
             residuals.append(residual)
             if eq.intercept:
                 fixed[eq.intercept] = float(coef[0])
             if not eq.observed:  # protected-only design: the regression gives the effects
                 for term in eq.protected:
-                    fixed[term.param] = coef[slices[term.parent]]
+                    effect = coef[slices[term.parent]]
+                    fixed[term.param] = float(effect[0]) if term.continuous else effect
         z = np.column_stack(residuals)
         lam, unique = _principal_axis(np.atleast_2d(np.cov(z, rowvar=False)))
         if lam[0] < 0:
@@ -117,7 +121,7 @@ def latent_inits(
             value = float(loading) * spec.scale
             loadings[lterm.param] = max(value, 0.05) if lterm.positive else value
             if eq.sigma and eq.sigma_fixed is None:
-                fixed[f"sigma2_{child}"] = float(psi)
+                fixed[str(eq.variance)] = float(psi)
         means[latent] = spec.loc + spec.scale * means[latent]
         sds[latent] = spec.scale * sds[latent]
     anchored = anchors_of(scm)

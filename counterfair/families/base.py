@@ -1,0 +1,352 @@
+"""What a distribution family of observed nodes must provide, with the common defaults.
+
+A family is a stateless object (one instance per family, kept in the registry
+of :mod:`counterfair.families`) that holds everything counterfair does
+differently for nodes of that family:
+
+* **data**: which values a column may hold (errors name the column, the value
+  and the row), how they are written into the Stan data, and the rough
+  coefficient scale the sampler starts from;
+* **Stan**: the data declaration of the node, the declarations and priors of
+  its own parameters (a residual sd, a dispersion, cutpoints), and its sampling
+  statement with or without a design matrix (a GLM function where Stan has one);
+* **as a parent**: how the node's value enters a child's design matrix;
+* **numpy**: the mean and a random draw given the linear predictor, used by the
+  one forward simulator (:mod:`counterfair.simulate`) and by counterfactual
+  propagation;
+* **noise**: whether the node has additive noise that is abducted exactly and
+  reused across worlds (Normal), or is redrawn where its parents change;
+* **learning**: its scikit-learn task (regression or classification).
+
+Parameter *names* are not made here: the SCM names every Stan identifier
+(:meth:`counterfair.SCM._build_equations`), ``<role>_<node>`` for each role in
+:attr:`Family.extra_parameters`, and a family reads them from the equation.
+
+The defaults below fit a count or binary family with one linear predictor and
+no parameter of its own (Poisson, Bernoulli); a new family overrides what
+differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+
+from counterfair import errors
+from counterfair.specs import Observed
+
+if TYPE_CHECKING:
+    from counterfair.layout import NodeEquation
+    from counterfair.params import ParamDraws
+
+Task = Literal["regressor", "classifier"]
+"""The scikit-learn task of a family when its node is a learning target."""
+
+Index = Callable[[str], str]
+"""Maps a parameter or latent name to the Stan expression that reads it (``name[s]``)."""
+
+Width = Callable[[str], "str | None"]
+"""Stan number of indicator columns of a parent, None when it enters as one column."""
+
+INDENT = "  "
+
+
+def row_label(index: pd.Index | None, position: int) -> object:
+    """The label of row ``position`` as a plain Python object (for error messages)."""
+    value = index[position] if index is not None else position
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
+
+
+def append_rows(pieces: list[str]) -> str:
+    """Stack Stan coefficient blocks with ``append_row`` (in column order)."""
+    out = pieces[-1]
+    for piece in reversed(pieces[:-1]):
+        out = f"append_row({piece}, {out})"
+    return out
+
+
+class Family:
+    """Behaviour of one distribution family of observed nodes.
+
+    Attributes
+    ----------
+    name : str
+        The family's name (``spec.family`` of its specs).
+    spec : type
+        Its spec class (the dataclass users put on a node).
+    task : {"regressor", "classifier"}
+        scikit-learn task of a target of this family.
+    additive_noise : bool
+        Whether ``x = mu(parents) + sigma * eps`` with a Normal ``eps``: the noise
+        is abducted exactly and reused in every world, and the node can anchor
+        a latent (:mod:`counterfair.stan.anchoring`). Otherwise the node is
+        redrawn from its conditional distribution where a parent changed.
+    extra_parameters : tuple of str
+        Roles of the family's own parameters besides the linear predictor's
+        (e.g. ``("phi",)``); the SCM names them ``<role>_<node>``.
+    intercept_allowed : bool
+        Whether the linear predictor may have an intercept (not with cutpoints).
+    exact : bool
+        Whether exact abduction (:mod:`counterfair.exact_abduction`) handles a
+        conditioned child of this family (it needs :meth:`log_likelihood` and
+        :meth:`derivatives`).
+    glm, plain : str
+        Stan sampling functions with and without a design matrix.
+    declares_coefficients : bool
+        Whether the family lays out its own coefficients (a categorical node
+        has one set per non-reference level) instead of one real per design
+        column: it then writes their declarations, priors and sampling
+        statement and computes its linear predictor itself, and its latent
+        loadings cannot carry the sign constraint.
+    """
+
+    name: ClassVar[str]
+    spec: ClassVar[type[Observed]]
+    task: ClassVar[Task] = "regressor"
+    additive_noise: ClassVar[bool] = False
+    extra_parameters: ClassVar[tuple[str, ...]] = ()
+    intercept_allowed: ClassVar[bool] = True
+    exact: ClassVar[bool] = False
+    glm: ClassVar[str] = ""
+    plain: ClassVar[str] = ""
+    declares_coefficients: ClassVar[bool] = False
+
+    # ------------------------------------------------------------------ data
+    def column_values(self, spec: Observed, series: pd.Series, column: str) -> np.ndarray:
+        """Validated values of a column as float64 (level codes from 0 for level families).
+
+        Raises
+        ------
+        DataError
+            Naming the column, the offending value and its row.
+        """
+        if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
+            raise errors.DataError(
+                errors.NOT_NUMERIC.format(
+                    column=column, node=column, family=self.name, dtype=series.dtype
+                )
+            )
+        values = series.to_numpy(dtype=float)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise errors.DataError(
+                errors.NOT_FINITE.format(
+                    column=column, value=float(values[i]), row=row_label(series.index, i)
+                )
+            )
+        self.check_values(values, column, series.index)
+        return values
+
+    def check_values(self, values: np.ndarray, column: str, index: pd.Index) -> None:
+        """Check the finite values of a column against the family's support."""
+
+    def n_levels(self, spec: Observed) -> int | None:
+        """Number of levels of a level-valued node (ordinal, categorical), else None."""
+        return None
+
+    def stan_values(self, spec: Observed, values: np.ndarray) -> np.ndarray:
+        """The column as the Stan data expects it (integers by default)."""
+        return np.rint(values).astype(np.int64)
+
+    def stan_data(self, eq: NodeEquation) -> dict[str, object]:
+        """Extra Stan data the node needs besides its column (e.g. its number of levels)."""
+        return {}
+
+    def data_declarations(self, eq: NodeEquation) -> list[str]:
+        """Lines of the data block declaring the node (without indentation)."""
+        raise NotImplementedError
+
+    def coefficient_scale(self, values: np.ndarray) -> float:
+        """A rough posterior sd of the node's coefficients (Stan ``multiplier`` only)."""
+        spread = float(values.std())
+        return float((spread if spread > 0 else 1.0) / np.sqrt(max(values.shape[0], 1)))
+
+    def init_score(self, values: np.ndarray) -> np.ndarray:
+        """A roughly linear-scale score of the values, for data-driven initial values."""
+        return values.astype(float)
+
+    def frame_column(self, spec: Observed, values: np.ndarray) -> Any:
+        """The values as a data frame column (integers by default)."""
+        return np.asarray(values).astype(np.int64)
+
+    def stan_functions(self) -> list[str]:
+        """Stan function definitions the family's statements use (indented by 2)."""
+        return []
+
+    # ------------------------------------------------------------------ as a parent
+    def design_column(self, eq: NodeEquation) -> str:
+        """Stan expression of the node's columns in a child's design matrix."""
+        return f"to_matrix(to_vector({eq.node}))"
+
+    def design_width(self, eq: NodeEquation) -> str:
+        """Stan expression of the number of those columns."""
+        return "1"
+
+    def parent_levels(self, spec: Observed) -> int | None:
+        """Levels when the node enters a child as reference-coded indicators, else None."""
+        return None
+
+    # ------------------------------------------------------------------ Stan parameters
+    def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
+        """(declaration, comment) of the family's own parameters.
+
+        With ``array_prefix`` (``"array[S] "``) they are data of the abduction
+        program: one value per parameter set.
+        """
+        return []
+
+    def transformed_parameters(self, eq: NodeEquation) -> list[tuple[str, str]]:
+        """(definition, comment) lines of the fit program's transformed parameters."""
+        return []
+
+    def priors(self, eq: NodeEquation) -> list[str]:
+        """Prior statements of the family's own parameters (fit program)."""
+        return []
+
+    def statement_arguments(self, eq: NodeEquation, index: Index) -> list[str]:
+        """Trailing arguments of the sampling statement (a sd, a dispersion, cutpoints)."""
+        return []
+
+    def sampling_statement(
+        self,
+        eq: NodeEquation,
+        design: str | None,
+        alpha: str,
+        alpha_is_vector: bool,
+        beta: str | None,
+        arguments: list[str],
+    ) -> str:
+        """``node ~ <GLM>(X, alpha, beta, ...);``, or the plain function without columns.
+
+        Parameters
+        ----------
+        eq : NodeEquation
+            The node's equation.
+        design : str or None
+            Name of its design matrix (None without columns).
+        alpha : str
+            The intercept expression (a real, or a vector when ``alpha_is_vector``).
+        alpha_is_vector : bool
+            Whether ``alpha`` has per-row terms (latents).
+        beta : str or None
+            The stacked coefficient vector (None without columns).
+        arguments : list of str
+            Trailing arguments (:meth:`statement_arguments`, or the fit program's own).
+        """
+        if beta is not None:
+            return f"{eq.node} ~ {self.glm}({', '.join([str(design), alpha, beta, *arguments])});"
+        return f"{eq.node} ~ {self.plain}({', '.join([alpha, *arguments])});"
+
+    # ------------------------------------------------------------------ own coefficients
+    def coefficient_declarations(
+        self, eq: NodeEquation, array_prefix: str, scaled: str, width: Width
+    ) -> list[tuple[str, str]]:
+        """(declaration, comment) of every coefficient (``declares_coefficients`` only).
+
+        ``scaled`` is the ``<multiplier=...>`` of the fit program (empty for
+        data); ``width(parent)`` the Stan number of indicator columns of a
+        parent, None for a parent entering as one column.
+        """
+        raise NotImplementedError
+
+    def coefficient_priors(self, eq: NodeEquation) -> list[str]:
+        """Prior statements of every coefficient (``declares_coefficients`` only)."""
+        raise NotImplementedError
+
+    def statement(self, eq: NodeEquation, design: str | None, index: Index) -> str:
+        """The whole sampling statement, latents included (``declares_coefficients`` only)."""
+        raise NotImplementedError
+
+    def linear_predictor(
+        self,
+        eq: NodeEquation,
+        params: ParamDraws,
+        values: Mapping[str, np.ndarray],
+        codes: Mapping[str, np.ndarray],
+        reference_coding: bool,
+        n_rows: int,
+    ) -> np.ndarray:
+        """The node's linear predictor(s) (``declares_coefficients`` only)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ numpy
+    def parameter_shapes(
+        self, eq: NodeEquation, widths: Mapping[str, int]
+    ) -> dict[str, tuple[int, ...]]:
+        """Shape of each parameter the family lays out (``()`` for a scalar).
+
+        Its own parameters (a dispersion, cutpoints), and every coefficient when
+        ``declares_coefficients``. ``widths`` gives the number of effects of
+        each categorical protected parent (its levels, less the reference under
+        reference coding).
+        """
+        return {}
+
+    def check_parameter(self, eq: NodeEquation, name: str, value: np.ndarray) -> str | None:
+        """Why a user-given value of one of the family's own parameters is invalid, or None."""
+        return None
+
+    def mean(self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:
+        """Mean of the node given its linear predictor ``eta`` ``(S, N)``."""
+        raise NotImplementedError
+
+    def draw(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        """A fresh draw of the node given ``eta`` ``(S, N)``, as floats."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ exact abduction
+    def log_likelihood(self, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
+        """Log likelihood of ``y`` given ``eta`` up to a constant (exact families only)."""
+        raise NotImplementedError
+
+    def derivatives(self, y: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First and second derivative of :meth:`log_likelihood` in ``eta``."""
+        raise NotImplementedError
+
+
+def check_counts(values: np.ndarray, column: str, index: pd.Index, message: str) -> None:
+    """Fail on the first value that is not a non-negative integer, with ``message``."""
+    bad = (values < 0) | (values != np.round(values))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise errors.DataError(
+            message.format(column=column, value=float(values[i]), row=row_label(index, i))
+        )
+
+
+def count_data_declaration(node: str) -> list[str]:
+    """Data block line of a count node."""
+    return [f"array[N] int<lower=0> {node};  // observed {node} (counts)"]
+
+
+def count_coefficient_scale(values: np.ndarray) -> float:
+    """Coefficient scale of a log-link count node: 1 / sqrt(total count)."""
+    return float(1.0 / np.sqrt(max(values.sum(), 1.0)))
+
+
+def protected_effect(beta: np.ndarray, codes: np.ndarray, reference_coding: bool) -> np.ndarray:
+    """Effect of a categorical parent per set and row (its levels' effects looked up).
+
+    Parameters
+    ----------
+    beta : numpy.ndarray
+        Level effects, shape ``(S, L-1, ...)`` (reference coding) or ``(S, L, ...)``
+        (one-hot); trailing axes (one per category of a categorical child) are kept.
+    codes : numpy.ndarray
+        Level codes, shape ``(N,)`` or ``(S, N)``.
+    reference_coding : bool
+        Whether level 0 is the reference level with effect 0.
+    """
+    s = beta.shape[0]
+    if reference_coding:
+        beta = np.concatenate([np.zeros((s, 1, *beta.shape[2:])), beta], axis=1)
+    index = np.broadcast_to(np.asarray(codes, dtype=np.int64), (s, np.shape(codes)[-1]))
+    index = index.reshape(index.shape + (1,) * (beta.ndim - 2))
+    return np.take_along_axis(beta, index, axis=1)
