@@ -4,10 +4,12 @@ Semantics (Pearl's three steps, per joint sample of parameters and latents):
 
 1. **Abduction** -- latents come from the posterior given each row's data; the
    additive noise of every Normal node is then exact: ``x - mu(parents)``.
-2. **Action** -- ``do(A = a')`` replaces the protected attribute's value.
+2. **Action** -- ``do(A = a')`` replaces the value of a protected attribute or of
+   any observed node (several at once, one value for every row or one per row).
 3. **Prediction** -- nodes are recomputed in topological order:
 
-   * non-descendants of the intervened attributes keep their factual values;
+   * intervened observed nodes take the values set;
+   * non-descendants of the intervened nodes keep their factual values;
    * latents keep their abducted draws in every world;
    * a Normal node is ``mu(counterfactual parents) + its abducted noise``
      (Kusner et al.'s level 3);
@@ -51,23 +53,39 @@ def noise_column(node: str) -> str:
     return f"{node}{NOISE_SUFFIX}"
 
 
+def _check_do_nodes(scm: SCM, do: Mapping[str, object]) -> None:
+    """Every node of ``do`` must be protected or observed (latents are abducted, not set)."""
+    for node in do:
+        if node in scm.latents:
+            raise errors.DataError(errors.LATENT_DO.format(node=node))
+        if node not in scm.protected and node not in scm.observed:
+            raise errors.DataError(
+                errors.UNKNOWN_DO_NODE.format(
+                    node=node, protected=list(scm.protected), observed=list(scm.observed)
+                )
+            )
+
+
 def do_codes(fit: Fit, do: Mapping[str, DoValue], rows: pd.DataFrame) -> dict[str, np.ndarray]:
     """Level codes of every protected attribute in the world of ``do``.
+
+    Observed nodes in ``do`` are checked to exist but otherwise left to
+    :func:`do_values`.
 
     Raises
     ------
     DataError
-        If ``do`` names a node that is not protected, has the wrong number of
-        values, or a level unseen at fit time.
+        If ``do`` names a node that is neither protected nor observed, or a
+        protected attribute with the wrong number of values or a level unseen at
+        fit time.
     """
     scm = fit.scm
+    _check_do_nodes(scm, do)
     codes = fit.encoding.codes(rows)
     n = len(rows)
     for node, value in do.items():
         if node not in scm.protected:
-            raise errors.DataError(
-                errors.UNKNOWN_DO_NODE.format(node=node, protected=list(scm.protected))
-            )
+            continue
         if isinstance(value, str) or np.ndim(value) == 0:
             codes[node] = np.full(n, fit.encoding.code(node, [value])[0])
         else:
@@ -78,6 +96,40 @@ def do_codes(fit: Fit, do: Mapping[str, DoValue], rows: pd.DataFrame) -> dict[st
                 )
             codes[node] = fit.encoding.code(node, values, rows.index)
     return codes
+
+
+def do_values(scm: SCM, do: Mapping[str, DoValue], index: pd.Index) -> dict[str, np.ndarray]:
+    """Values of the observed nodes set by ``do``, shape ``(N,)``, checked by their family.
+
+    A value is given for every row or one per row, as the column would hold it
+    (a level of an ordinal or categorical node, 0/1 for a Bernoulli node, ...);
+    level-valued nodes get their codes.
+
+    Raises
+    ------
+    DataError
+        If ``do`` names a node that is neither protected nor observed, gives the
+        wrong number of values, or a value the node's family does not allow (the
+        message names the node and the value).
+    """
+    _check_do_nodes(scm, do)
+    n = len(index)
+    out: dict[str, np.ndarray] = {}
+    for node, value in do.items():
+        if node not in scm.observed:
+            continue
+        if isinstance(value, str) or np.ndim(value) == 0:
+            raw = [value] * n
+        else:
+            raw = list(np.asarray(value, dtype=object))
+            if len(raw) != n:
+                raise errors.DataError(
+                    errors.DO_LENGTH.format(node=node, got=len(raw), expected=n)
+                )
+        eq = scm.equations[node]
+        series = pd.Series(raw, index=index, dtype=object).infer_objects()
+        out[node] = eq.family.column_values(eq.spec, series, node)
+    return out
 
 
 def _changed(cf: np.ndarray, factual: np.ndarray) -> np.ndarray:
@@ -154,6 +206,7 @@ def propagate(
     *,
     simulated: Mapping[str, np.ndarray] | None = None,
     simulated_noise: Mapping[str, np.ndarray] | None = None,
+    set_values: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Values of every observed node, shape ``(S, N)``, in the world with ``codes``.
 
@@ -171,16 +224,21 @@ def propagate(
     simulated, simulated_noise : mapping, optional
         Factual values (and Normal noise) of nodes absent from the rows, from
         :func:`simulate_missing`, shape ``(S, N)``.
+    set_values : mapping, optional
+        Observed nodes set by the intervention and their values, shape ``(N,)``
+        (from :func:`do_values`).
     """
     s, n = abduction.n_samples, len(abduction.data)
     params = abduction.params
     given = dict(simulated or {})
+    fixed = dict(set_values or {})
 
     def factual_of(node: str) -> np.ndarray:
         source = given[node] if node in given else abduction.observed[node]
         return np.broadcast_to(source, (s, n))
 
     intervened = [p for p in scm.protected if np.any(codes[p] != abduction.codes[p])]
+    intervened += list(fixed)
     descendants = scm.descendants(intervened) if intervened else frozenset()
     noise = abduction.noise(
         scm,
@@ -190,6 +248,7 @@ def propagate(
             if scm.specs[d].role == "observed"
             and scm.equations[d].family.additive_noise
             and d not in given
+            and d not in fixed
         ],
     )
     noise.update(simulated_noise or {})
@@ -197,6 +256,9 @@ def propagate(
     values: dict[str, np.ndarray] = {k: v for k, v in abduction.latents.items()}
     for node in scm.observed:
         factual = factual_of(node)
+        if node in fixed:
+            values[node] = np.broadcast_to(np.asarray(fixed[node], dtype=float), (s, n))
+            continue
         if node not in descendants:
             values[node] = factual
             continue
@@ -265,8 +327,10 @@ def counterfactual_frame(
         inputs (:func:`simulate_missing`); ``frame.attrs["simulated"]`` lists
         them.
     do : mapping
-        Protected attribute -> level for every row, or a sequence of levels,
-        one per row. Several attributes may be intervened on at once.
+        Node -> value for every row, or a sequence of values, one per row: a
+        level (or a number, for a continuous attribute) of a protected
+        attribute, or a value of an observed node as its column would hold it.
+        Several nodes may be intervened on at once; latents cannot be.
     seed : int, optional
         Seed of the fresh draws of discrete descendants.
 
@@ -284,13 +348,20 @@ def counterfactual_frame(
     scm = fit.scm
     rng = np.random.default_rng(seed)
     cf_codes = do_codes(fit, do, abduction.data)
+    cf_set = do_values(scm, do, abduction.data.index)
     simulated, simulated_noise = simulate_missing(scm, abduction, rng)
     factual_values: dict[str, np.ndarray] = {**abduction.latents}
     factual_values.update({k: v[None, :] for k, v in abduction.observed.items()})
     factual_values.update(simulated)
     noise = {**abduction.noise(scm), **simulated_noise}
     cf_values = propagate(
-        scm, abduction, cf_codes, rng, simulated=simulated, simulated_noise=simulated_noise
+        scm,
+        abduction,
+        cf_codes,
+        rng,
+        simulated=simulated,
+        simulated_noise=simulated_noise,
+        set_values=cf_set,
     )
     frame = pd.concat(
         [
@@ -315,12 +386,13 @@ def interventional_frame(
     n_samples: int = 100,
     seed: int | None = None,
 ) -> pd.DataFrame:
-    """Population-level samples under ``do(A = a')``, conditioning on no row.
+    """Population-level samples under ``do(...)``, conditioning on no row.
 
     For each of ``n_samples`` posterior parameter draws, ``n`` new units are
-    simulated forward: intervened attributes are set, other protected attributes
-    are resampled from the training rows, latents come from their prior and every
-    observed node is drawn from its conditional distribution.
+    simulated forward: intervened nodes (protected or observed) are set, other
+    protected attributes are resampled from the training rows, latents come from
+    their prior and every other observed node is drawn from its conditional
+    distribution.
 
     Returns
     -------
@@ -333,6 +405,8 @@ def interventional_frame(
     pick = rng.choice(posterior.n, size=min(n_samples, posterior.n), replace=False)
     params: ParamDraws = posterior.take(np.sort(pick))
     s = params.n
+    _check_do_nodes(scm, do)
+    set_values = do_values(scm, do, pd.RangeIndex(n))
     training_codes = fit.encoding.codes(fit.data)
     codes: dict[str, np.ndarray] = {}
     for node in scm.protected:
@@ -341,11 +415,6 @@ def interventional_frame(
             codes[node] = np.full((s, n), level)
         else:
             codes[node] = rng.choice(training_codes[node], size=(s, n))
-    unknown = [k for k in do if k not in scm.protected]
-    if unknown:
-        raise errors.DataError(
-            errors.UNKNOWN_DO_NODE.format(node=unknown[0], protected=list(scm.protected))
-        )
     values: dict[str, np.ndarray] = {}
     for node in scm.latents:
         spec = scm.specs[node]
@@ -354,6 +423,9 @@ def interventional_frame(
         ) * rng.standard_normal((s, n))
     reference = scm.coding == "reference"
     for node in scm.observed:
+        if node in set_values:
+            values[node] = np.broadcast_to(set_values[node], (s, n)).astype(float)
+            continue
         eq = scm.equations[node]
         eta = linear_predictor(eq, params, values, codes, reference_coding=reference, n_rows=n)
         values[node] = draw_node(eq, params, eta, rng)

@@ -72,7 +72,12 @@ UNSEEN_LEVEL = (
     "at fit time; known levels: {levels}"
 )
 UNKNOWN_DO_NODE = (
-    "do() names {node!r}, which is not a protected node of the SCM; protected: {protected}"
+    "do() names {node!r}, which is not a protected or observed node of the SCM; "
+    "protected: {protected}, observed: {observed}"
+)
+LATENT_DO = (
+    "do() names {node!r}, a latent node: latents are abducted from each row, not set; "
+    "intervene on an observed or protected node instead"
 )
 DO_LENGTH = "do({node}=...) has {got} values for {expected} rows"
 UNKNOWN_NODE = "{node!r} is not a node of the SCM; nodes: {nodes}"

@@ -526,7 +526,10 @@ class Fit:
         abduction: Abduction | None = None,
         **abduct_args: Any,
     ) -> pd.DataFrame:
-        """Counterfactual values of every node under ``do(A = a')``, per row and sample.
+        """Counterfactual values of every node under ``do(...)``, per row and sample.
+
+        ``do`` sets protected attributes and/or observed nodes (one value for
+        every row, or one per row).
 
         See :func:`counterfair.counterfactual.counterfactual_frame` for the
         semantics and the layout of the returned long DataFrame.
@@ -546,7 +549,7 @@ class Fit:
         n_samples: int = 100,
         seed: int | None = None,
     ) -> pd.DataFrame:
-        """Population-level samples under ``do(A = a')``, conditioning on no row.
+        """Population-level samples under ``do(...)`` (protected or observed nodes).
 
         See :func:`counterfair.counterfactual.interventional_frame`.
         """

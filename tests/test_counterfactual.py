@@ -163,6 +163,36 @@ def test_counterfactual_matches_closed_form_given_theta(
 
 
 @pytest.mark.stan
+def test_intervention_on_an_observed_node_matches_closed_form(
+    lg_fit: cf.Fit, lg_theta: dict[str, float], lg_rows: pd.DataFrame
+) -> None:
+    """do(X = x') moves Y by beta_Y_X (x' - x) (its noise is reused); A and U stay."""
+    abduction = lg_fit.abduct(lg_rows, method="mean", n_samples=20, seed=4)
+    n, a = len(lg_rows), _codes(lg_rows["A"])
+    x, y = lg_rows["X"].to_numpy(), lg_rows["Y"].to_numpy()
+    frame = lg_fit.counterfactual(lg_rows, do={"X": x + 1.0}, abduction=abduction, seed=4)
+    factual, counter = _worlds(frame)
+    np.testing.assert_allclose(_as_matrix(counter["X"], n), np.tile(x + 1.0, (20, 1)))
+    expected_y = y + lg_theta["beta_Y_X"]
+    np.testing.assert_allclose(_as_matrix(counter["Y"], n), np.tile(expected_y, (20, 1)), atol=1e-8)
+    np.testing.assert_array_equal(counter["U"].to_numpy(), factual["U"].to_numpy())
+    np.testing.assert_array_equal(counter["A"].to_numpy(), factual["A"].to_numpy())
+
+    # several nodes at once; an int on the int-coded protected column A
+    both = lg_fit.counterfactual(lg_rows, do={"A": 1, "X": 0.0}, abduction=abduction, seed=4)
+    _, counter = _worlds(both)
+    assert (counter["A"].astype(str) == "1").all() and (counter["X"] == 0.0).all()
+    expected_y = y + lg_theta["beta_Y_A"] * (1 - a) + lg_theta["beta_Y_X"] * (0.0 - x)
+    np.testing.assert_allclose(_as_matrix(counter["Y"], n), np.tile(expected_y, (20, 1)), atol=1e-8)
+    assert both.attrs["do"] == {"A": 1, "X": 0.0}
+
+    # the factual value gives back the factual world
+    same = lg_fit.counterfactual(lg_rows, do={"X": x}, abduction=abduction, seed=4)
+    factual, counter = _worlds(same)
+    np.testing.assert_array_equal(counter["Y"].to_numpy(), factual["Y"].to_numpy())
+
+
+@pytest.mark.stan
 def test_counterfactual_of_training_rows_uses_the_joint_posterior(
     lg_fit: cf.Fit, lg_theta: dict[str, float]
 ) -> None:
@@ -410,10 +440,15 @@ def test_per_row_do_values(
     [
         (
             {"gender": "Male"},
-            re.escape(errors.UNKNOWN_DO_NODE.format(node="gender", protected=["race", "sex"])),
+            re.escape(
+                errors.UNKNOWN_DO_NODE.format(
+                    node="gender", protected=["race", "sex"], observed=["UGPA", "LSAT", "ZFYA"]
+                )
+            ),
         ),
-        ({"UGPA": "3.0"}, r"do\(\) names 'UGPA', which is not a protected node"),
-        ({"K": "0"}, r"do\(\) names 'K', which is not a protected node"),
+        ({"UGPA": "high"}, r"column 'UGPA' \(node 'UGPA', normal\) must be numeric"),
+        ({"LSAT": 30.5}, r"column 'LSAT' is a Poisson node .* value 30.5 at row 1000"),
+        ({"K": "0"}, re.escape(errors.LATENT_DO.format(node="K"))),
         ({"race": "Martian"}, r"protected attribute 'race' has level 'Martian'"),
         ({"sex": ["Male"] * (N_ROWS - 1) + ["Other"]}, r"'sex' has level 'Other' \(row 1029\)"),
         (
@@ -525,3 +560,12 @@ def test_interventional_errors(law_fit: cf.Fit) -> None:
         law_fit.interventional(10, {"gender": "Male"}, n_samples=2)
     with pytest.raises(cf.DataError, match=r"'race' has level 'Martian'"):
         law_fit.interventional(10, {"race": "Martian"}, n_samples=2)
+    with pytest.raises(cf.DataError, match=re.escape(errors.LATENT_DO.format(node="K"))):
+        law_fit.interventional(10, {"K": 1.0}, n_samples=2)
+
+
+@pytest.mark.stan
+def test_interventional_samples_with_an_observed_node_set(law_fit: cf.Fit) -> None:
+    frame = law_fit.interventional(50, {"UGPA": 3.0, "race": "Black"}, n_samples=3, seed=1)
+    assert (frame["UGPA"] == 3.0).all() and (frame["race"] == "Black").all()
+    assert frame["LSAT"].std() > 0  # the other nodes are still drawn

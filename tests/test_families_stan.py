@@ -154,3 +154,36 @@ def test_counterfactual_audit_swaps_categorical_attributes_only(fit: cf.Fit) -> 
     assert set(report.changes["attribute"]) == {"A"}
     with pytest.raises(ValueError, match="'age' is continuous"):
         cf.audit.counterfactual_fairness(fit, rows, predictor, attributes=["age"], n_samples=10)
+
+
+@pytest.mark.stan
+def test_interventions_on_observed_nodes_propagate_to_their_descendants(fit: cf.Fit) -> None:
+    """O -> K -> C: do(O) redraws K where O changed and C where K changed; X stays."""
+    rows = families_data().drop(columns="U").head(30)
+    frame = fit.counterfactual(rows, {"O": "high"}, n_samples=20, seed=2)
+    before = frame[frame["world"] == "factual"].reset_index(drop=True)
+    after = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
+    assert (after["O"] == "high").all()
+    np.testing.assert_array_equal(after["X"].to_numpy(), before["X"].to_numpy())
+    moved = (before["O"] != "high").to_numpy()
+    k_changed = before["K"].to_numpy() != after["K"].to_numpy()
+    assert k_changed[moved].any() and not k_changed[~moved].any()
+    c_changed = before["C"].to_numpy() != after["C"].to_numpy()
+    assert not c_changed[~k_changed].any()
+
+    # one value per row, and the factual values give the factual world back
+    same = fit.counterfactual(rows, {"K": rows["K"].astype(str).to_numpy()}, n_samples=5)
+    before = same[same["world"] == "factual"].reset_index(drop=True)
+    after = same[same["world"] == "counterfactual"].reset_index(drop=True)
+    for node in ("O", "K", "C", "X"):
+        assert (before[node].to_numpy() == after[node].to_numpy()).all(), node
+
+    with pytest.raises(cf.DataError, match=r"column 'O' is an Ordinal node .* 'medium'"):
+        fit.counterfactual(rows, {"O": "medium"}, n_samples=5)
+    with pytest.raises(cf.DataError, match=r"'nope', which is not a protected or observed node"):
+        fit.counterfactual(rows, {"nope": 1}, n_samples=5)
+
+    drug = fit.interventional(500, {"K": "drug"}, n_samples=10, seed=3)
+    violent = fit.interventional(500, {"K": "violent"}, n_samples=10, seed=3)
+    assert (drug["K"] == 1.0).all()  # codes in interventional samples: theft 0, drug 1
+    assert drug["C"].mean() > violent["C"].mean()  # beta_C_K: drug +0.4, violent -0.3
