@@ -41,6 +41,12 @@ def full_fit(stan_backend: str) -> cf.Fit:
     return families_fit().fit
 
 
+def _training(fit: cf.Fit, rows: int, n_samples: int, seed: int = 0) -> cf.Abduction:
+    """The fit's own draws for its first ``rows`` training rows (no abduction program:
+    the MCMC abduction of new rows with these families is a program of its own, ``slow``)."""
+    return fit.abduct(n_samples=n_samples, seed=seed).take_rows(np.arange(rows))
+
+
 def _draws(fit: cf.Fit, name: str) -> np.ndarray:
     return stacked(fit, name).reshape(fit.params().n, -1)
 
@@ -105,14 +111,16 @@ def test_new_rows_are_abducted_by_mcmc(full_fit: cf.Fit) -> None:
 @pytest.mark.stan
 def test_counterfactuals_with_ordinal_count_and_continuous_parents(fit: cf.Fit) -> None:
     rows = families_data().drop(columns="U").head(25)
-    same = fit.counterfactual(rows, {"A": rows["A"].astype(str).to_numpy()}, n_samples=20)
+    same = fit.counterfactual(
+        rows, {"A": rows["A"].astype(str).to_numpy()}, abduction=_training(fit, 25, 20)
+    )
     factual = same[same["world"] == "factual"].reset_index(drop=True)
     counter = same[same["world"] == "counterfactual"].reset_index(drop=True)
     for node in ("O", "C", "X"):
         pd.testing.assert_series_equal(factual[node], counter[node])
     assert counter["O"].dtype == pd.CategoricalDtype(list(FAMILY_LEVELS), ordered=True)
 
-    flipped = fit.counterfactual(rows, {"A": "b"}, n_samples=20, seed=4)
+    flipped = fit.counterfactual(rows, {"A": "b"}, abduction=_training(fit, 25, 20), seed=4)
     before = flipped[flipped["world"] == "factual"].reset_index(drop=True)
     after = flipped[flipped["world"] == "counterfactual"].reset_index(drop=True)
     was_a = after["row"].isin(rows.index[rows["A"] == "a"]).to_numpy()
@@ -121,7 +129,7 @@ def test_counterfactuals_with_ordinal_count_and_continuous_parents(fit: cf.Fit) 
         changed = before[node].to_numpy() != after[node].to_numpy()
         assert changed[was_a].any() and not changed[~was_a].any(), node
 
-    older = fit.counterfactual(rows, {"age": 2.0}, n_samples=20, seed=4)
+    older = fit.counterfactual(rows, {"age": 2.0}, abduction=_training(fit, 25, 20), seed=4)
     cf_world = older[older["world"] == "counterfactual"]
     assert (cf_world["age"] == 2.0).all()
     # age is a parent of K and C only: O and X keep their factual values
@@ -150,17 +158,21 @@ def test_counterfactual_audit_swaps_categorical_attributes_only(fit: cf.Fit) -> 
     def predictor(frame: pd.DataFrame) -> np.ndarray:
         return np.asarray(frame["C"], dtype=float)
 
-    report = cf.audit.counterfactual_fairness(fit, rows, predictor, n_samples=10, seed=1)
+    training = _training(fit, 20, 10)
+    report = cf.audit.counterfactual_fairness(fit, rows, predictor, abduction=training, seed=1)
     assert set(report.changes["attribute"]) == {"A"}
     with pytest.raises(ValueError, match="'age' is continuous"):
-        cf.audit.counterfactual_fairness(fit, rows, predictor, attributes=["age"], n_samples=10)
+        cf.audit.counterfactual_fairness(
+            fit, rows, predictor, attributes=["age"], abduction=training
+        )
 
 
 @pytest.mark.stan
 def test_interventions_on_observed_nodes_propagate_to_their_descendants(fit: cf.Fit) -> None:
     """O -> K -> C: do(O) redraws K where O changed and C where K changed; X stays."""
     rows = families_data().drop(columns="U").head(30)
-    frame = fit.counterfactual(rows, {"O": "high"}, n_samples=20, seed=2)
+    training = _training(fit, 30, 20)
+    frame = fit.counterfactual(rows, {"O": "high"}, abduction=training, seed=2)
     before = frame[frame["world"] == "factual"].reset_index(drop=True)
     after = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
     assert (after["O"] == "high").all()
@@ -172,16 +184,16 @@ def test_interventions_on_observed_nodes_propagate_to_their_descendants(fit: cf.
     assert not c_changed[~k_changed].any()
 
     # one value per row, and the factual values give the factual world back
-    same = fit.counterfactual(rows, {"K": rows["K"].astype(str).to_numpy()}, n_samples=5)
+    same = fit.counterfactual(rows, {"K": rows["K"].astype(str).to_numpy()}, abduction=training)
     before = same[same["world"] == "factual"].reset_index(drop=True)
     after = same[same["world"] == "counterfactual"].reset_index(drop=True)
     for node in ("O", "K", "C", "X"):
         assert (before[node].to_numpy() == after[node].to_numpy()).all(), node
 
     with pytest.raises(cf.DataError, match=r"column 'O' is an Ordinal node .* 'medium'"):
-        fit.counterfactual(rows, {"O": "medium"}, n_samples=5)
+        fit.counterfactual(rows, {"O": "medium"}, abduction=training)
     with pytest.raises(cf.DataError, match=r"'nope', which is not a protected or observed node"):
-        fit.counterfactual(rows, {"nope": 1}, n_samples=5)
+        fit.counterfactual(rows, {"nope": 1}, abduction=training)
 
     drug = fit.interventional(500, {"K": "drug"}, n_samples=10, seed=3)
     violent = fit.interventional(500, {"K": "violent"}, n_samples=10, seed=3)
