@@ -57,9 +57,10 @@ def compile_programs(
     spent: dict[str, float] = {}
     with pool:
         started = time.perf_counter()
-        futures = {
-            pool.submit(_compile, adapter.name, code): name for name, code in programs.items()
-        }
+        # longest program first (by text, a fair proxy for compile time): the big ones
+        # overlap with the small ones instead of running alone at the end
+        ordered = sorted(programs.items(), key=lambda item: len(item[1]), reverse=True)
+        futures = {pool.submit(_compile, adapter.name, code): name for name, code in ordered}
         for future in as_completed(futures):
             name = futures[future]
             spent[name] = future.result()
