@@ -163,6 +163,37 @@ def _parameter_layout(fit: Any, size: int) -> list[tuple[str, int]]:
     return layout
 
 
+@contextlib.contextmanager
+def _nuts(
+    model: Any,
+    data: Mapping[str, Any],
+    chains: int,
+    warmup: int,
+    draws: int,
+    seed: int | None,
+    progress: bool,
+    **args: Any,
+) -> Iterator[Any]:
+    """Run NUTS, chains in parallel, into a temporary folder; yield the fit while its
+    output files exist (they are removed afterwards)."""
+    output = tempfile.mkdtemp(prefix="counterfair-cmdstan-")
+    try:
+        with _quiet_cmdstanpy(logging.ERROR):
+            yield model.sample(
+                data=dict(data),
+                chains=chains,
+                parallel_chains=chains,
+                iter_warmup=warmup,
+                iter_sampling=draws,
+                seed=seed,
+                show_progress=progress,
+                output_dir=output,
+                **args,
+            )
+    finally:
+        shutil.rmtree(output, ignore_errors=True)
+
+
 class CmdStanPyBackend:
     """Adapter for cmdstanpy (needs a CmdStan installation)."""
 
@@ -192,25 +223,10 @@ class CmdStanPyBackend:
             args["inv_metric"] = {"inv_metric": np.asarray(args["inv_metric"]).tolist()}
         start = time.perf_counter()
         model, compiled = _model(code)
-        output = tempfile.mkdtemp(prefix="counterfair-cmdstan-")
-        try:
-            with _quiet_cmdstanpy(logging.ERROR):
-                fit = model.sample(
-                    data=dict(data),
-                    chains=chains,
-                    parallel_chains=chains,
-                    iter_warmup=warmup,
-                    iter_sampling=draws,
-                    seed=seed,
-                    show_progress=progress,
-                    output_dir=output,
-                    **args,
-                )
-                idata = az.from_cmdstanpy(
-                    posterior=fit, coords=dict(coords or {}), dims=dict(dims or {})
-                )
-        finally:
-            shutil.rmtree(output, ignore_errors=True)
+        with _nuts(model, data, chains, warmup, draws, seed, progress, **args) as fit:
+            idata = az.from_cmdstanpy(
+                posterior=fit, coords=dict(coords or {}), dims=dict(dims or {})
+            )
         return SamplerRun(
             idata=idata,
             seconds=time.perf_counter() - start,
@@ -231,28 +247,11 @@ class CmdStanPyBackend:
     ) -> Adaptation:
         """A short run whose adapted metric, step size and means seed another run."""
         model, _ = _model(code)
-        output = tempfile.mkdtemp(prefix="counterfair-cmdstan-")
-        try:
-            with _quiet_cmdstanpy(logging.ERROR):
-                fit = model.sample(
-                    data=dict(data),
-                    chains=chains,
-                    parallel_chains=chains,
-                    iter_warmup=warmup,
-                    iter_sampling=draws,
-                    seed=seed,
-                    inits=init,
-                    show_progress=False,
-                    output_dir=output,
-                )
-                metric = np.asarray(fit.inv_metric, dtype=float).reshape(chains, -1).mean(axis=0)
-                layout = _parameter_layout(fit, metric.size)
-                means = {
-                    name: np.asarray(fit.stan_variable(name)).mean(axis=0) for name, _ in layout
-                }
-                step = float(np.mean(fit.step_size))
-        finally:
-            shutil.rmtree(output, ignore_errors=True)
+        with _nuts(model, data, chains, warmup, draws, seed, False, inits=init) as fit:
+            metric = np.asarray(fit.inv_metric, dtype=float).reshape(chains, -1).mean(axis=0)
+            layout = _parameter_layout(fit, metric.size)
+            means = {name: np.asarray(fit.stan_variable(name)).mean(axis=0) for name, _ in layout}
+            step = float(np.mean(fit.step_size))
         return Adaptation(inv_metric=metric, step_size=step, layout=layout, means=means)
 
     def log_density(
