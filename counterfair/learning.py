@@ -21,7 +21,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
 
 from counterfair import errors
-from counterfair.counterfactual import DoValue, noise_column
+from counterfair.counterfactual import Coupling, DoValue, check_coupling, noise_column
 from counterfair.families import family_of
 from counterfair.posterior import Abduction, Fit, default_conditioning
 from counterfair.scm import SCM
@@ -628,6 +628,7 @@ def counterfactual_predictions(
     seed: int | None = None,
     frame: pd.DataFrame | None = None,
     response: Response = "prediction",
+    coupling: Coupling | None = None,
     **abduct_args: Any,
 ) -> pd.DataFrame:
     """Predictions of any predictor in the factual world and under ``do``, per row and sample.
@@ -656,6 +657,10 @@ def counterfactual_predictions(
         (see :func:`predict_output`). A :class:`FairLearner` of ``fit`` (or its
         bound ``predict`` / ``predict_proba``) reads its inputs from the shared
         samples in both worlds.
+    coupling : {"monotone", "redraw"}, optional
+        Coupling of discrete nodes across worlds (:meth:`Fit.counterfactual`;
+        default ``"monotone"``). With ``frame=``, the frame's own coupling
+        (``frame.attrs["coupling"]``); giving another one is an error.
 
     Returns
     -------
@@ -663,11 +668,25 @@ def counterfactual_predictions(
         Columns ``row``, ``sample``, ``factual``, ``counterfactual``, ``change``
         (counterfactual minus factual) and the factual protected attributes.
     """
+    if coupling is not None:
+        check_coupling(coupling)
     if frame is None:
-        frame = fit.counterfactual(data, do, n_samples=n_samples, seed=seed, **abduct_args)
+        frame = fit.counterfactual(
+            data,
+            do,
+            n_samples=n_samples,
+            seed=seed,
+            coupling=coupling if coupling is not None else "monotone",
+            **abduct_args,
+        )
     elif abduct_args:
         raise TypeError(
             f"abduction arguments {sorted(abduct_args)} are ignored when frame= is given"
+        )
+    elif coupling is not None and coupling != frame.attrs.get("coupling", coupling):
+        raise ValueError(
+            f"coupling={coupling!r} but the frame was computed with "
+            f"coupling={frame.attrs['coupling']!r}; drop coupling= or recompute the frame"
         )
     factual = frame[frame["world"] == "factual"].reset_index(drop=True)
     counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)

@@ -24,7 +24,7 @@ from counterfair.stan.inits import latent_inits
 from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
 
 if TYPE_CHECKING:
-    from counterfair.counterfactual import DoValue
+    from counterfair.counterfactual import Coupling, DoValue
 
 AbductionMethod = Literal["mean", "draws"]
 AbductionEngine = Literal["auto", "exact", "mcmc"]
@@ -524,22 +524,27 @@ class Fit:
         n_samples: int | None = 100,
         seed: int | None = None,
         abduction: Abduction | None = None,
+        coupling: Coupling = "monotone",
         **abduct_args: Any,
     ) -> pd.DataFrame:
         """Counterfactual values of every node under ``do(...)``, per row and sample.
 
         ``do`` sets protected attributes and/or observed nodes (one value for
-        every row, or one per row).
+        every row, or one per row). ``coupling`` says how a discrete node whose
+        parents changed shares its noise with the factual world: ``"monotone"``
+        (default; inverse-CDF coupling, Gumbel-max for a categorical node) or
+        ``"redraw"`` (a fresh draw); an unknown name raises ValueError.
 
         See :func:`counterfair.counterfactual.counterfactual_frame` for the
         semantics and the layout of the returned long DataFrame.
         """
-        from counterfair.counterfactual import counterfactual_frame
+        from counterfair.counterfactual import check_coupling, counterfactual_frame
 
+        coupling = check_coupling(coupling)
         seed = self.seed if seed is None else seed
         if abduction is None:
             abduction = self.abduct(data, n_samples=n_samples, seed=seed, **abduct_args)
-        return counterfactual_frame(self, abduction, do, seed=seed)
+        return counterfactual_frame(self, abduction, do, seed=seed, coupling=coupling)
 
     def interventional(
         self,

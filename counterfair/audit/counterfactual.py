@@ -24,7 +24,12 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
-from counterfair.counterfactual import counterfactual_frame
+from counterfair.counterfactual import (
+    DEFAULT_COUPLING,
+    Coupling,
+    check_coupling,
+    counterfactual_frame,
+)
 from counterfair.learning import RESPONSES, counterfactual_predictions, predict_output
 from counterfair.posterior import Abduction, Fit
 
@@ -136,6 +141,7 @@ def counterfactual_fairness(
     seed: int | None = 0,
     abduction: Abduction | None = None,
     response: Literal["prediction", "probability"] = "prediction",
+    coupling: Coupling = DEFAULT_COUPLING,
 ) -> CounterfactualReport:
     """Audit a predictor's counterfactual fairness with a fitted SCM.
 
@@ -179,6 +185,10 @@ def counterfactual_fairness(
         (``predict_proba``). A :class:`~counterfair.FairLearner` of ``fit``
         (or its bound methods) reads its inputs from the same abducted samples
         in both worlds, so a fair learner changes by exactly 0.
+    coupling : {"monotone", "redraw"}
+        How discrete descendants of the attribute share their noise across
+        worlds (:mod:`counterfair.counterfactual`): abducted and reused
+        (default), or drawn afresh.
 
     Returns
     -------
@@ -192,6 +202,7 @@ def counterfactual_fairness(
         raise ValueError("data has a duplicated index label; reset_index() it first")
     if response not in RESPONSES:
         raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
+    coupling = check_coupling(coupling)
     scm = fit.scm
     categorical = [a for a in scm.protected if not fit.encoding.is_continuous(a)]
     chosen = list(categorical if attributes is None else attributes)
@@ -243,7 +254,7 @@ def counterfactual_fairness(
                 continue
             rows = data[mask]
             frame = counterfactual_frame(
-                fit, abduction.take_rows(mask), {attribute: level}, seed=seed
+                fit, abduction.take_rows(mask), {attribute: level}, seed=seed, coupling=coupling
             )
             result = counterfactual_predictions(
                 fit, rows, {}, predictor, frame=frame, response=response

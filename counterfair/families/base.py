@@ -15,7 +15,12 @@ differently for nodes of that family:
   one forward simulator (:mod:`counterfair.simulate`) and by counterfactual
   propagation;
 * **noise**: whether the node has additive noise that is abducted exactly and
-  reused across worlds (Normal), or is redrawn where its parents change;
+  reused across worlds (Normal); otherwise how its exogenous noise is abducted
+  from a factual value and reused in another world (the coupling of
+  counterfactual values, :mod:`counterfair.counterfactual`): by default a
+  uniform inside the value's CDF interval fed to the quantile function of the
+  other world (:meth:`Family.cdf_interval`, :meth:`Family.quantile`), the
+  Gumbel-max construction for a categorical node;
 * **learning**: its scikit-learn task (regression or classification).
 
 Parameter *names* are not made here: the SCM names every Stan identifier
@@ -34,6 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
+from scipy.special import gammaincinv
 
 from counterfair import errors
 from counterfair.specs import Observed
@@ -83,8 +89,10 @@ class Family:
     additive_noise : bool
         Whether ``x = mu(parents) + sigma * eps`` with a Normal ``eps``: the noise
         is abducted exactly and reused in every world, and the node can anchor
-        a latent (:mod:`counterfair.stan.anchoring`). Otherwise the node is
-        redrawn from its conditional distribution where a parent changed.
+        a latent (:mod:`counterfair.stan.anchoring`). Otherwise its noise is
+        abducted by :meth:`abduct_noise` and reused by :meth:`apply_noise`
+        (``coupling="monotone"``), or the node is redrawn from its conditional
+        distribution where a parent changed (``coupling="redraw"``).
     extra_parameters : tuple of str
         Roles of the family's own parameters besides the linear predictor's
         (e.g. ``("phi",)``); the SCM names them ``<role>_<node>``.
@@ -301,6 +309,70 @@ class Family:
         """A fresh draw of the node given ``eta`` ``(S, N)``, as floats."""
         raise NotImplementedError
 
+    # ------------------------------------------------------------------ coupled noise
+    def cdf_interval(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(F(y - 1), F(y))``: the CDF just below and at the value ``y``, given ``eta``.
+
+        ``F`` is the node's conditional CDF given its linear predictor ``eta``
+        ``(S, N)``; ``y`` holds values (level codes for level families) of the
+        same shape. A uniform ``u`` in this interval gives back ``y`` through
+        :meth:`quantile` at the same ``eta``. Discrete families with an ordered
+        support implement it (with :meth:`quantile`).
+        """
+        raise NotImplementedError(f"the {self.name} family has no CDF interval")
+
+    def quantile(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, u: np.ndarray
+    ) -> np.ndarray:
+        """The generalised inverse CDF: the smallest ``y`` with ``F(y) >= u``, as floats.
+
+        ``u`` in ``(0, 1]``, shape ``(S, N)`` like ``eta``. Where it cannot be
+        computed in floating point (an astronomically large rate), NaN.
+        """
+        raise NotImplementedError(f"the {self.name} family has no quantile function")
+
+    def abduct_noise(
+        self,
+        eq: NodeEquation,
+        params: ParamDraws,
+        eta: np.ndarray,
+        y: np.ndarray,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """A draw of the node's exogenous noise given its value ``y`` and predictor ``eta``.
+
+        The noise is what the structural equation ``x = g(eta, noise)`` needs
+        besides the parents; :meth:`apply_noise` is ``g``. The default is the
+        inverse-CDF equation ``x = F^{-1}(u; eta)`` with ``u ~ Uniform(0, 1)``:
+        given ``x = y``, ``u`` is uniform on ``(F(y - 1), F(y)]``
+        (:meth:`cdf_interval`). Where that interval has no width in floating
+        point (a value the model all but rules out), the noise is NaN, and the
+        node keeps its factual value in every world.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(S, N)`` for a uniform (other families may add trailing axes).
+        """
+        lower, upper = self.cdf_interval(eq, params, eta, y)
+        u = lower + (upper - lower) * (1.0 - rng.random(np.shape(lower)))  # in (lower, upper]
+        return np.where((u > lower) & (u <= upper), u, np.nan)
+
+    def apply_noise(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, noise: np.ndarray
+    ) -> np.ndarray:
+        """The node's value given ``eta`` and its abducted noise (NaN where the noise is NaN).
+
+        The default is :meth:`quantile`: with a uniform abducted at one ``eta``
+        and applied at a larger one, a family whose distribution increases
+        stochastically with ``eta`` never gives a smaller value (monotone coupling).
+        """
+        valid = np.isfinite(noise)
+        values = self.quantile(eq, params, eta, np.where(valid, noise, 0.5))
+        return np.where(valid, values, np.nan)
+
     # ------------------------------------------------------------------ exact abduction
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
         """Log likelihood of ``y`` given ``eta`` up to a constant (exact families only)."""
@@ -350,3 +422,67 @@ def protected_effect(beta: np.ndarray, codes: np.ndarray, reference_coding: bool
     index = np.broadcast_to(np.asarray(codes, dtype=np.int64), (s, np.shape(codes)[-1]))
     index = index.reshape(index.shape + (1,) * (beta.ndim - 2))
     return np.take_along_axis(beta, index, axis=1)
+
+
+QUANTILE_STEPS = 64
+"""Most bracketing (and bisection) steps of :func:`count_quantile`."""
+
+
+def count_quantile(
+    cdf: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    u: np.ndarray,
+    mean: np.ndarray,
+    variance: np.ndarray,
+) -> np.ndarray:
+    """The smallest count ``k >= 0`` with ``F(k) >= u``, elementwise, searched from a guess.
+
+    ``cdf(k, index)`` is ``F`` at counts ``k`` for the elements at ``index``
+    of the flattened arrays (``-1`` allowed: 0 there). The guess is the
+    quantile of the gamma distribution with the count's ``mean`` and
+    ``variance``, plus one half (within a count or two of the answer for
+    Poisson and negative binomial counts); the answer is bracketed from it with
+    steps doubling outwards, then found by bisection, each step on the elements
+    not yet settled. Every comparison uses ``cdf``, the function
+    :meth:`Family.cdf_interval` uses, so a uniform abducted in a value's
+    interval gives that value back, and a count never falls where ``F`` does.
+    (scipy's ``ppf`` returns NaN at rates above about ``exp(25)``.)
+
+    Returns
+    -------
+    numpy.ndarray
+        The counts as floats, shaped like ``u``; NaN where none was found within
+        :data:`QUANTILE_STEPS` steps (counts beyond ``2**53``, where
+        neighbouring integers are not distinct floats).
+    """
+    shape = np.shape(u)
+    u = np.ravel(u)
+    mean, variance = (np.ravel(np.broadcast_to(a, shape)) for a in (mean, variance))
+    scale = variance / mean
+    guess = gammaincinv(mean / scale, np.minimum(u, 1.0 - 1e-16)) * scale + 0.5
+    start = np.where(np.isfinite(guess), np.maximum(np.floor(guess), 0.0), 0.0)
+    lower, upper = start - 1.0, start  # sought: F(lower) < u <= F(upper)
+    step = np.ones_like(start)
+    active = np.arange(u.size)
+    for _ in range(QUANTILE_STEPS):
+        lo, hi, s = lower[active], upper[active], step[active]
+        too_high = (lo >= 0) & (cdf(lo, active) >= u[active])
+        too_low = ~too_high & (cdf(hi, active) < u[active])
+        moving = too_high | too_low
+        lower[active] = np.where(too_high, np.maximum(lo - s, -1.0), np.where(too_low, hi, lo))
+        upper[active] = np.where(too_high, lo, np.where(too_low, hi + s, hi))
+        step[active] = np.where(moving, 2.0 * s, s)
+        active = active[moving]
+        if active.size == 0:
+            break
+    active = np.flatnonzero(upper - lower > 1.0)
+    for _ in range(QUANTILE_STEPS):
+        if active.size == 0:
+            break
+        middle = np.floor((lower[active] + upper[active]) / 2.0)
+        reached = cdf(middle, active) >= u[active]
+        upper[active] = np.where(reached, middle, upper[active])
+        lower[active] = np.where(reached, lower[active], middle)
+        active = active[upper[active] - lower[active] > 1.0]
+    everything = np.arange(u.size)
+    exact = (cdf(upper, everything) >= u) & ((upper == 0) | (cdf(upper - 1.0, everything) < u))
+    return np.where(exact, upper, np.nan).reshape(shape)

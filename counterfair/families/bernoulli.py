@@ -27,7 +27,12 @@ class Bernoulli(Observed):
 
 
 class BernoulliFamily(Family):
-    """Binary nodes; redrawn where a parent changes (no unique noise); a classification task."""
+    """Binary nodes; a classification task.
+
+    Coupled across worlds through ``x = 1[u > 1 - p(eta)]`` with one uniform
+    ``u`` per unit (the monotone coupling): a factual 1 stays 1 when ``p``
+    rises, and a factual 0 becomes 1 with probability ``(p' - p) / (1 - p)``.
+    """
 
     name = "bernoulli"
     spec = Bernoulli
@@ -60,6 +65,20 @@ class BernoulliFamily(Family):
         self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
         return rng.binomial(1, expit(eta)).astype(float)
+
+    def cdf_interval(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        below_one = np.asarray(expit(-eta))  # F(0) = 1 - p, exact in the tail p -> 1
+        one = y >= 1
+        lower = np.where(one, below_one, 0.0)
+        upper = np.where(one, 1.0, below_one)
+        return lower, upper
+
+    def quantile(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, u: np.ndarray
+    ) -> np.ndarray:
+        return (u > expit(-eta)).astype(float)
 
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
         return y * eta - np.logaddexp(0.0, eta)

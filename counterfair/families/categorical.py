@@ -28,6 +28,18 @@ plus ``z / sqrt(P)``) is left to do.
 
 As a parent, a categorical node enters its children's linear predictors as
 reference-coded indicators of its levels (:mod:`counterfair.families.levels`).
+
+**Across worlds** (coupled counterfactuals) the node follows the Gumbel-max
+structural equation ``x = argmax_k (l_k + g_k)`` with logits ``l`` and
+independent standard Gumbel noise ``g`` (Oberst and Sontag, 2019, "Counterfactual
+off-policy evaluation with Gumbel-max structural causal models"). Its categories
+have no order, so no CDF coupling applies. Given the factual category ``y``,
+the noise is drawn from its posterior by the top-down construction (Maddison et
+al., 2014): the largest perturbed logit is ``Gumbel(logsumexp(l))`` and is
+``y``'s, every other perturbed logit is a Gumbel of location ``l_k`` truncated
+below it. The counterfactual category is ``argmax_k (l'_k + g_k)``: with
+identical logits it is ``y``, and it stays ``y`` whenever ``y``'s logit rises by
+at least as much as every other level's (counterfactual stability).
 """
 
 from __future__ import annotations
@@ -37,7 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from scipy.special import softmax
+from scipy.special import logsumexp, softmax
 
 from counterfair.families.base import Index, Width, append_rows, protected_effect
 from counterfair.families.levels import LevelFamily, normalise_levels
@@ -116,7 +128,7 @@ WITH_REFERENCE_FUNCTION = """\
 
 
 class CategoricalFamily(LevelFamily):
-    """Categorical nodes; redrawn where a parent changes; a classification task."""
+    """Categorical nodes; coupled across worlds by Gumbel-max; a classification task."""
 
     name = "categorical"
     spec = Categorical
@@ -239,11 +251,52 @@ class CategoricalFamily(LevelFamily):
 
     def mean(self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:
         """The probability of every level, shape ``(S, N, K)`` (the mean of its indicators)."""
-        logits = np.concatenate([np.zeros((*eta.shape[:-1], 1)), eta], axis=-1)
-        return np.asarray(softmax(logits, axis=-1))
+        return np.asarray(softmax(_logits(eta), axis=-1))
 
     def draw(
         self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
-        logits = np.concatenate([np.zeros((*eta.shape[:-1], 1)), eta], axis=-1)
+        logits = _logits(eta)
         return np.argmax(logits + rng.gumbel(size=logits.shape), axis=-1).astype(float)
+
+    def abduct_noise(
+        self,
+        eq: NodeEquation,
+        params: ParamDraws,
+        eta: np.ndarray,
+        y: np.ndarray,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """Gumbel noise of every level given the category ``y``, shape ``(S, N, K)``.
+
+        Top-down: the largest perturbed logit ``M ~ Gumbel(logsumexp(l))`` goes
+        to ``y``; level ``k`` gets ``-log(exp(-M) + exp(-G_k))`` with
+        ``G_k ~ Gumbel(l_k)``, a Gumbel of location ``l_k`` truncated below
+        ``M``. The others are kept a relative ``GUMBEL_MARGIN`` below ``M`` so
+        that rounding in ``l' + g`` cannot tie them with ``y`` when the logits
+        do not change (a bias of the order of the margin in probability).
+        """
+        logits = _logits(eta)
+        top = logsumexp(logits, axis=-1) + rng.gumbel(size=logits.shape[:-1])
+        others = -np.logaddexp(-top[..., None], -(logits + rng.gumbel(size=logits.shape)))
+        margin = GUMBEL_MARGIN * (1.0 + np.abs(top) + np.abs(logits).max(axis=-1))
+        others = np.minimum(others, (top - margin)[..., None])
+        code = np.broadcast_to(np.asarray(y, dtype=np.int64), top.shape)[..., None]
+        perturbed = others.copy()
+        np.put_along_axis(perturbed, code, top[..., None], axis=-1)
+        return perturbed - logits
+
+    def apply_noise(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, noise: np.ndarray
+    ) -> np.ndarray:
+        """``argmax_k (l_k + g_k)`` with the abducted Gumbel noise ``g`` ``(S, N, K)``."""
+        return np.argmax(_logits(eta) + noise, axis=-1).astype(float)
+
+
+GUMBEL_MARGIN = 1e-9
+"""Relative gap kept between the factual category's perturbed logit and the others'."""
+
+
+def _logits(eta: np.ndarray) -> np.ndarray:
+    """Every level's logit: 0 for the reference level, then ``eta`` ``(S, N, K-1)``."""
+    return np.concatenate([np.zeros((*eta.shape[:-1], 1)), eta], axis=-1)

@@ -4,7 +4,10 @@
 ``mu + mu^2 / phi``, so a small ``phi`` is strong overdispersion and
 ``phi -> infinity`` is the Poisson. Stan: ``neg_binomial_2_log_glm`` with a
 design matrix, ``neg_binomial_2_log`` without. numpy draws it as the
-gamma-Poisson mixture ``x ~ Poisson(g)``, ``g ~ Gamma(phi, mu / phi)``.
+gamma-Poisson mixture ``x ~ Poisson(g)``, ``g ~ Gamma(phi, mu / phi)``; its CDF
+and quantile (coupled counterfactuals) are scipy's ``nbinom`` with ``n = phi``
+and ``p = phi / (phi + mu)``, which for a fixed ``phi`` increases
+stochastically with ``mu``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
+from scipy.stats import nbinom
 
 from counterfair.families.base import (
     Family,
@@ -22,6 +26,7 @@ from counterfair.families.base import (
     check_counts,
     count_coefficient_scale,
     count_data_declaration,
+    count_quantile,
 )
 from counterfair.specs import Observed, Prior
 
@@ -36,7 +41,7 @@ NOT_COUNT = (
 """Error when a negative binomial column holds a value that is not a count."""
 
 MAX_LOG_MEAN = 50.0
-"""Largest log mean a numpy draw uses."""
+"""Largest log mean a numpy draw, CDF or quantile uses."""
 
 
 def dispersion_prior() -> Prior:
@@ -67,7 +72,7 @@ class NegativeBinomial(Observed):
 
 
 class NegativeBinomialFamily(Family):
-    """Negative binomial counts; redrawn where a parent changes (no unique noise)."""
+    """Negative binomial counts, coupled across worlds by their CDF (monotone in mu)."""
 
     name = "negative_binomial"
     spec = NegativeBinomial
@@ -118,3 +123,28 @@ class NegativeBinomialFamily(Family):
         mu = np.exp(np.minimum(eta, MAX_LOG_MEAN))
         rate = rng.gamma(np.broadcast_to(phi, mu.shape), mu / phi)
         return rng.poisson(rate).astype(float)
+
+    def cdf_interval(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        n, p = _scipy_parameters(eq, params, eta)
+        return nbinom.cdf(y - 1.0, n, p), nbinom.cdf(y, n, p)
+
+    def quantile(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, u: np.ndarray
+    ) -> np.ndarray:
+        n, p = _scipy_parameters(eq, params, eta)
+        mu = np.exp(np.minimum(eta, MAX_LOG_MEAN))
+        n_flat, p_flat = n.ravel(), p.ravel()
+        return count_quantile(
+            lambda k, i: nbinom.cdf(k, n_flat[i], p_flat[i]), u, mu, mu + mu**2 / n
+        )
+
+
+def _scipy_parameters(
+    eq: NodeEquation, params: ParamDraws, eta: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """scipy's ``nbinom`` ``(n, p)`` of NB2(exp(eta), phi): ``phi`` and ``phi / (phi + mu)``."""
+    phi = np.broadcast_to(params[eq.param("phi")][:, None], np.shape(eta))
+    mu = np.exp(np.minimum(eta, MAX_LOG_MEAN))
+    return phi, phi / (phi + mu)

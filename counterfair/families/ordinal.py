@@ -110,7 +110,12 @@ def category_probabilities(cutpoints: np.ndarray, eta: np.ndarray) -> np.ndarray
 
 
 class OrdinalFamily(LevelFamily):
-    """Ordinal nodes; redrawn where a parent changes; a classification task."""
+    """Ordinal nodes; a classification task.
+
+    Coupled across worlds by the CDF ``P(x <= k) = logit^-1(c_k - eta)``, which
+    decreases in ``eta``: with one uniform per unit a level never falls when a
+    parent raises ``eta``.
+    """
 
     name = "ordinal"
     spec = Ordinal
@@ -175,6 +180,21 @@ class OrdinalFamily(LevelFamily):
     def draw(
         self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
+        return self.quantile(eq, params, eta, rng.random(eta.shape))
+
+    def cdf_interval(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         below = category_probabilities(params[eq.param("cutpoints")], eta)
-        u = rng.random(eta.shape)
+        shape = (*below.shape[:-1], 1)
+        cdf = np.concatenate([np.zeros(shape), below, np.ones(shape)], axis=-1)  # F(k - 1)
+        code = np.broadcast_to(np.asarray(y, dtype=np.int64), shape[:-1])[..., None]
+        lower = np.take_along_axis(cdf, code, axis=-1)[..., 0]
+        upper = np.take_along_axis(cdf, code + 1, axis=-1)[..., 0]
+        return lower, upper
+
+    def quantile(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, u: np.ndarray
+    ) -> np.ndarray:
+        below = category_probabilities(params[eq.param("cutpoints")], eta)
         return np.asarray((u[..., None] > below).sum(axis=-1), dtype=float)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
+from scipy.stats import poisson
 
 from counterfair import errors
 from counterfair.families.base import (
@@ -14,6 +15,7 @@ from counterfair.families.base import (
     check_counts,
     count_coefficient_scale,
     count_data_declaration,
+    count_quantile,
 )
 from counterfair.specs import Observed
 
@@ -22,7 +24,13 @@ if TYPE_CHECKING:
     from counterfair.params import ParamDraws
 
 MAX_LOG_RATE = 50.0
-"""Largest log rate a numpy draw uses (numpy's Poisson sampler overflows beyond)."""
+"""Largest log rate a numpy draw, CDF or quantile uses (numpy's Poisson sampler
+overflows beyond)."""
+
+
+def _rate(eta: np.ndarray) -> np.ndarray:
+    """The rate ``exp(eta)``, ``eta`` clipped at :data:`MAX_LOG_RATE`."""
+    return np.exp(np.minimum(eta, MAX_LOG_RATE))
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,11 @@ class Poisson(Observed):
 
 
 class PoissonFamily(Family):
-    """Poisson counts; redrawn where a parent changes (no unique noise)."""
+    """Poisson counts, coupled across worlds by their CDF (``x = F^{-1}(u; exp(eta))``).
+
+    The Poisson CDF decreases in the rate, so with one uniform per unit a
+    count never decreases when a parent raises the rate.
+    """
 
     name = "poisson"
     spec = Poisson
@@ -61,7 +73,20 @@ class PoissonFamily(Family):
     def draw(
         self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
-        return rng.poisson(np.exp(np.minimum(eta, MAX_LOG_RATE))).astype(float)
+        return rng.poisson(_rate(eta)).astype(float)
+
+    def cdf_interval(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        rate = _rate(eta)
+        return poisson.cdf(y - 1.0, rate), poisson.cdf(y, rate)
+
+    def quantile(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, u: np.ndarray
+    ) -> np.ndarray:
+        rate = _rate(eta)
+        flat = rate.ravel()
+        return count_quantile(lambda k, i: poisson.cdf(k, flat[i]), u, rate, rate)
 
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
         return y * eta - np.exp(eta)
