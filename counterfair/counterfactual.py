@@ -31,9 +31,9 @@ Coupling of discrete nodes across worlds (``coupling=``):
   factual value's CDF interval ``(F(y - 1), F(y)]`` under the factual parents,
   latents and parameters of the sample; prediction applies ``F^{-1}`` with the
   counterfactual parents. A Poisson, negative binomial, ordinal or Bernoulli
-  node then never moves against its rate: with a parent that raises it, a
-  count never decreases, a factual 1 stays 1 and a factual 0 becomes 1 with
-  probability ``(p' - p) / (1 - p)``. A categorical node (no order) uses the
+  node then never moves against its linear predictor: where a parent raises
+  it, a count or level never decreases, a factual 1 stays 1 and a factual 0
+  becomes 1 with probability ``(p' - p) / (1 - p)``. A categorical node (no order) uses the
   Gumbel-max equation ``x = argmax(logits + G)`` with Gumbel noise abducted
   given the factual category (Oberst and Sontag, 2019). Nodes absent from the
   data (simulated in both worlds) get their noise abducted from the simulated
@@ -45,17 +45,19 @@ Coupling of discrete nodes across worlds (``coupling=``):
 
 Why monotone is the default: in a structural causal model the exogenous noise
 is a property of the unit, shared by every world; only the parents change. The
-inverse-CDF equation is such an SCM, consistent (the factual world comes back
-when nothing changes) and, for a binary node, it is the usual monotonicity
-assumption (no unit is harmed by a rise in its probability) under which
-Pearl's probabilities of necessity and sufficiency are identified. Redrawing is
-not an SCM counterfactual but an interventional draw conditional on the
-latents (Kusner et al.'s level 2 when the latents carry all unit-level
-information): it forgets where in its distribution the unit's factual value
-lay, so it overstates how often a unit's value changes (a redrawn Poisson count
-of mean 30 differs from the factual one about 93 % of the time even when the
-rate does not move). The coupling is recorded in ``frame.attrs["coupling"]``.
-The redraw option stays for comparison and for results computed before.
+inverse-CDF equation is such an SCM with one uniform per unit and node; it is
+consistent (the factual world comes back when nothing changes), it gives each
+world the right marginal distribution, and for a binary node it is the
+monotonicity assumption (``Y = 1`` under ``p`` implies ``Y = 1`` under any
+``p' > p``) under which Pearl's probabilities of necessity and sufficiency are
+identified (Tian and Pearl, 2000). Redrawing is not an SCM counterfactual: it
+treats the noise as independent across worlds, an interventional draw given
+the latents, and forgets where in its distribution the unit's factual value
+lay, so it overstates how often a unit's value changes (two independent
+Poisson draws of mean 30 differ 95 % of the time, even when the rate does not
+move). ``frame.attrs["coupling"]`` records the coupling used; ``"redraw"``
+stays for comparison and to reproduce results computed before the coupling
+existed.
 """
 
 from __future__ import annotations

@@ -239,9 +239,13 @@ def law_abduction(law_fit: cf.Fit, law_rows: pd.DataFrame) -> cf.Abduction:
 
 
 def _counterfactual(
-    fit: cf.Fit, abduction: cf.Abduction, do: dict[str, object], seed: int = 0
+    fit: cf.Fit,
+    abduction: cf.Abduction,
+    do: dict[str, object],
+    seed: int = 0,
+    coupling: counterfactual.Coupling = "monotone",
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    frame = fit.counterfactual(None, do, abduction=abduction, seed=seed)  # type: ignore[arg-type]
+    frame = fit.counterfactual(None, do, abduction=abduction, seed=seed, coupling=coupling)  # type: ignore[arg-type]
     return (frame, *_worlds(frame))
 
 
@@ -347,7 +351,10 @@ def test_do_with_the_factual_levels_returns_the_factual_world(
 def test_poisson_descendant_is_redrawn_where_its_parent_changed(
     law_fit: cf.Fit, law_abduction: cf.Abduction, law_rows: pd.DataFrame
 ) -> None:
-    _, factual, counter = _counterfactual(law_fit, law_abduction, {"race": "Black"}, seed=1)
+    """coupling="redraw" (the default coupling is checked in test_coupling.py)."""
+    _, factual, counter = _counterfactual(
+        law_fit, law_abduction, {"race": "Black"}, seed=1, coupling="redraw"
+    )
     changed = (factual["race"] != "Black").to_numpy()
     assert 0 < changed.sum() < len(changed)
     lsat_f, lsat_c = factual["LSAT"].to_numpy(), counter["LSAT"].to_numpy()

@@ -125,7 +125,7 @@ def test_counterfactuals_with_ordinal_count_and_continuous_parents(fit: cf.Fit) 
     after = flipped[flipped["world"] == "counterfactual"].reset_index(drop=True)
     was_a = after["row"].isin(rows.index[rows["A"] == "a"]).to_numpy()
     assert was_a.any() and not was_a.all()
-    for node in ("O", "K", "C"):  # redrawn where A changed, kept where it did not
+    for node in ("O", "K", "C"):  # moved (in some draws) where A changed, kept where not
         changed = before[node].to_numpy() != after[node].to_numpy()
         assert changed[was_a].any() and not changed[~was_a].any(), node
 
@@ -169,7 +169,7 @@ def test_counterfactual_audit_swaps_categorical_attributes_only(fit: cf.Fit) -> 
 
 @pytest.mark.stan
 def test_interventions_on_observed_nodes_propagate_to_their_descendants(fit: cf.Fit) -> None:
-    """O -> K -> C: do(O) redraws K where O changed and C where K changed; X stays."""
+    """O -> K -> C: do(O) moves K only where O changed and C only where K changed; X stays."""
     rows = families_data().drop(columns="U").head(30)
     training = _training(fit, 30, 20)
     frame = fit.counterfactual(rows, {"O": "high"}, abduction=training, seed=2)
