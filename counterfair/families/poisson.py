@@ -63,9 +63,11 @@ class PoissonFamily(Family):
     ) -> np.ndarray:
         return rng.poisson(np.exp(np.minimum(eta, MAX_LOG_RATE))).astype(float)
 
-    def log_likelihood(self, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
+    def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         return y * eta - np.exp(eta)
 
-    def derivatives(self, y: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def derivatives(
+        self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         rate = np.exp(eta)
         return y - rate, -rate
