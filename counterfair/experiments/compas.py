@@ -373,6 +373,12 @@ def run(config: CompasConfig) -> dict[str, Any]:
         "group_audit": group_rows,
         "fit": {
             "backend": fit.backend,
+            "chains": config.chains,
+            "warmup": config.warmup,
+            "draws": config.draws,
+            "max_rhat": round(float(fit.diagnostics.max_rhat), 4),
+            "min_ess_bulk": round(float(fit.diagnostics.min_ess_bulk), 1),
+            "latent_max_rhat": round(float(fit.diagnostics.latent_max_rhat), 4),
             "divergences": int(fit.diagnostics.divergences),
             "warnings": fit_warnings,
         },
