@@ -12,8 +12,9 @@ of by MCMC:
    ``P = 1 / scale^2 + sum_k lambda_k^2 / sigma_k^2`` and
    ``m = (loc / scale^2 + sum_k lambda_k / sigma_k^2 * r_k) / P``
    (``r_k``: anchor ``k``'s residual given its other parents).
-2. The other children (families with ``exact = True``: Poisson with log link,
-   Bernoulli with logit link) add concave terms ``y * eta - b(eta)``. The log
+2. The other children (families with ``exact = True``: Poisson and negative
+   binomial with log link, Bernoulli with logit link, ordinal with ordered
+   logistic cutpoints) add terms concave in ``eta``. The log
    density is therefore at least ``P``-strongly concave; its mode is found by a
    safeguarded Newton iteration inside a bracket that strong concavity
    guarantees, and the curvature at the mode gives a Laplace scale.
@@ -122,6 +123,7 @@ class _Child:
     base: np.ndarray  # (S, N)
     loading: np.ndarray  # (S, 1)
     y: np.ndarray  # (N,)
+    args: tuple[np.ndarray, ...] = ()  # the family's own parameters, each (S, N)
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,16 @@ class _LatentProblem:
         return _LatentProblem(
             self.mean[:, index],
             self.precision,
-            tuple(_Child(c.family, c.base[:, index], c.loading, c.y[index]) for c in self.children),
+            tuple(
+                _Child(
+                    c.family,
+                    c.base[:, index],
+                    c.loading,
+                    c.y[index],
+                    tuple(a[:, index] for a in c.args),
+                )
+                for c in self.children
+            ),
         )
 
 
@@ -172,7 +183,11 @@ def _latent_problem(
             precision = precision + loading**2 / variance
             information = information + loading / variance * (y[None, :] - base)
         else:
-            children.append(_Child(eq.family, base, loading, y))
+            args = tuple(
+                np.broadcast_to(a, (params.n, n_rows))
+                for a in eq.family.likelihood_arguments(eq, params, y)
+            )
+            children.append(_Child(eq.family, base, loading, y, args))
     return _LatentProblem(information / precision, precision, tuple(children))
 
 
@@ -191,7 +206,8 @@ def _log_density_terms(problem: _LatentProblem, x: np.ndarray, extra: int) -> np
     for child in problem.children:
         eta = child.base[shape] + child.loading[shape] * x
         y = child.y[(None, slice(None)) + (None,) * extra]
-        out = out + child.family.log_likelihood(y, eta)
+        args = tuple(a[shape] for a in child.args)
+        out = out + child.family.log_likelihood(y, eta, *args)
     return np.asarray(out)
 
 
@@ -203,7 +219,7 @@ def _gradient_and_curvature(
     curvature = np.broadcast_to(-problem.precision, x.shape).copy()
     for child in problem.children:
         eta = child.base + child.loading * x
-        first, second = child.family.derivatives(child.y[None, :], eta)
+        first, second = child.family.derivatives(child.y[None, :], eta, *child.args)
         gradient = gradient + child.loading * first
         curvature = curvature + child.loading**2 * second
     return gradient, curvature

@@ -20,12 +20,18 @@ import pandas as pd
 import pytest
 from _models import (
     AUX_TRUTH,
+    CATEGORIES,
+    FAMILIES_TRUTH,
+    FAMILY_LEVELS,
     LAW_TRUTH,
     LG_SIGMA_X,
     LG_SIGMA_Y,
     LG_TRUTH,
     aux_data,
     aux_fit,
+    families_data,
+    families_scm,
+    families_small_fit,
     law_level2_fit,
     law_level2_scm,
     law_test,
@@ -373,3 +379,120 @@ def test_exact_matches_mcmc_with_a_bernoulli_child(condition_on: list[str]) -> N
     fit = aux_fit().fit
     assert set(AUX_TRUTH) == set(fit.scm.parameter_names())
     _assert_exact_matches_mcmc(fit, aux_data().drop(columns="K").iloc[:100], condition_on)
+
+
+# ---------------------------------------------------------------------- newer families
+def families_inputs(
+    data: pd.DataFrame,
+) -> tuple[cf.SCM, ParamDraws, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Truth, level codes and observed values of the newer-families SCM's rows."""
+    scm = families_scm()
+    fit = fixed_fit(scm, data.drop(columns="U"), FAMILIES_TRUTH)
+    abduction = fit.abduct(data.drop(columns="U").iloc[:1], condition_on=["X"], n_samples=1)
+    return scm, abduction.params, fit.encoding.codes(data), {
+        n: scm.equations[n].family.column_values(scm.specs[n], data[n], n) for n in scm.observed
+    }
+
+
+def families_quadrature(
+    data: pd.DataFrame, row: int, condition_on: tuple[str, ...]
+) -> tuple[float, float]:
+    """Posterior mean and sd of U for one row, by scipy quadrature on the truth.
+
+    The likelihoods are written out here from scipy's distributions (ordered
+    logistic from the logistic CDF, NB2 as scipy's ``nbinom(phi, phi / (phi + mu))``),
+    independently of the families' own formulas.
+    """
+    t = FAMILIES_TRUTH
+    b = float(str(data["A"].iloc[row]) == "b")
+    age = float(data["age"].iloc[row])
+    k_code = CATEGORIES.index(str(data["K"].iloc[row]))
+    o_code = FAMILY_LEVELS.index(str(data["O"].iloc[row]))
+    cuts = np.array([-np.inf, *t["cutpoints_O"], np.inf])
+    k_effect = [0.0, *t["beta_C_K"]][k_code]
+
+    def log_post(u: np.ndarray) -> np.ndarray:
+        total = stats.norm.logpdf(u)
+        if "O" in condition_on:
+            eta = t["beta_O_A"][0] * b + t["lambda_O_U"] * u
+            upper = stats.logistic.cdf(cuts[o_code + 1] - eta)
+            lower = stats.logistic.cdf(cuts[o_code] - eta)
+            total = total + np.log(upper - lower)
+        if "X" in condition_on:
+            mu = t["alpha_X"] + t["beta_X_A"][0] * b + t["lambda_X_U"] * u
+            total = total + stats.norm.logpdf(float(data["X"].iloc[row]), mu, t["sigma_X"])
+        if "C" in condition_on:
+            eta = (
+                t["alpha_C"] + t["beta_C_A"][0] * b + t["beta_C_age"] * age + k_effect
+                + t["lambda_C_U"] * u
+            )
+            phi = t["phi_C"]
+            total = total + stats.nbinom.logpmf(
+                int(data["C"].iloc[row]), phi, phi / (phi + np.exp(eta))
+            )
+        return np.asarray(total)
+
+    grid = np.linspace(-12, 12, 24001)
+    peak_at = float(grid[np.argmax(log_post(grid))])
+    peak = float(log_post(np.array(peak_at)))
+
+    def moment(power: int) -> float:
+        def f(u: float) -> float:
+            return float((u - peak_at) ** power * np.exp(log_post(np.array(u)) - peak))
+
+        return float(integrate.quad(f, -12, 12, points=[peak_at], limit=400, epsabs=1e-13)[0])
+
+    mass = moment(0)
+    mean = moment(1) / mass
+    return peak_at + mean, float(np.sqrt(moment(2) / mass - mean**2))
+
+
+def test_exact_moments_match_quadrature_with_negative_binomial_and_ordinal_children() -> None:
+    data = families_data().iloc[:6].copy()
+    data.iloc[3, data.columns.get_loc("C")] = 0  # the lower tail of the count
+    data.iloc[4, data.columns.get_loc("C")] = 400  # far in its upper tail
+    data.iloc[5, data.columns.get_loc("O")] = FAMILY_LEVELS[0]
+    scm, params, codes, observed = families_inputs(data)
+    assert ea.supports_exact(scm, ("O", "X", "C"))
+    for condition_on in [("O", "X", "C"), ("C",), ("O",), ("O", "C")]:
+        mean, sd = ea.posterior_moments(scm, params, codes, observed, condition_on)["U"]
+        for row in range(len(data)):
+            q_mean, q_sd = families_quadrature(data, row, condition_on)
+            assert mean[0, row] == pytest.approx(q_mean, abs=1e-4 * q_sd), (condition_on, row)
+            assert sd[0, row] == pytest.approx(q_sd, rel=2e-4), (condition_on, row)
+
+
+def test_negative_binomial_and_ordinal_derivatives_match_finite_differences() -> None:
+    """The Newton search uses the families' analytic derivatives: check them numerically."""
+    from counterfair.families import family_of
+
+    rng = np.random.default_rng(4)
+    eta = rng.normal(0.0, 2.0, size=(3, 50))
+    h = 1e-5
+    nb = family_of(cf.NegativeBinomial())
+    y_nb = rng.poisson(5.0, size=50).astype(float)[None, :]
+    log_phi = np.log(rng.uniform(0.3, 20.0, size=(3, 1))) * np.ones((1, 50))
+    ordinal = family_of(cf.Ordinal(levels=4))
+    codes = rng.integers(0, 4, size=50)
+    cutpoints = np.sort(rng.normal(0.0, 2.0, size=(3, 3)), axis=1)
+    padded = np.concatenate([np.full((3, 1), -np.inf), cutpoints, np.full((3, 1), np.inf)], 1)
+    bounds = (padded[:, codes], padded[:, codes + 1])
+    for family, y, args in [(nb, y_nb, (log_phi,)), (ordinal, codes[None, :] * 1.0, bounds)]:
+        first, second = family.derivatives(y, eta, *args)
+        up = family.log_likelihood(y, eta + h, *args)
+        down = family.log_likelihood(y, eta - h, *args)
+        np.testing.assert_allclose(first, (up - down) / (2 * h), rtol=1e-5, atol=1e-6)
+        slope_up = family.derivatives(y, eta + h, *args)[0]
+        slope_down = family.derivatives(y, eta - h, *args)[0]
+        np.testing.assert_allclose(second, (slope_up - slope_down) / (2 * h), rtol=1e-5, atol=1e-7)
+        assert np.all(second < 0)  # concave: the grid's bracket relies on it
+
+
+@pytest.mark.stan
+@pytest.mark.slow
+@pytest.mark.parametrize("condition_on", [["O", "X", "C"], ["C", "O"]])
+def test_exact_matches_mcmc_with_negative_binomial_and_ordinal_children(
+    condition_on: list[str],
+) -> None:
+    fit = families_small_fit().fit
+    _assert_exact_matches_mcmc(fit, families_data().drop(columns="U").iloc[300:400], condition_on)

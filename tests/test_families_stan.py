@@ -5,8 +5,8 @@ protected nodes.
 Data come from counterfair's own forward simulator (``SCM.sample``): 1,000 rows of
 ``_models.families_scm`` with known parameters (``_models.FAMILIES_TRUTH``). The
 recovery checks fit all of them (4 chains of 500 + 1,000, about 85 s on CmdStan) and, with
-the MCMC abduction of new rows (a program of its own), are ``slow``; the other tests use a
-short fit on 300 rows.
+the MCMC abduction of new rows (a program of its own; new rows are abducted exactly by
+default), are ``slow``; the other tests use a short fit on 300 rows.
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ def full_fit(stan_backend: str) -> cf.Fit:
 
 
 def _training(fit: cf.Fit, rows: int, n_samples: int, seed: int = 0) -> cf.Abduction:
-    """The fit's own draws for its first ``rows`` training rows (no abduction program:
-    the MCMC abduction of new rows with these families is a program of its own, ``slow``)."""
+    """The fit's own draws for its first ``rows`` training rows (no abduction needed)."""
     return fit.abduct(n_samples=n_samples, seed=seed).take_rows(np.arange(rows))
 
 
@@ -95,13 +94,23 @@ def test_sign_of_the_latent_is_fixed_by_its_ordinal_first_child(fit: cf.Fit) -> 
     assert np.corrcoef(latent, families_data()["U"].iloc[:300])[0, 1] > 0.6
 
 
+@pytest.mark.stan
+def test_new_rows_are_abducted_exactly(fit: cf.Fit) -> None:
+    """Ordinal, negative binomial and Normal children of U: exact abduction, no program."""
+    rows = fit.scm.sample(40, params=FAMILIES_TRUTH, seed=99)
+    abduction = fit.abduct(rows.drop(columns="U"), n_samples=100, seed=3)
+    assert abduction.engine == "exact"
+    assert abduction.latents["U"].shape == (100, 40)
+    estimate = abduction.latents["U"].mean(axis=0)
+    assert np.corrcoef(estimate, rows["U"])[0, 1] > 0.5
+
+
 @pytest.mark.slow
 @pytest.mark.stan
 def test_new_rows_are_abducted_by_mcmc(full_fit: cf.Fit) -> None:
     fit = full_fit
-    """Exact abduction does not handle ordinal or negative binomial children: MCMC does."""
     rows = fit.scm.sample(40, params=FAMILIES_TRUTH, seed=99)
-    abduction = fit.abduct(rows.drop(columns="U"), n_samples=100, seed=3)
+    abduction = fit.abduct(rows.drop(columns="U"), n_samples=100, seed=3, engine="mcmc")
     assert abduction.engine == "mcmc"
     assert abduction.latents["U"].shape == (100, 40)
     estimate = abduction.latents["U"].mean(axis=0)

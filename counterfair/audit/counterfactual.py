@@ -4,7 +4,9 @@ For every protected attribute ``A``, every row and every level ``a'`` other
 than the row's own, the predictor is evaluated in the factual world and in the
 world of ``do(A = a')`` (abduction, action, prediction with the fitted SCM);
 the change of the prediction has a posterior distribution over the joint
-samples. Beside it stands the naive *flip test* that production monitors run:
+samples. Any other intervention -- on observed nodes (a mediator such as a
+charge degree), several nodes at once, one value per row -- is audited the
+same way with ``do=``. Beside it stands the naive *flip test* that production monitors run:
 swap only the protected column and keep every other input as observed. A
 predictor that ignores the protected column passes the flip test by
 construction even when it leans on the attribute's descendants; the causal
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +29,7 @@ from scipy.stats import wasserstein_distance
 from counterfair.counterfactual import (
     DEFAULT_COUPLING,
     Coupling,
+    DoValue,
     check_coupling,
     counterfactual_frame,
 )
@@ -43,6 +46,10 @@ ABDUCTION_WITH_SETTINGS = (
 ABDUCTION_ROWS = (
     "abduction= holds {got} rows with index {got_index}, but data has {expected} rows with "
     "index {expected_index}; abduct exactly the audited rows (fit.abduct(data, ...))"
+)
+DO_WITH_ATTRIBUTES = (
+    "attributes= and do= both choose the interventions: give attributes= to swap protected "
+    "levels, or do= for one intervention of your own, not both"
 )
 
 SUMMARY_COLUMNS = (
@@ -128,6 +135,56 @@ def _summarise(changes: pd.DataFrame, tolerance: float, interval: float) -> dict
     }
 
 
+def do_label(do: Mapping[str, DoValue]) -> str:
+    """The intervention written out: ``do(felony=1, race=Caucasian)``; per-row values elided."""
+    parts = []
+    for node, value in do.items():
+        shown = value if isinstance(value, str) or np.ndim(value) == 0 else "<per row>"
+        parts.append(f"{node}={shown}")
+    return f"do({', '.join(parts)})"
+
+
+def _set_columns(data: pd.DataFrame, do: Mapping[str, DoValue]) -> pd.DataFrame:
+    """``data`` with the columns named in ``do`` set to its values (the flip test's input)."""
+    out = data.copy()
+    for node, value in do.items():
+        single = isinstance(value, str) or np.ndim(value) == 0
+        values: list[Any] = [value] * len(data) if single else list(np.asarray(value, dtype=object))
+        column = out[node] if node in out.columns else None
+        if column is not None and isinstance(column.dtype, pd.CategoricalDtype):
+            out[node] = pd.Categorical(
+                values, categories=column.cat.categories, ordered=column.cat.ordered
+            )
+        else:
+            out[node] = pd.Series(values, index=out.index).infer_objects()
+    return out
+
+
+def _intervention_changes(
+    fit: Fit,
+    data: pd.DataFrame,
+    predictor: Any,
+    do: Mapping[str, DoValue],
+    abduction: Abduction,
+    factual_prediction: np.ndarray,
+    response: Literal["prediction", "probability"],
+    seed: int | None,
+    coupling: Coupling,
+) -> pd.DataFrame:
+    """Per row and sample changes under one user-given intervention, with its flip test."""
+    frame = counterfactual_frame(fit, abduction, do, seed=seed, coupling=coupling)
+    result = counterfactual_predictions(fit, data, {}, predictor, frame=frame, response=response)
+    result = result.drop(columns=[a for a in fit.scm.protected if a in result.columns])
+    flip_change = predict_output(predictor, _set_columns(data, do), response) - factual_prediction
+    flip_by_row = dict(zip(data.index, flip_change, strict=True))
+    label = do_label(do)
+    result["attribute"] = label
+    result["from_level"] = "factual"
+    result["to_level"] = label
+    result["flip_change"] = result["row"].map(flip_by_row).to_numpy()
+    return result
+
+
 def counterfactual_fairness(
     fit: Fit,
     data: pd.DataFrame,
@@ -141,6 +198,7 @@ def counterfactual_fairness(
     seed: int | None = 0,
     abduction: Abduction | None = None,
     response: Literal["prediction", "probability"] = "prediction",
+    do: Mapping[str, DoValue] | None = None,
     coupling: Coupling = DEFAULT_COUPLING,
 ) -> CounterfactualReport:
     """Audit a predictor's counterfactual fairness with a fitted SCM.
@@ -185,6 +243,16 @@ def counterfactual_fairness(
         (``predict_proba``). A :class:`~counterfair.FairLearner` of ``fit``
         (or its bound methods) reads its inputs from the same abducted samples
         in both worlds, so a fair learner changes by exactly 0.
+    do : mapping, optional
+        One intervention of your own instead of the level swaps of
+        ``attributes`` (giving both is an error): node -> value for every row,
+        or a sequence of values, one per row, on protected attributes
+        (continuous ones included) or observed nodes, as
+        :meth:`Fit.counterfactual` takes it. Every row is audited, including
+        rows whose factual value already equals the one set (their change is 0:
+        nothing downstream moves). The report's ``attribute`` is the
+        intervention written out (``do(felony=1)``); its flip test sets the
+        same columns of ``data`` and keeps every other input as observed.
     coupling : {"monotone", "redraw"}
         How discrete descendants of the attribute share their noise across
         worlds (:mod:`counterfair.counterfactual`): abducted and reused
@@ -204,8 +272,12 @@ def counterfactual_fairness(
         raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
     coupling = check_coupling(coupling)
     scm = fit.scm
+    if do is not None and attributes is not None:
+        raise ValueError(DO_WITH_ATTRIBUTES)
+    if do is not None and not do:
+        raise ValueError("do= is empty: name at least one node to intervene on")
     categorical = [a for a in scm.protected if not fit.encoding.is_continuous(a)]
-    chosen = list(categorical if attributes is None else attributes)
+    chosen = [] if do is not None else list(categorical if attributes is None else attributes)
     unknown = [a for a in chosen if a not in scm.protected]
     if unknown:
         raise ValueError(
@@ -246,6 +318,12 @@ def counterfactual_fairness(
         )
     factual_prediction = predict_output(predictor, data, response)
     pieces = []
+    if do is not None:
+        pieces.append(
+            _intervention_changes(
+                fit, data, predictor, do, abduction, factual_prediction, response, seed, coupling
+            )
+        )
     for attribute in chosen:
         factual_levels = data[attribute].astype(str).to_numpy()
         for level in fit.encoding.levels[attribute]:

@@ -374,11 +374,28 @@ class Family:
         return np.where(valid, values, np.nan)
 
     # ------------------------------------------------------------------ exact abduction
-    def log_likelihood(self, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
-        """Log likelihood of ``y`` given ``eta`` up to a constant (exact families only)."""
+    def likelihood_arguments(
+        self, eq: NodeEquation, params: ParamDraws, y: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """The family's own parameters as :meth:`log_likelihood` takes them (exact only).
+
+        Each array has shape ``(S, N)`` (broadcast views are fine): one value
+        per parameter set and row, e.g. a dispersion repeated over rows, or the
+        cutpoints either side of each row's observed level. None by default.
+        """
+        return ()
+
+    def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
+        """Log likelihood of ``y`` given ``eta``, up to terms free of ``eta`` (exact only).
+
+        It must be concave in ``eta``: exact abduction relies on a log-concave
+        posterior. ``args`` are :meth:`likelihood_arguments`, broadcast like ``eta``.
+        """
         raise NotImplementedError
 
-    def derivatives(self, y: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def derivatives(
+        self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """First and second derivative of :meth:`log_likelihood` in ``eta``."""
         raise NotImplementedError
 

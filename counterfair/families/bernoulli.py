@@ -80,9 +80,11 @@ class BernoulliFamily(Family):
     ) -> np.ndarray:
         return (u > expit(-eta)).astype(float)
 
-    def log_likelihood(self, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
+    def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         return y * eta - np.logaddexp(0.0, eta)
 
-    def derivatives(self, y: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def derivatives(
+        self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         p = expit(eta)
         return y - p, -p * (1.0 - p)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 from scipy.stats import nbinom
 
 from counterfair.families.base import (
@@ -72,11 +73,17 @@ class NegativeBinomial(Observed):
 
 
 class NegativeBinomialFamily(Family):
-    """Negative binomial counts, coupled across worlds by their CDF (monotone in mu)."""
+    """Negative binomial counts, coupled across worlds by their CDF (monotone in mu).
+
+    Exact abduction applies: in ``eta`` the log likelihood is
+    ``y * eta - (y + phi) * log(exp(eta) + phi)`` plus terms free of ``eta``,
+    concave with second derivative ``-(y + phi) q (1 - q)``, ``q = mu / (mu + phi)``.
+    """
 
     name = "negative_binomial"
     spec = NegativeBinomial
     task = "regressor"
+    exact = True
     extra_parameters = ("phi",)
     glm = "neg_binomial_2_log_glm"
     plain = "neg_binomial_2_log"
@@ -123,6 +130,25 @@ class NegativeBinomialFamily(Family):
         mu = np.exp(np.minimum(eta, MAX_LOG_MEAN))
         rate = rng.gamma(np.broadcast_to(phi, mu.shape), mu / phi)
         return rng.poisson(rate).astype(float)
+
+    def likelihood_arguments(
+        self, eq: NodeEquation, params: ParamDraws, y: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """``log(phi)`` per set, broadcast over rows."""
+        log_phi = np.log(params[eq.param("phi")])[:, None]
+        return (np.broadcast_to(log_phi, (log_phi.shape[0], np.shape(y)[-1])),)
+
+    def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
+        (log_phi,) = args
+        return np.asarray(y * eta - (y + np.exp(log_phi)) * np.logaddexp(eta, log_phi))
+
+    def derivatives(
+        self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        (log_phi,) = args
+        q = expit(eta - log_phi)  # mu / (mu + phi)
+        weight = y + np.exp(log_phi)
+        return y - weight * q, -weight * q * (1.0 - q)
 
     def cdf_interval(
         self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray

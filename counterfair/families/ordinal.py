@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, log_expit
 
 from counterfair.families.base import Index
 from counterfair.families.levels import LevelFamily, normalise_levels
@@ -115,11 +115,18 @@ class OrdinalFamily(LevelFamily):
     Coupled across worlds by the CDF ``P(x <= k) = logit^-1(c_k - eta)``, which
     decreases in ``eta``: with one uniform per unit a level never falls when a
     parent raises ``eta``.
+
+    Exact abduction applies: with ``lo`` and ``hi`` the cutpoints either side of
+    the observed level (``-inf`` below the lowest, ``+inf`` above the highest),
+    ``P(x | eta) = F(hi - eta) * F(eta - lo) * (1 - exp(lo - hi))`` for the
+    logistic CDF ``F``, so the log likelihood in ``eta`` is
+    ``log F(hi - eta) + log F(eta - lo)``, a sum of two concave terms.
     """
 
     name = "ordinal"
     spec = Ordinal
     task = "classifier"
+    exact = True
     extra_parameters = ("cutpoints",)
     intercept_allowed = False
     ordered_levels = True
@@ -198,3 +205,28 @@ class OrdinalFamily(LevelFamily):
     ) -> np.ndarray:
         below = category_probabilities(params[eq.param("cutpoints")], eta)
         return np.asarray((u[..., None] > below).sum(axis=-1), dtype=float)
+
+    # ------------------------------------------------------------------ exact abduction
+    def likelihood_arguments(
+        self, eq: NodeEquation, params: ParamDraws, y: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """The cutpoints below and above each row's observed level, shape ``(S, N)``."""
+        cutpoints = params[eq.param("cutpoints")]
+        s = cutpoints.shape[0]
+        padded = np.concatenate(
+            [np.full((s, 1), -np.inf), cutpoints, np.full((s, 1), np.inf)], axis=1
+        )
+        code = np.rint(np.asarray(y)).astype(np.int64).reshape(-1)
+        return padded[:, code], padded[:, code + 1]
+
+    def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
+        lower, upper = args
+        return np.asarray(log_expit(upper - eta) + log_expit(eta - lower))
+
+    def derivatives(
+        self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        lower, upper = args
+        up = expit(eta - upper)  # 1 - F(hi - eta)
+        down = expit(lower - eta)  # 1 - F(eta - lo)
+        return down - up, -up * (1.0 - up) - down * (1.0 - down)

@@ -88,9 +88,11 @@ class PoissonFamily(Family):
         flat = rate.ravel()
         return count_quantile(lambda k, i: poisson.cdf(k, flat[i]), u, rate, rate)
 
-    def log_likelihood(self, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
+    def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         return y * eta - np.exp(eta)
 
-    def derivatives(self, y: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def derivatives(
+        self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         rate = np.exp(eta)
         return y - rate, -rate
