@@ -53,9 +53,9 @@ monotonicity assumption (``Y = 1`` under ``p`` implies ``Y = 1`` under any
 identified (Tian and Pearl, 2000). Redrawing is not an SCM counterfactual: it
 treats the noise as independent across worlds, an interventional draw given
 the latents, and forgets where in its distribution the unit's factual value
-lay, so it overstates how often a unit's value changes (two independent
-Poisson draws of mean 30 differ 95 % of the time, even when the rate does not
-move). ``frame.attrs["coupling"]`` records the coupling used; ``"redraw"``
+lay; the counterfactual value is independent of the factual one, so even a
+change of parents that barely moves the distribution changes most values (two
+independent Poisson draws of mean 30 differ 95 % of the time). ``frame.attrs["coupling"]`` records the coupling used; ``"redraw"``
 stays for comparison and to reproduce results computed before the coupling
 existed.
 """

@@ -645,3 +645,17 @@ def test_audit_and_predictions_take_the_coupling(stan_backend: str) -> None:
         cf.counterfactual_predictions(fit, rows, {}, predictor, frame=frame, coupling="monotone")
     same = cf.counterfactual_predictions(fit, rows, {}, predictor, frame=frame, coupling="redraw")
     assert len(same) == len(frame) // 2
+    # without a frame the coupling reaches the counterfactual it computes
+    again = cf.counterfactual_predictions(
+        fit, rows, {"A": "b"}, predictor, abduction=training, coupling="redraw"
+    )
+    np.testing.assert_array_equal(again["change"], same["change"])
+    # the audit of a user-given intervention (do=) takes it too
+    by_do = {
+        coupling: cf.audit.counterfactual_fairness(
+            fit, rows, predictor, do={"A": "b"}, abduction=training, seed=1, coupling=coupling
+        )
+        for coupling in COUPLINGS
+    }
+    moved_do = {c: float((r.changes["change"] != 0).mean()) for c, r in by_do.items()}
+    assert moved_do["monotone"] < moved_do["redraw"]
