@@ -55,9 +55,9 @@ treats the noise as independent across worlds, an interventional draw given
 the latents, and forgets where in its distribution the unit's factual value
 lay; the counterfactual value is independent of the factual one, so even a
 change of parents that barely moves the distribution changes most values (two
-independent Poisson draws of mean 30 differ 95 % of the time). ``frame.attrs["coupling"]`` records the coupling used; ``"redraw"``
-stays for comparison and to reproduce results computed before the coupling
-existed.
+independent Poisson draws of mean 30 differ 95 % of the time).
+``frame.attrs["coupling"]`` records the coupling used; ``"redraw"`` stays for
+comparison and to reproduce results computed before the coupling existed.
 """
 
 from __future__ import annotations
