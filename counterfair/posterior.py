@@ -10,7 +10,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from counterfair import errors, exact_abduction, validation
+from counterfair import errors, exact_abduction, scales, validation
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
@@ -615,6 +615,7 @@ def fit_scm(
     protected_specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
     encoding = Encoding.from_data(protected_specs, data)
     stan_data = fit_data(scm, data, encoding)
+    scales.warn_on_scales(scm, data)
     coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
     start = _warm_start(scm, data, encoding, stan_data, warm_start, backend, chains, warmup,
                         seed, sampler_args)
