@@ -25,6 +25,7 @@ from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_f
 
 if TYPE_CHECKING:
     from counterfair.counterfactual import DoValue
+    from counterfair.ppc_results import PosteriorPredictiveCheck
 
 AbductionMethod = Literal["mean", "draws"]
 AbductionEngine = Literal["auto", "exact", "mcmc"]
@@ -299,6 +300,60 @@ class Fit:
             observed=observed,
             conditioned_on=self.scm.observed,
         )
+
+    # ------------------------------------------------------------------ model checking
+    def ppc(
+        self,
+        n_draws: int | None = 200,
+        *,
+        seed: int | None = None,
+        nodes: Sequence[str] | str | None = None,
+    ) -> PosteriorPredictiveCheck:
+        """Posterior predictive check of every observed node on the training rows.
+
+        For ``n_draws`` joint posterior draws of the parameters and of the
+        training rows' latents, each node is redrawn from its family given the
+        rows' protected attributes, the latent draws and the **observed** values
+        of its observed parents (conditional, one-step replication: a misfit
+        shows at the node whose family is wrong). Its statistics (mean and
+        variance; share of zeros for counts and 0/1 nodes; share of each level
+        for ordinal and categorical nodes) on the data are compared with their
+        replicated distribution. See :mod:`counterfair.ppc`.
+
+        Parameters
+        ----------
+        n_draws : int or None
+            Replications (default 200; ``None``: one per posterior draw). At
+            most the fit's number of draws.
+        seed : int, optional
+            Seed of the choice of draws and of the replications (default: the
+            fit's seed).
+        nodes : str or sequence of str, optional
+            Observed nodes to check (default: all of them).
+
+        Returns
+        -------
+        PosteriorPredictiveCheck
+            ``.table`` (tidy, one row per node and statistic, with the
+            replicated 90 % interval, a posterior predictive p-value and an
+            ``outside_90`` flag), ``.plot()`` (one ``az.plot_ppc`` panel per
+            node), ``.to_csv(path)``; ``print(check)`` shows the table.
+
+        Raises
+        ------
+        SCMError
+            If ``nodes`` names something other than an observed node.
+        ValueError
+            If ``n_draws`` is not a positive integer or exceeds the fit's draws.
+
+        Examples
+        --------
+        >>> check = fit.ppc(nodes=["LSAT"])  # doctest: +SKIP
+        >>> check.statistic("LSAT", "variance")["outside_90"]  # doctest: +SKIP
+        """
+        from counterfair.ppc import posterior_predictive_check
+
+        return posterior_predictive_check(self, n_draws=n_draws, seed=seed, nodes=nodes)
 
     # ------------------------------------------------------------------ abduction
     def abduct(

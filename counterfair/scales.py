@@ -128,7 +128,11 @@ def _own_reasons(scm: SCM, node: str, mean: float, sd: float) -> list[str]:
                 f"prior {spec.prior_intercept.stan()} of {eq.intercept}"
             )
     weights = location_scale(spec.prior_weights)
-    coefficients = [t.param for t in (*eq.protected, *eq.observed, *eq.latent)]
+    coefficients = [
+        *(t.param for t in eq.protected),
+        *(t.param for t in eq.observed),
+        *(t.param for t in eq.latent),
+    ]
     if coefficients and weights is not None and sd > SD_HIGH * weights[1]:
         reasons.append(
             f"its coefficients ({', '.join(coefficients)}) are in its units, of order its sd, "
