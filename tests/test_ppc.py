@@ -20,18 +20,17 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+from _models import aux_fit, families_small_fit, law_level2_scm, law_train
 
-matplotlib.use("Agg")
+import counterfair as cf
+from counterfair import ppc, scales
+from counterfair.encoding import Encoding
+from counterfair.params import ParamDraws
+from counterfair.ppc_results import PosteriorPredictiveCheck
+from counterfair.specs import Protected
+from counterfair.stan.data import observed_values
 
-from _models import aux_fit, families_small_fit, law_level2_scm, law_train  # noqa: E402
-
-import counterfair as cf  # noqa: E402
-from counterfair import ppc, scales  # noqa: E402
-from counterfair.encoding import Encoding  # noqa: E402
-from counterfair.params import ParamDraws  # noqa: E402
-from counterfair.ppc_results import PosteriorPredictiveCheck  # noqa: E402
-from counterfair.specs import Protected  # noqa: E402
-from counterfair.stan.data import observed_values  # noqa: E402
+matplotlib.use("Agg")  # figures are drawn off screen
 
 DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", Path(__file__).parents[2] / "shared" / "data"))
 
@@ -237,17 +236,17 @@ def _normal_data(loc: float, scale: float, n: int = 300, seed: int = 0) -> pd.Da
     )
 
 
-class _Stop(Exception):
+class _StopSamplingError(Exception):
     """Raised in place of sampling, so that a fit stops after its checks."""
 
 
 def _fit_until_sampling(scm: cf.SCM, data: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
     def no_backend(name: str) -> Any:
-        raise _Stop
+        raise _StopSamplingError
 
     monkeypatch.setattr("counterfair.posterior.get_backend", no_backend)
     monkeypatch.setattr("counterfair.posterior._warm_start", lambda *args, **kwargs: None)
-    with pytest.raises(_Stop):
+    with pytest.raises(_StopSamplingError):
         scm.fit(data, chains=1, warmup=10, draws=10, progress=False)
 
 
