@@ -308,6 +308,7 @@ class Fit:
         *,
         seed: int | None = None,
         nodes: Sequence[str] | str | None = None,
+        replication: Literal["conditional", "marginal"] = "conditional",
     ) -> PosteriorPredictiveCheck:
         """Posterior predictive check of every observed node on the training rows.
 
@@ -330,6 +331,13 @@ class Fit:
             fit's seed).
         nodes : str or sequence of str, optional
             Observed nodes to check (default: all of them).
+        replication : {"conditional", "marginal"}
+            ``"conditional"`` (default) as above. ``"marginal"``: latents drawn
+            afresh from their priors and every node replicated from its
+            replicated parents (the model as a generator of new individuals with
+            these protected attributes). Each row's latent absorbs part of a
+            child's misfit in the conditional check (a Poisson child of a
+            latent is overdispersed); the marginal check does not let it.
 
         Returns
         -------
@@ -344,7 +352,8 @@ class Fit:
         SCMError
             If ``nodes`` names something other than an observed node.
         ValueError
-            If ``n_draws`` is not a positive integer or exceeds the fit's draws.
+            If ``n_draws`` is not a positive integer or exceeds the fit's draws,
+            or ``replication`` is unknown.
 
         Examples
         --------
@@ -353,7 +362,9 @@ class Fit:
         """
         from counterfair.ppc import posterior_predictive_check
 
-        return posterior_predictive_check(self, n_draws=n_draws, seed=seed, nodes=nodes)
+        return posterior_predictive_check(
+            self, n_draws=n_draws, seed=seed, nodes=nodes, replication=replication
+        )
 
     # ------------------------------------------------------------------ abduction
     def abduct(

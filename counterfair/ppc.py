@@ -12,10 +12,23 @@ given
 * the latent draws,
 * the **observed** values of its observed parents.
 
-This is the *conditional* ("one-step") replication: each node is checked on
-its own, given its factual parents, so a misfit shows at the node whose family
-is wrong (a Poisson declared for overdispersed counts) instead of spreading to
-its descendants as it would with jointly replicated parents.
+This is the *conditional* ("one-step") replication, the default: each node is
+checked on its own, given its factual parents, so a misfit shows at the node
+whose family is wrong instead of spreading to its descendants as it would with
+jointly replicated parents.
+
+Every row has its own latent, drawn given that very row, so the conditional
+check cannot see what the latents absorb: a Poisson child of a per-row latent
+is a Poisson-lognormal mixture, overdispersed by the latent's loading, and
+reproduces the variance of overdispersed counts given the rows' latent draws.
+``replication="marginal"`` checks the model as a generator of new individuals
+instead: latents are drawn afresh from their priors, and every observed node is
+replicated in topological order from its *replicated* parents, given the rows'
+protected attributes and the parameter draws (the "mixed" predictive check of
+hierarchical models, Gelman, Meng and Stern 1996, with the per-row latents as
+the random effects). A family misfit the latents hide in the conditional check
+(counts with more zeros, or a longer tail, than a Poisson-lognormal gives)
+shows there.
 
 Each node's statistics (:meth:`counterfair.families.base.Family.check_statistics`:
 mean and variance of a Normal node; mean, variance and share of zeros of a
@@ -24,15 +37,15 @@ ordinal or categorical node) are computed on the observed column and on each
 replication; :class:`~counterfair.ppc_results.PosteriorPredictiveCheck` holds
 the table and draws the figure.
 
-The check uses the data twice (the latents were drawn given these very rows),
-so it is conservative: a statistic outside the replications' 90 % interval is a
-misfit the latents could not absorb.
+The conditional check uses the data twice (the latents were drawn given these
+very rows), so it is conservative: a statistic outside the replications' 90 %
+interval is a misfit the latents could not absorb.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
@@ -42,9 +55,15 @@ from counterfair.equations import draw_node, linear_predictor
 from counterfair.params import ParamDraws
 from counterfair.ppc_results import INTERVAL, PosteriorPredictiveCheck
 from counterfair.scm import SCM
+from counterfair.specs import Latent
 
 if TYPE_CHECKING:
     from counterfair.posterior import Fit
+
+Replication = Literal["conditional", "marginal"]
+"""How :func:`posterior_predictive_check` replicates (see the module docstring)."""
+
+REPLICATIONS: tuple[str, ...] = ("conditional", "marginal")
 
 DEFAULT_DRAWS = 200
 """Replications of :meth:`counterfair.Fit.ppc` unless ``n_draws`` is given."""
@@ -84,8 +103,14 @@ def replicate(
     observed: Mapping[str, np.ndarray],
     nodes: Sequence[str],
     rng: np.random.Generator,
+    *,
+    joint: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Replicated values of ``nodes`` given their observed parents, shape ``(S, N)`` each.
+    """Replicated values of ``nodes``, shape ``(S, N)`` each.
+
+    Each node is drawn given its observed parents' values (``joint=False``) or
+    given their replicated values (``joint=True``: every observed node is drawn
+    in topological order, as :mod:`counterfair.simulate` does).
 
     Parameters
     ----------
@@ -104,17 +129,36 @@ def replicate(
         Observed nodes to replicate.
     rng : numpy.random.Generator
         Source of the fresh draws.
+    joint : bool
+        Replicate the parents too (the marginal check).
     """
-    values: dict[str, np.ndarray] = {**observed, **latents}
+    values: dict[str, np.ndarray] = dict(latents) if joint else {**observed, **latents}
     reference = scm.coding == "reference"
     n_rows = len(next(iter(observed.values()))) if observed else 0
     out: dict[str, np.ndarray] = {}
-    for node in nodes:
+    wanted = set(nodes)
+    for node in scm.observed if joint else nodes:
         eq = scm.equations[node]
         eta = linear_predictor(
             eq, params, values, codes, reference_coding=reference, n_rows=n_rows
         )
-        out[node] = draw_node(eq, params, eta, rng)
+        draws = draw_node(eq, params, eta, rng)
+        if joint:
+            values[node] = draws
+        if node in wanted:
+            out[node] = draws
+    return out
+
+
+def prior_latents(
+    scm: SCM, n_sets: int, n_rows: int, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Fresh draws of every latent from its prior ``Normal(loc, scale)``, shape ``(S, N)``."""
+    out: dict[str, np.ndarray] = {}
+    for node in scm.latents:
+        spec = scm.specs[node]
+        assert isinstance(spec, Latent)
+        out[node] = spec.loc + spec.scale * rng.standard_normal((n_sets, n_rows))
     return out
 
 
@@ -124,6 +168,7 @@ def summarise(
     replicated: Mapping[str, np.ndarray],
     *,
     seed: int | None = None,
+    replication: str = "conditional",
 ) -> PosteriorPredictiveCheck:
     """The per-node statistics of observed and replicated values, as a check result.
 
@@ -137,6 +182,8 @@ def summarise(
         Replications by node, ``(S, N)``; the nodes checked.
     seed : int, optional
         The seed the replications were drawn with (recorded).
+    replication : str
+        How the replications were drawn (recorded).
     """
     lower, upper = (1.0 - INTERVAL) / 2.0, (1.0 + INTERVAL) / 2.0
     records = []
@@ -171,6 +218,7 @@ def summarise(
         families=families,
         discrete=discrete,
         seed=seed,
+        replication=replication,
     )
 
 
@@ -180,6 +228,7 @@ def posterior_predictive_check(
     n_draws: int | None = DEFAULT_DRAWS,
     seed: int | None = None,
     nodes: Sequence[str] | str | None = None,
+    replication: Replication = "conditional",
 ) -> PosteriorPredictiveCheck:
     """Posterior predictive check of a fit on its training rows; see :meth:`counterfair.Fit.ppc`.
 
@@ -188,8 +237,13 @@ def posterior_predictive_check(
     SCMError
         If ``nodes`` names something other than an observed node.
     ValueError
-        If ``n_draws`` is not a positive integer or is more than the fit's draws.
+        If ``n_draws`` is not a positive integer or is more than the fit's draws,
+        or ``replication`` is unknown.
     """
+    if replication not in REPLICATIONS:
+        raise ValueError(
+            f"replication must be 'conditional' or 'marginal', got {replication!r}"
+        )
     checked = check_nodes(fit.scm, nodes)
     available = fit.params().n
     if n_draws is None:
@@ -203,13 +257,23 @@ def posterior_predictive_check(
         )
     seed = fit.seed if seed is None else seed
     abduction = fit.abduct(n_samples=n_draws, seed=seed)
+    rng = np.random.default_rng(seed)
+    joint = replication == "marginal"
+    latents = (
+        prior_latents(fit.scm, abduction.n_samples, len(abduction.data), rng)
+        if joint
+        else abduction.latents
+    )
     replicated = replicate(
         fit.scm,
         abduction.params,
-        abduction.latents,
+        latents,
         abduction.codes,
         abduction.observed,
         checked,
-        np.random.default_rng(seed),
+        rng,
+        joint=joint,
     )
-    return summarise(fit.scm, abduction.observed, replicated, seed=seed)
+    return summarise(
+        fit.scm, abduction.observed, replicated, seed=seed, replication=replication
+    )

@@ -49,6 +49,10 @@ class PosteriorPredictiveCheck:
         Whether a node's values are integers (counts, 0/1, level codes).
     seed : int or None
         Seed of the replications.
+    replication : str
+        ``"conditional"`` (each node given its observed parents and the rows'
+        posterior latent draws) or ``"marginal"`` (latents from their priors,
+        parents replicated too); see :mod:`counterfair.ppc`.
 
     ``str(check)`` is a compact table; in a notebook it renders as HTML.
     """
@@ -71,6 +75,7 @@ class PosteriorPredictiveCheck:
     families: Mapping[str, str]
     discrete: Mapping[str, bool] = field(default_factory=dict)
     seed: int | None = None
+    replication: str = "conditional"
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -117,9 +122,14 @@ class PosteriorPredictiveCheck:
 
     def __str__(self) -> str:
         """A compact table: one line per node and statistic, misfits flagged."""
+        how = (
+            "every node given its observed parents and the rows' latent draws"
+            if self.replication == "conditional"
+            else "every node from replicated parents and latents drawn from their priors"
+        )
         header = (
-            f"Posterior predictive check ({self.n_draws} replications of every node given "
-            f"its observed parents and the latents' draws); {len(self.flagged())} of "
+            f"Posterior predictive check ({self.n_draws} {self.replication} replications: "
+            f"{how}); {len(self.flagged())} of "
             f"{len(self.table)} statistics outside the replications' 90% interval"
         )
         body = self._display_table().to_string(
@@ -130,7 +140,7 @@ class PosteriorPredictiveCheck:
     def _repr_html_(self) -> str:
         """The compact table as HTML (notebooks)."""
         caption = (
-            f"<p>Posterior predictive check: {self.n_draws} replications; "
+            f"<p>Posterior predictive check: {self.n_draws} {self.replication} replications; "
             f"{len(self.flagged())} of {len(self.table)} statistics outside the 90% interval</p>"
         )
         html = self._display_table().to_html(

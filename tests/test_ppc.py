@@ -20,7 +20,14 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
-from _models import aux_fit, families_small_fit, law_level2_scm, law_train
+from _models import (
+    AUX_TRUTH,
+    aux_fit,
+    aux_scm,
+    families_small_fit,
+    law_level2_scm,
+    law_train,
+)
 
 import counterfair as cf
 from counterfair import ppc, scales
@@ -130,7 +137,7 @@ def test_overdispersed_counts_declared_negative_binomial_are_not_flagged(
 def test_display_and_csv(poisson_counts: pd.DataFrame, tmp_path: Path) -> None:
     check = _check(cf.Poisson(), poisson_counts)
     text = str(check)
-    assert "Posterior predictive check (400 replications" in text
+    assert "Posterior predictive check (400 conditional replications" in text
     assert "variance" in text and "share of 0" in text
     assert "<table" in check._repr_html_()
     path = check.to_csv(tmp_path / "ppc.csv")
@@ -154,6 +161,31 @@ def test_check_nodes_are_observed_nodes() -> None:
         ppc.check_nodes(scm, [])
 
 
+def test_marginal_replication_of_a_latent_model_at_its_truth() -> None:
+    """Latents from their prior and parents replicated: the aux SCM's simulated data fall
+    inside every interval when the parameters are the truth, and a replicated child
+    follows its replicated parent (X on Z)."""
+    scm = aux_scm()
+    data = scm.sample(3000, params=AUX_TRUTH, seed=12)
+    params = ParamDraws.from_values(scm, AUX_TRUTH, {"race": 2}).take(np.zeros(300, dtype=int))
+    protected = {"race": scm.specs["race"]}
+    codes = Encoding.from_data(protected, data).codes(data)  # type: ignore[arg-type]
+    observed = observed_values(scm, data)
+    rng = np.random.default_rng(0)
+    latents = ppc.prior_latents(scm, params.n, len(data), rng)
+    assert latents["K"].mean() == pytest.approx(0.5, abs=0.01)  # K ~ Normal(0.5, 1.5)
+    replicated = ppc.replicate(scm, params, latents, codes, observed, ("X", "C"), rng, joint=True)
+    assert set(replicated) == {"X", "C"}
+    check = ppc.summarise(scm, observed, replicated, replication="marginal")
+    assert not check.table["outside_90"].any(), str(check)
+    assert "300 marginal replications" in str(check)
+    # X given the observed Z (conditional) is tighter than X with Z replicated (marginal)
+    conditional = ppc.replicate(scm, params, latents, codes, observed, ("X",), rng)
+    assert conditional["X"].var(axis=1).mean() != pytest.approx(
+        replicated["X"].var(axis=1).mean(), rel=0.01
+    )
+
+
 # ---------------------------------------------------------------------- fits (Stan)
 @pytest.mark.stan
 def test_fit_ppc_of_poisson_and_negative_binomial_nodes(stan_backend: str) -> None:
@@ -172,6 +204,10 @@ def test_fit_ppc_of_poisson_and_negative_binomial_nodes(stan_backend: str) -> No
         "share of theft", "share of drug", "share of violent",
     ]
     assert nb.discrete == {"O": True, "K": True, "C": True}
+    marginal = aux.ppc(n_draws=200, seed=1, replication="marginal")
+    assert marginal.replication == "marginal"
+    assert not marginal.statistic("C", "variance")["outside_90"], str(marginal)
+    assert not marginal.statistic("X", "variance")["outside_90"], str(marginal)
     # the same seed gives the same replications
     again = families.ppc(n_draws=200, seed=1, nodes=["C", "K", "O"])
     np.testing.assert_array_equal(again.replicated["C"], nb.replicated["C"])
@@ -207,6 +243,8 @@ def test_ppc_rejects_unknown_nodes_and_too_many_draws(stan_backend: str) -> None
         fit.ppc(n_draws=available + 1)
     with pytest.raises(ValueError, match="n_draws must be a positive integer"):
         fit.ppc(n_draws=0)
+    with pytest.raises(ValueError, match="replication must be 'conditional' or 'marginal'"):
+        fit.ppc(replication="joint")  # type: ignore[arg-type]
     assert fit.ppc(n_draws=None, nodes="C").n_draws == available
 
 
