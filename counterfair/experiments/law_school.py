@@ -141,6 +141,8 @@ def _fit_with_warnings(
     warnings are re-emitted."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
+        if scale_log is not None:
+            warnings.simplefilter("always", ScaleWarning)
         result = step()
     for warning in caught:
         if issubclass(warning.category, ConvergenceWarning):
