@@ -7,6 +7,8 @@ replication, :mod:`counterfair.ppc`) and prints the observed variance of
 ``priors_count`` beside its replicated variance (mean and 90 % interval).
 
     python experiments/compas_ppc.py --data-dir ../shared/data --out results/compas_ppc
+    python experiments/compas_ppc.py --data-dir ../shared/data --no-latent-on-priors \
+        --out results/compas_ppc_no_latent
 
 Writes ``ppc_<family>_<replication>.csv`` (every node's check),
 ``ppc_<family>_<replication>.png`` (the figure), ``summary.json`` and
@@ -45,6 +47,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
           f"variance {rows[NODE].var():.3f}", flush=True)
     summary: dict[str, Any] = {
         "rows": len(rows),
+        "latent_on_priors_count": not args.no_latent_on_priors,
         "settings": {"chains": args.chains, "warmup": args.warmup, "draws": args.draws,
                      "seed": args.seed, "replications": args.n_draws},
         "observed_variance": float(rows[NODE].var()),
@@ -53,6 +56,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     for name, family in FAMILIES.items():
         scm = compas_scm(priors_count=family())
+        if args.no_latent_on_priors:  # priors_count on race, sex and age only
+            graph = scm.graph
+            graph.remove_edge("U", NODE)
+            scm = cf.SCM(graph)
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", cf.ConvergenceWarning)
@@ -95,7 +102,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         summary["fits"][name] = entry
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     lines = [
-        f"# COMPAS posterior predictive check of {NODE}",
+        f"# COMPAS posterior predictive check of {NODE}"
+        + ("" if not args.no_latent_on_priors else " (SCM without U -> priors_count)"),
         "",
         f"{summary['rows']} training rows; {args.chains} chains x ({args.warmup} + "
         f"{args.draws}); {args.n_draws} replications per check (conditional: given the "
@@ -132,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--draws", type=int, default=300)
     parser.add_argument("--n-draws", type=int, default=200, help="replications")
+    parser.add_argument(
+        "--no-latent-on-priors",
+        action="store_true",
+        help="drop the edge U -> priors_count (the latent then cannot absorb overdispersion)",
+    )
     run(parser.parse_args(argv))
     return 0
 

@@ -349,3 +349,22 @@ def test_law_school_data_do_not_warn() -> None:
         law = cf.load_law_school(DATA_DIR)
         assert scales.check_scales(scm, scales.scale_values(scm, law)) == []
         assert law["UGPA"].mean() == pytest.approx(3.2, abs=0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.stan
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_stan_fits_of_overdispersed_counts_poisson_flagged_negative_binomial_not(
+    stan_backend: str, overdispersed_counts: pd.DataFrame
+) -> None:
+    """The misfit on purpose, by NUTS (two programs of their own, hence slow): negative
+    binomial counts (phi 1.5) with no latent to absorb the overdispersion."""
+    rows = overdispersed_counts.iloc[:1000]
+    checks = {}
+    for name, spec in (("poisson", cf.Poisson()), ("negative_binomial", cf.NegativeBinomial())):
+        fit = _count_scm(spec).fit(rows, chains=2, warmup=300, draws=300, seed=3, progress=False)
+        checks[name] = fit.ppc(n_draws=300, seed=3)
+    assert checks["poisson"].statistic("C", "variance")["outside_90"]
+    assert checks["poisson"].statistic("C", "variance")["p_value"] == 0.0
+    negative_binomial = checks["negative_binomial"]
+    assert not negative_binomial.table["outside_90"].any(), str(negative_binomial)
