@@ -33,6 +33,7 @@ from counterfair.learning import (
     unaware_predictor,
 )
 from counterfair.posterior import Abduction, Fit
+from counterfair.ppc_results import PosteriorPredictiveCheck
 from counterfair.scm import SCM
 from counterfair.specs import SPEC_KEY, Latent, Prior, Protected
 
@@ -53,6 +54,7 @@ __all__ = [
     "Normal",
     "Ordinal",
     "Poisson",
+    "PosteriorPredictiveCheck",
     "Prior",
     "Protected",
     "SCMError",
