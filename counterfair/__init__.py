@@ -10,7 +10,13 @@ from counterfair import audit, datasets, datasets_tabular, models
 from counterfair._version import __version__
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets_tabular import load_adult, load_compas
-from counterfair.errors import ConvergenceWarning, DataError, FairnessError, SCMError
+from counterfair.errors import (
+    ConvergenceWarning,
+    DataError,
+    FairnessError,
+    ScaleWarning,
+    SCMError,
+)
 from counterfair.families import (
     Bernoulli,
     Categorical,
@@ -27,6 +33,7 @@ from counterfair.learning import (
     unaware_predictor,
 )
 from counterfair.posterior import Abduction, Fit
+from counterfair.ppc_results import PosteriorPredictiveCheck
 from counterfair.scm import SCM
 from counterfair.specs import SPEC_KEY, Latent, Prior, Protected
 
@@ -47,9 +54,11 @@ __all__ = [
     "Normal",
     "Ordinal",
     "Poisson",
+    "PosteriorPredictiveCheck",
     "Prior",
     "Protected",
     "SCMError",
+    "ScaleWarning",
     "__version__",
     "audit",
     "counterfactual_predictions",

@@ -23,6 +23,15 @@ class ConvergenceWarning(UserWarning):
     """MCMC diagnostics (R-hat, ESS, divergences) suggest the fit is not reliable."""
 
 
+class ScaleWarning(UserWarning):
+    """A node's scale makes counterfair's unit-scale default priors informative.
+
+    Raised once per fit and offending node by :mod:`counterfair.scales`; the
+    message names the node, its observed mean and sd, the prior concerned and
+    the fix (standardise the column, or give the spec explicit priors).
+    """
+
+
 # graph and specs
 NOT_A_DIGRAPH = "an SCM is declared on a networkx.DiGraph, got {type}"
 EMPTY_GRAPH = "the causal graph has no nodes"

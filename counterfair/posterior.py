@@ -10,7 +10,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from counterfair import errors, exact_abduction, validation
+from counterfair import errors, exact_abduction, scales, validation
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
@@ -25,6 +25,7 @@ from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_f
 
 if TYPE_CHECKING:
     from counterfair.counterfactual import Coupling, DoValue
+    from counterfair.ppc_results import PosteriorPredictiveCheck
 
 AbductionMethod = Literal["mean", "draws"]
 AbductionEngine = Literal["auto", "exact", "mcmc"]
@@ -298,6 +299,71 @@ class Fit:
             codes=self.encoding.codes(self.data),
             observed=observed,
             conditioned_on=self.scm.observed,
+        )
+
+    # ------------------------------------------------------------------ model checking
+    def ppc(
+        self,
+        n_draws: int | None = 200,
+        *,
+        seed: int | None = None,
+        nodes: Sequence[str] | str | None = None,
+        replication: Literal["conditional", "marginal"] = "conditional",
+    ) -> PosteriorPredictiveCheck:
+        """Posterior predictive check of every observed node on the training rows.
+
+        For ``n_draws`` joint posterior draws of the parameters and of the
+        training rows' latents, each node is redrawn from its family given the
+        rows' protected attributes, the latent draws and the **observed** values
+        of its observed parents (conditional, one-step replication: a misfit
+        shows at the node whose family is wrong). Its statistics (mean and
+        variance; share of zeros for counts and 0/1 nodes; share of each level
+        for ordinal and categorical nodes) on the data are compared with their
+        replicated distribution. See :mod:`counterfair.ppc`.
+
+        Parameters
+        ----------
+        n_draws : int or None
+            Replications (default 200; ``None``: one per posterior draw). At
+            most the fit's number of draws.
+        seed : int, optional
+            Seed of the choice of draws and of the replications (default: the
+            fit's seed).
+        nodes : str or sequence of str, optional
+            Observed nodes to check (default: all of them).
+        replication : {"conditional", "marginal"}
+            ``"conditional"`` (default) as above. ``"marginal"``: latents drawn
+            afresh from their priors and every node replicated from its
+            replicated parents (the model as a generator of new individuals with
+            these protected attributes). Each row's latent absorbs part of a
+            child's misfit in the conditional check (a Poisson child of a
+            latent is overdispersed); the marginal check does not let it.
+
+        Returns
+        -------
+        PosteriorPredictiveCheck
+            ``.table`` (tidy, one row per node and statistic, with the
+            replicated 90 % interval, a posterior predictive p-value and an
+            ``outside_90`` flag), ``.plot()`` (one ``az.plot_ppc`` panel per
+            node), ``.to_csv(path)``; ``print(check)`` shows the table.
+
+        Raises
+        ------
+        SCMError
+            If ``nodes`` names something other than an observed node.
+        ValueError
+            If ``n_draws`` is not a positive integer or exceeds the fit's draws,
+            or ``replication`` is unknown.
+
+        Examples
+        --------
+        >>> check = fit.ppc(nodes=["LSAT"])  # doctest: +SKIP
+        >>> check.statistic("LSAT", "variance")["outside_90"]  # doctest: +SKIP
+        """
+        from counterfair.ppc import posterior_predictive_check
+
+        return posterior_predictive_check(
+            self, n_draws=n_draws, seed=seed, nodes=nodes, replication=replication
         )
 
     # ------------------------------------------------------------------ abduction
@@ -620,6 +686,7 @@ def fit_scm(
     protected_specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
     encoding = Encoding.from_data(protected_specs, data)
     stan_data = fit_data(scm, data, encoding)
+    scales.warn_on_scales(scm, data)
     coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
     start = _warm_start(scm, data, encoding, stan_data, warm_start, backend, chains, warmup,
                         seed, sampler_args)

@@ -294,7 +294,20 @@ class SCM:
         Returns
         -------
         Fit
-            The fitted model; ``fit.idata`` is an ``arviz.InferenceData``.
+            The fitted model; ``fit.idata`` is an ``arviz.InferenceData``;
+            ``fit.ppc()`` checks it against the data (posterior predictive check).
+
+        Warns
+        -----
+        ScaleWarning
+            Once per Normal node (or continuous protected attribute) whose scale
+            makes the priors on its spec informative: the default priors assume
+            unit-scale data, and counterfair does not rescale columns. The message
+            names the node, its mean and sd, the prior and the fix (standardise
+            the column or give the spec explicit priors); see
+            :mod:`counterfair.scales`.
+        ConvergenceWarning
+            When R-hat, ESS or divergences cross their thresholds.
         """
         from counterfair.posterior import fit_scm
 

@@ -137,8 +137,16 @@ def _log(message: str) -> None:
     print(f"[compas] {message}", flush=True)
 
 
-def compas_scm() -> Any:
-    """The study's SCM (see the module docstring)."""
+def compas_scm(priors_count: Any = None) -> Any:
+    """The study's SCM (see the module docstring).
+
+    Parameters
+    ----------
+    priors_count : Observed spec, optional
+        The family of ``priors_count`` (default ``cf.NegativeBinomial()``; the posterior
+        predictive check of ``experiments/compas_ppc.py`` compares it with
+        ``cf.Poisson()``).
+    """
     import counterfair as cf
 
     g = nx.DiGraph()
@@ -146,7 +154,10 @@ def compas_scm() -> Any:
     g.add_node("sex", spec=cf.Protected(levels=SEXES))
     g.add_node("U", spec=cf.Latent())
     g.add_node("age_z", spec=cf.Normal())
-    g.add_node("priors_count", spec=cf.NegativeBinomial())
+    g.add_node(
+        "priors_count",
+        spec=cf.NegativeBinomial() if priors_count is None else priors_count,
+    )
     g.add_node("juv_count", spec=cf.Poisson())
     g.add_node("felony", spec=cf.Bernoulli())
     g.add_node(OUTCOME, spec=cf.Bernoulli())

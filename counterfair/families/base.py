@@ -57,6 +57,29 @@ Index = Callable[[str], str]
 Width = Callable[[str], "str | None"]
 """Stan number of indicator columns of a parent, None when it enters as one column."""
 
+Statistic = Callable[[np.ndarray], np.ndarray]
+"""A summary of a node's values over rows: ``(..., N)`` to ``(...)`` (a posterior
+predictive check statistic, :mod:`counterfair.ppc`)."""
+
+
+def mean_statistic(values: np.ndarray) -> np.ndarray:
+    """Mean over rows."""
+    return np.asarray(values, dtype=float).mean(axis=-1)
+
+
+def variance_statistic(values: np.ndarray) -> np.ndarray:
+    """Sample variance over rows (``ddof=1``)."""
+    return np.asarray(values, dtype=float).var(axis=-1, ddof=1)
+
+
+def share_statistic(value: float) -> Statistic:
+    """Share of rows equal to ``value`` (a count, a 0/1 value or a level code)."""
+
+    def share(values: np.ndarray) -> np.ndarray:
+        return (np.asarray(values) == value).mean(axis=-1)
+
+    return share
+
 INDENT = "  "
 
 
@@ -185,6 +208,18 @@ class Family:
     def stan_functions(self) -> list[str]:
         """Stan function definitions the family's statements use (indented by 2)."""
         return []
+
+    def check_statistics(self, spec: Observed) -> dict[str, Statistic]:
+        """Statistics of the node's posterior predictive check (:mod:`counterfair.ppc`).
+
+        By name, in display order. Counts by default: the mean, the variance and
+        the share of zeros (where a Poisson and an overdispersed count differ).
+        """
+        return {
+            "mean": mean_statistic,
+            "variance": variance_statistic,
+            "share of 0": share_statistic(0),
+        }
 
     # ------------------------------------------------------------------ as a parent
     def design_column(self, eq: NodeEquation) -> str:

@@ -10,7 +10,13 @@ import pandas as pd
 from scipy.special import expit
 
 from counterfair import errors
-from counterfair.families.base import Family, row_label
+from counterfair.families.base import (
+    Family,
+    Statistic,
+    mean_statistic,
+    row_label,
+    share_statistic,
+)
 from counterfair.specs import Observed
 
 if TYPE_CHECKING:
@@ -57,6 +63,9 @@ class BernoulliFamily(Family):
     def coefficient_scale(self, values: np.ndarray) -> float:
         p = float(np.clip(values.mean(), 0.05, 0.95))
         return float(1.0 / np.sqrt(max(values.shape[0], 1) * p * (1.0 - p)))
+
+    def check_statistics(self, spec: Observed) -> dict[str, Statistic]:
+        return {"mean": mean_statistic, "share of 0": share_statistic(0)}
 
     def mean(self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:
         return np.asarray(expit(eta))

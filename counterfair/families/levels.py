@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
-from counterfair.families.base import Family, row_label
+from counterfair.families.base import Family, Statistic, row_label, share_statistic
 from counterfair.specs import Observed
 
 if TYPE_CHECKING:
@@ -152,6 +152,11 @@ class LevelFamily(Family):
         return pd.Categorical.from_codes(
             codes, categories=list(labels), ordered=self.ordered_levels
         )
+
+    def check_statistics(self, spec: Observed) -> dict[str, Statistic]:
+        level_spec = _spec(spec)
+        labels = level_spec.labels or tuple(str(k) for k in range(level_spec.n_levels))
+        return {f"share of {label}": share_statistic(code) for code, label in enumerate(labels)}
 
     def design_column(self, eq: NodeEquation) -> str:
         return f"indicators({eq.node}, {eq.levels}, 1)"

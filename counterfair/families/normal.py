@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from counterfair.families.base import Family, Index
+from counterfair.families.base import (
+    Family,
+    Index,
+    Statistic,
+    mean_statistic,
+    variance_statistic,
+)
 from counterfair.specs import Observed, Prior, _stan_real, inv_gamma_prior
 
 if TYPE_CHECKING:
@@ -66,6 +72,9 @@ class NormalFamily(Family):
 
     def frame_column(self, spec: Observed, values: np.ndarray) -> Any:
         return values
+
+    def check_statistics(self, spec: Observed) -> dict[str, Statistic]:
+        return {"mean": mean_statistic, "variance": variance_statistic}
 
     def design_column(self, eq: NodeEquation) -> str:
         return f"to_matrix({eq.node})"
