@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scm-rows", type=int, default=1500)
     parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument("--warmup", type=int, default=300)
-    parser.add_argument("--draws", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--n-draws", type=int, default=200, help="replications")
     parser.add_argument(
         "--no-latent-on-priors",
