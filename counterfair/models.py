@@ -6,7 +6,7 @@ import networkx as nx
 
 from counterfair.families import Normal, Poisson
 from counterfair.scm import SCM, Coding
-from counterfair.specs import Latent, Protected
+from counterfair.specs import Latent, Prior, Protected
 
 LAW_SCHOOL_PROTECTED = ("race", "sex")
 
@@ -30,17 +30,34 @@ def law_school_level2(coding: Coding = "reference") -> SCM:
     return SCM(g, coding=coding)
 
 
+def raw_lsat() -> Normal:
+    """LSAT as a Normal node on its raw scale (mean about 36, sd about 5), priors to match.
+
+    The paper's level 3 model regresses raw LSAT on race and sex (by least
+    squares: in effect flat priors). counterfair's default Normal(0, 1) priors
+    assume unit-scale data and would pull the intercept (about 36) and the race
+    effects (several points) towards 0 (:mod:`counterfair.scales` warns about
+    exactly that); Normal(0, 100) on the intercept and Normal(0, 10) on the
+    effects are weak on LSAT's scale.
+    """
+    return Normal(
+        prior_intercept=Prior("normal", (0.0, 100.0)),
+        prior_weights=Prior("normal", (0.0, 10.0)),
+    )
+
+
 def law_school_level3() -> SCM:
     """The paper's level 3 model: UGPA and LSAT Normal with race and sex as parents.
 
     Its abducted additive noise (the residuals of UGPA and LSAT) are the inputs
-    of the Fair Add predictor.
+    of the Fair Add predictor. LSAT keeps its raw scale, with priors on that
+    scale (:func:`raw_lsat`).
     """
     g = nx.DiGraph()
     g.add_node("race", spec=Protected())
     g.add_node("sex", spec=Protected())
     g.add_node("UGPA", spec=Normal())
-    g.add_node("LSAT", spec=Normal())
+    g.add_node("LSAT", spec=raw_lsat())
     for parent in ("race", "sex"):
         for child in ("UGPA", "LSAT"):
             g.add_edge(parent, child)

@@ -57,9 +57,9 @@ model {
   beta_UGPA_race ~ normal(0.0, 1.0);
   beta_UGPA_sex ~ normal(0.0, 1.0);
   sigma2_UGPA ~ inv_gamma(1.0, 1.0);
-  alpha_LSAT ~ normal(0.0, 1.0);
-  beta_LSAT_race ~ normal(0.0, 1.0);
-  beta_LSAT_sex ~ normal(0.0, 1.0);
+  alpha_LSAT ~ normal(0.0, 100.0);
+  beta_LSAT_race ~ normal(0.0, 10.0);
+  beta_LSAT_sex ~ normal(0.0, 10.0);
   sigma2_LSAT ~ inv_gamma(1.0, 1.0);
   // structural equations
   UGPA ~ normal_id_glm(X_UGPA, alpha_UGPA, append_row(beta_UGPA_race, beta_UGPA_sex), sigma_UGPA);

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 import networkx as nx
 import numpy as np
 import pandas as pd
-import pytest
 
 import counterfair as cf
 from counterfair.stan.backend import resolve_backend_name
@@ -113,14 +112,6 @@ def law_level2_scm() -> cf.SCM:
     return cf.SCM(g)
 
 
-RAW_LSAT = pytest.mark.filterwarnings(
-    "ignore:node 'LSAT' has mean:counterfair.errors.ScaleWarning"
-)
-"""Mark of tests that fit :func:`law_level3_scm`: its Normal LSAT keeps the simulated
-counts' raw scale (mean about 33) as the paper's level 3 model does, which makes the
-Normal(0, 1) intercept prior informative, so every fit warns (:mod:`counterfair.scales`)."""
-
-
 def law_level3_scm() -> cf.SCM:
     """Level 3 law school SCM: race, sex -> UGPA, LSAT (both Normal); no latent, no ZFYA."""
     g = _graph(
@@ -128,7 +119,7 @@ def law_level3_scm() -> cf.SCM:
             "race": cf.Protected(levels=RACES),
             "sex": cf.Protected(levels=SEXES),
             "UGPA": cf.Normal(),
-            "LSAT": cf.Normal(),
+            "LSAT": cf.models.raw_lsat(),  # the shipped model's priors: one program
         },
         [(p, c) for p in ("race", "sex") for c in ("UGPA", "LSAT")],
     )

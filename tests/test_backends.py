@@ -15,12 +15,10 @@ import httpstan.cache
 import numpy as np
 import pandas as pd
 import pytest
-from _models import RAW_LSAT, law_level3_scm, law_train, quietly, stacked
+from _models import law_level3_scm, law_train, quietly, stacked
 
 from counterfair.stan import backend as stan_backend
 from counterfair.stan.backend import BACKEND_ENV, get_backend, resolve_backend_name
-
-pytestmark = RAW_LSAT  # the level 3 SCM's raw LSAT warns (tests/_models.py)
 
 BOTH = {"pystan", "cmdstanpy"} <= set(stan_backend.available_backends())
 

@@ -15,7 +15,6 @@ import pytest
 from _models import (
     LAW_TRUTH,
     RACES,
-    RAW_LSAT,
     law_level2_fit,
     law_level2_scm,
     law_level3_scm,
@@ -104,7 +103,6 @@ def _small_level3_data() -> pd.DataFrame:
 
 
 @pytest.mark.stan
-@RAW_LSAT
 def test_too_short_fit_warns() -> None:
     scm, data = law_level3_scm(), _small_level3_data()
     with pytest.warns(cf.ConvergenceWarning, match="the SCM fit"):

@@ -15,7 +15,6 @@ import pytest
 from _models import (
     AUX_RACES,
     RACES,
-    RAW_LSAT,
     SEXES,
     aux_data,
     aux_fit,
@@ -38,8 +37,6 @@ from counterfair.learning import (
     full_predictor,
     unaware_predictor,
 )
-
-pytestmark = RAW_LSAT  # Fair Add fits the level 3 SCM, whose raw LSAT warns (tests/_models.py)
 
 SMALL_FIT = {"chains": 2, "warmup": 300, "draws": 300}
 N_TEST = 40

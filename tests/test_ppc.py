@@ -351,6 +351,19 @@ def test_law_school_data_do_not_warn() -> None:
         assert law["UGPA"].mean() == pytest.approx(3.2, abs=0.1)
 
 
+def test_shipped_level3_model_has_priors_on_raw_lsat_scale() -> None:
+    """The level 3 model keeps raw LSAT (mean about 36), as the paper does: with the
+    default Normal(0, 1) priors it warns; the shipped priors (cf.models.raw_lsat) do not."""
+    data = law_train().assign(LSAT=lambda f: f["LSAT"].astype(float))
+    shipped = cf.models.law_school_level3()
+    assert scales.check_scales(shipped, scales.scale_values(shipped, data)) == []
+    graph = shipped.graph
+    graph.nodes["LSAT"][cf.SPEC_KEY] = cf.Normal()
+    default = cf.SCM(graph)
+    problems = scales.check_scales(default, scales.scale_values(default, data))
+    assert [p.node for p in problems] == ["LSAT"]
+
+
 @pytest.mark.slow
 @pytest.mark.stan
 @pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
