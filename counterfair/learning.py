@@ -40,9 +40,11 @@ PROTECTED_TARGET = (
     "outcome, not a protected attribute"
 )
 LATENT_TARGET = "target {target!r} is a latent node of the SCM; it has no observed values"
-MULTICLASS_TARGET = (
-    "target {target!r} is a {family} node with {levels} levels; FairLearner's classifier "
-    "predicts binary targets only (multi-class targets are not supported yet)"
+MULTICLASS_PROBABILITY = (
+    "response='probability' compares one number per row, the probability of the positive "
+    "class, but {name} has {n} classes {classes}; audit labels (response='prediction', a "
+    "change is a different label) or pass a function returning the probability of the "
+    "class you mean"
 )
 FIT_ARGS_SEED = (
     "fit_args contains 'seed' and seed={seed!r} is given too; pass the seed once, as seed="
@@ -168,13 +170,6 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             raise errors.FairnessError(PROTECTED_TARGET.format(target=target))
         if target in scm.latents:
             raise errors.SCMError(LATENT_TARGET.format(target=target))
-        spec = scm.specs.get(target)
-        if isinstance(spec, Observed):
-            levels = family_of(spec).n_levels(spec)
-            if levels is not None and levels > 2:
-                raise errors.SCMError(
-                    MULTICLASS_TARGET.format(target=target, family=spec.family, levels=levels)
-                )
         fit_args = dict(self.fit_args or {})
         if "seed" in fit_args and self.seed is not None and fit_args["seed"] != self.seed:
             raise ValueError(FIT_ARGS_SEED.format(seed=self.seed))
@@ -348,16 +343,35 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         conditioning = [n for n in default_conditioning(scm, X) if n != self.target]
         return self.scm_fit_.abduct(X, condition_on=conditioning, **args)
 
+    def _multiclass(self) -> bool:
+        return self._is_classifier() and len(getattr(self, "classes_", ())) > 2
+
     def _predict_inputs(self, inputs: np.ndarray) -> np.ndarray:
         flat = inputs.reshape(-1, inputs.shape[-1])
+        if self._multiclass():
+            proba = np.asarray(self.estimator_.predict_proba(flat), dtype=float)
+            return proba.reshape(*inputs.shape[:-1], proba.shape[-1])
         if self._is_classifier():
             out = self.estimator_.predict_proba(flat)[:, 1]
         else:
             out = self.estimator_.predict(flat)
         return np.asarray(out, dtype=float).reshape(inputs.shape[:-1])
 
+    def _probabilities(self, X: pd.DataFrame) -> np.ndarray:
+        """Class probabilities per row, averaged over the draws: ``(N,)`` binary, ``(N, K)``."""
+        scm = self._check_setup()
+        direct = self._frame_features(scm, X)
+        if direct is not None:
+            return self._predict_inputs(direct[None, :, :])[0]
+        return self.predict_draws(X).mean(axis=0)
+
     def predict_draws(self, X: pd.DataFrame) -> np.ndarray:
-        """Predictions for every draw of each row's fair inputs, shape ``(S, N)``."""
+        """Predictions for every draw of each row's fair inputs, shape ``(S, N)``.
+
+        For a classifier, the probability of the positive class; for a
+        multi-class target (a categorical or ordinal node with more than two
+        levels), the probability of every class, shape ``(S, N, K)``.
+        """
         scm = self._check_setup()
         return self._predict_inputs(self._feature_matrix(scm, self._abduct_new(X)))
 
@@ -376,28 +390,28 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         (a plain latent column in ``X``, such as the true K of simulated data,
         is ignored).
         """
-        scm = self._check_setup()
-        direct = self._frame_features(scm, X)
-        if direct is not None:
-            scores = self._predict_inputs(direct[None, :, :])[0]
-        else:
-            scores = self.predict_draws(X).mean(axis=0)
+        scores = self._probabilities(X)
+        if self._multiclass():  # the class of highest posterior expected probability
+            return np.asarray(self.classes_)[np.argmax(scores, axis=-1)]
         if self._is_classifier():
             return np.where(scores >= 0.5, self.classes_[-1], self.classes_[0])
         return scores
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
-        """Class probabilities, averaged over the draws (classification only)."""
+        """Class probabilities, averaged over the draws, shape ``(N, n_classes)``.
+
+        Columns follow ``classes_``. Available for classification targets
+        (Bernoulli, ordinal and categorical nodes).
+        """
         if not self._is_classifier():
-            raise AttributeError("predict_proba is available for a Bernoulli target only")
-        scm = self._check_setup()
-        direct = self._frame_features(scm, X)
-        p1 = (
-            self._predict_inputs(direct[None, :, :])[0]
-            if direct is not None
-            else self.predict_draws(X).mean(axis=0)
-        )
-        return np.column_stack([1.0 - p1, p1])
+            raise AttributeError(
+                "predict_proba is available for a classification target only "
+                "(a Bernoulli, ordinal or categorical node)"
+            )
+        scores = self._probabilities(X)
+        if self._multiclass():
+            return np.asarray(scores)
+        return np.column_stack([1.0 - scores, scores])
 
     def score(self, X: pd.DataFrame, y: Any = None) -> float:
         """R^2 for a regressor, accuracy for a classifier."""
@@ -487,8 +501,9 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        """Predictions of the fitted estimator."""
-        return np.asarray(self.estimator_.predict(self._matrix(X)), dtype=float)
+        """Predictions of the fitted estimator (as floats when numeric; class labels else)."""
+        out = np.asarray(self.estimator_.predict(self._matrix(X)))
+        return out.astype(float) if out.dtype.kind in "biuf" else out
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         """Class probabilities of the fitted estimator, shape ``(N, n_classes)``.
@@ -590,22 +605,52 @@ def predict_output(
         ``"probability"`` calls ``predict_proba`` and keeps the column of the
         last class (the positive class of a binary classifier); a function is
         taken to return probabilities already. A two-column output (a bound
-        ``predict_proba``) is reduced to its last column.
+        ``predict_proba``) is reduced to its last column; ``predict_proba``
+        with more than two classes is an error (one number per row is compared).
+        Predicted labels that are not numbers become their index in the
+        predictor's ``classes_``.
     """
     if response not in RESPONSES:
         raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
     name = type(predictor).__name__
     if response == "probability" and hasattr(predictor, "predict_proba"):
         proba = np.asarray(predictor.predict_proba(_estimator_input(predictor, frame)))
+        if proba.ndim == 2 and proba.shape[1] > 2:
+            classes = list(getattr(predictor, "classes_", range(proba.shape[1])))
+            raise ValueError(
+                MULTICLASS_PROBABILITY.format(name=name, n=proba.shape[1], classes=classes)
+            )
         return np.asarray(proba[:, -1] if proba.ndim == 2 else proba, dtype=float)
     if hasattr(predictor, "predict"):
         if response == "probability":
             raise TypeError(NO_PREDICT_PROBA.format(name=name))
-        return np.asarray(predictor.predict(_estimator_input(predictor, frame)), dtype=float)
+        labels = np.asarray(predictor.predict(_estimator_input(predictor, frame)))
+        return _as_numbers(predictor, labels)
     if callable(predictor):
         out = np.asarray(predictor(frame), dtype=float)
         return out[:, -1] if out.ndim == 2 else out  # a bound predict_proba
     raise TypeError(f"predictor must have .predict or be callable, got {name}")
+
+
+def _as_numbers(predictor: Predictor, labels: np.ndarray) -> np.ndarray:
+    """Predictions as floats; class labels that are not numbers become their index in
+    ``classes_`` (so that two worlds' labels can be compared)."""
+    if labels.dtype.kind in "biuf":
+        return labels.astype(float)
+    classes = getattr(predictor, "classes_", None)
+    if classes is None:
+        raise TypeError(
+            f"{type(predictor).__name__} predicts non-numeric values and has no classes_; "
+            "pass a function returning one number per row"
+        )
+    lookup = {str(c): i for i, c in enumerate(np.asarray(classes))}
+    return np.array([lookup[str(label)] for label in labels], dtype=float)
+
+
+def _multiclass_labels(predictor: Predictor, response: Response) -> bool:
+    """Whether predictions are labels of more than two classes (a change is then 0 or 1)."""
+    owner = getattr(predictor, "__self__", predictor)
+    return response == "prediction" and len(getattr(owner, "classes_", ())) > 2
 
 
 def _predict(predictor: Predictor, frame: pd.DataFrame) -> np.ndarray:
@@ -666,7 +711,9 @@ def counterfactual_predictions(
     -------
     pandas.DataFrame
         Columns ``row``, ``sample``, ``factual``, ``counterfactual``, ``change``
-        (counterfactual minus factual) and the factual protected attributes.
+        (counterfactual minus factual; for labels of more than two classes,
+        which are class indices here, 1 where the label differs and 0 where it
+        does not) and the factual protected attributes.
     """
     if coupling is not None:
         check_coupling(coupling)
@@ -705,7 +752,11 @@ def counterfactual_predictions(
             "sample": factual["sample"].to_numpy(),
             "factual": before,
             "counterfactual": after,
-            "change": after - before,
+            "change": (
+                (after != before).astype(float)
+                if _multiclass_labels(predictor, response)
+                else after - before
+            ),
         }
     )
     for node in fit.scm.protected:

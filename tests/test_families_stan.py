@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _models import (
+    CATEGORIES,
     FAMILIES_TRUTH,
     FAMILY_LEVELS,
     families_data,
@@ -208,3 +209,39 @@ def test_interventions_on_observed_nodes_propagate_to_their_descendants(fit: cf.
     violent = fit.interventional(500, {"K": "violent"}, n_samples=10, seed=3)
     assert (drug["K"] == 1.0).all()  # codes in interventional samples: theft 0, drug 1
     assert drug["C"].mean() > violent["C"].mean()  # beta_C_K: drug +0.4, violent -0.3
+
+
+@pytest.mark.stan
+def test_fair_learner_of_a_categorical_target_is_multiclass_and_fair(fit: cf.Fit) -> None:
+    """K (categorical, three levels) predicted from U alone: class probabilities per row,
+    labels from them, no change under do(A); a multi-class baseline that reads A does
+    change, its label change is 0 or 1 per sample, and a probability audit of more
+    than two classes is refused with a message naming the classes."""
+    from sklearn.linear_model import LogisticRegression
+
+    from counterfair.audit import counterfactual_fairness
+
+    train = families_data().drop(columns="U").iloc[:300]
+    rows = families_data().drop(columns="U").iloc[300:340]
+    learner = cf.FairLearner(
+        fit.scm, target="K", features="latent", n_samples=20, scm_fit=fit, seed=0
+    ).fit(train)
+    assert list(learner.classes_) == sorted(CATEGORIES)
+    proba = learner.predict_proba(rows)
+    assert proba.shape == (40, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    assert np.ptp(proba[:, 0]) > 0.01  # depends on the row's abducted U
+    labels = learner.predict(rows)
+    assert set(labels) <= set(CATEGORIES)
+    fair = counterfactual_fairness(fit, rows, learner, attributes=["A"], n_samples=10)
+    assert fair.overall.iloc[0]["mean_abs_change"] == 0.0
+
+    full = cf.full_predictor(fit.scm, "K", estimator=LogisticRegression(max_iter=1000))
+    full.fit(train)
+    unfair = counterfactual_fairness(fit, rows, full, attributes=["A"], n_samples=10)
+    changes = unfair.changes["change"].to_numpy()
+    assert set(np.unique(changes)) <= {0.0, 1.0} and changes.mean() > 0.0
+    with pytest.raises(ValueError, match="3 classes"):
+        counterfactual_fairness(
+            fit, rows, full, attributes=["A"], n_samples=5, response="probability"
+        )
