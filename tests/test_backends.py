@@ -181,3 +181,26 @@ def test_a_quiet_fit_prints_nothing(stan_backend: str, capfd: pytest.CaptureFixt
     scm.fit(data, chains=1, warmup=60, draws=60, seed=4, progress=False)
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")
+
+
+def test_quiet_pystan_build_silences_what_child_processes_write(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """httpstan's C++ compiler writes its warnings straight to file descriptors 1 and 2
+    (a fresh `counterfair compas --quick` under PyStan printed screens of them): a quiet
+    build silences the descriptors too, and restores them afterwards."""
+    import subprocess
+
+    from counterfair.stan.pystan_adapter import _silenced
+
+    with _silenced(True):
+        subprocess.run(
+            [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr)"],
+            check=True,
+        )
+        os.write(2, b"direct\n")
+    subprocess.run([sys.executable, "-c", "print('after')"], check=True)
+    captured = capfd.readouterr()
+    assert "out" not in captured.out and "err" not in captured.err
+    assert "direct" not in captured.err
+    assert "after" in captured.out

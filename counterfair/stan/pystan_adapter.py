@@ -62,13 +62,46 @@ def environment_interpreter_path() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _file_descriptors_silenced() -> Iterator[None]:
+    """Point file descriptors 1 and 2 at the null device for the block.
+
+    The C++ compiler httpstan starts writes its warnings straight to the
+    process's descriptors, past ``sys.stdout`` / ``sys.stderr``. Where the
+    descriptors cannot be duplicated (an unusual embedding), nothing changes.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    try:
+        saved = [os.dup(1), os.dup(2)]
+    except OSError:
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
+
+
+@contextlib.contextmanager
 def _silenced(quiet: bool) -> Iterator[None]:
     """Swallow what PyStan prints (build and sampling progress, Stan's informational
-    messages) when ``quiet``; errors still raise, and diagnostics come from the fit."""
+    messages, the C++ compiler's warnings) when ``quiet``; errors still raise, and
+    diagnostics come from the fit."""
     if not quiet:
         yield
         return
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+        _file_descriptors_silenced(),
+    ):
         yield
 
 
