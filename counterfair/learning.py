@@ -627,8 +627,20 @@ def predict_output(
         labels = np.asarray(predictor.predict(_estimator_input(predictor, frame)))
         return _as_numbers(predictor, labels)
     if callable(predictor):
-        out = np.asarray(predictor(frame), dtype=float)
-        return out[:, -1] if out.ndim == 2 else out  # a bound predict_proba
+        owner = getattr(predictor, "__self__", None)  # a bound method of an estimator
+        out = np.asarray(predictor(frame))
+        if out.ndim == 2 and out.shape[1] > 2:
+            classes = list(getattr(owner, "classes_", range(out.shape[1])))
+            raise ValueError(
+                MULTICLASS_PROBABILITY.format(
+                    name=type(owner).__name__ if owner is not None else name,
+                    n=out.shape[1],
+                    classes=classes,
+                )
+            )
+        if out.ndim == 2:  # a bound predict_proba
+            return np.asarray(out[:, -1], dtype=float)
+        return _as_numbers(owner if owner is not None else predictor, out)
     raise TypeError(f"predictor must have .predict or be callable, got {name}")
 
 
@@ -647,9 +659,12 @@ def _as_numbers(predictor: Predictor, labels: np.ndarray) -> np.ndarray:
     return np.array([lookup[str(label)] for label in labels], dtype=float)
 
 
-def _multiclass_labels(predictor: Predictor, response: Response) -> bool:
-    """Whether predictions are labels of more than two classes (a change is then 0 or 1)."""
+def multiclass_labels(predictor: Predictor, response: Response) -> bool:
+    """Whether the outputs compared are labels of more than two classes (a change is then
+    0 or 1: the label differs or not). A bound ``predict_proba`` gives probabilities."""
     owner = getattr(predictor, "__self__", predictor)
+    if getattr(predictor, "__name__", "") == "predict_proba":
+        return False
     return response == "prediction" and len(getattr(owner, "classes_", ())) > 2
 
 
@@ -754,7 +769,7 @@ def counterfactual_predictions(
             "counterfactual": after,
             "change": (
                 (after != before).astype(float)
-                if _multiclass_labels(predictor, response)
+                if multiclass_labels(predictor, response)
                 else after - before
             ),
         }

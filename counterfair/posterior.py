@@ -304,7 +304,7 @@ class Fit:
     # ------------------------------------------------------------------ model checking
     def ppc(
         self,
-        n_draws: int | None = 200,
+        n_draws: int | Literal["all"] | None = None,
         *,
         seed: int | None = None,
         nodes: Sequence[str] | str | None = None,
@@ -323,9 +323,10 @@ class Fit:
 
         Parameters
         ----------
-        n_draws : int or None
-            Replications (default 200; ``None``: one per posterior draw). At
-            most the fit's number of draws.
+        n_draws : int, "all" or None
+            Replications: a number (at most the fit's number of draws),
+            ``"all"`` (one per posterior draw), or None (default: 200, or every
+            draw when the fit has fewer).
         seed : int, optional
             Seed of the choice of draws and of the replications (default: the
             fit's seed).

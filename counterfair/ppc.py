@@ -225,7 +225,7 @@ def summarise(
 def posterior_predictive_check(
     fit: Fit,
     *,
-    n_draws: int | None = DEFAULT_DRAWS,
+    n_draws: int | Literal["all"] | None = None,
     seed: int | None = None,
     nodes: Sequence[str] | str | None = None,
     replication: Replication = "conditional",
@@ -247,13 +247,15 @@ def posterior_predictive_check(
     checked = check_nodes(fit.scm, nodes)
     available = fit.params().n
     if n_draws is None:
+        n_draws = min(DEFAULT_DRAWS, available)
+    elif n_draws == "all":
         n_draws = available
     if isinstance(n_draws, bool) or not isinstance(n_draws, int | np.integer) or n_draws < 1:
         raise ValueError(f"n_draws must be a positive integer, got {n_draws!r}")
     if n_draws > available:
         raise ValueError(
             f"n_draws={n_draws} is more than the fit's {available} posterior draws; "
-            f"pass n_draws={available} or fewer (or n_draws=None for all of them)"
+            f"pass n_draws={available} or fewer (or n_draws='all' for all of them)"
         )
     seed = fit.seed if seed is None else seed
     abduction = fit.abduct(n_samples=n_draws, seed=seed)

@@ -29,8 +29,9 @@ the child's coefficient on it is of order ``1 / s`` per unit of the child.
 Counts, binary and level-valued nodes are not checked: their links put them on
 a unit scale (log mean, log odds). The law school data (UGPA mean 3.2, sd 0.4;
 ZFYA standardised; LSAT Poisson) and standardised columns do not warn; the
-level 3 SCM's Normal LSAT (mean about 36) does, as its intercept prior is then
-informative.
+paper's level 3 SCM, whose Normal LSAT has a mean of about 36, would with the
+default priors, so the shipped model gives LSAT priors on that scale
+(:func:`counterfair.models.raw_lsat`).
 """
 
 from __future__ import annotations

@@ -235,12 +235,22 @@ def test_fair_learner_of_a_categorical_target_is_multiclass_and_fair(fit: cf.Fit
     assert set(labels) <= set(CATEGORIES)
     fair = counterfactual_fairness(fit, rows, learner, attributes=["A"], n_samples=10)
     assert fair.overall.iloc[0]["mean_abs_change"] == 0.0
+    bound = counterfactual_fairness(fit, rows, learner.predict, attributes=["A"], n_samples=10)
+    assert bound.overall.iloc[0]["mean_abs_change"] == 0.0  # string labels, bound method
+    with pytest.raises(ValueError, match="3 classes"):
+        counterfactual_fairness(
+            fit, rows, learner.predict_proba, attributes=["A"], n_samples=5,
+            response="probability",
+        )
 
     full = cf.full_predictor(fit.scm, "K", estimator=LogisticRegression(max_iter=1000))
     full.fit(train)
     unfair = counterfactual_fairness(fit, rows, full, attributes=["A"], n_samples=10)
     changes = unfair.changes["change"].to_numpy()
     assert set(np.unique(changes)) <= {0.0, 1.0} and changes.mean() > 0.0
+    flips = unfair.changes["flip_change"].to_numpy()
+    assert set(np.unique(flips)) <= {0.0, 1.0}  # the flip test counts changed labels too
+    assert np.isnan(unfair.overall.iloc[0]["wasserstein"])
     with pytest.raises(ValueError, match="3 classes"):
         counterfactual_fairness(
             fit, rows, full, attributes=["A"], n_samples=5, response="probability"

@@ -33,7 +33,12 @@ from counterfair.counterfactual import (
     check_coupling,
     counterfactual_frame,
 )
-from counterfair.learning import RESPONSES, counterfactual_predictions, predict_output
+from counterfair.learning import (
+    RESPONSES,
+    counterfactual_predictions,
+    multiclass_labels,
+    predict_output,
+)
 from counterfair.posterior import Abduction, Fit
 
 DEFAULT_AUDIT_SAMPLES = 50
@@ -79,8 +84,10 @@ class CounterfactualReport:
         columns of :data:`SUMMARY_COLUMNS`: number of rows, posterior mean of
         the mean |change| with a posterior interval, the largest |change|, the
         share of rows whose posterior mean |change| exceeds the tolerance, the
-        Wasserstein distance between factual and counterfactual predictions,
-        and the flip test's mean |change| and share above tolerance.
+        Wasserstein distance between factual and counterfactual predictions
+        (NaN for labels of more than two classes, where a change is 0 or 1: the
+        label differs or not), and the flip test's mean |change| and share
+        above tolerance.
     overall : pandas.DataFrame
         The same per attribute, pooled over levels.
     changes : pandas.DataFrame
@@ -135,6 +142,16 @@ def _summarise(changes: pd.DataFrame, tolerance: float, interval: float) -> dict
     }
 
 
+def _difference(
+    predictor: Any, response: str, after: np.ndarray, before: np.ndarray
+) -> np.ndarray:
+    """``after - before``; for labels of more than two classes, 1 where they differ (as the
+    causal change of :func:`counterfair.learning.counterfactual_predictions`)."""
+    if multiclass_labels(predictor, response):  # type: ignore[arg-type]
+        return (after != before).astype(float)
+    return after - before
+
+
 def do_label(do: Mapping[str, DoValue]) -> str:
     """The intervention written out: ``do(felony=1, race=Caucasian)``; per-row values elided."""
     parts = []
@@ -175,7 +192,10 @@ def _intervention_changes(
     frame = counterfactual_frame(fit, abduction, do, seed=seed, coupling=coupling)
     result = counterfactual_predictions(fit, data, {}, predictor, frame=frame, response=response)
     result = result.drop(columns=[a for a in fit.scm.protected if a in result.columns])
-    flip_change = predict_output(predictor, _set_columns(data, do), response) - factual_prediction
+    flip_change = _difference(
+        predictor, response, predict_output(predictor, _set_columns(data, do), response),
+        factual_prediction,
+    )
     flip_by_row = dict(zip(data.index, flip_change, strict=True))
     label = do_label(do)
     result["attribute"] = label
@@ -344,7 +364,10 @@ def counterfactual_fairness(
                 if isinstance(rows[attribute].dtype, pd.CategoricalDtype)
                 else level
             )
-            flip_change = predict_output(predictor, flipped, response) - factual_prediction[mask]
+            flip_change = _difference(
+                predictor, response, predict_output(predictor, flipped, response),
+                factual_prediction[mask],
+            )
             flip_by_row = dict(zip(rows.index, flip_change, strict=True))
             result["attribute"] = attribute
             result["from_level"] = result[attribute].astype(str).to_numpy()
@@ -376,9 +399,15 @@ def counterfactual_fairness(
             }
         )
     columns = list(SUMMARY_COLUMNS)
+    by_group = pd.DataFrame(group_rows, columns=columns)
+    overall = pd.DataFrame(overall_rows, columns=columns)
+    if multiclass_labels(predictor, response):
+        # class indices have no order: a distance between their distributions means nothing
+        by_group["wasserstein"] = np.nan
+        overall["wasserstein"] = np.nan
     return CounterfactualReport(
-        by_group=pd.DataFrame(group_rows, columns=columns),
-        overall=pd.DataFrame(overall_rows, columns=columns),
+        by_group=by_group,
+        overall=overall,
         changes=changes[
             [
                 "attribute",

@@ -136,9 +136,8 @@ def _fit_with_warnings(
     step: Callable[[], Any], log: list[str], scale_log: list[str] | None = None
 ) -> Any:
     """Run ``step``, recording convergence warnings in ``log`` (and scale warnings in
-    ``scale_log`` when given: the paper's level 3 SCM keeps LSAT on its raw scale, whose
-    mean of about 36 makes the Normal(0, 1) intercept prior informative); other
-    warnings are re-emitted."""
+    ``scale_log`` when given: the level 3 SCM keeps LSAT on its raw scale, with priors
+    on that scale, so none is expected); other warnings are re-emitted."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         if scale_log is not None:

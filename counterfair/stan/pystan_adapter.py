@@ -89,6 +89,54 @@ def _file_descriptors_silenced() -> Iterator[None]:
             os.close(fd)
 
 
+STAN_NOTES_START = ("Messages received during sampling", "Messages from")
+"""How PyStan opens its blocks of Stan's informational notes (gradient timings, adaptation
+windows, stanc's pedantic remarks): with progress shown, those blocks are dropped."""
+
+PROGRESS_MARKERS = ("Building", "Sampling")
+"""PyStan's progress lines: they end a dropped block of notes."""
+
+
+class _ProgressOnly(io.TextIOBase):
+    """Stands in for ``sys.stderr`` while PyStan builds and samples with progress shown.
+
+    PyStan writes its "Building" and "Sampling" progress and blocks of Stan's
+    informational notes to standard error; the progress passes through (with the
+    real stream's ``fileno``, so a terminal still gets the in-place updates) and
+    each block of notes, from :data:`STAN_NOTES_START` to the next progress
+    line, is dropped.
+    """
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.passing = True
+
+    def write(self, text: str) -> int:
+        if any(marker in text for marker in STAN_NOTES_START):
+            self.passing = False
+        elif any(marker in text for marker in PROGRESS_MARKERS):
+            self.passing = True
+        if self.passing:
+            self.target.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def fileno(self) -> int:
+        return int(self.target.fileno())
+
+    def isatty(self) -> bool:
+        return bool(self.target.isatty())
+
+
+@contextlib.contextmanager
+def _progress_only() -> Iterator[None]:
+    """PyStan's progress lines on standard error, without Stan's informational notes."""
+    with contextlib.redirect_stderr(_ProgressOnly(sys.stderr)):
+        yield
+
+
 @contextlib.contextmanager
 def _silenced(quiet: bool) -> Iterator[None]:
     """Swallow what PyStan prints (build and sampling progress, Stan's informational
@@ -165,7 +213,8 @@ class PyStanBackend:
         def run() -> SamplerRun:
             start = time.perf_counter()
             cached = _is_cached(code)
-            with _silenced(not progress):  # "Building...", sampling progress, Stan's notes
+            # quiet: nothing at all; progress: "Building" and "Sampling", not Stan's notes
+            with _progress_only() if progress else _silenced(True):
                 model = _build(code, data, seed)
                 compiled = 0.0 if cached else time.perf_counter() - start
                 fit = model.sample(
