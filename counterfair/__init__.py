@@ -6,6 +6,7 @@ propagate counterfactuals (prediction), learn counterfactually fair predictors
 (Kusner et al. 2017, Algorithm 1) and audit any predictor.
 """
 
+from counterfair import _quiet as _quiet  # first: hides third-party import noise
 from counterfair import audit, datasets, datasets_tabular, models
 from counterfair._version import __version__
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school

@@ -322,3 +322,19 @@ def test_a_fair_learner_s_probabilities_do_not_move(
     )
     assert moved.overall["mean_abs_change"].iloc[0] > 0.0
     assert learning.RESPONSES == ("prediction", "probability")
+
+
+def test_importing_counterfair_prints_nothing(tmp_path: Path) -> None:
+    """arviz warns once a day on import (a FutureWarning about its refactor, stamped in the
+    user's cache folder); a fresh cache folder makes it fire, and counterfair hides it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("PYTHONWARNINGS", None)
+    done = subprocess.run(
+        [sys.executable, "-c", "import counterfair"],
+        capture_output=True, text=True, env=env, check=True,
+    )
+    assert (done.stdout, done.stderr) == ("", "")
