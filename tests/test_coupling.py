@@ -659,3 +659,31 @@ def test_audit_and_predictions_take_the_coupling(stan_backend: str) -> None:
     }
     moved_do = {c: float((r.changes["change"] != 0).mean()) for c, r in by_do.items()}
     assert moved_do["monotone"] < moved_do["redraw"]
+
+
+def test_far_upper_tail_counts_are_coupled_on_the_survival_scale() -> None:
+    """A Poisson of rate 1 at 39: F(38) and F(39) both round to 1, but P(x > 38) is about
+    1e-47, so the noise is kept on the survival scale and the count stays coupled: the
+    factual world comes back, a higher rate never lowers it, a lower one never raises it."""
+    from counterfair.families import FAMILIES
+
+    for family_name, spec, extra in (
+        ("poisson", cf.Poisson(), {}),
+        ("negative_binomial", cf.NegativeBinomial(), {"phi_Y": 50.0}),
+    ):
+        scm = _one_child(spec)
+        eq = scm.equations["Y"]
+        family = FAMILIES[family_name]
+        params = _params(scm, {"alpha_Y": 0.0, "beta_Y_A": [1.0], "lambda_Y_U": 0.0, **extra}, 1)
+        eta = np.zeros((1, 4))
+        y = np.array([[39.0, 25.0, 60.0, 1.0]])
+        lower, _ = family.cdf_interval(eq, params, eta, y)
+        assert np.all(lower[0, :3] == 1.0)  # the CDF scale has lost these values
+        noise = family.abduct_noise(eq, params, eta, y, np.random.default_rng(3))
+        assert np.all(np.isfinite(noise)), (family_name, noise)
+        assert np.all(noise[0, :3] < 0) and noise[0, 3] > 0  # survival scale in the tail
+        np.testing.assert_array_equal(family.apply_noise(eq, params, eta, noise), y)
+        higher = family.apply_noise(eq, params, eta + 0.5, noise)
+        lower_rate = family.apply_noise(eq, params, eta - 0.5, noise)
+        assert np.all(higher >= y) and np.all(lower_rate <= y), (higher, lower_rate)
+        assert np.all(higher[0, :3] > y[0, :3])  # deep in the tail, a higher rate moves it

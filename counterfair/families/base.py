@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
-from scipy.special import gammaincinv
+from scipy.special import gammainccinv, gammaincinv
 
 from counterfair import errors
 from counterfair.specs import Observed
@@ -133,6 +133,12 @@ class Family:
         column: it then writes their declarations, priors and sampling
         statement and computes its linear predictor itself, and its latent
         loadings cannot carry the sign constraint.
+    upper_tail : bool
+        Whether the family also has :meth:`survival_interval` and
+        :meth:`survival_quantile`: coupled noise in the upper tail (where
+        ``F(y - 1) > 0.5``) is then kept on the survival scale, stored as
+        ``-v`` with ``v = 1 - u``, so a count far in the tail stays coupled
+        instead of losing its interval to rounding (counts).
     """
 
     name: ClassVar[str]
@@ -145,6 +151,7 @@ class Family:
     glm: ClassVar[str] = ""
     plain: ClassVar[str] = ""
     declares_coefficients: ClassVar[bool] = False
+    upper_tail: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ data
     def column_values(self, spec: Observed, series: pd.Series, column: str) -> np.ndarray:
@@ -368,6 +375,23 @@ class Family:
         """
         raise NotImplementedError(f"the {self.name} family has no quantile function")
 
+    def survival_interval(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(S(y), S(y - 1))`` with ``S(k) = P(x > k)`` (families with ``upper_tail``).
+
+        In the upper tail ``F(y - 1)`` rounds to 1 long before the value is
+        impossible (a Poisson of rate 1 at 39); the survival function keeps the
+        interval's width there.
+        """
+        raise NotImplementedError(f"the {self.name} family has no survival interval")
+
+    def survival_quantile(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, v: np.ndarray
+    ) -> np.ndarray:
+        """The smallest ``y`` with ``S(y) <= v`` (the :meth:`quantile` of ``u = 1 - v``)."""
+        raise NotImplementedError(f"the {self.name} family has no survival quantile")
+
     def abduct_noise(
         self,
         eq: NodeEquation,
@@ -382,9 +406,11 @@ class Family:
         besides the parents; :meth:`apply_noise` is ``g``. The default is the
         inverse-CDF equation ``x = F^{-1}(u; eta)`` with ``u ~ Uniform(0, 1)``:
         given ``x = y``, ``u`` is uniform on ``(F(y - 1), F(y)]``
-        (:meth:`cdf_interval`). Where that interval has no width in floating
-        point (a value the model all but rules out), the noise is NaN, and the
-        node keeps its factual value in every world.
+        (:meth:`cdf_interval`). In the upper tail of a family with
+        ``upper_tail``, the same uniform is drawn as ``v = 1 - u`` on the
+        survival scale and stored as ``-v``. Where the interval has no width in
+        floating point even so (a value the model all but rules out), the noise
+        is NaN, and the node keeps its factual value in every world.
 
         Returns
         -------
@@ -393,7 +419,18 @@ class Family:
         """
         lower, upper = self.cdf_interval(eq, params, eta, y)
         u = lower + (upper - lower) * (1.0 - rng.random(np.shape(lower)))  # in (lower, upper]
-        return np.where((u > lower) & (u <= upper), u, np.nan)
+        noise = np.where((u > lower) & (u <= upper), u, np.nan)
+        if not self.upper_tail:
+            return noise
+        # upper tail: the uniform as v = 1 - u, drawn in (S(y), S(y - 1)) on the survival
+        # scale, where it keeps its precision, and stored as -v (a negative noise)
+        tail = lower > 0.5
+        if tail.any():
+            s_low, s_high = self.survival_interval(eq, params, eta, y)
+            v = s_low + (s_high - s_low) * (1.0 - rng.random(np.shape(lower)))
+            tail_noise = np.where((v > s_low) & (v < s_high) & (v > 0), -v, np.nan)
+            noise = np.where(tail, tail_noise, noise)
+        return noise
 
     def apply_noise(
         self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, noise: np.ndarray
@@ -405,7 +442,11 @@ class Family:
         stochastically with ``eta`` never gives a smaller value (monotone coupling).
         """
         valid = np.isfinite(noise)
-        values = self.quantile(eq, params, eta, np.where(valid, noise, 0.5))
+        values = self.quantile(eq, params, eta, np.where(valid & (noise > 0), noise, 0.5))
+        tail = valid & (noise < 0)
+        if self.upper_tail and tail.any():
+            in_tail = self.survival_quantile(eq, params, eta, np.where(tail, -noise, 0.5))
+            values = np.where(tail, in_tail, values)
         return np.where(valid, values, np.nan)
 
     # ------------------------------------------------------------------ exact abduction
@@ -485,6 +526,8 @@ def count_quantile(
     u: np.ndarray,
     mean: np.ndarray,
     variance: np.ndarray,
+    *,
+    survival: bool = False,
 ) -> np.ndarray:
     """The smallest count ``k >= 0`` with ``F(k) >= u``, elementwise, searched from a guess.
 
@@ -499,6 +542,10 @@ def count_quantile(
     interval gives that value back, and a count never falls where ``F`` does.
     (scipy's ``ppf`` returns NaN at rates above about ``exp(25)``.)
 
+    With ``survival``, ``cdf`` is the survival function ``S(k) = P(x > k)``
+    and ``u`` a survival probability ``v``: the result is the smallest ``k``
+    with ``S(k) <= v``, the same count as for ``1 - v`` without its rounding.
+
     Returns
     -------
     numpy.ndarray
@@ -509,16 +556,25 @@ def count_quantile(
     shape = np.shape(u)
     u = np.ravel(u)
     mean, variance = (np.ravel(np.broadcast_to(a, shape)) for a in (mean, variance))
-    scale = variance / mean
-    guess = gammaincinv(mean / scale, np.minimum(u, 1.0 - 1e-16)) * scale + 0.5
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(mean > 0, variance / np.where(mean > 0, mean, 1.0), 1.0)
+        shape_a = np.maximum(mean / scale, 1e-300)
+        level = np.clip(u, 1e-300, 1.0 - 1e-16)
+        inverse = gammainccinv if survival else gammaincinv
+        guess = inverse(shape_a, level) * scale + 0.5
+
+    def reached(k: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """Whether ``F(k) >= u`` (or ``S(k) <= v``) at the elements ``index``."""
+        values = cdf(k, index)
+        return values <= u[index] if survival else values >= u[index]
     start = np.where(np.isfinite(guess), np.maximum(np.floor(guess), 0.0), 0.0)
     lower, upper = start - 1.0, start  # sought: F(lower) < u <= F(upper)
     step = np.ones_like(start)
     active = np.arange(u.size)
     for _ in range(QUANTILE_STEPS):
         lo, hi, s = lower[active], upper[active], step[active]
-        too_high = (lo >= 0) & (cdf(lo, active) >= u[active])
-        too_low = ~too_high & (cdf(hi, active) < u[active])
+        too_high = (lo >= 0) & reached(lo, active)
+        too_low = ~too_high & ~reached(hi, active)
         moving = too_high | too_low
         lower[active] = np.where(too_high, np.maximum(lo - s, -1.0), np.where(too_low, hi, lo))
         upper[active] = np.where(too_high, lo, np.where(too_low, hi + s, hi))
@@ -531,10 +587,10 @@ def count_quantile(
         if active.size == 0:
             break
         middle = np.floor((lower[active] + upper[active]) / 2.0)
-        reached = cdf(middle, active) >= u[active]
-        upper[active] = np.where(reached, middle, upper[active])
-        lower[active] = np.where(reached, lower[active], middle)
+        hit = reached(middle, active)
+        upper[active] = np.where(hit, middle, upper[active])
+        lower[active] = np.where(hit, lower[active], middle)
         active = active[upper[active] - lower[active] > 1.0]
     everything = np.arange(u.size)
-    exact = (cdf(upper, everything) >= u) & ((upper == 0) | (cdf(upper - 1.0, everything) < u))
+    exact = reached(upper, everything) & ((upper == 0) | ~reached(upper - 1.0, everything))
     return np.where(exact, upper, np.nan).reshape(shape)

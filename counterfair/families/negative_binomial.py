@@ -84,6 +84,7 @@ class NegativeBinomialFamily(Family):
     spec = NegativeBinomial
     task = "regressor"
     exact = True
+    upper_tail = True
     extra_parameters = ("phi",)
     glm = "neg_binomial_2_log_glm"
     plain = "neg_binomial_2_log"
@@ -164,6 +165,26 @@ class NegativeBinomialFamily(Family):
         n_flat, p_flat = n.ravel(), p.ravel()
         return count_quantile(
             lambda k, i: nbinom.cdf(k, n_flat[i], p_flat[i]), u, mu, mu + mu**2 / n
+        )
+
+    def survival_interval(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        n, p = _scipy_parameters(eq, params, eta)
+        return nbinom.sf(y, n, p), nbinom.sf(y - 1.0, n, p)
+
+    def survival_quantile(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, v: np.ndarray
+    ) -> np.ndarray:
+        n, p = _scipy_parameters(eq, params, eta)
+        mu = np.exp(np.minimum(eta, MAX_LOG_MEAN))
+        n_flat, p_flat = n.ravel(), p.ravel()
+        return count_quantile(
+            lambda k, i: nbinom.sf(k, n_flat[i], p_flat[i]),
+            v,
+            mu,
+            mu + mu**2 / n,
+            survival=True,
         )
 
 

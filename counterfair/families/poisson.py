@@ -52,6 +52,7 @@ class PoissonFamily(Family):
     spec = Poisson
     task = "regressor"
     exact = True
+    upper_tail = True
     glm = "poisson_log_glm"
     plain = "poisson_log"
 
@@ -87,6 +88,21 @@ class PoissonFamily(Family):
         rate = _rate(eta)
         flat = rate.ravel()
         return count_quantile(lambda k, i: poisson.cdf(k, flat[i]), u, rate, rate)
+
+    def survival_interval(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        rate = _rate(eta)
+        return poisson.sf(y, rate), poisson.sf(y - 1.0, rate)
+
+    def survival_quantile(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, v: np.ndarray
+    ) -> np.ndarray:
+        rate = _rate(eta)
+        flat = rate.ravel()
+        return count_quantile(
+            lambda k, i: poisson.sf(k, flat[i]), v, rate, rate, survival=True
+        )
 
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         return y * eta - np.exp(eta)
