@@ -146,6 +146,18 @@ def pass_inputs(
     return scm, params, codes, observed
 
 
+def simpson_moments(log_post: Any, grid: np.ndarray) -> tuple[float, float]:
+    """Mean and sd of the density ``exp(log_post)`` by Simpson's rule on a fine fixed grid
+    (vectorised; the density is smooth, so its error, of order step^4, is far below the
+    tolerance of the comparisons)."""
+    log_density = log_post(grid)
+    density = np.exp(log_density - log_density.max())
+    mass = integrate.simpson(density, x=grid)
+    mean = integrate.simpson(grid * density, x=grid) / mass
+    variance = integrate.simpson((grid - mean) ** 2 * density, x=grid) / mass
+    return float(mean), float(np.sqrt(variance))
+
+
 def quadrature_moments(
     data: pd.DataFrame, row: int, condition_on: tuple[str, ...]
 ) -> tuple[float, float]:
@@ -170,15 +182,7 @@ def quadrature_moments(
             total = total + stats.bernoulli.logpmf(value["PASS"], p)
         return np.asarray(total)
 
-    # Simpson's rule on a fine fixed grid (vectorised; the density is smooth, so its
-    # error, of order step^4, is far below the tolerance of the comparison)
-    grid = np.linspace(-30, 30, 600001)
-    log_density = log_post(grid)
-    density = np.exp(log_density - log_density.max())
-    mass = integrate.simpson(density, x=grid)
-    mean = integrate.simpson(grid * density, x=grid) / mass
-    variance = integrate.simpson((grid - mean) ** 2 * density, x=grid) / mass
-    return float(mean), float(np.sqrt(variance))
+    return simpson_moments(log_post, np.linspace(-30, 30, 600001))
 
 
 # ---------------------------------------------------------------------- (a) closed form
@@ -428,15 +432,7 @@ def families_quadrature(
             )
         return np.asarray(total)
 
-    # Simpson's rule on a fine fixed grid (vectorised; the density is smooth, so its
-    # error, of order step^4, is far below the tolerance of the comparison)
-    grid = np.linspace(-12, 12, 240001)
-    log_density = log_post(grid)
-    density = np.exp(log_density - log_density.max())
-    mass = integrate.simpson(density, x=grid)
-    mean = integrate.simpson(grid * density, x=grid) / mass
-    variance = integrate.simpson((grid - mean) ** 2 * density, x=grid) / mass
-    return float(mean), float(np.sqrt(variance))
+    return simpson_moments(log_post, np.linspace(-12, 12, 240001))
 
 
 def test_exact_moments_match_quadrature_with_negative_binomial_and_ordinal_children() -> None:
