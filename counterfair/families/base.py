@@ -594,3 +594,85 @@ def count_quantile(
     everything = np.arange(u.size)
     exact = reached(upper, everything) & ((upper == 0) | ~reached(upper - 1.0, everything))
     return np.where(exact, upper, np.nan).reshape(shape)
+
+
+class CountFamily(Family):
+    """What the count families (Poisson, negative binomial) share: non-negative integer
+    values, a log link, exact abduction, and coupling through their CDF with the upper
+    tail on the survival scale.
+
+    A subclass names its scipy distribution (:meth:`scipy_distribution`), its mean
+    and variance (:meth:`moments`) and the message for a value that is not a count.
+    """
+
+    task = "regressor"
+    exact = True
+    upper_tail = True
+    not_count: ClassVar[str] = ""
+
+    def check_values(self, values: np.ndarray, column: str, index: pd.Index) -> None:
+        check_counts(values, column, index, self.not_count)
+
+    def data_declarations(self, eq: NodeEquation) -> list[str]:
+        return count_data_declaration(eq.node)
+
+    def coefficient_scale(self, values: np.ndarray) -> float:
+        return count_coefficient_scale(values)
+
+    def init_score(self, values: np.ndarray) -> np.ndarray:
+        return np.log1p(values)
+
+    def scipy_distribution(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray
+    ) -> tuple[Any, tuple[np.ndarray, ...]]:
+        """scipy's discrete distribution and its shape arguments, each shaped like ``eta``."""
+        raise NotImplementedError
+
+    def moments(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance given ``eta`` (the starting guess of :func:`count_quantile`)."""
+        raise NotImplementedError
+
+    def cdf_interval(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        dist, args = self.scipy_distribution(eq, params, eta)
+        return dist.cdf(y - 1.0, *args), dist.cdf(y, *args)
+
+    def survival_interval(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        dist, args = self.scipy_distribution(eq, params, eta)
+        return dist.sf(y, *args), dist.sf(y - 1.0, *args)
+
+    def quantile(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, u: np.ndarray
+    ) -> np.ndarray:
+        return self._count_quantile(eq, params, eta, u, survival=False)
+
+    def survival_quantile(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, v: np.ndarray
+    ) -> np.ndarray:
+        return self._count_quantile(eq, params, eta, v, survival=True)
+
+    def _count_quantile(
+        self,
+        eq: NodeEquation,
+        params: ParamDraws,
+        eta: np.ndarray,
+        level: np.ndarray,
+        *,
+        survival: bool,
+    ) -> np.ndarray:
+        dist, args = self.scipy_distribution(eq, params, eta)
+        flat = [np.ravel(a) for a in args]
+        function = dist.sf if survival else dist.cdf
+        mean, variance = self.moments(eq, params, eta)
+        return count_quantile(
+            lambda k, i: function(k, *(a[i] for a in flat)),
+            level,
+            mean,
+            variance,
+            survival=survival,
+        )

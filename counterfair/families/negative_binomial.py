@@ -14,21 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import pandas as pd
 from scipy.special import expit
 from scipy.stats import nbinom
 
-from counterfair.families.base import (
-    Family,
-    Index,
-    check_counts,
-    count_coefficient_scale,
-    count_data_declaration,
-    count_quantile,
-)
+from counterfair.families.base import CountFamily, Index
 from counterfair.specs import Observed, Prior
 
 if TYPE_CHECKING:
@@ -72,7 +64,7 @@ class NegativeBinomial(Observed):
     prior_dispersion: Prior = field(default_factory=dispersion_prior)
 
 
-class NegativeBinomialFamily(Family):
+class NegativeBinomialFamily(CountFamily):
     """Negative binomial counts, coupled across worlds by their CDF (monotone in mu).
 
     Exact abduction applies: in ``eta`` the log likelihood is
@@ -82,24 +74,10 @@ class NegativeBinomialFamily(Family):
 
     name = "negative_binomial"
     spec = NegativeBinomial
-    task = "regressor"
-    exact = True
-    upper_tail = True
+    not_count = NOT_COUNT
     extra_parameters = ("phi",)
     glm = "neg_binomial_2_log_glm"
     plain = "neg_binomial_2_log"
-
-    def check_values(self, values: np.ndarray, column: str, index: pd.Index) -> None:
-        check_counts(values, column, index, NOT_COUNT)
-
-    def data_declarations(self, eq: NodeEquation) -> list[str]:
-        return count_data_declaration(eq.node)
-
-    def coefficient_scale(self, values: np.ndarray) -> float:
-        return count_coefficient_scale(values)
-
-    def init_score(self, values: np.ndarray) -> np.ndarray:
-        return np.log1p(values)
 
     def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
         comment = f"dispersion of {eq.node} (variance mu + mu^2 / phi)"
@@ -151,41 +129,17 @@ class NegativeBinomialFamily(Family):
         weight = y + np.exp(log_phi)
         return y - weight * q, -weight * q * (1.0 - q)
 
-    def cdf_interval(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    def scipy_distribution(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray
+    ) -> tuple[Any, tuple[np.ndarray, ...]]:
+        return nbinom, _scipy_parameters(eq, params, eta)
+
+    def moments(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        n, p = _scipy_parameters(eq, params, eta)
-        return nbinom.cdf(y - 1.0, n, p), nbinom.cdf(y, n, p)
-
-    def quantile(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, u: np.ndarray
-    ) -> np.ndarray:
-        n, p = _scipy_parameters(eq, params, eta)
+        n, _ = _scipy_parameters(eq, params, eta)
         mu = np.exp(np.minimum(eta, MAX_LOG_MEAN))
-        n_flat, p_flat = n.ravel(), p.ravel()
-        return count_quantile(
-            lambda k, i: nbinom.cdf(k, n_flat[i], p_flat[i]), u, mu, mu + mu**2 / n
-        )
-
-    def survival_interval(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        n, p = _scipy_parameters(eq, params, eta)
-        return nbinom.sf(y, n, p), nbinom.sf(y - 1.0, n, p)
-
-    def survival_quantile(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, v: np.ndarray
-    ) -> np.ndarray:
-        n, p = _scipy_parameters(eq, params, eta)
-        mu = np.exp(np.minimum(eta, MAX_LOG_MEAN))
-        n_flat, p_flat = n.ravel(), p.ravel()
-        return count_quantile(
-            lambda k, i: nbinom.sf(k, n_flat[i], p_flat[i]),
-            v,
-            mu,
-            mu + mu**2 / n,
-            survival=True,
-        )
+        return mu, mu + mu**2 / n
 
 
 def _scipy_parameters(

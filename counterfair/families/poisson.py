@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import pandas as pd
 from scipy.stats import poisson
 
 from counterfair import errors
-from counterfair.families.base import (
-    Family,
-    check_counts,
-    count_coefficient_scale,
-    count_data_declaration,
-    count_quantile,
-)
+from counterfair.families.base import CountFamily
 from counterfair.specs import Observed
 
 if TYPE_CHECKING:
@@ -41,7 +34,7 @@ class Poisson(Observed):
     link: ClassVar[str] = "log"
 
 
-class PoissonFamily(Family):
+class PoissonFamily(CountFamily):
     """Poisson counts, coupled across worlds by their CDF (``x = F^{-1}(u; exp(eta))``).
 
     The Poisson CDF decreases in the rate, so with one uniform per unit a
@@ -50,23 +43,9 @@ class PoissonFamily(Family):
 
     name = "poisson"
     spec = Poisson
-    task = "regressor"
-    exact = True
-    upper_tail = True
+    not_count = errors.POISSON_NOT_COUNT
     glm = "poisson_log_glm"
     plain = "poisson_log"
-
-    def check_values(self, values: np.ndarray, column: str, index: pd.Index) -> None:
-        check_counts(values, column, index, errors.POISSON_NOT_COUNT)
-
-    def data_declarations(self, eq: NodeEquation) -> list[str]:
-        return count_data_declaration(eq.node)
-
-    def coefficient_scale(self, values: np.ndarray) -> float:
-        return count_coefficient_scale(values)
-
-    def init_score(self, values: np.ndarray) -> np.ndarray:
-        return np.log1p(values)
 
     def mean(self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:
         return np.exp(eta)
@@ -76,33 +55,16 @@ class PoissonFamily(Family):
     ) -> np.ndarray:
         return rng.poisson(_rate(eta)).astype(float)
 
-    def cdf_interval(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
+    def scipy_distribution(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray
+    ) -> tuple[Any, tuple[np.ndarray, ...]]:
+        return poisson, (_rate(eta),)
+
+    def moments(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         rate = _rate(eta)
-        return poisson.cdf(y - 1.0, rate), poisson.cdf(y, rate)
-
-    def quantile(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, u: np.ndarray
-    ) -> np.ndarray:
-        rate = _rate(eta)
-        flat = rate.ravel()
-        return count_quantile(lambda k, i: poisson.cdf(k, flat[i]), u, rate, rate)
-
-    def survival_interval(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, y: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        rate = _rate(eta)
-        return poisson.sf(y, rate), poisson.sf(y - 1.0, rate)
-
-    def survival_quantile(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, v: np.ndarray
-    ) -> np.ndarray:
-        rate = _rate(eta)
-        flat = rate.ravel()
-        return count_quantile(
-            lambda k, i: poisson.sf(k, flat[i]), v, rate, rate, survival=True
-        )
+        return rate, rate
 
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         return y * eta - np.exp(eta)
