@@ -41,13 +41,29 @@ def backends_under_test() -> list[str]:
     return names
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Point ``backend="auto"`` at a back end under test for tests that are not parametrised.
+DATA_ENV = "COUNTERFAIR_DATA"
 
-    Without this, ``COUNTERFAIR_TEST_BACKENDS=pystan`` on a machine with CmdStan would still
-    send the unmarked tests (and the commands they start) to CmdStan, compiling their
-    programs one by one there.
+
+def resolve_data_folder() -> None:
+    """Make a relative ``COUNTERFAIR_DATA`` absolute, against the folder pytest started in.
+
+    The README suggests ``COUNTERFAIR_DATA=../shared/data``; tests that change into a
+    temporary folder (the README and notebook runs) and the commands they start would
+    otherwise resolve it against that folder and find nothing.
     """
+    folder = os.environ.get(DATA_ENV, "").strip()
+    if folder and not os.path.isabs(folder):
+        os.environ[DATA_ENV] = str(Path(folder).resolve())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Resolve the data folder once, and point ``backend="auto"`` at a back end under test.
+
+    Without the second step, ``COUNTERFAIR_TEST_BACKENDS=pystan`` on a machine with CmdStan
+    would still send the unmarked tests (and the commands they start) to CmdStan, compiling
+    their programs one by one there.
+    """
+    resolve_data_folder()
     if os.environ.get(BACKEND_ENV, "").strip():
         return
     under_test = backends_under_test()

@@ -21,6 +21,15 @@ def python_blocks(text: str) -> list[str]:
     return [match.group(1) for match in BLOCK.finditer(text)]
 
 
+def test_a_relative_data_folder_is_resolved_once_at_session_start() -> None:
+    # conftest.resolve_data_folder: the README's own COUNTERFAIR_DATA=../shared/data is
+    # relative, and the block runs below change into a temporary folder
+    folder = os.environ.get("COUNTERFAIR_DATA")
+    if folder is None:
+        pytest.skip("COUNTERFAIR_DATA is not set")
+    assert os.path.isabs(folder), folder
+
+
 def test_readme_has_python_examples() -> None:
     blocks = python_blocks(README.read_text())
     assert blocks, "the README shows no Python example"
