@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import networkx as nx
 import numpy as np
 import pandas as pd
+from _seeds import shifted
 
 import counterfair as cf
 from counterfair.stan.backend import resolve_backend_name
@@ -178,12 +179,12 @@ def law_test() -> pd.DataFrame:
 
 @functools.cache
 def linear_gaussian_data() -> pd.DataFrame:
-    return linear_gaussian_scm().sample(400, params=LG_TRUTH, seed=5)
+    return linear_gaussian_scm().sample(400, params=LG_TRUTH, seed=shifted(5))
 
 
 @functools.cache
 def aux_data() -> pd.DataFrame:
-    return aux_scm().sample(300, params=AUX_TRUTH, seed=7)
+    return aux_scm().sample(300, params=AUX_TRUTH, seed=shifted(7))
 
 
 FAMILY_LEVELS = ("low", "mid", "high")
@@ -252,7 +253,7 @@ def families_scm() -> cf.SCM:
 @functools.cache
 def families_data() -> pd.DataFrame:
     """1,000 rows simulated by counterfair's forward simulator, true U included."""
-    return families_scm().sample(1000, params=FAMILIES_TRUTH, seed=21)
+    return families_scm().sample(1000, params=FAMILIES_TRUTH, seed=shifted(21))
 
 
 def stan_programs(*, slow: bool = False) -> dict[str, str]:
@@ -338,7 +339,8 @@ def law_level2_fit() -> RecordedFit:
 def law_level3_fit() -> RecordedFit:
     """Level 3 SCM on the 500 training rows, 2 chains of 300 + 300."""
     return fit_recording(
-        law_level3_scm(), law_train().drop(columns="K"), chains=2, warmup=300, draws=300, seed=2
+        law_level3_scm(), law_train().drop(columns="K"), chains=2, warmup=300, draws=300,
+            seed=shifted(2)
     )
 
 
@@ -351,7 +353,7 @@ def linear_gaussian_fit() -> RecordedFit:
         chains=4,
         warmup=400,
         draws=400,
-        seed=4,
+        seed=shifted(4),
     )
 
 
@@ -359,7 +361,7 @@ def linear_gaussian_fit() -> RecordedFit:
 def aux_fit() -> RecordedFit:
     """Auxiliary SCM (non-descendant Z, Bernoulli P), 300 rows, 2 chains of 300 + 300."""
     return fit_recording(
-        aux_scm(), aux_data().drop(columns="K"), chains=2, warmup=300, draws=300, seed=8
+        aux_scm(), aux_data().drop(columns="K"), chains=2, warmup=300, draws=300, seed=shifted(8)
     )
 
 
@@ -372,7 +374,7 @@ def families_small_fit() -> RecordedFit:
         chains=2,
         warmup=300,
         draws=300,
-        seed=5,
+        seed=shifted(5),
     )
 
 
@@ -384,7 +386,8 @@ def families_fit() -> RecordedFit:
     1,000 draws give 1.0067.
     """
     return fit_recording(
-        families_scm(), families_data().drop(columns="U"), chains=4, warmup=500, draws=1000, seed=5
+        families_scm(), families_data().drop(columns="U"), chains=4, warmup=500, draws=1000,
+            seed=shifted(5)
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _models import AUX_RACES, AUX_TRUTH, aux_scm
+from _seeds import shifted
 
 from counterfair.encoding import Encoding
 from counterfair.params import ParamDraws
@@ -38,13 +39,13 @@ def test_anchors_are_the_normal_children_with_one_latent() -> None:
 @pytest.mark.stan
 def test_anchored_and_centred_programs_have_the_same_posterior() -> None:
     scm = aux_scm()
-    rows = scm.sample(40, params=AUX_TRUTH, seed=5, levels={"race": list(AUX_RACES)})
+    rows = scm.sample(40, params=AUX_TRUTH, seed=shifted(5), levels={"race": list(AUX_RACES)})
     protected = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
     data = fit_data(scm, rows, Encoding.from_data(protected, rows))
     backend = get_backend("auto")
     anchored, centred = fit_program(scm), fit_program(scm, anchor_latents=False)
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(shifted(0))
     n = len(rows)
     gaps, levels = [], []
     for _ in range(5):

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+from _seeds import shifted
 
 from counterfair.audit import bootstrap, bootstrap_interval, percentile_interval
 from counterfair.audit._validation import NEGATIVE_COUNT, PROBABILITY_OUT_OF_RANGE
@@ -18,16 +19,16 @@ def test_seeded_resamples_are_reproducible() -> None:
     def mean(rows: np.ndarray) -> float:
         return float(values[rows].mean())
 
-    a = bootstrap(mean, 50, n_resamples=30, seed=1)
-    b = bootstrap(mean, 50, n_resamples=30, seed=1)
-    c = bootstrap(mean, 50, n_resamples=30, seed=2)
+    a = bootstrap(mean, 50, n_resamples=30, seed=shifted(1))
+    b = bootstrap(mean, 50, n_resamples=30, seed=shifted(1))
+    c = bootstrap(mean, 50, n_resamples=30, seed=shifted(2))
     assert a.shape == (30,)
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
 
 
 def test_stratified_resamples_keep_stratum_sizes() -> None:
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(shifted(0))
     strata = rng.integers(0, 4, 200)
     for _ in range(5):
         rows = resample_indices(200, rng, strata)
@@ -36,7 +37,7 @@ def test_stratified_resamples_keep_stratum_sizes() -> None:
 
 
 def test_percentile_interval_matches_numpy_quantile() -> None:
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(shifted(3))
     samples = rng.normal(size=(500, 3))
     lower, upper = percentile_interval(samples, 0.9)
     np.testing.assert_allclose(lower, np.quantile(samples, 0.05, axis=0))
@@ -51,10 +52,10 @@ def test_nan_draws_are_ignored_and_all_nan_gives_nan_without_warning() -> None:
 
 
 def test_mean_interval_covers_the_mean() -> None:
-    rng = np.random.default_rng(8)
+    rng = np.random.default_rng(shifted(8))
     values = rng.normal(loc=2.0, size=400)
     lower, upper = bootstrap_interval(lambda rows: values[rows].mean(), values.size,
-                                      n_resamples=300, seed=0)
+                                      n_resamples=300, seed=shifted(0))
     assert lower < values.mean() < upper
     se = values.std(ddof=1) / np.sqrt(values.size)
     assert float(upper - lower) == pytest.approx(2 * 1.96 * se, rel=0.25)

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from _seeds import shifted
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_score, recall_score
 
 from counterfair.audit import PARITY_CRITERIA, RATE_METRICS, group_metrics
@@ -27,7 +28,7 @@ Data = tuple[np.ndarray, np.ndarray, pd.DataFrame]
 
 @pytest.fixture
 def data() -> Data:
-    rng = np.random.default_rng(42)
+    rng = np.random.default_rng(shifted(42))
     n = 1500
     protected = pd.DataFrame({
         "race": rng.choice(["White", "Black", "Asian"], size=n, p=[0.55, 0.3, 0.15]),
@@ -204,9 +205,9 @@ def test_categorical_order_is_kept(data: Data) -> None:
 
 def test_bootstrap_intervals_are_seeded_and_consistent(data: Data) -> None:
     y, scores, protected = data
-    a = group_metrics(y, scores, protected, n_bootstrap=60, seed=3)
-    b = group_metrics(y, scores, protected, n_bootstrap=60, seed=3)
-    c = group_metrics(y, scores, protected, n_bootstrap=60, seed=4)
+    a = group_metrics(y, scores, protected, n_bootstrap=60, seed=shifted(3))
+    b = group_metrics(y, scores, protected, n_bootstrap=60, seed=shifted(3))
+    c = group_metrics(y, scores, protected, n_bootstrap=60, seed=shifted(4))
     assert a.ci is not None and a.ratio_ci is not None and a.difference_ci is not None
     pd.testing.assert_frame_equal(a.ci, b.ci)
     assert not a.ci.equals(c.ci)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _seeds import shifted
 
 from counterfair.datasets_tabular import find_data_file, load_adult, load_compas
 from counterfair.experiments import explanations as study
@@ -39,7 +40,7 @@ def test_classification_rules() -> None:
 
 def _cases() -> pd.DataFrame:
     rows = []
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(shifted(0))
     for model in ("m1", "m2"):
         for scenario in ("original", "reweighing"):
             for method in ("kernel", "tree"):

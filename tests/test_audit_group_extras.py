@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from _seeds import shifted
 
 from counterfair.audit import (
     CRITERION_EXPLANATIONS,
@@ -29,7 +30,7 @@ from counterfair.audit._validation import (
 
 @pytest.fixture
 def data() -> tuple[np.ndarray, np.ndarray, pd.Series]:
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(shifted(5))
     n = 3000
     group = pd.Series(rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]), name="g")
     y = (rng.random(n) < np.where(group == "a", 0.5, 0.35)).astype(int)
@@ -120,7 +121,7 @@ def test_summary_table_reads_at_a_glance() -> None:
 def test_two_group_measures_match_manual(data: tuple[np.ndarray, np.ndarray, pd.Series]) -> None:
     y, score, group = data
     pred = (score >= 0.5).astype(int)
-    table = two_group_measures(y, pred, group, privileged="a", n_bootstrap=100, seed=3)
+    table = two_group_measures(y, pred, group, privileged="a", n_bootstrap=100, seed=shifted(3))
     priv = (group == "a").to_numpy()
     spd = pred[~priv].mean() - pred[priv].mean()
     eod = pred[~priv & (y == 1)].mean() - pred[priv & (y == 1)].mean()
@@ -131,7 +132,7 @@ def test_two_group_measures_match_manual(data: tuple[np.ndarray, np.ndarray, pd.
     assert bool(table.loc["disparate_impact", "unfair"]) is bool(di <= 0.8)
     assert (table["lower"] <= table["estimate"]).all()
     assert (table["estimate"] <= table["upper"]).all()
-    again = two_group_measures(y, pred, group, privileged="a", n_bootstrap=100, seed=3)
+    again = two_group_measures(y, pred, group, privileged="a", n_bootstrap=100, seed=shifted(3))
     pd.testing.assert_frame_equal(table, again)
 
 
@@ -180,7 +181,7 @@ def _entropy(p: np.ndarray) -> float:
 
 
 def test_normalized_conditional_mi_against_direct_formula() -> None:
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(shifted(2))
     n = 4000
     z = rng.integers(0, 3, n)
     s = (rng.random(n) < 0.3 + 0.2 * z).astype(int)
@@ -202,7 +203,7 @@ def test_normalized_conditional_mi_against_direct_formula() -> None:
 
 
 def test_kl_divergence_per_outcome_terms() -> None:
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(shifted(4))
     s = rng.choice(["x", "y"], 2000)
     o = np.where(s == "x", rng.choice(["lo", "mid", "hi"], 2000, p=[0.2, 0.3, 0.5]),
                  rng.choice(["lo", "mid", "hi"], 2000, p=[0.5, 0.3, 0.2]))

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from _seeds import shifted
 
 from counterfair.audit import REGRESSION_METRICS, regression_metrics
 from counterfair.audit._validation import (
@@ -20,7 +21,7 @@ Data = tuple[np.ndarray, np.ndarray, pd.DataFrame]
 
 @pytest.fixture
 def data() -> Data:
-    rng = np.random.default_rng(9)
+    rng = np.random.default_rng(shifted(9))
     n = 800
     protected = pd.DataFrame({"race": rng.choice(["W", "B", "A"], n, p=[0.5, 0.3, 0.2]),
                               "sex": rng.choice(["F", "M"], n)})
@@ -67,7 +68,7 @@ def test_differences_and_ratios_to_reference(data: Data) -> None:
 
 def test_bootstrap(data: Data) -> None:
     y, pred, protected = data
-    report = regression_metrics(y, pred, protected, n_bootstrap=80, seed=1)
+    report = regression_metrics(y, pred, protected, n_bootstrap=80, seed=shifted(1))
     assert report.ci is not None and report.difference_ci is not None
     lower = report.ci.xs("lower", axis=1, level="bound")
     upper = report.ci.xs("upper", axis=1, level="bound")

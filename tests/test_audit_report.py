@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _seeds import shifted
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -32,7 +33,7 @@ Data = tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]
 
 @pytest.fixture
 def data() -> Data:
-    rng = np.random.default_rng(21)
+    rng = np.random.default_rng(shifted(21))
     n = 400
     protected = pd.DataFrame({"race": rng.choice(["White", "Black"], n),
                               "sex": rng.choice(["Female", "Male"], n)})
@@ -74,7 +75,7 @@ def test_classification_report_is_self_contained(tmp_path: Path, data: Data) -> 
 
 def test_regression_report(tmp_path: Path, data: Data) -> None:
     _, _, protected = data
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(shifted(2))
     y = rng.normal(size=len(protected))
     path = write_report(tmp_path / "reg.html", y_true=y, y_pred=y + rng.normal(size=y.size),
                         protected=protected, task="regression")
@@ -122,7 +123,7 @@ def test_summary_table_colours_failures(tmp_path: Path) -> None:
 
 
 def test_explanation_and_subpopulation_sections(tmp_path: Path) -> None:
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(shifted(4))
     n = 2000
     X = pd.DataFrame({"x": rng.normal(size=n), "a": rng.integers(0, 2, n),
                       "region": rng.choice(["n", "s"], n)})

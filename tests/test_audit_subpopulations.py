@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from _seeds import shifted
 
 from counterfair.audit import find_subpopulations, g_test, subpopulation_mask
 from counterfair.audit._validation import GROUP_NOT_FOUND, LENGTH_MISMATCH
@@ -34,10 +35,10 @@ def _planted(seed: int, n: int = 16000) -> tuple[pd.DataFrame, np.ndarray, np.nd
 
 
 def test_planted_subgroup_is_found() -> None:
-    users, a, outcome, inside = _planted(seed=1)
+    users, a, outcome, inside = _planted(seed=shifted(1))
     assert inside.mean() == pytest.approx(0.05, abs=0.005)
     report = find_subpopulations(users, a, outcome, protected_group=1, max_depth=3,
-                                 alpha=ALPHA, n_bootstrap=100, seed=0)
+                                 alpha=ALPHA, n_bootstrap=100, seed=shifted(0))
     top = report.top(1)
     assert len(top) == 1
     node = int(top["node"].iloc[0])
@@ -63,15 +64,15 @@ def test_planted_subgroup_is_found() -> None:
 
 
 def test_statistics_are_computed_on_the_test_half() -> None:
-    users, a, outcome, _ = _planted(seed=2, n=4000)
+    users, a, outcome, _ = _planted(seed=shifted(2), n=4000)
     report = find_subpopulations(users, a, outcome, protected_group=1, max_depth=1,
-                                 n_bootstrap=0, seed=5)
+                                 n_bootstrap=0, seed=shifted(5))
     root = report.table.set_index("node").loc[0]
     assert root["size"] == 2000 and root["description"] == "all"
     children = report.table[report.table["depth"] == 1]
     assert children["size"].sum() == 2000  # a binary split partitions the test half
     # the root's p-value is the G-test on the test half alone: recompute it
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(shifted(5))
     test_rows = np.zeros(4000, dtype=bool)
     test_rows[rng.permutation(4000)[:2000]] = True
     expected = g_test(a[test_rows] == 1, outcome[test_rows] == 1)
@@ -87,14 +88,14 @@ def test_null_data_has_no_significant_subpopulation(seed: int) -> None:
     a = rng.integers(0, 2, n)
     outcome = (rng.random(n) < 0.5).astype(int)
     report = find_subpopulations(users, a, outcome, protected_group=1, max_depth=3,
-                                 alpha=ALPHA, n_bootstrap=0, seed=0)
+                                 alpha=ALPHA, n_bootstrap=0, seed=shifted(0))
     assert len(report.table) > 5
     assert not report.table["significant"].any()
     assert report.top().empty
 
 
 def test_conditional_test_explains_away_a_legitimate_attribute() -> None:
-    rng = np.random.default_rng(6)
+    rng = np.random.default_rng(shifted(6))
     n = 6000
     users = _users(rng, n)
     skill = rng.integers(0, 2, n)

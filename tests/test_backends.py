@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _models import law_level3_scm, law_train, quietly, stacked
+from _seeds import shifted
 
 from counterfair.stan import backend as stan_backend
 from counterfair.stan.backend import BACKEND_ENV, get_backend, resolve_backend_name
@@ -131,7 +132,7 @@ def test_fit_inside_a_running_event_loop(stan_backend: str) -> None:
     scm, data = law_level3_scm(), _small_level3_data()
 
     async def cell() -> str:
-        fit = scm.fit(data, chains=1, warmup=50, draws=50, seed=2, progress=False)
+        fit = scm.fit(data, chains=1, warmup=50, draws=50, seed=shifted(2), progress=False)
         return fit.backend
 
     assert asyncio.run(cell()) == stan_backend
@@ -178,7 +179,7 @@ def test_a_quiet_fit_prints_nothing(stan_backend: str, capfd: pytest.CaptureFixt
     scm, data = law_level3_scm(), _small_level3_data()
     get_backend(stan_backend).compile(scm.stan_code())
     capfd.readouterr()
-    scm.fit(data, chains=1, warmup=60, draws=60, seed=4, progress=False)
+    scm.fit(data, chains=1, warmup=60, draws=60, seed=shifted(4), progress=False)
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")
 
@@ -216,7 +217,7 @@ def test_a_fit_with_progress_shows_progress_but_not_stan_s_notes(
     scm, data = law_level3_scm(), _small_level3_data()
     get_backend(stan_backend).compile(scm.stan_code())
     capfd.readouterr()
-    scm.fit(data, chains=1, warmup=60, draws=60, seed=4, progress=True)
+    scm.fit(data, chains=1, warmup=60, draws=60, seed=shifted(4), progress=True)
     out, err = capfd.readouterr()
     shown = out + err
     if stan_backend == "pystan":

@@ -31,6 +31,7 @@ from _models import (
     linear_gaussian_fit,
     stacked,
 )
+from _seeds import shifted
 
 import counterfair as cf
 from counterfair import counterfactual, errors
@@ -117,7 +118,7 @@ def test_abduction_matches_gaussian_closed_form(
     chains, draws = 2, 1000
     n = chains * draws
     abduction = lg_fit.abduct(
-        lg_rows, condition_on=condition_on, method="mean", n_samples=n, seed=3
+        lg_rows, condition_on=condition_on, method="mean", n_samples=n, seed=shifted(3)
     )
     assert abduction.engine == "exact"
     assert abduction.conditioned_on == tuple(condition_on)
@@ -145,8 +146,8 @@ def test_counterfactual_matches_closed_form_given_theta(
 ) -> None:
     a = _codes(lg_rows["A"])
     flipped = np.where(a == 1, "0", "1")
-    abduction = lg_fit.abduct(lg_rows, method="mean", n_samples=60, seed=4)
-    frame = lg_fit.counterfactual(lg_rows, do={"A": flipped}, abduction=abduction, seed=4)
+    abduction = lg_fit.abduct(lg_rows, method="mean", n_samples=60, seed=shifted(4))
+    frame = lg_fit.counterfactual(lg_rows, do={"A": flipped}, abduction=abduction, seed=shifted(4))
     factual, counter = _worlds(frame)
     n = len(lg_rows)
     assert len(frame) == 2 * 60 * n
@@ -167,10 +168,10 @@ def test_intervention_on_an_observed_node_matches_closed_form(
     lg_fit: cf.Fit, lg_theta: dict[str, float], lg_rows: pd.DataFrame
 ) -> None:
     """do(X = x') moves Y by beta_Y_X (x' - x) (its noise is reused); A and U stay."""
-    abduction = lg_fit.abduct(lg_rows, method="mean", n_samples=20, seed=4)
+    abduction = lg_fit.abduct(lg_rows, method="mean", n_samples=20, seed=shifted(4))
     n, a = len(lg_rows), _codes(lg_rows["A"])
     x, y = lg_rows["X"].to_numpy(), lg_rows["Y"].to_numpy()
-    frame = lg_fit.counterfactual(lg_rows, do={"X": x + 1.0}, abduction=abduction, seed=4)
+    frame = lg_fit.counterfactual(lg_rows, do={"X": x + 1.0}, abduction=abduction, seed=shifted(4))
     factual, counter = _worlds(frame)
     np.testing.assert_allclose(_as_matrix(counter["X"], n), np.tile(x + 1.0, (20, 1)))
     expected_y = y + lg_theta["beta_Y_X"]
@@ -179,7 +180,8 @@ def test_intervention_on_an_observed_node_matches_closed_form(
     np.testing.assert_array_equal(counter["A"].to_numpy(), factual["A"].to_numpy())
 
     # several nodes at once; an int on the int-coded protected column A
-    both = lg_fit.counterfactual(lg_rows, do={"A": 1, "X": 0.0}, abduction=abduction, seed=4)
+    both = lg_fit.counterfactual(lg_rows, do={"A": 1, "X": 0.0}, abduction=abduction,
+        seed=shifted(4))
     _, counter = _worlds(both)
     assert (counter["A"].astype(str) == "1").all() and (counter["X"] == 0.0).all()
     expected_y = y + lg_theta["beta_Y_A"] * (1 - a) + lg_theta["beta_Y_X"] * (0.0 - x)
@@ -187,7 +189,7 @@ def test_intervention_on_an_observed_node_matches_closed_form(
     assert both.attrs["do"] == {"A": 1, "X": 0.0}
 
     # the factual value gives back the factual world
-    same = lg_fit.counterfactual(lg_rows, do={"X": x}, abduction=abduction, seed=4)
+    same = lg_fit.counterfactual(lg_rows, do={"X": x}, abduction=abduction, seed=shifted(4))
     factual, counter = _worlds(same)
     np.testing.assert_array_equal(counter["Y"].to_numpy(), factual["Y"].to_numpy())
 
@@ -235,7 +237,7 @@ def law_rows() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def law_abduction(law_fit: cf.Fit, law_rows: pd.DataFrame) -> cf.Abduction:
-    return law_fit.abduct(law_rows, n_samples=N_SAMPLES, seed=6)
+    return law_fit.abduct(law_rows, n_samples=N_SAMPLES, seed=shifted(6))
 
 
 def _counterfactual(
@@ -315,8 +317,8 @@ def test_non_descendants_keep_their_factual_values() -> None:
     rows = aux_data().drop(columns="K").iloc[:40]
     assert fit.scm.non_descendants() == ("Z",)
     flipped = np.where(rows["race"].astype(str) == AUX_RACES[0], AUX_RACES[1], AUX_RACES[0])
-    abduction = fit.abduct(rows, n_samples=30, seed=2)
-    frame, factual, counter = _counterfactual(fit, abduction, {"race": flipped}, seed=2)
+    abduction = fit.abduct(rows, n_samples=30, seed=shifted(2))
+    frame, factual, counter = _counterfactual(fit, abduction, {"race": flipped}, seed=shifted(2))
     np.testing.assert_array_equal(counter["Z"].to_numpy(), factual["Z"].to_numpy())
     np.testing.assert_array_equal(counter["K"].to_numpy(), factual["K"].to_numpy())
     # every row's race changed, so X (Normal) changes by the race effect exactly
@@ -334,11 +336,12 @@ def test_do_with_the_factual_levels_returns_the_factual_world(
     law_fit: cf.Fit, law_abduction: cf.Abduction, law_rows: pd.DataFrame
 ) -> None:
     do = {"race": law_rows["race"].astype(str).to_numpy(), "sex": list(law_rows["sex"])}
-    _, factual, counter = _counterfactual(law_fit, law_abduction, do, seed=9)
+    _, factual, counter = _counterfactual(law_fit, law_abduction, do, seed=shifted(9))
     columns = [*LAW_NODES, "UGPA:noise", "ZFYA:noise"]
     pd.testing.assert_frame_equal(counter[columns], factual[columns])
     # one level for all rows: the rows already at that level are unchanged too
-    _, factual, counter = _counterfactual(law_fit, law_abduction, {"race": "White"}, seed=9)
+    _, factual, counter = _counterfactual(law_fit, law_abduction, {"race": "White"},
+        seed=shifted(9))
     white = (factual["race"] == "White").to_numpy()
     assert 0 < white.sum() < len(white)
     pd.testing.assert_frame_equal(
@@ -353,7 +356,7 @@ def test_poisson_descendant_is_redrawn_where_its_parent_changed(
 ) -> None:
     """coupling="redraw" (the default coupling is checked in test_coupling.py)."""
     _, factual, counter = _counterfactual(
-        law_fit, law_abduction, {"race": "Black"}, seed=1, coupling="redraw"
+        law_fit, law_abduction, {"race": "Black"}, seed=shifted(1), coupling="redraw"
     )
     changed = (factual["race"] != "Black").to_numpy()
     assert 0 < changed.sum() < len(changed)
@@ -390,7 +393,7 @@ def test_several_protected_attributes_at_once(
     law_fit: cf.Fit, law_abduction: cf.Abduction, law_rows: pd.DataFrame
 ) -> None:
     _, factual, counter = _counterfactual(
-        law_fit, law_abduction, {"race": "Asian", "sex": "Male"}, seed=2
+        law_fit, law_abduction, {"race": "Asian", "sex": "Male"}, seed=shifted(2)
     )
     assert (counter["race"] == "Asian").all() and (counter["sex"] == "Male").all()
     race = _level_codes(law_rows["race"], RACES)
@@ -421,7 +424,8 @@ def test_per_row_do_values(
     race = _level_codes(law_rows["race"], RACES)
     target = (race + 1) % 3  # White -> Black -> Asian -> White
     levels = np.asarray(RACES, dtype=object)[target]
-    frame, factual, counter = _counterfactual(law_fit, law_abduction, {"race": levels}, seed=3)
+    frame, factual, counter = _counterfactual(law_fit, law_abduction, {"race": levels},
+        seed=shifted(3))
     np.testing.assert_array_equal(counter["race"].astype(str), np.tile(levels, N_SAMPLES))
     assert frame.attrs["do"] == {"race": list(levels)}
     expected = _effect(law_abduction, "beta_UGPA_race", target) - _effect(
@@ -434,7 +438,7 @@ def test_per_row_do_values(
     )
     # the same as intervening row by row with one level
     for code, level in enumerate(RACES):
-        _, _, single = _counterfactual(law_fit, law_abduction, {"race": level}, seed=3)
+        _, _, single = _counterfactual(law_fit, law_abduction, {"race": level}, seed=shifted(3))
         rows = np.tile(target == code, N_SAMPLES)
         np.testing.assert_allclose(
             single["UGPA"].to_numpy()[rows], counter["UGPA"].to_numpy()[rows], atol=1e-12
@@ -476,7 +480,7 @@ def test_a_column_absent_from_the_rows_is_simulated_in_both_worlds(
     law_fit: cf.Fit, law_rows: pd.DataFrame
 ) -> None:
     rows = law_rows.drop(columns="ZFYA")
-    abduction = law_fit.abduct(rows, condition_on=["UGPA", "LSAT"], n_samples=10, seed=1)
+    abduction = law_fit.abduct(rows, condition_on=["UGPA", "LSAT"], n_samples=10, seed=shifted(1))
     frame = law_fit.counterfactual(None, {"race": "Black"}, abduction=abduction)
     assert frame.attrs["simulated"] == ["ZFYA"]
     factual = frame[frame["world"] == "factual"].reset_index(drop=True)
@@ -515,7 +519,7 @@ def test_level3_noise_is_data_minus_structural_mean() -> None:
 
 @pytest.mark.stan
 def test_level2_noise_includes_the_latent_term(law_fit: cf.Fit) -> None:
-    abduction = law_fit.abduct(n_samples=200, seed=3)
+    abduction = law_fit.abduct(n_samples=200, seed=shifted(3))
     n = len(law_fit.data)
     race = _level_codes(law_fit.data["race"], RACES)
     sex = _level_codes(law_fit.data["sex"], SEXES)
@@ -540,7 +544,7 @@ def test_level2_noise_includes_the_latent_term(law_fit: cf.Fit) -> None:
 @pytest.mark.stan
 def test_interventional_samples(law_fit: cf.Fit) -> None:
     n, n_samples = 2000, 50
-    frame = law_fit.interventional(n, {"race": "Black"}, n_samples=n_samples, seed=4)
+    frame = law_fit.interventional(n, {"race": "Black"}, n_samples=n_samples, seed=shifted(4))
     assert list(frame.columns) == ["sample", "unit", *LAW_NODES]
     assert len(frame) == n * n_samples
     assert (frame["race"] == "Black").all()
@@ -573,6 +577,6 @@ def test_interventional_errors(law_fit: cf.Fit) -> None:
 
 @pytest.mark.stan
 def test_interventional_samples_with_an_observed_node_set(law_fit: cf.Fit) -> None:
-    frame = law_fit.interventional(50, {"UGPA": 3.0, "race": "Black"}, n_samples=3, seed=1)
+    frame = law_fit.interventional(50, {"UGPA": 3.0, "race": "Black"}, n_samples=3, seed=shifted(1))
     assert (frame["UGPA"] == 3.0).all() and (frame["race"] == "Black").all()
     assert frame["LSAT"].std() > 0  # the other nodes are still drawn

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _models import AUX_RACES, aux_fit, families_data, families_small_fit
+from _seeds import shifted
 from scipy.special import expit, softmax
 from scipy.stats import chi2, nbinom, poisson
 
@@ -140,7 +141,8 @@ def test_bernoulli_coupling_matches_the_closed_form(beta: float) -> None:
     a = np.zeros(n, dtype=np.int64)
     y = np.tile([0.0, 1.0], n // 2)
     abduction = _abduction(scm, params, a, np.zeros((s, n)), {"Y": y})
-    cf_y = propagate(scm, abduction, {"A": np.ones(n, dtype=np.int64)}, np.random.default_rng(1))[
+    cf_y = propagate(scm, abduction, {"A": np.ones(n, dtype=np.int64)},
+        np.random.default_rng(shifted(1)))[
         "Y"
     ]
     assert cf_y.shape == (s, n)
@@ -167,7 +169,7 @@ def test_redraw_ignores_the_factual_value() -> None:
         scm,
         abduction,
         {"A": np.ones(n, dtype=np.int64)},
-        np.random.default_rng(1),
+        np.random.default_rng(shifted(1)),
         coupling="redraw",
     )["Y"]
     p_new = expit(BERNOULLI_ALPHA + beta)
@@ -229,13 +231,14 @@ def test_ordered_families_never_move_against_the_predictor(family: str, beta: fl
     scm, values = _family_case(family)
     s, n = 400, 200
     params = _params(scm, {**values, "beta_Y_A": [beta]}, s)
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(shifted(3))
     u = np.broadcast_to(rng.normal(size=n) * 1.5, (s, n))  # spread the rates over rows
     a = np.zeros(n, dtype=np.int64)
     bare = _abduction(scm, params, a, u, {})
-    y = _factual_draw(scm, "Y", params, _eta(scm, "Y", bare, a), seed=4)
+    y = _factual_draw(scm, "Y", params, _eta(scm, "Y", bare, a), seed=shifted(4))
     abduction = _abduction(scm, params, a, u, {"Y": y})
-    cf_y = propagate(scm, abduction, {"A": np.ones(n, dtype=np.int64)}, np.random.default_rng(5))[
+    cf_y = propagate(scm, abduction, {"A": np.ones(n, dtype=np.int64)},
+        np.random.default_rng(shifted(5)))[
         "Y"
     ]
     change = cf_y - y[None, :]
@@ -254,14 +257,14 @@ def test_coupled_values_follow_the_counterfactual_distribution(family: str) -> N
     scm, values = _family_case(family)
     n, beta = 20_000, 0.7
     params = _params(scm, {**values, "beta_Y_A": [beta]}, 1)
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(shifted(7))
     u = rng.normal(size=(1, n))
     a = np.zeros(n, dtype=np.int64)
     bare = _abduction(scm, params, a, u, {})
-    y = _factual_draw(scm, "Y", params, _eta(scm, "Y", bare, a), seed=8)
+    y = _factual_draw(scm, "Y", params, _eta(scm, "Y", bare, a), seed=shifted(8))
     abduction = _abduction(scm, params, a, u, {"Y": y})
     ones = np.ones(n, dtype=np.int64)
-    cf_y = propagate(scm, abduction, {"A": ones}, np.random.default_rng(9))["Y"][0]
+    cf_y = propagate(scm, abduction, {"A": ones}, np.random.default_rng(shifted(9)))["Y"][0]
     eta_new = _eta(scm, "Y", abduction, ones)[0]
     support = ORDINAL_LEVELS if family == "ordinal" else int(cf_y.max()) + 1
     statistic, critical = _chi_square(cf_y, _probabilities(family, params, eta_new, support))
@@ -289,7 +292,7 @@ def test_numeric_edge_cases_keep_values_and_order() -> None:
     # neighbouring counts are not distinct floats)
     eta = np.array([[0.0, 0.0, 80.0, 2.0]])
     y = np.array([[0.0, 400.0, np.round(np.exp(50.0)), 5.0]])
-    noise = poisson_family.abduct_noise(eq, params, eta, y, np.random.default_rng(0))
+    noise = poisson_family.abduct_noise(eq, params, eta, y, np.random.default_rng(shifted(0)))
     assert np.all(np.isnan(noise[0, [1, 2]])) and np.all(np.isfinite(noise[0, [0, 3]]))
     same = poisson_family.apply_noise(eq, params, eta, noise)
     np.testing.assert_array_equal(same[0, [0, 3]], y[0, [0, 3]])
@@ -305,7 +308,7 @@ def test_numeric_edge_cases_keep_values_and_order() -> None:
     family = bern.family
     eta = np.array([[800.0, 800.0, -800.0, -800.0]])  # p = 1 and p = 0 in floating point
     y = np.array([[1.0, 0.0, 0.0, 1.0]])
-    noise = family.abduct_noise(bern, params, eta, y, np.random.default_rng(0))
+    noise = family.abduct_noise(bern, params, eta, y, np.random.default_rng(shifted(0)))
     assert np.isfinite(noise[0, 0]) and np.isnan(noise[0, 1])
     assert np.isfinite(noise[0, 2]) and np.isnan(noise[0, 3])
     np.testing.assert_array_equal(family.apply_noise(bern, params, eta, noise)[0, [0, 2]], [1, 0])
@@ -315,7 +318,8 @@ def test_numeric_edge_cases_keep_values_and_order() -> None:
     params = _params(scm, {"alpha_Y": 0.0, "beta_Y_A": [2.0], "lambda_Y_U": 0.0}, s)
     y = np.array([0.0, 1.0, 400.0, 2.0])
     abduction = _abduction(scm, params, np.zeros(n, dtype=np.int64), np.zeros((s, n)), {"Y": y})
-    cf_y = propagate(scm, abduction, {"A": np.ones(n, dtype=np.int64)}, np.random.default_rng(1))[
+    cf_y = propagate(scm, abduction, {"A": np.ones(n, dtype=np.int64)},
+        np.random.default_rng(shifted(1)))[
         "Y"
     ]
     assert np.all(np.isfinite(cf_y)) and np.all(cf_y >= y)
@@ -353,9 +357,9 @@ def _categorical_case(n_samples: int, seed: int) -> tuple[cf.SCM, ParamDraws]:
 
 
 def test_gumbel_max_with_identical_logits_gives_the_factual_category() -> None:
-    scm, params = _categorical_case(50, seed=1)
+    scm, params = _categorical_case(50, seed=shifted(1))
     eq = scm.equations["Y"]
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(shifted(2))
     eta = rng.normal(size=(50, 400, CATEGORIES - 1)) * 3.0
     y = rng.integers(0, CATEGORIES, size=(50, 400)).astype(float)  # even unlikely ones
     noise = eq.family.abduct_noise(eq, params, eta, y, rng)
@@ -366,9 +370,9 @@ def test_gumbel_max_with_identical_logits_gives_the_factual_category() -> None:
 def test_gumbel_max_is_counterfactually_stable() -> None:
     """If the factual category's logit rises relative to every other level's, it stays;
     when another level's rises instead, some units do move (the check is not vacuous)."""
-    scm, params = _categorical_case(50, seed=3)
+    scm, params = _categorical_case(50, seed=shifted(3))
     eq = scm.equations["Y"]
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(shifted(4))
     eta = rng.normal(size=(50, 400, CATEGORIES - 1))
     y = rng.integers(0, CATEGORIES, size=(50, 400))
     noise = eq.family.abduct_noise(eq, params, eta, y.astype(float), rng)
@@ -388,23 +392,24 @@ def test_gumbel_max_counterfactual_shares_match_the_softmax() -> None:
     """Factual categories from the model at the factual logits; coupled counterfactuals must
     be distributed as softmax(counterfactual logits) (chi-square over 20,000 rows)."""
     n = 20_000
-    scm, params = _categorical_case(1, seed=5)
-    rng = np.random.default_rng(6)
+    scm, params = _categorical_case(1, seed=shifted(5))
+    rng = np.random.default_rng(shifted(6))
     u = rng.normal(size=(1, n))
     a = np.zeros(n, dtype=np.int64)
     w = {"W": np.zeros(n)}
     bare = _abduction(scm, params, a, u, w)
-    y = _factual_draw(scm, "Y", params, _eta(scm, "Y", bare, a), seed=7)
+    y = _factual_draw(scm, "Y", params, _eta(scm, "Y", bare, a), seed=shifted(7))
     abduction = _abduction(scm, params, a, u, {**w, "Y": y})
     ones = np.ones(n, dtype=np.int64)
-    cf_y = propagate(scm, abduction, {"A": ones}, np.random.default_rng(8))["Y"][0]
+    cf_y = propagate(scm, abduction, {"A": ones}, np.random.default_rng(shifted(8)))["Y"][0]
     eta_new = _eta(scm, "Y", abduction, ones)[0]
     probabilities = softmax(np.column_stack([np.zeros(n), eta_new]), axis=1)
     statistic, critical = _chi_square(cf_y, probabilities)
     assert statistic < critical, (statistic, critical)
     assert np.mean(cf_y != y) > 0.05
     # far fewer units change category than under redraw (independent noise)
-    redrawn = propagate(scm, abduction, {"A": ones}, np.random.default_rng(8), coupling="redraw")
+    redrawn = propagate(scm, abduction, {"A": ones}, np.random.default_rng(shifted(8)),
+        coupling="redraw")
     assert np.mean(cf_y != y) < np.mean(redrawn["Y"][0] != y) - 0.05
 
 
@@ -474,9 +479,9 @@ def _chain_abduction(s: int, n: int, seed: int) -> tuple[cf.SCM, Abduction, pd.D
 @pytest.mark.parametrize("coupling", COUPLINGS)
 def test_do_with_the_factual_values_returns_the_factual_world(coupling: Coupling) -> None:
     s, n = 30, 200
-    scm, abduction, _ = _chain_abduction(s, n, seed=11)
+    scm, abduction, _ = _chain_abduction(s, n, seed=shifted(11))
     a = abduction.codes["A"]
-    rng = np.random.default_rng(12)
+    rng = np.random.default_rng(shifted(12))
     same = propagate(scm, abduction, {"A": a.copy()}, rng, coupling=coupling)
     for node in CHAIN_OBSERVED:
         np.testing.assert_array_equal(same[node], np.broadcast_to(abduction.observed[node], (s, n)))
@@ -510,12 +515,13 @@ def test_absent_nodes_are_coupled_too() -> None:
     flipped, L (Poisson; beta_L_C = 0 here, so only A moves its rate) never moves against
     beta_L_A > 0 when coupled, and moves both ways when redrawn."""
     s, n = 40, 200
-    scm, full, _ = _chain_abduction(s, n, seed=15)
+    scm, full, _ = _chain_abduction(s, n, seed=shifted(15))
     params = _params(scm, {**CHAIN_TRUTH, "beta_L_C": 0.0}, s)
     kept = {node: full.observed[node] for node in ("O", "K")}
     a = full.codes["A"]
     abduction = _abduction(scm, params, a, full.latents["U"], kept)
-    simulated, noise = counterfactual.simulate_missing(scm, abduction, np.random.default_rng(16))
+    simulated, noise = counterfactual.simulate_missing(scm, abduction,
+        np.random.default_rng(shifted(16)))
     assert set(simulated) == {"C", "P", "L", "X"}
     sign = np.where(a == 0, 1.0, -1.0)[None, :]
     for coupling in COUPLINGS:
@@ -523,7 +529,7 @@ def test_absent_nodes_are_coupled_too() -> None:
             scm,
             abduction,
             {"A": 1 - a},
-            np.random.default_rng(17),
+            np.random.default_rng(shifted(17)),
             simulated=simulated,
             simulated_noise=noise,
             coupling=coupling,
@@ -537,14 +543,14 @@ def test_absent_nodes_are_coupled_too() -> None:
 
 
 def test_an_unknown_coupling_raises() -> None:
-    scm, abduction, _ = _chain_abduction(2, 10, seed=1)
+    scm, abduction, _ = _chain_abduction(2, 10, seed=shifted(1))
     message = counterfactual.UNKNOWN_COUPLING.format(allowed=COUPLINGS, got="coupled")
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         propagate(
             scm,
             abduction,
             {"A": 1 - abduction.codes["A"]},
-            np.random.default_rng(0),
+            np.random.default_rng(shifted(0)),
             coupling="coupled",  # type: ignore[arg-type]
         )
     assert counterfactual.check_coupling("redraw") == "redraw"
@@ -559,7 +565,7 @@ def test_auxiliary_fit_counts_and_binary_move_with_their_rates(stan_backend: str
     towards it; "redraw" breaks both. Coupling is recorded in the frame."""
     fit = aux_fit().fit
     n_rows, s = 60, 200
-    abduction = fit.abduct(n_samples=s, seed=0).take_rows(np.arange(n_rows))
+    abduction = fit.abduct(n_samples=s, seed=shifted(0)).take_rows(np.arange(n_rows))
     rows = fit.data.iloc[:n_rows]
     race = rows["race"].astype(str).to_numpy()
     flipped = np.where(race == AUX_RACES[0], AUX_RACES[1], AUX_RACES[0])
@@ -567,7 +573,7 @@ def test_auxiliary_fit_counts_and_binary_move_with_their_rates(stan_backend: str
     sign = np.where(race == AUX_RACES[0], 1.0, -1.0)[None, :]
     frames = {
         coupling: fit.counterfactual(
-            None, {"race": flipped}, abduction=abduction, seed=3, coupling=coupling
+            None, {"race": flipped}, abduction=abduction, seed=shifted(3), coupling=coupling
         )
         for coupling in COUPLINGS
     }
@@ -605,9 +611,10 @@ def test_families_fit_factual_do_returns_the_factual_world(
     with each row's own level, and do(O = o) with its own values, change nothing."""
     fit = families_small_fit().fit
     rows = families_data().drop(columns="U").head(25)
-    abduction = fit.abduct(n_samples=20, seed=0).take_rows(np.arange(25))
+    abduction = fit.abduct(n_samples=20, seed=shifted(0)).take_rows(np.arange(25))
     for do in ({"A": rows["A"].astype(str).to_numpy()}, {"O": rows["O"].astype(str).to_numpy()}):
-        frame = fit.counterfactual(rows, do, abduction=abduction, seed=1, coupling=coupling)
+        frame = fit.counterfactual(rows, do, abduction=abduction, seed=shifted(1),
+            coupling=coupling)
         factual = frame[frame["world"] == "factual"].reset_index(drop=True)
         counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
         for node in ("O", "K", "C", "X"):
@@ -618,14 +625,14 @@ def test_families_fit_factual_do_returns_the_factual_world(
 def test_audit_and_predictions_take_the_coupling(stan_backend: str) -> None:
     fit = families_small_fit().fit
     rows = families_data().drop(columns="U").head(20)
-    training = fit.abduct(n_samples=10, seed=0).take_rows(np.arange(20))
+    training = fit.abduct(n_samples=10, seed=shifted(0)).take_rows(np.arange(20))
 
     def predictor(frame: pd.DataFrame) -> np.ndarray:
         return np.asarray(frame["C"], dtype=float)
 
     reports = {
         coupling: cf.audit.counterfactual_fairness(
-            fit, rows, predictor, abduction=training, seed=1, coupling=coupling
+            fit, rows, predictor, abduction=training, seed=shifted(1), coupling=coupling
         )
         for coupling in COUPLINGS
     }
@@ -653,7 +660,8 @@ def test_audit_and_predictions_take_the_coupling(stan_backend: str) -> None:
     # the audit of a user-given intervention (do=) takes it too
     by_do = {
         coupling: cf.audit.counterfactual_fairness(
-            fit, rows, predictor, do={"A": "b"}, abduction=training, seed=1, coupling=coupling
+            fit, rows, predictor, do={"A": "b"}, abduction=training, seed=shifted(1),
+                coupling=coupling
         )
         for coupling in COUPLINGS
     }
@@ -679,7 +687,7 @@ def test_far_upper_tail_counts_are_coupled_on_the_survival_scale() -> None:
         y = np.array([[39.0, 25.0, 60.0, 1.0]])
         lower, _ = family.cdf_interval(eq, params, eta, y)
         assert np.all(lower[0, :3] == 1.0)  # the CDF scale has lost these values
-        noise = family.abduct_noise(eq, params, eta, y, np.random.default_rng(3))
+        noise = family.abduct_noise(eq, params, eta, y, np.random.default_rng(shifted(3)))
         assert np.all(np.isfinite(noise)), (family_name, noise)
         assert np.all(noise[0, :3] < 0) and noise[0, 3] > 0  # survival scale in the tail
         np.testing.assert_array_equal(family.apply_noise(eq, params, eta, noise), y)

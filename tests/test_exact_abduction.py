@@ -38,6 +38,7 @@ from _models import (
     linear_gaussian_data,
     linear_gaussian_scm,
 )
+from _seeds import shifted
 from scipy import integrate, stats
 
 import counterfair as cf
@@ -68,7 +69,7 @@ def law_pass_scm() -> cf.SCM:
 
 @functools.cache
 def law_pass_data() -> pd.DataFrame:
-    return law_pass_scm().sample(300, params=PASS_TRUTH, seed=21)
+    return law_pass_scm().sample(300, params=PASS_TRUTH, seed=shifted(21))
 
 
 def two_latent_scm() -> cf.SCM:
@@ -192,7 +193,7 @@ def test_linear_gaussian_moments_and_draws_match_conjugate_normal(
 ) -> None:
     data = linear_gaussian_data()
     fit = fixed_fit(linear_gaussian_scm(), data.drop(columns="U"), LG_TRUTH)
-    abduction = fit.abduct(data, condition_on=condition_on, n_samples=4000, seed=1)
+    abduction = fit.abduct(data, condition_on=condition_on, n_samples=4000, seed=shifted(1))
     assert abduction.engine == "exact"
     assert abduction.conditioned_on == condition_on
     mean, sd = lg_closed_form(data, condition_on)
@@ -272,11 +273,12 @@ def test_unsupported_scm_names_the_node_and_mcmc_settings_with_exact_raise() -> 
         "beta_Z_A": [0.2],
         "lambda_Z_V": 0.3,
     }
-    data = scm.sample(20, params=values, seed=1, levels={"A": ["0", "1"]})
+    data = scm.sample(20, params=values, seed=shifted(1), levels={"A": ["0", "1"]})
     fit = fixed_fit(scm, data, values)
     with pytest.raises(ValueError, match=re.escape("node 'X'")):
         fit.abduct(data, engine="exact")
-    partial = fit.abduct(data, condition_on=["Y", "Z"], engine="exact", n_samples=10, seed=1)
+    partial = fit.abduct(data, condition_on=["Y", "Z"], engine="exact", n_samples=10,
+        seed=shifted(1))
     assert partial.engine == "exact" and set(partial.latents) == {"U", "V"}
 
     lg = fixed_fit(linear_gaussian_scm(), linear_gaussian_data(), LG_TRUTH)
@@ -291,21 +293,21 @@ def test_unsupported_scm_names_the_node_and_mcmc_settings_with_exact_raise() -> 
 # ---------------------------------------------------------------------- (e) reproducibility
 def test_same_seed_same_draws_regardless_of_chunking(monkeypatch: pytest.MonkeyPatch) -> None:
     data = law_pass_data()
-    fit = fixed_fit(law_pass_scm(), data, PASS_TRUTH, n_sets=5, seed=2)
+    fit = fixed_fit(law_pass_scm(), data, PASS_TRUTH, n_sets=5, seed=shifted(2))
     kwargs: dict[str, Any] = {"condition_on": ["UGPA", "LSAT", "PASS"], "method": "draws"}
-    first = fit.abduct(data, n_samples=50, seed=9, **kwargs)
-    again = fit.abduct(data, n_samples=50, seed=9, **kwargs)
-    other = fit.abduct(data, n_samples=50, seed=10, **kwargs)
+    first = fit.abduct(data, n_samples=50, seed=shifted(9), **kwargs)
+    again = fit.abduct(data, n_samples=50, seed=shifted(9), **kwargs)
+    other = fit.abduct(data, n_samples=50, seed=shifted(10), **kwargs)
     np.testing.assert_array_equal(first.latents["K"], again.latents["K"])
     assert not np.array_equal(first.latents["K"], other.latents["K"])
     monkeypatch.setattr(ea, "MAX_GRID_CELLS", 5 * 512 * 7)  # blocks of 7 rows
-    chunked = fit.abduct(data, n_samples=50, seed=9, **kwargs)
+    chunked = fit.abduct(data, n_samples=50, seed=shifted(9), **kwargs)
     np.testing.assert_array_equal(first.latents["K"], chunked.latents["K"])
 
 
 def test_layout_pairs_samples_with_parameter_sets() -> None:
     data = law_pass_data()
-    fit = fixed_fit(law_pass_scm(), data, PASS_TRUTH, n_sets=4, seed=3)
+    fit = fixed_fit(law_pass_scm(), data, PASS_TRUTH, n_sets=4, seed=shifted(3))
     abduction = fit.abduct(data, condition_on=["UGPA", "LSAT"], method="draws", n_samples=10)
     assert abduction.n_samples == 10
     assert abduction.latents["K"].shape == (10, len(data))
@@ -332,8 +334,10 @@ def test_layout_pairs_samples_with_parameter_sets() -> None:
 
 # ---------------------------------------------------------------------- (b) against MCMC
 def _assert_exact_matches_mcmc(fit: cf.Fit, rows: pd.DataFrame, condition_on: list[str]) -> None:
-    exact = fit.abduct(rows, condition_on=condition_on, engine="exact", n_samples=4000, seed=3)
-    mcmc = fit.abduct(rows, condition_on=condition_on, engine="mcmc", chains=4, draws=1000, seed=3)
+    exact = fit.abduct(rows, condition_on=condition_on, engine="exact", n_samples=4000,
+        seed=shifted(3))
+    mcmc = fit.abduct(rows, condition_on=condition_on, engine="mcmc", chains=4, draws=1000,
+        seed=shifted(3))
     assert (exact.engine, mcmc.engine) == ("exact", "mcmc")
     for name in fit.scm.parameter_names():  # the same parameter set: the posterior mean
         np.testing.assert_array_equal(np.unique(exact.params[name], axis=0), mcmc.params[name][:1])
@@ -454,7 +458,7 @@ def test_negative_binomial_and_ordinal_derivatives_match_finite_differences() ->
     """The Newton search uses the families' analytic derivatives: check them numerically."""
     from counterfair.families import family_of
 
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(shifted(4))
     eta = rng.normal(0.0, 2.0, size=(3, 50))
     h = 1e-5
     nb = family_of(cf.NegativeBinomial())

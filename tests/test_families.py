@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _models import CATEGORIES, FAMILIES_TRUTH, FAMILY_LEVELS, families_scm
+from _seeds import shifted
 from scipy.special import expit
 
 import counterfair as cf
@@ -237,7 +238,7 @@ def test_bad_parameter_values(name: str, value: object, match: str) -> None:
 
 
 def test_simulated_columns_have_the_family_types() -> None:
-    df = new_families_scm().sample(200, params=TRUTH, seed=0)
+    df = new_families_scm().sample(200, params=TRUTH, seed=shifted(0))
     assert list(df.columns) == ["A", "age", "U", "O", "X", "K", "C"]
     assert df["O"].dtype == pd.CategoricalDtype(list(LEVELS), ordered=True)
     assert df["K"].dtype == pd.CategoricalDtype(list(CATEGORIES), ordered=False)
@@ -258,7 +259,7 @@ def test_simulated_ordinal_and_negative_binomial_match_their_distributions() -> 
     truth = {"beta_O_A": [1.0], "cutpoints_O": [-0.5, 1.0], "alpha_C": 1.5,
              "beta_C_A": [0.0], "phi_C": 2.0}
     n = 40_000
-    df = cf.SCM(g).sample(n, params=truth, seed=3, protected_probs={"A": {"a": 1.0}})
+    df = cf.SCM(g).sample(n, params=truth, seed=shifted(3), protected_probs={"A": {"a": 1.0}})
     below = expit(np.array([-0.5, 1.0]))
     expected = np.diff(np.concatenate([[0.0], below, [1.0]]))
     shares = np.bincount(df["O"], minlength=3) / n
@@ -276,7 +277,7 @@ def test_ordinal_parent_enters_as_level_indicators() -> None:
     )
     truth = {"beta_O_A": [0.0], "cutpoints_O": [-1.0, 1.0], "alpha_X": 1.0,
              "beta_X_O": [2.0, 5.0], "sigma_X": 0.01}
-    df = cf.SCM(g).sample(3000, params=truth, seed=1)
+    df = cf.SCM(g).sample(3000, params=truth, seed=shifted(1))
     message = r"'beta_X_O' needs 2 value\(s\) \(levels of 'O' above the lowest\)"
     with pytest.raises(cf.SCMError, match=message):
         cf.SCM(g).sample(10, params={**truth, "beta_X_O": [2.0]})
@@ -287,7 +288,7 @@ def test_ordinal_parent_enters_as_level_indicators() -> None:
 def test_continuous_protected_parent_enters_linearly() -> None:
     g = _graph({"age": cf.Protected(kind="continuous"), "X": cf.Normal(sigma=0.01)},
                [("age", "X")])
-    df = cf.SCM(g).sample(500, params={"alpha_X": 1.0, "beta_X_age": -2.0}, seed=2)
+    df = cf.SCM(g).sample(500, params={"alpha_X": 1.0, "beta_X_age": -2.0}, seed=shifted(2))
     np.testing.assert_allclose(df["X"], 1.0 - 2.0 * df["age"], atol=0.05)
     assert abs(df["age"].mean()) < 0.2 and df["age"].std() == pytest.approx(1.0, abs=0.1)
 
@@ -363,7 +364,7 @@ def test_simulated_categorical_matches_the_softmax() -> None:
     truth = {"alpha_K": [0.5, -1.0], "beta_K_A": [[1.0, 2.0]], "alpha_X": 0.0,
              "beta_X_K": [1.0, 3.0]}
     n = 40_000
-    df = cf.SCM(g).sample(n, params=truth, seed=4)
+    df = cf.SCM(g).sample(n, params=truth, seed=shifted(4))
     for level, shift in (("a", np.zeros(2)), ("b", np.array([1.0, 2.0]))):
         logits = np.concatenate([[0.0], np.array([0.5, -1.0]) + shift])
         expected = np.exp(logits) / np.exp(logits).sum()

@@ -23,6 +23,7 @@ from _models import (
     families_small_fit,
     stacked,
 )
+from _seeds import shifted
 
 import counterfair as cf
 
@@ -98,8 +99,8 @@ def test_sign_of_the_latent_is_fixed_by_its_ordinal_first_child(fit: cf.Fit) -> 
 @pytest.mark.stan
 def test_new_rows_are_abducted_exactly(fit: cf.Fit) -> None:
     """Ordinal, negative binomial and Normal children of U: exact abduction, no program."""
-    rows = fit.scm.sample(40, params=FAMILIES_TRUTH, seed=99)
-    abduction = fit.abduct(rows.drop(columns="U"), n_samples=100, seed=3)
+    rows = fit.scm.sample(40, params=FAMILIES_TRUTH, seed=shifted(99))
+    abduction = fit.abduct(rows.drop(columns="U"), n_samples=100, seed=shifted(3))
     assert abduction.engine == "exact"
     assert abduction.latents["U"].shape == (100, 40)
     estimate = abduction.latents["U"].mean(axis=0)
@@ -110,8 +111,8 @@ def test_new_rows_are_abducted_exactly(fit: cf.Fit) -> None:
 @pytest.mark.stan
 def test_new_rows_are_abducted_by_mcmc(full_fit: cf.Fit) -> None:
     fit = full_fit
-    rows = fit.scm.sample(40, params=FAMILIES_TRUTH, seed=99)
-    abduction = fit.abduct(rows.drop(columns="U"), n_samples=100, seed=3, engine="mcmc")
+    rows = fit.scm.sample(40, params=FAMILIES_TRUTH, seed=shifted(99))
+    abduction = fit.abduct(rows.drop(columns="U"), n_samples=100, seed=shifted(3), engine="mcmc")
     assert abduction.engine == "mcmc"
     assert abduction.latents["U"].shape == (100, 40)
     estimate = abduction.latents["U"].mean(axis=0)
@@ -130,7 +131,8 @@ def test_counterfactuals_with_ordinal_count_and_continuous_parents(fit: cf.Fit) 
         pd.testing.assert_series_equal(factual[node], counter[node])
     assert counter["O"].dtype == pd.CategoricalDtype(list(FAMILY_LEVELS), ordered=True)
 
-    flipped = fit.counterfactual(rows, {"A": "b"}, abduction=_training(fit, 25, 20), seed=4)
+    flipped = fit.counterfactual(rows, {"A": "b"}, abduction=_training(fit, 25, 20),
+        seed=shifted(4))
     before = flipped[flipped["world"] == "factual"].reset_index(drop=True)
     after = flipped[flipped["world"] == "counterfactual"].reset_index(drop=True)
     was_a = after["row"].isin(rows.index[rows["A"] == "a"]).to_numpy()
@@ -139,7 +141,8 @@ def test_counterfactuals_with_ordinal_count_and_continuous_parents(fit: cf.Fit) 
         changed = before[node].to_numpy() != after[node].to_numpy()
         assert changed[was_a].any() and not changed[~was_a].any(), node
 
-    older = fit.counterfactual(rows, {"age": 2.0}, abduction=_training(fit, 25, 20), seed=4)
+    older = fit.counterfactual(rows, {"age": 2.0}, abduction=_training(fit, 25, 20),
+        seed=shifted(4))
     cf_world = older[older["world"] == "counterfactual"]
     assert (cf_world["age"] == 2.0).all()
     # age is a parent of K and C only: O and X keep their factual values
@@ -154,8 +157,8 @@ def test_counterfactuals_with_ordinal_count_and_continuous_parents(fit: cf.Fit) 
 
 @pytest.mark.stan
 def test_interventional_samples_of_the_new_families(fit: cf.Fit) -> None:
-    low = fit.interventional(400, {"age": -1.0}, n_samples=10, seed=1)
-    high = fit.interventional(400, {"age": 1.0}, n_samples=10, seed=1)
+    low = fit.interventional(400, {"age": -1.0}, n_samples=10, seed=shifted(1))
+    high = fit.interventional(400, {"age": 1.0}, n_samples=10, seed=shifted(1))
     assert set(np.unique(low["O"])) <= {0.0, 1.0, 2.0}
     assert set(np.unique(low["K"])) <= {0.0, 1.0, 2.0}
     assert high["C"].mean() > low["C"].mean()
@@ -169,7 +172,8 @@ def test_counterfactual_audit_swaps_categorical_attributes_only(fit: cf.Fit) -> 
         return np.asarray(frame["C"], dtype=float)
 
     training = _training(fit, 20, 10)
-    report = cf.audit.counterfactual_fairness(fit, rows, predictor, abduction=training, seed=1)
+    report = cf.audit.counterfactual_fairness(fit, rows, predictor, abduction=training,
+        seed=shifted(1))
     assert set(report.changes["attribute"]) == {"A"}
     with pytest.raises(ValueError, match="'age' is continuous"):
         cf.audit.counterfactual_fairness(
@@ -182,7 +186,7 @@ def test_interventions_on_observed_nodes_propagate_to_their_descendants(fit: cf.
     """O -> K -> C: do(O) moves K only where O changed and C only where K changed; X stays."""
     rows = families_data().drop(columns="U").head(30)
     training = _training(fit, 30, 20)
-    frame = fit.counterfactual(rows, {"O": "high"}, abduction=training, seed=2)
+    frame = fit.counterfactual(rows, {"O": "high"}, abduction=training, seed=shifted(2))
     before = frame[frame["world"] == "factual"].reset_index(drop=True)
     after = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
     assert (after["O"] == "high").all()
@@ -205,8 +209,8 @@ def test_interventions_on_observed_nodes_propagate_to_their_descendants(fit: cf.
     with pytest.raises(cf.DataError, match=r"'nope', which is not a protected or observed node"):
         fit.counterfactual(rows, {"nope": 1}, abduction=training)
 
-    drug = fit.interventional(500, {"K": "drug"}, n_samples=10, seed=3)
-    violent = fit.interventional(500, {"K": "violent"}, n_samples=10, seed=3)
+    drug = fit.interventional(500, {"K": "drug"}, n_samples=10, seed=shifted(3))
+    violent = fit.interventional(500, {"K": "violent"}, n_samples=10, seed=shifted(3))
     assert (drug["K"] == 1.0).all()  # codes in interventional samples: theft 0, drug 1
     assert drug["C"].mean() > violent["C"].mean()  # beta_C_K: drug +0.4, violent -0.3
 
@@ -224,7 +228,7 @@ def test_fair_learner_of_a_categorical_target_is_multiclass_and_fair(fit: cf.Fit
     train = families_data().drop(columns="U").iloc[:300]
     rows = families_data().drop(columns="U").iloc[300:340]
     learner = cf.FairLearner(
-        fit.scm, target="K", features="latent", n_samples=20, scm_fit=fit, seed=0
+        fit.scm, target="K", features="latent", n_samples=20, scm_fit=fit, seed=shifted(0)
     ).fit(train)
     assert list(learner.classes_) == sorted(CATEGORIES)
     proba = learner.predict_proba(rows)

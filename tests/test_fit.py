@@ -22,6 +22,7 @@ from _models import (
     law_train,
     stacked,
 )
+from _seeds import shifted
 
 import counterfair as cf
 from counterfair import errors
@@ -106,14 +107,14 @@ def _small_level3_data() -> pd.DataFrame:
 def test_too_short_fit_warns() -> None:
     scm, data = law_level3_scm(), _small_level3_data()
     with pytest.warns(cf.ConvergenceWarning, match="the SCM fit"):
-        fit = scm.fit(data, chains=2, warmup=20, draws=20, seed=3, progress=False)
+        fit = scm.fit(data, chains=2, warmup=20, draws=20, seed=shifted(3), progress=False)
     assert fit.diagnostics.problems()
 
 
 # ---------------------------------------------------------------------- abduction
 @pytest.mark.stan
 def test_latents_of_new_rows_track_true_k(law_fit: cf.Fit, new_rows: pd.DataFrame) -> None:
-    latents = law_fit.latents(new_rows, condition_on=CONDITION, seed=5)
+    latents = law_fit.latents(new_rows, condition_on=CONDITION, seed=shifted(5))
     assert set(latents) == {"K"}
     k = latents["K"]
     assert k.ndim == 2 and k.shape[1] == len(new_rows)
@@ -127,9 +128,10 @@ def test_draws_method_integrates_parameter_uncertainty(
     law_fit: cf.Fit, new_rows: pd.DataFrame
 ) -> None:
     n = 2000
-    at_mean = law_fit.abduct(new_rows, condition_on=CONDITION, method="mean", n_samples=n, seed=5)
+    at_mean = law_fit.abduct(new_rows, condition_on=CONDITION, method="mean", n_samples=n,
+        seed=shifted(5))
     integrated = law_fit.abduct(
-        new_rows, condition_on=CONDITION, method="draws", n_samples=n, seed=5
+        new_rows, condition_on=CONDITION, method="draws", n_samples=n, seed=shifted(5)
     )
     assert at_mean.latents["K"].shape == integrated.latents["K"].shape == (n, len(new_rows))
     # "mean" fixes the parameters: one set repeated; "draws" uses several sets

@@ -26,6 +26,7 @@ from _models import (
     law_train,
     quietly,
 )
+from _seeds import shifted
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.model_selection import cross_val_score
 
@@ -74,7 +75,8 @@ def _other_level_dos(rows: pd.DataFrame) -> list[dict[str, np.ndarray]]:
 def fair_k(law_fit: cf.Fit, train: pd.DataFrame) -> FairLearner:
     """Level 2 ("Fair K"), reusing the shared SCM fit."""
     learner = FairLearner(
-        law_fit.scm, target="ZFYA", features="latent", n_samples=30, scm_fit=law_fit, seed=0
+        law_fit.scm, target="ZFYA", features="latent", n_samples=30, scm_fit=law_fit,
+            seed=shifted(0)
     )
     return learner.fit(train)
 
@@ -88,7 +90,7 @@ def fair_add(train: pd.DataFrame, stan_backend: str) -> FairLearner:
         features="additive_noise",
         n_samples=30,
         fit_args=SMALL_FIT,
-        seed=0,
+        seed=shifted(0),
     )
     return quietly(learner.fit, train)
 
@@ -116,7 +118,7 @@ def test_fair_predictions_do_not_move_in_any_counterfactual_world(
     learner: FairLearner = request.getfixturevalue(which)
     for do in _other_level_dos(test_rows):
         result = counterfactual_predictions(
-            learner.scm_fit_, test_rows, do, learner, n_samples=20, seed=1
+            learner.scm_fit_, test_rows, do, learner, n_samples=20, seed=shifted(1)
         )
         assert len(result) == 20 * N_TEST
         assert list(result.columns[:5]) == ["row", "sample", "factual", "counterfactual", "change"]
@@ -131,7 +133,8 @@ def test_unfair_baselines_move_when_race_changes(
 ) -> None:
     predictor = make(law_fit.scm, "ZFYA").fit(train)  # type: ignore[operator]
     for do in _other_level_dos(test_rows)[:2]:
-        result = counterfactual_predictions(law_fit, test_rows, do, predictor, n_samples=20, seed=2)
+        result = counterfactual_predictions(law_fit, test_rows, do, predictor, n_samples=20,
+            seed=shifted(2))
         assert result["change"].abs().mean() > 0.05
     expected_columns = (
         ["race", "sex", "UGPA", "LSAT"] if make is full_predictor else ["UGPA", "LSAT"]
@@ -161,7 +164,8 @@ def test_predict_abducts_even_if_the_rows_carry_a_latent_column(
 def test_non_descendant_features_on_an_scm_that_has_one() -> None:
     data = aux_data().drop(columns="K")
     learner = FairLearner(
-        aux_scm(), target="P", features="non_descendants", n_samples=10, fit_args=SMALL_FIT, seed=1
+        aux_scm(), target="P", features="non_descendants", n_samples=10, fit_args=SMALL_FIT,
+            seed=shifted(1)
     )
     quietly(learner.fit, data.iloc[:250])
     assert learner.feature_names_ == ["Z"]
@@ -173,7 +177,7 @@ def test_non_descendant_features_on_an_scm_that_has_one() -> None:
     np.testing.assert_allclose(probabilities, direct, atol=1e-12)
     flipped = np.where(rows["race"].astype(str) == AUX_RACES[0], AUX_RACES[1], AUX_RACES[0])
     result = counterfactual_predictions(
-        learner.scm_fit_, rows, {"race": flipped}, learner, n_samples=10, seed=1
+        learner.scm_fit_, rows, {"race": flipped}, learner, n_samples=10, seed=shifted(1)
     )
     np.testing.assert_array_equal(result["change"].to_numpy(), 0.0)
 
@@ -223,7 +227,7 @@ def test_explicit_latent_list_equals_latent_feature_set(
     law_fit: cf.Fit, train: pd.DataFrame, test_rows: pd.DataFrame, fair_k: FairLearner
 ) -> None:
     explicit = FairLearner(
-        law_fit.scm, target="ZFYA", features=["K"], n_samples=30, scm_fit=law_fit, seed=0
+        law_fit.scm, target="ZFYA", features=["K"], n_samples=30, scm_fit=law_fit, seed=shifted(0)
     ).fit(train)
     assert explicit.feature_names_ == fair_k.feature_names_
     np.testing.assert_allclose(explicit.estimator_.coef_, fair_k.estimator_.coef_)
@@ -242,7 +246,7 @@ def test_condition_on_target_with_own_fit_uses_the_joint_posterior(train: pd.Dat
         condition_on_target=True,
         n_samples=20,
         fit_args=SMALL_FIT,
-        seed=3,
+        seed=shifted(3),
     ).fit(rows)
     assert learner.scm_fit_.data.shape[0] == 200
     predicted = learner.predict(law_test().drop(columns="K").iloc[:20])
@@ -260,7 +264,7 @@ def test_condition_on_target_true_and_false_both_fit(
         condition_on_target=True,
         n_samples=30,
         scm_fit=law_fit,
-        seed=0,
+        seed=shifted(0),
     ).fit(train)
     assert fair_k.condition_on_target is False
     a, b = with_target.predict(test_rows), fair_k.predict(test_rows)
@@ -281,7 +285,7 @@ def test_training_inputs_mean(
         training_inputs="mean",
         n_samples=30,
         scm_fit=law_fit,
-        seed=0,
+        seed=shifted(0),
     ).fit(train)
     a, b = learner.predict(test_rows), fair_k.predict(test_rows)
     assert np.corrcoef(a, b)[0, 1] > 0.99
@@ -358,7 +362,7 @@ def test_bernoulli_target_gives_a_classifier() -> None:
     fit = aux_fit().fit
     data = aux_data().drop(columns="K")
     learner = FairLearner(
-        fit.scm, target="P", features="latent", n_samples=20, scm_fit=fit, seed=2
+        fit.scm, target="P", features="latent", n_samples=20, scm_fit=fit, seed=shifted(2)
     ).fit(data)
     assert is_classifier(learner)
     np.testing.assert_array_equal(learner.classes_, [0, 1])

@@ -28,6 +28,7 @@ from _models import (
     law_level2_scm,
     law_train,
 )
+from _seeds import shifted
 
 import counterfair as cf
 from counterfair import ppc, scales
@@ -89,13 +90,13 @@ def _check(spec: Any, df: pd.DataFrame, extra: dict[str, np.ndarray] | None = No
 @pytest.fixture(scope="module")
 def poisson_counts() -> pd.DataFrame:
     truth = {"alpha_C": 1.5, "beta_C_A": [0.4]}
-    return _count_scm(cf.Poisson()).sample(N_ROWS, params=truth, seed=3)
+    return _count_scm(cf.Poisson()).sample(N_ROWS, params=truth, seed=shifted(3))
 
 
 @pytest.fixture(scope="module")
 def overdispersed_counts() -> pd.DataFrame:
     truth = {"alpha_C": 1.5, "beta_C_A": [0.4], "phi_C": 1.5}
-    return _count_scm(cf.NegativeBinomial()).sample(N_ROWS, params=truth, seed=4)
+    return _count_scm(cf.NegativeBinomial()).sample(N_ROWS, params=truth, seed=shifted(4))
 
 
 # ---------------------------------------------------------------------- numpy level
@@ -128,7 +129,7 @@ def test_overdispersed_counts_declared_poisson_are_flagged_for_variance(
 def test_overdispersed_counts_declared_negative_binomial_are_not_flagged(
     overdispersed_counts: pd.DataFrame,
 ) -> None:
-    rng = np.random.default_rng(9)
+    rng = np.random.default_rng(shifted(9))
     phi = 1.5 + 0.1 * rng.standard_normal(N_DRAWS)  # the dispersion's posterior, roughly
     check = _check(cf.NegativeBinomial(), overdispersed_counts, {"phi_C": phi})
     assert not check.table["outside_90"].any(), str(check)
@@ -166,12 +167,12 @@ def test_marginal_replication_of_a_latent_model_at_its_truth() -> None:
     inside every interval when the parameters are the truth, and a replicated child
     follows its replicated parent (X on Z)."""
     scm = aux_scm()
-    data = scm.sample(3000, params=AUX_TRUTH, seed=12)
+    data = scm.sample(3000, params=AUX_TRUTH, seed=shifted(12))
     params = ParamDraws.from_values(scm, AUX_TRUTH, {"race": 2}).take(np.zeros(300, dtype=int))
     protected = {"race": scm.specs["race"]}
     codes = Encoding.from_data(protected, data).codes(data)  # type: ignore[arg-type]
     observed = observed_values(scm, data)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(shifted(0))
     latents = ppc.prior_latents(scm, params.n, len(data), rng)
     assert latents["K"].mean() == pytest.approx(0.5, abs=0.01)  # K ~ Normal(0.5, 1.5)
     replicated = ppc.replicate(scm, params, latents, codes, observed, ("X", "C"), rng, joint=True)
@@ -193,31 +194,31 @@ def test_fit_ppc_of_poisson_and_negative_binomial_nodes(stan_backend: str) -> No
     """aux: C is Poisson data fitted as Poisson; families: C is negative binomial data
     fitted as NegativeBinomial. Neither count's variance is flagged."""
     aux = aux_fit().fit
-    check = aux.ppc(n_draws=200, seed=1)
+    check = aux.ppc(n_draws=200, seed=shifted(1))
     assert check.nodes == aux.scm.observed and check.n_draws == 200
     assert set(check.table["node"]) == set(aux.scm.observed)
     assert not check.statistic("C", "variance")["outside_90"], str(check)
     assert list(check.table.loc[check.table["node"] == "P", "statistic"]) == ["mean", "share of 0"]
     families = families_small_fit().fit
-    nb = families.ppc(n_draws=200, seed=1, nodes=["C", "K", "O"])
+    nb = families.ppc(n_draws=200, seed=shifted(1), nodes=["C", "K", "O"])
     assert not nb.statistic("C", "variance")["outside_90"], str(nb)
     assert list(nb.table.loc[nb.table["node"] == "K", "statistic"]) == [
         "share of theft", "share of drug", "share of violent",
     ]
     assert nb.discrete == {"O": True, "K": True, "C": True}
-    marginal = aux.ppc(n_draws=200, seed=1, replication="marginal")
+    marginal = aux.ppc(n_draws=200, seed=shifted(1), replication="marginal")
     assert marginal.replication == "marginal"
     assert not marginal.statistic("C", "variance")["outside_90"], str(marginal)
     assert not marginal.statistic("X", "variance")["outside_90"], str(marginal)
     # the same seed gives the same replications
-    again = families.ppc(n_draws=200, seed=1, nodes=["C", "K", "O"])
+    again = families.ppc(n_draws=200, seed=shifted(1), nodes=["C", "K", "O"])
     np.testing.assert_array_equal(again.replicated["C"], nb.replicated["C"])
 
 
 @pytest.mark.stan
 def test_ppc_figure_has_one_axis_per_node(stan_backend: str) -> None:
     fit = families_small_fit().fit
-    check = fit.ppc(n_draws=60, seed=2)
+    check = fit.ppc(n_draws=60, seed=shifted(2))
     figure = check.plot(num_pp_samples=20)
     assert len(figure.axes) == len(fit.scm.observed) == 4
     titles = [ax.get_title() for ax in figure.axes]
@@ -377,8 +378,9 @@ def test_stan_fits_of_overdispersed_counts_poisson_flagged_negative_binomial_not
     rows = overdispersed_counts.iloc[:1000]
     checks = {}
     for name, spec in (("poisson", cf.Poisson()), ("negative_binomial", cf.NegativeBinomial())):
-        fit = _count_scm(spec).fit(rows, chains=2, warmup=300, draws=300, seed=3, progress=False)
-        checks[name] = fit.ppc(n_draws=300, seed=3)
+        fit = _count_scm(spec).fit(rows, chains=2, warmup=300, draws=300, seed=shifted(3),
+            progress=False)
+        checks[name] = fit.ppc(n_draws=300, seed=shifted(3))
     assert checks["poisson"].statistic("C", "variance")["outside_90"]
     assert checks["poisson"].statistic("C", "variance")["p_value"] == 0.0
     negative_binomial = checks["negative_binomial"]
