@@ -87,9 +87,9 @@ PATHS_REDRAW = (
     "unfair_paths= needs coupling='monotone': a node on a fair and an unfair path must "
     "share its noise across its contexts, which coupling='redraw' does not"
 )
-DIFFERENT_SOURCES = (
-    "unfair paths start at different nodes {sources}; a path-specific intervention sets "
-    "one protected attribute"
+NOT_PROTECTED = (
+    "unfair path {path!r} starts at {node!r}, which is not a protected attribute; "
+    "protected: {protected}"
 )
 
 
@@ -121,22 +121,26 @@ def check_paths(scm: SCM, source: str, unfair_paths: UnfairPaths) -> tuple[tuple
 
 
 def path_source(scm: SCM, unfair_paths: UnfairPaths) -> str:
-    """The protected attribute every unfair path starts at.
+    """The protected attribute the unfair paths start at (that of the first path).
 
     Raises
     ------
     SCMError
-        If the paths start at different nodes, or at a node that is not protected.
+        Naming the path: the first path does not start at a protected
+        attribute, or another path starts elsewhere.
     """
-    sources = sorted({str(path[0]) for path in unfair_paths if len(path) > 0})
-    if len(sources) > 1:
-        raise errors.SCMError(DIFFERENT_SOURCES.format(sources=sources))
-    if not sources or sources[0] not in scm.protected:
-        got = sources[0] if sources else None
+    paths = [tuple(str(node) for node in path) for path in unfair_paths]
+    if not paths or not paths[0]:
+        raise errors.SCMError(SHORT_PATH.format(path=paths[0] if paths else ()))
+    source = paths[0][0]
+    if source not in scm.protected:
         raise errors.SCMError(
-            f"unfair paths must start at a protected attribute {list(scm.protected)}, got {got!r}"
+            NOT_PROTECTED.format(path=paths[0], node=source, protected=list(scm.protected))
         )
-    return sources[0]
+    for path in paths[1:]:
+        if path[:1] != (source,):
+            raise errors.SCMError(WRONG_SOURCE.format(path=path, source=source))
+    return source
 
 
 def _do_source(scm: SCM, do: Mapping[str, DoValue]) -> str:
