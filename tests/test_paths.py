@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from _models import mediation_data, mediation_fit
+from _models import aux_data, aux_fit, mediation_data, mediation_fit
 
 import counterfair as cf
 from counterfair import errors
@@ -180,3 +180,31 @@ def test_paths_need_do_on_one_protected_attribute(fit: cf.Fit, abduction: cf.Abd
         fit.counterfactual(
             None, {"A": "1"}, abduction=abduction, unfair_paths=[("A", "M")], coupling="redraw"
         )
+
+
+def test_discrete_descendants_reduce_to_the_total_and_factual_worlds(stan_backend: str) -> None:
+    """Bernoulli P and Poisson C children of race (monotone coupling): listing every edge out
+    of race reproduces the total counterfactual draw for draw (same seed, same abducted
+    noise); no path gives the factual world."""
+    fit = aux_fit().fit
+    rows = aux_data().drop(columns="K").iloc[:40]
+    abduction = fit.abduct(rows, n_samples=20, seed=6)
+    do = {"race": list(np.where(rows["race"].astype(str) == "a", "b", "a"))}
+    total = fit.counterfactual(None, do, abduction=abduction, seed=8)
+    every_edge = [("race", child) for child in ("X", "P", "C")]
+    specific = fit.counterfactual(None, do, abduction=abduction, seed=8, unfair_paths=every_edge)
+    pd.testing.assert_frame_equal(specific, total, check_exact=True)
+    assert (total["C"].to_numpy() != specific["C"].to_numpy()).sum() == 0
+    moved = total[total["world"] == "counterfactual"]["C"].to_numpy()
+    assert (moved != total[total["world"] == "factual"]["C"].to_numpy()).any()
+    none = fit.counterfactual(None, do, abduction=abduction, seed=8, unfair_paths=[])
+    for node in ("X", "P", "C", "Z"):
+        assert np.array_equal(_changes(none, node, 40), np.zeros((20, 40)))
+    # only race -> P unfair: X and C keep their factual values, P may move
+    only_p = fit.counterfactual(None, do, abduction=abduction, seed=8, unfair_paths=[("race", "P")])
+    for node in ("X", "C"):
+        assert np.array_equal(_changes(only_p, node, 40), np.zeros((20, 40)))
+    assert np.array_equal(
+        only_p[only_p["world"] == "counterfactual"]["P"].to_numpy(),
+        total[total["world"] == "counterfactual"]["P"].to_numpy(),
+    )
