@@ -93,6 +93,9 @@ def test_learner_inputs_and_prediction(learner: cf.FairLearner, zeros: pd.DataFr
     draws = learner.predict_draws(zeros)
     assert draws.shape == (20, N_ROWS)
     np.testing.assert_allclose(learner.predict(zeros), draws.mean(axis=0), atol=EXACT, rtol=0)
+    # new rows without the target: the target is simulated, not an input
+    unlabelled = learner.predict(zeros.drop(columns="Y"))
+    assert unlabelled.shape == (N_ROWS,) and np.isfinite(unlabelled).all()
 
 
 def test_path_specific_change_is_zero_and_total_change_is_the_fair_effect(
