@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from _models import mediation_data, mediation_fit, mediation_scm
+from _models import aux_data, aux_fit, aux_scm, mediation_data, mediation_fit, mediation_scm
 
 import counterfair as cf
 from counterfair import errors
@@ -222,3 +222,39 @@ def test_audit_and_prediction_errors(
         cf.audit.counterfactual_fairness(
             fit, zeros, learner, unfair_paths=UNFAIR, do={"M": 0.0}, abduction=abduction
         )
+
+
+def test_classifier_on_discrete_descendants(stan_backend: str) -> None:
+    """A Bernoulli target P with a Poisson input C (auxiliary SCM), race -> C unfair: the
+    probability's path-specific change is exactly 0 for every row and sample in both
+    directions of the swap, labels too; the total change moves through the fair input
+    path race -> X."""
+    fit = aux_fit().fit
+    data = aux_data().drop(columns="K")
+    learner = cf.FairLearner(
+        aux_scm(),
+        target="P",
+        features="path_specific",
+        unfair_paths=[("race", "C")],
+        baseline="a",
+        scm_fit=fit,
+        n_samples=10,
+        seed=2,
+    ).fit(data)
+    assert learner.feature_names_ == ["K", "Z", "X", "C"]
+    rows = data.iloc[:40]
+    for response in ("probability", "prediction"):
+        report = cf.audit.counterfactual_fairness(
+            fit,
+            rows,
+            learner,
+            unfair_paths=[("race", "C")],
+            n_samples=10,
+            response=response,  # type: ignore[arg-type]
+        )
+        assert set(report.by_group["from_level"]) == {"a", "b"}
+        assert np.abs(report.changes["path_specific_change"]).max() < EXACT
+        if response == "probability":
+            assert np.abs(report.changes["change"]).mean() > 1e-3
+    probability = learner.predict_proba(rows)
+    assert probability.shape == (40, 2) and np.allclose(probability.sum(axis=1), 1.0)
