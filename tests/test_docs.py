@@ -241,3 +241,21 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert (tmp_path / "index.html").exists()
     api = (tmp_path / "api/counterfair/index.html").read_text(encoding="utf-8")
     assert "counterfair.FairLearner" in api
+
+
+def test_sphinx_roles_in_docstrings_become_code_on_the_site() -> None:
+    pytest.importorskip("griffe")
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from griffe_sphinx_roles import plain_roles
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    text = (
+        "See :class:`~counterfair.Fit`, :func:`group_metrics`, :meth:`Fit.abduct`, "
+        ":data:`counterfair.audit.REFERENCE_RULE`, :mod:`the module <counterfair.ppc>` "
+        "and ``literal``."
+    )
+    assert plain_roles(text) == (
+        "See `Fit`, `group_metrics`, `Fit.abduct`, `counterfair.audit.REFERENCE_RULE`, "
+        "`the module` and ``literal``."
+    )
