@@ -62,9 +62,14 @@ def anchors(path: Path) -> set[str]:
     return found
 
 
-def broken_links(path: Path) -> list[str]:
-    """Relative links of a markdown file whose file or anchor does not exist."""
+def broken_links(path: Path, site: Path = DOCS) -> list[str]:
+    """Relative links of a markdown file whose file or anchor does not exist.
+
+    A page of the site (a file under ``site``) may only link to files of the site:
+    mkdocs does not publish the rest of the repository.
+    """
     problems = []
+    in_site = path.resolve().is_relative_to(site.resolve())
     for match in LINK.finditer(prose(path.read_text(encoding="utf-8"))):
         target = match.group(1)
         if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:, data:
@@ -73,24 +78,31 @@ def broken_links(path: Path) -> list[str]:
         linked = (path.parent / file_part).resolve() if file_part else path
         if not linked.exists():
             problems.append(f"{path.name}: {target} (no file {linked})")
+        elif in_site and not linked.is_relative_to(site.resolve()):
+            problems.append(f"{path.name}: {target} (outside {site.name}/, not on the site)")
         elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
             problems.append(f"{path.name}: {target} (no heading with anchor #{anchor})")
     return problems
 
 
 def test_the_link_checker_finds_a_broken_file_and_a_broken_anchor(tmp_path: Path) -> None:
-    (tmp_path / "other.md").write_text("# Other page\n\n## A `code` heading?\n")
-    page = tmp_path / "page.md"
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "other.md").write_text("# Other page\n\n## A `code` heading?\n")
+    (tmp_path / "outside.md").write_text("# Outside the site\n")
+    page = site / "page.md"
     page.write_text(
         "# Page\n\n## Two words\n\n"
         "[fine](other.md#a-code-heading) [fine](#two-words) [web](https://example.org)\n"
         "`[in code](missing.md)`\n\n```\n[in a block](missing.md)\n```\n"
         "[no file](missing.md) [no anchor](other.md#nowhere) [no anchor](#three-words)\n"
+        "[outside](../outside.md)\n"
     )
-    assert broken_links(page) == [
-        f"page.md: missing.md (no file {tmp_path / 'missing.md'})",
+    assert broken_links(page, site=site) == [
+        f"page.md: missing.md (no file {site / 'missing.md'})",
         "page.md: other.md#nowhere (no heading with anchor #nowhere)",
         "page.md: #three-words (no heading with anchor #three-words)",
+        "page.md: ../outside.md (outside site/, not on the site)",
     ]
 
 
