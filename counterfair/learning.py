@@ -23,12 +23,19 @@ from sklearn.metrics import accuracy_score, r2_score
 from counterfair import errors
 from counterfair.counterfactual import Coupling, DoValue, check_coupling, noise_column
 from counterfair.families import family_of
+from counterfair.path_features import (
+    check_options,
+    corrected_inputs,
+    input_names,
+    learner_worlds,
+)
+from counterfair.paths import check_paths
 from counterfair.posterior import Abduction, Fit, default_conditioning
 from counterfair.scm import SCM
 from counterfair.specs import Observed, Protected
 
-FeatureSet = Literal["non_descendants", "latent", "additive_noise"]
-FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise")
+FeatureSet = Literal["non_descendants", "latent", "additive_noise", "path_specific"]
+FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise", "path_specific")
 
 TARGET_NOT_IN_SCM = (
     "target {target!r} is neither a node of the SCM (nodes: {nodes}) nor a column of the "
@@ -77,7 +84,11 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         (level 3, Fair Add): the abducted noise of every Normal node other than
         the target, plus latents and non-descendants. A list names nodes
         explicitly; naming a descendant of a protected attribute raises
-        :class:`~counterfair.FairnessError`.
+        :class:`~counterfair.FairnessError`. ``"path_specific"`` (Chiappa,
+        2019): the latents and every observed node other than the target (and
+        its descendants) with its descendants along ``unfair_paths`` recomputed
+        with the protected attribute at ``baseline`` and the abducted noise,
+        fair paths keeping the row's own level (:mod:`counterfair.path_features`).
     estimator : scikit-learn estimator, optional
         Default ``LinearRegression()``, or ``LogisticRegression()`` for a
         Bernoulli target.
@@ -103,6 +114,13 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         A fit of ``scm`` to reuse instead of fitting again.
     seed : int, optional
         Seed of the SCM fit, abduction and draws.
+    unfair_paths : list of tuple, optional
+        With ``features="path_specific"`` only: node tuples ``(A, V, ...)``
+        from one protected attribute; every path beginning with one is unfair
+        (:mod:`counterfair.paths`).
+    baseline : str or float, optional
+        With ``features="path_specific"`` only: the level of ``A`` the unfair
+        paths see.
 
     Attributes
     ----------
@@ -127,6 +145,8 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         abduction_args: Mapping[str, Any] | None = None,
         scm_fit: Fit | None = None,
         seed: int | None = None,
+        unfair_paths: Sequence[Sequence[str]] | None = None,
+        baseline: str | float | None = None,
     ) -> None:
         self.scm = scm
         self.target = target
@@ -139,6 +159,8 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         self.abduction_args = abduction_args
         self.scm_fit = scm_fit
         self.seed = seed
+        self.unfair_paths = unfair_paths
+        self.baseline = baseline
 
     # ------------------------------------------------------------------ scikit-learn
     def _is_classifier(self) -> bool:
@@ -183,6 +205,7 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
                 f"features must be one of {FEATURE_SETS} or a list of node names, "
                 f"got {self.features!r}"
             )
+        check_options(scm, self.features, self.unfair_paths, self.baseline)
         if self.training_inputs not in ("samples", "mean"):
             raise ValueError(
                 f"training_inputs must be 'samples' or 'mean', got {self.training_inputs!r}"
@@ -209,6 +232,8 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
                     )
                 observed.append(node)
             return latents, [], observed
+        if self.features == "path_specific":
+            return [], [], input_names(scm, target)
         if self.features == "non_descendants":
             if not fair_observed:
                 raise errors.FairnessError(
@@ -243,6 +268,8 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
 
     def _feature_matrix(self, scm: SCM, abduction: Abduction) -> np.ndarray:
         """Inputs of the wrapped estimator, shape ``(S, N, p)``."""
+        if self.features == "path_specific":
+            return self._path_inputs(abduction)
         latents, noise_nodes, observed = self._input_plan(scm)
         s, n = abduction.n_samples, len(abduction.data)
         columns = [abduction.latents[name] for name in latents]
@@ -252,10 +279,76 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         columns += [np.broadcast_to(abduction.observed[name], (s, n)) for name in observed]
         return np.stack(columns, axis=-1)
 
+    def _path_inputs(
+        self,
+        abduction: Abduction,
+        world: Mapping[str, np.ndarray] | None = None,
+        world_paths: Sequence[tuple[str, ...]] | None = None,
+    ) -> np.ndarray:
+        scm = self._check_setup()
+        checked = check_options(scm, self.features, self.unfair_paths, self.baseline)
+        assert checked is not None  # features == "path_specific"
+        source, paths = checked
+        return corrected_inputs(
+            self.scm_fit_,
+            abduction,
+            target=str(self.target),
+            source=source,
+            unfair_paths=paths,
+            baseline=self.baseline,
+            seed=self.seed,
+            world=world,
+            world_paths=world_paths,
+        )
+
+    def path_specific_output(
+        self,
+        abduction: Abduction,
+        *,
+        response: Literal["prediction", "probability"] = "prediction",
+        world: Mapping[str, np.ndarray] | None = None,
+        world_paths: Sequence[Sequence[str]] | None = None,
+    ) -> np.ndarray:
+        """One output per row and sample (sample-major, as a counterfactual frame) in a world.
+
+        Only for ``features="path_specific"``. ``world`` holds the protected
+        codes of the world (default: the rows' own) and ``world_paths`` the
+        paths along which ``world`` holds (default: all of them, a total
+        intervention); the corrected inputs are recomputed from the abduction's
+        latents and noise, so the unit is the same in every world.
+        ``response="probability"`` gives the probability of the positive class
+        of a classifier; ``"prediction"`` a regressor's prediction or the class
+        label (as :func:`predict_output` compares it).
+        """
+        scm = self._check_setup()
+        if self.features != "path_specific":
+            raise ValueError(
+                f"path_specific_output needs features='path_specific', got {self.features!r}"
+            )
+        checked = check_options(scm, self.features, self.unfair_paths, self.baseline)
+        assert checked is not None
+        paths = None if world_paths is None else check_paths(scm, checked[0], world_paths)
+        scores = self._predict_inputs(self._path_inputs(abduction, world, paths))
+        if self._multiclass():
+            if response == "probability":
+                raise ValueError(
+                    MULTICLASS_PROBABILITY.format(
+                        name=type(self).__name__, n=len(self.classes_), classes=list(self.classes_)
+                    )
+                )
+            labels = np.asarray(self.classes_)[np.argmax(scores, axis=-1)]
+            return _as_numbers(self, labels.reshape(-1))
+        if response == "probability" or not self._is_classifier():
+            return np.asarray(scores, dtype=float).reshape(-1)
+        labels = np.where(scores >= 0.5, self.classes_[-1], self.classes_[0])
+        return _as_numbers(self, labels.reshape(-1))
+
     def _frame_features(self, scm: SCM, frame: pd.DataFrame) -> np.ndarray | None:
         """Inputs read from a counterfactual frame of this learner's own fit, if present."""
         if not {"world", "sample", "row"} <= set(frame.columns):
             return None  # not a counterfactual frame: abduct the inputs
+        if self.features == "path_specific":
+            return None  # recomputed from the abduction (path_specific_output)
         latents, noise_nodes, observed = self._input_plan(scm)
         names = [*latents, *(noise_column(n) for n in noise_nodes), *observed]
         if not all(name in frame.columns for name in names):
@@ -331,6 +424,8 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         self.estimator_ = clone(base).fit(design, response)
         latents, noise_nodes, observed = self._input_plan(scm)
         self.feature_names_ = [*latents, *(noise_column(n) for n in noise_nodes), *observed]
+        if self.features == "path_specific":  # latents first, then the corrected nodes
+            self.feature_names_ = input_names(scm, target)
         if self._is_classifier():
             self.classes_ = self.estimator_.classes_
         return self
@@ -689,6 +784,8 @@ def counterfactual_predictions(
     frame: pd.DataFrame | None = None,
     response: Response = "prediction",
     coupling: Coupling | None = None,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+    abduction: Abduction | None = None,
     **abduct_args: Any,
 ) -> pd.DataFrame:
     """Predictions of any predictor in the factual world and under ``do``, per row and sample.
@@ -721,6 +818,15 @@ def counterfactual_predictions(
         Coupling of discrete nodes across worlds (:meth:`Fit.counterfactual`;
         default ``"monotone"``). With ``frame=``, the frame's own coupling
         (``frame.attrs["coupling"]``); giving another one is an error.
+    unfair_paths : list of tuple, optional
+        A path-specific intervention (:mod:`counterfair.paths`): only paths
+        beginning with one of these tuples see ``do``'s level. Not with ``frame=``
+        (the frame says its own paths).
+    abduction : Abduction, optional
+        The joint samples of the rows (those the frame was computed from, with
+        ``frame=``). A path-specific :class:`FairLearner` of ``fit`` recomputes
+        its corrected inputs from them in each world and needs them with
+        ``frame=``; without ``frame=`` they are reused instead of abducting.
 
     Returns
     -------
@@ -732,14 +838,26 @@ def counterfactual_predictions(
     """
     if coupling is not None:
         check_coupling(coupling)
+    path_learner = _shared_learner(predictor, fit) and (
+        getattr(getattr(predictor, "__self__", predictor), "features", None) == "path_specific"
+    )
     if frame is None:
+        if abduction is None and path_learner:
+            abduction = fit.abduct(data, n_samples=n_samples, seed=seed, **abduct_args)
         frame = fit.counterfactual(
-            data,
+            data if abduction is None else None,
             do,
             n_samples=n_samples,
             seed=seed,
             coupling=coupling if coupling is not None else "monotone",
-            **abduct_args,
+            abduction=abduction,
+            unfair_paths=unfair_paths,
+            **({} if abduction is not None else abduct_args),
+        )
+    elif unfair_paths is not None:
+        raise ValueError(
+            "unfair_paths= is ignored when frame= is given: the frame holds its own paths "
+            "(fit.counterfactual(..., unfair_paths=...))"
         )
     elif abduct_args:
         raise TypeError(
@@ -752,7 +870,9 @@ def counterfactual_predictions(
         )
     factual = frame[frame["world"] == "factual"].reset_index(drop=True)
     counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
-    if _shared_learner(predictor, fit):
+    if path_learner:
+        before, after = learner_worlds(predictor, fit, frame, abduction, response)
+    elif _shared_learner(predictor, fit):
         before = predict_output(predictor, factual, response)
         after = predict_output(predictor, counter, response)
     else:
@@ -778,3 +898,4 @@ def counterfactual_predictions(
         out[node] = factual[node].to_numpy()
     out.attrs["do"] = frame.attrs.get("do", dict(do))
     return out
+

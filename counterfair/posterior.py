@@ -592,6 +592,7 @@ class Fit:
         seed: int | None = None,
         abduction: Abduction | None = None,
         coupling: Coupling = "monotone",
+        unfair_paths: Sequence[Sequence[str]] | None = None,
         **abduct_args: Any,
     ) -> pd.DataFrame:
         """Counterfactual values of every node under ``do(...)``, per row and sample.
@@ -604,13 +605,23 @@ class Fit:
 
         See :func:`counterfair.counterfactual.counterfactual_frame` for the
         semantics and the layout of the returned long DataFrame.
+
+        ``unfair_paths`` (node tuples starting at the one protected attribute of
+        ``do``) makes it a path-specific counterfactual: only paths beginning
+        with one of the tuples see the new level, see
+        :mod:`counterfair.paths`; ``[]`` gives the factual world.
         """
         from counterfair.counterfactual import check_coupling, counterfactual_frame
+        from counterfair.paths import path_specific_frame
 
         coupling = check_coupling(coupling)
         seed = self.seed if seed is None else seed
         if abduction is None:
             abduction = self.abduct(data, n_samples=n_samples, seed=seed, **abduct_args)
+        if unfair_paths is not None:
+            return path_specific_frame(
+                self, abduction, do, unfair_paths, seed=seed, coupling=coupling
+            )
         return counterfactual_frame(self, abduction, do, seed=seed, coupling=coupling)
 
     def interventional(

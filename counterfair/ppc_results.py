@@ -29,6 +29,8 @@ MAX_PLOTTED_REPLICATIONS = 50
 class PosteriorPredictiveCheck:
     """Observed against replicated statistics of every checked node.
 
+    ``str(check)`` is a compact table; in a notebook it renders as HTML.
+
     Attributes
     ----------
     table : pandas.DataFrame
@@ -53,8 +55,6 @@ class PosteriorPredictiveCheck:
         ``"conditional"`` (each node given its observed parents and the rows'
         posterior latent draws) or ``"marginal"`` (latents from their priors,
         parents replicated too); see :mod:`counterfair.ppc`.
-
-    ``str(check)`` is a compact table; in a notebook it renders as HTML.
     """
 
     COLUMNS: ClassVar[tuple[str, ...]] = (

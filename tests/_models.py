@@ -272,6 +272,7 @@ def stan_programs(*, slow: bool = False) -> dict[str, str]:
         "auxiliary abduction": aux_scm().abduction_code(),
         "auxiliary, centred": fit_program(aux_scm(), anchor_latents=False),
         "new families": families_scm().stan_code(),
+        "mediation": mediation_scm().stan_code(),
     }
     if slow:
         programs["new families abduction"] = families_scm().abduction_code()
@@ -395,3 +396,70 @@ def stacked(fit: cf.Fit, name: str) -> np.ndarray:
     """Posterior draws of ``name`` with chains stacked: shape (S,) or (S, k)."""
     values = np.asarray(fit.idata.posterior[name].values, dtype=float)
     return values.reshape(values.shape[0] * values.shape[1], *values.shape[2:])
+
+
+# ---------------------------------------------------------------------- path-specific
+MEDIATION_SIGMA = {"M": 0.5, "L": 0.5, "Y": 0.4}
+MEDIATION_TRUTH: dict[str, Any] = {
+    "alpha_M": 0.2,
+    "beta_M_A": [1.0],
+    "lambda_M_U": 0.8,
+    "alpha_L": -0.1,
+    "beta_L_A": [-0.6],
+    "beta_L_M": 0.5,
+    "lambda_L_U": 0.6,
+    "alpha_Y": 0.3,
+    "beta_Y_A": [0.4],
+    "beta_Y_M": 0.7,
+    "beta_Y_L": -0.5,
+    "lambda_Y_U": 0.5,
+}
+"""True parameters of :func:`mediation_scm` (tests/test_paths.py)."""
+
+
+def mediation_scm() -> cf.SCM:
+    """A (binary) -> M -> Y, A -> L -> Y, A -> Y, M -> L; latent U -> M, L, Y; M, L, Y
+    Normal with fixed residual sds (as the linear-Gaussian SCM, for identification).
+    M lies on paths that continue through L and directly to Y, so a path-specific
+    intervention can see it in two contexts."""
+    return cf.SCM(
+        _graph(
+            {
+                "U": cf.Latent(),
+                "A": cf.Protected(levels=("0", "1")),
+                "M": cf.Normal(sigma=MEDIATION_SIGMA["M"]),
+                "L": cf.Normal(sigma=MEDIATION_SIGMA["L"]),
+                "Y": cf.Normal(sigma=MEDIATION_SIGMA["Y"]),
+            },
+            [
+                ("A", "M"),
+                ("A", "L"),
+                ("A", "Y"),
+                ("M", "L"),
+                ("M", "Y"),
+                ("L", "Y"),
+                ("U", "M"),
+                ("U", "L"),
+                ("U", "Y"),
+            ],
+        )
+    )
+
+
+@functools.cache
+def mediation_data() -> pd.DataFrame:
+    """300 simulated rows of :func:`mediation_scm`, true U included."""
+    return mediation_scm().sample(300, params=MEDIATION_TRUTH, seed=31)
+
+
+@per_backend
+def mediation_fit() -> RecordedFit:
+    """Mediation SCM, 300 rows, 2 chains of 300 + 300."""
+    return fit_recording(
+        mediation_scm(),
+        mediation_data().drop(columns="U"),
+        chains=2,
+        warmup=300,
+        draws=300,
+        seed=32,
+    )

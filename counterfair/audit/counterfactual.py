@@ -10,7 +10,10 @@ same way with ``do=``. Beside it stands the naive *flip test* that production mo
 swap only the protected column and keep every other input as observed. A
 predictor that ignores the protected column passes the flip test by
 construction even when it leans on the attribute's descendants; the causal
-measure shows how much the flip test misses.
+measure shows how much the flip test misses. With ``unfair_paths=`` the report
+adds the *path-specific* change (Chiappa, 2019): the prediction when only the
+paths from ``A`` beginning with one of the given tuples see ``a'``
+(:mod:`counterfair.paths`).
 """
 
 from __future__ import annotations
@@ -33,12 +36,14 @@ from counterfair.counterfactual import (
     check_coupling,
     counterfactual_frame,
 )
+from counterfair.errors import SCMError
 from counterfair.learning import (
     RESPONSES,
     counterfactual_predictions,
     multiclass_labels,
     predict_output,
 )
+from counterfair.paths import PATHS_DO, PATHS_REDRAW, check_paths, path_source, path_specific_frame
 from counterfair.posterior import Abduction, Fit
 
 DEFAULT_AUDIT_SAMPLES = 50
@@ -71,6 +76,12 @@ SUMMARY_COLUMNS = (
     "flip_mean_abs_change",
     "flip_share_above_tolerance",
 )
+PATH_COLUMNS = ("path_specific_mean_abs_change", "path_specific_share_above_tolerance")
+"""Summary columns added when the audit is given ``unfair_paths``."""
+PATHS_ATTRIBUTES = (
+    "unfair_paths start at {source!r}, but attributes= names {other!r}: a path-specific "
+    "audit swaps the levels of the paths' attribute only"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +108,10 @@ class CounterfactualReport:
         The tolerance on |change|.
     interval : float
         Mass of the posterior intervals.
+    unfair_paths : tuple of tuple, optional
+        The unfair paths of a path-specific audit; then ``by_group`` and
+        ``overall`` have the columns of :data:`PATH_COLUMNS` too and
+        ``changes`` a ``path_specific_change`` column.
     """
 
     by_group: pd.DataFrame
@@ -104,6 +119,7 @@ class CounterfactualReport:
     changes: pd.DataFrame
     tolerance: float
     interval: float
+    unfair_paths: tuple[tuple[str, ...], ...] | None = None
 
     def summary(self) -> str:
         """A few lines saying which attributes move the prediction, causally and by flip."""
@@ -114,6 +130,11 @@ class CounterfactualReport:
                 f"[{row.ci_lower:.4f}, {row.ci_upper:.4f}] causal vs "
                 f"{row.flip_mean_abs_change:.4f} by flip test; "
                 f"{row.share_above_tolerance:.1%} of rows above tolerance {self.tolerance}"
+                + (
+                    f"; path-specific mean |change| {row.path_specific_mean_abs_change:.4f}"
+                    if self.unfair_paths is not None
+                    else ""
+                )
             )
         return "\n".join(lines)
 
@@ -129,6 +150,15 @@ def _summarise(changes: pd.DataFrame, tolerance: float, interval: float) -> dict
     per_row = per_sample.groupby("row")["abs_change"].mean()
     flip_per_row = changes.groupby("row")["flip_change"].first().abs()
     low, high = np.quantile(mean_by_sample, [(1 - interval) / 2, (1 + interval) / 2])
+    extra: dict[str, float] = {}
+    if "path_specific_change" in changes.columns:
+        path_abs = changes["path_specific_change"].abs()
+        extra = {
+            "path_specific_mean_abs_change": float(path_abs.mean()),
+            "path_specific_share_above_tolerance": float(
+                (path_abs.groupby(changes["row"]).mean() > tolerance).mean()
+            ),
+        }
     return {
         "rows": int(per_row.shape[0]),
         "mean_abs_change": float(per_sample["abs_change"].mean()),
@@ -139,6 +169,7 @@ def _summarise(changes: pd.DataFrame, tolerance: float, interval: float) -> dict
         "wasserstein": float(wasserstein_distance(changes["factual"], changes["counterfactual"])),
         "flip_mean_abs_change": float(flip_per_row.mean()),
         "flip_share_above_tolerance": float((flip_per_row > tolerance).mean()),
+        **extra,
     }
 
 
@@ -187,10 +218,17 @@ def _intervention_changes(
     response: Literal["prediction", "probability"],
     seed: int | None,
     coupling: Coupling,
+    unfair_paths: Sequence[tuple[str, ...]] | None,
 ) -> pd.DataFrame:
     """Per row and sample changes under one user-given intervention, with its flip test."""
     frame = counterfactual_frame(fit, abduction, do, seed=seed, coupling=coupling)
-    result = counterfactual_predictions(fit, data, {}, predictor, frame=frame, response=response)
+    result = counterfactual_predictions(
+        fit, data, {}, predictor, frame=frame, response=response, abduction=abduction
+    )
+    if unfair_paths is not None:
+        result["path_specific_change"] = _path_change(
+            fit, data, predictor, do, abduction, unfair_paths, response, seed
+        )
     result = result.drop(columns=[a for a in fit.scm.protected if a in result.columns])
     flip_change = _difference(
         predictor, response, predict_output(predictor, _set_columns(data, do), response),
@@ -203,6 +241,24 @@ def _intervention_changes(
     result["to_level"] = label
     result["flip_change"] = result["row"].map(flip_by_row).to_numpy()
     return result
+
+
+def _path_change(
+    fit: Fit,
+    data: pd.DataFrame,
+    predictor: Any,
+    do: Mapping[str, DoValue],
+    abduction: Abduction,
+    unfair_paths: Sequence[tuple[str, ...]],
+    response: Literal["prediction", "probability"],
+    seed: int | None,
+) -> np.ndarray:
+    """Per row and sample change of the prediction under the path-specific ``do``."""
+    frame = path_specific_frame(fit, abduction, do, unfair_paths, seed=seed)
+    result = counterfactual_predictions(
+        fit, data, {}, predictor, frame=frame, response=response, abduction=abduction
+    )
+    return result["change"].to_numpy()
 
 
 def counterfactual_fairness(
@@ -220,6 +276,7 @@ def counterfactual_fairness(
     response: Literal["prediction", "probability"] = "prediction",
     do: Mapping[str, DoValue] | None = None,
     coupling: Coupling = DEFAULT_COUPLING,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
 ) -> CounterfactualReport:
     """Audit a predictor's counterfactual fairness with a fitted SCM.
 
@@ -277,6 +334,12 @@ def counterfactual_fairness(
         How discrete descendants of the attribute share their noise across
         worlds (:mod:`counterfair.counterfactual`): abducted and reused
         (default), or drawn afresh.
+    unfair_paths : list of tuple, optional
+        Also report the path-specific change: node tuples ``(A, V, ...)`` from
+        one protected attribute ``A``; only paths beginning with one of them
+        see the new level (:mod:`counterfair.paths`). The audited attribute is
+        then ``A`` (``attributes=`` may name only it; ``do=`` must set only
+        it) and ``coupling`` must be ``"monotone"``.
 
     Returns
     -------
@@ -303,6 +366,19 @@ def counterfactual_fairness(
         raise ValueError(
             f"attribute {unknown[0]!r} is not a protected node; protected: {list(scm.protected)}"
         )
+    paths: tuple[tuple[str, ...], ...] | None = None
+    if unfair_paths is not None:
+        if coupling != "monotone":
+            raise SCMError(PATHS_REDRAW)
+        source = path_source(scm, unfair_paths)
+        paths = check_paths(scm, source, unfair_paths)
+        other = [a for a in chosen if a != source]
+        if attributes is not None and other:
+            raise ValueError(PATHS_ATTRIBUTES.format(source=source, other=other[0]))
+        if do is not None and list(do) != [source]:
+            raise SCMError(PATHS_DO.format(nodes=list(do)))
+        if do is None:
+            chosen = [source]
     continuous = [a for a in chosen if fit.encoding.is_continuous(a)]
     if continuous:
         raise ValueError(
@@ -341,7 +417,16 @@ def counterfactual_fairness(
     if do is not None:
         pieces.append(
             _intervention_changes(
-                fit, data, predictor, do, abduction, factual_prediction, response, seed, coupling
+                fit,
+                data,
+                predictor,
+                do,
+                abduction,
+                factual_prediction,
+                response,
+                seed,
+                coupling,
+                paths,
             )
         )
     for attribute in chosen:
@@ -351,12 +436,17 @@ def counterfactual_fairness(
             if not mask.any():
                 continue
             rows = data[mask]
+            subset = abduction.take_rows(mask)
             frame = counterfactual_frame(
-                fit, abduction.take_rows(mask), {attribute: level}, seed=seed, coupling=coupling
+                fit, subset, {attribute: level}, seed=seed, coupling=coupling
             )
             result = counterfactual_predictions(
-                fit, rows, {}, predictor, frame=frame, response=response
+                fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
             )
+            if paths is not None:
+                result["path_specific_change"] = _path_change(
+                    fit, rows, predictor, {attribute: level}, subset, paths, response, seed
+                )
             result = result.drop(columns=[a for a in scm.protected if a != attribute])
             flipped = rows.copy()
             flipped[attribute] = (
@@ -398,7 +488,7 @@ def counterfactual_fairness(
                 **_summarise(keyed, tolerance, interval),
             }
         )
-    columns = list(SUMMARY_COLUMNS)
+    columns = list(SUMMARY_COLUMNS) + (list(PATH_COLUMNS) if paths is not None else [])
     by_group = pd.DataFrame(group_rows, columns=columns)
     overall = pd.DataFrame(overall_rows, columns=columns)
     if multiclass_labels(predictor, response):
@@ -419,10 +509,12 @@ def counterfactual_fairness(
                 "counterfactual",
                 "change",
                 "flip_change",
+                *(["path_specific_change"] if paths is not None else []),
             ]
         ],
         tolerance=tolerance,
         interval=interval,
+        unfair_paths=paths,
     )
 
 

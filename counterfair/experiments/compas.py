@@ -15,7 +15,7 @@ subsample of the training rows (``scm_rows``, default 1,500) to keep the run sho
 
 * ``priors_count`` -- negative binomial (log link, learned dispersion) on race,
   sex, age and U: its variance is about 7 times its mean, far more than a Poisson
-  with U allows (see the posterior predictive check in the README);
+  with U allows (see the posterior predictive check in docs/studies/compas.md);
 * ``juv_count`` (felony + misdemeanour + other juvenile counts) -- Poisson on race,
   sex and U;
 * ``felony`` (``c_charge_degree == 'F'``) -- Bernoulli (logit) on race, sex and U;
