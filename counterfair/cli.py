@@ -119,6 +119,9 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="audit.html", help="output HTML file")
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace the output file if it exists"
+    )
 
 
 def _run_audit(args: argparse.Namespace) -> int:
@@ -134,6 +137,10 @@ def _run_audit(args: argparse.Namespace) -> int:
             f"counterfair audit: column {missing[0]!r} is not in {args.csv}; "
             f"columns: {list(frame.columns)}"
         )
+    if Path(args.out).exists() and not args.overwrite:
+        raise SystemExit(
+            f"counterfair audit: {args.out} already exists; pass --overwrite to replace it"
+        )
     path = write_report(
         args.out,
         y_true=frame[args.label].to_numpy(),
@@ -144,6 +151,7 @@ def _run_audit(args: argparse.Namespace) -> int:
         tau=args.tau,
         n_bootstrap=args.bootstrap,
         seed=args.seed,
+        overwrite=args.overwrite,
     )
     print(f"wrote {path}")
     return 0

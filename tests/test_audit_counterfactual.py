@@ -62,7 +62,7 @@ def test_constant_predictor_is_counterfactually_fair(fitted):
     assert (report.overall["wasserstein"] == 0.0).all()
     assert set(report.overall["attribute"]) == {"race", "sex"}
     assert "race:" in report.summary() and "sex:" in report.summary()
-    assert "<table>" in counterfactual_html({"constant": report})
+    assert "<table class=\"audit sortable\">" in counterfactual_html({"constant": report})
 
 
 def test_bad_arguments_are_named(fitted):

@@ -54,22 +54,25 @@ def test_classification_report_is_self_contained(tmp_path: Path, data: Data) -> 
     assert path.exists()
     text = path.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>")
-    assert "<style>" in text and "<link" not in text and "<script" not in text
-    assert text.count('<table class="dataframe audit">') >= 2 * 6
+    assert "<style>" in text and "<link" not in text and "@import" not in text
+    assert "url(" not in text
+    # two scripts: the data (JSON) and the page's own code; no src= except data: URIs
+    assert text.count("<script") == 2 and "<script src" not in text
+    assert all(src.startswith("data:") for src in re.findall(r'src="([^"]*)"', text))
+    assert text.count('<table class="audit sortable">') >= 2 * 6
     assert "Predictor: full model" in text
     assert "Predictor: coin&lt;flip&gt;" in text
     assert "race x sex" in text
     assert "Parity verdicts" in text and "Bootstrap intervals" in text
     assert "<p id='cf'>cf here</p>" in text
-    images = _images(text)
-    assert len(images) == 2
-    assert all(img.startswith(b"\x89PNG\r\n\x1a\n") for img in images)
+    assert _images(text) == []  # charts are inline SVG now
+    assert text.count('<svg class="ratio-chart"') == 2 * 3  # per predictor and attribute
     # the summary is a table: one row per criterion with its plain-language meaning
     table = group_metrics(y, preds["full model"], protected).summary_table()
-    assert 'class="dataframe audit summary"' in text
+    assert 'class="audit summary sortable"' in text
     for meaning in table["meaning"]:
         assert html.escape(meaning, quote=False) in text
-    assert 'class="verdict-' in text
+    assert 'class="verdict verdict-' in text
     assert '<pre class="summary">' not in text  # no wall of text any more
 
 
@@ -82,7 +85,8 @@ def test_regression_report(tmp_path: Path, data: Data) -> None:
     text = path.read_text(encoding="utf-8")
     assert "mean_residual" in text and "rmse" in text
     assert "Predictor: prediction" in text
-    assert len(_images(text)) == 1
+    assert text.count('<svg class="difference-chart"') == 3
+    assert 'id="tau-slider"' not in text  # no parity verdicts to move
 
 
 def test_report_errors(tmp_path: Path, data: Data) -> None:
@@ -118,7 +122,7 @@ def test_summary_table_colours_failures(tmp_path: Path) -> None:
     y = np.array([1, 0] * 15)
     text = write_report(tmp_path / "r.html", y_true=y, y_pred=pred, protected=group,
                         tau=0.9).read_text(encoding="utf-8")
-    assert '<td class="verdict-fail">FAIL</td>' in text
+    assert '<td class="verdict verdict-fail" data-v="FAIL">FAIL</td>' in text
     assert "g = 'b' (predicted_prevalence 0.8)" in text
 
 

@@ -37,8 +37,17 @@ def test_audit_command_writes_an_html_report(tmp_path, capsys):
     )
     assert code == 0
     text = out.read_text()
-    assert "<table" in text and "data:image/png;base64," in text
+    assert "<table" in text and '<svg class="ratio-chart"' in text
     assert "wrote" in capsys.readouterr().out
+    # an existing report is kept unless --overwrite is given
+    out.write_text("keep me")
+    args = ["audit", str(tmp_path / "preds.csv"), "--label", "y", "--predictions", "score",
+            "--protected", "group", "--bootstrap", "0", "--out", str(out)]
+    with pytest.raises(SystemExit, match="already exists; pass --overwrite"):
+        main(args)
+    assert out.read_text() == "keep me"
+    assert main([*args, "--overwrite"]) == 0
+    assert out.read_text().startswith("<!DOCTYPE html>")
 
 
 def test_audit_command_names_a_missing_column(tmp_path):

@@ -19,7 +19,6 @@ paths from ``A`` beginning with one of the given tuples see ``a'``
 from __future__ import annotations
 
 import base64
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +44,9 @@ from counterfair.learning import (
 )
 from counterfair.paths import PATHS_DO, PATHS_REDRAW, check_paths, path_source, path_specific_frame
 from counterfair.posterior import Abduction, Fit
+
+from ._html import esc, table_html
+from ._svg import density_chart
 
 DEFAULT_AUDIT_SAMPLES = 50
 """Joint samples per row when ``n_samples`` is not given."""
@@ -519,30 +521,71 @@ def counterfactual_fairness(
 
 
 def counterfactual_html(
-    reports: dict[str, CounterfactualReport], figure: Path | None = None
+    reports: dict[str, CounterfactualReport],
+    figure: Path | None = None,
+    *,
+    densities: bool = True,
+    bins: int = 40,
 ) -> str:
-    """HTML fragment: per predictor and attribute, causal vs flip-test change (and a figure)."""
-    rows = []
+    """HTML fragment: per predictor and attribute, causal vs flip-test change.
+
+    A sortable table (rows carry ``data-attribute`` for the report's group selector) and,
+    with ``densities``, inline SVG histogram densities of the change of the output under
+    ``do(A = a')`` beside the flip test's change (and the path-specific change of a
+    path-specific audit), over every row and sample, on ``bins`` common bins. ``figure``
+    embeds an existing PNG file as well.
+    """
+    if bins < 1:
+        raise ValueError(f"bins must be a positive integer, got {bins}")
+    records = []
     for name, report in reports.items():
         for r in report.overall.itertuples(index=False):
-            rows.append(
-                "<tr>"
-                f"<td>{html.escape(name)}</td><td>{html.escape(str(r.attribute))}</td>"
-                f"<td>{r.mean_abs_change:.4f} [{r.ci_lower:.4f}, {r.ci_upper:.4f}]</td>"
-                f"<td>{r.max_abs_change:.4f}</td><td>{r.share_above_tolerance:.1%}</td>"
-                f"<td>{r.wasserstein:.4f}</td><td>{r.flip_mean_abs_change:.4f}</td>"
-                f"<td>{r.flip_share_above_tolerance:.1%}</td></tr>"
-            )
+            record: dict[str, Any] = {
+                "predictor": name,
+                "attribute": str(r.attribute),
+                "mean |change|": r.mean_abs_change,
+                "interval": f"[{r.ci_lower:.4f}, {r.ci_upper:.4f}]",
+                "max |change|": r.max_abs_change,
+                "share of rows above tolerance": r.share_above_tolerance,
+                "Wasserstein": r.wasserstein,
+                "flip test mean |change|": r.flip_mean_abs_change,
+                "flip test share above tolerance": r.flip_share_above_tolerance,
+            }
+            if report.unfair_paths is not None:
+                record["path-specific mean |change|"] = r.path_specific_mean_abs_change
+            records.append(record)
     tolerance = next(iter(reports.values())).tolerance if reports else 0.0
     parts = [
         "<p class=\"meta\">Causal: prediction under do(A = a') for every other level a', "
         "with abducted latents and noise (posterior interval of the mean |change| in "
         f"brackets). Flip test: only the protected column swapped. Tolerance {tolerance:g}.</p>",
-        "<table><thead><tr><th>predictor</th><th>attribute</th><th>mean |change|</th>"
-        "<th>max |change|</th><th>rows above tolerance</th><th>Wasserstein</th>"
-        "<th>flip test mean |change|</th><th>flip test rows above tolerance</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>",
+        table_html(pd.DataFrame(records).set_index(["predictor", "attribute"]), digits=4)
+        if records else '<p class="meta">No counterfactual audit was given.</p>',
     ]
+    if densities:
+        charts = []
+        for name, report in reports.items():
+            changes = report.changes
+            for attribute, block in changes.groupby("attribute", sort=False):
+                samples = {
+                    "causal change": block["change"].to_numpy(dtype=np.float64),
+                    "flip test change": block["flip_change"].to_numpy(dtype=np.float64),
+                }
+                if "path_specific_change" in block.columns:
+                    samples["path-specific change"] = block["path_specific_change"].to_numpy(
+                        dtype=np.float64
+                    )
+                svg = density_chart(samples, title=f"{name}: {attribute}", bins=bins)
+                charts.append(
+                    f'<div class="chart-block" data-attribute="{esc(attribute)}">{svg}</div>'
+                )
+        if charts:
+            parts.append(
+                "<h3>Densities of the change</h3><p class=\"explain\">Histogram densities "
+                "of the change of the output over every row and posterior sample (flip test: "
+                "one change per row); a predictor that never changes is one spike at 0.</p>"
+                f'<div class="densities">{"".join(charts)}</div>'
+            )
     if figure is not None and Path(figure).exists():
         encoded = base64.b64encode(Path(figure).read_bytes()).decode()
         parts.append(f'<img alt="counterfactual densities" src="data:image/png;base64,{encoded}"/>')

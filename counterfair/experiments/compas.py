@@ -355,6 +355,7 @@ def run(config: CompasConfig) -> dict[str, Any]:
             seed=config.seed,
             title="COMPAS: fairness audit of Full, Unaware and a counterfactually fair "
             "classifier of two-year recidivism",
+            overwrite=True,
             extra_sections=[
                 (
                     "Counterfactual fairness of the probabilities (the SCM as the world)",

@@ -697,7 +697,7 @@ def write_example_report(config: StudyConfig, path: Path, *, setting_name: str =
         reference={name: labels[1] for name, labels in _LABELS[dataset].items()},
         n_bootstrap=n_bootstrap, seed=config.seed,
         title=f"{setting_name}: audit of two models (favourable: {setting.favourable_label})",
-        explanations=audits, subpopulations=subpopulations,
+        explanations=audits, subpopulations=subpopulations, overwrite=True,
         extra_sections=[("About the subpopulations",
                          f"<p>Searched over the features other than {setting.sensitive} on "
                          f"the decisions of {last}; protected group: {unprivileged} "

@@ -468,6 +468,7 @@ def write_audit(
         n_bootstrap=100 if not config.quick else 0,
         seed=config.seed,
         title="Law school: fairness audit of Full, Unaware, Fair K and Fair Add",
+        overwrite=True,
         extra_sections=[
             (
                 "Regression outcome: ZFYA",
