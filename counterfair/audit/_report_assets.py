@@ -179,7 +179,8 @@ JS = r"""
   function setVerdict(cell, word) {
     cell.textContent = word;
     cell.setAttribute("data-v", word);
-    cell.className = word === "pass" ? "pass" : (word === "FAIL" ? "fail" : "na");
+    var css = word === "pass" ? "pass" : (word === "FAIL" ? "fail" : "na");
+    cell.className = cell.classList.contains("verdict") ? "verdict verdict-" + css : css;
   }
 
   function moveCharts(section, tau) {

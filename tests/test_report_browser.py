@@ -1,0 +1,337 @@
+"""The HTML audit report in a real browser: headless Chromium driven by selenium.
+
+Checks what only a browser can: the page's script runs without a console error, loads
+nothing but the file itself, rewrites the findings and the verdicts when tau moves (and
+agrees with the Python verdicts at every tau tried), filters rows by attribute, sorts on
+a header click, keeps injected names as text, and prints to PDF without cutting tables.
+Skipped, with a one-line reason, when Chromium, chromedriver or selenium is missing
+(CI installs them; see ``.ci/run``).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import shutil
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from _seeds import shifted
+
+from counterfair.audit import CounterfactualReport, group_metrics, render_report, write_report
+from counterfair.audit._findings import parity_findings, predictor_data
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+SCREENSHOT = REPO / "results" / "report" / "report.png"
+
+
+def _find(candidates: list[str]) -> str | None:
+    for name in candidates:
+        found = shutil.which(name) or (name if Path(name).is_file() else None)
+        if found:
+            return found
+    return None
+
+
+CHROMIUM = _find(["/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"])
+CHROMEDRIVER = _find(["/usr/bin/chromedriver", "chromedriver"])
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        pytest.skip("no Chromium or chromedriver found (apt-get install chromium "
+                    "chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--disable-gpu", "--window-size=1300,1000", "--hide-scrollbars"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    browser = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    browser.set_page_load_timeout(60)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+def _boundary_data() -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """Race B's selection rate is 0.85 times race A's: passes at tau 0.8, fails at 0.9."""
+    rng = np.random.default_rng(shifted(31))
+    race = np.array(["A"] * 40 + ["B"] * 40)
+    sex = np.array(["F", "M"] * 40)
+    decisions = np.array([1] * 20 + [0] * 20 + [1] * 17 + [0] * 23)
+    y = rng.integers(0, 2, race.size)
+    return y, decisions, pd.DataFrame({"race": race, "sex": sex})
+
+
+def _open(browser: Any, path: Path) -> None:
+    browser.get_log("browser")  # drop what earlier pages logged
+    browser.get_log("performance")
+    browser.get(path.as_uri())
+    assert browser.execute_script(
+        "return document.documentElement.getAttribute('data-ready')") == "1"
+
+
+def _severe(browser: Any) -> list[dict[str, Any]]:
+    return [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def _requested(browser: Any) -> list[str]:
+    """Every URL the page asked for (DevTools network events and resource timing)."""
+    import json
+
+    urls = []
+    for entry in browser.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    urls += browser.execute_script(
+        "return performance.getEntriesByType('resource').map(function (e) { return e.name; })")
+    return urls
+
+
+def _static_findings(text: str) -> list[str]:
+    """The findings written by Python into the HTML (before the script runs)."""
+    block = re.search(r'<ul class="findings" id="findings-list">(.*?)</ul>', text, re.S)
+    assert block is not None
+    return [html.unescape(item) for item in re.findall(r"<li[^>]*>(.*?)</li>", block.group(1))]
+
+
+def _dom_findings(browser: Any) -> list[str]:
+    return [li.text for li in browser.find_elements("css selector", "#findings-list li")]
+
+
+def _dom_verdicts(browser: Any, section: str) -> dict[tuple[int, str], str]:
+    cells = browser.find_elements("css selector", f"#{section} td[data-g]")
+    return {(int(c.get_attribute("data-g")), c.get_attribute("data-c")):
+            c.get_attribute("data-v") for c in cells}
+
+
+def _python_verdicts(report: Any) -> dict[tuple[int, str], str]:
+    out = {}
+    for position, (_, row) in enumerate(report.verdicts.iterrows()):
+        for criterion, value in row.items():
+            out[(position, str(criterion))] = ("n/a" if value is pd.NA
+                                               else "pass" if value else "FAIL")
+    return out
+
+
+def _set_tau(browser: Any, value: str) -> None:
+    box = browser.find_element("id", "tau-input")
+    box.clear()
+    box.send_keys(value)
+
+
+@pytest.fixture(scope="module")
+def boundary_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    y, decisions, protected = _boundary_data()
+    path = tmp_path_factory.mktemp("report") / "boundary.html"
+    return write_report(path, y_true=y, y_pred={"rule": decisions}, protected=protected,
+                        n_bootstrap=20, seed=shifted(1))
+
+
+def test_loads_offline_without_console_errors(driver: Any, boundary_report: Path) -> None:
+    _open(driver, boundary_report)
+    assert _severe(driver) == []
+    requested = _requested(driver)
+    assert requested, "the DevTools log recorded no request at all"
+    assert all(url.startswith(("file://", "data:")) for url in requested), requested
+    # the findings are visible, and the script rewrote them exactly as Python wrote them
+    items = driver.find_elements("css selector", "#findings-list li")
+    assert items and all(item.is_displayed() for item in items)
+    assert _dom_findings(driver) == _static_findings(boundary_report.read_text("utf-8"))
+    y, decisions, protected = _boundary_data()
+    report = group_metrics(y, decisions, protected)
+    assert _dom_verdicts(driver, "predictor-0") == _python_verdicts(report)
+
+
+def test_the_request_check_can_fail(driver: Any, tmp_path: Path) -> None:
+    page = tmp_path / "leaky.html"
+    page.write_text('<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/x.png">'
+                    "<script>document.documentElement.setAttribute('data-ready', '1')"
+                    "</script></body></html>")
+    _open(driver, page)
+    assert any(url.startswith("http://127.0.0.1:9/") for url in _requested(driver))
+
+
+def test_tau_flips_a_verdict_across_its_boundary(driver: Any, boundary_report: Path) -> None:
+    y, decisions, protected = _boundary_data()
+    at = {tau: group_metrics(y, decisions, protected, tau=tau) for tau in (0.8, 0.85, 0.9)}
+    assert at[0.8].ratios.loc[("race", "B"), "predicted_prevalence"] == 0.85
+    position = list(at[0.8].verdicts.index).index(("race", "B"))
+    cell = f"#predictor-0 td[data-g='{position}'][data-c='selection_rate_parity']"
+    summary = "#predictor-0 tr[data-criterion='selection_rate_parity'] td.verdict"
+    _open(driver, boundary_report)
+    assert driver.find_element("css selector", cell).text == "pass"
+
+    _set_tau(driver, "0.9")
+    assert driver.find_element("css selector", cell).text == "FAIL"
+    assert driver.find_element("css selector", summary).text == "FAIL"
+    assert _dom_verdicts(driver, "predictor-0") == _python_verdicts(at[0.9])
+    entry = predictor_data("rule", at[0.9], "predictor-0")
+    assert _dom_findings(driver) == [text for text, _ in parity_findings(entry, 0.9)]
+    assert any(text.startswith("rule fails selection rate parity at tau = 0.9: ")
+               for text in _dom_findings(driver))
+    # the chart's point of race B (selection rate panel) is red now
+    point = driver.find_elements("css selector", ".chart-block[data-attribute='race'] "
+                                 "circle.pt")[1]
+    assert point.get_attribute("class") == "pt fail"
+
+    # the slider, moved with the keyboard, walks back to the boundary itself: 0.85 passes
+    slider = driver.find_element("id", "tau-slider")
+    slider.send_keys(*(["\ue012"] * 5))  # arrow left: 0.9 -> 0.85 in steps of 0.01
+    assert driver.find_element("id", "tau-input").get_attribute("value") == "0.85"
+    assert driver.find_element("css selector", cell).text == "pass"
+    assert _dom_verdicts(driver, "predictor-0") == _python_verdicts(at[0.85])
+
+    # an impossible tau (0; every keystroke is read) is refused and changes nothing
+    _set_tau(driver, "0")
+    assert "tau must be" in driver.find_element("id", "tau-message").text
+    assert driver.find_element("css selector", cell).text == "pass"
+    assert _severe(driver) == []
+
+
+def test_group_selector_filters_the_tables(driver: Any, boundary_report: Path) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    _open(driver, boundary_report)
+    rows = "#predictor-0 table.sortable:not(.summary):not(.verdicts) tbody tr"
+    everything = [r for r in driver.find_elements("css selector", rows) if r.is_displayed()]
+    Select(driver.find_element("id", "group-filter")).select_by_value("race x sex")
+    shown = [r for r in driver.find_elements("css selector", rows) if r.is_displayed()]
+    assert 0 < len(shown) < len(everything)
+    assert {r.get_attribute("data-attribute") for r in shown} == {"race x sex"}
+    verdict_rows = [r for r in driver.find_elements("css selector", "table.verdicts tbody tr")
+                    if r.is_displayed()]
+    assert len(verdict_rows) == 4  # A x F, A x M, B x F, B x M
+    charts = [c.get_attribute("data-attribute") for c in
+              driver.find_elements("css selector", "#predictor-0 .chart-block")
+              if c.is_displayed()]
+    assert charts == ["race x sex"]
+    Select(driver.find_element("id", "group-filter")).select_by_value("")
+    assert len([r for r in driver.find_elements("css selector", rows)
+                if r.is_displayed()]) == len(everything)
+
+
+def test_header_click_sorts(driver: Any, boundary_report: Path) -> None:
+    _open(driver, boundary_report)
+    table = driver.find_elements("css selector", "#predictor-0 table.sortable")[2]  # by group
+    headers = table.find_elements("css selector", "thead th")
+    column = [h.text for h in headers].index("predicted_prevalence")
+
+    def values() -> list[float]:
+        return [float(r.find_elements("css selector", "th, td")[column].get_attribute("data-v"))
+                for r in table.find_elements("css selector", "tbody tr")]
+
+    before = values()
+    assert before != sorted(before)
+    headers[column].click()
+    assert values() == sorted(before)
+    assert headers[column].get_attribute("aria-sort") == "ascending"
+    headers[column].click()
+    assert values() == sorted(before, reverse=True)
+    headers[0].click()  # a text column
+    labels = [r.find_element("css selector", "th").text
+              for r in table.find_elements("css selector", "tbody tr")]
+    assert labels == sorted(labels)
+
+
+def test_injected_names_stay_text(driver: Any, tmp_path: Path) -> None:
+    evil = "</script><script>window.pwned = 1</script><b>x"
+    y, decisions, protected = _boundary_data()
+    protected = protected.assign(race=protected["race"].map({"A": "A", "B": evil}))
+    path = write_report(tmp_path / "evil.html", y_true=y, y_pred={f"<i>{evil}": decisions},
+                        protected=protected.rename(columns={"race": "race<hr>"}))
+    _open(driver, path)
+    assert driver.execute_script("return window.pwned === undefined")
+    assert driver.find_elements("css selector", "hr, b, i") == []
+    assert _severe(driver) == []
+    assert evil in driver.find_element("id", "findings").text
+
+
+def test_counterfactual_densities_render(driver: Any, tmp_path: Path) -> None:
+    rng = np.random.default_rng(shifted(5))
+    rows = 60
+    changes = pd.DataFrame({
+        "attribute": "race", "from_level": "A", "to_level": "B",
+        "row": np.repeat(np.arange(rows), 10), "sample": np.tile(np.arange(10), rows),
+        "factual": rng.normal(size=rows * 10),
+    })
+    changes["change"] = rng.normal(0.2, 0.1, rows * 10)
+    changes["counterfactual"] = changes["factual"] + changes["change"]
+    changes["flip_change"] = 0.0
+    overall = pd.DataFrame([{
+        "attribute": "race", "from_level": "all", "to_level": "all", "rows": rows,
+        "mean_abs_change": float(changes["change"].abs().mean()), "ci_lower": 0.18,
+        "ci_upper": 0.22, "max_abs_change": float(changes["change"].abs().max()),
+        "share_above_tolerance": 0.9, "wasserstein": 0.2, "flip_mean_abs_change": 0.0,
+        "flip_share_above_tolerance": 0.0}])
+    cf = CounterfactualReport(by_group=overall, overall=overall, changes=changes,
+                              tolerance=0.05, interval=0.9)
+    y, decisions, protected = _boundary_data()
+    path = write_report(tmp_path / "cf.html", y_true=y, y_pred={"rule": decisions},
+                        protected=protected, counterfactual={"rule": cf})
+    _open(driver, path)
+    assert _severe(driver) == []
+    charts = driver.find_elements("css selector", "svg.density-chart")
+    assert len(charts) == 1 and charts[0].is_displayed()
+    assert len(charts[0].find_elements("css selector", "polyline.series")) == 2
+    assert any(text.startswith("Under do(race = another level), the output of rule changes")
+               for text in _dom_findings(driver))
+
+
+def test_screenshot_and_print(driver: Any, boundary_report: Path, tmp_path: Path) -> None:
+    _open(driver, boundary_report)
+    shot = tmp_path / "report.png"
+    assert driver.save_screenshot(str(shot))
+    png = shot.read_bytes()
+    width, height = struct.unpack(">II", png[16:24])
+    assert png.startswith(b"\x89PNG") and width >= 1000 and height >= 600
+
+    pdf = base64.b64decode(driver.execute_cdp_cmd(
+        "Page.printToPDF", {"printBackground": True, "preferCSSPageSize": True})["data"])
+    assert pdf.startswith(b"%PDF") and len(pdf) > 20_000
+    pages = re.search(rb"/Count (\d+)", pdf)
+    assert pages is not None and int(pages.group(1)) >= 2
+
+    # print media at the printable width of A4 landscape (277 mm): no control, no table
+    # wider than the page
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": 1047, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        assert not driver.find_element("css selector", ".controls").is_displayed()
+        overflow = driver.execute_script("""
+            var page = document.documentElement.clientWidth;
+            return Array.prototype.slice.call(document.querySelectorAll('table'))
+              .filter(function (t) { return t.getBoundingClientRect().right > page + 1; })
+              .map(function (t) { return t.getBoundingClientRect().right; });""")
+        assert overflow == []
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_same_text_as_python_at_the_report_tau(driver: Any, tmp_path: Path) -> None:
+    """A report opened at tau 0.9: the script's findings are Python's, character for
+    character (numbers formatted by the page's %g agree with Python's)."""
+    y, decisions, protected = _boundary_data()
+    path = tmp_path / "tau09.html"
+    path.write_text(render_report(y_true=y, y_pred={"rule": decisions}, protected=protected,
+                                  tau=0.9), encoding="utf-8")
+    _open(driver, path)
+    assert _dom_findings(driver) == _static_findings(path.read_text("utf-8"))
+    assert driver.find_element("css selector", ".tau-inverse").text == "1.111"
