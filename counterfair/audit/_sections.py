@@ -1,0 +1,310 @@
+"""The sections of the HTML audit report: summary, verdicts, charts, tables.
+
+Each function returns an HTML fragment with every user-given text escaped; the page's
+script (:mod:`._report_assets`) finds the cells it rewrites through ``data-*``
+attributes (``data-criterion`` rows of the summary, ``data-g`` / ``data-c`` verdict
+cells, ``data-attribute`` rows and chart blocks for the group selector).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import _html
+from ._findings import CHART_METRICS, CRITERIA, METRIC_NAMES, tau_text
+from ._groups import Intersections, build_layout
+from ._html import esc
+from ._svg import difference_chart, ratio_chart
+from .classification import GroupReport
+from .dependence import g_test, mutual_information, normalized_mutual_information
+from .explanations import ExplanationAudit
+from .regression import RegressionReport
+from .subpopulations import SubpopulationReport
+
+
+def table_html(frame: pd.DataFrame, *, digits: int = 3) -> str:
+    """Render a DataFrame as a sortable HTML table (escaped text, ``n/a`` when missing).
+
+    Index levels become row-header columns; rows indexed by ``attribute`` can be
+    filtered by the page's group selector.
+    """
+    return _html.table_html(frame, digits=digits)
+
+
+_VERDICT_CSS = {"pass": "verdict-pass", "FAIL": "verdict-fail", "n/a": "verdict-na"}
+_WORD_CSS = {"pass": "pass", "FAIL": "fail", "n/a": "na"}
+
+DEPENDENCE_EXPLANATION = (
+    "How much knowing a person's group tells about the decision: mutual information "
+    "(0 = nothing), normalised to [0, 1], and the G-test of independence (a small p-value "
+    "means the association is unlikely to be chance)."
+)
+
+EXPLANATION_MEASURES: dict[str, str] = {
+    "shap disparity": "Mean SHAP value of the sensitive attribute in the unprivileged group "
+                      "minus the privileged group; negative: the attribute itself pushes "
+                      "the privileged group's scores up.",
+    "importance": "Mean |SHAP| of the sensitive attribute: how much the model's output "
+                  "moves with it, in either direction.",
+    "importance rank": "Position of the sensitive attribute among all features by "
+                       "importance (1 = most important).",
+    "counterfactual (flip)": "Average change of a privileged person's output when only "
+                             "the sensitive attribute in the model input is switched to "
+                             "the unprivileged value (no causal model; negative favours "
+                             "the privileged).",
+    "consistency": "Similar people (nearest neighbours, ignoring the sensitive attribute) "
+                   "get similar decisions; 1 = always.",
+    "generalized entropy index": "Inequality of the benefit y_pred - y_true + 1 across "
+                                 "individuals; 0 = everyone treated alike.",
+    "GEI between groups": "The part of that inequality due to differences between the "
+                          "groups' average benefits.",
+}
+"""One plain-language line per explanation-based measure (shown in the report)."""
+
+
+
+def _interval(lower: float, upper: float) -> str:
+    if not (np.isfinite(lower) and np.isfinite(upper)):
+        return "n/a"
+    return f"[{lower:.3g}, {upper:.3g}]"
+
+
+def explanations_html(audits: Mapping[str, ExplanationAudit]) -> str:
+    """Table of explanation-based measures, one column block per predictor.
+
+    Rows are the measures of :data:`EXPLANATION_MEASURES` that were given, each with a
+    one-line meaning, its value and (where computed) its bootstrap interval.
+    """
+    rows = []
+    for name, audit in audits.items():
+        values: dict[str, tuple[float, str]] = {}
+        if audit.shap is not None:
+            shap = audit.shap
+            values["shap disparity"] = (shap.disparity,
+                                        _interval(shap.disparity_lower, shap.disparity_upper))
+            values["importance"] = (shap.importance,
+                                    _interval(shap.importance_lower, shap.importance_upper))
+            values["importance rank"] = (float(shap.rank), f"of {len(shap.importances)}")
+        if audit.flip is not None:
+            values["counterfactual (flip)"] = (audit.flip.mean,
+                                               _interval(audit.flip.lower, audit.flip.upper))
+        if audit.consistency is not None:
+            values["consistency"] = (audit.consistency, "")
+        if audit.entropy is not None:
+            note = f"alpha = {audit.entropy.alpha:g}"
+            if audit.entropy.ci is not None:
+                ci = audit.entropy.ci
+                note = (_interval(float(ci.loc["total", "lower"]),
+                                  float(ci.loc["total", "upper"])) + "; " + note)
+            values["generalized entropy index"] = (audit.entropy.total, note)
+            values["GEI between groups"] = (audit.entropy.between,
+                                            f"within: {audit.entropy.within:.3g}")
+        for measure, (value, note) in values.items():
+            from_shap = measure in ("shap disparity", "importance", "importance rank")
+            rows.append({"predictor": name, "measure": measure,
+                         "meaning": EXPLANATION_MEASURES[measure], "value": value,
+                         "interval / note": note,
+                         "SHAP method": audit.shap_method if from_shap else ""})
+    if not rows:
+        return '<p class="meta">No explanation-based measures were given.</p>'
+    frame = pd.DataFrame(rows).set_index(["predictor", "measure"])
+    return table_html(frame)
+
+
+def subpopulations_html(report: SubpopulationReport, *, top: int = 10) -> str:
+    """The subpopulation tree and its strongest significant subpopulations."""
+    level = f"{100 * report.confidence:g}%"
+    intro = (f'<p class="explain">Subgroups of users described by their attributes, each '
+             f"tested for an association between the protected attribute (group "
+             f"{esc(str(report.protected_group))!s} vs the rest) and the outcome "
+             f"{esc(str(report.outcome_value))!s}. Difference: outcome rate of the "
+             f"protected group minus the others, with its {level} interval; p-values are "
+             f"G-tests on held-out rows, adjusted (Holm) for the number of subgroups tested; "
+             f"significant at {report.alpha:g}.</p>")
+    found = report.top(top)
+    columns = ["description", "size", "share", "difference", "lower", "upper", "p_value",
+               "p_adjusted"]
+    if found.empty:
+        table = '<p class="meta">No subpopulation has a significant association.</p>'
+    else:
+        table = table_html(found[columns].set_index("description"))
+    return (intro + "<h3>Strongest significant subpopulations</h3>" + table
+            + "<h3>Tree (* = significant)</h3>"
+            + f'<pre class="summary">{esc(report.tree_text())}</pre>')
+
+
+
+
+def summary_html(report: GroupReport) -> str:
+    """The criterion summary of a :class:`GroupReport` as a colour-coded, sortable table.
+
+    Rows carry ``data-criterion`` so that the page's script can rewrite the verdict and
+    the failing groups when tau changes.
+    """
+    table = report.summary_table()
+    keys = [c for c, _ in CRITERIA]
+    rows = []
+    for key, row in zip(keys, table.itertuples(index=False), strict=True):
+        worst = row[5]
+        worst_text = f"{worst:.3g}" if np.isfinite(worst) else "n/a"
+        worst_key = repr(float(worst)) if np.isfinite(worst) else ""
+        rows.append(
+            f'<tr data-criterion="{esc(key)}"><th scope="row" data-v="{esc(row[0])}">'
+            f"{esc(row[0])}</th>"
+            f'<td data-v="{esc(row[1])}">{esc(row[1])}</td>'
+            f'<td data-v="{esc(row[2])}">{esc(row[2])}</td>'
+            f'<td class="verdict {_VERDICT_CSS[row[3]]}" data-v="{esc(row[3])}">'
+            f"{esc(row[3])}</td>"
+            f'<td class="failing" data-v="{esc(row[4])}">{esc(row[4])}</td>'
+            f'<td class="num" data-v="{worst_key}">{esc(worst_text)}</td></tr>'
+        )
+    head = "".join(f'<th scope="col" tabindex="0">{esc(c)}</th>' for c in table.columns)
+    reference = "; ".join(f"{a} = {g}" for a, g in report.reference.items())
+    tau_s, inverse_s = tau_text(report.tau)
+    intro = (f'<p class="explain">A group passes when its rate divided by the reference '
+             f'group\'s lies between <span class="tau-value">{tau_s}</span> and '
+             f'<span class="tau-inverse">{inverse_s}</span>. Reference groups: '
+             f"{esc(reference)}.</p>")
+    return (intro + '<div class="table-wrap"><table class="audit summary sortable">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _verdict_table(report: GroupReport) -> str:
+    """Pass / FAIL / n/a per group and criterion; cells carry their group and criterion."""
+    head = "".join(f'<th scope="col" tabindex="0">{esc(h)}</th>'
+                   for h in ["attribute", "group",
+                             *(c.replace("_", " ") for c in report.verdicts.columns)])
+    rows = []
+    for position, ((attribute, group), verdicts) in enumerate(report.verdicts.iterrows()):
+        cells = [f'<th scope="row" data-v="{esc(attribute)}">{esc(attribute)}</th>',
+                 f'<th scope="row" data-v="{esc(group)}">{esc(group)}</th>']
+        for criterion, value in verdicts.items():
+            word = "n/a" if value is pd.NA else ("pass" if value else "FAIL")
+            cells.append(f'<td class="{_WORD_CSS[word]}" data-g="{position}" '
+                         f'data-c="{esc(criterion)}" data-v="{word}">{word}</td>')
+        rows.append(f'<tr data-attribute="{esc(attribute)}">{"".join(cells)}</tr>')
+    return ('<div class="table-wrap"><table class="audit verdicts sortable">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _ratio_charts(report: GroupReport) -> str:
+    parts = []
+    for attribute in dict.fromkeys(report.ratios.index.get_level_values(0)):
+        block = report.ratios.loc[attribute]
+        groups = [str(g) for g in block.index]
+        svg = ratio_chart(
+            attribute=str(attribute), groups=groups,
+            reference=str(report.reference[attribute]), metrics=CHART_METRICS,
+            titles=METRIC_NAMES, ratios=block[list(CHART_METRICS)].to_numpy(dtype=np.float64),
+            tau=report.tau)
+        parts.append(f'<div class="chart-block" data-attribute="{esc(attribute)}">'
+                     f"<h4>{esc(attribute)}</h4>{svg}</div>")
+    return "".join(parts)
+
+
+def _difference_charts(report: RegressionReport, metrics: Sequence[str]) -> str:
+    parts = []
+    for attribute in dict.fromkeys(report.differences.index.get_level_values(0)):
+        block = report.differences.loc[attribute]
+        svg = difference_chart(
+            attribute=str(attribute), groups=[str(g) for g in block.index],
+            reference=str(report.reference[attribute]), metrics=metrics,
+            differences=block[list(metrics)].to_numpy(dtype=np.float64))
+        parts.append(f'<div class="chart-block" data-attribute="{esc(attribute)}">'
+                     f"<h4>{esc(attribute)}</h4>{svg}</div>")
+    return "".join(parts)
+
+
+def _ci_html(ci: pd.DataFrame | None, heading: str) -> str:
+    if ci is None:
+        return ""
+    return f"<h4>{esc(heading)}</h4>" + table_html(_html.interval_frame(ci))
+
+
+def _dependence_html(decisions: np.ndarray, frame: pd.DataFrame,
+                     intersections: Intersections) -> str:
+    layout = build_layout(frame, intersections)
+    rows = []
+    for attribute, codes in zip(layout.attributes, layout.codes, strict=True):
+        test = g_test(codes, decisions)
+        rows.append({
+            "attribute": attribute,
+            "mi (nats)": mutual_information(codes, decisions),
+            "nmi": normalized_mutual_information(codes, decisions),
+            "G": test.statistic,
+            "dof": test.dof,
+            "p_value": test.p_value,
+        })
+    return (f'<p class="explain">{esc(DEPENDENCE_EXPLANATION)}</p>'
+            + table_html(pd.DataFrame(rows).set_index("attribute")))
+
+
+def classification_section(ident: str, name: str, report: GroupReport,
+                            decisions: np.ndarray, frame: pd.DataFrame,
+                            intersections: Intersections) -> str:
+    parts = [
+        f'<section class="predictor" id="{ident}">',
+        f"<h2>Predictor: {esc(name)}</h2>",
+        "<h3>Summary</h3>",
+        summary_html(report),
+        "<h3>Parity verdicts</h3>",
+        _verdict_table(report),
+        "<h3>Disparity charts</h3>",
+        '<p class="explain">Ratio of each group\'s rate to its reference group\'s (log '
+        "scale); the shaded band is <span class=\"tau-value\">"
+        f"{tau_text(report.tau)[0]}</span> to <span class=\"tau-inverse\">"
+        f"{tau_text(report.tau)[1]}</span>, red points are outside it.</p>",
+        _ratio_charts(report),
+        "<h3>Group measures</h3>",
+        table_html(report.by_group),
+        "<h3>Ratios to the reference group</h3>",
+        table_html(report.ratios),
+        "<h3>Differences to the reference group</h3>",
+        table_html(report.differences),
+    ]
+    if report.ci is not None:
+        level = f"{100 * report.confidence:g}%"
+        parts += [
+            f"<h3>Bootstrap intervals ({level}, {report.n_bootstrap} resamples)</h3>",
+            _ci_html(report.ci, "Group measures"),
+            _ci_html(report.ratio_ci, "Ratios"),
+            _ci_html(report.difference_ci, "Differences"),
+        ]
+    parts += [
+        "<h3>Dependence between each attribute and the decisions</h3>",
+        _dependence_html(decisions, frame, intersections),
+        "</section>",
+    ]
+    return "\n".join(parts)
+
+
+def regression_section(name: str, report: RegressionReport, ident: str = "") -> str:
+    reference = "; ".join(f"{a} = {g}" for a, g in report.reference.items())
+    opening = f'<section class="predictor" id="{ident}">' if ident else "<section>"
+    parts = [
+        opening,
+        f"<h2>Predictor: {esc(name)}</h2>",
+        f'<p class="meta">Reference groups: {esc(reference)}. '
+        "Residual = y_true - y_pred (positive: under-predicted).</p>",
+        "<h3>Disparity charts</h3>",
+        _difference_charts(report, ["mean_prediction", "mean_residual", "rmse"]),
+        "<h3>Group measures</h3>",
+        table_html(report.by_group),
+        "<h3>Differences to the reference group</h3>",
+        table_html(report.differences),
+        "<h3>Ratios to the reference group</h3>",
+        table_html(report.ratios),
+    ]
+    if report.ci is not None:
+        level = f"{100 * report.confidence:g}%"
+        parts += [
+            f"<h3>Bootstrap intervals ({level}, {report.n_bootstrap} resamples)</h3>",
+            _ci_html(report.ci, "Group measures"),
+            _ci_html(report.difference_ci, "Differences"),
+            _ci_html(report.ratio_ci, "Ratios"),
+        ]
+    parts.append("</section>")
+    return "\n".join(parts)
