@@ -157,3 +157,122 @@ def test_explanation_and_subpopulation_sections(tmp_path: Path) -> None:
     assert "<h2>Affected subpopulations</h2>" in text
     assert "Strongest significant subpopulations" in text
     assert "region == 'n'" in text and "[0] all: n = 1000" in text
+
+
+def _data_json(text: str) -> dict:
+    import json
+
+    found = re.search(r'<script type="application/json" id="counterfair-data">(.*?)</script>',
+                      text, re.S)
+    assert found is not None
+    return json.loads(found.group(1))
+
+
+def test_write_refuses_to_overwrite_and_leaves_no_temporary_file(tmp_path: Path,
+                                                                 data: Data) -> None:
+    y, preds, protected = data
+    target = tmp_path / "audit.html"
+    target.write_text("a user's file")
+    with pytest.raises(FileExistsError, match=re.escape(f"{target} already exists; pass "
+                                                        "overwrite=True")):
+        write_report(target, y_true=y, y_pred=preds, protected=protected)
+    assert target.read_text() == "a user's file"
+    path = write_report(target, y_true=y, y_pred=preds, protected=protected, overwrite=True)
+    assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        write_report(tmp_path, y_true=y, y_pred=preds, protected=protected, overwrite=True)
+    # a failure while rendering leaves the old file as it was, and no temporary file
+    with pytest.raises(ValueError, match=re.escape(NO_PREDICTORS)):
+        write_report(target, y_true=y, y_pred={}, protected=protected, overwrite=True)
+    assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.html"]
+
+
+def test_bad_tau_and_counterfactual_are_refused(tmp_path: Path, data: Data) -> None:
+    y, preds, protected = data
+    with pytest.raises(ValueError, match="tau"):
+        write_report(tmp_path / "x.html", y_true=y, y_pred=preds, protected=protected, tau=1.5)
+    with pytest.raises(TypeError, match=r"counterfactual\['m'\] is a dict, not a "
+                                        "CounterfactualReport"):
+        write_report(tmp_path / "x.html", y_true=y, y_pred=preds, protected=protected,
+                     counterfactual={"m": {}})  # type: ignore[dict-item]
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_user_strings_cannot_break_out_of_html_or_json(tmp_path: Path) -> None:
+    evil = "</script><script>alert(1)</script><!--\u2028&amp;\"'"
+    y = np.array([0, 1] * 20)
+    pred = np.array([1, 0, 0, 1] * 10)
+    group = pd.Series(["ok"] * 20 + [evil] * 20, name=f"col{evil}")
+    text = write_report(tmp_path / "r.html", y_true=y, y_pred={f"p{evil}": pred},
+                        protected=group, title=evil).read_text(encoding="utf-8")
+    assert text.count("<script") == 2 and text.count("</script>") == 2
+    assert "<!--" not in text and evil not in text
+    data = _data_json(text)
+    assert data["predictors"][0]["name"] == f"p{evil}"
+    assert {g["label"] for g in data["predictors"][0]["groups"]} == {"ok", evil}
+    assert data["attributes"] == [f"col{evil}"]
+    shown = html.escape(evil, quote=False).replace('"', "&quot;")
+    assert f'<option value="col{shown}">col{shown}</option>' in text
+    assert f"<h2>Predictor: p{shown}</h2>" in text and f"<title>{shown}</title>" in text
+    assert html.unescape(shown) == evil
+
+
+def test_embedded_data_and_findings_follow_the_python_verdicts() -> None:
+    """Race B's selection rate is 0.85 of A's: a finding at tau 0.9, none at 0.8."""
+    from counterfair.audit._findings import evaluate, failing_text, parity_findings
+    from counterfair.audit._findings import predictor_data as to_data
+    from counterfair.audit.report import render_report
+
+    race = np.array(["A"] * 40 + ["B"] * 40)
+    pred = np.array([1] * 20 + [0] * 20 + [1] * 17 + [0] * 23)
+    y = np.array([1, 0] * 40)
+    for tau in (0.8, 0.85, 0.9):
+        report = group_metrics(y, pred, pd.Series(race, name="race"), tau=tau)
+        entry = to_data("rule", report, "predictor-0")
+        results = {r["criterion"]: r for r in evaluate(entry, tau)}
+        table = report.summary_table()
+        for (criterion, result), row in zip(results.items(), table.itertuples(index=False),
+                                            strict=True):
+            assert result["word"] == row.verdict, criterion
+            assert failing_text(entry, result) == row[4], criterion
+            expected = ["n/a" if v is pd.NA else ("pass" if v else "FAIL")
+                        for v in report.verdicts[criterion]]
+            assert result["verdicts"] == expected, criterion
+        sentences = [text for text, _ in parity_findings(entry, tau)]
+        fails = [s for s in sentences if s.startswith("rule fails selection rate parity")]
+        if tau == 0.9:
+            assert fails == ["rule fails selection rate parity at tau = 0.9: 1 group outside "
+                             "the band 0.9 to 1.111; the farthest is race = B, whose selection "
+                             "rate is 0.85 times its reference group's."]
+        else:
+            assert fails == []
+            assert any("selection rate parity" in s and " passes " in s for s in sentences)
+        text = render_report(y_true=y, y_pred={"rule": pred}, protected={"race": race},
+                             tau=tau)
+        data = _data_json(text)
+        assert data["tau"] == tau
+        b = next(g for g in data["predictors"][0]["groups"] if g["label"] == "B")
+        assert b["ratios"]["predicted_prevalence"] == [0.85, "0.85"]
+        for sentence in sentences:
+            assert html.escape(sentence, quote=False) in text
+
+
+def test_histogram_densities() -> None:
+    from counterfair.audit._svg import density_chart, histogram
+
+    rng = np.random.default_rng(shifted(8))
+    a, b = rng.normal(size=500), rng.normal(1.0, 0.5, size=300)
+    edges, densities = histogram({"a": a, "b": b}, bins=25)
+    assert edges[0] == min(a.min(), b.min()) and edges[-1] == max(a.max(), b.max())
+    for name, sample in (("a", a), ("b", b)):
+        expected, _ = np.histogram(sample, bins=edges, density=True)
+        np.testing.assert_allclose(densities[name], expected, rtol=1e-12)
+        assert float(np.sum(densities[name] * np.diff(edges))) == pytest.approx(1.0, abs=1e-12)
+    # a predictor that never changes: one spike holding all the mass
+    edges, densities = histogram({"zero": np.zeros(50)}, bins=10)
+    assert (edges[0], edges[-1]) == (-0.5, 0.5)
+    assert np.count_nonzero(densities["zero"]) == 1
+    svg = density_chart({"causal <change>": a}, title="m: race")
+    assert svg.startswith("<svg") and "causal &lt;change&gt;" in svg
+    assert svg.count("<polyline") == 1

@@ -325,13 +325,18 @@ def test_screenshot_and_print(driver: Any, boundary_report: Path, tmp_path: Path
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
-def test_same_text_as_python_at_the_report_tau(driver: Any, tmp_path: Path) -> None:
-    """A report opened at tau 0.9: the script's findings are Python's, character for
-    character (numbers formatted by the page's %g agree with Python's)."""
+@pytest.mark.parametrize(("tau", "inverse"), [(0.9, "1.111"), (0.333, "3.003"),
+                                             (0.00015, "6667"), (1e-05, "1e+05")])
+def test_same_text_as_python_at_the_report_tau(driver: Any, tmp_path: Path, tau: float,
+                                               inverse: str) -> None:
+    """A report opened at another tau: the script's findings are Python's, character for
+    character (the page's %g formatting of tau and 1 / tau agrees with Python's)."""
     y, decisions, protected = _boundary_data()
-    path = tmp_path / "tau09.html"
+    path = tmp_path / "tau.html"
     path.write_text(render_report(y_true=y, y_pred={"rule": decisions}, protected=protected,
-                                  tau=0.9), encoding="utf-8")
+                                  tau=tau), encoding="utf-8")
     _open(driver, path)
+    assert _severe(driver) == []
     assert _dom_findings(driver) == _static_findings(path.read_text("utf-8"))
-    assert driver.find_element("css selector", ".tau-inverse").text == "1.111"
+    assert driver.find_element("css selector", ".tau-value").text == f"{tau:g}"
+    assert driver.find_element("css selector", ".tau-inverse").text == inverse
