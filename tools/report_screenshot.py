@@ -36,7 +36,7 @@ def build(data_dir: str | None, out: Path) -> Path:
     frame["felony"] = (frame["c_charge_degree"] == "F").astype(int)
     numeric = ["age", "priors_count", "juv_fel_count", "juv_misd_count", "felony"]
     inputs = {
-        "with race and sex": pd.get_dummies(frame[numeric + ["race", "sex"]],
+        "with race and sex": pd.get_dummies(frame[[*numeric, "race", "sex"]],
                                             drop_first=True, dtype=float),
         "unaware": frame[numeric].astype(float),
     }
