@@ -340,3 +340,21 @@ def test_same_text_as_python_at_the_report_tau(driver: Any, tmp_path: Path, tau:
     assert _dom_findings(driver) == _static_findings(path.read_text("utf-8"))
     assert driver.find_element("css selector", ".tau-value").text == f"{tau:g}"
     assert driver.find_element("css selector", ".tau-inverse").text == inverse
+
+
+def test_regression_report_has_no_tau_control(driver: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    rng = np.random.default_rng(shifted(6))
+    _, _, protected = _boundary_data()
+    y = rng.normal(size=len(protected))
+    path = write_report(tmp_path / "reg.html", y_true=y, y_pred={"m": y + rng.normal(size=y.size)},
+                        protected=protected, task="regression")
+    _open(driver, path)
+    assert _severe(driver) == []
+    assert driver.find_elements("id", "tau-slider") == []
+    assert _dom_findings(driver) == _static_findings(path.read_text("utf-8"))
+    Select(driver.find_element("id", "group-filter")).select_by_value("sex")
+    shown = [c.get_attribute("data-attribute") for c in
+             driver.find_elements("css selector", ".chart-block") if c.is_displayed()]
+    assert shown == ["sex"]
