@@ -15,30 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-
-def _check_data_dir(data_dir: str | None) -> None:
-    """A --data-dir that does not exist is an error, never silently ignored."""
-    from counterfair.datasets import check_data_home
-
-    try:
-        check_data_home(data_dir)
-    except FileNotFoundError as exc:
-        raise SystemExit(f"counterfair: --data-dir: {exc}") from exc
-
-
-def _output_folder(out: str | None, *, quick: bool, study: str) -> Path:
-    """``--out`` if given; else a fresh temporary folder for quick runs, the results folder else."""
-    if out is not None:
-        return Path(out)
-    if quick:
-        import tempfile
-
-        folder = Path(tempfile.mkdtemp(prefix=f"counterfair-{study}-quick-"))
-        print(f"--quick without --out: writing to the fresh folder {folder}", flush=True)
-        return folder
-    return Path("results") / study.replace("-", "_")
+from counterfair.experiments.arguments import check_data_dir, output_folder
 
 
 def _law_school_parser(sub: argparse._SubParsersAction) -> None:
@@ -85,10 +63,10 @@ def _run_law_school(args: argparse.Namespace) -> int:
         )
         if getattr(args, key) is not None
     }
-    _check_data_dir(args.data_dir)
+    check_data_dir(args.data_dir)
     common = {
         "data_dir": args.data_dir,
-        "out": _output_folder(args.out, quick=args.quick, study="law-school"),
+        "out": output_folder(args.out, quick=args.quick, study="law-school"),
         "seed": args.seed,
         "audit": args.audit,
     }

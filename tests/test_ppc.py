@@ -178,7 +178,10 @@ def test_marginal_replication_of_a_latent_model_at_its_truth() -> None:
     replicated = ppc.replicate(scm, params, latents, codes, observed, ("X", "C"), rng, joint=True)
     assert set(replicated) == {"X", "C"}
     check = ppc.summarise(scm, observed, replicated, replication="marginal")
-    assert not check.table["outside_90"].any(), str(check)
+    # at the truth each statistic's p-value is uniform, so some of five statistics fall
+    # outside a 90% interval for about a third of seeds; what holds for every seed (up to
+    # 5 x 2/301 = 3%) is that no observed statistic lies beyond all 300 replications
+    assert check.table["p_value"].between(0.002, 0.998).all(), str(check)
     assert "300 marginal replications" in str(check)
     # X given the observed Z (conditional) is not X with Z replicated along with the
     # latent (marginal, Z then correlated with K): the two spreads must differ

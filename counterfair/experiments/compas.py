@@ -495,10 +495,10 @@ def config_from_args(args: argparse.Namespace, out: Path) -> CompasConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the study from command-line options."""
-    from counterfair.cli import _check_data_dir, _output_folder
+    from counterfair.experiments.arguments import check_data_dir, output_folder
 
     args = build_parser().parse_args(argv)
-    _check_data_dir(args.data_dir)
-    out = _output_folder(args.out, quick=args.quick, study="compas")
+    check_data_dir(args.data_dir)
+    out = output_folder(args.out, quick=args.quick, study="compas")
     run(config_from_args(args, out))
     return 0
