@@ -358,3 +358,42 @@ def test_regression_report_has_no_tau_control(driver: Any, tmp_path: Path) -> No
     shown = [c.get_attribute("data-attribute") for c in
              driver.find_elements("css selector", ".chart-block") if c.is_displayed()]
     assert shown == ["sex"]
+
+
+@pytest.mark.stan
+def test_real_counterfactual_audit_in_the_page(driver: Any, tmp_path: Path,
+                                               stan_backend: str) -> None:
+    """The level 3 law school fit as the world: an unaware predictor of 2 UGPA moves under
+    do(race) but not under the flip test; a constant is one spike at 0."""
+    from _models import law_level3_fit, law_train
+
+    from counterfair.audit import counterfactual_fairness, counterfactual_html
+    from counterfair.audit._svg import histogram
+
+    fit = law_level3_fit().fit
+    rows = law_train().drop(columns=["K", "ZFYA"]).iloc[:60]
+    reports = {
+        "unaware": counterfactual_fairness(fit, rows, lambda f: 2.0 * f["UGPA"].to_numpy(),
+                                           attributes=["race"], n_samples=20),
+        "constant": counterfactual_fairness(fit, rows, lambda f: np.zeros(len(f)),
+                                            attributes=["race"], n_samples=10),
+    }
+    constant = reports["constant"].changes
+    _, densities = histogram({"causal": constant["change"].to_numpy(dtype=float)})
+    assert np.count_nonzero(densities["causal"]) == 1
+    fragment = counterfactual_html(reports)
+    assert fragment.count('<svg class="density-chart"') == 2
+
+    ugpa = rows["UGPA"].to_numpy()
+    path = write_report(tmp_path / "cf.html", y_true=(ugpa > np.median(ugpa)).astype(int),
+                        y_pred={"unaware": 2.0 * ugpa}, threshold=float(2 * np.median(ugpa)),
+                        protected=rows[["race", "sex"]], counterfactual=reports)
+    _open(driver, path)
+    assert _severe(driver) == []
+    assert len(driver.find_elements("css selector", "svg.density-chart")) == 2
+    overall = reports["unaware"].overall.iloc[0]
+    assert overall["mean_abs_change"] > 0 and overall["flip_mean_abs_change"] == 0
+    expected = (f"Under do(race = another level), the output of unaware changes by "
+                f"{overall['mean_abs_change']:.3g} on average")
+    assert any(text.startswith(expected) and "against 0 by the flip test" in text
+               for text in _dom_findings(driver))
