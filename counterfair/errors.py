@@ -90,3 +90,7 @@ LATENT_DO = (
 )
 DO_LENGTH = "do({node}=...) has {got} values for {expected} rows"
 UNKNOWN_NODE = "{node!r} is not a node of the SCM; nodes: {nodes}"
+
+
+class BackendUnavailableError(RuntimeError):
+    """No Stan back end can run here; the message lists what is missing and how to get it."""

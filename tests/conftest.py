@@ -26,6 +26,8 @@ from counterfair.stan.backend import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+# a test never starts a CmdStan download or build (tests/test_install.py sets it per test)
+os.environ.setdefault("COUNTERFAIR_INSTALL_CMDSTAN", "never")
 TEST_BACKENDS_ENV = "COUNTERFAIR_TEST_BACKENDS"
 
 

@@ -29,9 +29,13 @@ def _small_level3_data() -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- choice
-def test_auto_is_pystan_without_cmdstan(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_is_pystan_without_cmdstan(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from counterfair.stan import install
+
     monkeypatch.delenv(BACKEND_ENV, raising=False)
-    monkeypatch.setattr(stan_backend, "cmdstan_available", lambda: False)
+    monkeypatch.setenv("CMDSTAN", str(tmp_path))  # cmdstanpy finds no CmdStan there
+    monkeypatch.setenv(install.INSTALL_ENV, "never")
+    monkeypatch.setattr(install, "_attempt", None)
     assert resolve_backend_name("auto") == "pystan"
     assert get_backend("auto").name == "pystan"
 

@@ -1,4 +1,4 @@
-"""cmdstanpy adapter of :class:`~counterfair.stan.backend.StanBackend`.
+"""cmdstanpy adapter of :class:`~counterfair.stan.interface.StanBackend`.
 
 Executables are cached by program text: ``<cache>/<CmdStan version>/model_<hash>.stan``
 with the executable beside it, where ``<cache>`` is ``$COUNTERFAIR_CACHE``,
@@ -26,7 +26,7 @@ from typing import Any
 import arviz as az
 import numpy as np
 
-from counterfair.stan.backend import CMDSTAN_ARGS, SamplerRun, translate_sampler_args
+from counterfair.stan.interface import CMDSTAN_ARGS, SamplerRun, translate_sampler_args
 
 CACHE_ENV = "COUNTERFAIR_CACHE"
 """Environment variable naming the folder of compiled CmdStan executables."""

@@ -1,4 +1,4 @@
-"""PyStan 3 adapter of :class:`~counterfair.stan.backend.StanBackend`.
+"""PyStan 3 adapter of :class:`~counterfair.stan.interface.StanBackend`.
 
 PyStan needs nothing but ``pip install`` on Linux and macOS. Two of its habits are
 handled here so that users never meet them:
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import arviz as az
 
-from counterfair.stan.backend import PYSTAN_ARGS, SamplerRun, translate_sampler_args
+from counterfair.stan.interface import PYSTAN_ARGS, SamplerRun, translate_sampler_args
 
 T = TypeVar("T")
 
