@@ -36,7 +36,7 @@ from counterfair.families.negative_binomial import NegativeBinomial, NegativeBin
 from counterfair.families.normal import Normal, NormalFamily
 from counterfair.families.ordinal import Ordinal, OrdinalFamily
 from counterfair.families.poisson import Poisson, PoissonFamily
-from counterfair.specs import Observed
+from counterfair.node_specs import Observed
 
 FAMILIES: dict[str, Family] = {
     family.name: family

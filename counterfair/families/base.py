@@ -42,7 +42,7 @@ import pandas as pd
 from scipy.special import gammainccinv, gammaincinv
 
 from counterfair import errors
-from counterfair.specs import Observed
+from counterfair.node_specs import Observed
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation

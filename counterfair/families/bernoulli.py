@@ -17,7 +17,7 @@ from counterfair.families.base import (
     row_label,
     share_statistic,
 )
-from counterfair.specs import Observed
+from counterfair.node_specs import Observed
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation

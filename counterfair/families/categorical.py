@@ -53,7 +53,7 @@ from scipy.special import logsumexp, softmax
 
 from counterfair.families.base import Index, Width, append_rows, protected_effect
 from counterfair.families.levels import LevelFamily, normalise_levels
-from counterfair.specs import Observed
+from counterfair.node_specs import Observed
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation

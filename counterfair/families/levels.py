@@ -23,7 +23,7 @@ import pandas as pd
 
 from counterfair import errors
 from counterfair.families.base import Family, Statistic, row_label, share_statistic
-from counterfair.specs import Observed
+from counterfair.node_specs import Observed
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation

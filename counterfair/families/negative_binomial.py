@@ -21,7 +21,7 @@ from scipy.special import expit
 from scipy.stats import nbinom
 
 from counterfair.families.base import CountFamily, Index
-from counterfair.specs import Observed, Prior
+from counterfair.node_specs import Observed, Prior
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation

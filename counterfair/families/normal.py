@@ -15,7 +15,7 @@ from counterfair.families.base import (
     mean_statistic,
     variance_statistic,
 )
-from counterfair.specs import Observed, Prior, _stan_real, inv_gamma_prior
+from counterfair.node_specs import Observed, Prior, _stan_real, inv_gamma_prior
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation

@@ -30,7 +30,7 @@ from scipy.special import expit, log_expit
 
 from counterfair.families.base import Index
 from counterfair.families.levels import LevelFamily, normalise_levels
-from counterfair.specs import Observed, Prior, normal_prior
+from counterfair.node_specs import Observed, Prior, normal_prior
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation

@@ -10,7 +10,7 @@ from scipy.stats import poisson
 
 from counterfair import errors
 from counterfair.families.base import CountFamily
-from counterfair.specs import Observed
+from counterfair.node_specs import Observed
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation
