@@ -13,11 +13,15 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from counterfair.experiments.arguments import check_data_dir, output_folder
+from counterfair.logs import console
+
+logger = logging.getLogger(__name__)
 
 
 def _law_school_parser(sub: argparse._SubParsersAction) -> None:
@@ -132,7 +136,7 @@ def _run_audit(args: argparse.Namespace) -> int:
         seed=args.seed,
         overwrite=args.overwrite,
     )
-    print(f"wrote {path}")
+    logger.info("wrote %s", path)
     return 0
 
 
@@ -199,6 +203,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        console()  # counterfair's messages on standard error, at the level of COUNTERFAIR_LOG
+    except ValueError as error:
+        print(f"counterfair: {error}", file=sys.stderr)
+        return 2
     if arguments[:1] == ["explanations"]:  # the study parses (and documents) its own options
         from counterfair.experiments.explanations import main as explanations_main
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -14,6 +15,7 @@ from counterfair import errors, exact_abduction, scales, validation
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
+from counterfair.logs import progress_enabled
 from counterfair.params import ParamDraws
 from counterfair.scm import SCM
 from counterfair.specs import Protected
@@ -22,6 +24,8 @@ from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import abduction_data, conditioning_nodes, fit_data, observed_values
 from counterfair.stan.inits import latent_inits
 from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from counterfair.counterfactual import Coupling, DoValue
@@ -688,7 +692,7 @@ def fit_scm(
     draws: int,
     seed: int | None,
     backend: str,
-    progress: bool,
+    progress: bool | None,
     warm_start: bool | Literal["auto"] = "auto",
     **sampler_args: Any,
 ) -> Fit:
@@ -708,6 +712,7 @@ def fit_scm(
             sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
     if start is not None:
         sampler_args.update(start.sampler_args(warmup))
+    progress = progress_enabled(progress)  # never a bar in a log file, a pipe or CI
     run = get_backend(backend).sample(
         scm.stan_code(),
         stan_data,
@@ -728,8 +733,10 @@ def fit_scm(
         max_depth=int(sampler_args.get("max_depth", 10)),
     )
     warn_on_problems(diagnostics)
-    if progress:
-        print(diagnostics, flush=True)
+    summary, *details = str(diagnostics).splitlines()
+    logger.info("%s", summary)  # the problems themselves are warned (ConvergenceWarning)
+    for line in details:
+        logger.debug("%s", line)
     return Fit(
         scm=scm,
         idata=run.idata,

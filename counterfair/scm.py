@@ -265,7 +265,7 @@ class SCM:
         draws: int = 500,
         seed: int | None = None,
         backend: str = "auto",
-        progress: bool = True,
+        progress: bool | None = None,
         warm_start: bool | Literal["auto"] = "auto",
         **sampler_args: Any,
     ) -> Fit:
@@ -281,8 +281,10 @@ class SCM:
             Random seed; the same seed gives the same draws.
         backend : {"auto", "pystan", "cmdstanpy"}
             Stan interface; "auto" uses CmdStan when an installation is found.
-        progress : bool
-            Show the sampler's progress output.
+        progress : bool, optional
+            Show the sampler's progress bars. Default: where a person watches (a
+            terminal or a notebook; never in a log file, a pipe or CI, see
+            :mod:`counterfair.logs`).
         warm_start : bool or "auto"
             Learn the sampler's metric on a 2,000-row pilot fit first
             (:mod:`counterfair.stan.warm_start`; CmdStan only). "auto" does so for

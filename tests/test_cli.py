@@ -38,7 +38,7 @@ def test_audit_command_writes_an_html_report(tmp_path, capsys):
     assert code == 0
     text = out.read_text()
     assert "<table" in text and '<svg class="ratio-chart"' in text
-    assert "wrote" in capsys.readouterr().out
+    assert "wrote" in capsys.readouterr().err  # a message, on standard error
     # an existing report is kept unless --overwrite is given
     out.write_text("keep me")
     args = ["audit", str(tmp_path / "preds.csv"), "--label", "y", "--predictions", "score",

@@ -7,10 +7,13 @@ never import the command line.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 
 from counterfair.datasets import check_data_home
+
+logger = logging.getLogger(__name__)
 
 
 def check_data_dir(data_dir: str | None) -> None:
@@ -27,6 +30,6 @@ def output_folder(out: str | None, *, quick: bool, study: str) -> Path:
         return Path(out)
     if quick:
         folder = Path(tempfile.mkdtemp(prefix=f"counterfair-{study}-quick-"))
-        print(f"--quick without --out: writing to the fresh folder {folder}", flush=True)
+        logger.info("--quick without --out: writing to the fresh folder %s", folder)
         return folder
     return Path("results") / study.replace("-", "_")

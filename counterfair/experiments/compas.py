@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -69,6 +70,8 @@ FAMILY_NOTE = (
     "second negative binomial left U unidentified), felony / two_year_recid Bernoulli; "
     "age enters as standardised age (an observed Normal root node)."
 )
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,7 +137,7 @@ class CompasConfig:
 
 
 def _log(message: str) -> None:
-    print(f"[compas] {message}", flush=True)
+    logger.info("compas: %s", message)
 
 
 def compas_scm(priors_count: Any = None) -> Any:
@@ -405,7 +408,7 @@ def run(config: CompasConfig) -> dict[str, Any]:
     text = results_markdown(metrics, changes, groups, results)
     (out / "results.md").write_text(text)
     _log(f"total run time {total:.0f} s; report {html_path}; results in {out}")
-    print(text, flush=True)
+    logger.info("%s", text)
     return results
 
 

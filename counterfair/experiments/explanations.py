@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import time
@@ -112,6 +113,8 @@ CESARO_AGREEMENT: dict[str, tuple[float, float]] = {
 }
 """Agreement with SHAP disparity and with importance quoted from the dissertation's
 headline (the issue text); other rows of her tables are not reproduced here."""
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -565,7 +568,7 @@ def heatmap(correlation: pd.DataFrame, path: Path) -> None:
 
 
 def _log(message: str) -> None:
-    print(f"[explanations {time.strftime('%H:%M:%S')}] {message}", flush=True)
+    logger.info("explanations %s: %s", time.strftime("%H:%M:%S"), message)
 
 
 def run(config: StudyConfig, out: Path, *, log: Callable[[str], None] = _log) -> dict[str, Any]:
@@ -734,8 +737,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = write_example_report(config, Path(args.out) / "audit_compas_race.html",
                                       n_bootstrap=20 if args.quick else 200)
     except FileNotFoundError as error:
-        print(f"error: {error}")
+        logger.error("explanations: %s", error)
         return 2
-    print(_markdown(result["comparison"]))
-    print(f"example audit report: {report}")
+    logger.info("%s", _markdown(result["comparison"]))
+    logger.info("example audit report: %s", report)
     return 0

@@ -19,6 +19,7 @@ predictor and the densities of predicted ZFYA are compared across worlds.
 from __future__ import annotations
 
 import json
+import logging
 import platform
 import time
 import warnings
@@ -57,6 +58,8 @@ SWAPS: tuple[tuple[str, str, str], ...] = (
 """Counterfactual swaps of the paper's figure: rows at either level get the other one."""
 
 COLUMNS_LEVEL2 = ["race", "sex", "UGPA", "LSAT", "ZFYA"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -116,7 +119,7 @@ class LawSchoolConfig:
 
 
 def _log(message: str) -> None:
-    print(f"[law-school] {message}", flush=True)
+    logger.info("law-school: %s", message)
 
 
 def _rmse(y: np.ndarray, y_hat: np.ndarray) -> float:
@@ -124,7 +127,7 @@ def _rmse(y: np.ndarray, y_hat: np.ndarray) -> float:
 
 
 def _timed(label: str, step: Callable[[], Any], timings: dict[str, float]) -> Any:
-    _log(f"{label} ...")
+    logger.debug("law-school: %s ...", label)
     start = time.perf_counter()
     result = step()
     timings[label] = time.perf_counter() - start
@@ -146,10 +149,10 @@ def _fit_with_warnings(
     for warning in caught:
         if issubclass(warning.category, ConvergenceWarning):
             log.append(str(warning.message))
-            _log(f"WARNING {warning.message}")
+            logger.warning("law-school: %s", warning.message)
         elif scale_log is not None and issubclass(warning.category, ScaleWarning):
             scale_log.append(str(warning.message))
-            _log(f"WARNING {warning.message}")
+            logger.warning("law-school: %s", warning.message)
         else:
             warnings.warn_explicit(
                 warning.message, warning.category, warning.filename, warning.lineno
@@ -322,7 +325,8 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
     results["total_seconds"] = total  # every stage, the figure included
     write_outputs(out, table, fairness, results)
     _log(f"total run time {total:.0f} s; results in {out}")
-    print((out / "results.md").read_text(), flush=True)
+    headline = (out / "results.md").read_text().split("\n## ")[0].rstrip()
+    logger.info("%s\n(the counterfactual changes and the audit: %s)", headline, out / "results.md")
     return results
 
 

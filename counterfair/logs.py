@@ -1,0 +1,110 @@
+"""Messages and progress: ``logging`` for what counterfair says, tqdm for how far it is.
+
+counterfair never prints. Its modules log to loggers under ``"counterfair"``; a library
+user sees warnings (Python's last-resort handler) and nothing else unless they configure
+logging. The command line and the study scripts call :func:`console`, which sends
+counterfair's records to standard error, one line each (``[counterfair] ...``), at the
+level named by ``verbose=`` or the ``COUNTERFAIR_LOG`` environment variable (``DEBUG``,
+``INFO`` -- the default -- ``WARNING`` or ``ERROR``).
+
+Progress bars (:func:`progress`, and the samplers' own bars through
+:func:`progress_enabled`) appear only where a person watches: a terminal or a Jupyter
+notebook, never a log file, a pipe or CI (``CI`` set), and not when the level is above
+``INFO``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+LOGGER_NAME = "counterfair"
+"""The root of counterfair's loggers (modules log to ``counterfair.<module>``)."""
+LOG_ENV = "COUNTERFAIR_LOG"
+"""Environment variable naming the level of :func:`console` (default ``INFO``)."""
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+T = TypeVar("T")
+
+_HANDLER_NAME = "counterfair-console"
+
+
+def level_of(verbose: bool | int | str | None = None) -> int:
+    """The logging level ``verbose`` stands for.
+
+    ``None`` reads ``COUNTERFAIR_LOG`` (default ``INFO``); ``True`` is ``DEBUG``,
+    ``False`` is ``WARNING``; an int is a logging level; a string one of :data:`LEVELS`.
+    """
+    if verbose is None:
+        verbose = os.environ.get(LOG_ENV, "").strip() or "INFO"
+    if isinstance(verbose, bool):
+        return logging.DEBUG if verbose else logging.WARNING
+    if isinstance(verbose, int):
+        return verbose
+    name = verbose.strip().upper()
+    if name not in LEVELS:
+        source = f"{LOG_ENV}={verbose!r}" if verbose == os.environ.get(LOG_ENV) else repr(verbose)
+        raise ValueError(f"{source} is not a log level; use one of {list(LEVELS)}")
+    return int(getattr(logging, name))
+
+
+class _StandardError(logging.StreamHandler):
+    """A handler that writes to whatever ``sys.stderr`` is at the time of each record."""
+
+    @property
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:  # StreamHandler.__init__ assigns it
+        pass
+
+
+def console(verbose: bool | int | str | None = None) -> logging.Logger:
+    """Send counterfair's log records to standard error, one line each; return its logger.
+
+    Calling it again changes the level; it never adds a second handler.
+    """
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.setLevel(level_of(verbose))
+    if not any(h.get_name() == _HANDLER_NAME for h in logger.handlers):
+        handler = _StandardError()
+        handler.set_name(_HANDLER_NAME)
+        handler.setFormatter(logging.Formatter("[counterfair] %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    return logger
+
+
+def _in_notebook() -> bool:
+    shell = sys.modules.get("IPython")
+    if shell is None:
+        return False
+    ipython = getattr(shell, "get_ipython", lambda: None)()
+    return ipython is not None and type(ipython).__name__ == "ZMQInteractiveShell"
+
+
+def progress_enabled(requested: bool | None = None) -> bool:
+    """Whether to draw a progress bar: ``requested`` when given, else as the module notes say."""
+    if requested is not None:
+        return requested
+    if os.environ.get("CI"):
+        return False
+    if logging.getLogger(LOGGER_NAME).getEffectiveLevel() > logging.INFO:
+        return False
+    return _in_notebook() or sys.stderr.isatty()
+
+
+def progress(
+    items: Iterable[T], *, desc: str, total: int | None = None, enabled: bool | None = None
+) -> Iterator[T]:
+    """Iterate ``items`` under one tqdm bar when :func:`progress_enabled`, plainly otherwise."""
+    if not progress_enabled(enabled):
+        yield from items
+        return
+    from tqdm.auto import tqdm
+
+    yield from tqdm(items, desc=desc, total=total, leave=False)
