@@ -385,7 +385,7 @@ class Fit:
         warmup: int | None = None,
         draws: int | None = None,
         seed: int | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
     ) -> Abduction:
         """Sample latents (and pair them with parameters) for rows.
 
@@ -424,8 +424,9 @@ class Fit:
             an error, as it would be ignored.
         seed : int, optional
             Random seed (defaults to the fit's seed).
-        progress : bool
-            Show sampler progress (MCMC only).
+        progress : bool, optional
+            Show the sampler's progress bars (MCMC only); default: where a person
+            watches (:mod:`counterfair.logs`).
 
         Returns
         -------
@@ -540,7 +541,7 @@ class Fit:
         warmup: int,
         draws: int | None,
         seed: int | None,
-        progress: bool,
+        progress: bool | None,
     ) -> Abduction:
         """Latents sampled by the Stan abduction program given the parameter sets."""
         per_chain = draws or max(
@@ -561,7 +562,7 @@ class Fit:
             warmup=warmup,
             draws=per_chain,
             seed=seed,
-            progress=progress,
+            progress=progress_enabled(progress),
             coords=coords,
             dims={k: v for k, v in dims.items() if k in self.scm.latents},
         )

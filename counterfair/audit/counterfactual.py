@@ -42,6 +42,7 @@ from counterfair.learning import (
     multiclass_labels,
     predict_output,
 )
+from counterfair.logs import progress
 from counterfair.paths import PATHS_DO, PATHS_REDRAW, check_paths, path_source, path_specific_frame
 from counterfair.posterior import Abduction, Fit
 
@@ -431,41 +432,41 @@ def counterfactual_fairness(
                 paths,
             )
         )
-    for attribute in chosen:
+    targets = [(a, level) for a in chosen for level in fit.encoding.levels[a]]
+    for attribute, level in progress(targets, desc="counterfactual audit", total=len(targets)):
         factual_levels = data[attribute].astype(str).to_numpy()
-        for level in fit.encoding.levels[attribute]:
-            mask = factual_levels != level
-            if not mask.any():
-                continue
-            rows = data[mask]
-            subset = abduction.take_rows(mask)
-            frame = counterfactual_frame(
-                fit, subset, {attribute: level}, seed=seed, coupling=coupling
+        mask = factual_levels != level
+        if not mask.any():
+            continue
+        rows = data[mask]
+        subset = abduction.take_rows(mask)
+        frame = counterfactual_frame(
+            fit, subset, {attribute: level}, seed=seed, coupling=coupling
+        )
+        result = counterfactual_predictions(
+            fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
+        )
+        if paths is not None:
+            result["path_specific_change"] = _path_change(
+                fit, rows, predictor, {attribute: level}, subset, paths, response, seed
             )
-            result = counterfactual_predictions(
-                fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
-            )
-            if paths is not None:
-                result["path_specific_change"] = _path_change(
-                    fit, rows, predictor, {attribute: level}, subset, paths, response, seed
-                )
-            result = result.drop(columns=[a for a in scm.protected if a != attribute])
-            flipped = rows.copy()
-            flipped[attribute] = (
-                pd.Categorical([level] * len(rows), categories=rows[attribute].cat.categories)
-                if isinstance(rows[attribute].dtype, pd.CategoricalDtype)
-                else level
-            )
-            flip_change = _difference(
-                predictor, response, predict_output(predictor, flipped, response),
-                factual_prediction[mask],
-            )
-            flip_by_row = dict(zip(rows.index, flip_change, strict=True))
-            result["attribute"] = attribute
-            result["from_level"] = result[attribute].astype(str).to_numpy()
-            result["to_level"] = level
-            result["flip_change"] = result["row"].map(flip_by_row).to_numpy()
-            pieces.append(result)
+        result = result.drop(columns=[a for a in scm.protected if a != attribute])
+        flipped = rows.copy()
+        flipped[attribute] = (
+            pd.Categorical([level] * len(rows), categories=rows[attribute].cat.categories)
+            if isinstance(rows[attribute].dtype, pd.CategoricalDtype)
+            else level
+        )
+        flip_change = _difference(
+            predictor, response, predict_output(predictor, flipped, response),
+            factual_prediction[mask],
+        )
+        flip_by_row = dict(zip(rows.index, flip_change, strict=True))
+        result["attribute"] = attribute
+        result["from_level"] = result[attribute].astype(str).to_numpy()
+        result["to_level"] = level
+        result["flip_change"] = result["row"].map(flip_by_row).to_numpy()
+        pieces.append(result)
     changes = pd.concat(pieces, ignore_index=True)
     group_rows = []
     for (attribute, source, target), group in changes.groupby(
