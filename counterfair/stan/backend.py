@@ -94,7 +94,7 @@ def resolve_backend_name(name: str = "auto") -> str:
         if not _told_about_pystan:
             _told_about_pystan = True
             logger.warning(
-                "counterfair: sampling with PyStan (slower); for CmdStan: %s", attempt.detail
+                "sampling with PyStan (slower); for CmdStan: %s", attempt.detail
             )
         return "pystan"
     if name not in BACKEND_NAMES:

@@ -146,7 +146,7 @@ def _run_kit(script: Path, *, progress: bool) -> InstallAttempt:
     if not script.is_file():
         return InstallAttempt(False, "failed", f"{KIT_ENV}={script} is not a file")
     logger.warning(
-        "counterfair: no CmdStan found; building CmdStan with %s (one time, several minutes)",
+        "no CmdStan found; building CmdStan with %s (one time, several minutes)",
         script,
     )
     env = dict(os.environ, PYTHON=sys.executable)
@@ -179,7 +179,7 @@ def _download(*, progress: bool) -> InstallAttempt:
             + how_to_get_cmdstan()
         )
     logger.warning(
-        "counterfair: no CmdStan found; installing CmdStan %s into ~/.cmdstan "
+        "no CmdStan found; installing CmdStan %s into ~/.cmdstan "
         "(one time, several minutes; %s=never turns this off)", CMDSTAN_VERSION, INSTALL_ENV,
     )
     try:
