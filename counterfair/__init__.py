@@ -38,7 +38,7 @@ from counterfair.ppc_results import PosteriorPredictiveCheck
 from counterfair.saving import load
 from counterfair.scm import SCM
 from counterfair.scm_document import scm_to_dict
-from counterfair.scm_file import scm_from_dict
+from counterfair.scm_file import read_scm, scm_from_dict, write_scm
 from counterfair.specs import SPEC_KEY, Latent, Prior, Protected
 
 __all__ = [
@@ -76,7 +76,9 @@ __all__ = [
     "load_compas",
     "load_law_school",
     "models",
+    "read_scm",
     "scm_from_dict",
     "scm_to_dict",
     "unaware_predictor",
+    "write_scm",
 ]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from counterfair._version import __version__
 from counterfair.families import OBSERVED_FAMILIES
-from counterfair.specs import Latent, NodeSpec, Prior, Protected
+from counterfair.specs import PRIOR_FAMILIES, PROTECTED_KINDS, Latent, NodeSpec, Prior, Protected
 
 if TYPE_CHECKING:
     from counterfair.scm import SCM
@@ -89,3 +89,89 @@ def scm_to_dict(scm: SCM) -> dict[str, Any]:
     }
 
 
+
+
+# ---------------------------------------------------------------------- JSON Schema
+def _prior_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "A prior: a Stan distribution and its arguments, e.g. normal(0, 2.5).",
+        "properties": {
+            "family": {"enum": sorted(PRIOR_FAMILIES)},
+            "args": {"type": "array", "items": {"type": "number"}},
+        },
+        "required": ["family", "args"],
+        "additionalProperties": False,
+    }
+
+
+_LEVELS = {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 2}
+
+_ANNOTATIONS: dict[str, dict[str, Any]] = {
+    "Prior": _prior_schema(),
+    "bool": {"type": "boolean"},
+    "float": {"type": "number"},
+    "float | None": {"type": ["number", "null"]},
+    "str | None": {"type": ["string", "number", "null"]},
+    "str": {"type": "string"},
+    "tuple[str, ...] | None": {"anyOf": [_LEVELS, {"type": "null"}]},
+    "tuple[str, ...] | int | None": {
+        "anyOf": [_LEVELS, {"type": "integer", "minimum": 2}, {"type": "null"}]
+    },
+}
+"""JSON Schema of a spec field, by its type annotation."""
+
+_FIELDS: dict[tuple[str, str], dict[str, Any]] = {
+    ("protected", "kind"): {"enum": list(PROTECTED_KINDS)},
+    ("latent", "scale"): {"type": "number", "exclusiveMinimum": 0},
+}
+"""Narrower schemas of particular fields."""
+
+
+def _node_schema(family: str, cls: type[NodeSpec]) -> dict[str, Any]:
+    properties: dict[str, Any] = {"family": {"const": family}}
+    if family not in SPECIAL_FAMILIES:
+        properties["parents"] = {"type": "array", "items": {"type": "string"}}
+    for item in dataclasses.fields(cls):
+        annotation = str(item.type)
+        if (family, item.name) in _FIELDS:
+            properties[item.name] = _FIELDS[family, item.name]
+        elif annotation in _ANNOTATIONS:
+            properties[item.name] = _ANNOTATIONS[annotation]
+        else:  # a new family field: give it a schema above
+            raise TypeError(f"no JSON Schema for field {item.name!r} of type {annotation!r}")
+    return {
+        "if": {"properties": {"family": {"const": family}}, "required": ["family"]},
+        "then": {"properties": properties, "additionalProperties": False},
+    }
+
+
+def scm_schema() -> dict[str, Any]:
+    """The JSON Schema of an SCM document, built from the spec classes.
+
+    It is published as ``counterfair/scm.schema.json`` (a test checks that the
+    file equals this function's result).
+    """
+    classes: dict[str, type[NodeSpec]] = {**SPECIAL_FAMILIES, **OBSERVED_FAMILIES}
+    node = {
+        "type": "object",
+        "description": "A node: its family (protected, latent or an observed family), "
+        "its parents (observed nodes only) and the fields of its spec.",
+        "properties": {"family": {"enum": node_families()}},
+        "required": ["family"],
+        "allOf": [_node_schema(name, cls) for name, cls in classes.items()],
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "counterfair structural causal model",
+        "type": "object",
+        "properties": {
+            "format": {"const": FORMAT},
+            "format_version": {"type": "integer", "minimum": 1},
+            "counterfair_version": {"type": "string"},
+            "coding": {"enum": ["reference", "onehot"]},
+            "nodes": {"type": "object", "minProperties": 1, "additionalProperties": node},
+        },
+        "required": ["nodes"],
+        "additionalProperties": False,
+    }
