@@ -60,6 +60,13 @@ def write_json(path: Path, document: Any) -> None:
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def default_mode(directory: bool) -> int:
+    """Permissions a new file or folder gets under the current umask (mkstemp gives 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if directory else 0o666) & ~umask
+
+
 def check_target(path: Path, *, overwrite: bool) -> None:
     """Refuse a target that is a file, or a non-empty folder unless ``overwrite``."""
     if path.is_file():
@@ -85,6 +92,7 @@ def write_folder(
     check_target(target, overwrite=overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    os.chmod(tmp, default_mode(directory=True))
     try:
         fill(tmp)
         files = {

@@ -22,6 +22,7 @@ import yaml
 from counterfair import errors
 from counterfair._version import __version__
 from counterfair.families import OBSERVED_FAMILIES
+from counterfair.fit_store import default_mode
 from counterfair.scm import SCM
 from counterfair.scm_document import (
     FORMAT_VERSION,
@@ -200,6 +201,7 @@ def write_scm(scm: SCM, path: str | os.PathLike[str], *, overwrite: bool = False
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
+        os.chmod(tmp, default_mode(directory=False))
         os.replace(tmp, file)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
