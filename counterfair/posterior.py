@@ -49,10 +49,10 @@ LOADED_BACKEND = "none (loaded from a saved folder)"
 """Back end name of a fit loaded by :func:`counterfair.load`: it runs no Stan program."""
 
 NEEDS_MCMC = (
-    "abducting these rows needs MCMC (the Stan abduction program): exact abduction does "
-    "not apply when conditioning on {conditioned} (engine={engine!r}); this fit was loaded "
-    "from a saved folder and runs no Stan program. Condition on nodes exact abduction "
-    "supports (see counterfair.exact_abduction), or refit the SCM to sample with Stan"
+    "abducting these rows needs MCMC (the Stan abduction program), conditioning on "
+    "{conditioned}: engine='mcmc' was asked for or exact abduction does not apply; this fit "
+    "was loaded from a saved folder and runs no Stan program. Use engine='auto' or 'exact' "
+    "with nodes exact abduction supports (counterfair.exact_abduction), or refit the SCM"
 )
 """Error when a loaded fit would need MCMC to abduct new rows."""
 
@@ -579,7 +579,7 @@ class Fit:
         """Latents sampled by the Stan abduction program given the parameter sets."""
         if self._backend_name == LOADED_BACKEND:
             raise errors.FairnessError(
-                NEEDS_MCMC.format(conditioned=list(conditioned), engine="mcmc")
+                NEEDS_MCMC.format(conditioned=list(conditioned))
             )
         per_chain = draws or max(
             MIN_DRAWS_PER_CHAIN, -(-(n_samples or 0) // (chains * param_sets.n))

@@ -86,6 +86,21 @@ def test_fit_round_trip_abduction_and_counterfactuals(
     pd.testing.assert_frame_equal(ppc_before, loaded.ppc(seed=1).table)
 
 
+def test_counterfactual_audit_is_identical_after_loading(
+    tmp_path: Path, stan_backend: str
+) -> None:
+    fit = aux_fit().fit
+    data = aux_data().drop(columns="K").iloc[:200]
+    learner = cf.FairLearner(aux_scm(), target="P", scm_fit=fit, n_samples=10, seed=2).fit(data)
+    loaded = cf.load(learner.save(tmp_path / "learner"))
+    assert isinstance(loaded, cf.FairLearner)
+    rows = data.iloc[:40]
+    before = cf.audit.counterfactual_fairness(fit, rows, learner, n_samples=15, seed=3)
+    after = cf.audit.counterfactual_fairness(loaded.scm_fit_, rows, loaded, n_samples=15, seed=3)
+    pd.testing.assert_frame_equal(before.by_group, after.by_group)
+    pd.testing.assert_frame_equal(before.changes, after.changes)
+
+
 def test_loaded_fit_refuses_mcmc_clearly(tmp_path: Path, stan_backend: str) -> None:
     loaded = _round_trip(aux_fit().fit, tmp_path)
     rows = aux_data().drop(columns="K").iloc[:5]
