@@ -214,3 +214,21 @@ def test_untrusted_type_is_refused_naming_it(saved_baseline: Path) -> None:
 def test_not_a_saved_folder(tmp_path: Path) -> None:
     with pytest.raises(errors.DataError, match=r"no manifest\.json"):
         cf.load(tmp_path)
+
+
+def test_a_failed_write_leaves_nothing(tmp_path: Path) -> None:
+    from counterfair.fit_store import write_folder
+
+    def fill(folder: Path) -> None:
+        (folder / "half.txt").write_text("half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_folder(tmp_path / "out", "fit", fill, overwrite=False)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "old.txt").write_text("old")
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_folder(tmp_path / "out", "fit", fill, overwrite=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert (tmp_path / "out" / "old.txt").read_text() == "old"
