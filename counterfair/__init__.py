@@ -35,7 +35,10 @@ from counterfair.learning import (
 )
 from counterfair.posterior import Abduction, Fit
 from counterfair.ppc_results import PosteriorPredictiveCheck
+from counterfair.saving import load
 from counterfair.scm import SCM
+from counterfair.scm_document import scm_to_dict
+from counterfair.scm_file import read_scm, scm_from_dict, write_scm
 from counterfair.specs import SPEC_KEY, Latent, Prior, Protected
 
 __all__ = [
@@ -68,9 +71,14 @@ __all__ = [
     "full_predictor",
     "law_school_split",
     "law_school_subsample",
+    "load",
     "load_adult",
     "load_compas",
     "load_law_school",
     "models",
+    "read_scm",
+    "scm_from_dict",
+    "scm_to_dict",
     "unaware_predictor",
+    "write_scm",
 ]

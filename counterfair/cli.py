@@ -7,7 +7,9 @@
 * ``counterfair compas [--quick] [--out DIR]`` -- the COMPAS study: a counterfactually
   fair recidivism classifier beside Full and Unaware, with its audit;
 * ``counterfair explanations --out DIR`` -- the explanation-based discrimination study
-  (fairness measures against SHAP measures on Adult and COMPAS).
+  (fairness measures against SHAP measures on Adult and COMPAS);
+* ``counterfair fit | learn | counterfactual`` and ``counterfair audit RUN/ ...`` -- your
+  own SCM file and CSV data (:mod:`counterfair.cli_run`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from counterfair import cli_run
 from counterfair.experiments.arguments import check_data_dir, output_folder
 from counterfair.logs import console
 
@@ -87,23 +90,46 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "audit",
         help="group-fairness audit of predictions in a CSV file (HTML report)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Read labels, predictions and protected attributes from a CSV file and "
-        "write a self-contained HTML report of group fairness measures.",
+        "write a self-contained HTML report of group fairness measures. Given a run folder "
+        "(from 'counterfair fit') instead of a CSV file, --predictions is a CSV with one "
+        "column per model and one row per row of the run's data, the labels and protected "
+        "columns come from the run's data, and the report adds the counterfactual audit of "
+        "the run's learner (from 'counterfair learn') when there is one.",
+        epilog="examples:\n  counterfair audit data.csv --label y --predictions p1 p2 "
+        "--protected race sex\n  counterfair audit run/ --predictions preds.csv "
+        "--protected race,sex --label ZFYA",
     )
-    p.add_argument("csv", help="CSV file with one row per individual")
-    p.add_argument("--label", required=True, help="column of actual outcomes")
+    p.add_argument("csv", help="CSV file with one row per individual, or a run folder")
     p.add_argument(
-        "--predictions", nargs="+", required=True, help="prediction column(s), one per model"
+        "--label", default=None,
+        help="column of actual outcomes (with a run folder: default the learner's target)",
     )
-    p.add_argument("--protected", nargs="+", required=True, help="protected attribute columns")
-    p.add_argument("--task", choices=("classification", "regression"), default="classification")
+    p.add_argument(
+        "--predictions", nargs="+", required=True,
+        help="prediction column(s), one per model; with a run folder: a predictions CSV",
+    )
+    p.add_argument(
+        "--protected", nargs="+", required=True,
+        help="protected attribute columns (space- or comma-separated)",
+    )
+    p.add_argument(
+        "--task", choices=("classification", "regression"), default=None,
+        help="default classification (with a run folder: from the label's values)",
+    )
     p.add_argument("--threshold", type=float, default=0.5, help="score threshold")
     p.add_argument("--tau", type=float, default=0.8, help="parity band [tau, 1/tau]")
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="audit.html", help="output HTML file")
     p.add_argument(
-        "--overwrite", action="store_true", help="replace the output file if it exists"
+        "--overwrite", "--force", action="store_true",
+        help="replace the output file if it exists",
+    )
+    p.add_argument(
+        "--cf-samples", type=int, default=None,
+        help="with a run folder: posterior samples per row of the counterfactual audit",
     )
 
 
@@ -112,6 +138,13 @@ def _run_audit(args: argparse.Namespace) -> int:
 
     from counterfair.audit import write_report
 
+    if cli_run.is_run_folder(args.csv):
+        args.force = args.overwrite
+        return cli_run.guarded(cli_run.run_audit, args)
+    if args.label is None:
+        raise SystemExit("counterfair audit: --label is required with a CSV file")
+    args.protected = [p for item in args.protected for p in item.split(",") if p]
+    args.task = args.task or "classification"
     frame = pd.read_csv(args.csv)
     wanted = [args.label, *args.predictions, *args.protected]
     missing = [c for c in wanted if c not in frame.columns]
@@ -197,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     _compile_parser(sub)
     _explanations_parser(sub)
     _compas_parser(sub)
+    cli_run.add_fit_parser(sub)
+    cli_run.add_learn_parser(sub)
+    cli_run.add_counterfactual_parser(sub)
     return parser
 
 
@@ -223,6 +259,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_audit(args)
     if args.command == "compile":
         return _run_compile(args)
+    if args.command == "fit":
+        return cli_run.guarded(cli_run.run_fit, args)
+    if args.command == "learn":
+        return cli_run.guarded(cli_run.run_learn, args)
+    if args.command == "counterfactual":
+        return cli_run.guarded(cli_run.run_counterfactual, args)
     return 2
 
 

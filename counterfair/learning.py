@@ -11,7 +11,9 @@ for new rows and returns the mean of the estimator's prediction over the draws.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -517,6 +519,17 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         return float(r2_score(truth, predicted))
 
 
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Save the fitted predictor to a folder without pickle (read by :func:`counterfair.load`).
+
+        See :mod:`counterfair.learner_store`. ``overwrite`` replaces a non-empty
+        ``path`` (refused otherwise). Returns the folder written.
+        """
+        from counterfair.learner_store import save_learner
+
+        return save_learner(self, path, overwrite=overwrite)
+
+
 def _same_rows(fitted: pd.DataFrame, data: pd.DataFrame) -> bool:
     """Whether ``data`` holds the rows a fit was made on (then its posterior serves them)."""
     if fitted is data:
@@ -619,6 +632,16 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
     def classes_(self) -> np.ndarray:
         """Classes of the wrapped classifier."""
         return np.asarray(self.estimator_.classes_)
+
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Save the fitted predictor to a folder without pickle (read by :func:`counterfair.load`).
+
+        See :mod:`counterfair.learner_store`. ``overwrite`` replaces a non-empty
+        ``path`` (refused otherwise). Returns the folder written.
+        """
+        from counterfair.learner_store import save_learner
+
+        return save_learner(self, path, overwrite=overwrite)
 
 
 def full_predictor(

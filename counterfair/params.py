@@ -59,11 +59,17 @@ class ParamDraws(Mapping[str, np.ndarray]):
 
     @classmethod
     def from_posterior(cls, posterior: Any, names: list[str]) -> ParamDraws:
-        """Stack chains and draws of an arviz posterior group into ``S`` sets."""
+        """Stack chains and draws of an arviz posterior group into ``S`` sets.
+
+        The arrays are C-contiguous whatever the memory layout of the posterior
+        (a back end's output or a netCDF file), so that the same draws give the
+        same numbers to the last bit (a strided matrix product sums in another order).
+        """
         out: dict[str, np.ndarray] = {}
         for name in names:
             array = np.asarray(posterior[name].values, dtype=float)
-            out[name] = array.reshape(array.shape[0] * array.shape[1], *array.shape[2:])
+            stacked = array.reshape(array.shape[0] * array.shape[1], *array.shape[2:])
+            out[name] = np.ascontiguousarray(stacked)
         return cls(out)
 
     @classmethod

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import arviz as az
@@ -46,6 +48,17 @@ MIN_DRAWS_PER_CHAIN = 100
 
 EXACT_DRAWS_PER_SET = DEFAULT_CHAINS * MIN_DRAWS_PER_CHAIN
 """Draws per parameter set of exact abduction without ``n_samples`` (as many as MCMC's default)."""
+
+LOADED_BACKEND = "none (loaded from a saved folder)"
+"""Back end name of a fit loaded by :func:`counterfair.load`: it runs no Stan program."""
+
+NEEDS_MCMC = (
+    "abducting these rows needs MCMC (the Stan abduction program), conditioning on "
+    "{conditioned}: engine='mcmc' was asked for or exact abduction does not apply; this fit "
+    "was loaded from a saved folder and runs no Stan program. Use engine='auto' or 'exact' "
+    "with nodes exact abduction supports (counterfair.exact_abduction), or refit the SCM"
+)
+"""Error when a loaded fit would need MCMC to abduct new rows."""
 
 MISSING_CONDITIONING_COLUMN = (
     "cannot condition the latents on {node!r}: data has no column {column!r}; "
@@ -271,6 +284,31 @@ class Fit:
     diagnostics: Diagnostics
     _backend_name: str = field(default="auto", repr=False)
     warm_start: WarmStart | None = None
+
+    # ------------------------------------------------------------------ saving
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Save the fit to a folder, without pickle; read it back with :func:`counterfair.load`.
+
+        The folder holds the SCM as JSON, the posterior as netCDF, the training
+        rows, the Stan program and a manifest with the sha256 of every file
+        (:mod:`counterfair.fit_store`). A loaded fit abducts new rows, builds
+        counterfactuals and audits without Stan wherever exact abduction applies.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The folder to write; it is written to a temporary sibling and renamed.
+        overwrite : bool
+            Replace ``path`` if it exists and is not empty (refused otherwise).
+
+        Returns
+        -------
+        pathlib.Path
+            The folder written.
+        """
+        from counterfair.fit_store import save_fit
+
+        return save_fit(self, path, overwrite=overwrite)
 
     # ------------------------------------------------------------------ posterior
     def summary(self, **kwargs: Any) -> pd.DataFrame:
@@ -544,6 +582,10 @@ class Fit:
         progress: bool | None,
     ) -> Abduction:
         """Latents sampled by the Stan abduction program given the parameter sets."""
+        if self._backend_name == LOADED_BACKEND:
+            raise errors.FairnessError(
+                NEEDS_MCMC.format(conditioned=list(conditioned))
+            )
         per_chain = draws or max(
             MIN_DRAWS_PER_CHAIN, -(-(n_samples or 0) // (chains * param_sets.n))
         )
