@@ -9,6 +9,7 @@ propagate counterfactuals (prediction), learn counterfactually fair predictors
 from counterfair import _quiet as _quiet  # first: hides third-party import noise
 from counterfair import audit, datasets, datasets_tabular, models
 from counterfair._version import __version__
+from counterfair.baselines_order import DemographicParityClassifier, OrderPreservingPredictor
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets_tabular import load_adult, load_compas
 from counterfair.errors import (
@@ -47,12 +48,14 @@ __all__ = [
     "Categorical",
     "ConvergenceWarning",
     "DataError",
+    "DemographicParityClassifier",
     "FairLearner",
     "FairnessError",
     "Fit",
     "Latent",
     "NegativeBinomial",
     "Normal",
+    "OrderPreservingPredictor",
     "Ordinal",
     "Poisson",
     "PosteriorPredictiveCheck",
