@@ -37,6 +37,7 @@ from counterfair.learning import (
 from counterfair.posterior import Abduction, Fit
 from counterfair.ppc_results import PosteriorPredictiveCheck
 from counterfair.scm import SCM
+from counterfair.sensitivity import plot_sensitivity, sensitivity
 from counterfair.specs import SPEC_KEY, Latent, Prior, Protected
 
 __all__ = [
@@ -75,5 +76,7 @@ __all__ = [
     "load_compas",
     "load_law_school",
     "models",
+    "plot_sensitivity",
+    "sensitivity",
     "unaware_predictor",
 ]
