@@ -10,11 +10,10 @@ its assumptions cannot be checked from the data and are re-run here over a range
   the latent in the factual world (the data and the fitted equations say nothing
   about how it splits), but under ``do(A = a')`` the latent becomes
   ``U + rho * (c(a') - c(a))``; its descendants are recomputed from the shifted
-  latent and the row's abducted noise. This reinterpretation costs one
-  counterfactual frame per ``rho`` and needs no refit. It is exact given the
-  fitted equations for additive-noise (Normal) descendants; for a latent with a
-  discrete descendant the abducted noise of that node would depend on the split,
-  so :func:`sensitivity` refuses (``rho`` other than 0).
+  latent and the row's abducted noise (for a discrete descendant, the noise the
+  ``"monotone"`` coupling abducts from its factual value with the unshifted
+  latent). This reinterpretation costs one counterfactual frame per ``rho`` and
+  needs no refit: the factual world, hence the fit, is the same for every ``rho``.
 * **The prior scale of the latent**. The abducted samples ``u`` were drawn under
   ``Normal(loc, scale)``; under ``Normal(loc, k * scale)`` each row's samples are
   importance-reweighted by the ratio of the two prior densities (normalised over
@@ -63,27 +62,6 @@ WORLD_COUNTERFACTUAL = "counterfactual"
 WORLD_FACTUAL = "factual"
 
 
-class _ShiftedAbduction(Abduction):
-    """The abduction with its latents shifted, but with the noise of the unshifted one."""
-
-    def __init__(self, base: Abduction, latents: dict[str, np.ndarray]) -> None:
-        super().__init__(
-            data=base.data,
-            params=base.params,
-            latents=latents,
-            codes=base.codes,
-            observed=base.observed,
-            conditioned_on=base.conditioned_on,
-            engine=base.engine,
-        )
-        object.__setattr__(self, "_base", base)
-
-    def noise(self, scm: Any, nodes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-        """The factual world's noise: abducted with the unshifted latents."""
-        base: Abduction = object.__getattribute__(self, "_base")
-        return base.noise(scm, nodes)
-
-
 def shifted_frame(
     fit: Fit,
     abduction: Abduction,
@@ -121,24 +99,20 @@ def shifted_frame(
     factual_values.update({k: v[None, :] for k, v in abduction.observed.items()})
     factual_values.update(simulated)
     noise = {**abduction.noise(scm), **simulated_noise}
-    moved = {
-        k: v + np.broadcast_to(np.asarray(shift.get(k, 0.0), dtype=float), v.shape)
-        for k, v in abduction.latents.items()
-    }
-    shifted = _ShiftedAbduction(abduction, moved)
     cf_values = propagate(
         scm,
-        shifted,
+        abduction,
         cf_codes,
         rng,
         simulated=simulated,
         simulated_noise=simulated_noise,
         coupling="monotone",
+        latent_shift=shift,
     )
     frame = pd.concat(
         [
             _long_frame(scm, fit, abduction, WORLD_FACTUAL, abduction.codes, factual_values, noise),
-            _long_frame(scm, fit, shifted, WORLD_COUNTERFACTUAL, cf_codes, cf_values, noise),
+            _long_frame(scm, fit, abduction, WORLD_COUNTERFACTUAL, cf_codes, cf_values, noise),
         ],
         ignore_index=True,
     )
@@ -170,7 +144,7 @@ def prior_scale_weights(
     return np.asarray(w / w.sum(axis=0, keepdims=True))
 
 
-def _check(fit: Fit, attribute: str, latent: str | None, rho: Sequence[float]) -> str:
+def _check(fit: Fit, attribute: str, latent: str | None) -> str:
     scm = fit.scm
     if attribute not in scm.protected:
         raise errors.SCMError(
@@ -191,15 +165,6 @@ def _check(fit: Fit, attribute: str, latent: str | None, rho: Sequence[float]) -
         raise errors.SCMError(
             f"{latent!r} is not a latent of the SCM; latents: {list(scm.latents)}"
         )
-    if any(r != 0 for r in rho):
-        for node in sorted(scm.descendants([latent])):
-            spec = scm.specs[node]
-            if spec.role == "observed" and not scm.equations[node].family.additive_noise:
-                raise errors.SCMError(
-                    f"rho != 0 reinterprets latent {latent!r} as caused by {attribute!r}, but "
-                    f"its descendant {node!r} ({scm.equations[node].spec.family}) has no "
-                    "additive noise to carry across the worlds; use rho=(0,) for this SCM"
-                )
     return latent
 
 
@@ -260,10 +225,9 @@ def sensitivity(
     Raises
     ------
     SCMError
-        If ``attribute`` is not a categorical protected node, ``latent`` not a latent,
-        or ``rho != 0`` with a discrete descendant of the latent.
+        If ``attribute`` is not a categorical protected node or ``latent`` not a latent.
     """
-    latent = _check(fit, attribute, latent, rho)
+    latent = _check(fit, attribute, latent)
     levels = list(fit.encoding.levels[attribute])
     values = {lv: (0.0 if i == 0 else 1.0) for i, lv in enumerate(levels)}
     if coding is not None:

@@ -14,7 +14,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _models import LG_SIGMA_X, LG_SIGMA_Y, aux_fit, linear_gaussian_data, linear_gaussian_fit
+from _models import (
+    LG_SIGMA_X,
+    LG_SIGMA_Y,
+    aux_data,
+    aux_fit,
+    linear_gaussian_data,
+    linear_gaussian_fit,
+)
 from _seeds import shifted
 
 import counterfair as cf
@@ -136,6 +143,29 @@ def test_plot_and_bad_input(lg_fit: cf.Fit, rows: pd.DataFrame, tmp_path: Path) 
         cf.sensitivity(lg_fit, rows, {"X": _x}, attribute="A", coding={"0": 0.0})
     with pytest.raises(ValueError, match="prior_scale must be positive"):
         cf.sensitivity(lg_fit, rows, {"X": _x}, attribute="A", prior_scale=(0.0,))
-    aux = aux_fit().fit
-    with pytest.raises(cf.SCMError, match="descendant 'C'"):
-        cf.sensitivity(aux, rows, {"X": _x}, attribute="race", rho=(0.5,))
+
+
+def test_shift_reaches_a_non_descendant_of_the_attribute_and_discrete_children(
+    stan_backend: str,
+) -> None:
+    """Auxiliary SCM: Z is a child of K only (no path from race without rho); C is Poisson."""
+    fit = aux_fit().fit
+    data = aux_data().drop(columns="K").iloc[:40]
+    abduction = fit.abduct(data, n_samples=30, seed=shifted(43))
+    do = {"race": np.where(data["race"].astype(str) == "a", "b", "a")}
+    rho = 0.5
+    delta = np.where(data["race"].astype(str) == "a", 1.0, -1.0)
+    frame = shifted_frame(fit, abduction, do, {"K": rho * delta}, seed=2)
+    fact, counter = (frame[frame["world"] == w] for w in ("factual", "counterfactual"))
+    moved_z = (counter["Z"].to_numpy() - fact["Z"].to_numpy()).reshape(30, -1)
+    lam = np.ravel(abduction.params["lambda_Z_K"])[:, None]
+    np.testing.assert_allclose(moved_z, lam * rho * delta[None, :], rtol=0, atol=1e-9)
+    plain = shifted_frame(fit, abduction, do, {}, seed=2)
+    np.testing.assert_array_equal(plain[plain["world"] == "counterfactual"]["Z"], fact["Z"])
+    c = counter["C"].to_numpy()
+    assert np.array_equal(c, np.round(c)) and (c >= 0).all()
+    # C's log-rate rises with K (lambda_C_K > 0): shifting K up never lowers a coupled count
+    up = np.repeat(delta[None, :] > 0, 30, axis=0).ravel()
+    base_c = plain[plain["world"] == "counterfactual"]["C"].to_numpy()
+    assert (np.ravel(abduction.params["lambda_C_K"]) > 0).all()
+    assert (c[up] >= base_c[up]).all() and (c[~up] <= base_c[~up]).all()
