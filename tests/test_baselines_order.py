@@ -99,3 +99,22 @@ def test_demographic_parity_classifier_equalises_selection_rates() -> None:
         model.predict_proba(new)
     with pytest.raises(cf.DataError, match="'sex'"):
         cf.DemographicParityClassifier(base, group="sex").fit(data, data["label"])
+
+
+def test_law_school_baseline_table_from_gaps_and_changes() -> None:
+    from counterfair.experiments.law_school import baseline_table, group_gaps
+
+    test = pd.DataFrame({"race": ["W", "W", "B", "B"], "sex": ["F", "M", "F", "M"]})
+    gaps = group_gaps(test, {"P": np.array([1.0, 3.0, 0.0, 0.0])})
+    assert gaps.set_index("attribute")["gap"].to_dict() == {"race": 2.0, "sex": 1.0}
+    fairness = pd.DataFrame(
+        {
+            "predictor": ["P", "P", "P"],
+            "swap": ["Black <-> White", "Asian <-> White", "Female <-> Male"],
+            "rows": [1, 3, 4],
+            "mean |change|": [0.4, 0.0, 0.2],
+        }
+    )
+    row = baseline_table({"P": 0.9}, fairness, gaps).iloc[0]
+    assert row["cf change race"] == pytest.approx(0.1)  # (0.4 * 1 + 0 * 3) / 4 rows
+    assert row["cf change sex"] == 0.2 and row["race gap"] == 2.0 and row["test RMSE"] == 0.9
