@@ -169,3 +169,26 @@ def test_shift_reaches_a_non_descendant_of_the_attribute_and_discrete_children(
     base_c = plain[plain["world"] == "counterfactual"]["C"].to_numpy()
     assert (np.ravel(abduction.params["lambda_C_K"]) > 0).all()
     assert (c[up] >= base_c[up]).all() and (c[~up] <= base_c[~up]).all()
+
+
+def test_order_preserving_baseline_maps_the_counterfactual_row_with_its_new_group(
+    lg_fit: cf.Fit, rows: pd.DataFrame, abduction: cf.Abduction
+) -> None:
+    """In the world of do(A = a') the baseline ranks X among group a's training scores."""
+    from counterfair.learning import BaselinePredictor
+
+    train = linear_gaussian_data().drop(columns="U").iloc[100:400]
+    base = BaselinePredictor(["A", "X"], "Y", ["A"])
+    model = cf.OrderPreservingPredictor(base, group="A").fit(train)
+    do = {"A": np.where(rows["A"].astype(str) == "1", "0", "1")}
+    frame = counterfactual_frame(lg_fit, abduction, do, seed=3)
+    result = cf.counterfactual_predictions(lg_fit, rows, {}, model, frame=frame)
+    counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
+    keys = counter["A"].astype(str).to_numpy(object)
+    scores = model.estimator_.predict(counter)
+    expected = model.transform_scores(scores, keys, counter.index)
+    np.testing.assert_allclose(result["counterfactual"], expected, rtol=0, atol=1e-12)
+    assert set(keys) == {"0", "1"} and (result["change"].abs() > 0).mean() > 0.5
+    own = frame[frame["world"] == "factual"]["A"].astype(str).to_numpy(object)
+    with_own_group = model.transform_scores(scores, own, counter.index)
+    assert np.abs(with_own_group - expected).mean() > 0.1  # the group map matters
