@@ -533,7 +533,8 @@ def write_audit(
         task="classification",
         n_bootstrap=100 if not config.quick else 0,
         seed=config.seed,
-        title="Law school: fairness audit of Full, Unaware, Fair K and Fair Add",
+        title="Law school: fairness audit of Full, Unaware, Fair K, Fair Add and an "
+        "order-preserving baseline",
         overwrite=True,
         extra_sections=[
             (
