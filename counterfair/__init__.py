@@ -9,6 +9,7 @@ propagate counterfactuals (prediction), learn counterfactually fair predictors
 from counterfair import _quiet as _quiet  # first: hides third-party import noise
 from counterfair import audit, datasets, datasets_tabular, models
 from counterfair._version import __version__
+from counterfair.baselines_order import DemographicParityClassifier, OrderPreservingPredictor
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets_tabular import load_adult, load_compas
 from counterfair.errors import (
@@ -39,6 +40,7 @@ from counterfair.saving import load
 from counterfair.scm import SCM
 from counterfair.scm_document import scm_to_dict
 from counterfair.scm_file import read_scm, scm_from_dict, write_scm
+from counterfair.sensitivity import plot_sensitivity, sensitivity
 from counterfair.specs import SPEC_KEY, Latent, Prior, Protected
 
 __all__ = [
@@ -50,12 +52,14 @@ __all__ = [
     "Categorical",
     "ConvergenceWarning",
     "DataError",
+    "DemographicParityClassifier",
     "FairLearner",
     "FairnessError",
     "Fit",
     "Latent",
     "NegativeBinomial",
     "Normal",
+    "OrderPreservingPredictor",
     "Ordinal",
     "Poisson",
     "PosteriorPredictiveCheck",
@@ -76,9 +80,11 @@ __all__ = [
     "load_compas",
     "load_law_school",
     "models",
+    "plot_sensitivity",
     "read_scm",
     "scm_from_dict",
     "scm_to_dict",
+    "sensitivity",
     "unaware_predictor",
     "write_scm",
 ]

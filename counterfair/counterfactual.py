@@ -270,6 +270,7 @@ def propagate(
     simulated_noise: Mapping[str, np.ndarray] | None = None,
     set_values: Mapping[str, np.ndarray] | None = None,
     coupling: Coupling = DEFAULT_COUPLING,
+    latent_shift: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Values of every observed node, shape ``(S, N)``, in the world with ``codes``.
 
@@ -295,6 +296,10 @@ def propagate(
         How a discrete descendant whose parents changed gets its value: from
         its noise abducted given its factual value (default), or by a fresh
         draw (see the module docstring).
+    latent_shift : mapping, optional
+        Latent -> shift added to its abducted values in the target world only,
+        broadcastable to ``(S, N)`` (:mod:`counterfair.sensitivity`: a path from a
+        protected attribute to the latent); noise stays that of the factual world.
 
     Raises
     ------
@@ -313,6 +318,11 @@ def propagate(
 
     intervened = [p for p in scm.protected if np.any(codes[p] != abduction.codes[p])]
     intervened += list(fixed)
+    shift = {
+        k: np.broadcast_to(np.asarray(v, dtype=float), (s, n))
+        for k, v in (latent_shift or {}).items()
+    }
+    intervened += [k for k, v in shift.items() if np.any(v != 0)]
     descendants = scm.descendants(intervened) if intervened else frozenset()
     noise = abduction.noise(
         scm,
@@ -327,7 +337,9 @@ def propagate(
     )
     noise.update(simulated_noise or {})
     reference = scm.coding == "reference"
-    values: dict[str, np.ndarray] = {k: v for k, v in abduction.latents.items()}
+    values: dict[str, np.ndarray] = {
+        k: v + shift[k] if k in shift else v for k, v in abduction.latents.items()
+    }
     factual_values: dict[str, np.ndarray] = {**abduction.latents}
     for node in scm.observed:
         factual = factual_of(node)
@@ -347,6 +359,9 @@ def propagate(
             )
         for oterm in eq.observed:
             parent_changed |= _changed(values[oterm.parent], factual_of(oterm.parent))
+        for lterm in eq.latent:
+            if lterm.parent in shift:
+                parent_changed |= shift[lterm.parent] != 0
         if eq.family.additive_noise:
             fresh = eta + noise[node]
         elif coupled:

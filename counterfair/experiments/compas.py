@@ -32,7 +32,12 @@ study's default. Age enters as a standardised number.
 
 **Predictors.** *Fair* -- :class:`~counterfair.FairLearner` (Algorithm 1) on U and
 age, U abducted without the outcome; *Unaware* -- logistic regression on every
-observed column but race and sex; *Full* -- the same plus race and sex.
+observed column but race and sex; *Full* -- the same plus race and sex. Two
+non-causal baselines a sceptic would run (``docs/baselines.md``): *Order-preserving
+(Full)* -- Full's probabilities ranked within each race x sex group and mapped to the
+pooled distribution (Rosenblatt and Witter, 2023); *DP thresholds (Full)* --
+fairlearn's ``ThresholdOptimizer`` with a demographic-parity constraint over the race
+x sex groups on Full's probabilities (when fairlearn is installed).
 
 **Outputs** (under ``out``): ``results.md`` / ``results.json`` (accuracy, AUC,
 counterfactual change of labels and probabilities under do(race) and do(sex), the
@@ -43,6 +48,7 @@ group audit with its explicit reference groups, per-stage and total wall time),
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import platform
@@ -63,6 +69,8 @@ PROTECTED = ("race", "sex")
 RACES = ("Caucasian", "African-American")
 SEXES = ("Male", "Female")
 OUTCOME = "two_year_recid"
+ORDER_PRESERVING = "Order-preserving (Full)"
+DP_THRESHOLDS = "DP thresholds (Full)"
 RESPONSES: tuple[Literal["prediction", "probability"], ...] = ("prediction", "probability")
 OBSERVED = ("age_z", "priors_count", "juv_count", "felony")
 FAMILY_NOTE = (
@@ -266,8 +274,18 @@ def run(config: CompasConfig) -> dict[str, Any]:
     full = cf.full_predictor(scm, OUTCOME, estimator=LogisticRegression(max_iter=1000))
     unaware = cf.unaware_predictor(scm, OUTCOME, estimator=LogisticRegression(max_iter=1000))
     predictors: dict[str, Any] = {"Full": full, "Unaware": unaware, "Fair (U, age)": fair}
+    predictors[ORDER_PRESERVING] = cf.OrderPreservingPredictor(full, group=list(PROTECTED))
     for name, predictor in predictors.items():
         _timed(f"train {name}", partial(predictor.fit, train), timings)
+    if importlib.util.find_spec("fairlearn") is not None:
+        dp = cf.DemographicParityClassifier(
+            full, group=list(PROTECTED), random_state=config.seed
+        )
+        predictors[DP_THRESHOLDS] = _timed(
+            f"train {DP_THRESHOLDS}", partial(dp.fit, train, train[OUTCOME]), timings
+        )
+    else:
+        _log(f"fairlearn is not installed: {DP_THRESHOLDS} is left out")
     unlabelled = test.drop(columns=OUTCOME)  # predictions and audit never see the outcome
     y_test = test[OUTCOME].to_numpy()
     probabilities: dict[str, np.ndarray] = {}
@@ -277,7 +295,11 @@ def run(config: CompasConfig) -> dict[str, Any]:
         proba = _timed(f"predict {name}", partial(predictor.predict_proba, unlabelled), timings)
         proba = np.asarray(proba)[:, 1]
         probabilities[name] = proba
-        labels[name] = (proba >= 0.5).astype(int)
+        labels[name] = (
+            np.asarray(predictor.predict(unlabelled)).astype(int)  # randomised thresholds
+            if name == DP_THRESHOLDS
+            else (proba >= 0.5).astype(int)
+        )
         metrics_rows.append(
             {
                 "predictor": name,

@@ -11,6 +11,12 @@ Four linear regressions of ZFYA are fitted on an 80/20 split stratified on
   row (Algorithm 1 of the paper);
 * **Fair Add** -- the abducted additive noise of UGPA and LSAT in the level 3 SCM.
 
+Beside them, not in the paper, the non-causal baseline of Rosenblatt and Witter
+(2023): **Order-preserving (Full)** -- Full's predictions ranked within each
+race x sex group and mapped to the pooled distribution
+(:class:`~counterfair.OrderPreservingPredictor`). fairlearn's demographic-parity
+threshold rule does not apply to a regression outcome and is not run here.
+
 Then, with the fitted level 2 SCM as the true world, every test row's
 counterfactual UGPA and LSAT under a swap of race or sex are fed to each
 predictor and the densities of predicted ZFYA are compared across worlds.
@@ -31,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterfair.baselines_order import OrderPreservingPredictor
 from counterfair.counterfactual import counterfactual_frame
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.errors import ConvergenceWarning, ScaleWarning
@@ -60,6 +67,9 @@ SWAPS: tuple[tuple[str, str, str], ...] = (
 COLUMNS_LEVEL2 = ["race", "sex", "UGPA", "LSAT", "ZFYA"]
 
 logger = logging.getLogger(__name__)
+
+ORDER_PRESERVING = "Order-preserving (Full)"
+"""The non-causal baseline: Full ranked within race x sex, mapped to the pooled distribution."""
 
 
 @dataclass
@@ -198,6 +208,13 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
     predictors["Unaware"] = _timed(
         "Unaware", lambda: unaware_predictor(scm2, "ZFYA").fit(train), timings
     )
+    predictors[ORDER_PRESERVING] = _timed(
+        ORDER_PRESERVING,
+        lambda: OrderPreservingPredictor(
+            predictors["Full"], group=["race", "sex"], prefit=True
+        ).fit(train),
+        timings,
+    )
     fit2 = _timed(
         "level 2 SCM fit (MCMC)",
         lambda: _fit_with_warnings(
@@ -286,6 +303,7 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
             timings,
         )
     table = rmse_table(rmse)
+    baselines = baseline_table(rmse, fairness, group_gaps(test, predictions))
     results: dict[str, Any] = {
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
         "rows": {"train": len(train), "test": len(test)},
@@ -299,6 +317,7 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
         "convergence_warnings": convergence,
         "scale_warnings": scale_warnings,
         "counterfactual_change": fairness.to_dict(orient="records"),
+        "baselines": baselines.to_dict(orient="records"),
         "abduction": {
             "engine_algorithm_1": "exact"
             if supports_exact(scm2, ("UGPA", "LSAT"))
@@ -323,11 +342,58 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
     )
     total = time.perf_counter() - start
     results["total_seconds"] = total  # every stage, the figure included
-    write_outputs(out, table, fairness, results)
+    write_outputs(out, table, fairness, results, baselines)
     _log(f"total run time {total:.0f} s; results in {out}")
     headline = (out / "results.md").read_text().split("\n## ")[0].rstrip()
     logger.info("%s\n(the counterfactual changes and the audit: %s)", headline, out / "results.md")
     return results
+
+
+def group_gaps(test: pd.DataFrame, predictions: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Group disparity of each predictor on the test rows, per protected attribute.
+
+    ``gap`` is the largest minus the smallest group mean of predicted ZFYA over the
+    levels of the attribute (demographic parity of a regression: 0 when every
+    group has the same mean prediction).
+    """
+    rows = []
+    for name, values in predictions.items():
+        for attribute in ("race", "sex"):
+            means = pd.Series(values, index=test.index).groupby(test[attribute].astype(str)).mean()
+            rows.append(
+                {"predictor": name, "attribute": attribute, "gap": float(means.max() - means.min())}
+            )
+    return pd.DataFrame(rows)
+
+
+def baseline_table(
+    rmse: dict[str, float], fairness: pd.DataFrame, gaps: pd.DataFrame
+) -> pd.DataFrame:
+    """Per predictor: test RMSE, mean |counterfactual change| over the race swaps and the sex
+    swap, and the race and sex group gaps of the mean prediction."""
+    rows = []
+    for name, value in rmse.items():
+        change = fairness[fairness["predictor"] == name]
+        race = change[~change["swap"].str.startswith("Female")]
+        sex = change[change["swap"].str.startswith("Female")]
+        gap = gaps[gaps["predictor"] == name].set_index("attribute")["gap"]
+
+        def weighted(part: pd.DataFrame) -> float:
+            if part.empty:
+                return float("nan")
+            return float(np.average(part["mean |change|"], weights=part["rows"]))
+
+        rows.append(
+            {
+                "predictor": name,
+                "test RMSE": value,
+                "cf change race": weighted(race),
+                "cf change sex": weighted(sex),
+                "race gap": float(gap["race"]),
+                "sex gap": float(gap["sex"]),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def rmse_table(rmse: dict[str, float]) -> pd.DataFrame:
@@ -471,7 +537,8 @@ def write_audit(
         task="classification",
         n_bootstrap=100 if not config.quick else 0,
         seed=config.seed,
-        title="Law school: fairness audit of Full, Unaware, Fair K and Fair Add",
+        title="Law school: fairness audit of Full, Unaware, Fair K, Fair Add and an "
+        "order-preserving baseline",
         overwrite=True,
         extra_sections=[
             (
@@ -537,9 +604,12 @@ def write_outputs(
     table: pd.DataFrame,
     fairness: pd.DataFrame,
     results: dict[str, Any],
+    baselines: pd.DataFrame | None = None,
 ) -> None:
     """Write the tables (CSV, markdown) and everything (JSON); the figure is drawn before."""
     table.to_csv(out / "rmse.csv", index=False)
+    if baselines is not None:
+        baselines.to_csv(out / "baselines.csv", index=False)
     fairness.to_csv(out / "counterfactual_change.csv", index=False)
     diag = results["diagnostics"]["level2"]
     lines = [
@@ -567,6 +637,21 @@ def write_outputs(
     ]
     for r in fairness.itertuples(index=False):
         lines.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.4f} | {r[4]:.4f} |")
+    if baselines is not None:
+        lines += [
+            "",
+            "## Causal learners beside the non-causal baseline",
+            "",
+            "Counterfactual change: mean |change| over the race swaps (weighted by rows) and "
+            "the sex swap; gap: largest minus smallest group mean of predicted ZFYA.",
+            "",
+            "| predictor | test RMSE | cf change race | cf change sex | race gap | sex gap |",
+            "|---|---|---|---|---|---|",
+        ]
+        for b in baselines.itertuples(index=False):
+            lines.append(
+                f"| {b[0]} | {b[1]:.3f} | {b[2]:.4f} | {b[3]:.4f} | {b[4]:.3f} | {b[5]:.3f} |"
+            )
     lines += ["", "![counterfactual densities](counterfactual_densities.png)", ""]
     (out / "results.md").write_text("\n".join(lines))
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
