@@ -7,7 +7,9 @@
 * ``counterfair compas [--quick] [--out DIR]`` -- the COMPAS study: a counterfactually
   fair recidivism classifier beside Full and Unaware, with its audit;
 * ``counterfair explanations --out DIR`` -- the explanation-based discrimination study
-  (fairness measures against SHAP measures on Adult and COMPAS).
+  (fairness measures against SHAP measures on Adult and COMPAS);
+* ``counterfair adult-pscf [--data-dir DIR] [--out DIR] [--quick] [--force]`` -- the
+  Adult path-specific counterfactual fairness study (Chiappa, 2019).
 """
 
 from __future__ import annotations
@@ -182,6 +184,16 @@ def _compas_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("arguments", nargs=argparse.REMAINDER)
 
 
+def _adult_pscf_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "adult-pscf",
+        add_help=False,  # the study's own parser answers --help
+        help="Adult: path-specific counterfactual fairness (Chiappa 2019) beside Full, "
+        "Unaware and Kusner's level 2",
+    )
+    p.add_argument("arguments", nargs=argparse.REMAINDER)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``counterfair`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -193,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     _compile_parser(sub)
     _explanations_parser(sub)
     _compas_parser(sub)
+    _adult_pscf_parser(sub)
     return parser
 
 
@@ -207,6 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from counterfair.experiments.compas import main as compas_main
 
         return int(compas_main(arguments[1:]))
+    if arguments[:1] == ["adult-pscf"]:
+        from counterfair.experiments.adult_pscf import main as adult_pscf_main
+
+        return int(adult_pscf_main(arguments[1:]))
     args = build_parser().parse_args(arguments)
     if args.command == "law-school":
         return _run_law_school(args)
