@@ -147,14 +147,14 @@ class AdultPSCFConfig:
     data_dir: str | None = None
     out: Path = field(default_factory=lambda: Path("results/adult_pscf"))
     seed: int = 0
-    scm_rows: int = 2000
+    scm_rows: int = 3000
     chains: int = 2
-    warmup: int = 400
-    draws: int = 400
-    learner_rows: int = 2000
+    warmup: int = 1000
+    draws: int = 1000
+    learner_rows: int = 3000
     n_samples: int = 10
-    test_rows: int = 4000
-    audit_rows: int = 500
+    test_rows: int = 0
+    audit_rows: int = 1000
     cf_samples: int = 20
     quick: bool = False
 
