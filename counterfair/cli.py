@@ -10,6 +10,8 @@
   (fairness measures against SHAP measures on Adult and COMPAS);
 * ``counterfair fit | learn | counterfactual`` and ``counterfair audit RUN/ ...`` -- your
   own SCM file and CSV data (:mod:`counterfair.cli_run`).
+* ``counterfair adult-pscf [--data-dir DIR] [--out DIR] [--quick] [--force]`` -- the
+  Adult path-specific counterfactual fairness study (Chiappa, 2019).
 """
 
 from __future__ import annotations
@@ -219,6 +221,16 @@ def _compas_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("arguments", nargs=argparse.REMAINDER)
 
 
+def _adult_pscf_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "adult-pscf",
+        add_help=False,  # the study's own parser answers --help
+        help="Adult: path-specific counterfactual fairness (Chiappa 2019) beside Full, "
+        "Unaware and Kusner's level 2",
+    )
+    p.add_argument("arguments", nargs=argparse.REMAINDER)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``counterfair`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -233,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_run.add_fit_parser(sub)
     cli_run.add_learn_parser(sub)
     cli_run.add_counterfactual_parser(sub)
+    _adult_pscf_parser(sub)
     return parser
 
 
@@ -252,6 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from counterfair.experiments.compas import main as compas_main
 
         return int(compas_main(arguments[1:]))
+    if arguments[:1] == ["adult-pscf"]:
+        from counterfair.experiments.adult_pscf import main as adult_pscf_main
+
+        return int(adult_pscf_main(arguments[1:]))
     args = build_parser().parse_args(arguments)
     if args.command == "law-school":
         return _run_law_school(args)

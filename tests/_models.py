@@ -22,6 +22,7 @@ import pandas as pd
 from _seeds import shifted
 
 import counterfair as cf
+from counterfair.experiments.adult_pscf import adult_pscf_scm as _adult_pscf_scm
 from counterfair.stan.backend import resolve_backend_name
 
 T = TypeVar("T")
@@ -273,6 +274,7 @@ def stan_programs(*, slow: bool = False) -> dict[str, str]:
         "auxiliary, centred": fit_program(aux_scm(), anchor_latents=False),
         "new families": families_scm().stan_code(),
         "mediation": mediation_scm().stan_code(),
+        "adult pscf": _adult_pscf_scm().stan_code(),
     }
     if slow:
         programs["new families abduction"] = families_scm().abduction_code()

@@ -1,0 +1,166 @@
+"""The Adult path-specific counterfactual fairness study (counterfair.experiments.adult_pscf).
+
+The quick study runs end to end on the UCI files (NUTS fit on a few hundred rows) and
+checks what the study is about:
+
+* PSCF's change along the unfair paths (sex -> income, sex -> marital) is exactly 0
+  for every audited row and sample, while a total change of sex still moves it
+  through the fair paths (sex -> education, sex -> occupation / hours / workclass);
+* Kusner's level 2 predictor (latents and non-descendants of sex) does not move under
+  do(sex) at all; Full moves under both.
+
+Bad input: a non-empty ``--out`` is refused (nothing written), a data folder without
+the Adult files names the missing file, an unknown level names its column.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import counterfair as cf
+from counterfair.cli import main
+from counterfair.experiments.adult_pscf import (
+    AdultPSCFConfig,
+    adult_pscf_scm,
+    prepare,
+    run_study,
+)
+
+DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", Path(__file__).parents[2] / "shared" / "data"))
+HAVE_DATA = all((DATA_DIR / f).exists() for f in ("adult.data", "adult.test"))
+needs_data = pytest.mark.skipif(not HAVE_DATA, reason="adult.data / adult.test not found")
+EXACT = 1e-9
+TINY = {  # smaller than --quick: the default test run stays short
+    "scm_rows": 250, "warmup": 150, "draws": 150, "learner_rows": 200, "n_samples": 4,
+    "test_rows": 200, "audit_rows": 40, "cf_samples": 8,
+}
+
+
+@pytest.fixture(scope="module")
+def study(stan_backend: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("adult_pscf")
+    config = AdultPSCFConfig.quick_mode(data_dir=str(DATA_DIR), out=out, **TINY)
+    return run_study(config)
+
+
+@needs_data
+@pytest.mark.stan
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_pscf_is_path_specific_fair_and_kusner_totally_fair(study: dict) -> None:
+    metrics = study["metrics"].set_index("predictor")
+    assert list(metrics.index) == ["Full", "Unaware", "Kusner L2", "PSCF"]
+    changes = study["changes"]
+    pscf = changes[changes["predictor"] == "PSCF"]
+    assert len(pscf) > 0
+    assert pscf["path_specific_change"].abs().max() <= EXACT
+    assert metrics.loc["PSCF", "total_change"] > 1e-3  # the fair paths still move it
+    kusner = changes[changes["predictor"] == "Kusner L2"]
+    assert kusner["change"].abs().max() <= EXACT
+    assert metrics.loc["Full", "total_change"] > 1e-2
+    assert metrics.loc["Full", "path_specific_change"] > 1e-2
+    assert ((metrics["accuracy"] > 0.5) & (metrics["accuracy"] <= 1)).all()
+    assert (metrics.loc[["Full", "Unaware", "PSCF"], "auc"] > 0.6).all()
+    groups = study["groups"].set_index("predictor")
+    assert (groups.loc[["Full", "PSCF"], "selection_rate_ratio"] > 0).all()
+    info = study["info"]
+    assert info["rows"]["scm_fit"] == TINY["scm_rows"]
+    assert info["fit"]["divergences"] >= 0 and info["fit"]["max_rhat"] > 0.9
+
+
+@needs_data
+@pytest.mark.stan
+@pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
+def test_command_writes_results_and_refuses_a_non_empty_out(stan_backend: str, tmp_path):
+    out = tmp_path / "adult"
+    args = ["adult-pscf", "--data-dir", str(DATA_DIR), "--quick", "--out", str(out),
+            "--scm-rows", "200", "--test-rows", "150"]
+    assert main(args) == 0
+    for name in ("results.md", "results.csv", "group_audit.csv", "results.json", "changes.png"):
+        assert (out / name).stat().st_size > 0
+    frame = pd.read_csv(out / "results.csv")
+    assert frame.loc[frame["predictor"] == "PSCF", "max_path_specific_change"].iloc[0] <= EXACT
+    assert json.loads((out / "results.json").read_text())["rows"]["test_scored"] == 150
+    assert "Chiappa 2019" in (out / "results.md").read_text()
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    with pytest.raises(SystemExit, match="not empty; pass --force"):
+        main(args)
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+
+
+def test_command_refuses_a_non_empty_out_before_any_work(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    with pytest.raises(SystemExit, match="is not empty"):
+        main(["adult-pscf", "--quick", "--out", str(out)])
+    assert (out / "notes.txt").read_text() == "keep me"
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_command_refuses_a_file_as_out(tmp_path):
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    with pytest.raises(SystemExit, match="is a file"):
+        main(["adult-pscf", "--quick", "--out", str(target)])
+
+
+def test_a_data_folder_without_the_files_names_adult_data(tmp_path, monkeypatch):
+    monkeypatch.delenv("COUNTERFAIR_DATA", raising=False)
+    with pytest.raises(SystemExit, match=r"adult\.data not found"):
+        main(["adult-pscf", "--quick", "--data-dir", str(tmp_path), "--out",
+              str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_missing_data_folder_is_named(tmp_path):
+    missing = tmp_path / "nowhere"
+    with pytest.raises(SystemExit, match="nowhere"):
+        main(["adult-pscf", "--quick", "--data-dir", str(missing), "--out",
+              str(tmp_path / "out")])
+
+
+@needs_data
+def test_prepare_collapses_levels_and_names_an_unknown_one() -> None:
+    raw = cf.load_adult(DATA_DIR)
+    frame, scaling = prepare(raw)
+    assert frame["marital"].notna().all() and frame["occupation"].notna().all()
+    assert set(frame["us"]) == {0, 1}
+    train = frame["split"] == "train"
+    assert abs(frame.loc[train, "age_z"].mean()) < 1e-9
+    assert scaling["age sd"] > 0
+    bad = raw.head(20).copy()
+    bad.loc[bad.index[3], "occupation"] = "Astronaut"
+    with pytest.raises(ValueError, match=r"'occupation'.*'Astronaut'"):
+        prepare(bad)
+
+
+def test_graph_has_chiappas_unfair_and_fair_paths() -> None:
+    graph = adult_pscf_scm().graph
+    for child in ("income", "marital", "edu_z", "occupation", "hours_z", "workclass"):
+        assert graph.has_edge("sex", child)
+    for child in ("occupation", "hours_z", "workclass"):
+        assert graph.has_edge("U_R", child)
+    assert not any(graph.has_edge("sex", c) for c in ("age_z", "us"))
+
+
+def test_bad_settings_raise() -> None:
+    with pytest.raises(ValueError, match="scm_rows must be at least 1"):
+        AdultPSCFConfig(scm_rows=0)
+    with pytest.raises(ValueError, match="test_rows"):
+        AdultPSCFConfig(test_rows=-1)
+
+
+@pytest.mark.slow
+@needs_data
+@pytest.mark.stan
+def test_full_run(stan_backend: str, tmp_path):
+    results = run_study(AdultPSCFConfig(data_dir=str(DATA_DIR), out=tmp_path))
+    metrics = results["metrics"].set_index("predictor")
+    assert metrics.loc["PSCF", "max_path_specific_change"] <= EXACT
+    assert metrics.loc["Full", "accuracy"] > 0.78
+    assert results["info"]["fit"]["divergences"] == 0
