@@ -42,6 +42,7 @@ subsample of the test file (``test_rows``), and the counterfactual audit runs on
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import platform
 import time
@@ -56,6 +57,8 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, roc_auc_score
+
+logger = logging.getLogger(__name__)
 
 PROTECTED = "sex"
 SEXES = ("Male", "Female")
@@ -184,7 +187,7 @@ class AdultPSCFConfig:
 
 
 def _log(message: str) -> None:
-    print(f"[adult-pscf] {message}", flush=True)
+    logger.info("adult-pscf: %s", message)
 
 
 def adult_pscf_scm() -> Any:

@@ -7,6 +7,7 @@ place with :func:`os.replace`, so that an interrupted run leaves no half-written
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -14,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+logger = logging.getLogger(__name__)
 
 
 def results_markdown(results: dict[str, Any]) -> str:
@@ -117,4 +120,4 @@ def write_results(results: dict[str, Any], out: Path) -> None:
     ):
         _replace(out / name, lambda t, c=content: Path(t).write_text(c))
     plot_changes(results, out / "changes.png")
-    print(text, flush=True)
+    logger.info("%s", text)

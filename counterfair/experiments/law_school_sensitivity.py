@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,8 +25,11 @@ import pandas as pd
 
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.learning import FairLearner, full_predictor
+from counterfair.logs import console
 from counterfair.models import law_school_level2
 from counterfair.sensitivity import plot_sensitivity, sensitivity
+
+logger = logging.getLogger(__name__)
 
 COLUMNS = ["race", "sex", "UGPA", "LSAT", "ZFYA"]
 RHO = (0.0, 0.1, 0.25, 0.5, 1.0)
@@ -109,7 +113,7 @@ def run(
             indent=2,
         )
     )
-    print("\n".join(lines), flush=True)
+    logger.info("%s", "\n".join(lines))
     return table
 
 
@@ -120,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--quick", action="store_true", help="500 rows, short chains")
     args = parser.parse_args(argv)
+    console()  # the table and the stages on standard error (COUNTERFAIR_LOG sets the level)
     if args.out.exists() and any(args.out.iterdir()) and not args.quick:
         existing = sorted(p.name for p in args.out.iterdir())
         if set(existing) - {"sensitivity.csv", "results.md", "results.json",

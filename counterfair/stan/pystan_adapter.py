@@ -19,6 +19,7 @@ import contextlib
 import io
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -145,9 +146,13 @@ def _silenced(quiet: bool) -> Iterator[None]:
     if not quiet:
         yield
         return
+    # real files, not StringIO: httpstan's build leaves its own capture file unclosed (a
+    # ResourceWarning) when sys.stderr has no file descriptor
     with (
-        contextlib.redirect_stdout(io.StringIO()),
-        contextlib.redirect_stderr(io.StringIO()),
+        tempfile.TemporaryFile(mode="w+") as out,
+        tempfile.TemporaryFile(mode="w+") as err,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
         _file_descriptors_silenced(),
     ):
         yield
