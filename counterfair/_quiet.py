@@ -10,3 +10,8 @@ import warnings
 warnings.filterwarnings(
     "ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning
 )
+# httpstan (PyStan's server) stores its state under string keys, which aiohttp >= 3.9
+# warns about on every run; it is httpstan's to change, not the user's
+warnings.filterwarnings(
+    "ignore", message="It is recommended to use web.AppKey", category=UserWarning
+)

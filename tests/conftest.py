@@ -128,3 +128,15 @@ def regen_tool() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(autouse=True)
+def _counterfair_logger_restored() -> Iterator[None]:
+    """A test that runs the command line in-process (which calls ``logs.console``) leaves
+    counterfair's logger as it found it, so later tests see a library user's defaults."""
+    import logging
+
+    logger = logging.getLogger("counterfair")
+    state = (list(logger.handlers), logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = state

@@ -65,7 +65,8 @@ def test_law_school_quick_mode_runs_end_to_end(tmp_path):
     assert main(["law-school", "--data-dir", str(DATA_DIR), "--quick", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
     assert set(results["rmse"]) == {
-        "Full", "Unaware", "Fair K (authors' code)", "Fair K (Algorithm 1)", "Fair Add",
+        "Full", "Unaware", "Order-preserving (Full)", "Fair K (authors' code)",
+        "Fair K (Algorithm 1)", "Fair Add",
     }
     assert all(0.5 < v < 1.5 for v in results["rmse"].values())
     change = pd.read_csv(out / "counterfactual_change.csv")

@@ -141,7 +141,9 @@ def _timed(label: str, step: Callable[[], Any], timings: dict[str, float]) -> An
     start = time.perf_counter()
     result = step()
     timings[label] = time.perf_counter() - start
-    _log(f"{label}: {timings[label]:.1f} s")
+    # stages of a second or more on the console; the quick ones at DEBUG
+    level = logging.INFO if timings[label] >= 1.0 else logging.DEBUG
+    logger.log(level, "law-school: %s: %.1f s", label, timings[label])
     return result
 
 
