@@ -412,6 +412,7 @@ def counterfactual_frame(
     *,
     seed: int | None = None,
     coupling: Coupling = DEFAULT_COUPLING,
+    latent_shift: Mapping[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """Factual and counterfactual values of every node, per row and sample.
 
@@ -437,6 +438,10 @@ def counterfactual_frame(
         How discrete descendants whose parents changed share their noise with
         the factual world: abducted from the factual value and reused (default),
         or drawn afresh (see the module docstring).
+    latent_shift : mapping, optional
+        Latent -> shift per row, ``(N,)`` or ``(S, N)``, added to the latent in the
+        counterfactual world only (a path from the intervened attribute to the latent
+        that the SCM assumed away; :func:`counterfair.sensitivity.sensitivity`).
 
     Returns
     -------
@@ -474,6 +479,7 @@ def counterfactual_frame(
         simulated_noise=simulated_noise,
         set_values=cf_set,
         coupling=coupling,
+        latent_shift=latent_shift,
     )
     frame = pd.concat(
         [

@@ -39,12 +39,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
-from counterfair.counterfactual import (
-    _long_frame,
-    do_codes,
-    propagate,
-    simulate_missing,
-)
+from counterfair.counterfactual import counterfactual_frame
 from counterfair.learning import Predictor, counterfactual_predictions
 from counterfair.posterior import Abduction, Fit
 
@@ -91,37 +86,9 @@ def shifted_frame(
     pandas.DataFrame
         The long frame of :func:`counterfair.counterfactual.counterfactual_frame`.
     """
-    scm = fit.scm
-    rng = np.random.default_rng(seed)
-    cf_codes = do_codes(fit, do, abduction.data)
-    simulated, simulated_noise = simulate_missing(scm, abduction, rng)
-    factual_values: dict[str, np.ndarray] = {**abduction.latents}
-    factual_values.update({k: v[None, :] for k, v in abduction.observed.items()})
-    factual_values.update(simulated)
-    noise = {**abduction.noise(scm), **simulated_noise}
-    cf_values = propagate(
-        scm,
-        abduction,
-        cf_codes,
-        rng,
-        simulated=simulated,
-        simulated_noise=simulated_noise,
-        coupling="monotone",
-        latent_shift=shift,
+    return counterfactual_frame(
+        fit, abduction, do, seed=seed, coupling="monotone", latent_shift=shift
     )
-    frame = pd.concat(
-        [
-            _long_frame(scm, fit, abduction, WORLD_FACTUAL, abduction.codes, factual_values, noise),
-            _long_frame(scm, fit, abduction, WORLD_COUNTERFACTUAL, cf_codes, cf_values, noise),
-        ],
-        ignore_index=True,
-    )
-    frame.attrs["do"] = {
-        k: (v if isinstance(v, str) else list(np.asarray(v))) for k, v in do.items()
-    }
-    frame.attrs["simulated"] = sorted(simulated)
-    frame.attrs["coupling"] = "monotone"
-    return frame
 
 
 def prior_scale_weights(
