@@ -53,8 +53,6 @@ SENSITIVITY_COLUMNS = (
     "mean_change",
     "min_ess_share",
 )
-WORLD_COUNTERFACTUAL = "counterfactual"
-WORLD_FACTUAL = "factual"
 
 
 def shifted_frame(
