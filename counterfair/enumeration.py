@@ -201,11 +201,23 @@ class DiscreteSCM:
             relevant |= nx.ancestors(self._graph, node)
         order = [n for n in self._order if n in relevant]
         noise_nodes = [n for n in order if isinstance(self._specs[n], DiscreteNoise)]
+        noise_specs = [self._specs[n] for n in noise_nodes]
+        exact = all(isinstance(spec, DiscreteNoise) and spec.exact for spec in noise_specs)
+        # Exact probabilities become integers over a per-node common denominator, so the
+        # enumeration adds and multiplies ints (fast) and divides once at the end.
+        denominator = 1
         supports: list[list[tuple[Hashable, Any]]] = []
-        for node in noise_nodes:
-            spec = self._specs[node]
+        for node, spec in zip(noise_nodes, noise_specs, strict=True):
             assert isinstance(spec, DiscreteNoise)
-            supports.append([(lv, p) for lv, p in spec.probabilities.items() if p > 0])
+            probs = spec.probabilities
+            scale = math.lcm(*(Fraction(p).denominator for p in probs.values())) if exact else 1
+            denominator *= scale
+            support = [(lv, int(p * scale) if exact else float(p)) for lv, p in probs.items()]
+            # evidence on a noise root holds in every world: keep only its observed level
+            keep = [(lv, p) for lv, p in support if p > 0]
+            if node in evidence:
+                keep = [(lv, p) for lv, p in keep if lv == evidence[node]]
+            supports.append(keep)
         n_states = math.prod(len(s) for s in supports)
         if n_states > max_states:
             raise SCMError(
@@ -213,24 +225,23 @@ class DiscreteSCM:
                 f"{noise_nodes}), more than max_states={max_states}; raise max_states or "
                 "shrink the model"
             )
-        exact = all(
-            isinstance(spec, DiscreteNoise) and spec.exact
-            for spec in (self._specs[n] for n in noise_nodes)
-        )
-        cache: dict[tuple[Hashable, tuple[Any, ...]], Any] = {}
+        plan = [
+            (node, spec, self._parents[node])
+            for node in order
+            if isinstance(spec := self._specs[node], Deterministic)
+        ]
+        action_plan = [step for step in plan if step[0] not in action]
+        cache: dict[tuple[Any, ...], Any] = {}
 
-        def solve(state: dict[Hashable, Any], setting: Mapping[Hashable, Any]) -> None:
-            for node in order:
-                if node in setting:
-                    state[node] = setting[node]
-                    continue
-                spec = self._specs[node]
-                if isinstance(spec, Deterministic):
-                    parents = self._parents[node]
-                    key = (node, tuple(state[p] for p in parents))
-                    if key not in cache:
-                        cache[key] = spec.evaluate(node, {p: state[p] for p in parents})
-                    state[node] = cache[key]
+        def solve(state: dict[Hashable, Any], steps: list) -> dict[Hashable, Any]:
+            for node, spec, parents in steps:
+                key = (node, *(state[p] for p in parents))
+                value = cache.get(key, cache)
+                if value is cache:
+                    value = spec.evaluate(node, {p: state[p] for p in parents})
+                    cache[key] = value
+                state[node] = value
+            return state
 
         totals: dict[Hashable, Any] = {level: 0 for level in self._specs[target].levels}
         evidence_mass: Any = 0
@@ -239,23 +250,27 @@ class DiscreteSCM:
             noise_state: dict[Hashable, Any] = {}
             for node, (level, p) in zip(noise_nodes, combo, strict=True):
                 noise_state[node] = level
-                weight = weight * p
+                weight *= p
             if evidence:
-                factual = dict(noise_state)
-                solve(factual, {})
+                factual = solve(dict(noise_state), plan)
                 if any(factual[n] != v for n, v in evidence.items()):
                     continue
-                evidence_mass = evidence_mass + weight
-            world = dict(noise_state)
-            solve(world, action)
-            totals[world[target]] = totals[world[target]] + weight
+                evidence_mass += weight
+                if not action:
+                    totals[factual[target]] += weight
+                    continue
+            world = solve({**noise_state, **action}, action_plan)
+            totals[world[target]] += weight
         if evidence:
             if evidence_mass == 0:
                 raise DataError(
                     f"the evidence given={dict(evidence)!r} has probability 0 under the "
                     "model; counterfactuals conditioned on it are undefined"
                 )
-            totals = {level: mass / evidence_mass for level, mass in totals.items()}
-        values = [Fraction(v) if exact else float(v) for v in totals.values()]
+            denominator = evidence_mass
+        if exact:
+            values: list[Any] = [Fraction(v, denominator) for v in totals.values()]
+        else:
+            values = [float(v) / denominator for v in totals.values()]
         index = pd.Index(list(totals), name=target, dtype=object)
         return pd.Series(values, index=index, dtype=object, name="probability")

@@ -123,6 +123,9 @@ def brute_force(given: dict, do: dict, target: str) -> dict:
         ("A", {"W": 2}, {}),
         ("W", {"W": 0}, {"C": 1}),
         ("M", {"Z": "no"}, {"A": 2}),
+        ("W", {"A": 1, "Z": "no"}, {"A": 0}),
+        ("C", {"C": 1, "W": 2}, {"M": 1}),
+        ("M", {"W": 1}, {"M": 1}),
     ],
 )
 def test_matches_brute_force_enumeration(target: str, given: dict, do: dict) -> None:
@@ -132,6 +135,26 @@ def test_matches_brute_force_enumeration(target: str, given: dict, do: dict) -> 
     for level, prob in got.items():
         assert prob == expected.get(level, 0), (level, prob, expected)
     assert set(expected) <= set(got.index)
+
+
+def test_mixed_float_and_fraction_probabilities_give_floats() -> None:
+    g = nx.DiGraph([("U", "X"), ("V", "X")])
+    g.nodes["U"]["spec"] = cf.DiscreteNoise({0: Fraction(1, 3), 1: Fraction(2, 3)})
+    g.nodes["V"]["spec"] = cf.DiscreteNoise({0: 0.25, 1: 0.75})
+    g.nodes["X"]["spec"] = cf.Deterministic(lambda U, V: U * V, levels=[0, 1])
+    result = cf.DiscreteSCM(g).query("X")
+    assert isinstance(result[1], float)
+    assert abs(result[1] - 0.5) < 1e-12
+
+
+def test_evidence_on_a_zero_probability_noise_level_is_refused() -> None:
+    g = nx.DiGraph([("U", "X")])
+    g.nodes["U"]["spec"] = cf.DiscreteNoise({0: Fraction(0), 1: Fraction(1)})
+    g.nodes["X"]["spec"] = cf.Deterministic(lambda U: U, levels=[0, 1])
+    m = cf.DiscreteSCM(g)
+    assert list(m.query("X")) == [0, 1]
+    with pytest.raises(cf.DataError, match=r"given=\{'U': 0\} has probability 0"):
+        m.query("X", given={"U": 0}, do={"U": 1})
 
 
 def test_mapping_call_style_allows_non_identifier_names() -> None:
