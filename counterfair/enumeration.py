@@ -171,7 +171,8 @@ class DiscreteSCM:
         max_states : int
             Largest number of joint noise states to enumerate (product of the numbers
             of levels of positive probability of the noise roots that are ancestors of
-            ``target``, ``given`` or ``do`` nodes). Larger models are refused.
+            ``target``, ``given`` or ``do`` nodes; a noise root in ``given`` counts
+            once). Larger queries are refused.
 
         Returns
         -------
