@@ -12,6 +12,8 @@ from counterfair._version import __version__
 from counterfair.baselines_order import DemographicParityClassifier, OrderPreservingPredictor
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets_tabular import load_adult, load_compas
+from counterfair.discrete import Deterministic, DiscreteNoise
+from counterfair.enumeration import DiscreteSCM
 from counterfair.errors import (
     ConvergenceWarning,
     DataError,
@@ -53,6 +55,9 @@ __all__ = [
     "ConvergenceWarning",
     "DataError",
     "DemographicParityClassifier",
+    "Deterministic",
+    "DiscreteNoise",
+    "DiscreteSCM",
     "FairLearner",
     "FairnessError",
     "Fit",
