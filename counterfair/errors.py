@@ -42,6 +42,17 @@ UNKNOWN_SPEC = (
     "(Protected, Latent, or an observed family registered in counterfair.families, "
     "such as Normal, Poisson or Bernoulli)"
 )
+DISCRETE_SPEC_IN_STAN_SCM = (
+    "node {node!r} has spec {kind}, a finite discrete spec with given probabilities, which "
+    "cannot be compiled to Stan or fitted; declare the model with cf.DiscreteSCM(graph) and "
+    "use its query() for exact interventional and counterfactual distributions"
+)
+NOT_FINITE_FOR_QUERY = (
+    "SCM.query enumerates finite discrete SCMs only; node {node!r} has spec {kind}, which "
+    "is not finite with given probabilities (its distribution has parameters to fit); "
+    "declare DiscreteNoise/Deterministic nodes in a cf.DiscreteSCM to query exactly, or "
+    "fit this SCM and use Fit.interventional / Fit.counterfactual"
+)
 PROTECTED_WITH_PARENT = (
     "protected node {node!r} has parent(s) {parents}; protected attributes must be roots"
 )

@@ -375,6 +375,29 @@ class SCM:
             return_latents=return_latents,
         )
 
+    # ------------------------------------------------------------------ exact queries
+    def query(self, target: str, **options: Any) -> pd.Series:
+        """Exact queries are for finite discrete SCMs: always raises here.
+
+        An ``SCM`` holds Protected, Latent and Stan-family nodes, whose distributions
+        have parameters to fit, so it cannot be enumerated. Declare
+        :class:`~counterfair.DiscreteNoise` and :class:`~counterfair.Deterministic`
+        nodes in a :class:`~counterfair.DiscreteSCM` and call its ``query``.
+
+        Raises
+        ------
+        SCMError
+            Naming the first node (in topological order) that is not finite with
+            given probabilities.
+        """
+        node = next(
+            (n for n in self._order if not isinstance(self._specs[n], Protected)),
+            self._order[0],
+        )
+        raise errors.SCMError(
+            errors.NOT_FINITE_FOR_QUERY.format(node=node, kind=type(self._specs[node]).__name__)
+        )
+
     def __repr__(self) -> str:
         parts = [f"{n}: {type(self._specs[n]).__name__}" for n in self._order]
         return f"SCM({', '.join(parts)}; {self._graph.number_of_edges()} edges)"

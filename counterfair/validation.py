@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
+from counterfair.discrete import Deterministic, DiscreteNoise
 from counterfair.families import FAMILIES, family_of
 from counterfair.specs import SPEC_KEY, Latent, NodeSpec, Observed, Protected
 
@@ -61,6 +62,10 @@ def validate_specs(graph: nx.DiGraph) -> dict[str, NodeSpec]:
         spec = attrs.get(SPEC_KEY)
         if spec is None:
             raise errors.SCMError(errors.MISSING_SPEC.format(node=node))
+        if isinstance(spec, DiscreteNoise | Deterministic):
+            raise errors.SCMError(
+                errors.DISCRETE_SPEC_IN_STAN_SCM.format(node=node, kind=type(spec).__name__)
+            )
         if not isinstance(spec, Protected | Latent | Observed):
             raise errors.SCMError(errors.UNKNOWN_SPEC.format(node=node, spec=spec))
         if isinstance(spec, Observed) and spec.family not in FAMILIES:

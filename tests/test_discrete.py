@@ -260,3 +260,22 @@ def test_bad_queries_name_what_is_wrong() -> None:
     assert isinstance(m.query("Y", max_states=16), pd.Series)
     with pytest.raises(cf.DataError, match="max_states"):
         m.query("Y", max_states=0)
+
+
+def test_stan_scm_refuses_discrete_specs_and_exact_queries() -> None:
+    """cf.SCM (the Stan pipeline) names a discrete node it cannot compile, and its query
+    names the node that is not finite; the discrete model answers the same question."""
+    g = nx.DiGraph([("race", "Y"), ("U", "Y")])
+    g.nodes["race"]["spec"] = cf.Protected()
+    g.nodes["U"]["spec"] = cf.DiscreteNoise({0: HALF, 1: HALF})
+    g.nodes["Y"]["spec"] = cf.Normal()
+    with pytest.raises(cf.SCMError, match=r"node 'U' has spec DiscreteNoise.*cf\.DiscreteSCM"):
+        cf.SCM(g)
+    g.nodes["U"]["spec"] = cf.Latent()
+    g.nodes["Y"]["spec"] = cf.Deterministic(lambda race, U: U, levels=[0, 1])
+    with pytest.raises(cf.SCMError, match=r"node 'Y' has spec Deterministic.*compiled to Stan"):
+        cf.SCM(g)
+    g.nodes["Y"]["spec"] = cf.Normal()
+    glm = cf.SCM(g)
+    with pytest.raises(cf.SCMError, match=r"node 'U' has spec Latent, which is not finite"):
+        glm.query("Y", given={"race": 0})
