@@ -42,6 +42,8 @@ from counterfair.scm_document import scm_to_dict
 from counterfair.scm_file import read_scm, scm_from_dict, write_scm
 from counterfair.sensitivity import plot_sensitivity, sensitivity
 from counterfair.specs import SPEC_KEY, Latent, Prior, Protected
+from counterfair.errors import IdentificationWarning, LOOWarning
+from counterfair.loo import compare
 
 __all__ = [
     "SCM",
@@ -87,4 +89,7 @@ __all__ = [
     "sensitivity",
     "unaware_predictor",
     "write_scm",
+    "IdentificationWarning",
+    "LOOWarning",
+    "compare",
 ]

@@ -321,6 +321,17 @@ class Fit:
         table.attrs["divergences"] = self.diagnostics.divergences
         return table
 
+    def loo(self, **options: Any) -> pd.DataFrame:
+        """PSIS-LOO with each row's latents integrated out (:func:`counterfair.loo.loo`).
+
+        ``options``: ``method`` (``"quadrature"`` or ``"importance"``), ``nodes``,
+        ``n_draws``, ``seed``. Returns a one-row frame with ``elpd_loo``, ``se``,
+        ``p_loo``, ``n_bad_k`` and ``integration``.
+        """
+        from counterfair.loo import loo
+
+        return loo(self, **options)
+
     def params(self) -> ParamDraws:
         """Every posterior draw of the structural parameters (chains stacked)."""
         return ParamDraws.from_posterior(self.idata.posterior, self.scm.parameter_names())
