@@ -16,6 +16,8 @@ from counterfair.errors import (
     ConvergenceWarning,
     DataError,
     FairnessError,
+    IdentificationWarning,
+    LOOWarning,
     ScaleWarning,
     SCMError,
 )
@@ -34,6 +36,7 @@ from counterfair.learning import (
     full_predictor,
     unaware_predictor,
 )
+from counterfair.loo import compare
 from counterfair.posterior import Abduction, Fit
 from counterfair.ppc_results import PosteriorPredictiveCheck
 from counterfair.saving import load
@@ -42,8 +45,6 @@ from counterfair.scm_document import scm_to_dict
 from counterfair.scm_file import read_scm, scm_from_dict, write_scm
 from counterfair.sensitivity import plot_sensitivity, sensitivity
 from counterfair.specs import SPEC_KEY, Latent, Prior, Protected
-from counterfair.errors import IdentificationWarning, LOOWarning
-from counterfair.loo import compare
 
 __all__ = [
     "SCM",
@@ -58,6 +59,8 @@ __all__ = [
     "FairLearner",
     "FairnessError",
     "Fit",
+    "IdentificationWarning",
+    "LOOWarning",
     "Latent",
     "NegativeBinomial",
     "Normal",
@@ -71,6 +74,7 @@ __all__ = [
     "ScaleWarning",
     "__version__",
     "audit",
+    "compare",
     "counterfactual_predictions",
     "datasets",
     "datasets_tabular",
@@ -89,7 +93,4 @@ __all__ = [
     "sensitivity",
     "unaware_predictor",
     "write_scm",
-    "IdentificationWarning",
-    "LOOWarning",
-    "compare",
 ]

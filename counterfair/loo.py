@@ -121,8 +121,11 @@ def _block_rows(n_sets: int, n_rows: int, k: int) -> list[slice]:
 
 
 def _latent_free_terms(
-    scm: SCM, params: ParamDraws, codes: Mapping[str, np.ndarray],
-    observed: Mapping[str, np.ndarray], n: int,
+    scm: SCM,
+    params: ParamDraws,
+    codes: Mapping[str, np.ndarray],
+    observed: Mapping[str, np.ndarray],
+    n: int,
 ) -> np.ndarray:
     reference = scm.coding == "reference"
     total = np.zeros((params.n, n))
@@ -136,8 +139,12 @@ def _latent_free_terms(
 
 
 def _quadrature(
-    scm: SCM, params: ParamDraws, codes: Mapping[str, np.ndarray],
-    observed: Mapping[str, np.ndarray], n: int, nodes: int,
+    scm: SCM,
+    params: ParamDraws,
+    codes: Mapping[str, np.ndarray],
+    observed: Mapping[str, np.ndarray],
+    n: int,
+    nodes: int,
 ) -> np.ndarray:
     reference = scm.coding == "reference"
     total = _latent_free_terms(scm, params, codes, observed, n)
@@ -167,8 +174,12 @@ def _quadrature(
 
 
 def _importance(
-    scm: SCM, params: ParamDraws, codes: Mapping[str, np.ndarray],
-    observed: Mapping[str, np.ndarray], n: int, draws: np.ndarray,
+    scm: SCM,
+    params: ParamDraws,
+    codes: Mapping[str, np.ndarray],
+    observed: Mapping[str, np.ndarray],
+    n: int,
+    draws: np.ndarray,
 ) -> np.ndarray:
     reference = scm.coding == "reference"
     m = draws.shape[-1]
@@ -180,8 +191,9 @@ def _importance(
     log_f = np.zeros((params.n, n * m))
     for node in scm.observed:
         eq = scm.equations[node]
-        eta = linear_predictor(eq, params, values, codes_k, reference_coding=reference,
-                               n_rows=n * m)
+        eta = linear_predictor(
+            eq, params, values, codes_k, reference_coding=reference, n_rows=n * m
+        )
         log_f = log_f + node_log_density(eq, params, eta, observed_k[node])
     return np.asarray(logsumexp(log_f.reshape(params.n, n, m), axis=-1) - np.log(m))
 
@@ -250,7 +262,7 @@ def pointwise_log_likelihood(
 def _log_likelihood_idata(fit: Fit, **options: Any) -> tuple[az.InferenceData, str]:
     params = fit.params()
     codes = fit.encoding.codes(fit.data)
-    observed = {k: np.asarray(v, dtype=float) for k, v in observed_values(fit.scm, fit.data).items()}
+    observed = observed_values(fit.scm, fit.data)
     method = options.pop("method", None) or integration_method(fit.scm)
     values = pointwise_log_likelihood(fit.scm, params, codes, observed, method=method, **options)
     posterior = fit.idata.posterior
@@ -332,11 +344,12 @@ def _check_comparable(fits: Mapping[str, Fit]) -> None:
                 f"({len(first.data)} vs {len(other.data)} rows; e.g. {list(missing[:5])} "
                 "in only one)"
             )
+        mine, theirs = (
+            observed_values(first.scm, first.data),
+            observed_values(other.scm, other.data),
+        )
         for column in sorted(a):
-            if not np.array_equal(
-                np.asarray(first.data[column], dtype=float),
-                np.asarray(other.data[column], dtype=float),
-            ):
+            if not np.array_equal(mine[column], theirs[column]):
                 raise errors.DataError(
                     f"cannot compare {names[0]!r} and {name!r}: column {column!r} has "
                     "different values"

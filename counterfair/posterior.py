@@ -17,6 +17,7 @@ from counterfair import errors, exact_abduction, scales, validation
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
+from counterfair.identification import convergence_hint
 from counterfair.logs import progress_enabled
 from counterfair.params import ParamDraws
 from counterfair.scm import SCM
@@ -786,7 +787,7 @@ def fit_scm(
         scm.latents,
         max_depth=int(sampler_args.get("max_depth", 10)),
     )
-    warn_on_problems(diagnostics)
+    warn_on_problems(diagnostics, rhat_hint=convergence_hint(scm))
     summary, *details = str(diagnostics).splitlines()
     logger.info("%s", summary)  # the problems themselves are warned (ConvergenceWarning)
     for line in details:
