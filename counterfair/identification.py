@@ -107,7 +107,7 @@ def findings(scm: SCM) -> pd.DataFrame:
             detail = (
                 f"{len(normal)} Normal indicators with free residual sds identify only the "
                 "product of their loadings"
-                if len(normal) == len(children) == 2
+                if len(normal) == len(children) == 2 and moments == 1
                 else f"its {len(children)} children give {moments} moment(s) for "
                 f"{loadings} loadings"
             )

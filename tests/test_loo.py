@@ -179,7 +179,7 @@ def test_compare_refuses_different_rows() -> None:
         seed=shifted(10),
         progress=False,
     )
-    with pytest.raises(cf.DataError, match="different rows.*400 vs 150"):
+    with pytest.raises(cf.DataError, match=r"different rows.*400 vs 150"):
         cf.compare({"full": full, "fewer": fewer})
 
 
