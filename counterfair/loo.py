@@ -20,8 +20,9 @@ Integration
   :func:`counterfair.exact_abduction.supports_exact`), the integral factorises
   into one 1-D integral per latent over its children. Each is computed by
   adaptive Gauss-Hermite quadrature with :data:`HERMITE_NODES` nodes centred at
-  the latent's posterior mean and scaled by its posterior sd (both from exact
-  abduction). For Normal children it is exact (the integrand is Gaussian).
+  the latent's posterior mode and scaled by its Laplace sd (both from exact
+  abduction, :func:`counterfair.exact_abduction.laplace_approximation`). For
+  Normal children it is exact (the integrand is Gaussian).
 * ``"importance"``: otherwise, importance sampling from the latents' prior with
   ``n_draws`` draws per row (default :data:`IMPORTANCE_DRAWS`) and a seed;
   its Monte Carlo error grows when a row pins its latents down tightly.
@@ -46,13 +47,13 @@ from counterfair import errors, exact_abduction
 from counterfair.equations import linear_predictor, sigma_of
 from counterfair.families.base import CountFamily
 from counterfair.params import ParamDraws
+from counterfair.posterior import Fit, register_loo
 from counterfair.scm import SCM
 from counterfair.specs import Latent
 from counterfair.stan.data import observed_values
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation
-    from counterfair.posterior import Fit
 
 HERMITE_NODES = 40
 """Gauss-Hermite nodes per latent, row and draw (adaptive: centred on the posterior)."""
@@ -148,7 +149,7 @@ def _quadrature(
 ) -> np.ndarray:
     reference = scm.coding == "reference"
     total = _latent_free_terms(scm, params, codes, observed, n)
-    moments = exact_abduction.posterior_moments(scm, params, codes, observed, scm.observed)
+    moments = exact_abduction.laplace_approximation(scm, params, codes, observed, scm.observed)
     x, w = np.polynomial.hermite.hermgauss(nodes)
     log_w = np.log(w) + x**2  # exp(x^2) undoes the Hermite weight
     codes_k = {k: _tile(v, nodes) for k, v in codes.items()}
@@ -395,3 +396,6 @@ def compare(fits: Mapping[str, Fit], **options: Any) -> pd.DataFrame:
     table["n_bad_k"] = [bad[name] for name in table.index]
     table["integration"] = [methods[name] for name in table.index]
     return table
+
+
+register_loo(loo)  # Fit.loo calls it; counterfair.posterior does not import this module

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -329,9 +329,9 @@ class Fit:
         ``n_draws``, ``seed``. Returns a one-row frame with ``elpd_loo``, ``se``,
         ``p_loo``, ``n_bad_k`` and ``integration``.
         """
-        from counterfair.loo import loo
-
-        return loo(self, **options)
+        if _LOO is None:  # pragma: no cover - set whenever the package is imported
+            raise RuntimeError("counterfair.loo has not been imported")
+        return _LOO(self, **options)
 
     def params(self) -> ParamDraws:
         """Every posterior draw of the structural parameters (chains stacked)."""
@@ -701,6 +701,17 @@ class Fit:
 
 
 _ADAPTATION_ARGS = ("stepsize", "init_phase", "metric_window", "term_phase", "inv_metric")
+
+
+_LOO: Callable[..., pd.DataFrame] | None = None
+"""``counterfair.loo.loo``, registered by that module when the package is imported: it
+imports this module (the pipeline's order), so this module does not import it back."""
+
+
+def register_loo(function: Callable[..., pd.DataFrame]) -> None:
+    """Make :meth:`Fit.loo` call ``function`` (done by :mod:`counterfair.loo`)."""
+    global _LOO
+    _LOO = function
 
 
 def _warm_start(
