@@ -199,3 +199,26 @@ def test_logsumexp_is_used_stably_for_far_rows() -> None:
     got = pointwise_log_likelihood(fit.scm, params, codes, far)
     assert np.all(np.isfinite(got)) and np.all(got < -100)
     assert logsumexp(got) < 0
+
+
+def test_an_outlying_row_gets_a_pareto_k_warning_naming_it() -> None:
+    """Y of row 0 moved 12 (30 residual sds): that row's PSIS estimate is flagged."""
+    data = linear_gaussian_data().drop(columns="U").iloc[:60].copy()
+    data.iloc[0, data.columns.get_loc("Y")] += 12.0
+    fit = quietly(
+        linear_gaussian_fit().fit.scm.fit,
+        data,
+        chains=2,
+        warmup=300,
+        draws=300,
+        seed=shifted(12),
+        progress=False,
+    )
+    with pytest.warns(cf.LOOWarning) as caught:
+        table = fit.loo()
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "1 row(s) have Pareto k > 0.7 (rows [0])" in message
+    assert "moment matching" in message and "K-fold" in message
+    assert table.loc[0, "n_bad_k"] == 1
+    assert table.attrs["pareto_k"].idxmax() == 0
