@@ -45,7 +45,7 @@ from counterfair.specs import Observed
 if TYPE_CHECKING:
     from counterfair.scm import SCM
 
-COLUMNS = ["latent", "status", "reason", "remedy"]
+COLUMNS = ["latent", "problem", "reason", "remedy"]
 
 _REMEDY = (
     "add a third indicator (child) of {latent!r}, fix a child's residual sd "
@@ -80,7 +80,7 @@ def findings(scm: SCM) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``latent``, ``status`` (``"not identified"`` or ``"weak"``),
+        Columns ``latent``, ``problem`` (``"not identified"`` or ``"weak"``),
         ``reason`` and ``remedy``.
     """
     rows: list[dict[str, str]] = []
@@ -92,7 +92,7 @@ def findings(scm: SCM) -> pd.DataFrame:
             rows.append(
                 {
                     "latent": latent,
-                    "status": "not identified" if moments < loadings else "weak",
+                    "problem": "not identified" if moments < loadings else "weak",
                     "reason": f"a single child ({children[0]!r}): its loading is confounded "
                     "with the child's own noise",
                     "remedy": remedy,
@@ -112,7 +112,7 @@ def findings(scm: SCM) -> pd.DataFrame:
                 f"{loadings} loadings"
             )
             rows.append(
-                {"latent": latent, "status": "not identified", "reason": detail, "remedy": remedy}
+                {"latent": latent, "problem": "not identified", "reason": detail, "remedy": remedy}
             )
     seen: dict[frozenset[str], str] = {}
     for latent in scm.latents:
@@ -121,7 +121,7 @@ def findings(scm: SCM) -> pd.DataFrame:
             rows.append(
                 {
                     "latent": latent,
-                    "status": "not identified",
+                    "problem": "not identified",
                     "reason": f"same children as latent {seen[key]!r} ({sorted(key)}): the two "
                     "can be rotated into each other",
                     "remedy": f"merge {latent!r} and {seen[key]!r}, or give one of them a "
@@ -136,7 +136,7 @@ def findings(scm: SCM) -> pd.DataFrame:
 def message(row: pd.Series) -> str:
     """One finding as a sentence: latent, reason and remedy."""
     return (
-        f"latent {row['latent']!r} is {row['status']}: {row['reason']}; "
+        f"latent {row['latent']!r} is {row['problem']}: {row['reason']}; "
         f"to identify it, {row['remedy']}"
     )
 

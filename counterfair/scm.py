@@ -150,7 +150,7 @@ class SCM:
         Returns
         -------
         pandas.DataFrame
-            Columns ``latent``, ``status``, ``reason``, ``remedy``; empty when none.
+            Columns ``latent``, ``problem``, ``reason``, ``remedy``; empty when none.
         """
         return identification.findings(self)
 

@@ -40,7 +40,7 @@ def test_two_normal_indicators_identify_only_the_product_of_loadings() -> None:
     assert "product of their loadings" in message
     assert "add a third indicator" in message and "fix a child's residual sd" in message
     table = scm.identification()
-    assert table[["latent", "status"]].values.tolist() == [["U", "not identified"]]
+    assert table[["latent", "problem"]].values.tolist() == [["U", "not identified"]]
 
 
 def test_three_normal_indicators_or_a_fixed_sd_identify_the_latent() -> None:
