@@ -18,6 +18,8 @@ from counterfair.errors import (
     ConvergenceWarning,
     DataError,
     FairnessError,
+    IdentificationWarning,
+    LOOWarning,
     ScaleWarning,
     SCMError,
 )
@@ -36,6 +38,7 @@ from counterfair.learning import (
     full_predictor,
     unaware_predictor,
 )
+from counterfair.loo import compare
 from counterfair.posterior import Abduction, Fit
 from counterfair.ppc_results import PosteriorPredictiveCheck
 from counterfair.saving import load
@@ -61,6 +64,8 @@ __all__ = [
     "FairLearner",
     "FairnessError",
     "Fit",
+    "IdentificationWarning",
+    "LOOWarning",
     "Latent",
     "NegativeBinomial",
     "Normal",
@@ -74,6 +79,7 @@ __all__ = [
     "ScaleWarning",
     "__version__",
     "audit",
+    "compare",
     "counterfactual_predictions",
     "datasets",
     "datasets_tabular",

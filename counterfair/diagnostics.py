@@ -140,9 +140,16 @@ def diagnose(
     )
 
 
-def warn_on_problems(diagnostics: Diagnostics, what: str = "the SCM fit") -> None:
-    """Emit one :class:`ConvergenceWarning` per problem found."""
+def warn_on_problems(
+    diagnostics: Diagnostics, what: str = "the SCM fit", *, rhat_hint: str | None = None
+) -> None:
+    """Emit one :class:`ConvergenceWarning` per problem found.
+
+    ``rhat_hint`` (e.g. the SCM's identification problems) is appended to R-hat problems.
+    """
     for problem in diagnostics.problems():
+        if rhat_hint is not None and "R-hat" in problem:
+            problem = f"{problem}; {rhat_hint}"
         warnings.warn(f"{what}: {problem}", ConvergenceWarning, stacklevel=3)
 
 

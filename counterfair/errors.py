@@ -32,6 +32,14 @@ class ScaleWarning(UserWarning):
     """
 
 
+class LOOWarning(UserWarning):
+    """PSIS-LOO is unreliable for some rows (Pareto k > 0.7); the message names them."""
+
+
+class IdentificationWarning(UserWarning):
+    """A latent of the SCM is not identified, or only weakly (:meth:`SCM.identification`)."""
+
+
 # graph and specs
 NOT_A_DIGRAPH = "an SCM is declared on a networkx.DiGraph, got {type}"
 EMPTY_GRAPH = "the causal graph has no nodes"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -17,6 +17,7 @@ from counterfair import errors, exact_abduction, scales, validation
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
+from counterfair.identification import convergence_hint
 from counterfair.logs import progress_enabled
 from counterfair.params import ParamDraws
 from counterfair.scm import SCM
@@ -320,6 +321,17 @@ class Fit:
         table = az.summary(self.idata, var_names=self.scm.parameter_names(), **kwargs)
         table.attrs["divergences"] = self.diagnostics.divergences
         return table
+
+    def loo(self, **options: Any) -> pd.DataFrame:
+        """PSIS-LOO with each row's latents integrated out (:func:`counterfair.loo.loo`).
+
+        ``options``: ``method`` (``"quadrature"`` or ``"importance"``), ``nodes``,
+        ``n_draws``, ``seed``. Returns a one-row frame with ``elpd_loo``, ``se``,
+        ``p_loo``, ``n_bad_k`` and ``integration``.
+        """
+        if _LOO is None:  # pragma: no cover - set whenever the package is imported
+            raise RuntimeError("counterfair.loo has not been imported")
+        return _LOO(self, **options)
 
     def params(self) -> ParamDraws:
         """Every posterior draw of the structural parameters (chains stacked)."""
@@ -691,6 +703,17 @@ class Fit:
 _ADAPTATION_ARGS = ("stepsize", "init_phase", "metric_window", "term_phase", "inv_metric")
 
 
+_LOO: Callable[..., pd.DataFrame] | None = None
+"""``counterfair.loo.loo``, registered by that module when the package is imported: it
+imports this module (the pipeline's order), so this module does not import it back."""
+
+
+def register_loo(function: Callable[..., pd.DataFrame]) -> None:
+    """Make :meth:`Fit.loo` call ``function`` (done by :mod:`counterfair.loo`)."""
+    global _LOO
+    _LOO = function
+
+
 def _warm_start(
     scm: SCM,
     data: pd.DataFrame,
@@ -775,7 +798,7 @@ def fit_scm(
         scm.latents,
         max_depth=int(sampler_args.get("max_depth", 10)),
     )
-    warn_on_problems(diagnostics)
+    warn_on_problems(diagnostics, rhat_hint=convergence_hint(scm))
     summary, *details = str(diagnostics).splitlines()
     logger.info("%s", summary)  # the problems themselves are warned (ConvergenceWarning)
     for line in details:

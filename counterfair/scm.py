@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import networkx as nx
 import pandas as pd
 
-from counterfair import errors, validation
+from counterfair import errors, identification, validation
 from counterfair.families import family_of
 from counterfair.layout import LatentTerm, NodeEquation, ObservedTerm, ProtectedTerm
 from counterfair.specs import Latent, NodeSpec, Observed, Protected
@@ -72,6 +72,7 @@ class SCM:
         )
         self._position = position
         self.equations: dict[str, NodeEquation] = self._build_equations()
+        identification.warn(self)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -137,6 +138,21 @@ class SCM:
             if source != node and nx.has_path(self._graph, source, node):
                 return [str(n) for n in nx.shortest_path(self._graph, source, node)]
         return None
+
+    def identification(self) -> pd.DataFrame:
+        """Latents that are not identified or only weakly, with the reason and a remedy.
+
+        The rules (children's moments against loadings, a single child, two latents
+        with the same children, the sign convention) are in
+        :mod:`counterfair.identification`; building the SCM warns
+        (:class:`~counterfair.IdentificationWarning`) for each row.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``latent``, ``problem``, ``reason``, ``remedy``; empty when none.
+        """
+        return identification.findings(self)
 
     def parameter_names(self) -> list[str]:
         """Names of all structural parameters (as in the Stan program and the posterior)."""

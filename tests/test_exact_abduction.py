@@ -488,3 +488,9 @@ def test_exact_matches_mcmc_with_negative_binomial_and_ordinal_children(
 ) -> None:
     fit = families_small_fit().fit
     _assert_exact_matches_mcmc(fit, families_data().drop(columns="U").iloc[300:400], condition_on)
+
+
+# Small SCMs built here to exercise code generation, simulation or validation include latents
+# that are not identified (e.g. two Normal children with free sds); SCM() warns about them
+# (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
+pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")

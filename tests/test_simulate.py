@@ -274,3 +274,9 @@ def test_unknown_level_in_protected_probs() -> None:
 def test_number_of_rows_must_be_positive(n: int) -> None:
     with pytest.raises(ValueError, match=re.escape(f"got {n}")):
         _sample(n=n)
+
+
+# Small SCMs built here to exercise code generation, simulation or validation include latents
+# that are not identified (e.g. two Normal children with free sds); SCM() warns about them
+# (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
+pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")

@@ -1,0 +1,153 @@
+"""Identification checks of latents (``SCM.identification`` and IdentificationWarning)."""
+
+from __future__ import annotations
+
+import warnings
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+from _models import law_level2_scm
+
+import counterfair as cf
+from counterfair.diagnostics import Diagnostics, warn_on_problems
+from counterfair.identification import convergence_hint
+
+
+def _scm(nodes: dict[str, object], edges: list[tuple[str, str]]) -> cf.SCM:
+    g = nx.DiGraph()
+    g.add_node("A", spec=cf.Protected())
+    for name, spec in nodes.items():
+        g.add_node(name, spec=spec)
+    g.add_edges_from(edges)
+    return cf.SCM(g)
+
+
+def _children(latent: str, children: list[str]) -> list[tuple[str, str]]:
+    return [(latent, c) for c in children] + [("A", c) for c in children]
+
+
+def test_two_normal_indicators_identify_only_the_product_of_loadings() -> None:
+    with pytest.warns(cf.IdentificationWarning) as caught:
+        scm = _scm(
+            {"U": cf.Latent(), "X1": cf.Normal(), "X2": cf.Normal()},
+            _children("U", ["X1", "X2"]),
+        )
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert message.startswith("latent 'U' is not identified: 2 Normal indicators")
+    assert "product of their loadings" in message
+    assert "add a third indicator" in message and "fix a child's residual sd" in message
+    table = scm.identification()
+    assert table[["latent", "problem"]].values.tolist() == [["U", "not identified"]]
+
+
+def test_three_normal_indicators_or_a_fixed_sd_identify_the_latent() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        three = _scm(
+            {"U": cf.Latent(), "X1": cf.Normal(), "X2": cf.Normal(), "X3": cf.Normal()},
+            _children("U", ["X1", "X2", "X3"]),
+        )
+        fixed = _scm(
+            {"U": cf.Latent(), "X1": cf.Normal(), "X2": cf.Normal(sigma=1.0)},
+            _children("U", ["X1", "X2"]),
+        )
+    assert three.identification().empty and fixed.identification().empty
+
+
+def test_a_single_child_warns() -> None:
+    with pytest.warns(
+        cf.IdentificationWarning,
+        match=r"latent 'U' is not identified: a single "
+        r"child \('X'\)",
+    ):
+        _scm({"U": cf.Latent(), "X": cf.Normal()}, _children("U", ["X"]))
+    with pytest.warns(cf.IdentificationWarning, match=r"latent 'U' is weak: a single child"):
+        _scm({"U": cf.Latent(), "C": cf.Poisson()}, _children("U", ["C"]))  # overdispersion only
+
+
+def test_two_latents_with_the_same_children_warn() -> None:
+    children = ["X1", "X2", "X3"]
+    with pytest.warns(cf.IdentificationWarning) as caught:
+        scm = _scm(
+            {"U": cf.Latent(), "V": cf.Latent(), **{c: cf.Normal() for c in children}},
+            _children("U", children) + [("V", c) for c in children],
+        )
+    messages = [str(w.message) for w in caught]
+    assert messages == [
+        "latent 'V' is not identified: same children as latent 'U' (['X1', 'X2', 'X3']): the "
+        "two can be rotated into each other; to identify it, merge 'V' and 'U', or give one "
+        "of them a child the other lacks"
+    ]
+    assert scm.identification()["latent"].tolist() == ["V"]
+
+
+def test_an_unobserved_confounder_of_two_normal_nodes_warns() -> None:
+    """U -> X, U -> Y, X -> Y with free sds: 3 moments for 5 parameters."""
+    with pytest.warns(cf.IdentificationWarning, match="its 2 children give 0 moment"):
+        _scm(
+            {"U": cf.Latent(), "X": cf.Normal(), "Y": cf.Normal()},
+            [*_children("U", ["X", "Y"]), ("X", "Y")],
+        )
+
+
+def test_law_school_level2_and_shipped_models_do_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for scm in (law_level2_scm(), cf.models.law_school_level2(), cf.models.law_school_level3()):
+            assert scm.identification().empty
+    assert law_level2_scm().children("K") == ("UGPA", "LSAT", "ZFYA")
+
+
+def test_bad_rhat_warning_points_to_the_identification_problem() -> None:
+    with pytest.warns(cf.IdentificationWarning):
+        scm = _scm(
+            {"U": cf.Latent(), "X1": cf.Normal(), "X2": cf.Normal()}, _children("U", ["X1", "X2"])
+        )
+    hint = convergence_hint(scm)
+    assert hint is not None and "['U']" in hint and "scm.identification()" in hint
+    assert convergence_hint(law_level2_scm()) is None
+    fit = _fit_two_indicators(scm)
+    bad_rhat = [m for m in fit if "R-hat" in m]
+    assert bad_rhat  # 150 draws on a ridge of loadings: R-hat above 1.01 (seed 3)
+    for message in bad_rhat:  # every R-hat warning of the fit names the problem
+        assert hint in message
+
+
+def _fit_two_indicators(scm: cf.SCM) -> list[str]:
+    """A short real fit of the unidentified SCM; its convergence warnings."""
+    rng = np.random.default_rng(5)
+    u = rng.standard_normal(150)
+    data = pd.DataFrame(
+        {
+            "A": rng.choice(["a", "b"], 150),
+            "X1": 0.9 * u + 0.5 * rng.standard_normal(150),
+            "X2": 0.7 * u + 0.5 * rng.standard_normal(150),
+        }
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scm.fit(data, chains=2, warmup=150, draws=150, seed=3, progress=False)
+    return [str(w.message) for w in caught if issubclass(w.category, cf.ConvergenceWarning)]
+
+
+def test_warn_on_problems_appends_the_hint_to_rhat_problems_only() -> None:
+    table = pd.DataFrame({"r_hat": [1.2], "ess_bulk": [10.0]}, index=["lambda_X1_U"])
+    diagnostics = Diagnostics(
+        max_rhat=1.2,
+        min_ess_bulk=10.0,
+        latent_max_rhat=float("nan"),
+        latent_min_ess_bulk=float("nan"),
+        divergences=0,
+        max_treedepth_hits=0,
+        table=table,
+        chains=2,
+        draws=100,
+    )
+    with pytest.warns(cf.ConvergenceWarning) as caught:
+        warn_on_problems(diagnostics, rhat_hint="HINT")
+    messages = [str(w.message) for w in caught]
+    assert any("R-hat" in m and m.endswith("; HINT") for m in messages)
+    assert all("HINT" not in m for m in messages if "R-hat" not in m)
