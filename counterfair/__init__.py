@@ -74,3 +74,7 @@ __all__ = [
     "models",
     "unaware_predictor",
 ]
+
+from counterfair.multiworld import MultiWorldLearner
+
+__all__ += ["MultiWorldLearner"]
