@@ -8,6 +8,8 @@
   fair recidivism classifier beside Full and Unaware, with its audit;
 * ``counterfair explanations --out DIR`` -- the explanation-based discrimination study
   (fairness measures against SHAP measures on Adult and COMPAS).
+* ``counterfair law-school-worlds [--quick] [--out DIR]`` -- one predictor fair with
+  respect to race in three law school SCMs at once (Russell et al. 2017).
 """
 
 from __future__ import annotations
@@ -182,6 +184,18 @@ def _compas_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("arguments", nargs=argparse.REMAINDER)
 
 
+def _law_school_worlds_parser(sub: argparse._SubParsersAction) -> None:
+    from counterfair.experiments.law_school_worlds import add_arguments
+
+    p = sub.add_parser(
+        "law-school-worlds",
+        help="law school: one predictor fair under three candidate SCMs (Russell et al. 2017)",
+        description="Fit three law school SCMs, sweep the multi-world penalty lam and write "
+        "test RMSE against the worst world's counterfactual change (table and plot).",
+    )
+    add_arguments(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``counterfair`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -193,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     _compile_parser(sub)
     _explanations_parser(sub)
     _compas_parser(sub)
+    _law_school_worlds_parser(sub)
     return parser
 
 
@@ -214,6 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_audit(args)
     if args.command == "compile":
         return _run_compile(args)
+    if args.command == "law-school-worlds":
+        from counterfair.experiments.law_school_worlds import run_from_arguments
+
+        return run_from_arguments(args)
     return 2
 
 

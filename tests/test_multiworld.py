@@ -9,6 +9,7 @@ coefficient of ``A`` on ``X`` in each posterior draw.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,9 @@ from scipy import optimize
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
+from counterfair import cli
 from counterfair.encoding import Encoding
+from counterfair.experiments.law_school_worlds import choose_lam
 from counterfair.multiworld import objective, penalty_matrix, solve, trade_off
 
 FEATURES = ["UGPA", "LSAT"]
@@ -215,3 +218,40 @@ def test_single_world_penalty_uses_that_worlds_draws(stan_backend: str) -> None:
     assert learner.intercept_ == pytest.approx(y.mean() - w * x.mean(), rel=1e-10)
     assert 2 * n * N_SAMPLES == delta.delta.shape[0]
     assert isinstance(learner.world_changes(), pd.DataFrame)
+
+
+# ---------------------------------------------------------------------- law school study
+def test_study_refuses_a_non_empty_out_and_negative_lams(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("keep")
+    with pytest.raises(SystemExit, match="is not empty"):
+        cli.main(["law-school-worlds", "--out", str(tmp_path), "--quick"])
+    assert (tmp_path / "mine.txt").read_text() == "keep"
+    with pytest.raises(SystemExit, match="--lams must be >= 0"):
+        cli.main(["law-school-worlds", "--out", str(tmp_path / "new"), "--lams", "0", "-1"])
+    assert not (tmp_path / "new").exists()
+
+
+def test_choose_lam_takes_the_fairest_within_the_rmse_budget() -> None:
+    table = pd.DataFrame(
+        {
+            "lam": [0.0, 1.0, 10.0, 100.0],
+            "rmse": [0.870, 0.872, 0.879, 0.890],
+            "worst_change": [0.5, 0.1, 0.01, 0.001],
+        }
+    )
+    assert choose_lam(table, rmse_budget=0.01) == 10.0
+    assert choose_lam(table, rmse_budget=0.001) == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.stan
+def test_study_quick_run_writes_the_table_and_plot(tmp_path: Path, stan_backend: str) -> None:
+    out = tmp_path / "worlds"
+    assert (
+        cli.main(["law-school-worlds", "--quick", "--out", str(out), "--lams", "0", "1", "100"])
+        == 0
+    )
+    table = pd.read_csv(out / "table.csv")
+    assert list(table["lam"]) == [0.0, 1.0, 100.0]
+    assert np.all(np.diff(table["worst_change"]) < 0)
+    assert {"table.md", "trade_off.png", "run.json"} <= {p.name for p in out.iterdir()}
