@@ -180,10 +180,14 @@ class MultiWorldLearner:
     seed : int, optional
         Seed of the counterfactual draws.
 
-    Attributes (after :meth:`fit`)
-    ------------------------------
-    coef_, intercept_ : the linear score ``x.coef_ + intercept_``.
-    differences_ : list of WorldDifferences (one per world, training rows).
+    Attributes
+    ----------
+    coef_ : numpy.ndarray
+        Weights of the linear score (after :meth:`fit`).
+    intercept_ : float
+        Its intercept.
+    differences_ : list of WorldDifferences
+        One per world, for the training rows.
     """
 
     def __init__(
