@@ -137,8 +137,10 @@ def world_differences(
     """
     deltas: list[np.ndarray] = []
     others: list[np.ndarray] = []
+    seed = fit.seed if seed is None else seed
+    abduction = fit.abduct(data, n_samples=n_samples, seed=seed)  # once, shared by the levels
     for level in levels[protected]:
-        frame = fit.counterfactual(data, {protected: level}, n_samples=n_samples, seed=seed)
+        frame = fit.counterfactual(data, {protected: level}, seed=seed, abduction=abduction)
         keys = ["row", "sample"]
         factual = frame[frame["world"] == "factual"].set_index(keys)
         counter = frame[frame["world"] == "counterfactual"].set_index(keys).reindex(factual.index)
