@@ -99,3 +99,7 @@ __all__ = [
     "unaware_predictor",
     "write_scm",
 ]
+
+from counterfair.multiworld import MultiWorldLearner
+
+__all__ += ["MultiWorldLearner"]

@@ -12,6 +12,8 @@
   own SCM file and CSV data (:mod:`counterfair.cli_run`).
 * ``counterfair adult-pscf [--data-dir DIR] [--out DIR] [--quick] [--force]`` -- the
   Adult path-specific counterfactual fairness study (Chiappa, 2019).
+* ``counterfair law-school-worlds [--quick] [--out DIR]`` -- one predictor fair with
+  respect to race in three law school SCMs at once (Russell et al. 2017).
 """
 
 from __future__ import annotations
@@ -231,6 +233,18 @@ def _adult_pscf_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("arguments", nargs=argparse.REMAINDER)
 
 
+def _law_school_worlds_parser(sub: argparse._SubParsersAction) -> None:
+    from counterfair.experiments.law_school_worlds import add_arguments
+
+    p = sub.add_parser(
+        "law-school-worlds",
+        help="law school: one predictor fair under three candidate SCMs (Russell et al. 2017)",
+        description="Fit three law school SCMs, sweep the multi-world penalty lam and write "
+        "test RMSE against the worst world's counterfactual change (table and plot).",
+    )
+    add_arguments(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``counterfair`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -246,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_run.add_learn_parser(sub)
     cli_run.add_counterfactual_parser(sub)
     _adult_pscf_parser(sub)
+    _law_school_worlds_parser(sub)
     return parser
 
 
@@ -282,6 +297,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_run.guarded(cli_run.run_learn, args)
     if args.command == "counterfactual":
         return cli_run.guarded(cli_run.run_counterfactual, args)
+    if args.command == "law-school-worlds":
+        from counterfair.experiments.law_school_worlds import run_from_arguments
+
+        return run_from_arguments(args)
     return 2
 
 
