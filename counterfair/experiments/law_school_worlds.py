@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import tempfile
 import time
@@ -33,11 +34,14 @@ import pandas as pd
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.experiments.arguments import check_data_dir, output_folder
 from counterfair.families import Normal, Poisson
+from counterfair.logs import console
 from counterfair.models import law_school_level2, law_school_level3
 from counterfair.multiworld import trade_off
 from counterfair.posterior import Fit
 from counterfair.scm import SCM
 from counterfair.specs import Latent, Protected
+
+logger = logging.getLogger(__name__)
 
 FEATURES = ["race", "sex", "UGPA", "LSAT"]
 LAMS: tuple[float, ...] = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)
@@ -167,7 +171,7 @@ def run(config: WorldsConfig) -> pd.DataFrame:
         train = law_school_subsample(train, config.train_rows, seed=config.seed)
     if config.test_rows is not None:
         test = law_school_subsample(test, config.test_rows, seed=config.seed)
-    print(f"{len(train)} training rows, {len(test)} test rows", flush=True)
+    logger.info("law-school-worlds: %d training rows, %d test rows", len(train), len(test))
     fits: list[Fit] = []
     diagnostics: dict[str, Any] = {}
     for name, (build, columns) in WORLDS.items():
@@ -186,7 +190,7 @@ def run(config: WorldsConfig) -> pd.DataFrame:
             "max_rhat": float(summary["r_hat"].max()),
             "min_ess_bulk": float(summary["ess_bulk"].min()),
         }
-        print(f"{name}: fitted in {diagnostics[name]['seconds']} s", flush=True)
+        logger.info("law-school-worlds: %s fitted in %s s", name, diagnostics[name]["seconds"])
     table = trade_off(
         fits,
         target="ZFYA",
@@ -215,7 +219,7 @@ def run(config: WorldsConfig) -> pd.DataFrame:
         "seconds": round(time.perf_counter() - start, 1),
     }
     _write(out / "run.json", json.dumps(run_info, indent=2, default=float))
-    print(table.to_string(index=False), flush=True)
+    logger.info("law-school-worlds:\n%s", table.to_string(index=False))
     return table
 
 
@@ -272,6 +276,7 @@ def run_from_arguments(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m counterfair.experiments.law_school_worlds``."""
+    console()  # the stages and the table on standard error (COUNTERFAIR_LOG sets the level)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     add_arguments(parser)
     return run_from_arguments(parser.parse_args(argv))
