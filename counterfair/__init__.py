@@ -7,7 +7,7 @@ propagate counterfactuals (prediction), learn counterfactually fair predictors
 """
 
 from counterfair import _quiet as _quiet  # first: hides third-party import noise
-from counterfair import audit, datasets, datasets_tabular, models
+from counterfair import audit, datasets, datasets_tabular, models, options
 from counterfair._version import __version__
 from counterfair.baselines_order import DemographicParityClassifier, OrderPreservingPredictor
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
@@ -39,6 +39,7 @@ from counterfair.learning import (
     unaware_predictor,
 )
 from counterfair.loo import compare
+from counterfair.options import get_options, set_options
 from counterfair.posterior import Abduction, Fit
 from counterfair.ppc_results import PosteriorPredictiveCheck
 from counterfair.saving import load
@@ -84,6 +85,7 @@ __all__ = [
     "datasets",
     "datasets_tabular",
     "full_predictor",
+    "get_options",
     "law_school_split",
     "law_school_subsample",
     "load",
@@ -91,11 +93,13 @@ __all__ = [
     "load_compas",
     "load_law_school",
     "models",
+    "options",
     "plot_sensitivity",
     "read_scm",
     "scm_from_dict",
     "scm_to_dict",
     "sensitivity",
+    "set_options",
     "unaware_predictor",
     "write_scm",
 ]
