@@ -107,3 +107,5 @@ __all__ = [
 from counterfair.multiworld import MultiWorldLearner
 
 __all__ += ["MultiWorldLearner"]
+
+from counterfair import dask_rows as dask_rows  # noqa: E402 - registers the Dask handlers

@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
 
-from counterfair import errors
+from counterfair import dispatch, errors
 from counterfair.counterfactual import Coupling, DoValue, check_coupling, noise_column
 from counterfair.families import family_of
 from counterfair.path_features import (
@@ -485,8 +485,11 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         fit, its latent and ``<node>:noise`` columns are used directly, one
         prediction per frame row; otherwise the inputs are abducted for each row
         (a plain latent column in ``X``, such as the true K of simulated data,
-        is ignored).
+        is ignored). A Dask DataFrame is predicted partition by partition
+        (:mod:`counterfair.dask_rows`) and gives the same NumPy array.
         """
+        if (handler := dispatch.handler_for("FairLearner.predict", X)) is not None:
+            return handler(self, X)
         scores = self._probabilities(X)
         if self._multiclass():  # the class of highest posterior expected probability
             return np.asarray(self.classes_)[np.argmax(scores, axis=-1)]
@@ -498,8 +501,11 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         """Class probabilities, averaged over the draws, shape ``(N, n_classes)``.
 
         Columns follow ``classes_``. Available for classification targets
-        (Bernoulli, ordinal and categorical nodes).
+        (Bernoulli, ordinal and categorical nodes). A Dask DataFrame is predicted
+        partition by partition (:mod:`counterfair.dask_rows`).
         """
+        if (handler := dispatch.handler_for("FairLearner.predict_proba", X)) is not None:
+            return handler(self, X)
         if not self._is_classifier():
             raise AttributeError(
                 "predict_proba is available for a classification target only "
@@ -609,7 +615,12 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        """Predictions of the fitted estimator (as floats when numeric; class labels else)."""
+        """Predictions of the fitted estimator (as floats when numeric; class labels else).
+
+        A Dask DataFrame is predicted partition by partition (:mod:`counterfair.dask_rows`).
+        """
+        if (handler := dispatch.handler_for("BaselinePredictor.predict", X)) is not None:
+            return handler(self, X)
         out = np.asarray(self.estimator_.predict(self._matrix(X)))
         return out.astype(float) if out.dtype.kind in "biuf" else out
 
@@ -626,6 +637,8 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
                 f"{type(self.estimator_).__name__} has no predict_proba; give the baseline "
                 "a classifier, e.g. estimator=LogisticRegression()"
             )
+        if (handler := dispatch.handler_for("BaselinePredictor.predict_proba", X)) is not None:
+            return handler(self, X)
         return np.asarray(self.estimator_.predict_proba(self._matrix(X)), dtype=float)
 
     @property
@@ -858,7 +871,18 @@ def counterfactual_predictions(
         (counterfactual minus factual; for labels of more than two classes,
         which are class indices here, 1 where the label differs and 0 where it
         does not) and the factual protected attributes.
+
+    A Dask DataFrame ``data`` runs partition by partition
+    (:func:`counterfair.dask_rows.dask_counterfactual_predictions`): give
+    ``rows_out=`` a folder for the parquet partitions (and ``overwrite=True`` to
+    replace a non-empty one); a Dask frame reading them is returned.
     """
+    if (handler := dispatch.handler_for("counterfactual_predictions", data)) is not None:
+        return handler(
+            fit, data, do, predictor, n_samples=n_samples, seed=seed, frame=frame,
+            response=response, coupling=coupling, unfair_paths=unfair_paths,
+            abduction=abduction, **abduct_args,
+        )
     if coupling is not None:
         check_coupling(coupling)
     path_learner = _shared_learner(predictor, fit) and (

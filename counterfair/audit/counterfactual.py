@@ -19,6 +19,7 @@ paths from ``A`` beginning with one of the given tuples see ``a'``
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
+from counterfair import dispatch
 from counterfair.counterfactual import (
     DEFAULT_COUPLING,
     Coupling,
@@ -280,6 +282,8 @@ def counterfactual_fairness(
     do: Mapping[str, DoValue] | None = None,
     coupling: Coupling = DEFAULT_COUPLING,
     unfair_paths: Sequence[Sequence[str]] | None = None,
+    rows_out: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
 ) -> CounterfactualReport:
     """Audit a predictor's counterfactual fairness with a fitted SCM.
 
@@ -344,10 +348,31 @@ def counterfactual_fairness(
         then ``A`` (``attributes=`` may name only it; ``do=`` must set only
         it) and ``coupling`` must be ``"monotone"``.
 
+    rows_out : str or path, optional
+        With a Dask DataFrame ``data`` only: a folder where the per-row-and-sample
+        changes are written as parquet partitions (atomically; a non-empty folder
+        is replaced only with ``overwrite=True``). A Dask frame is audited
+        partition by partition and its summaries merged without collecting rows
+        (:func:`counterfair.dask_rows.dask_counterfactual_fairness`).
+    overwrite : bool
+        Replace a non-empty ``rows_out``.
+
     Returns
     -------
     CounterfactualReport
     """
+    if (handler := dispatch.handler_for("counterfactual_fairness", data)) is not None:
+        return handler(
+            fit, data, predictor, attributes=attributes, n_samples=n_samples,
+            tolerance=tolerance, interval=interval, condition_on=condition_on, seed=seed,
+            abduction=abduction, response=response, do=do, coupling=coupling,
+            unfair_paths=unfair_paths, rows_out=rows_out, overwrite=overwrite,
+        )
+    if rows_out is not None or overwrite:
+        raise ValueError(
+            "rows_out= and overwrite= are for a Dask DataFrame (parquet partitions); an "
+            "in-memory audit keeps its changes in report.changes"
+        )
     if not 0 < interval < 1:
         raise ValueError(f"interval must be in (0, 1), got {interval}")
     if tolerance < 0:

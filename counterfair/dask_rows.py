@@ -1,0 +1,482 @@
+"""The same row-wise calls on a ``dask.dataframe.DataFrame``, partition by partition.
+
+Importing this module (the package does) registers handlers with
+:mod:`counterfair.dispatch`; it imports dask only when a Dask frame arrives, so
+counterfair imports without dask. Given a Dask frame,
+
+* ``FairLearner.predict`` / ``predict_proba`` and the baselines'
+  ``predict`` / ``predict_proba`` return NumPy arrays, computed (as
+  ``.compute()`` would), in the frame's row order;
+* :func:`counterfair.counterfactual_predictions` writes its per-row-and-sample
+  frame as parquet partitions to the folder ``rows_out=`` names and returns a
+  Dask frame reading them;
+* :func:`counterfair.audit.counterfactual_fairness` merges mergeable summaries
+  (:mod:`counterfair.dask_summary`) on the workers and on the client, without
+  collecting rows, and writes the per-row-and-sample changes to ``rows_out=``
+  when it is given.
+
+How a run goes: the frame's columns are checked against the fit's dtypes
+(before any task is sent); the partition lengths are computed and turned into
+each partition's global row positions, so that results do not depend on how
+the rows are partitioned; the fitted model goes to every worker once
+(``client.scatter(..., broadcast=True)``) and each task receives it by
+reference. Work runs on the current ``distributed.Client`` if there is one,
+else on dask's default local scheduler. A level unseen in the fit can only be
+seen inside a task: the task raises :class:`~counterfair.DataError` naming the
+level and the partition.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterfair import dask_parquet, dispatch, errors
+from counterfair.audit.counterfactual import (
+    PATH_COLUMNS,
+    SUMMARY_COLUMNS,
+    CounterfactualReport,
+    counterfactual_fairness,
+)
+from counterfair.dask_summary import AuditSummary
+from counterfair.learning import (
+    BaselinePredictor,
+    FairLearner,
+    counterfactual_predictions,
+    multiclass_labels,
+)
+from counterfair.posterior import Fit
+
+DTYPE_MISMATCH = (
+    "column {column!r} of the Dask frame has dtype {got} but the fit's data had {expected} "
+    "({got_kind} vs {expected_kind}); cast it first, e.g. ddf[{column!r}].astype({hint!r})"
+)
+"""Error when a Dask column's dtype differs in kind from the fit's."""
+
+IN_PARTITION = "partition {number} (global rows {first}..{last}): {message}"
+"""A task's error, with the partition it arose in."""
+
+NEEDS_ROWS_OUT = (
+    "counterfactual_predictions on a Dask frame writes its rows x samples frame as parquet: "
+    "give rows_out= a folder (it returns a Dask frame reading it)"
+)
+IN_MEMORY_ONLY = (
+    "{name}= holds in-memory results of given rows; it cannot be used with a Dask frame"
+)
+
+
+def is_dask_frame(rows: object) -> bool:
+    """Whether ``rows`` is a Dask DataFrame (checked without importing dask)."""
+    module = type(rows).__module__ or ""
+    return module.split(".")[0] == "dask" and hasattr(rows, "map_partitions") and hasattr(
+        rows, "columns"
+    )
+
+
+# ---------------------------------------------------------------------- checks
+def dtype_kind(dtype: Any) -> str:
+    """The kind of a column's dtype that must agree with the fit's.
+
+    ``"category"``, ``"string"`` (object or any string dtype: dask turns object
+    columns into ``string[pyarrow]``), ``"bool"``, ``"integer"``, ``"float"``,
+    or the dtype's name.
+    """
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "category"
+    if pd.api.types.is_bool_dtype(dtype):
+        return "bool"
+    if pd.api.types.is_integer_dtype(dtype):
+        return "integer"
+    if pd.api.types.is_float_dtype(dtype):
+        return "float"
+    if pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype):
+        return "string"
+    return str(dtype)
+
+
+def check_dtypes(columns: Mapping[str, Any], expected: Mapping[str, Any]) -> None:
+    """Every column present in both must have a dtype of the same kind.
+
+    Raises
+    ------
+    DataError
+        Naming the first column that differs and both dtypes.
+    """
+    for column, got in columns.items():
+        if column not in expected:
+            continue
+        want = expected[column]
+        if dtype_kind(got) != dtype_kind(want):
+            hint = "category" if dtype_kind(want) == "category" else str(want)
+            raise errors.DataError(
+                DTYPE_MISMATCH.format(
+                    column=column,
+                    got=got,
+                    expected=want,
+                    got_kind=dtype_kind(got),
+                    expected_kind=dtype_kind(want),
+                    hint=hint,
+                )
+            )
+
+
+def _fit_of(model: Any) -> Fit | None:
+    owner = getattr(model, "__self__", model)
+    fit = getattr(owner, "scm_fit_", None)
+    return fit if isinstance(fit, Fit) else None
+
+
+def _check_frame(ddf: Any, fit: Fit | None) -> None:
+    if not is_dask_frame(ddf) or not hasattr(ddf, "dtypes"):
+        raise errors.DataError(f"expected a dask.dataframe.DataFrame, got {type(ddf).__name__}")
+    if fit is not None:
+        check_dtypes(dict(ddf.dtypes.items()), dict(fit.data.dtypes.items()))
+
+
+def _check_baseline(ddf: Any, baseline: BaselinePredictor) -> None:
+    _check_frame(ddf, None)
+    dtypes = dict(ddf.dtypes.items())
+    missing = [c for c in baseline.columns if c not in dtypes]
+    if missing:
+        raise errors.DataError(
+            errors.MISSING_COLUMN.format(column=missing[0], columns=list(dtypes))
+        )
+    for column in baseline.columns:
+        kind = dtype_kind(dtypes[column])
+        if column not in baseline.categorical and kind not in ("integer", "float", "bool"):
+            raise errors.DataError(
+                f"column {column!r} of the Dask frame has dtype {dtypes[column]} but the "
+                "baseline was fitted on it as a number; cast it first"
+            )
+
+
+# ---------------------------------------------------------------------- running
+def current_client() -> Any:
+    """The current ``distributed.Client``, or ``None`` (then dask's local scheduler runs)."""
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - distributed ships with the [dask] extra
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def partition_starts(ddf: Any) -> np.ndarray:
+    """Global position of each partition's first row, from the partition lengths."""
+    lengths = np.asarray(ddf.map_partitions(len).compute(), dtype=np.int64)
+    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+
+
+def _task(
+    kernel: Callable[..., Any],
+    model: Any,
+    part: pd.DataFrame,
+    start: int,
+    number: int,
+    options: Mapping[str, Any],
+) -> Any:
+    """Run ``kernel`` on one partition; errors name the partition."""
+    try:
+        return kernel(model, part, int(start), int(number), **options)
+    except errors.DataError as error:
+        raise errors.DataError(
+            IN_PARTITION.format(
+                number=number, first=start, last=start + len(part) - 1, message=error
+            )
+        ) from error
+
+
+def _tree(items: list[Any], merge: Callable[[Any, Any], Any]) -> Any:
+    """Merge delayed summaries pairwise, so that merging runs on the workers."""
+    import dask
+
+    level = list(items)
+    while len(level) > 1:
+        paired = [dask.delayed(merge)(a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
+        level = paired + ([level[-1]] if len(level) % 2 else [])
+    return level[0]
+
+
+def run_partitions(
+    ddf: Any,
+    model: Any,
+    kernel: Callable[..., Any],
+    *,
+    merge: Callable[[Any, Any], Any] | None = None,
+    **options: Any,
+) -> Any:
+    """``kernel(model, partition, start, number, **options)`` on every partition.
+
+    The model is scattered to every worker once and passed by reference.
+    Returns the list of results in partition order, or, with ``merge``, their
+    pairwise merge (computed on the workers; only the result reaches the client).
+    """
+    import dask
+
+    starts = partition_starts(ddf)
+    parts = ddf.to_delayed()
+    client = current_client()
+    shared = (
+        client.scatter(model, broadcast=True, hash=False)
+        if client is not None
+        else dask.delayed(model, pure=False)
+    )
+    tasks = [
+        dask.delayed(_task, pure=False)(kernel, shared, part, int(start), number, options)
+        for number, (part, start) in enumerate(zip(parts, starts, strict=True))
+    ]
+    final = _tree(tasks, merge) if merge is not None else tasks
+    if client is not None:
+        future = client.compute(final)
+        return client.gather(future)
+    (computed,) = dask.compute(final)
+    return computed
+
+
+# ---------------------------------------------------------------------- prediction
+def _predict_kernel(model: Any, part: pd.DataFrame, start: int, number: int, *, method: str) -> Any:
+    return np.asarray(getattr(model, method)(part))
+
+
+def _predict_handler(method: str) -> Callable[..., np.ndarray]:
+    def handler(model: Any, X: Any) -> np.ndarray:
+        if isinstance(model, BaselinePredictor):
+            _check_baseline(X, model)
+        else:
+            _check_frame(X, _fit_of(model))
+        pieces = run_partitions(X, model, _predict_kernel, method=method)
+        return np.concatenate(pieces, axis=0)
+
+    handler.__name__ = f"dask_{method}"
+    return handler
+
+
+# ---------------------------------------------------------------------- counterfactuals
+def _rows_slice(value: Any, start: int, n: int) -> Any:
+    if isinstance(value, str) or np.ndim(value) == 0:
+        return value
+    return np.asarray(value, dtype=object)[start : start + n]
+
+
+def _check_do_length(do: Mapping[str, Any], n_rows: int) -> None:
+    for node, value in do.items():
+        if not isinstance(value, str) and np.ndim(value) > 0 and len(value) != n_rows:
+            raise errors.DataError(
+                errors.DO_LENGTH.format(node=node, got=len(value), expected=n_rows)
+            )
+
+
+def _cf_kernel(
+    model: Any,
+    part: pd.DataFrame,
+    start: int,
+    number: int,
+    *,
+    do: Mapping[str, Any],
+    folder: str,
+    options: Mapping[str, Any],
+) -> int:
+    fit, predictor = model
+    if len(part) == 0:
+        frame = pd.DataFrame()
+    else:
+        part_do = {k: _rows_slice(v, start, len(part)) for k, v in do.items()}
+        frame = counterfactual_predictions(fit, part, part_do, predictor, **options)
+    dask_parquet.write_part(folder, number, frame)
+    return len(frame)
+
+
+def _write_rows(
+    ddf: Any,
+    model: Any,
+    kernel: Callable[..., Any],
+    rows_out: str | os.PathLike[str],
+    overwrite: bool,
+    merge: Callable[[Any, Any], Any] | None,
+    **options: Any,
+) -> tuple[Any, Path]:
+    target = dask_parquet.check_target(rows_out, overwrite=overwrite)
+    partial = dask_parquet.start(target)
+    try:
+        result = run_partitions(ddf, model, kernel, merge=merge, folder=str(partial), **options)
+        dask_parquet.finish(partial, target, ddf.npartitions, overwrite=overwrite)
+    except BaseException:
+        dask_parquet.abandon(partial)
+        raise
+    return result, target
+
+
+def dask_counterfactual_predictions(
+    fit: Fit,
+    data: Any,
+    do: Mapping[str, Any],
+    predictor: Any,
+    *,
+    rows_out: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    frame: Any = None,
+    abduction: Any = None,
+    **options: Any,
+) -> Any:
+    """:func:`counterfair.counterfactual_predictions` for a Dask frame.
+
+    The per-row-and-sample frame of each partition is written to the folder
+    ``rows_out`` (atomically, :mod:`counterfair.dask_parquet`); returns a Dask
+    frame reading it. ``frame=`` and ``abduction=`` (in-memory results of given
+    rows) are refused; a per-row ``do`` value is sliced by global row position.
+    """
+    import dask.dataframe as dd
+
+    for name, value in (("frame", frame), ("abduction", abduction)):
+        if value is not None:
+            raise ValueError(IN_MEMORY_ONLY.format(name=name))
+    if rows_out is None:
+        raise ValueError(NEEDS_ROWS_OUT)
+    _check_frame(data, fit)
+    if any(not isinstance(v, str) and np.ndim(v) > 0 for v in do.values()):
+        _check_do_length(do, int(partition_starts(data)[-1] + len(data.partitions[-1])))
+    _, target = _write_rows(
+        data, (fit, predictor), _cf_kernel, rows_out, overwrite, None, do=dict(do), options=options
+    )
+    return dd.read_parquet(str(target))
+
+
+# ---------------------------------------------------------------------- audit
+def _audit_kernel(
+    model: Any,
+    part: pd.DataFrame,
+    start: int,
+    number: int,
+    *,
+    folder: str | None,
+    tolerance: float,
+    options: Mapping[str, Any],
+) -> AuditSummary:
+    fit, predictor = model
+    attribute_rank = {a: i for i, a in enumerate(fit.scm.protected)}
+    level_rank = {
+        (a, level): j for a, levels in fit.encoding.levels.items() for j, level in enumerate(levels)
+    }
+    if len(part) == 0:
+        summary, changes = AuditSummary(), pd.DataFrame()
+    else:
+        report = counterfactual_fairness(fit, part, predictor, tolerance=tolerance, **options)
+        changes = report.changes
+        for attribute in changes["attribute"].unique():  # a do= audit's label
+            attribute_rank.setdefault(attribute, -1)
+        positions = dict(zip(part.index, range(start, start + len(part)), strict=True))
+        summary = AuditSummary.of(
+            changes,
+            positions,
+            attribute_rank=attribute_rank,
+            level_rank=level_rank,
+            tolerance=tolerance,
+        )
+    if folder is not None:
+        dask_parquet.write_part(folder, number, changes)
+    return summary
+
+
+def _merge_summaries(a: AuditSummary, b: AuditSummary) -> AuditSummary:
+    return a.merge(b)
+
+
+def dask_counterfactual_fairness(
+    fit: Fit,
+    data: Any,
+    predictor: Any,
+    *,
+    tolerance: float = 0.05,
+    interval: float = 0.9,
+    abduction: Any = None,
+    rows_out: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    **options: Any,
+) -> CounterfactualReport:
+    """:func:`counterfair.audit.counterfactual_fairness` for a Dask frame.
+
+    Each partition is audited where it lies and reduced to an
+    :class:`~counterfair.dask_summary.AuditSummary`; summaries merge pairwise on
+    the workers and the client receives one. The report's ``changes`` is empty
+    (its columns only) unless ``rows_out`` names a folder, where the
+    per-row-and-sample changes are written as parquet partitions
+    (``changes.attrs["rows_out"]`` gives the folder).
+    """
+    if abduction is not None:
+        raise ValueError(IN_MEMORY_ONLY.format(name="abduction"))
+    if not 0 < interval < 1:
+        raise ValueError(f"interval must be in (0, 1), got {interval}")
+    if tolerance < 0:
+        raise ValueError(f"tolerance must be non-negative, got {tolerance}")
+    _check_frame(data, fit)
+    do = options.get("do")
+    if do is not None and any(not isinstance(v, str) and np.ndim(v) > 0 for v in do.values()):
+        raise ValueError("a per-row do= is not supported on a Dask frame; give one value per node")
+    common = {"tolerance": tolerance, "options": {"interval": interval, **options}}
+    model = (fit, predictor)
+    if rows_out is None:
+        summary = run_partitions(
+            data, model, _audit_kernel, merge=_merge_summaries, folder=None, **common
+        )
+        target = None
+    else:
+        summary, target = _write_rows(
+            data, model, _audit_kernel, rows_out, overwrite, _merge_summaries, **common
+        )
+    paths = options.get("unfair_paths")
+    columns = list(SUMMARY_COLUMNS) + (list(PATH_COLUMNS) if paths is not None else [])
+    by_group, overall = summary.result(columns, interval, paths=paths is not None)
+    if multiclass_labels(predictor, options.get("response", "prediction")):
+        by_group["wasserstein"] = np.nan
+        overall["wasserstein"] = np.nan
+    change_columns = [
+        "attribute", "from_level", "to_level", "row", "sample", "factual", "counterfactual",
+        "change", "flip_change", *(["path_specific_change"] if paths is not None else []),
+    ]
+    changes = pd.DataFrame(columns=change_columns)
+    changes.attrs["rows_out"] = None if target is None else str(target)
+    return CounterfactualReport(
+        by_group=by_group,
+        overall=overall,
+        changes=changes,
+        tolerance=tolerance,
+        interval=interval,
+        unfair_paths=(
+            None if paths is None else tuple(tuple(p) for p in paths)
+        ),
+    )
+
+
+def _register() -> None:
+    for operation, method in (
+        ("FairLearner.predict", "predict"),
+        ("FairLearner.predict_proba", "predict_proba"),
+        ("BaselinePredictor.predict", "predict"),
+        ("BaselinePredictor.predict_proba", "predict_proba"),
+    ):
+        dispatch.register(operation, is_dask_frame, _predict_handler(method))
+    dispatch.register(
+        "counterfactual_predictions", is_dask_frame, dask_counterfactual_predictions
+    )
+    dispatch.register("counterfactual_fairness", is_dask_frame, dask_counterfactual_fairness)
+
+
+_register()
+
+__all__: Sequence[str] = [
+    "check_dtypes",
+    "dask_counterfactual_fairness",
+    "dask_counterfactual_predictions",
+    "dtype_kind",
+    "is_dask_frame",
+    "partition_starts",
+    "run_partitions",
+]
+_ = FairLearner  # the handlers stand in for its methods
