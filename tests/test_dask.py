@@ -1,0 +1,253 @@
+"""The same calls on a dask.dataframe.DataFrame, on a real distributed.LocalCluster.
+
+One cluster of two worker processes serves the module. Every result is compared with
+the in-memory call on the same rows; repartitioning the rows (1, 3, 7 partitions)
+does not change it; a worker killed during a run (its process exits in the middle of
+a task) is replaced, the task rerun, and the result is the same; the parquet output
+appears only when complete.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe", reason="dask is not installed (the [dask] extra)")
+distributed = pytest.importorskip("distributed", reason="distributed is not installed")
+
+import cloudpickle  # noqa: E402 - a dependency of distributed
+from _models import law_level2_fit, law_test, law_train  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+
+import counterfair as cf  # noqa: E402
+from counterfair import dask_parquet  # noqa: E402
+from counterfair.dask_rows import run_partitions  # noqa: E402
+
+pytestmark = pytest.mark.stan
+
+# the workers unpickle this module's predictors by value: they cannot import tests/
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+PARTITIONS = (1, 3, 7)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def models(stan_backend):
+    fit = law_level2_fit().fit
+    train = law_train().drop(columns="K")
+    rows = law_test().drop(columns=["K"])
+    learner = cf.FairLearner(
+        fit.scm, "ZFYA", features="latent", scm_fit=fit, n_samples=20, seed=5
+    ).fit(train)
+    full = cf.full_predictor(fit.scm, "ZFYA").fit(train)
+    classifier = cf.BaselinePredictor(
+        ["UGPA", "LSAT"], "sex", estimator=LogisticRegression()
+    ).fit(train)
+    return fit, rows, learner, full, classifier
+
+
+def frames(rows: pd.DataFrame) -> dict[int, object]:
+    return {n: dd.from_pandas(rows, npartitions=n) for n in PARTITIONS}
+
+
+class KillOnce:
+    """A predictor whose first call in a worker process ends that process (os._exit).
+
+    The marker file makes it happen once: the rerun of the task on a new worker finds
+    the marker and predicts. In the client's process it never kills.
+    """
+
+    def __init__(self, base: object, marker: Path) -> None:
+        self.base = base
+        self.marker = str(marker)
+        self.client_pid = os.getpid()
+
+    def __call__(self, frame: pd.DataFrame) -> np.ndarray:
+        if os.getpid() != self.client_pid and not os.path.exists(self.marker):
+            with open(self.marker, "w") as handle:
+                handle.write(str(os.getpid()))
+            os._exit(1)
+        return self.base.predict(frame)  # type: ignore[attr-defined]
+
+
+class FailOn:
+    """A predictor that raises when it sees the row labelled ``label`` (a failure midway)."""
+
+    def __init__(self, base: object, label: int) -> None:
+        self.base = base
+        self.label = label
+
+    def __call__(self, frame: pd.DataFrame) -> np.ndarray:
+        labels = frame["row"] if "row" in frame.columns else frame.index
+        if self.label in set(labels):
+            raise RuntimeError("simulated failure in the middle of the run")
+        return self.base.predict(frame)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------- equivalence
+def test_baselines_equal_in_memory_for_any_partitioning(client, models):
+    _, rows, _, full, classifier = models
+    expected = full.predict(rows)
+    expected_proba = classifier.predict_proba(rows)
+    for n, ddf in frames(rows).items():
+        got = full.predict(ddf)
+        assert isinstance(got, np.ndarray) and got.shape == expected.shape, n
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(classifier.predict_proba(ddf), expected_proba, atol=1e-12)
+        assert (classifier.predict(ddf) == classifier.predict(rows)).all()
+
+
+def test_fair_learner_predict_equals_in_memory(client, models):
+    _, rows, learner, _, _ = models
+    got = learner.predict(dd.from_pandas(rows, npartitions=1))
+    np.testing.assert_allclose(got, learner.predict(rows), rtol=0, atol=1e-12)
+
+
+def test_model_is_sent_to_each_worker_once(client, models):
+    fit = models[0]
+
+    def where(model, part, start, number):
+        return os.getpid(), id(model), start, len(part)
+
+    ddf = dd.from_pandas(models[1], npartitions=7)
+    seen = run_partitions(ddf, fit, where)
+    ids_by_worker: dict[int, set[int]] = {}
+    for pid, ident, _, _ in seen:
+        ids_by_worker.setdefault(pid, set()).add(ident)
+    assert all(len(ids) == 1 for ids in ids_by_worker.values()), ids_by_worker
+    assert os.getpid() not in ids_by_worker  # the work ran on the workers
+    starts = [s for _, _, s, _ in seen]
+    lengths = [n for _, _, _, n in seen]
+    assert starts == list(np.concatenate([[0], np.cumsum(lengths)[:-1]]))  # global positions
+    assert sum(lengths) == len(models[1])
+
+
+def test_counterfactual_audit_equals_in_memory(client, models, tmp_path):
+    fit, rows, _, full, _ = models
+    expected = cf.audit.counterfactual_fairness(fit, rows, full, n_samples=20, seed=3)
+    report = cf.audit.counterfactual_fairness(
+        fit, dd.from_pandas(rows, npartitions=1), full, n_samples=20, seed=3,
+        rows_out=tmp_path / "changes",
+    )
+    pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
+    pd.testing.assert_frame_equal(report.overall, expected.overall, rtol=1e-12)
+    written = pd.read_parquet(tmp_path / "changes")
+    assert report.changes.attrs["rows_out"] == str(tmp_path / "changes")
+    np.testing.assert_array_equal(written["change"], expected.changes["change"])
+
+
+def test_counterfactual_predictions_write_parquet(client, models, tmp_path):
+    fit, rows, _, full, _ = models
+    expected = cf.counterfactual_predictions(fit, rows, {"race": "Black"}, full, n_samples=10)
+    out = cf.counterfactual_predictions(
+        fit, dd.from_pandas(rows, npartitions=1), {"race": "Black"}, full, n_samples=10,
+        rows_out=tmp_path / "cf",
+    )
+    got = out.compute().reset_index(drop=True)
+    np.testing.assert_allclose(got["change"], expected["change"], atol=1e-12)
+    assert sorted(p.name for p in (tmp_path / "cf").iterdir()) == ["part.00000.parquet"]
+    with pytest.raises(cf.DataError, match="not empty; choose a new folder or pass overwrite"):
+        cf.counterfactual_predictions(
+            fit, dd.from_pandas(rows, npartitions=1), {"race": "Black"}, full,
+            n_samples=10, rows_out=tmp_path / "cf",
+        )
+    with pytest.raises(ValueError, match="give rows_out= a folder"):
+        cf.counterfactual_predictions(
+            fit, dd.from_pandas(rows, npartitions=1), {"race": "Black"}, full, n_samples=10
+        )
+
+
+# ---------------------------------------------------------------------- failures
+def test_killed_worker_is_replaced_and_the_result_is_the_same(client, models, tmp_path):
+    fit, rows, _, full, _ = models
+    ddf = dd.from_pandas(rows, npartitions=3)
+    expected = cf.audit.counterfactual_fairness(fit, ddf, full, n_samples=20, seed=3)
+    marker = tmp_path / "killed"
+    report = cf.audit.counterfactual_fairness(
+        fit, ddf, KillOnce(full, marker), n_samples=20, seed=3, rows_out=tmp_path / "out"
+    )
+    assert marker.exists()  # a worker process did end in the middle of a task
+    killed_pid = int(marker.read_text())
+    alive = set(client.run(os.getpid).values())
+    assert killed_pid not in alive and len(alive) == 2  # replaced by its nanny
+    pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
+    pd.testing.assert_frame_equal(report.overall, expected.overall, rtol=1e-12)
+    assert len(list((tmp_path / "out").iterdir())) == 3
+
+
+def test_failed_run_leaves_no_complete_looking_output(client, models, tmp_path):
+    fit, rows, _, full, _ = models
+    ddf = dd.from_pandas(rows, npartitions=3)
+    target = tmp_path / "rows"
+    with pytest.raises(RuntimeError, match="simulated failure"):
+        cf.audit.counterfactual_fairness(
+            fit, ddf, FailOn(full, int(rows.index[-1])), n_samples=5, rows_out=target
+        )
+    assert not target.exists()
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
+    # an existing folder is left as it was when the run fails, even with overwrite=True
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    with pytest.raises(RuntimeError, match="simulated failure"):
+        cf.audit.counterfactual_fairness(
+            fit, ddf, FailOn(full, int(rows.index[-1])), n_samples=5, rows_out=target,
+            overwrite=True,
+        )
+    assert [p.name for p in target.iterdir()] == ["keep.txt"]
+
+
+def test_partial_folder_is_hidden_and_finish_refuses_missing_parts(tmp_path):
+    target = dask_parquet.check_target(tmp_path / "out", overwrite=False)
+    partial = dask_parquet.start(target)
+    assert partial.name.startswith(".out.partial-")
+    dask_parquet.write_part(partial, 0, pd.DataFrame({"a": [1.0]}))
+    with pytest.raises(cf.DataError, match=r"part\.00001\.parquet is missing"):
+        dask_parquet.finish(partial, target, 2, overwrite=False)
+    assert not target.exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(cf.DataError, match="exists and is not a folder"):
+        dask_parquet.check_target(tmp_path / "file", overwrite=True)
+
+
+# ---------------------------------------------------------------------- bad input
+def transitions(dask_scheduler) -> int:
+    """Task state transitions the scheduler has made so far."""
+    return int(dask_scheduler.transition_counter)
+
+
+def test_dtype_mismatch_is_named_before_any_task(client, models):
+    fit, rows, learner, _, _ = models
+    before = client.run_on_scheduler(transitions)
+    as_float = rows.assign(LSAT=rows["LSAT"].astype(float))
+    with pytest.raises(cf.DataError, match=r"column 'LSAT' .* float64 .* int64"):
+        learner.predict(dd.from_pandas(as_float, npartitions=2))
+    as_object = rows.assign(race=rows["race"].astype(str).astype(object))
+    with pytest.raises(cf.DataError, match=r"column 'race' .*\(string vs category\)"):
+        cf.audit.counterfactual_fairness(
+            fit, dd.from_pandas(as_object, npartitions=2), lambda f: np.zeros(len(f))
+        )
+    assert client.run_on_scheduler(transitions) == before  # the scheduler saw no task
+
+
+def test_unseen_level_names_the_level_and_the_partition(client, models):
+    _, rows, learner, _, _ = models
+    bad = rows.copy()
+    bad["race"] = bad["race"].cat.add_categories(["Martian"])
+    bad.iloc[-1, bad.columns.get_loc("race")] = "Martian"
+    with pytest.raises(cf.DataError, match=r"partition 2 .*'Martian'"):
+        learner.predict(dd.from_pandas(bad, npartitions=3))
