@@ -174,9 +174,20 @@ def partition_starts(ddf: Any) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
 
 
+class Payload:
+    """The object every task receives, sent as one piece.
+
+    ``client.scatter`` would send a tuple's items separately and lose that a
+    FairLearner's ``scm_fit_`` *is* the fit beside it; one object keeps it.
+    """
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 def _task(
     kernel: Callable[..., Any],
-    model: Any,
+    payload: Payload,
     part: pd.DataFrame,
     start: int,
     number: int,
@@ -184,7 +195,7 @@ def _task(
 ) -> Any:
     """Run ``kernel`` on one partition; errors name the partition."""
     try:
-        return kernel(model, part, int(start), int(number), **options)
+        return kernel(payload.value, part, int(start), int(number), **options)
     except errors.DataError as error:
         raise errors.DataError(
             IN_PARTITION.format(
@@ -224,9 +235,9 @@ def run_partitions(
     parts = ddf.to_delayed()
     client = current_client()
     shared = (
-        client.scatter(model, broadcast=True, hash=False)
+        client.scatter(Payload(model), broadcast=True, hash=False)
         if client is not None
-        else dask.delayed(model, pure=False)
+        else dask.delayed(Payload(model), pure=False)
     )
     tasks = [
         dask.delayed(_task, pure=False)(kernel, shared, part, int(start), number, options)

@@ -151,6 +151,18 @@ def test_counterfactual_audit_equals_in_memory(client, models, tmp_path):
     np.testing.assert_array_equal(written["change"], expected.changes["change"])
 
 
+def test_fair_learner_audit_shares_the_fit_on_the_workers(client, models):
+    fit, rows, learner, _, _ = models
+    rows = rows.drop(columns="ZFYA")
+    expected = cf.audit.counterfactual_fairness(fit, rows, learner, n_samples=20, seed=3)
+    report = cf.audit.counterfactual_fairness(
+        fit, dd.from_pandas(rows, npartitions=1), learner, n_samples=20, seed=3
+    )
+    pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
+    assert (report.overall["mean_abs_change"] == 0.0).all()  # Fair K does not move
+    assert (report.overall["flip_mean_abs_change"] > 0).all()  # the flip test says it does
+
+
 def test_counterfactual_predictions_write_parquet(client, models, tmp_path):
     fit, rows, _, full, _ = models
     expected = cf.counterfactual_predictions(fit, rows, {"race": "Black"}, full, n_samples=10)
