@@ -9,8 +9,9 @@ then on the client, and :meth:`AuditSummary.result` gives the report's
 order: the mean |change| is a sum over a count, its posterior interval the
 quantiles of the per-sample means (sums and counts per sample), the shares are
 counts of rows, and the Wasserstein distance is computed from the exact value
-counts of the factual and counterfactual outputs (compact for labels and for
-outputs with few distinct values; a large summary for continuous outputs).
+counts of the factual and counterfactual outputs (:class:`ValueCounts`: exact for up to
+4096 distinct values per group, such as labels; beyond, compacted into 2048
+equal-count bins with a tracked bound on the error of the distance).
 """
 
 from __future__ import annotations
@@ -25,12 +26,77 @@ from scipy.stats import wasserstein_distance
 
 GroupKey = tuple[Any, ...]
 
+MAX_VALUES = 2048
+"""Distinct values a :class:`ValueCounts` keeps; beyond twice this many it compacts."""
 
-def _add_counts(a: dict[float, int], b: Mapping[float, int]) -> dict[float, int]:
-    out = dict(a)
-    for value, count in b.items():
-        out[value] = out.get(value, 0) + count
-    return out
+
+@dataclass
+class ValueCounts:
+    """A mergeable distribution of outputs: sorted values with their counts.
+
+    Exact while it holds at most ``2 * cap`` distinct values (labels, probabilities
+    of a few groups). Beyond that it compacts into ``cap`` bins of equal count,
+    each represented by its count-weighted mean, and adds the cost of that move,
+    ``sum(count * |value - representative|)``, to ``moved``. The Wasserstein-1
+    distance of the normalised counts to the exact distribution of the outputs is
+    then at most ``moved / total`` (each compaction is a transport plan of that
+    cost, and merging mixes the bounds by mass); with equal-count bins one
+    compaction moves at most ``(max - min) / cap`` per unit of mass.
+    """
+
+    values: np.ndarray
+    counts: np.ndarray
+    moved: float = 0.0
+    cap: int = MAX_VALUES
+
+    @classmethod
+    def of(cls, values: np.ndarray, *, cap: int = MAX_VALUES) -> ValueCounts:
+        """The counts of an array of outputs."""
+        unique, counts = np.unique(np.asarray(values, dtype=float), return_counts=True)
+        return cls(unique, counts.astype(float), 0.0, cap)._compacted()
+
+    @property
+    def total(self) -> float:
+        """Number of outputs counted."""
+        return float(self.counts.sum())
+
+    def merge(self, other: ValueCounts) -> ValueCounts:
+        """The counts of both sets of outputs."""
+        values = np.concatenate([self.values, other.values])
+        counts = np.concatenate([self.counts, other.counts])
+        unique, inverse = np.unique(values, return_inverse=True)
+        summed = np.bincount(inverse, weights=counts, minlength=unique.shape[0])
+        return ValueCounts(
+            unique, summed, self.moved + other.moved, min(self.cap, other.cap)
+        )._compacted()
+
+    def _compacted(self) -> ValueCounts:
+        if self.values.shape[0] <= 2 * self.cap:
+            return self
+        cumulative = np.cumsum(self.counts)
+        bins = np.minimum(
+            (self.cap * (cumulative - self.counts) / cumulative[-1]).astype(int), self.cap - 1
+        )
+        mass = np.bincount(bins, weights=self.counts, minlength=self.cap)
+        keep = mass > 0
+        weighted = np.bincount(bins, weights=self.counts * self.values, minlength=self.cap)
+        centre = weighted[keep] / mass[keep]
+        where = np.cumsum(keep) - 1  # bin -> index among the kept bins
+        cost = float(np.sum(self.counts * np.abs(self.values - centre[where[bins]])))
+        return ValueCounts(centre, mass[keep], self.moved + cost, self.cap)
+
+    def wasserstein(self, other: ValueCounts) -> tuple[float, float]:
+        """``(distance, bound)``: the Wasserstein-1 distance of the two normalised
+        distributions and the most it can differ from the exact one."""
+        distance = wasserstein_distance(self.values, other.values, self.counts, other.counts)
+        bound = self.moved / self.total + other.moved / other.total
+        return float(distance), float(bound)
+
+
+def _merge_counts(a: ValueCounts | None, b: ValueCounts | None) -> ValueCounts | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return a.merge(b)
 
 
 def _pad_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -59,8 +125,8 @@ class GroupSummary:
     path_sum: float = 0.0
     path_n: int = 0
     path_above: int = 0
-    factual: dict[float, int] = field(default_factory=dict)
-    counterfactual: dict[float, int] = field(default_factory=dict)
+    factual: ValueCounts | None = None
+    counterfactual: ValueCounts | None = None
 
     @classmethod
     def of(
@@ -89,8 +155,8 @@ class GroupSummary:
             above=int((per_row > tolerance).sum()),
             flip_sum=float(flip.sum()),
             flip_above=int((flip > tolerance).sum()),
-            factual=group["factual"].value_counts(sort=False).to_dict(),
-            counterfactual=group["counterfactual"].value_counts(sort=False).to_dict(),
+            factual=ValueCounts.of(group["factual"].to_numpy()),
+            counterfactual=ValueCounts.of(group["counterfactual"].to_numpy()),
         )
         if "path_specific_change" in group.columns:
             path_abs = group["path_specific_change"].abs()
@@ -117,8 +183,8 @@ class GroupSummary:
             path_sum=self.path_sum + other.path_sum,
             path_n=self.path_n + other.path_n,
             path_above=self.path_above + other.path_above,
-            factual=_add_counts(self.factual, other.factual),
-            counterfactual=_add_counts(self.counterfactual, other.counterfactual),
+            factual=_merge_counts(self.factual, other.factual),
+            counterfactual=_merge_counts(self.counterfactual, other.counterfactual),
         )
 
     def columns(self, interval: float, *, paths: bool) -> dict[str, float]:
@@ -126,8 +192,8 @@ class GroupSummary:
         seen = self.sample_n > 0
         by_sample = self.sample_sum[seen] / self.sample_n[seen]
         low, high = np.quantile(by_sample, [(1 - interval) / 2, (1 + interval) / 2])
-        f_values, f_weights = zip(*self.factual.items(), strict=True)
-        c_values, c_weights = zip(*self.counterfactual.items(), strict=True)
+        assert self.factual is not None and self.counterfactual is not None
+        distance, bound = self.factual.wasserstein(self.counterfactual)
         out = {
             "rows": int(self.rows),
             "mean_abs_change": self.sum_abs / self.n,
@@ -135,12 +201,11 @@ class GroupSummary:
             "ci_upper": float(high),
             "max_abs_change": float(self.max_abs),
             "share_above_tolerance": self.above / self.rows,
-            "wasserstein": float(
-                wasserstein_distance(f_values, c_values, f_weights, c_weights)
-            ),
+            "wasserstein": distance,
             "flip_mean_abs_change": self.flip_sum / self.rows,
             "flip_share_above_tolerance": self.flip_above / self.rows,
         }
+        out["wasserstein_bound"] = bound
         if paths:
             out["path_specific_mean_abs_change"] = self.path_sum / self.path_n
             out["path_specific_share_above_tolerance"] = self.path_above / self.rows
@@ -206,7 +271,12 @@ class AuditSummary:
     def result(
         self, columns: Sequence[str], interval: float, *, paths: bool
     ) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """``(by_group, overall)`` frames, ordered as the in-memory audit orders them."""
+        """``(by_group, overall)`` frames, ordered as the in-memory audit orders them.
+
+        Each frame's ``attrs["wasserstein_bound"]`` is the largest bound on the
+        error of its ``wasserstein`` column (0.0 when every distribution was
+        kept exactly; see :class:`ValueCounts`).
+        """
         group_rows = [
             {
                 "attribute": key[0],
@@ -227,7 +297,11 @@ class AuditSummary:
             }
             for key, value in sorted(self.overall.items(), key=lambda kv: kv[1].rank)
         ]
-        return (
-            pd.DataFrame(group_rows, columns=list(columns)),
-            pd.DataFrame(overall_rows, columns=list(columns)),
-        )
+        frames = []
+        for rows in (group_rows, overall_rows):
+            frame = pd.DataFrame(rows, columns=list(columns))
+            frame.attrs["wasserstein_bound"] = max(
+                (row["wasserstein_bound"] for row in rows), default=0.0
+            )
+            frames.append(frame)
+        return frames[0], frames[1]
