@@ -13,13 +13,14 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from counterfair import errors, exact_abduction, scales, validation
+from counterfair import chunking, errors, exact_abduction, scales, validation
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
 from counterfair.identification import convergence_hint
 from counterfair.logs import progress_enabled
 from counterfair.params import ParamDraws
+from counterfair.rowrandom import RowRandom
 from counterfair.scm import SCM
 from counterfair.specs import Protected
 from counterfair.stan.anchored import add_anchored_latents
@@ -152,6 +153,11 @@ class Abduction:
         parameter sets, :mod:`counterfair.exact_abduction`), ``"mcmc"`` (the
         Stan abduction program), ``"fit"`` (the training rows' draws from the
         fit's joint posterior) or ``"none"`` (the SCM has no latent).
+    positions : numpy.ndarray, optional
+        Global 0-based positions of the rows in the whole data set they were cut
+        from (default ``0..N-1``); random draws made for the rows are keyed by them
+        (:class:`~counterfair.rowrandom.RowRandom`), so they do not depend on the
+        chunking.
     """
 
     data: pd.DataFrame
@@ -161,11 +167,23 @@ class Abduction:
     observed: dict[str, np.ndarray]
     conditioned_on: tuple[str, ...]
     engine: AbductionEngineUsed = "fit"
+    positions: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:
         """Number of joint samples ``S``."""
         return self.params.n
+
+    @property
+    def row_positions(self) -> np.ndarray:
+        """Global positions of the rows, ``0..N-1`` unless set (int64, shape ``(N,)``)."""
+        if self.positions is None:
+            return np.arange(len(self.data), dtype=np.int64)
+        return np.asarray(self.positions, dtype=np.int64)
+
+    def row_random(self, seed: int | None) -> RowRandom:
+        """The :class:`~counterfair.rowrandom.RowRandom` of these rows for ``seed``."""
+        return RowRandom(seed, self.row_positions)
 
     def take_rows(self, mask: np.ndarray) -> Abduction:
         """The same samples for a subset of the rows (boolean mask or integer positions)."""
@@ -178,6 +196,7 @@ class Abduction:
             observed={k: v[index] for k, v in self.observed.items()},
             conditioned_on=self.conditioned_on,
             engine=self.engine,
+            positions=self.row_positions[index],
         )
 
     def noise(self, scm: SCM, nodes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -436,8 +455,17 @@ class Fit:
         draws: int | None = None,
         seed: int | None = None,
         progress: bool | None = None,
+        positions: np.ndarray | None = None,
     ) -> Abduction:
         """Sample latents (and pair them with parameters) for rows.
+
+        New rows abducted exactly (``engine`` ``"exact"``, the default where it
+        applies) are processed in chunks of :func:`counterfair.options.chunk_bytes`
+        of working memory, with random draws keyed by the seed and each row's
+        global position: the result is the same for any chunk size
+        (``cf.set_options(chunk_bytes=...)``). MCMC abduction of new rows runs
+        one Stan program on all the rows at once and is not chunk-invariant:
+        a row's draws depend on the other rows given with it.
 
         Parameters
         ----------
@@ -477,6 +505,10 @@ class Fit:
         progress : bool, optional
             Show the sampler's progress bars (MCMC only); default: where a person
             watches (:mod:`counterfair.logs`).
+        positions : numpy.ndarray, optional
+            Global 0-based positions of the rows in the whole data set (default
+            ``0..N-1``): give them when abducting one chunk or partition of a
+            larger data set, so its draws are those of the rows in the whole.
 
         Returns
         -------
@@ -497,6 +529,13 @@ class Fit:
             return self._training_abduction(n_samples, seed)
         rows = self.data if data is None else validation.validate_frame(data)
         validation.validate_columns(rows, self.scm.protected)
+        if positions is not None:
+            positions = np.asarray(positions, dtype=np.int64)
+            if positions.shape != (len(rows),):
+                raise ValueError(
+                    f"positions has shape {positions.shape}, expected ({len(rows)},): one "
+                    "global position per row"
+                )
         if condition_on is None:
             conditioned = default_conditioning(self.scm, rows)
         else:
@@ -510,7 +549,14 @@ class Fit:
             size = n_samples or 1
             index = np.arange(size) % param_sets.n
             return Abduction(
-                rows, param_sets.take(index), {}, codes, observed, conditioned, engine="none"
+                rows,
+                param_sets.take(index),
+                {},
+                codes,
+                observed,
+                conditioned,
+                engine="none",
+                positions=positions,
             )
         if engine == "exact":
             exact_abduction.require_exact(self.scm, conditioned)
@@ -521,7 +567,7 @@ class Fit:
         )
         if use_exact:
             return self._exact_abduction(
-                rows, param_sets, codes, observed, conditioned, n_samples, seed
+                rows, param_sets, codes, observed, conditioned, n_samples, seed, positions
             )
         return self._mcmc_abduction(
             rows,
@@ -535,6 +581,7 @@ class Fit:
             draws=draws,
             seed=seed,
             progress=progress,
+            positions=positions,
         )
 
     def _parameter_sets(self, method: str, n_param_draws: int, seed: int | None) -> ParamDraws:
@@ -557,26 +604,48 @@ class Fit:
         conditioned: tuple[str, ...],
         n_samples: int | None,
         seed: int | None,
+        positions: np.ndarray | None = None,
     ) -> Abduction:
-        """Latents drawn exactly given each parameter set; ``n_samples`` balanced over the sets."""
+        """Latents drawn exactly given each parameter set; ``n_samples`` balanced over the sets.
+
+        Runs chunk by chunk (:mod:`counterfair.chunking`); the uniforms are keyed by
+        the rows' global positions, so the result does not depend on the chunk size.
+        """
         needed = set(conditioned)
         for node in conditioned:
             needed.update(t.parent for t in self.scm.equations[node].observed)
         values = observed_values(self.scm, rows, needed)
         total = EXACT_DRAWS_PER_SET * param_sets.n if n_samples is None else n_samples
         per_set = -(-total // param_sets.n)
-        latents = exact_abduction.sample_latents(
-            self.scm,
-            param_sets,
-            codes,
-            values,
-            conditioned,
-            draws_per_set=per_set,
-            rng=np.random.default_rng(seed),
+        where = np.arange(len(rows), dtype=np.int64) if positions is None else positions
+        per_row = chunking.bytes_per_row(
+            per_set * param_sets.n, len(self.scm.latents)
         )
-        latents = {name: array[:total] for name, array in latents.items()}
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in self.scm.latents}
+        for chunk in chunking.row_chunks(len(rows), bytes_per_row=per_row, positions=where):
+            drawn = exact_abduction.sample_latents(
+                self.scm,
+                param_sets,
+                {k: v[chunk.rows] for k, v in codes.items()},
+                {k: v[chunk.rows] for k, v in values.items()},
+                conditioned,
+                draws_per_set=per_set,
+                rng=RowRandom(seed, chunk.positions),
+            )
+            for name, array in drawn.items():
+                parts[name].append(array[:total])
+        latents = {name: chunking.concat_rows(p, axis=1) for name, p in parts.items()}
         params = param_sets.take(np.arange(total) % param_sets.n)
-        return Abduction(rows, params, latents, codes, observed, conditioned, engine="exact")
+        return Abduction(
+            rows,
+            params,
+            latents,
+            codes,
+            observed,
+            conditioned,
+            engine="exact",
+            positions=positions,
+        )
 
     def _mcmc_abduction(
         self,
@@ -592,8 +661,12 @@ class Fit:
         draws: int | None,
         seed: int | None,
         progress: bool | None,
+        positions: np.ndarray | None = None,
     ) -> Abduction:
-        """Latents sampled by the Stan abduction program given the parameter sets."""
+        """Latents sampled by the Stan abduction program given the parameter sets.
+
+        One program for all the rows: not chunked, and not chunk-invariant.
+        """
         if self._backend_name == LOADED_BACKEND:
             raise errors.FairnessError(
                 NEEDS_MCMC.format(conditioned=list(conditioned))
@@ -631,7 +704,9 @@ class Fit:
         params = param_sets.take(set_index)
         if n_samples is not None and n_samples < params.n:
             params, latents = _thin(params, latents, n_samples, seed)
-        return Abduction(rows, params, latents, codes, observed, conditioned, engine="mcmc")
+        return Abduction(
+            rows, params, latents, codes, observed, conditioned, engine="mcmc", positions=positions
+        )
 
     def latents(self, data: pd.DataFrame | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
         """Posterior draws of every latent for rows, shape ``(S, N)`` per latent.
