@@ -28,6 +28,7 @@ level and the partition.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -195,13 +196,71 @@ def _task(
 ) -> Any:
     """Run ``kernel`` on one partition; errors name the partition."""
     try:
-        return kernel(payload.value, part, int(start), int(number), **options)
+        model = _with_positions(payload.value, part, int(start))
+        return kernel(model, part, int(start), int(number), **options)
     except errors.DataError as error:
         raise errors.DataError(
             IN_PARTITION.format(
                 number=number, first=start, last=start + len(part) - 1, message=error
             )
         ) from error
+
+
+def _positioned_fit(fit: Fit, part: pd.DataFrame, start: int) -> Fit:
+    """A shallow copy of ``fit`` whose ``abduct`` keys draws by global row position.
+
+    Every abduction inside a partition's task (the audit's, a FairLearner's, the
+    flip test's subsets) passes ``positions=``: the global positions of its rows,
+    looked up by index label. The copy shares the posterior arrays.
+    """
+    lookup = dict(zip(part.index, range(start, start + len(part)), strict=True))
+    original = fit.abduct
+    local = copy.copy(fit)
+
+    def abduct(data: pd.DataFrame | None = None, **kwargs: Any) -> Any:
+        if data is not None and kwargs.get("positions") is None:
+            kwargs["positions"] = np.fromiter(
+                (lookup[label] for label in data.index), dtype=np.int64, count=len(data)
+            )
+        return original(data, **kwargs)
+
+    object.__setattr__(local, "abduct", abduct)
+    return local
+
+
+def _localise(obj: Any, fit: Fit, local: Fit) -> Any:
+    """``obj`` with ``fit`` replaced by ``local``: a FairLearner of ``fit`` (or its bound
+    method) becomes a shallow copy whose fit is ``local``, keeping them shared."""
+    if obj is fit:
+        return local
+    owner = getattr(obj, "__self__", None)
+    if owner is not None and not isinstance(owner, type):
+        moved = _localise(owner, fit, local)
+        return obj if moved is owner else getattr(moved, obj.__name__)
+    if getattr(obj, "scm_fit_", None) is fit:
+        clone = copy.copy(obj)
+        clone.scm_fit_ = local
+        if getattr(obj, "scm_fit", None) is fit:
+            clone.scm_fit = local
+        return clone
+    return obj
+
+
+def _with_positions(model: Any, part: pd.DataFrame, start: int) -> Any:
+    """The task's own view of the model, abducting by global row position."""
+    if not part.index.is_unique:
+        raise errors.DataError(
+            "the partition has a duplicated index label; give the Dask frame a unique "
+            "index (reset_index()) so that each row keeps its own draws"
+        )
+    if isinstance(model, tuple):
+        fit = model[0]
+        local = _positioned_fit(fit, part, start)
+        return tuple(_localise(item, fit, local) for item in model)
+    fit = _fit_of(model)
+    if fit is None:
+        return model
+    return _localise(model, fit, _positioned_fit(fit, part, start))
 
 
 def _tree(items: list[Any], merge: Callable[[Any, Any], Any]) -> Any:
