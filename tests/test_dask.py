@@ -211,7 +211,7 @@ def test_counterfactual_predictions_write_parquet(client, models, tmp_path):
 def test_killed_worker_is_replaced_and_the_result_is_the_same(client, models, tmp_path):
     fit, rows, _, full, _ = models
     ddf = dd.from_pandas(rows, npartitions=3)
-    expected = cf.audit.counterfactual_fairness(fit, ddf, full, n_samples=20, seed=3)
+    expected = cf.audit.counterfactual_fairness(fit, rows, full, n_samples=20, seed=3)
     marker = tmp_path / "killed"
     report = cf.audit.counterfactual_fairness(
         fit, ddf, KillOnce(full, marker), n_samples=20, seed=3, rows_out=tmp_path / "out"
@@ -224,6 +224,10 @@ def test_killed_worker_is_replaced_and_the_result_is_the_same(client, models, tm
     pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
     pd.testing.assert_frame_equal(report.overall, expected.overall, rtol=1e-12)
     assert len(list((tmp_path / "out").iterdir())) == 3
+    key = ["attribute", "to_level", "row", "sample"]
+    written = pd.read_parquet(tmp_path / "out").sort_values(key, ignore_index=True)
+    mine = expected.changes.sort_values(key, ignore_index=True)
+    np.testing.assert_allclose(written["change"], mine["change"], rtol=0, atol=1e-12)
 
 
 def test_failed_run_leaves_no_complete_looking_output(client, models, tmp_path):
