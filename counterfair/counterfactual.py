@@ -186,9 +186,7 @@ def do_values(scm: SCM, do: Mapping[str, DoValue], index: pd.Index) -> dict[str,
         else:
             raw = list(np.asarray(value, dtype=object))
             if len(raw) != n:
-                raise errors.DataError(
-                    errors.DO_LENGTH.format(node=node, got=len(raw), expected=n)
-                )
+                raise errors.DataError(errors.DO_LENGTH.format(node=node, got=len(raw), expected=n))
         eq = scm.equations[node]
         series = pd.Series(raw, index=index, dtype=object).infer_objects()
         out[node] = eq.family.column_values(eq.spec, series, node)
@@ -511,6 +509,50 @@ def counterfactual_frame(
     return frame
 
 
+def merge_chunk_frames(
+    parts: Sequence[tuple[Abduction, pd.DataFrame]], do: Mapping[str, DoValue]
+) -> pd.DataFrame:
+    """One counterfactual frame from the frames of chunks of rows, in the whole frame's order.
+
+    Parameters
+    ----------
+    parts : sequence of (Abduction, DataFrame)
+        Each chunk's abduction (its rows' global positions) and its frame from
+        :func:`counterfactual_frame` or :func:`counterfair.paths.path_specific_frame`.
+    do : mapping
+        The intervention on all the rows (recorded in ``attrs["do"]``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows ordered by world, sample and global position, as one call on all
+        the rows orders them; the attributes of the first chunk's frame, with ``do``.
+    """
+    if len(parts) == 1:
+        return parts[0][1]
+    keys: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for abduction, _ in parts:
+        s, positions = abduction.n_samples, abduction.row_positions
+        n = len(positions)
+        keys.append(
+            (
+                np.repeat([0, 1], s * n),
+                np.tile(np.repeat(np.arange(s), n), 2),
+                np.tile(positions, 2 * s),
+            )
+        )
+    world, sample, position = (np.concatenate([k[i] for k in keys]) for i in range(3))
+    order = np.lexsort((position, sample, world))
+    frame = pd.concat([f for _, f in parts], ignore_index=True).iloc[order]
+    frame = frame.reset_index(drop=True)
+    frame.attrs = dict(parts[0][1].attrs)
+    frame.attrs["do"] = {
+        k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
+        for k, v in do.items()
+    }
+    return frame
+
+
 def interventional_frame(
     fit: Fit,
     n: int,
@@ -553,9 +595,9 @@ def interventional_frame(
     values: dict[str, np.ndarray] = {}
     for node in scm.latents:
         spec = scm.specs[node]
-        values[node] = getattr(spec, "loc", 0.0) + getattr(
-            spec, "scale", 1.0
-        ) * units.child("latent", node).standard_normal((s, n))
+        values[node] = getattr(spec, "loc", 0.0) + getattr(spec, "scale", 1.0) * units.child(
+            "latent", node
+        ).standard_normal((s, n))
     reference = scm.coding == "reference"
     for node in scm.observed:
         if node in set_values:

@@ -52,6 +52,7 @@ from counterfair.learning import (
     multiclass_labels,
 )
 from counterfair.posterior import Fit
+from counterfair.rows import Rows
 
 DTYPE_MISMATCH = (
     "column {column!r} of the Dask frame has dtype {got} but the fit's data had {expected} "
@@ -217,11 +218,16 @@ def _positioned_fit(fit: Fit, part: pd.DataFrame, start: int) -> Fit:
     original = fit.abduct
     local = copy.copy(fit)
 
-    def abduct(data: pd.DataFrame | None = None, **kwargs: Any) -> Any:
+    def abduct(data: pd.DataFrame | Rows | None = None, **kwargs: Any) -> Any:
         if data is not None and kwargs.get("positions") is None:
-            kwargs["positions"] = np.fromiter(
-                (lookup[label] for label in data.index), dtype=np.int64, count=len(data)
+            frame = data.frame if isinstance(data, Rows) else data
+            where = np.fromiter(
+                (lookup[label] for label in frame.index), dtype=np.int64, count=len(frame)
             )
+            if isinstance(data, Rows):
+                data = Rows(frame, where)
+            else:
+                kwargs["positions"] = where
         return original(data, **kwargs)
 
     object.__setattr__(local, "abduct", abduct)

@@ -21,6 +21,7 @@ from counterfair.identification import convergence_hint
 from counterfair.logs import progress_enabled
 from counterfair.params import ParamDraws
 from counterfair.rowrandom import RowRandom
+from counterfair.rows import Rows, abduct_chunks, slice_do
 from counterfair.scm import SCM
 from counterfair.specs import Protected
 from counterfair.stan.anchored import add_anchored_latents
@@ -443,7 +444,7 @@ class Fit:
     # ------------------------------------------------------------------ abduction
     def abduct(
         self,
-        data: pd.DataFrame | None = None,
+        data: pd.DataFrame | Rows | None = None,
         *,
         condition_on: Collection[str] | None = None,
         method: AbductionMethod = "mean",
@@ -469,8 +470,9 @@ class Fit:
 
         Parameters
         ----------
-        data : pandas.DataFrame, optional
-            Rows to abduct. ``None`` means the training rows: with
+        data : pandas.DataFrame or Rows, optional
+            Rows to abduct (a :class:`~counterfair.rows.Rows` carries its global
+            positions and is not validated again). ``None`` means the training rows: with
             ``condition_on=None`` and ``engine="auto"`` their latents come from
             the joint posterior of the fit itself (``engine`` ``"fit"`` on the
             result); otherwise they are abducted like new rows.
@@ -527,7 +529,12 @@ class Fit:
         _check_engine(engine, mcmc_settings)
         if data is None and condition_on is None and engine == "auto":
             return self._training_abduction(n_samples, seed)
-        rows = self.data if data is None else validation.validate_frame(data)
+        if isinstance(data, Rows):
+            if positions is not None:
+                raise ValueError("positions= is given twice: the Rows carry their positions")
+            rows, positions = data.frame, data.positions
+        else:
+            rows = self.data if data is None else validation.validate_frame(data)
         validation.validate_columns(rows, self.scm.protected)
         if positions is not None:
             positions = np.asarray(positions, dtype=np.int64)
@@ -584,6 +591,36 @@ class Fit:
             positions=positions,
         )
 
+    def abduction_is_exact(
+        self,
+        data: pd.DataFrame | Rows,
+        *,
+        condition_on: Collection[str] | None = None,
+        engine: AbductionEngine = "auto",
+        chains: int | None = None,
+        warmup: int | None = None,
+        draws: int | None = None,
+        **_: Any,
+    ) -> bool:
+        """Whether :meth:`abduct` of these new rows with these options runs chunk by chunk.
+
+        True for exact abduction and for an SCM without latents (the result does not
+        depend on the chunking); False when it would run the MCMC abduction program.
+        Other options of :meth:`abduct` are accepted and ignored.
+        """
+        _check_engine(engine, _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws))
+        if not self.scm.latents or engine == "exact":
+            return True
+        if engine == "mcmc" or _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws):
+            return False
+        frame = data.frame if isinstance(data, Rows) else data
+        conditioned = (
+            default_conditioning(self.scm, frame)
+            if condition_on is None
+            else conditioning_nodes(self.scm, condition_on)
+        )
+        return exact_abduction.supports_exact(self.scm, conditioned)
+
     def _parameter_sets(self, method: str, n_param_draws: int, seed: int | None) -> ParamDraws:
         """The parameter sets abduction conditions on: their mean, or seeded posterior draws."""
         all_params = self.params()
@@ -618,9 +655,7 @@ class Fit:
         total = EXACT_DRAWS_PER_SET * param_sets.n if n_samples is None else n_samples
         per_set = -(-total // param_sets.n)
         where = np.arange(len(rows), dtype=np.int64) if positions is None else positions
-        per_row = chunking.bytes_per_row(
-            per_set * param_sets.n, len(self.scm.latents)
-        )
+        per_row = chunking.bytes_per_row(per_set * param_sets.n, len(self.scm.latents))
         parts: dict[str, list[np.ndarray]] = {name: [] for name in self.scm.latents}
         for chunk in chunking.row_chunks(len(rows), bytes_per_row=per_row, positions=where):
             drawn = exact_abduction.sample_latents(
@@ -668,9 +703,7 @@ class Fit:
         One program for all the rows: not chunked, and not chunk-invariant.
         """
         if self._backend_name == LOADED_BACKEND:
-            raise errors.FairnessError(
-                NEEDS_MCMC.format(conditioned=list(conditioned))
-            )
+            raise errors.FairnessError(NEEDS_MCMC.format(conditioned=list(conditioned)))
         per_chain = draws or max(
             MIN_DRAWS_PER_CHAIN, -(-(n_samples or 0) // (chains * param_sets.n))
         )
@@ -744,19 +777,42 @@ class Fit:
         ``do``) makes it a path-specific counterfactual: only paths beginning
         with one of the tuples see the new level, see
         :mod:`counterfair.paths`; ``[]`` gives the factual world.
+
+        Without ``abduction=``, rows are processed in chunks of
+        :func:`counterfair.options.chunk_bytes` (abduction, then the worlds), and
+        every draw is keyed by the seed and the row's position: the frame is the
+        same for any chunk size, except with MCMC abduction of new rows, which is
+        run once on all the rows (see :meth:`abduct`).
         """
-        from counterfair.counterfactual import check_coupling, counterfactual_frame
+        from counterfair.counterfactual import (
+            check_coupling,
+            counterfactual_frame,
+            merge_chunk_frames,
+        )
         from counterfair.paths import path_specific_frame
 
         coupling = check_coupling(coupling)
         seed = self.seed if seed is None else seed
-        if abduction is None:
-            abduction = self.abduct(data, n_samples=n_samples, seed=seed, **abduct_args)
-        if unfair_paths is not None:
-            return path_specific_frame(
-                self, abduction, do, unfair_paths, seed=seed, coupling=coupling
+
+        def frame_of(rows_abduction: Abduction, rows_do: Mapping[str, DoValue]) -> pd.DataFrame:
+            if unfair_paths is not None:
+                return path_specific_frame(
+                    self, rows_abduction, rows_do, unfair_paths, seed=seed, coupling=coupling
+                )
+            return counterfactual_frame(self, rows_abduction, rows_do, seed=seed, coupling=coupling)
+
+        if abduction is not None:
+            return frame_of(abduction, do)
+        rows = None if data is None else Rows.from_frame(data)
+        n_rows = len(self.data) if rows is None else len(rows)
+        per_row = chunking.bytes_per_row(n_samples or EXACT_DRAWS_PER_SET, 4 * len(self.scm.specs))
+        parts = [
+            (chunk, frame_of(chunk, slice_do(do, where, n_rows)))
+            for where, chunk in abduct_chunks(
+                self, rows, bytes_per_row=per_row, n_samples=n_samples, seed=seed, **abduct_args
             )
-        return counterfactual_frame(self, abduction, do, seed=seed, coupling=coupling)
+        ]
+        return merge_chunk_frames(parts, do)
 
     def interventional(
         self,
@@ -845,8 +901,9 @@ def fit_scm(
     stan_data = fit_data(scm, data, encoding)
     scales.warn_on_scales(scm, data)
     coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
-    start = _warm_start(scm, data, encoding, stan_data, warm_start, backend, chains, warmup,
-                        seed, sampler_args)
+    start = _warm_start(
+        scm, data, encoding, stan_data, warm_start, backend, chains, warmup, seed, sampler_args
+    )
     if "init" not in sampler_args:
         sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
         if start is not None:
