@@ -417,7 +417,7 @@ def dask_counterfactual_predictions(
         raise ValueError(NEEDS_ROWS_OUT)
     _check_frame(data, fit)
     if any(not isinstance(v, str) and np.ndim(v) > 0 for v in do.values()):
-        _check_do_length(do, int(partition_starts(data)[-1] + len(data.partitions[-1])))
+        _check_do_length(do, len(data))
     _, target = _write_rows(
         data, (fit, predictor), _cf_kernel, rows_out, overwrite, None, do=dict(do), options=options
     )
@@ -443,6 +443,9 @@ def _audit_kernel(
     if len(part) == 0:
         summary, changes = AuditSummary(), pd.DataFrame()
     else:
+        if options.get("do") is not None:  # per-row values: this partition's slice
+            do = {k: _rows_slice(v, start, len(part)) for k, v in options["do"].items()}
+            options = {**options, "do": do}
         report = counterfactual_fairness(fit, part, predictor, tolerance=tolerance, **options)
         changes = report.changes
         for attribute in changes["attribute"].unique():  # a do= audit's label
@@ -494,7 +497,7 @@ def dask_counterfactual_fairness(
     _check_frame(data, fit)
     do = options.get("do")
     if do is not None and any(not isinstance(v, str) and np.ndim(v) > 0 for v in do.values()):
-        raise ValueError("a per-row do= is not supported on a Dask frame; give one value per node")
+        _check_do_length(do, len(data))
     common = {"tolerance": tolerance, "options": {"interval": interval, **options}}
     model = (fit, predictor)
     if rows_out is None:

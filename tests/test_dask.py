@@ -161,6 +161,24 @@ def test_counterfactual_audit_equals_in_memory_for_any_partitioning(client, mode
         assert len(list(out.iterdir())) == n
 
 
+def test_audit_of_a_per_row_intervention_equals_in_memory(client, models):
+    fit, rows, _, full, _ = models
+    lsat = rows["LSAT"].to_numpy() + np.arange(len(rows)) % 3  # do(LSAT = LSAT + 0, 1 or 2)
+    expected = cf.audit.counterfactual_fairness(
+        fit, rows, full, n_samples=10, seed=4, do={"LSAT": lsat}
+    )
+    for n in (3, 7):
+        report = cf.audit.counterfactual_fairness(
+            fit, dd.from_pandas(rows, npartitions=n), full, n_samples=10, seed=4,
+            do={"LSAT": lsat},
+        )
+        pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
+    with pytest.raises(cf.DataError, match="LSAT"):
+        cf.audit.counterfactual_fairness(
+            fit, dd.from_pandas(rows, npartitions=3), full, do={"LSAT": lsat[:-1]}
+        )
+
+
 def test_fair_learner_audit_shares_the_fit_on_the_workers(client, models):
     fit, rows, learner, _, _ = models
     rows = rows.drop(columns="ZFYA")
