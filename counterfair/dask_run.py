@@ -1,0 +1,192 @@
+"""Running a function on every partition of a Dask frame, with global row positions.
+
+:func:`run_partitions` computes the partition lengths first (so each partition
+knows the global position of its first row), sends the model to every worker
+once (``client.scatter(..., broadcast=True)``), runs one task per partition and
+returns the results in partition order, or merges them pairwise on the workers.
+Inside a task, every abduction of the fit (a FairLearner's, an audit's, a flip
+test's subset) is given the global positions of its rows, looked up by index
+label (:func:`with_positions`), so its random draws are those the rows get in
+one in-memory call on the whole frame. Dask is imported inside the functions:
+this module is imported by :mod:`counterfair.dask_rows` when the package is.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterfair import errors
+from counterfair.posterior import Fit
+from counterfair.rows import Rows
+
+IN_PARTITION = "partition {number} (global rows {first}..{last}): {message}"
+"""A task's error, with the partition it arose in."""
+
+
+def fit_of(model: Any) -> Fit | None:
+    """The SCM fit of a FairLearner (or of its bound method), else ``None``."""
+    owner = getattr(model, "__self__", model)
+    fit = getattr(owner, "scm_fit_", None)
+    return fit if isinstance(fit, Fit) else None
+
+def current_client() -> Any:
+    """The current ``distributed.Client``, or ``None`` (then dask's local scheduler runs)."""
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - distributed ships with the [dask] extra
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def partition_starts(ddf: Any) -> np.ndarray:
+    """Global position of each partition's first row, from the partition lengths."""
+    lengths = np.asarray(ddf.map_partitions(len).compute(), dtype=np.int64)
+    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+
+
+class Payload:
+    """The object every task receives, sent as one piece.
+
+    ``client.scatter`` would send a tuple's items separately and lose that a
+    FairLearner's ``scm_fit_`` *is* the fit beside it; one object keeps it.
+    """
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _task(
+    kernel: Callable[..., Any],
+    payload: Payload,
+    part: pd.DataFrame,
+    start: int,
+    number: int,
+    options: Mapping[str, Any],
+) -> Any:
+    """Run ``kernel`` on one partition; errors name the partition."""
+    try:
+        model = with_positions(payload.value, part, int(start))
+        return kernel(model, part, int(start), int(number), **options)
+    except errors.DataError as error:
+        raise errors.DataError(
+            IN_PARTITION.format(
+                number=number, first=start, last=start + len(part) - 1, message=error
+            )
+        ) from error
+
+
+def _positioned_fit(fit: Fit, part: pd.DataFrame, start: int) -> Fit:
+    """A shallow copy of ``fit`` whose ``abduct`` keys draws by global row position.
+
+    Every abduction inside a partition's task (the audit's, a FairLearner's, the
+    flip test's subsets) passes ``positions=``: the global positions of its rows,
+    looked up by index label. The copy shares the posterior arrays.
+    """
+    lookup = dict(zip(part.index, range(start, start + len(part)), strict=True))
+    original = fit.abduct
+    local = copy.copy(fit)
+
+    def abduct(data: pd.DataFrame | Rows | None = None, **kwargs: Any) -> Any:
+        if data is not None and kwargs.get("positions") is None:
+            frame = data.frame if isinstance(data, Rows) else data
+            where = np.fromiter(
+                (lookup[label] for label in frame.index), dtype=np.int64, count=len(frame)
+            )
+            if isinstance(data, Rows):
+                data = Rows(frame, where)
+            else:
+                kwargs["positions"] = where
+        return original(data, **kwargs)
+
+    object.__setattr__(local, "abduct", abduct)
+    return local
+
+
+def _localise(obj: Any, fit: Fit, local: Fit) -> Any:
+    """``obj`` with ``fit`` replaced by ``local``: a FairLearner of ``fit`` (or its bound
+    method) becomes a shallow copy whose fit is ``local``, keeping them shared."""
+    if obj is fit:
+        return local
+    owner = getattr(obj, "__self__", None)
+    if owner is not None and not isinstance(owner, type):
+        moved = _localise(owner, fit, local)
+        return obj if moved is owner else getattr(moved, obj.__name__)
+    if getattr(obj, "scm_fit_", None) is fit:
+        clone = copy.copy(obj)
+        clone.scm_fit_ = local
+        if getattr(obj, "scm_fit", None) is fit:
+            clone.scm_fit = local
+        return clone
+    return obj
+
+
+def with_positions(model: Any, part: pd.DataFrame, start: int) -> Any:
+    """The task's own view of the model, abducting by global row position."""
+    if not part.index.is_unique:
+        raise errors.DataError(
+            "the partition has a duplicated index label; give the Dask frame a unique "
+            "index (reset_index()) so that each row keeps its own draws"
+        )
+    if isinstance(model, tuple):
+        fit = model[0]
+        local = _positioned_fit(fit, part, start)
+        return tuple(_localise(item, fit, local) for item in model)
+    fit = fit_of(model)
+    if fit is None:
+        return model
+    return _localise(model, fit, _positioned_fit(fit, part, start))
+
+
+def _tree(items: list[Any], merge: Callable[[Any, Any], Any]) -> Any:
+    """Merge delayed summaries pairwise, so that merging runs on the workers."""
+    import dask
+
+    level = list(items)
+    while len(level) > 1:
+        paired = [dask.delayed(merge)(a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
+        level = paired + ([level[-1]] if len(level) % 2 else [])
+    return level[0]
+
+
+def run_partitions(
+    ddf: Any,
+    model: Any,
+    kernel: Callable[..., Any],
+    *,
+    merge: Callable[[Any, Any], Any] | None = None,
+    **options: Any,
+) -> Any:
+    """``kernel(model, partition, start, number, **options)`` on every partition.
+
+    The model is scattered to every worker once and passed by reference.
+    Returns the list of results in partition order, or, with ``merge``, their
+    pairwise merge (computed on the workers; only the result reaches the client).
+    """
+    import dask
+
+    starts = partition_starts(ddf)
+    parts = ddf.to_delayed()
+    client = current_client()
+    shared = (
+        client.scatter(Payload(model), broadcast=True, hash=False)
+        if client is not None
+        else dask.delayed(Payload(model), pure=False)
+    )
+    tasks = [
+        dask.delayed(_task, pure=False)(kernel, shared, part, int(start), number, options)
+        for number, (part, start) in enumerate(zip(parts, starts, strict=True))
+    ]
+    final = _tree(tasks, merge) if merge is not None else tasks
+    if client is not None:
+        future = client.compute(final)
+        return client.gather(future)
+    (computed,) = dask.compute(final)
+    return computed
