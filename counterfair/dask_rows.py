@@ -48,10 +48,11 @@ from counterfair.dask_summary import AuditSummary
 from counterfair.learning import (
     BaselinePredictor,
     FairLearner,
-    counterfactual_predictions,
+    counterfactual_predictions_chunk,
     multiclass_labels,
 )
 from counterfair.posterior import Fit
+from counterfair.rows import Rows
 
 DTYPE_MISMATCH = (
     "column {column!r} of the Dask frame has dtype {got} but the fit's data had {expected} "
@@ -196,7 +197,8 @@ def _cf_kernel(
         frame = pd.DataFrame()
     else:
         part_do = {k: _rows_slice(v, start, len(part)) for k, v in do.items()}
-        frame = counterfactual_predictions(fit, part, part_do, predictor, **options)
+        rows = Rows.from_frame(part, np.arange(start, start + len(part), dtype=np.int64))
+        frame = counterfactual_predictions_chunk(fit, rows, part_do, predictor, **options)
     dask_parquet.write_part(folder, number, frame)
     return len(frame)
 
