@@ -621,9 +621,20 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
         self.estimator_ = clone(base).fit(self._matrix(X), np.asarray(response))
         return self
 
+    def _row_bytes(self) -> float:
+        width = len(self.columns) + sum(len(v) for v in self.levels_.values())
+        return chunking.bytes_per_row(1, width)
+
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        """Predictions of the fitted estimator (as floats when numeric; class labels else)."""
-        out = np.asarray(self.estimator_.predict(self._matrix(X)))
+        """Predictions of the fitted estimator (as floats when numeric; class labels else).
+
+        Rows are processed in chunks of :func:`counterfair.options.chunk_bytes`.
+        """
+        out = chunking.apply_by_rows(
+            lambda part: np.asarray(self.estimator_.predict(self._matrix(part))),
+            X,
+            bytes_per_row=self._row_bytes(),
+        )
         return out.astype(float) if out.dtype.kind in "biuf" else out
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
@@ -639,7 +650,11 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
                 f"{type(self.estimator_).__name__} has no predict_proba; give the baseline "
                 "a classifier, e.g. estimator=LogisticRegression()"
             )
-        return np.asarray(self.estimator_.predict_proba(self._matrix(X)), dtype=float)
+        return chunking.apply_by_rows(
+            lambda part: np.asarray(self.estimator_.predict_proba(self._matrix(part)), float),
+            X,
+            bytes_per_row=self._row_bytes(),
+        )
 
     @property
     def classes_(self) -> np.ndarray:

@@ -23,10 +23,12 @@ import pytest
 from _models import AUX_TRUTH, aux_fit, aux_scm, families_data, families_small_fit
 from _seeds import shifted
 from scipy import stats
+from sklearn.linear_model import LogisticRegression
 
 import counterfair as cf
 from counterfair import chunking, options, rows
 from counterfair.learning import (
+    BaselinePredictor,
     FairLearner,
     iter_counterfactual_predictions,
     merge_prediction_chunks,
@@ -177,6 +179,25 @@ def test_rows_and_do_are_checked_and_cut() -> None:
     assert list(do["A"]) == ["a", "b"] and do["X"] == 1.0
     with pytest.raises(ValueError, match="2 values for 3 rows"):
         slice_do({"A": ["b", "a"]}, slice(0, 1), 3)
+
+
+def test_baselines_predict_the_same_in_chunks(count_chunks: list[int]) -> None:
+    """Row-wise baselines (Full, order-preserving) give the same outputs chunk by chunk."""
+    rng = np.random.default_rng(shifted(6))
+    group = np.repeat(["a", "b"], 3000)
+    x = rng.normal(np.where(group == "b", 1.0, 0.0), 1.0)
+    frame = pd.DataFrame({"g": group, "x": x, "label": (x + rng.normal(0, 1, x.size) > 0.5)})
+    full = BaselinePredictor(["g", "x"], "label", ["g"], LogisticRegression()).fit(frame)
+    order = cf.OrderPreservingPredictor(full, group="g", prefit=True).fit(frame)
+
+    def compute() -> list[np.ndarray]:
+        return [full.predict(frame), full.predict_proba(frame), order.predict_proba(frame)]
+
+    results = list(_for_each_size(compute, count_chunks))
+    assert results[0][1] > 1 and results[-1][1] == 1
+    for outputs, _ in results[1:]:
+        for got, expected in zip(outputs, results[0][0], strict=True):
+            np.testing.assert_array_equal(got, expected)
 
 
 # ---------------------------------------------------------------------- Stan fits
