@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
+import pandas as pd
 
 from counterfair import options
 
@@ -113,3 +114,18 @@ def map_chunks(
 def concat_rows(parts: list[np.ndarray], *, axis: int) -> np.ndarray:
     """Per-chunk arrays joined along their row ``axis`` (one part is returned as is)."""
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
+
+
+def apply_by_rows(
+    function: Callable[[pd.DataFrame], np.ndarray], frame: pd.DataFrame, *, bytes_per_row: float
+) -> np.ndarray:
+    """``function`` of each chunk of a frame's rows, joined along axis 0.
+
+    For row-wise deterministic functions (a baseline's predictions): the result is
+    that of ``function(frame)``, with working memory bounded by the chunk.
+    """
+    parts = [
+        np.asarray(function(frame.iloc[part.rows]))
+        for part in row_chunks(len(frame), bytes_per_row=bytes_per_row)
+    ]
+    return concat_rows(parts, axis=0)

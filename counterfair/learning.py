@@ -627,14 +627,23 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
         self.estimator_ = clone(base).fit(self._matrix(X), np.asarray(response))
         return self
 
+    def _row_bytes(self) -> float:
+        width = len(self.columns) + sum(len(v) for v in self.levels_.values())
+        return chunking.bytes_per_row(1, width)
+
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         """Predictions of the fitted estimator (as floats when numeric; class labels else).
 
-        A Dask DataFrame is predicted partition by partition (:mod:`counterfair.dask_rows`).
+        Rows are processed in chunks of :func:`counterfair.options.chunk_bytes`. A
+        Dask DataFrame is predicted partition by partition (:mod:`counterfair.dask_rows`).
         """
         if (handler := dispatch.handler_for("BaselinePredictor.predict", X)) is not None:
             return handler(self, X)
-        out = np.asarray(self.estimator_.predict(self._matrix(X)))
+        out = chunking.apply_by_rows(
+            lambda part: np.asarray(self.estimator_.predict(self._matrix(part))),
+            X,
+            bytes_per_row=self._row_bytes(),
+        )
         return out.astype(float) if out.dtype.kind in "biuf" else out
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
@@ -652,7 +661,11 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
             )
         if (handler := dispatch.handler_for("BaselinePredictor.predict_proba", X)) is not None:
             return handler(self, X)
-        return np.asarray(self.estimator_.predict_proba(self._matrix(X)), dtype=float)
+        return chunking.apply_by_rows(
+            lambda part: np.asarray(self.estimator_.predict_proba(self._matrix(part)), float),
+            X,
+            bytes_per_row=self._row_bytes(),
+        )
 
     @property
     def classes_(self) -> np.ndarray:
