@@ -167,6 +167,28 @@ def _predict_handler(method: str) -> Callable[..., np.ndarray]:
     return handler
 
 
+# ---------------------------------------------------------------------- latents
+def _latents_kernel(
+    fit: Fit, part: pd.DataFrame, start: int, number: int, *, options: Mapping[str, Any]
+) -> dict[str, np.ndarray]:
+    if len(part) == 0:
+        return {}
+    return fit.abduct(part, **options).latents  # positions: the fit is the task's own
+
+
+def dask_latents(fit: Fit, data: Any, **options: Any) -> dict[str, np.ndarray]:
+    """:meth:`Fit.latents` for a Dask frame: per latent, shape ``(S, N)`` as NumPy arrays
+    (computed), the rows in the frame's order."""
+    if options.get("positions") is not None:
+        raise ValueError("positions= is set by the partitions of a Dask frame; drop it")
+    _check_frame(data, fit)
+    pieces = run_partitions(data, fit, _latents_kernel, options=options)
+    return {
+        name: np.concatenate([piece[name] for piece in pieces if len(piece)], axis=1)
+        for name in fit.scm.latents
+    }
+
+
 # ---------------------------------------------------------------------- counterfactuals
 def _rows_slice(value: Any, start: int, n: int) -> Any:
     if isinstance(value, str) or np.ndim(value) == 0:
@@ -375,6 +397,7 @@ def _register() -> None:
         ("BaselinePredictor.predict_proba", "predict_proba"),
     ):
         dispatch.register(operation, is_dask_frame, _predict_handler(method))
+    dispatch.register("Fit.latents", is_dask_frame, dask_latents)
     dispatch.register(
         "counterfactual_predictions", is_dask_frame, dask_counterfactual_predictions
     )
@@ -387,6 +410,7 @@ __all__: Sequence[str] = [
     "check_dtypes",
     "dask_counterfactual_fairness",
     "dask_counterfactual_predictions",
+    "dask_latents",
     "dtype_kind",
     "is_dask_frame",
     "partition_starts",

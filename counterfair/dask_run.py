@@ -135,6 +135,8 @@ def with_positions(model: Any, part: pd.DataFrame, start: int) -> Any:
             "the partition has a duplicated index label; give the Dask frame a unique "
             "index (reset_index()) so that each row keeps its own draws"
         )
+    if isinstance(model, Fit):
+        return _positioned_fit(model, part, start)
     if isinstance(model, tuple):
         fit = model[0]
         local = _positioned_fit(fit, part, start)

@@ -13,7 +13,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from counterfair import chunking, errors, exact_abduction, scales, validation
+from counterfair import chunking, dispatch, errors, exact_abduction, scales, validation
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
@@ -745,8 +745,11 @@ class Fit:
         """Posterior draws of every latent for rows, shape ``(S, N)`` per latent.
 
         With ``data=None`` the draws of the training rows from the fit; otherwise
-        abduction for new rows (see :meth:`abduct` for the options).
+        abduction for new rows (see :meth:`abduct` for the options). A Dask
+        DataFrame is abducted partition by partition (:mod:`counterfair.dask_rows`).
         """
+        if (handler := dispatch.handler_for("Fit.latents", data)) is not None:
+            return handler(self, data, **kwargs)
         return self.abduct(data, **kwargs).latents
 
     # ------------------------------------------------------------------ counterfactuals

@@ -41,7 +41,7 @@ PARTITIONS = (1, 3, 7)
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0"
     )
     with distributed.Client(cluster) as c:
         yield c
@@ -124,14 +124,23 @@ def test_fair_learner_predict_equals_in_memory_for_any_partitioning(client, mode
     assert not np.allclose(shifted, expected[1:], rtol=0, atol=1e-12)
 
 
+def test_latents_equal_in_memory_for_any_partitioning(client, models):
+    fit, rows, _, _, _ = models
+    expected = fit.latents(rows, n_samples=30, seed=2)
+    for n, ddf in frames(rows).items():
+        got = fit.latents(ddf, n_samples=30, seed=2)
+        assert got.keys() == expected.keys()
+        np.testing.assert_array_equal(got["K"], expected["K"], err_msg=str(n))
+
+
 def test_model_is_sent_to_each_worker_once(client, models):
-    fit = models[0]
+    full = models[3]
 
     def where(model, part, start, number):
         return os.getpid(), id(model), start, len(part)
 
     ddf = dd.from_pandas(models[1], npartitions=7)
-    seen = run_partitions(ddf, fit, where)
+    seen = run_partitions(ddf, full, where)
     ids_by_worker: dict[int, set[int]] = {}
     for pid, ident, _, _ in seen:
         ids_by_worker.setdefault(pid, set()).add(ident)
