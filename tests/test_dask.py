@@ -221,8 +221,8 @@ def test_counterfactual_predictions_write_parquet(client, models, tmp_path):
         got = out.compute().sort_values(["row", "sample"], ignore_index=True)
         np.testing.assert_allclose(got["change"], expected["change"], rtol=0, atol=1e-12)
         np.testing.assert_allclose(got["counterfactual"], expected["counterfactual"], atol=1e-12)
-        if "position" in expected.columns:  # global positions, whatever the partitioning
-            np.testing.assert_array_equal(got["position"], expected["position"])
+        # each row's global position, whatever the partitioning (index 1000..1099)
+        np.testing.assert_array_equal(got["position"], got["row"] - rows.index[0])
     names = sorted(p.name for p in (tmp_path / "cf3").iterdir())
     assert names == ["part.00000.parquet", "part.00001.parquet", "part.00002.parquet"]
     with pytest.raises(cf.DataError, match="not empty; choose a new folder or pass overwrite"):
@@ -230,6 +230,13 @@ def test_counterfactual_predictions_write_parquet(client, models, tmp_path):
             fit, dd.from_pandas(rows, npartitions=1), {"race": "Black"}, full,
             n_samples=10, rows_out=tmp_path / "cf1",
         )
+    (tmp_path / "cf1" / "stale.txt").write_text("from an older run")
+    cf.counterfactual_predictions(
+        fit, dd.from_pandas(rows, npartitions=1), {"race": "Black"}, full,
+        n_samples=10, rows_out=tmp_path / "cf1", overwrite=True,
+    )
+    assert sorted(p.name for p in (tmp_path / "cf1").iterdir()) == ["part.00000.parquet"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left over
     with pytest.raises(ValueError, match="give rows_out= a folder"):
         cf.counterfactual_predictions(
             fit, dd.from_pandas(rows, npartitions=1), {"race": "Black"}, full, n_samples=10
