@@ -317,6 +317,10 @@ def test_dtype_mismatch_is_named_before_any_task(client, models):
         cf.audit.counterfactual_fairness(
             fit, dd.from_pandas(as_object, npartitions=2), lambda f: np.zeros(len(f))
         )
+    full = models[3]
+    as_text = rows.assign(UGPA=rows["UGPA"].astype(str))
+    with pytest.raises(cf.DataError, match=r"column 'UGPA' .* as a number"):
+        full.predict(dd.from_pandas(as_text, npartitions=2))
     assert client.run_on_scheduler(transitions) == before  # the scheduler saw no task
 
 
