@@ -463,15 +463,15 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             out = self.estimator_.predict(flat)
         return np.asarray(out, dtype=float).reshape(inputs.shape[:-1])
 
-    def _probabilities(self, X: pd.DataFrame) -> np.ndarray:
+    def _probabilities(self, X: pd.DataFrame | Rows) -> np.ndarray:
         """Class probabilities per row, averaged over the draws: ``(N,)`` binary, ``(N, K)``."""
         scm = self._check_setup()
-        direct = self._frame_features(scm, X)
+        direct = None if isinstance(X, Rows) else self._frame_features(scm, X)
         if direct is not None:
             return self._predict_inputs(direct[None, :, :])[0]
         return chunking.concat_rows([d.mean(axis=0) for d in self._chunk_draws(X)], axis=0)
 
-    def predict_draws(self, X: pd.DataFrame) -> np.ndarray:
+    def predict_draws(self, X: pd.DataFrame | Rows) -> np.ndarray:
         """Predictions for every draw of each row's fair inputs, shape ``(S, N)``.
 
         For a classifier, the probability of the positive class; for a
@@ -482,6 +482,11 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         (abduction, inputs, estimator); with exact abduction (the default where it
         applies) the result is the same for any chunk size. MCMC abduction of new
         rows runs once on all rows and is not chunk-invariant.
+
+        ``X`` may be a :class:`counterfair.rows.Rows` (one partition of a larger
+        data set with its global positions): its rows then get the numbers they
+        get in the whole data set. So may ``X`` of :meth:`predict` and
+        :meth:`predict_proba`.
         """
         return chunking.concat_rows(list(self._chunk_draws(X)), axis=1)
 
@@ -490,7 +495,7 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         scm = self._check_setup()
         return self._predict_inputs(self._feature_matrix(scm, abduction))
 
-    def predict(self, X: pd.DataFrame) -> np.ndarray:
+    def predict(self, X: pd.DataFrame | Rows) -> np.ndarray:
         """Posterior expectation of the prediction for each row (class labels for a classifier).
 
         When ``X`` is a counterfactual frame (from :meth:`Fit.counterfactual`,
@@ -511,7 +516,7 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             return np.where(scores >= 0.5, self.classes_[-1], self.classes_[0])
         return scores
 
-    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+    def predict_proba(self, X: pd.DataFrame | Rows) -> np.ndarray:
         """Class probabilities, averaged over the draws, shape ``(N, n_classes)``.
 
         Columns follow ``classes_``. Available for classification targets

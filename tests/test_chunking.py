@@ -293,6 +293,12 @@ def test_fair_learner_predictions_do_not_depend_on_the_chunks(
         np.testing.assert_array_equal(proba, results[0][0][1])
         np.testing.assert_array_equal(draws, results[0][0][2])
     assert proba.shape == (60, 2) and proba[:, 1].std() > 0.0
+    # one partition predicted on its own, with its global positions, gives its rows' numbers
+    part = Rows.from_frame(new.iloc[20:30], positions=np.arange(20, 30))
+    np.testing.assert_array_equal(learner.predict_proba(part), proba[20:30])
+    np.testing.assert_array_equal(learner.predict_draws(part), draws[:, 20:30])
+    # without the positions the partition's rows draw other numbers
+    assert not np.array_equal(learner.predict_draws(new.iloc[20:30]), draws[:, 20:30])
 
 
 @pytest.mark.stan
