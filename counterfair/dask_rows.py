@@ -154,12 +154,42 @@ def _predict_kernel(model: Any, part: pd.DataFrame, start: int, number: int, *, 
     return np.asarray(getattr(model, method)(part))
 
 
-def _predict_handler(method: str) -> Callable[..., np.ndarray]:
-    def handler(model: Any, X: Any) -> np.ndarray:
+def _predict_rows_kernel(
+    model: Any, part: pd.DataFrame, start: int, number: int, *, method: str, folder: str
+) -> int:
+    values = np.asarray(getattr(model, method)(part)) if len(part) else np.zeros(0)
+    frame = pd.DataFrame(
+        {
+            "row": part.index.to_numpy(),
+            "position": np.arange(start, start + len(part), dtype=np.int64),
+            "prediction": values,
+        }
+    )
+    dask_parquet.write_part(folder, number, frame)
+    return len(frame)
+
+
+def _predict_handler(method: str) -> Callable[..., Any]:
+    def handler(
+        model: Any,
+        X: Any,
+        *,
+        rows_out: str | os.PathLike[str] | None = None,
+        overwrite: bool = False,
+    ) -> Any:
         if isinstance(model, BaselinePredictor):
             _check_baseline(X, model)
         else:
             _check_frame(X, fit_of(model))
+        if rows_out is not None:
+            import dask.dataframe as dd
+
+            _, target = _write_rows(
+                X, model, _predict_rows_kernel, rows_out, overwrite, None, method=method
+            )
+            return dd.read_parquet(str(target))
+        if overwrite:
+            raise ValueError("overwrite=True without rows_out= would be ignored")
         pieces = run_partitions(X, model, _predict_kernel, method=method)
         return np.concatenate(pieces, axis=0)
 

@@ -495,7 +495,13 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         scm = self._check_setup()
         return self._predict_inputs(self._feature_matrix(scm, abduction))
 
-    def predict(self, X: pd.DataFrame | Rows) -> np.ndarray:
+    def predict(
+        self,
+        X: pd.DataFrame | Rows,
+        *,
+        rows_out: str | os.PathLike[str] | None = None,
+        overwrite: bool = False,
+    ) -> np.ndarray:
         """Posterior expectation of the prediction for each row (class labels for a classifier).
 
         When ``X`` is a counterfactual frame (from :meth:`Fit.counterfactual`,
@@ -505,10 +511,15 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         (a plain latent column in ``X``, such as the true K of simulated data,
         is ignored), chunk by chunk, with the same result for any chunk size
         (see :meth:`predict_draws`). A Dask DataFrame is predicted partition by
-        partition (:mod:`counterfair.dask_rows`) and gives the same NumPy array.
+        partition (:mod:`counterfair.dask_rows`) and gives the same NumPy array;
+        with ``rows_out=`` a folder, the predictions are written there as parquet
+        partitions (columns ``row``, ``position``, ``prediction``; a non-empty folder
+        is replaced only with ``overwrite=True``) and a Dask frame reading them is
+        returned.
         """
         if (handler := dispatch.handler_for("FairLearner.predict", X)) is not None:
-            return handler(self, X)
+            return handler(self, X, rows_out=rows_out, overwrite=overwrite)
+        _no_rows_out(rows_out, overwrite)
         scores = self._probabilities(X)
         if self._multiclass():  # the class of highest posterior expected probability
             return np.asarray(self.classes_)[np.argmax(scores, axis=-1)]
@@ -552,6 +563,15 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         from counterfair.learner_store import save_learner
 
         return save_learner(self, path, overwrite=overwrite)
+
+
+def _no_rows_out(rows_out: object, overwrite: bool) -> None:
+    """``rows_out=`` / ``overwrite=`` are for a Dask frame; refuse them for in-memory rows."""
+    if rows_out is not None or overwrite:
+        raise ValueError(
+            "rows_out= and overwrite= write a Dask frame's predictions as parquet partitions; "
+            "in-memory rows get the predictions returned"
+        )
 
 
 def _same_rows(fitted: pd.DataFrame, data: pd.DataFrame) -> bool:
@@ -636,14 +656,22 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
         width = len(self.columns) + sum(len(v) for v in self.levels_.values())
         return chunking.bytes_per_row(1, width)
 
-    def predict(self, X: pd.DataFrame) -> np.ndarray:
+    def predict(
+        self,
+        X: pd.DataFrame,
+        *,
+        rows_out: str | os.PathLike[str] | None = None,
+        overwrite: bool = False,
+    ) -> np.ndarray:
         """Predictions of the fitted estimator (as floats when numeric; class labels else).
 
         Rows are processed in chunks of :func:`counterfair.options.chunk_bytes`. A
-        Dask DataFrame is predicted partition by partition (:mod:`counterfair.dask_rows`).
+        Dask DataFrame is predicted partition by partition (:mod:`counterfair.dask_rows`);
+        ``rows_out=`` writes its predictions as parquet, as :meth:`FairLearner.predict`.
         """
         if (handler := dispatch.handler_for("BaselinePredictor.predict", X)) is not None:
-            return handler(self, X)
+            return handler(self, X, rows_out=rows_out, overwrite=overwrite)
+        _no_rows_out(rows_out, overwrite)
         out = chunking.apply_by_rows(
             lambda part: np.asarray(self.estimator_.predict(self._matrix(part))),
             X,

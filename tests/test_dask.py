@@ -114,6 +114,25 @@ def test_baselines_equal_in_memory_for_any_partitioning(client, models):
         assert (classifier.predict(ddf) == classifier.predict(rows)).all()
 
 
+def test_predictions_written_as_parquet(client, models, tmp_path):
+    _, rows, learner, full, _ = models
+    for predictor in (learner, full):
+        folder = tmp_path / type(predictor).__name__
+        out = predictor.predict(dd.from_pandas(rows, npartitions=3), rows_out=folder)
+        got = out.compute()
+        assert list(got.columns) == ["row", "position", "prediction"]
+        np.testing.assert_allclose(got["prediction"], predictor.predict(rows), atol=1e-12)
+        np.testing.assert_array_equal(got["row"], rows.index)
+        np.testing.assert_array_equal(got["position"], np.arange(len(rows)))
+        with pytest.raises(ValueError, match="rows_out= and overwrite= write a Dask"):
+            predictor.predict(rows, rows_out=tmp_path / "q")
+        assert not (tmp_path / "q").exists()
+        with pytest.raises(cf.DataError, match="not empty"):
+            predictor.predict(dd.from_pandas(rows, npartitions=2), rows_out=folder)
+        predictor.predict(dd.from_pandas(rows, npartitions=2), rows_out=folder, overwrite=True)
+        assert len(list(folder.iterdir())) == 2  # the new run's two partitions
+
+
 def test_fair_learner_predict_equals_in_memory_for_any_partitioning(client, models):
     _, rows, learner, _, _ = models
     expected = learner.predict(rows)
