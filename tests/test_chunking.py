@@ -273,6 +273,30 @@ def test_counterfactual_frames_do_not_depend_on_the_chunks(
 
 
 @pytest.mark.stan
+def test_path_specific_frames_do_not_depend_on_the_chunks(
+    stan_backend: str, count_chunks: list[int]
+) -> None:
+    """Only A -> O is unfair: O moves, and K and C follow through O's discrete noise."""
+    fit = families_small_fit().fit
+    new = _new_family_rows()
+
+    def compute() -> pd.DataFrame:
+        return fit.counterfactual(
+            new, {"A": "b"}, n_samples=20, seed=shifted(7), unfair_paths=[("A", "O")]
+        )
+
+    results = list(_for_each_size(compute, count_chunks))
+    assert results[0][1] >= 20 and results[-1][1] == 1
+    first = results[0][0]
+    factual = first[first["world"] == "factual"].reset_index(drop=True)
+    counter = first[first["world"] == "counterfactual"].reset_index(drop=True)
+    assert (factual["O"] != counter["O"]).any()
+    pd.testing.assert_series_equal(factual["X"], counter["X"])  # A -> X is fair: X stays
+    for frame, _ in results[1:]:
+        pd.testing.assert_frame_equal(frame, first)
+
+
+@pytest.mark.stan
 def test_fair_learner_predictions_do_not_depend_on_the_chunks(
     stan_backend: str, count_chunks: list[int]
 ) -> None:
