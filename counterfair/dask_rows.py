@@ -6,7 +6,9 @@ counterfair imports without dask. Given a Dask frame,
 
 * ``FairLearner.predict`` / ``predict_proba`` and the baselines'
   ``predict`` / ``predict_proba`` return NumPy arrays, computed (as
-  ``.compute()`` would), in the frame's row order;
+  ``.compute()`` would), in the frame's row order; ``predict(ddf, rows_out=...)``
+  writes them as parquet partitions instead and returns a Dask frame reading them;
+* ``Fit.latents`` returns NumPy arrays ``(S, N)`` per latent;
 * :func:`counterfair.counterfactual_predictions` writes its per-row-and-sample
   frame as parquet partitions to the folder ``rows_out=`` names and returns a
   Dask frame reading them;
