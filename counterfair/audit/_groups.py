@@ -210,6 +210,25 @@ class GroupLayout:
             ]))
         return np.vstack(blocks)
 
+    @property
+    def n_strata(self) -> int:
+        """Number of cells of the finest partition (all protected attributes crossed)."""
+        return int(self.strata.max()) + 1 if self.strata.size else 0
+
+    def strata_membership(self) -> NDArray[np.float64]:
+        """``(n_groups_total, n_strata)`` 0/1 matrix: the strata that make up each group.
+
+        Every group of every attribute (intersections included) is a union of strata, so
+        per-group sums are this matrix times per-stratum sums.
+        """
+        _, first = np.unique(self.strata, return_index=True)
+        blocks = []
+        for codes, labels in zip(self.codes, self.labels, strict=True):
+            block = np.zeros((len(labels), first.size))
+            block[codes[first], np.arange(first.size)] = 1.0
+            blocks.append(block)
+        return np.vstack(blocks)
+
     def reference_rows(self, reference: Mapping[str, Hashable] | None) -> NDArray[np.intp]:
         """Row (in :attr:`index`) of the reference group of each attribute.
 
