@@ -41,12 +41,6 @@ def _replicate(sums: NDArray[np.float64], attribute_of_row: NDArray[np.intp],
     return np.stack([rates, ratio, difference])
 
 
-def stratum_sums(layout: GroupLayout, weights: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.column_stack([np.bincount(layout.strata, weights=weights[:, j],
-                                        minlength=layout.n_strata)
-                            for j in range(weights.shape[1])])
-
-
 def poisson_tables(
     layout: GroupLayout,
     weights: NDArray[np.float64],
@@ -59,7 +53,7 @@ def poisson_tables(
     """Percentile intervals of the chunked, stratum-rescaled Poisson bootstrap."""
     accumulator = accumulate(layout.strata, weights, n_strata=layout.n_strata,
                              n_replicates=n_bootstrap, seed=seed_word(seed), keys=keys)
-    sums = stratified_group_sums(accumulator, stratum_sums(layout, weights),
+    sums = stratified_group_sums(accumulator, layout.stratum_sums(weights),
                                  layout.strata_membership())
     attribute_of_row = layout.attribute_of_row
     samples = np.stack([_replicate(sums[:, :, b], attribute_of_row, reference_of_row)
@@ -81,7 +75,7 @@ def analytic_tables(
     with the variance of each group's count of positive decisions given the sizes of
     its strata, ``sum_s pp_s (n_s - pp_s) / n_s``.
     """
-    strata = stratum_sums(layout, weights)
+    strata = layout.stratum_sums(weights)
     membership = layout.strata_membership()
     n, pos, pp, tp = (membership @ strata).T
     fp, fn = pp - tp, pos - tp

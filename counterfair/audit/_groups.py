@@ -215,6 +215,12 @@ class GroupLayout:
         """Number of cells of the finest partition (all protected attributes crossed)."""
         return int(self.strata.max()) + 1 if self.strata.size else 0
 
+    def stratum_sums(self, weights: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Per-stratum column sums of ``weights`` (shape ``(n, k)``): ``(n_strata, k)``."""
+        return np.column_stack([np.bincount(self.strata, weights=weights[:, j],
+                                            minlength=self.n_strata)
+                                for j in range(weights.shape[1])])
+
     def strata_membership(self) -> NDArray[np.float64]:
         """``(n_groups_total, n_strata)`` 0/1 matrix: the strata that make up each group.
 

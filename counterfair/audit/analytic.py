@@ -11,11 +11,11 @@ with the bootstrap to within its Monte Carlo error (``tests/test_group_intervals
   disparities below is the binomial ``p (1 - p) / m``.
 * A **difference** of a group's value to its reference group's: ``d +- z sqrt(V_g +
   V_ref)``; the two groups are disjoint rows, hence independent.
-* A **ratio** ``r = v_g / v_ref``: the delta method on the log scale, ``exp(log r +-
-  z sqrt(V_g / v_g**2 + V_ref / v_ref**2))`` (Katz et al. 1978), which keeps the
-  interval positive and is invariant to swapping the two groups; where the two values
-  differ in sign or ``v_g = 0`` the linear delta method ``r +- z sqrt(V_g + r**2
-  V_ref) / |v_ref|`` is used.
+* A **ratio** ``r = v_g / v_ref`` of positive quantities (rates, RMSE): the delta
+  method on the log scale, ``exp(log r +- z sqrt(V_g / v_g**2 + V_ref / v_ref**2))``
+  (Katz et al. 1978), which keeps the interval positive and is invariant to swapping
+  the two groups. Means that may be near or below zero (regression means), and rates
+  of 0, get the linear delta method ``r +- z sqrt(V_g + r**2 V_ref) / |v_ref|``.
 * A **mean** (regression: mean outcome, prediction, residual) gets ``mean +- z s /
   sqrt(n)``; the RMSE gets the delta method on the mean squared residual.
 * The reference group's own ratio and difference are exactly 1 and 0, intervals
@@ -96,6 +96,8 @@ def disparity_intervals(
     variances: NDArray[np.float64],
     reference_of_row: NDArray[np.intp],
     confidence: float,
+    *,
+    log_scale: bool | NDArray[np.bool_] = True,
 ) -> tuple[Bounds, Bounds]:
     """Delta-method intervals of ratios and differences to the reference group.
 
@@ -110,6 +112,9 @@ def disparity_intervals(
         Row of each group's reference group.
     confidence
         Two-sided level.
+    log_scale
+        Per measure (or for all): ratio intervals on the log scale where the ratio is
+        positive; the linear delta method elsewhere.
 
     Returns
     -------
@@ -126,7 +131,8 @@ def disparity_intervals(
     diff_bounds = (difference - z * diff_sd, difference + z * diff_sd)
 
     ratio = divide(values, ref_value)
-    log_ok = (ratio > 0) & ~is_ref
+    log_ok = (ratio > 0) & ~is_ref & np.broadcast_to(np.asarray(log_scale, dtype=bool),
+                                                      ratio.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_sd = np.sqrt(np.clip(divide(variances, values**2) + divide(ref_var, ref_value**2),
                                  0.0, None))
