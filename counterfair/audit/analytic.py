@@ -15,7 +15,12 @@ with the bootstrap to within its Monte Carlo error (``tests/test_group_intervals
   method on the log scale, ``exp(log r +- z sqrt(V_g / v_g**2 + V_ref / v_ref**2))``
   (Katz et al. 1978), which keeps the interval positive and is invariant to swapping
   the two groups. Means that may be near or below zero (regression means), and rates
-  of 0, get the linear delta method ``r +- z sqrt(V_g + r**2 V_ref) / |v_ref|``.
+  of 0, get Fieller's interval (Fieller 1954): the ``r`` with ``(v_g - r v_ref)**2 <=
+  z**2 (V_g + r**2 V_ref)``. It is close to the linear delta method ``r +- z sqrt(V_g +
+  r**2 V_ref) / |v_ref|`` when ``v_ref`` is many standard errors from zero, and
+  unbounded, ``(-inf, inf)``, when ``v_ref`` is not significantly different from zero
+  (``v_ref**2 <= z**2 V_ref``): then no finite interval has the stated coverage and
+  the bootstrap's percentiles of a ratio with a near-zero denominator are unstable too.
 * A **mean** (regression: mean outcome, prediction, residual) gets ``mean +- z s /
   sqrt(n)``; the RMSE gets the delta method on the mean squared residual.
 * The reference group's own ratio and difference are exactly 1 and 0, intervals
@@ -114,7 +119,7 @@ def disparity_intervals(
         Two-sided level.
     log_scale
         Per measure (or for all): ratio intervals on the log scale where the ratio is
-        positive; the linear delta method elsewhere.
+        positive; Fieller's interval elsewhere.
 
     Returns
     -------
@@ -133,16 +138,33 @@ def disparity_intervals(
     ratio = divide(values, ref_value)
     log_ok = (ratio > 0) & ~is_ref & np.broadcast_to(np.asarray(log_scale, dtype=bool),
                                                       ratio.shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_sd = np.sqrt(np.clip(divide(variances, values**2) + divide(ref_var, ref_value**2),
-                                 0.0, None))
-        lin_sd = np.sqrt(np.clip(variances + ratio**2 * ref_var, 0.0, None)) / np.abs(ref_value)
+    log_sd = np.sqrt(np.clip(divide(variances, values**2) + divide(ref_var, ref_value**2),
+                             0.0, None))
     log_lower = np.where(log_ok, ratio * np.exp(-z * np.where(log_ok, log_sd, 0.0)), np.nan)
     log_upper = np.where(log_ok, ratio * np.exp(z * np.where(log_ok, log_sd, 0.0)), np.nan)
-    lin_sd = np.where(is_ref, 0.0, lin_sd)
-    ratio_lower = np.where(log_ok, log_lower, ratio - z * lin_sd)
-    ratio_upper = np.where(log_ok, log_upper, ratio + z * lin_sd)
+    fieller_lower, fieller_upper = _fieller(values, variances, ref_value, ref_var, z)
+    defined = np.isfinite(ratio)
+    ratio_lower = np.where(log_ok, log_lower, np.where(is_ref, ratio, fieller_lower))
+    ratio_upper = np.where(log_ok, log_upper, np.where(is_ref, ratio, fieller_upper))
+    ratio_lower = np.where(defined, ratio_lower, np.nan)
+    ratio_upper = np.where(defined, ratio_upper, np.nan)
     return (ratio_lower, ratio_upper), diff_bounds
+
+
+def _fieller(a: NDArray[np.float64], var_a: NDArray[np.float64], b: NDArray[np.float64],
+             var_b: NDArray[np.float64], z: float) -> Bounds:
+    """Fieller's interval of ``a / b`` for independent estimates: the roots of
+    ``r**2 (b**2 - z**2 V_b) - 2 a b r + a**2 - z**2 V_a = 0``; ``(-inf, inf)`` when
+    ``b**2 <= z**2 V_b``."""
+    lead = b**2 - z**2 * var_b
+    # with lead > 0 the discriminant z**2 (a**2 V_b + V_a lead) is never negative
+    half = np.sqrt(np.clip(z**2 * (a**2 * var_b + var_a * lead), 0.0, None))
+    bounded = lead > 0
+    safe = np.where(bounded, lead, 1.0)
+    lower = np.where(bounded, (a * b - half) / safe, -np.inf)
+    upper = np.where(bounded, (a * b + half) / safe, np.inf)
+    nan = np.isnan(lead) | np.isnan(half)
+    return np.where(nan, np.nan, lower), np.where(nan, np.nan, upper)
 
 
 def share_intervals(

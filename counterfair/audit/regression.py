@@ -107,8 +107,10 @@ def regression_metrics(
         As in :func:`counterfair.audit.group_metrics`: ``"auto"`` (exact bootstrap up to
         100,000 rows, Poisson bootstrap above, none without ``n_bootstrap``),
         ``"bootstrap"``, ``"poisson"`` or ``"analytic"``: normal intervals ``mean +- z s
-        / sqrt(n)`` for the means, the delta method for the RMSE (through the mean
-        squared residual) and for differences and ratios (log scale for the RMSE,
+        / sqrt(n)`` for the means, the delta method for the RMSE (normal on the log of
+        the mean squared residual; it assumes residuals with finite fourth moments and
+        is less accurate than the bootstrap for heavy-tailed residuals) and for
+        differences and ratios (log scale for the RMSE,
         linear for the means, which may be near zero).
     row_ids
         Row ids keying the Poisson bootstrap's draws (``ci_method="poisson"`` only).
@@ -202,7 +204,11 @@ def _analytic_tables(layout: GroupLayout, y: NDArray[np.float64], pred: NDArray[
         divide(mean_variance(n, s_r2, s_r4), 4.0 * mse),  # d sqrt(m) = dm / (2 sqrt(m))
     ])
     lower, upper = normal_interval(values, variances, confidence)
-    lower[:, 3] = np.clip(lower[:, 3], 0.0, None)
+    # RMSE: normal on log MSE (positive, right-skewed), then back through the square root
+    log_lower, log_upper = normal_interval(np.log(np.where(mse > 0, mse, np.nan)),
+                                           divide(mean_variance(n, s_r2, s_r4), mse**2),
+                                           confidence)
+    lower[:, 3], upper[:, 3] = np.exp(log_lower / 2.0), np.exp(log_upper / 2.0)
     (ratio_lower, ratio_upper), (diff_lower, diff_upper) = disparity_intervals(
         values, variances, reference_of_row, confidence,
         log_scale=np.array([False, False, False, True]))  # means: linear; RMSE: log scale
