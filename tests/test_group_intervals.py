@@ -324,6 +324,16 @@ def test_keyed_uniforms_depend_only_on_seed_key_and_replicate() -> None:
     assert ((a >= 0) & (a < 1)).all()
 
 
+def test_table_inverse_cdf_equals_the_direct_inverse_cdf() -> None:
+    # every CDF value, its neighbours in floating point, and a million keyed uniforms
+    edges = pb.POISSON1_CDF
+    u = np.concatenate([edges, np.nextafter(edges, 0.0), np.nextafter(edges, 1.0),
+                        pb.keyed_uniforms(shifted(30), np.arange(10_000), 100).ravel()])
+    u = u[(u >= 0.0) & (u < 1.0)]
+    np.testing.assert_array_equal(pb.poisson1(u),
+                                  np.searchsorted(edges, u, side="right").astype(float))
+
+
 def test_poisson_weights_follow_poisson_one() -> None:
     n, n_boot = 20_000, 50
     weights = pb.poisson_weights(shifted(31), np.arange(n), n_boot).ravel()
