@@ -198,12 +198,10 @@ class GroupLayout:
 
         Returns an array of shape ``(n_groups_total, k)`` aligned with :attr:`index`.
         """
-        if rows is None:
-            rows = np.arange(self.n)
-        picked = weights[rows]
+        picked = weights if rows is None else weights[rows]  # no copy of all rows
         blocks = []
         for codes, labels in zip(self.codes, self.labels, strict=True):
-            code = codes[rows]
+            code = codes if rows is None else codes[rows]
             blocks.append(np.column_stack([
                 np.bincount(code, weights=picked[:, j], minlength=len(labels))
                 for j in range(picked.shape[1])

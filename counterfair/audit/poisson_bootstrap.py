@@ -55,18 +55,28 @@ def _poisson1_cdf() -> NDArray[np.float64]:
 POISSON1_CDF = _poisson1_cdf()
 """``P(K <= k)`` for ``K ~ Poisson(1)``, ``k = 0, 1, ...`` (inverse-CDF table)."""
 
+GEMM_MAX_COLUMNS = 96
+"""Up to this many strata x (values + 1), a chunk is summed by one matrix product."""
+
 BYTES_PER_ROW_AND_REPLICATE = 64
 """Working memory per row and replicate of one chunk (hash words, weights, products)."""
 
 
-def _splitmix64(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    """The splitmix64 finaliser (Steele, Lea & Flood 2014), elementwise, wrapping mod 2**64."""
-    z = x + _GOLDEN
-    z ^= z >> np.uint64(30)
+def _splitmix64(x: NDArray[np.uint64], *, in_place: bool = False) -> NDArray[np.uint64]:
+    """The splitmix64 finaliser (Steele, Lea & Flood 2014), elementwise, wrapping mod 2**64.
+
+    With ``in_place`` the input array is overwritten (one scratch array instead of four).
+    """
+    z = x if in_place else x.copy()
+    z += _GOLDEN
+    scratch = np.right_shift(z, np.uint64(30))
+    z ^= scratch
     z *= _MIX1
-    z ^= z >> np.uint64(27)
+    np.right_shift(z, np.uint64(27), out=scratch)
+    z ^= scratch
     z *= _MIX2
-    z ^= z >> np.uint64(31)
+    np.right_shift(z, np.uint64(31), out=scratch)
+    z ^= scratch
     return z
 
 
@@ -106,8 +116,11 @@ def keyed_uniforms(seed: int, keys: ArrayLike, n_replicates: int) -> NDArray[np.
     row_hash = _splitmix64(np.asarray(keys, dtype=np.uint64).reshape(-1) ^ seed_hash)
     replicate_hash = _splitmix64(np.arange(n_replicates, dtype=np.uint64) * _GOLDEN
                                  + np.uint64(1))
-    mixed = _splitmix64(row_hash[:, None] ^ replicate_hash[None, :])
-    return (mixed >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    mixed = _splitmix64(row_hash[:, None] ^ replicate_hash[None, :], in_place=True)
+    mixed >>= np.uint64(11)
+    uniforms = mixed.astype(np.float64)
+    uniforms *= 2.0**-53
+    return uniforms
 
 
 _TABLE_BITS = 16
@@ -176,17 +189,29 @@ class PoissonAccumulator:
         """Add one chunk: stratum code, value columns ``(rows, n_values)`` and key per row."""
         if strata.size == 0:
             return
-        n_strata = self.sizes.size
+        n_strata, n_values = self.value_sums.shape[:2]
         weights = poisson_weights(self.seed, keys, self.n_replicates)
-        # sum the rows of each stratum present in the chunk: sort by stratum, then reduceat
-        order = np.argsort(strata, kind="stable")
-        present, starts = np.unique(strata[order], return_index=True)
-        sorted_weights = weights[order]
-        self.weight_sums[present] += np.add.reduceat(sorted_weights, starts, axis=0)
-        sorted_values = values[order]
-        for j in range(values.shape[1]):
-            self.value_sums[present, j] += np.add.reduceat(
-                sorted_weights * sorted_values[:, j:j + 1], starts, axis=0)
+        if n_strata * (n_values + 1) <= GEMM_MAX_COLUMNS:
+            # one matrix product: weights^T (B x rows) times a design (rows x strata x
+            # (1 + values)) holding each row's 1 and values in its stratum's columns
+            rows = np.arange(strata.size)
+            design = np.zeros((strata.size, n_strata, n_values + 1))
+            design[rows, strata, 0] = 1.0
+            design[rows, strata, 1:] = values
+            block = (weights.T @ design.reshape(strata.size, -1)).reshape(
+                self.n_replicates, n_strata, n_values + 1)
+            self.weight_sums += block[:, :, 0].T
+            self.value_sums += block[:, :, 1:].transpose(1, 2, 0)
+        else:
+            # many strata: sort the chunk by stratum, then sum each stratum's rows
+            order = np.argsort(strata, kind="stable")
+            present, starts = np.unique(strata[order], return_index=True)
+            sorted_weights = weights[order]
+            self.weight_sums[present] += np.add.reduceat(sorted_weights, starts, axis=0)
+            sorted_values = values[order]
+            for j in range(n_values):
+                self.value_sums[present, j] += np.add.reduceat(
+                    sorted_weights * sorted_values[:, j:j + 1], starts, axis=0)
         self.sizes += np.bincount(strata, minlength=n_strata)
 
     def merge(self, other: PoissonAccumulator) -> PoissonAccumulator:

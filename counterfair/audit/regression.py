@@ -193,8 +193,16 @@ def _analytic_tables(layout: GroupLayout, y: NDArray[np.float64], pred: NDArray[
                      confidence: float) -> list[pd.DataFrame | None]:
     """Normal intervals of the means, delta method for the RMSE and the disparities."""
     residual = y - pred
-    columns = [np.ones_like(y), y, pred, residual, residual**2, y**2, pred**2, residual**4]
-    n, s_y, s_p, s_r, s_r2, s_y2, s_p2, s_r4 = layout.group_sums(np.column_stack(columns)).T
+
+    def total(values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Per-group sums of one column, through the strata (no rows x columns copy)."""
+        by_stratum = np.bincount(layout.strata, weights=values, minlength=layout.n_strata)
+        out: NDArray[np.float64] = layout.strata_membership() @ by_stratum
+        return out
+
+    n = total(np.ones_like(y))
+    s_y, s_p, s_r = total(y), total(pred), total(residual)
+    s_y2, s_p2, s_r2, s_r4 = total(y**2), total(pred**2), total(residual**2), total(residual**4)
     mse = divide(s_r2, n)
     values = np.column_stack([divide(s_y, n), divide(s_p, n), divide(s_r, n), np.sqrt(mse)])
     variances = np.column_stack([
