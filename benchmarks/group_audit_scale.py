@@ -98,7 +98,7 @@ def run_one(method: str, replicates: int, rows: int, seed: int, chunk_mib: int) 
         "method": method,
         "replicates": replicates if method == "poisson" else 0,
         "rows": rows,
-        "groups": int(len(classification.by_group)),
+        "groups": len(classification.by_group),
         "group_metrics_s": round(middle - start, 3),
         "regression_metrics_s": round(end - middle, 3),
         "peak_rss_before_mib": round(before, 1),

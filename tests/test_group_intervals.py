@@ -17,7 +17,7 @@ from scipy.stats import norm, poisson
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
-from counterfair.audit import group_metrics, regression_metrics
+from counterfair.audit import group_metrics, regression_metrics, render_report
 from counterfair.audit import poisson_bootstrap as pb
 from counterfair.audit.analytic import wilson_interval
 from counterfair.audit.bootstrap import CI_METHODS, EXACT_BOOTSTRAP_MAX_ROWS, resolve_ci_method
@@ -433,3 +433,16 @@ def test_bad_combinations_and_inputs_raise() -> None:
     with pytest.raises(ValueError, match="seed must be an integer"):
         group_metrics(y, pred, protected, ci_method="poisson", n_bootstrap=10,
                       seed="7")  # type: ignore[arg-type]
+
+
+def test_report_names_the_interval_method() -> None:
+    y, pred, protected, _ = _simulated(2000, 53, two_attributes=True)
+    analytic = render_report(y_true=y, y_pred={"model": pred}, protected=protected,
+                             ci_method="analytic")
+    assert "Analytic intervals (95%; Wilson score and delta method)" in analytic
+    poisson_ = render_report(y_true=y, y_pred={"model": pred}, protected=protected,
+                             ci_method="poisson", n_bootstrap=40)
+    assert "Poisson bootstrap intervals (95%, 40 replicates)" in poisson_
+    with pytest.raises(ValueError, match="n_bootstrap=40 would be ignored"):
+        render_report(y_true=y, y_pred={"model": pred}, protected=protected,
+                      ci_method="analytic", n_bootstrap=40)
