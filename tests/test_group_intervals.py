@@ -446,3 +446,19 @@ def test_report_names_the_interval_method() -> None:
     with pytest.raises(ValueError, match="n_bootstrap=40 would be ignored"):
         render_report(y_true=y, y_pred={"model": pred}, protected=protected,
                       ci_method="analytic", n_bootstrap=40)
+
+
+def test_a_one_row_cell_keeps_its_row_in_every_poisson_replicate() -> None:
+    # a cell of one row: the exact stratified bootstrap always redraws that row; the
+    # Poisson bootstrap rescales its weight to 1, or keeps the observed row when the
+    # weight is 0 (probability exp(-1)), so both give the degenerate interval
+    y, pred, _, _ = _simulated(3000, 54, two_attributes=False)
+    group = np.where(np.arange(y.size) == 17, "single", "many")
+    protected = pd.DataFrame({"g": group, "h": np.where(np.arange(y.size) % 2, "u", "v")})
+    cell = ("g x h", f"single x {protected['h'][17]}")
+    for method in ("bootstrap", "poisson"):
+        report = group_metrics(y, pred, protected, n_bootstrap=60, ci_method=method,
+                               seed=shifted(55))
+        accuracy = report.by_group.loc[cell, "accuracy"]
+        assert report.ci.loc[cell, ("accuracy", "lower")] == accuracy
+        assert report.ci.loc[cell, ("accuracy", "upper")] == accuracy
