@@ -7,7 +7,8 @@ plus a real-valued outcome and a linear regression's predictions. Then times
 
 * ``group_metrics`` and ``regression_metrics`` with ``ci_method="analytic"`` and
 * the same with ``ci_method="poisson"`` (``--replicates`` replicates, default 200 and
-  1000),
+  1000), and optionally with the exact bootstrap (``--exact-replicates``) for
+  comparison,
 
 each in its own child process, so that the peak resident memory
 (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) belongs to that run alone. The child
@@ -18,7 +19,7 @@ difference is what the audit adds. Results are printed, and written as JSON with
 Usage::
 
     python benchmarks/group_audit_scale.py [--rows 1000000] [--replicates 200 1000]
-        [--seed 0] [--chunk-mib 128] [--out results.json]
+        [--exact-replicates 200] [--seed 0] [--chunk-mib 128] [--out results.json]
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def run_one(method: str, replicates: int, rows: int, seed: int, chunk_mib: int) 
     data = simulate(rows, seed)
     before = _peak_mib()
     options = {"ci_method": method}
-    if method == "poisson":
+    if method in ("poisson", "bootstrap"):
         options["n_bootstrap"] = replicates  # type: ignore[assignment]
     with cf.set_options(chunk_bytes=chunk_mib * 2**20):
         start = time.perf_counter()
@@ -96,7 +97,7 @@ def run_one(method: str, replicates: int, rows: int, seed: int, chunk_mib: int) 
              - classification.ratio_ci[("predicted_prevalence", "lower")])
     return {
         "method": method,
-        "replicates": replicates if method == "poisson" else 0,
+        "replicates": replicates if method != "analytic" else 0,
         "rows": rows,
         "groups": len(classification.by_group),
         "group_metrics_s": round(middle - start, 3),
@@ -111,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--replicates", type=int, nargs="+", default=[200, 1000])
+    parser.add_argument("--exact-replicates", type=int, default=0,
+                        help="also time the exact (materialised) bootstrap with this many "
+                             "resamples, for comparison (0: skip)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chunk-mib", type=int, default=128)
     parser.add_argument("--out", type=Path, default=None)
@@ -124,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     runs = [("analytic", 0)] + [("poisson", b) for b in args.replicates]
+    if args.exact_replicates:
+        runs.append(("bootstrap", args.exact_replicates))
     results = []
     for method, replicates in runs:
         command = [sys.executable, __file__, "--rows", str(args.rows), "--seed", str(args.seed),
