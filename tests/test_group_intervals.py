@@ -19,7 +19,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 import counterfair as cf
 from counterfair.audit import group_metrics, regression_metrics, render_report
 from counterfair.audit import poisson_bootstrap as pb
-from counterfair.audit.analytic import wilson_interval
+from counterfair.audit.analytic import binomial_variance, disparity_intervals, wilson_interval
 from counterfair.audit.bootstrap import CI_METHODS, EXACT_BOOTSTRAP_MAX_ROWS, resolve_ci_method
 
 DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", Path(__file__).parents[2] / "shared" / "data"))
@@ -462,3 +462,24 @@ def test_a_one_row_cell_keeps_its_row_in_every_poisson_replicate() -> None:
         accuracy = report.by_group.loc[cell, "accuracy"]
         assert report.ci.loc[cell, ("accuracy", "lower")] == accuracy
         assert report.ci.loc[cell, ("accuracy", "upper")] == accuracy
+
+
+def test_analytic_intervals_cover_the_true_rates_ratio_and_difference() -> None:
+    # R independent data sets of two groups with known rates; each interval covers the
+    # truth with probability 0.95, so the share of R that cover is 0.95 up to a binomial
+    # standard error sqrt(0.95 * 0.05 / R); allowed: 4 standard errors
+    rng = np.random.default_rng(shifted(61))
+    replications, sizes, rates = 4000, np.array([600, 400]), np.array([0.5, 0.3])
+    successes = rng.binomial(sizes[:, None], rates[:, None], size=(2, replications))
+    trials = np.broadcast_to(sizes[:, None], successes.shape).astype(float)
+    lower, upper = wilson_interval(successes, trials, CONFIDENCE)
+    (ratio_lower, ratio_upper), (diff_lower, diff_upper) = disparity_intervals(
+        successes / trials, binomial_variance(successes, trials), np.array([0, 0]),
+        CONFIDENCE)
+    tolerance = 4 * np.sqrt(CONFIDENCE * (1 - CONFIDENCE) / replications)
+    truths = [(lower[1], upper[1], rates[1]),
+              (ratio_lower[1], ratio_upper[1], rates[1] / rates[0]),
+              (diff_lower[1], diff_upper[1], rates[1] - rates[0])]
+    for low, high, truth in truths:
+        coverage = float(np.mean((low <= truth) & (truth <= high)))
+        assert abs(coverage - CONFIDENCE) < tolerance, (truth, coverage)
