@@ -244,7 +244,8 @@ def test_fieller_ratio_of_a_mean_near_zero_is_unbounded() -> None:
 def test_poisson_results_do_not_depend_on_the_chunk_size() -> None:
     y, decisions, protected, decile, scores = _compas()
     n_boot = 200
-    per_row = pb.BYTES_PER_ROW_AND_REPLICATE * n_boot
+    cells = len(protected.drop_duplicates())
+    per_row = pb.bytes_per_row(cells, 4, n_boot)  # group_metrics sums 1, y, y_pred, y * y_pred
     reports = []
     for chunk in (cf.options.MIN_CHUNK_BYTES, 2**20, 2**28):
         with cf.set_options(chunk_bytes=chunk):
@@ -370,7 +371,8 @@ def test_chunked_run_never_builds_a_rows_by_replicates_array(
 
     monkeypatch.setattr(pb, "poisson_weights", recording)
     chunk = 2**20
-    rows_per_chunk = chunk // (pb.BYTES_PER_ROW_AND_REPLICATE * n_boot)
+    # 3 x 2 cells, 4 value columns (1, y, y_pred, y * y_pred)
+    rows_per_chunk = chunk // pb.bytes_per_row(6, 4, n_boot)
     tracemalloc.start()
     try:
         with cf.set_options(chunk_bytes=chunk):

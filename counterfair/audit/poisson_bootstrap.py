@@ -262,6 +262,13 @@ def stratified_group_sums(
     return out
 
 
+def bytes_per_row(n_strata: int, n_values: int, n_replicates: int) -> int:
+    """Working memory per row of a chunk: hash words, weights and products for every
+    replicate, plus the row's line of the design matrix when a matrix product is used."""
+    design = 8 * n_strata * (n_values + 1) if n_strata * (n_values + 1) <= GEMM_MAX_COLUMNS else 0
+    return BYTES_PER_ROW_AND_REPLICATE * n_replicates + design
+
+
 def accumulate(
     strata: NDArray[np.intp],
     values: NDArray[np.float64],
@@ -273,9 +280,9 @@ def accumulate(
 ) -> PoissonAccumulator:
     """Stream the rows through a :class:`PoissonAccumulator`, one chunk at a time.
 
-    The chunk holds ``counterfair.options.chunk_rows`` rows for
-    :data:`BYTES_PER_ROW_AND_REPLICATE` x ``B`` bytes per row (set the chunk with
-    ``cf.set_options(chunk_bytes=...)``); the result does not depend on it.
+    The chunk holds ``counterfair.options.chunk_rows`` rows for :func:`bytes_per_row`
+    bytes per row (set the chunk with ``cf.set_options(chunk_bytes=...)``); the result
+    does not depend on it.
 
     Parameters
     ----------
@@ -297,7 +304,7 @@ def accumulate(
             raise ValueError(LENGTH_MISMATCH.format(name="row_ids", length=key_array.size,
                                                     other_name="data", other_length=n))
     accumulator = PoissonAccumulator(n_strata, values.shape[1], n_replicates, seed)
-    step = chunk_rows(BYTES_PER_ROW_AND_REPLICATE * n_replicates, n)
+    step = chunk_rows(bytes_per_row(n_strata, values.shape[1], n_replicates), n)
     for start in range(0, n, step):
         stop = min(start + step, n)
         accumulator.add(strata[start:stop], values[start:stop], key_array[start:stop])
