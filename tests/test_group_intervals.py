@@ -423,6 +423,8 @@ def test_bad_combinations_and_inputs_raise() -> None:
                 call(y, pred, protected, ci_method=method)
         with pytest.raises(ValueError, match="row_ids would be ignored"):
             call(y, pred, protected, ci_method="analytic", row_ids=np.arange(y.size))
+        with pytest.raises(ValueError, match="seed=3 would be ignored"):
+            call(y, pred, protected, ci_method="analytic", seed=3)
         with pytest.raises(ValueError, match="row_ids would be ignored"):
             call(y, pred, protected, n_bootstrap=10, row_ids=np.arange(y.size))
         bad_ids = [(np.zeros(y.size, dtype=int), "distinct"),

@@ -174,7 +174,8 @@ EXACT_BOOTSTRAP_MAX_ROWS = 100_000
 
 
 def resolve_ci_method(
-    ci_method: str, *, n_bootstrap: int, n_rows: int, row_ids_given: bool = False
+    ci_method: str, *, n_bootstrap: int, n_rows: int, row_ids_given: bool = False,
+    seed: Seed = 0,
 ) -> str | None:
     """The interval method to run (``None``: no intervals), refusing ignored options.
 
@@ -188,11 +189,14 @@ def resolve_ci_method(
         Number of rows audited.
     row_ids_given
         Whether ``row_ids`` was passed (only the Poisson bootstrap uses row ids).
+    seed
+        The seed passed; a seed other than the default 0 is refused with
+        ``"analytic"``, which draws nothing.
 
     Raises
     ------
     ValueError
-        For an unknown method (naming the choices), ``n_bootstrap`` with
+        For an unknown method (naming the choices), ``n_bootstrap`` or a seed with
         ``"analytic"``, no ``n_bootstrap`` with a bootstrap method, or ``row_ids``
         with a method other than the Poisson bootstrap.
     """
@@ -203,6 +207,10 @@ def resolve_ci_method(
         raise ValueError(
             f"n_bootstrap={n_bootstrap} would be ignored: ci_method='analytic' draws no "
             "resamples; drop n_bootstrap or choose ci_method='bootstrap' or 'poisson'")
+    if ci_method == "analytic" and (isinstance(seed, np.random.Generator) or (
+            seed is not None and seed != 0)):
+        raise ValueError(
+            f"seed={seed!r} would be ignored: ci_method='analytic' draws no random numbers")
     if ci_method in ("bootstrap", "poisson") and not n_bootstrap:
         raise ValueError(f"ci_method={ci_method!r} needs n_bootstrap >= 1 resamples")
     if ci_method == "auto":

@@ -368,7 +368,10 @@ def group_metrics(
     ------
     ValueError
         On mismatched lengths, non-binary ``y_true``, missing values, an unknown
-        reference attribute or group, an unused category, or ``tau`` out of range.
+        reference attribute or group, an unused category, ``tau`` out of range, an
+        unknown ``ci_method`` or an option the chosen method would ignore
+        (``n_bootstrap`` or ``seed`` with ``"analytic"``, ``row_ids`` without
+        ``"poisson"``).
     """
     y = as_binary(y_true, "y_true")
     scores = as_numeric(y_pred, "y_pred")
@@ -379,7 +382,7 @@ def group_metrics(
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
     confidence = check_open_unit(confidence, "confidence")
     method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=y.size,
-                               row_ids_given=row_ids is not None)
+                               row_ids_given=row_ids is not None, seed=seed)
     keys = None if row_ids is None else check_row_ids(row_ids, y.size)
     pred = binary_decisions(scores, threshold)
 

@@ -126,7 +126,7 @@ def regression_metrics(
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
     confidence = check_open_unit(confidence, "confidence")
     method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=y.size,
-                               row_ids_given=row_ids is not None)
+                               row_ids_given=row_ids is not None, seed=seed)
     keys = None if row_ids is None else check_row_ids(row_ids, y.size)
 
     layout = build_layout(frame, intersections)
