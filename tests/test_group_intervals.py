@@ -17,7 +17,7 @@ from scipy.stats import norm, poisson
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
-from counterfair.audit import group_metrics, regression_metrics, render_report
+from counterfair.audit import group_metrics, regression_metrics, render_report, two_group_measures
 from counterfair.audit import poisson_bootstrap as pb
 from counterfair.audit.analytic import binomial_variance, disparity_intervals, wilson_interval
 from counterfair.audit.bootstrap import CI_METHODS, EXACT_BOOTSTRAP_MAX_ROWS, resolve_ci_method
@@ -487,3 +487,24 @@ def test_analytic_intervals_cover_the_true_rates_ratio_and_difference() -> None:
     for low, high, truth in truths:
         coverage = float(np.mean((low <= truth) & (truth <= high)))
         assert abs(coverage - CONFIDENCE) < tolerance, (truth, coverage)
+
+
+def test_two_group_measures_analytic_and_poisson_agree_with_the_exact_bootstrap() -> None:
+    y, pred, protected, _ = _simulated(30_000, 71, two_attributes=False)
+    group = protected.to_numpy()
+    n_boot = 1000
+    tables = {method: two_group_measures(y, pred, group, privileged="a", ci_method=method,
+                                         seed=shifted(72) if method != "analytic" else 0,
+                                         n_bootstrap=0 if method == "analytic" else n_boot)
+              for method in ("bootstrap", "poisson", "analytic")}
+    exact = tables["bootstrap"][["lower", "upper"]]
+    mcse_exact = _endpoint_mcse(exact, n_boot)
+    poisson_ = tables["poisson"][["lower", "upper"]]
+    _assert_agree(poisson_, exact, _endpoint_mcse(poisson_, n_boot), mcse_exact,
+                  "two groups, Poisson vs exact")
+    _assert_agree(tables["analytic"][["lower", "upper"]], exact, 0.0 * mcse_exact, mcse_exact,
+                  "two groups, analytic vs exact")
+    with cf.set_options(chunk_bytes=cf.options.MIN_CHUNK_BYTES):
+        small_chunks = two_group_measures(y, pred, group, privileged="a", ci_method="poisson",
+                                          seed=shifted(72), n_bootstrap=n_boot)
+    pd.testing.assert_frame_equal(small_chunks, tables["poisson"], rtol=0, atol=1e-12)
