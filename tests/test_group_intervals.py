@@ -17,7 +17,14 @@ from scipy.stats import norm, poisson
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
-from counterfair.audit import group_metrics, regression_metrics, render_report, two_group_measures
+from counterfair.audit import (
+    DisparateImpact,
+    disparate_impact,
+    group_metrics,
+    regression_metrics,
+    render_report,
+    two_group_measures,
+)
 from counterfair.audit import poisson_bootstrap as pb
 from counterfair.audit.analytic import binomial_variance, disparity_intervals, wilson_interval
 from counterfair.audit.bootstrap import CI_METHODS, EXACT_BOOTSTRAP_MAX_ROWS, resolve_ci_method
@@ -508,3 +515,27 @@ def test_two_group_measures_analytic_and_poisson_agree_with_the_exact_bootstrap(
         small_chunks = two_group_measures(y, pred, group, privileged="a", ci_method="poisson",
                                           seed=shifted(72), n_bootstrap=n_boot)
     pd.testing.assert_frame_equal(small_chunks, tables["poisson"], rtol=0, atol=1e-12)
+
+
+def test_disparate_impact_analytic_and_poisson_agree_with_the_exact_bootstrap() -> None:
+    _, pred, protected, _ = _simulated(30_000, 81, two_attributes=False)
+    group = protected.to_numpy()
+    n_boot = 1000
+    results = {method: disparate_impact(pred, group, monitored="c", reference="a",
+                                        ci_method=method,
+                                        seed=shifted(82) if method != "analytic" else 0,
+                                        n_bootstrap=0 if method == "analytic" else n_boot)
+               for method in ("bootstrap", "poisson", "analytic")}
+
+    def bounds(result: DisparateImpact) -> pd.DataFrame:
+        return pd.DataFrame([[result.ci_lower, result.ci_upper]])
+
+    exact = bounds(results["bootstrap"])
+    mcse_exact = _endpoint_mcse(exact, n_boot)
+    poisson_ = bounds(results["poisson"])
+    _assert_agree(poisson_, exact, _endpoint_mcse(poisson_, n_boot), mcse_exact,
+                  "disparate impact, Poisson vs exact")
+    _assert_agree(bounds(results["analytic"]), exact, 0.0 * mcse_exact, mcse_exact,
+                  "disparate impact, analytic vs exact")
+    with pytest.raises(ValueError, match="n_bootstrap=5 would be ignored"):
+        disparate_impact(pred, group, monitored="c", ci_method="analytic", n_bootstrap=5)
