@@ -320,6 +320,26 @@ def test_accumulators_merge_in_any_order_to_the_same_sums() -> None:
         merged.merge(pb.PoissonAccumulator(n_strata, values.shape[1], n_boot, 98))
 
 
+def test_sorted_and_matrix_product_summation_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    # few strata are summed by one matrix product per chunk, many by sorting and reduceat
+    rng = np.random.default_rng(shifted(25))
+    n, n_strata, n_boot = 4000, 5, 32
+    strata = rng.integers(0, n_strata, n)
+    values = np.column_stack([np.ones(n), rng.normal(size=n), rng.random(n) < 0.3])
+    assert n_strata * (values.shape[1] + 1) <= pb.GEMM_MAX_COLUMNS
+    product = pb.accumulate(strata, values, n_strata=n_strata, n_replicates=n_boot, seed=7)
+    monkeypatch.setattr(pb, "GEMM_MAX_COLUMNS", 0)
+    with cf.set_options(chunk_bytes=cf.options.MIN_CHUNK_BYTES):
+        sorted_ = pb.accumulate(strata, values, n_strata=n_strata, n_replicates=n_boot, seed=7)
+    np.testing.assert_allclose(sorted_.value_sums, product.value_sums, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(sorted_.weight_sums, product.weight_sums)
+    # and both equal the sums of the materialised weights (small data)
+    weights = pb.poisson_weights(7, np.arange(n), n_boot)
+    direct = np.stack([np.stack([(weights[strata == s] * values[strata == s, j:j + 1]).sum(axis=0)
+                                 for j in range(values.shape[1])]) for s in range(n_strata)])
+    np.testing.assert_allclose(product.value_sums, direct, rtol=1e-12, atol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------
 # the generator
 
