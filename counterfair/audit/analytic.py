@@ -26,9 +26,13 @@ with the bootstrap to within its Monte Carlo error (``tests/test_group_intervals
 * The reference group's own ratio and difference are exactly 1 and 0, intervals
   included (as in the bootstrap).
 
-Like the Poisson bootstrap and the exact bootstrap of a group that is one stratum, these
-intervals treat the rows of a group as independent draws given the group's size.
-Undefined estimates (no qualifying rows) give NaN bounds.
+These intervals treat the rows of a group as independent draws given the group's size.
+The group audits' bootstraps hold the size of every cell of the protected attributes
+fixed (all attributes crossed); for a group that is one cell the two agree, and for a
+group that spans several cells (race when sex is protected too) the bootstrap's interval
+of a rate is narrower by the share of the rate's variance that lies between the cells,
+so Wilson's is then slightly conservative. Undefined estimates (no qualifying rows)
+give NaN bounds.
 """
 
 from __future__ import annotations
