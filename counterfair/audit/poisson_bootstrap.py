@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # via scikit-learn
 
 from ..options import chunk_rows
 from ._validation import LENGTH_MISMATCH
@@ -305,9 +306,12 @@ def accumulate(
                                                     other_name="data", other_length=n))
     accumulator = PoissonAccumulator(n_strata, values.shape[1], n_replicates, seed)
     step = chunk_rows(bytes_per_row(n_strata, values.shape[1], n_replicates), n)
-    for start in range(0, n, step):
-        stop = min(start + step, n)
-        accumulator.add(strata[start:stop], values[start:stop], key_array[start:stop])
+    # one BLAS thread: the per-chunk products are small, a multi-threaded BLAS only adds
+    # contention on a shared machine, and one thread sums in the same order everywhere
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start in range(0, n, step):
+            stop = min(start + step, n)
+            accumulator.add(strata[start:stop], values[start:stop], key_array[start:stop])
     return accumulator
 
 
