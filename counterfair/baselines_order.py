@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
-from counterfair import errors
+from counterfair import chunking, errors
 
 UNKNOWN_GROUP_COLUMN = "group column {column!r} is not in the data; columns: {columns}"
 UNSEEN_GROUP = (
@@ -154,8 +154,15 @@ class OrderPreservingPredictor(BaseEstimator):  # type: ignore[misc]
         return out
 
     def _mapped(self, X: pd.DataFrame) -> np.ndarray:
-        keys = _group_keys(X, self.group_columns_)
-        return self.transform_scores(_score(self.estimator_, X, self.use_proba_), keys, X.index)
+        """Mapped scores, chunk by chunk of :func:`counterfair.options.chunk_bytes` (row-wise)."""
+
+        def mapped(part: pd.DataFrame) -> np.ndarray:
+            keys = _group_keys(part, self.group_columns_)
+            scores = _score(self.estimator_, part, self.use_proba_)
+            return self.transform_scores(scores, keys, part.index)
+
+        per_row = chunking.bytes_per_row(1, max(X.shape[1], 1))
+        return chunking.apply_by_rows(mapped, X, bytes_per_row=per_row)
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         """Mapped scores (regression) or labels of the mapped probability at 0.5."""

@@ -71,6 +71,7 @@ import pandas as pd
 from counterfair import errors
 from counterfair.equations import draw_node, linear_predictor
 from counterfair.params import ParamDraws
+from counterfair.rowrandom import RandomSource, RowRandom
 
 if TYPE_CHECKING:
     from counterfair.posterior import Abduction, Fit
@@ -185,9 +186,7 @@ def do_values(scm: SCM, do: Mapping[str, DoValue], index: pd.Index) -> dict[str,
         else:
             raw = list(np.asarray(value, dtype=object))
             if len(raw) != n:
-                raise errors.DataError(
-                    errors.DO_LENGTH.format(node=node, got=len(raw), expected=n)
-                )
+                raise errors.DataError(errors.DO_LENGTH.format(node=node, got=len(raw), expected=n))
         eq = scm.equations[node]
         series = pd.Series(raw, index=index, dtype=object).infer_objects()
         out[node] = eq.family.column_values(eq.spec, series, node)
@@ -196,6 +195,11 @@ def do_values(scm: SCM, do: Mapping[str, DoValue], index: pd.Index) -> dict[str,
 
 def _changed(cf: np.ndarray, factual: np.ndarray) -> np.ndarray:
     return ~np.isclose(cf, factual, rtol=1e-12, atol=1e-12)
+
+
+def _stream(rng: RandomSource, stage: str, node: str) -> RandomSource:
+    """The stream of one draw site: ``rng.child(stage, node)`` for a RowRandom, else ``rng``."""
+    return rng.child(stage, node) if isinstance(rng, RowRandom) else rng
 
 
 def missing_nodes(scm: SCM, abduction: Abduction) -> tuple[str, ...]:
@@ -211,7 +215,7 @@ MISSING_PARENT = (
 
 
 def simulate_missing(
-    scm: SCM, abduction: Abduction, rng: np.random.Generator
+    scm: SCM, abduction: Abduction, rng: RandomSource
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Factual values of the observed nodes absent from the rows, shape ``(S, N)``.
 
@@ -219,6 +223,8 @@ def simulate_missing(
     distribution given its factual parents and the abducted latents of each
     sample. The additive noise drawn for an absent Normal node is returned too,
     so the counterfactual world reuses it (the same unit in both worlds).
+    With a :class:`~counterfair.rowrandom.RowRandom` each node draws from its
+    own stream ``rng.child("simulate", node)``.
 
     Returns
     -------
@@ -252,7 +258,7 @@ def simulate_missing(
             eq, abduction.params, values, abduction.codes, reference_coding=reference, n_rows=n
         )
         eta = np.broadcast_to(eta, (s, n, *eta.shape[2:]))
-        draw = draw_node(eq, abduction.params, eta, rng)
+        draw = draw_node(eq, abduction.params, eta, _stream(rng, "simulate", node))
         if eq.family.additive_noise:
             noise[node] = draw - eta
         simulated[node] = draw
@@ -264,7 +270,7 @@ def propagate(
     scm: SCM,
     abduction: Abduction,
     codes: Mapping[str, np.ndarray],
-    rng: np.random.Generator,
+    rng: RandomSource,
     *,
     simulated: Mapping[str, np.ndarray] | None = None,
     simulated_noise: Mapping[str, np.ndarray] | None = None,
@@ -283,9 +289,12 @@ def propagate(
         factual observed values.
     codes : mapping
         Protected level codes in the target world, shape ``(N,)``.
-    rng : numpy.random.Generator
+    rng : RowRandom or numpy.random.Generator
         Source of the abducted noise (``"monotone"``) or of the fresh draws
-        (``"redraw"``) of discrete descendants.
+        (``"redraw"``) of discrete descendants; with a
+        :class:`~counterfair.rowrandom.RowRandom` each node draws from its own
+        stream ``rng.child("propagate", node)``, so a node propagated in one chunk
+        and skipped in another does not shift the draws of the others.
     simulated, simulated_noise : mapping, optional
         Factual values (and Normal noise) of nodes absent from the rows, from
         :func:`simulate_missing`, shape ``(S, N)``.
@@ -368,11 +377,12 @@ def propagate(
             factual_eta = linear_predictor(
                 eq, params, factual_values, abduction.codes, reference_coding=reference, n_rows=n
             )
-            shared = eq.family.abduct_noise(eq, params, factual_eta, factual, rng)
+            node_rng = _stream(rng, "propagate", node)
+            shared = eq.family.abduct_noise(eq, params, factual_eta, factual, node_rng)
             fresh = eq.family.apply_noise(eq, params, eta, shared)
             fresh = np.where(np.isnan(fresh), factual, fresh)  # no noise: keep the value
         else:
-            fresh = draw_node(eq, params, eta, rng)
+            fresh = draw_node(eq, params, eta, _stream(rng, "propagate", node))
         values[node] = np.where(parent_changed, fresh, factual)
     return values
 
@@ -433,7 +443,9 @@ def counterfactual_frame(
         Several nodes may be intervened on at once; latents cannot be.
     seed : int, optional
         Seed of the simulated absent nodes and of the abducted noise (or fresh
-        draws) of discrete descendants.
+        draws) of discrete descendants. The draws are keyed by the seed and the
+        rows' global positions (``abduction.positions``), so a chunk of rows gives
+        the rows of the whole frame.
     coupling : {"monotone", "redraw"}
         How discrete descendants whose parents changed share their noise with
         the factual world: abducted from the factual value and reused (default),
@@ -462,7 +474,7 @@ def counterfactual_frame(
     """
     coupling = check_coupling(coupling)
     scm = fit.scm
-    rng = np.random.default_rng(seed)
+    rng = abduction.row_random(seed)
     cf_codes = do_codes(fit, do, abduction.data)
     cf_set = do_values(scm, do, abduction.data.index)
     simulated, simulated_noise = simulate_missing(scm, abduction, rng)
@@ -497,6 +509,50 @@ def counterfactual_frame(
     return frame
 
 
+def merge_chunk_frames(
+    parts: Sequence[tuple[Abduction, pd.DataFrame]], do: Mapping[str, DoValue]
+) -> pd.DataFrame:
+    """One counterfactual frame from the frames of chunks of rows, in the whole frame's order.
+
+    Parameters
+    ----------
+    parts : sequence of (Abduction, DataFrame)
+        Each chunk's abduction (its rows' global positions) and its frame from
+        :func:`counterfactual_frame` or :func:`counterfair.paths.path_specific_frame`.
+    do : mapping
+        The intervention on all the rows (recorded in ``attrs["do"]``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows ordered by world, sample and global position, as one call on all
+        the rows orders them; the attributes of the first chunk's frame, with ``do``.
+    """
+    if len(parts) == 1:
+        return parts[0][1]
+    keys: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for abduction, _ in parts:
+        s, positions = abduction.n_samples, abduction.row_positions
+        n = len(positions)
+        keys.append(
+            (
+                np.repeat([0, 1], s * n),
+                np.tile(np.repeat(np.arange(s), n), 2),
+                np.tile(positions, 2 * s),
+            )
+        )
+    world, sample, position = (np.concatenate([k[i] for k in keys]) for i in range(3))
+    order = np.lexsort((position, sample, world))
+    frame = pd.concat([f for _, f in parts], ignore_index=True).iloc[order]
+    frame = frame.reset_index(drop=True)
+    frame.attrs = dict(parts[0][1].attrs)
+    frame.attrs["do"] = {
+        k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
+        for k, v in do.items()
+    }
+    return frame
+
+
 def interventional_frame(
     fit: Fit,
     n: int,
@@ -519,9 +575,11 @@ def interventional_frame(
         Columns ``sample``, ``unit`` and one per node; ``n_samples * n`` rows.
     """
     scm = fit.scm
-    rng = np.random.default_rng(seed)
     posterior = fit.params()
-    pick = rng.choice(posterior.n, size=min(n_samples, posterior.n), replace=False)
+    pick = np.random.default_rng(seed).choice(
+        posterior.n, size=min(n_samples, posterior.n), replace=False
+    )
+    units = RowRandom.for_rows(seed, n)
     params: ParamDraws = posterior.take(np.sort(pick))
     s = params.n
     _check_do_nodes(scm, do)
@@ -533,13 +591,13 @@ def interventional_frame(
             level = fit.encoding.code(node, [do[node]])[0]
             codes[node] = np.full((s, n), level)
         else:
-            codes[node] = rng.choice(training_codes[node], size=(s, n))
+            codes[node] = units.child("protected", node).choice(training_codes[node], size=(s, n))
     values: dict[str, np.ndarray] = {}
     for node in scm.latents:
         spec = scm.specs[node]
-        values[node] = getattr(spec, "loc", 0.0) + getattr(
-            spec, "scale", 1.0
-        ) * rng.standard_normal((s, n))
+        values[node] = getattr(spec, "loc", 0.0) + getattr(spec, "scale", 1.0) * units.child(
+            "latent", node
+        ).standard_normal((s, n))
     reference = scm.coding == "reference"
     for node in scm.observed:
         if node in set_values:
@@ -547,7 +605,7 @@ def interventional_frame(
             continue
         eq = scm.equations[node]
         eta = linear_predictor(eq, params, values, codes, reference_coding=reference, n_rows=n)
-        values[node] = draw_node(eq, params, eta, rng)
+        values[node] = draw_node(eq, params, eta, units.child("draw", node))
     frame: dict[str, Any] = {
         "sample": np.repeat(np.arange(s), n),
         "unit": np.tile(np.arange(n), s),

@@ -18,6 +18,7 @@ from counterfair.families.base import protected_effect
 from counterfair.families.normal import sigma_of
 from counterfair.layout import NodeEquation
 from counterfair.params import ParamDraws
+from counterfair.rowrandom import RandomSource
 
 __all__ = [
     "draw_node",
@@ -96,7 +97,7 @@ def mean_from_eta(eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.n
 
 
 def draw_node(
-    eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
+    eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: RandomSource
 ) -> np.ndarray:
     """Draw the node from its conditional distribution given ``eta`` (fresh noise)."""
     return eq.family.draw(eq, params, eta, rng)

@@ -44,6 +44,7 @@ import numpy as np
 from counterfair.equations import linear_predictor, sigma_of
 from counterfair.families import Family
 from counterfair.params import ParamDraws
+from counterfair.rowrandom import RowRandom
 from counterfair.scm import SCM
 from counterfair.specs import Latent
 
@@ -445,7 +446,7 @@ def sample_latents(
     conditioned: Collection[str],
     *,
     draws_per_set: int,
-    rng: np.random.Generator,
+    rng: RowRandom | np.random.Generator,
     grid_points: int = GRID_POINTS,
 ) -> dict[str, np.ndarray]:
     """Draw every latent of every row given each parameter set.
@@ -456,9 +457,10 @@ def sample_latents(
         As in :func:`posterior_moments`.
     draws_per_set : int
         Draws per parameter set ``D``.
-    rng : numpy.random.Generator
-        Source of the uniforms (drawn for all rows at once, so the draws do not
-        depend on the chunking).
+    rng : RowRandom or numpy.random.Generator
+        Source of the uniforms. With a :class:`~counterfair.rowrandom.RowRandom`
+        each latent draws from its own stream ``child("abduct", latent)``, keyed
+        by the rows' global positions, so the draws do not depend on the chunking.
     grid_points : int
         Grid points per row and parameter set.
 
@@ -474,7 +476,10 @@ def sample_latents(
     out: dict[str, np.ndarray] = {}
     for latent, problem in _problems(scm, params, codes, observed, conditioned).items():
         s, n = problem.mean.shape
-        uniforms = rng.random((draws_per_set, s, n))
+        if isinstance(rng, RowRandom):
+            uniforms = rng.child("abduct", latent).random((draws_per_set, s, n), row_axis=2)
+        else:
+            uniforms = rng.random((draws_per_set, s, n))
         values = np.empty_like(uniforms)
         for block in _row_blocks(s, n, grid_points):
             grid = _grid(problem.rows(block), grid_points)

@@ -12,7 +12,7 @@ for new rows and returns the mean of the estimator's prediction over the draws.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
 
-from counterfair import errors
+from counterfair import chunking, errors
 from counterfair.counterfactual import Coupling, DoValue, check_coupling, noise_column
 from counterfair.families import family_of
 from counterfair.path_features import (
@@ -33,6 +33,7 @@ from counterfair.path_features import (
 )
 from counterfair.paths import check_paths
 from counterfair.posterior import Abduction, Fit, default_conditioning
+from counterfair.rows import Rows, abduct_chunks, slice_do
 from counterfair.scm import SCM
 from counterfair.specs import Observed, Protected
 
@@ -432,13 +433,21 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             self.classes_ = self.estimator_.classes_
         return self
 
-    def _abduct_new(self, X: pd.DataFrame) -> Abduction:
-        scm = self._check_setup()
+    def _abduct_args(self, scm: SCM, X: pd.DataFrame) -> dict[str, Any]:
         args = {"n_samples": int(self.n_samples), "seed": self.seed, **(self.abduction_args or {})}
         if not scm.latents and args.get("method", "mean") == "mean":
             args["n_samples"] = 1  # inputs are deterministic given the mean parameters
-        conditioning = [n for n in default_conditioning(scm, X) if n != self.target]
-        return self.scm_fit_.abduct(X, condition_on=conditioning, **args)
+        args["condition_on"] = [n for n in default_conditioning(scm, X) if n != self.target]
+        return args
+
+    def _chunk_draws(self, X: pd.DataFrame | Rows) -> Iterator[np.ndarray]:
+        """:meth:`predict_draws` chunk by chunk (:func:`counterfair.rows.abduct_chunks`)."""
+        scm = self._check_setup()
+        rows = Rows.from_frame(X)
+        args = self._abduct_args(scm, rows.frame)
+        per_row = chunking.bytes_per_row(args["n_samples"], 2 * len(scm.specs))
+        for _, abduction in abduct_chunks(self.scm_fit_, rows, bytes_per_row=per_row, **args):
+            yield self._predict_inputs(self._feature_matrix(scm, abduction))
 
     def _multiclass(self) -> bool:
         return self._is_classifier() and len(getattr(self, "classes_", ())) > 2
@@ -454,30 +463,39 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             out = self.estimator_.predict(flat)
         return np.asarray(out, dtype=float).reshape(inputs.shape[:-1])
 
-    def _probabilities(self, X: pd.DataFrame) -> np.ndarray:
+    def _probabilities(self, X: pd.DataFrame | Rows) -> np.ndarray:
         """Class probabilities per row, averaged over the draws: ``(N,)`` binary, ``(N, K)``."""
         scm = self._check_setup()
-        direct = self._frame_features(scm, X)
+        direct = None if isinstance(X, Rows) else self._frame_features(scm, X)
         if direct is not None:
             return self._predict_inputs(direct[None, :, :])[0]
-        return self.predict_draws(X).mean(axis=0)
+        return chunking.concat_rows([d.mean(axis=0) for d in self._chunk_draws(X)], axis=0)
 
-    def predict_draws(self, X: pd.DataFrame) -> np.ndarray:
+    def predict_draws(self, X: pd.DataFrame | Rows) -> np.ndarray:
         """Predictions for every draw of each row's fair inputs, shape ``(S, N)``.
 
         For a classifier, the probability of the positive class; for a
         multi-class target (a categorical or ordinal node with more than two
         levels), the probability of every class, shape ``(S, N, K)``.
+
+        Rows are processed in chunks of :func:`counterfair.options.chunk_bytes`
+        (abduction, inputs, estimator); with exact abduction (the default where it
+        applies) the result is the same for any chunk size. MCMC abduction of new
+        rows runs once on all rows and is not chunk-invariant.
+
+        ``X`` may be a :class:`counterfair.rows.Rows` (one partition of a larger
+        data set with its global positions): its rows then get the numbers they
+        get in the whole data set. So may ``X`` of :meth:`predict` and
+        :meth:`predict_proba`.
         """
-        scm = self._check_setup()
-        return self._predict_inputs(self._feature_matrix(scm, self._abduct_new(X)))
+        return chunking.concat_rows(list(self._chunk_draws(X)), axis=1)
 
     def predict_abduction(self, abduction: Abduction) -> np.ndarray:
         """Predictions from given joint samples (shared across worlds), shape ``(S, N)``."""
         scm = self._check_setup()
         return self._predict_inputs(self._feature_matrix(scm, abduction))
 
-    def predict(self, X: pd.DataFrame) -> np.ndarray:
+    def predict(self, X: pd.DataFrame | Rows) -> np.ndarray:
         """Posterior expectation of the prediction for each row (class labels for a classifier).
 
         When ``X`` is a counterfactual frame (from :meth:`Fit.counterfactual`,
@@ -485,7 +503,8 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         fit, its latent and ``<node>:noise`` columns are used directly, one
         prediction per frame row; otherwise the inputs are abducted for each row
         (a plain latent column in ``X``, such as the true K of simulated data,
-        is ignored).
+        is ignored), chunk by chunk, with the same result for any chunk size
+        (see :meth:`predict_draws`).
         """
         scores = self._probabilities(X)
         if self._multiclass():  # the class of highest posterior expected probability
@@ -494,7 +513,7 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
             return np.where(scores >= 0.5, self.classes_[-1], self.classes_[0])
         return scores
 
-    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+    def predict_proba(self, X: pd.DataFrame | Rows) -> np.ndarray:
         """Class probabilities, averaged over the draws, shape ``(N, n_classes)``.
 
         Columns follow ``classes_``. Available for classification targets
@@ -517,7 +536,6 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         if self._is_classifier():
             return float(accuracy_score(truth, predicted))
         return float(r2_score(truth, predicted))
-
 
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Save the fitted predictor to a folder without pickle (read by :func:`counterfair.load`).
@@ -608,9 +626,20 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
         self.estimator_ = clone(base).fit(self._matrix(X), np.asarray(response))
         return self
 
+    def _row_bytes(self) -> float:
+        width = len(self.columns) + sum(len(v) for v in self.levels_.values())
+        return chunking.bytes_per_row(1, width)
+
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        """Predictions of the fitted estimator (as floats when numeric; class labels else)."""
-        out = np.asarray(self.estimator_.predict(self._matrix(X)))
+        """Predictions of the fitted estimator (as floats when numeric; class labels else).
+
+        Rows are processed in chunks of :func:`counterfair.options.chunk_bytes`.
+        """
+        out = chunking.apply_by_rows(
+            lambda part: np.asarray(self.estimator_.predict(self._matrix(part))),
+            X,
+            bytes_per_row=self._row_bytes(),
+        )
         return out.astype(float) if out.dtype.kind in "biuf" else out
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
@@ -626,7 +655,11 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
                 f"{type(self.estimator_).__name__} has no predict_proba; give the baseline "
                 "a classifier, e.g. estimator=LogisticRegression()"
             )
-        return np.asarray(self.estimator_.predict_proba(self._matrix(X)), dtype=float)
+        return chunking.apply_by_rows(
+            lambda part: np.asarray(self.estimator_.predict_proba(self._matrix(part)), float),
+            X,
+            bytes_per_row=self._row_bytes(),
+        )
 
     @property
     def classes_(self) -> np.ndarray:
@@ -861,23 +894,24 @@ def counterfactual_predictions(
     """
     if coupling is not None:
         check_coupling(coupling)
-    path_learner = _shared_learner(predictor, fit) and (
-        getattr(getattr(predictor, "__self__", predictor), "features", None) == "path_specific"
-    )
     if frame is None:
-        if abduction is None and path_learner:
-            abduction = fit.abduct(data, n_samples=n_samples, seed=seed, **abduct_args)
-        frame = fit.counterfactual(
-            data if abduction is None else None,
-            do,
-            n_samples=n_samples,
-            seed=seed,
-            coupling=coupling if coupling is not None else "monotone",
-            abduction=abduction,
-            unfair_paths=unfair_paths,
-            **({} if abduction is not None else abduct_args),
+        parts = list(
+            iter_counterfactual_predictions(
+                fit,
+                data,
+                do,
+                predictor,
+                n_samples=n_samples,
+                seed=seed,
+                response=response,
+                coupling=coupling,
+                unfair_paths=unfair_paths,
+                abduction=abduction,
+                **abduct_args,
+            )
         )
-    elif unfair_paths is not None:
+        return merge_prediction_chunks(parts, do)
+    if unfair_paths is not None:
         raise ValueError(
             "unfair_paths= is ignored when frame= is given: the frame holds its own paths "
             "(fit.counterfactual(..., unfair_paths=...))"
@@ -891,6 +925,25 @@ def counterfactual_predictions(
             f"coupling={coupling!r} but the frame was computed with "
             f"coupling={frame.attrs['coupling']!r}; drop coupling= or recompute the frame"
         )
+    return _frame_predictions(fit, frame, do, predictor, response, abduction)
+
+
+def _is_path_learner(predictor: Predictor, fit: Fit) -> bool:
+    return _shared_learner(predictor, fit) and (
+        getattr(getattr(predictor, "__self__", predictor), "features", None) == "path_specific"
+    )
+
+
+def _frame_predictions(
+    fit: Fit,
+    frame: pd.DataFrame,
+    do: Mapping[str, DoValue],
+    predictor: Predictor,
+    response: Response,
+    abduction: Abduction | None,
+) -> pd.DataFrame:
+    """The predictions frame of :func:`counterfactual_predictions` from a counterfactual frame."""
+    path_learner = _is_path_learner(predictor, fit)
     factual = frame[frame["world"] == "factual"].reset_index(drop=True)
     counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
     if path_learner:
@@ -922,3 +975,124 @@ def counterfactual_predictions(
     out.attrs["do"] = frame.attrs.get("do", dict(do))
     return out
 
+
+def counterfactual_predictions_chunk(
+    fit: Fit,
+    rows: Rows | None,
+    do: Mapping[str, DoValue],
+    predictor: Predictor,
+    *,
+    n_samples: int = 100,
+    seed: int | None = None,
+    response: Response = "prediction",
+    coupling: Coupling | None = None,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+    abduction: Abduction | None = None,
+    **abduct_args: Any,
+) -> pd.DataFrame:
+    """:func:`counterfactual_predictions` of one chunk of rows, with a ``position`` column.
+
+    Parameters
+    ----------
+    rows : Rows or None
+        The chunk's rows and their global positions (:class:`counterfair.rows.Rows`);
+        ``None`` with ``abduction`` given (the chunk's joint samples).
+    do : mapping
+        The intervention for these rows (per-row values already cut to the chunk,
+        :func:`counterfair.rows.slice_do`).
+    n_samples, seed, response, coupling, unfair_paths, abduct_args
+        As in :func:`counterfactual_predictions`.
+    abduction : Abduction, optional
+        The chunk's joint samples (e.g. cut from an MCMC abduction of all rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`counterfactual_predictions` and ``position``, the
+        row's global position. The values do not depend on how rows are chunked:
+        every draw is keyed by the seed and the position.
+    """
+    if abduction is None:
+        abduction = fit.abduct(rows, n_samples=n_samples, seed=seed, **abduct_args)
+    frame = fit.counterfactual(
+        None,
+        do,
+        n_samples=n_samples,
+        seed=seed,
+        coupling=coupling if coupling is not None else "monotone",
+        abduction=abduction,
+        unfair_paths=unfair_paths,
+    )
+    out = _frame_predictions(fit, frame, do, predictor, response, abduction)
+    out["position"] = np.tile(abduction.row_positions, abduction.n_samples)
+    return out
+
+
+def iter_counterfactual_predictions(
+    fit: Fit,
+    data: pd.DataFrame | Rows | None,
+    do: Mapping[str, DoValue],
+    predictor: Predictor,
+    *,
+    n_samples: int = 100,
+    seed: int | None = None,
+    response: Response = "prediction",
+    coupling: Coupling | None = None,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+    abduction: Abduction | None = None,
+    **abduct_args: Any,
+) -> Iterator[pd.DataFrame]:
+    """Per-chunk frames of :func:`counterfactual_predictions_chunk`, in row order.
+
+    Rows are cut into chunks of :func:`counterfair.options.chunk_bytes` of working
+    memory; exact abduction runs per chunk, MCMC abduction (and a given
+    ``abduction``) once for all rows and is then cut (not chunk-invariant for MCMC,
+    see :meth:`Fit.abduct`). Each frame is sample-major within its chunk and has a
+    ``position`` column.
+    """
+    if coupling is not None:
+        check_coupling(coupling)
+    rows = None if data is None else Rows.from_frame(data)
+    n_rows = len(fit.data) if rows is None else len(rows)
+    if abduction is not None:
+        n_rows = len(abduction.data)
+    per_row = chunking.bytes_per_row(n_samples, 8 * len(fit.scm.specs))
+    for where, chunk in abduct_chunks(
+        fit,
+        None if abduction is not None else rows,
+        bytes_per_row=per_row,
+        abduction=abduction,
+        n_samples=n_samples,
+        seed=seed,
+        **abduct_args,
+    ):
+        yield counterfactual_predictions_chunk(
+            fit,
+            None,
+            slice_do(do, where, n_rows),
+            predictor,
+            n_samples=n_samples,
+            seed=seed,
+            response=response,
+            coupling=coupling,
+            unfair_paths=unfair_paths,
+            abduction=chunk,
+        )
+
+
+def merge_prediction_chunks(parts: Sequence[pd.DataFrame], do: Mapping[str, Any]) -> pd.DataFrame:
+    """The frame of :func:`counterfactual_predictions` from its per-chunk frames.
+
+    Rows are ordered by sample, then global position (as one call on all rows
+    orders them), and the ``position`` column is dropped.
+    """
+    joined = pd.concat(list(parts), ignore_index=True) if len(parts) > 1 else parts[0]
+    order = np.lexsort((joined["position"].to_numpy(), joined["sample"].to_numpy()))
+    out = joined.iloc[order].drop(columns="position").reset_index(drop=True)
+    out.attrs["do"] = parts[0].attrs.get("do", dict(do))
+    if len(parts) > 1:
+        out.attrs["do"] = {
+            k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
+            for k, v in do.items()
+        }
+    return out

@@ -160,7 +160,7 @@ def corrected_inputs(
         layers.append((world_paths, codes[source]))
         default = abduction.codes[source]
     others = {p: c for p, c in codes.items() if p != source}
-    rng = np.random.default_rng(seed)
+    rng = abduction.row_random(seed)
     simulated, simulated_noise = simulate_missing(scm, abduction, rng)
     values = path_specific_values(
         scm,

@@ -64,6 +64,7 @@ from counterfair.counterfactual import (
     simulate_missing,
 )
 from counterfair.equations import linear_predictor
+from counterfair.rowrandom import RandomSource, RowRandom
 
 if TYPE_CHECKING:
     from counterfair.posterior import Abduction, Fit
@@ -157,7 +158,7 @@ def path_specific_values(
     source: str,
     layers: Sequence[tuple[Sequence[tuple[str, ...]], np.ndarray]],
     default_codes: np.ndarray,
-    rng: np.random.Generator,
+    rng: RandomSource,
     simulated: Mapping[str, np.ndarray] | None = None,
     simulated_noise: Mapping[str, np.ndarray] | None = None,
     world_codes: Mapping[str, np.ndarray] | None = None,
@@ -180,8 +181,11 @@ def path_specific_values(
     default_codes : numpy.ndarray
         Codes of ``A`` seen along every other path (the factual ``a`` for a
         path-specific counterfactual), shape ``(N,)``.
-    rng : numpy.random.Generator
-        Source of the abducted noise of discrete descendants (monotone coupling).
+    rng : RowRandom or numpy.random.Generator
+        Source of the abducted noise of discrete descendants (monotone coupling);
+        with a :class:`~counterfair.rowrandom.RowRandom` each node draws from
+        ``rng.child("propagate", node)``, as in
+        :func:`counterfair.counterfactual.propagate`.
     simulated, simulated_noise : mapping, optional
         Factual values (and Normal noise) of nodes absent from the rows.
     world_codes : mapping, optional
@@ -214,7 +218,10 @@ def path_specific_values(
             factual_eta = linear_predictor(
                 eq, params, factual, abduction.codes, reference_coding=reference, n_rows=n
             )
-            shared[node] = eq.family.abduct_noise(eq, params, factual_eta, factual[node], rng)
+            node_rng = rng.child("propagate", node) if isinstance(rng, RowRandom) else rng
+            shared[node] = eq.family.abduct_noise(
+                eq, params, factual_eta, factual[node], node_rng
+            )
     depth = max((len(p) for paths, _ in layers for p in paths), default=1) - 1
     memo: dict[tuple[str, ...], np.ndarray] = {}
 
@@ -289,7 +296,7 @@ def path_specific_frame(
     scm = fit.scm
     source = _do_source(scm, do)
     paths = check_paths(scm, source, unfair_paths)
-    rng = np.random.default_rng(seed)
+    rng = abduction.row_random(seed)
     cf_codes = do_codes(fit, do, abduction.data)
     simulated, simulated_noise = simulate_missing(scm, abduction, rng)
     factual_values: dict[str, np.ndarray] = {**abduction.latents}

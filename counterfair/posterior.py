@@ -13,13 +13,15 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from counterfair import errors, exact_abduction, scales, validation
+from counterfair import chunking, errors, exact_abduction, scales, validation
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
 from counterfair.identification import convergence_hint
 from counterfair.logs import progress_enabled
 from counterfair.params import ParamDraws
+from counterfair.rowrandom import RowRandom
+from counterfair.rows import Rows, abduct_chunks, slice_do
 from counterfair.scm import SCM
 from counterfair.specs import Protected
 from counterfair.stan.anchored import add_anchored_latents
@@ -152,6 +154,11 @@ class Abduction:
         parameter sets, :mod:`counterfair.exact_abduction`), ``"mcmc"`` (the
         Stan abduction program), ``"fit"`` (the training rows' draws from the
         fit's joint posterior) or ``"none"`` (the SCM has no latent).
+    positions : numpy.ndarray, optional
+        Global 0-based positions of the rows in the whole data set they were cut
+        from (default ``0..N-1``); random draws made for the rows are keyed by them
+        (:class:`~counterfair.rowrandom.RowRandom`), so they do not depend on the
+        chunking.
     """
 
     data: pd.DataFrame
@@ -161,11 +168,23 @@ class Abduction:
     observed: dict[str, np.ndarray]
     conditioned_on: tuple[str, ...]
     engine: AbductionEngineUsed = "fit"
+    positions: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:
         """Number of joint samples ``S``."""
         return self.params.n
+
+    @property
+    def row_positions(self) -> np.ndarray:
+        """Global positions of the rows, ``0..N-1`` unless set (int64, shape ``(N,)``)."""
+        if self.positions is None:
+            return np.arange(len(self.data), dtype=np.int64)
+        return np.asarray(self.positions, dtype=np.int64)
+
+    def row_random(self, seed: int | None) -> RowRandom:
+        """The :class:`~counterfair.rowrandom.RowRandom` of these rows for ``seed``."""
+        return RowRandom(seed, self.row_positions)
 
     def take_rows(self, mask: np.ndarray) -> Abduction:
         """The same samples for a subset of the rows (boolean mask or integer positions)."""
@@ -178,6 +197,7 @@ class Abduction:
             observed={k: v[index] for k, v in self.observed.items()},
             conditioned_on=self.conditioned_on,
             engine=self.engine,
+            positions=self.row_positions[index],
         )
 
     def noise(self, scm: SCM, nodes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -424,7 +444,7 @@ class Fit:
     # ------------------------------------------------------------------ abduction
     def abduct(
         self,
-        data: pd.DataFrame | None = None,
+        data: pd.DataFrame | Rows | None = None,
         *,
         condition_on: Collection[str] | None = None,
         method: AbductionMethod = "mean",
@@ -436,13 +456,23 @@ class Fit:
         draws: int | None = None,
         seed: int | None = None,
         progress: bool | None = None,
+        positions: np.ndarray | None = None,
     ) -> Abduction:
         """Sample latents (and pair them with parameters) for rows.
 
+        New rows abducted exactly (``engine`` ``"exact"``, the default where it
+        applies) are processed in chunks of :func:`counterfair.options.chunk_bytes`
+        of working memory, with random draws keyed by the seed and each row's
+        global position: the result is the same for any chunk size
+        (``cf.set_options(chunk_bytes=...)``). MCMC abduction of new rows runs
+        one Stan program on all the rows at once and is not chunk-invariant:
+        a row's draws depend on the other rows given with it.
+
         Parameters
         ----------
-        data : pandas.DataFrame, optional
-            Rows to abduct. ``None`` means the training rows: with
+        data : pandas.DataFrame or Rows, optional
+            Rows to abduct (a :class:`~counterfair.rows.Rows` carries its global
+            positions and is not validated again). ``None`` means the training rows: with
             ``condition_on=None`` and ``engine="auto"`` their latents come from
             the joint posterior of the fit itself (``engine`` ``"fit"`` on the
             result); otherwise they are abducted like new rows.
@@ -477,6 +507,10 @@ class Fit:
         progress : bool, optional
             Show the sampler's progress bars (MCMC only); default: where a person
             watches (:mod:`counterfair.logs`).
+        positions : numpy.ndarray, optional
+            Global 0-based positions of the rows in the whole data set (default
+            ``0..N-1``): give them when abducting one chunk or partition of a
+            larger data set, so its draws are those of the rows in the whole.
 
         Returns
         -------
@@ -495,8 +529,20 @@ class Fit:
         _check_engine(engine, mcmc_settings)
         if data is None and condition_on is None and engine == "auto":
             return self._training_abduction(n_samples, seed)
-        rows = self.data if data is None else validation.validate_frame(data)
+        if isinstance(data, Rows):
+            if positions is not None:
+                raise ValueError("positions= is given twice: the Rows carry their positions")
+            rows, positions = data.frame, data.positions
+        else:
+            rows = self.data if data is None else validation.validate_frame(data)
         validation.validate_columns(rows, self.scm.protected)
+        if positions is not None:
+            positions = np.asarray(positions, dtype=np.int64)
+            if positions.shape != (len(rows),):
+                raise ValueError(
+                    f"positions has shape {positions.shape}, expected ({len(rows)},): one "
+                    "global position per row"
+                )
         if condition_on is None:
             conditioned = default_conditioning(self.scm, rows)
         else:
@@ -510,7 +556,14 @@ class Fit:
             size = n_samples or 1
             index = np.arange(size) % param_sets.n
             return Abduction(
-                rows, param_sets.take(index), {}, codes, observed, conditioned, engine="none"
+                rows,
+                param_sets.take(index),
+                {},
+                codes,
+                observed,
+                conditioned,
+                engine="none",
+                positions=positions,
             )
         if engine == "exact":
             exact_abduction.require_exact(self.scm, conditioned)
@@ -521,7 +574,7 @@ class Fit:
         )
         if use_exact:
             return self._exact_abduction(
-                rows, param_sets, codes, observed, conditioned, n_samples, seed
+                rows, param_sets, codes, observed, conditioned, n_samples, seed, positions
             )
         return self._mcmc_abduction(
             rows,
@@ -535,7 +588,38 @@ class Fit:
             draws=draws,
             seed=seed,
             progress=progress,
+            positions=positions,
         )
+
+    def abduction_is_exact(
+        self,
+        data: pd.DataFrame | Rows,
+        *,
+        condition_on: Collection[str] | None = None,
+        engine: AbductionEngine = "auto",
+        chains: int | None = None,
+        warmup: int | None = None,
+        draws: int | None = None,
+        **_: Any,
+    ) -> bool:
+        """Whether :meth:`abduct` of these new rows with these options runs chunk by chunk.
+
+        True for exact abduction and for an SCM without latents (the result does not
+        depend on the chunking); False when it would run the MCMC abduction program.
+        Other options of :meth:`abduct` are accepted and ignored.
+        """
+        _check_engine(engine, _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws))
+        if not self.scm.latents or engine == "exact":
+            return True
+        if engine == "mcmc" or _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws):
+            return False
+        frame = data.frame if isinstance(data, Rows) else data
+        conditioned = (
+            default_conditioning(self.scm, frame)
+            if condition_on is None
+            else conditioning_nodes(self.scm, condition_on)
+        )
+        return exact_abduction.supports_exact(self.scm, conditioned)
 
     def _parameter_sets(self, method: str, n_param_draws: int, seed: int | None) -> ParamDraws:
         """The parameter sets abduction conditions on: their mean, or seeded posterior draws."""
@@ -557,26 +641,46 @@ class Fit:
         conditioned: tuple[str, ...],
         n_samples: int | None,
         seed: int | None,
+        positions: np.ndarray | None = None,
     ) -> Abduction:
-        """Latents drawn exactly given each parameter set; ``n_samples`` balanced over the sets."""
+        """Latents drawn exactly given each parameter set; ``n_samples`` balanced over the sets.
+
+        Runs chunk by chunk (:mod:`counterfair.chunking`); the uniforms are keyed by
+        the rows' global positions, so the result does not depend on the chunk size.
+        """
         needed = set(conditioned)
         for node in conditioned:
             needed.update(t.parent for t in self.scm.equations[node].observed)
         values = observed_values(self.scm, rows, needed)
         total = EXACT_DRAWS_PER_SET * param_sets.n if n_samples is None else n_samples
         per_set = -(-total // param_sets.n)
-        latents = exact_abduction.sample_latents(
-            self.scm,
-            param_sets,
-            codes,
-            values,
-            conditioned,
-            draws_per_set=per_set,
-            rng=np.random.default_rng(seed),
-        )
-        latents = {name: array[:total] for name, array in latents.items()}
+        where = np.arange(len(rows), dtype=np.int64) if positions is None else positions
+        per_row = chunking.bytes_per_row(per_set * param_sets.n, len(self.scm.latents))
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in self.scm.latents}
+        for chunk in chunking.row_chunks(len(rows), bytes_per_row=per_row, positions=where):
+            drawn = exact_abduction.sample_latents(
+                self.scm,
+                param_sets,
+                {k: v[chunk.rows] for k, v in codes.items()},
+                {k: v[chunk.rows] for k, v in values.items()},
+                conditioned,
+                draws_per_set=per_set,
+                rng=RowRandom(seed, chunk.positions),
+            )
+            for name, array in drawn.items():
+                parts[name].append(array[:total])
+        latents = {name: chunking.concat_rows(p, axis=1) for name, p in parts.items()}
         params = param_sets.take(np.arange(total) % param_sets.n)
-        return Abduction(rows, params, latents, codes, observed, conditioned, engine="exact")
+        return Abduction(
+            rows,
+            params,
+            latents,
+            codes,
+            observed,
+            conditioned,
+            engine="exact",
+            positions=positions,
+        )
 
     def _mcmc_abduction(
         self,
@@ -592,12 +696,14 @@ class Fit:
         draws: int | None,
         seed: int | None,
         progress: bool | None,
+        positions: np.ndarray | None = None,
     ) -> Abduction:
-        """Latents sampled by the Stan abduction program given the parameter sets."""
+        """Latents sampled by the Stan abduction program given the parameter sets.
+
+        One program for all the rows: not chunked, and not chunk-invariant.
+        """
         if self._backend_name == LOADED_BACKEND:
-            raise errors.FairnessError(
-                NEEDS_MCMC.format(conditioned=list(conditioned))
-            )
+            raise errors.FairnessError(NEEDS_MCMC.format(conditioned=list(conditioned)))
         per_chain = draws or max(
             MIN_DRAWS_PER_CHAIN, -(-(n_samples or 0) // (chains * param_sets.n))
         )
@@ -631,7 +737,9 @@ class Fit:
         params = param_sets.take(set_index)
         if n_samples is not None and n_samples < params.n:
             params, latents = _thin(params, latents, n_samples, seed)
-        return Abduction(rows, params, latents, codes, observed, conditioned, engine="mcmc")
+        return Abduction(
+            rows, params, latents, codes, observed, conditioned, engine="mcmc", positions=positions
+        )
 
     def latents(self, data: pd.DataFrame | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
         """Posterior draws of every latent for rows, shape ``(S, N)`` per latent.
@@ -669,19 +777,42 @@ class Fit:
         ``do``) makes it a path-specific counterfactual: only paths beginning
         with one of the tuples see the new level, see
         :mod:`counterfair.paths`; ``[]`` gives the factual world.
+
+        Without ``abduction=``, rows are processed in chunks of
+        :func:`counterfair.options.chunk_bytes` (abduction, then the worlds), and
+        every draw is keyed by the seed and the row's position: the frame is the
+        same for any chunk size, except with MCMC abduction of new rows, which is
+        run once on all the rows (see :meth:`abduct`).
         """
-        from counterfair.counterfactual import check_coupling, counterfactual_frame
+        from counterfair.counterfactual import (
+            check_coupling,
+            counterfactual_frame,
+            merge_chunk_frames,
+        )
         from counterfair.paths import path_specific_frame
 
         coupling = check_coupling(coupling)
         seed = self.seed if seed is None else seed
-        if abduction is None:
-            abduction = self.abduct(data, n_samples=n_samples, seed=seed, **abduct_args)
-        if unfair_paths is not None:
-            return path_specific_frame(
-                self, abduction, do, unfair_paths, seed=seed, coupling=coupling
+
+        def frame_of(rows_abduction: Abduction, rows_do: Mapping[str, DoValue]) -> pd.DataFrame:
+            if unfair_paths is not None:
+                return path_specific_frame(
+                    self, rows_abduction, rows_do, unfair_paths, seed=seed, coupling=coupling
+                )
+            return counterfactual_frame(self, rows_abduction, rows_do, seed=seed, coupling=coupling)
+
+        if abduction is not None:
+            return frame_of(abduction, do)
+        rows = None if data is None else Rows.from_frame(data)
+        n_rows = len(self.data) if rows is None else len(rows)
+        per_row = chunking.bytes_per_row(n_samples or EXACT_DRAWS_PER_SET, 4 * len(self.scm.specs))
+        parts = [
+            (chunk, frame_of(chunk, slice_do(do, where, n_rows)))
+            for where, chunk in abduct_chunks(
+                self, rows, bytes_per_row=per_row, n_samples=n_samples, seed=seed, **abduct_args
             )
-        return counterfactual_frame(self, abduction, do, seed=seed, coupling=coupling)
+        ]
+        return merge_chunk_frames(parts, do)
 
     def interventional(
         self,
@@ -770,8 +901,9 @@ def fit_scm(
     stan_data = fit_data(scm, data, encoding)
     scales.warn_on_scales(scm, data)
     coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
-    start = _warm_start(scm, data, encoding, stan_data, warm_start, backend, chains, warmup,
-                        seed, sampler_args)
+    start = _warm_start(
+        scm, data, encoding, stan_data, warm_start, backend, chains, warmup, seed, sampler_args
+    )
     if "init" not in sampler_args:
         sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
         if start is not None:

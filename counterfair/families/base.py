@@ -43,6 +43,7 @@ from scipy.special import gammainccinv, gammaincinv
 
 from counterfair import errors
 from counterfair.node_specs import Observed
+from counterfair.rowrandom import RandomSource
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation
@@ -346,7 +347,7 @@ class Family:
         raise NotImplementedError
 
     def draw(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: RandomSource
     ) -> np.ndarray:
         """A fresh draw of the node given ``eta`` ``(S, N)``, as floats."""
         raise NotImplementedError
@@ -398,7 +399,7 @@ class Family:
         params: ParamDraws,
         eta: np.ndarray,
         y: np.ndarray,
-        rng: np.random.Generator,
+        rng: RandomSource,
     ) -> np.ndarray:
         """A draw of the node's exogenous noise given its value ``y`` and predictor ``eta``.
 

@@ -18,6 +18,7 @@ from counterfair.families.base import (
     share_statistic,
 )
 from counterfair.node_specs import Observed
+from counterfair.rowrandom import RandomSource
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation
@@ -71,7 +72,7 @@ class BernoulliFamily(Family):
         return np.asarray(expit(eta))
 
     def draw(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: RandomSource
     ) -> np.ndarray:
         return rng.binomial(1, expit(eta)).astype(float)
 

@@ -54,6 +54,7 @@ from scipy.special import logsumexp, softmax
 from counterfair.families.base import Index, Width, append_rows, protected_effect
 from counterfair.families.levels import LevelFamily, normalise_levels
 from counterfair.node_specs import Observed
+from counterfair.rowrandom import RandomSource
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation
@@ -254,7 +255,7 @@ class CategoricalFamily(LevelFamily):
         return np.asarray(softmax(_logits(eta), axis=-1))
 
     def draw(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: RandomSource
     ) -> np.ndarray:
         logits = _logits(eta)
         return np.argmax(logits + rng.gumbel(size=logits.shape), axis=-1).astype(float)
@@ -265,7 +266,7 @@ class CategoricalFamily(LevelFamily):
         params: ParamDraws,
         eta: np.ndarray,
         y: np.ndarray,
-        rng: np.random.Generator,
+        rng: RandomSource,
     ) -> np.ndarray:
         """Gumbel noise of every level given the category ``y``, shape ``(S, N, K)``.
 

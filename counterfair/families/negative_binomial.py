@@ -22,6 +22,7 @@ from scipy.stats import nbinom
 
 from counterfair.families.base import CountFamily, Index
 from counterfair.node_specs import Observed, Prior
+from counterfair.rowrandom import RandomSource
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation
@@ -103,7 +104,7 @@ class NegativeBinomialFamily(CountFamily):
         return np.exp(eta)
 
     def draw(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: RandomSource
     ) -> np.ndarray:
         phi = params[eq.param("phi")][:, None]
         mu = np.exp(np.minimum(eta, MAX_LOG_MEAN))

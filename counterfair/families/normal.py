@@ -16,6 +16,7 @@ from counterfair.families.base import (
     variance_statistic,
 )
 from counterfair.node_specs import Observed, Prior, _stan_real, inv_gamma_prior
+from counterfair.rowrandom import RandomSource
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation
@@ -113,6 +114,6 @@ class NormalFamily(Family):
         return eta
 
     def draw(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: RandomSource
     ) -> np.ndarray:
         return eta + sigma_of(eq, params) * rng.standard_normal(eta.shape)

@@ -31,6 +31,7 @@ from scipy.special import expit, log_expit
 from counterfair.families.base import Index
 from counterfair.families.levels import LevelFamily, normalise_levels
 from counterfair.node_specs import Observed, Prior, normal_prior
+from counterfair.rowrandom import RandomSource
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation
@@ -185,7 +186,7 @@ class OrdinalFamily(LevelFamily):
         return np.asarray((1.0 - below).sum(axis=-1))
 
     def draw(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: RandomSource
     ) -> np.ndarray:
         return self.quantile(eq, params, eta, rng.random(eta.shape))
 

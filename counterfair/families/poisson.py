@@ -11,6 +11,7 @@ from scipy.stats import poisson
 from counterfair import errors
 from counterfair.families.base import CountFamily
 from counterfair.node_specs import Observed
+from counterfair.rowrandom import RandomSource
 
 if TYPE_CHECKING:
     from counterfair.layout import NodeEquation
@@ -51,7 +52,7 @@ class PoissonFamily(CountFamily):
         return np.exp(eta)
 
     def draw(
-        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: np.random.Generator
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: RandomSource
     ) -> np.ndarray:
         return rng.poisson(_rate(eta)).astype(float)
 
