@@ -23,13 +23,17 @@
 * :func:`find_subpopulations` -- FairTest-style search for affected subpopulations.
 * :class:`GroupSpec`, :func:`monitor_disparate_impact`, :func:`perturbation_check` --
   monitor-style groups (values / ranges) and the perturbation check without an SCM.
+* ``ci_method=`` of the group audits (:data:`CI_METHODS`) -- exact bootstrap, chunked
+  Poisson bootstrap (memory O(groups x resamples)) or analytic intervals
+  (:func:`wilson_interval`, delta method).
 * :func:`write_report` -- self-contained HTML report: a summary table per predictor, one
   plain-language line per criterion, explanation-based measures and subpopulations.
 """
 
 from ._groups import REFERENCE_RULE, reference_levels
+from .analytic import wilson_interval
 from .balance import BALANCE_MEASURES, class_balance
-from .bootstrap import bootstrap, bootstrap_interval, percentile_interval
+from .bootstrap import CI_METHODS, bootstrap, bootstrap_interval, percentile_interval
 from .classification import (
     COUNT_COLUMNS,
     CRITERION_EXPLANATIONS,
@@ -97,6 +101,7 @@ from .two_groups import TWO_GROUP_MEASURES, two_group_measures
 
 __all__ = [
     "BALANCE_MEASURES",
+    "CI_METHODS",
     "COUNT_COLUMNS",
     "CRITERION_EXPLANATIONS",
     "DEPENDENCE_MEASURES",
@@ -168,5 +173,6 @@ __all__ = [
     "two_group_measures",
     "undersample",
     "undersampling_targets",
+    "wilson_interval",
     "write_report",
 ]

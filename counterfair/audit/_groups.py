@@ -198,16 +198,39 @@ class GroupLayout:
 
         Returns an array of shape ``(n_groups_total, k)`` aligned with :attr:`index`.
         """
-        if rows is None:
-            rows = np.arange(self.n)
-        picked = weights[rows]
+        picked = weights if rows is None else weights[rows]  # no copy of all rows
         blocks = []
         for codes, labels in zip(self.codes, self.labels, strict=True):
-            code = codes[rows]
+            code = codes if rows is None else codes[rows]
             blocks.append(np.column_stack([
                 np.bincount(code, weights=picked[:, j], minlength=len(labels))
                 for j in range(picked.shape[1])
             ]))
+        return np.vstack(blocks)
+
+    @property
+    def n_strata(self) -> int:
+        """Number of cells of the finest partition (all protected attributes crossed)."""
+        return int(self.strata.max()) + 1 if self.strata.size else 0
+
+    def stratum_sums(self, weights: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Per-stratum column sums of ``weights`` (shape ``(n, k)``): ``(n_strata, k)``."""
+        return np.column_stack([np.bincount(self.strata, weights=weights[:, j],
+                                            minlength=self.n_strata)
+                                for j in range(weights.shape[1])])
+
+    def strata_membership(self) -> NDArray[np.float64]:
+        """``(n_groups_total, n_strata)`` 0/1 matrix: the strata that make up each group.
+
+        Every group of every attribute (intersections included) is a union of strata, so
+        per-group sums are this matrix times per-stratum sums.
+        """
+        _, first = np.unique(self.strata, return_index=True)
+        blocks = []
+        for codes, labels in zip(self.codes, self.labels, strict=True):
+            block = np.zeros((len(labels), first.size))
+            block[codes[first], np.arange(first.size)] = 1.0
+            blocks.append(block)
         return np.vstack(blocks)
 
     def reference_rows(self, reference: Mapping[str, Hashable] | None) -> NDArray[np.intp]:

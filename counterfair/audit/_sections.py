@@ -268,7 +268,7 @@ def classification_section(ident: str, name: str, report: GroupReport,
     if report.ci is not None:
         level = f"{100 * report.confidence:g}%"
         parts += [
-            f"<h3>Bootstrap intervals ({level}, {report.n_bootstrap} resamples)</h3>",
+            f"<h3>{esc(interval_heading(report.ci_method, level, report.n_bootstrap))}</h3>",
             _ci_html(report.ci, "Group measures"),
             _ci_html(report.ratio_ci, "Ratios"),
             _ci_html(report.difference_ci, "Differences"),
@@ -279,6 +279,15 @@ def classification_section(ident: str, name: str, report: GroupReport,
         "</section>",
     ]
     return "\n".join(parts)
+
+
+def interval_heading(method: str | None, level: str, n_bootstrap: int) -> str:
+    """Heading of the interval tables, naming how they were computed."""
+    if method == "analytic":
+        return f"Analytic intervals ({level}; Wilson score and delta method)"
+    if method == "poisson":
+        return f"Poisson bootstrap intervals ({level}, {n_bootstrap} replicates)"
+    return f"Bootstrap intervals ({level}, {n_bootstrap} resamples)"
 
 
 def regression_section(name: str, report: RegressionReport, ident: str = "") -> str:
@@ -301,7 +310,7 @@ def regression_section(name: str, report: RegressionReport, ident: str = "") -> 
     if report.ci is not None:
         level = f"{100 * report.confidence:g}%"
         parts += [
-            f"<h3>Bootstrap intervals ({level}, {report.n_bootstrap} resamples)</h3>",
+            f"<h3>{esc(interval_heading(report.ci_method, level, report.n_bootstrap))}</h3>",
             _ci_html(report.ci, "Group measures"),
             _ci_html(report.difference_ci, "Differences"),
             _ci_html(report.ratio_ci, "Ratios"),

@@ -153,3 +153,73 @@ def bootstrap_interval(
     """Percentile bootstrap confidence interval of ``statistic`` (see :func:`bootstrap`)."""
     samples = bootstrap(statistic, n, n_resamples=n_resamples, seed=seed, strata=strata)
     return percentile_interval(samples, confidence)
+
+
+CI_METHODS: tuple[str, ...] = ("auto", "bootstrap", "poisson", "analytic")
+"""Interval methods of the group audits (``ci_method=``).
+
+* ``"bootstrap"``: the exact stratified bootstrap above, ``n_bootstrap`` materialised
+  resamples of row positions (time O(rows x resamples), memory O(rows)).
+* ``"poisson"``: the chunked Poisson bootstrap of
+  :mod:`counterfair.audit.poisson_bootstrap` (time O(rows x resamples), memory
+  O(groups x resamples), the same numbers whatever the chunking).
+* ``"analytic"``: Wilson score, delta-method and normal intervals of
+  :mod:`counterfair.audit.analytic` (time O(rows), no resampling).
+* ``"auto"`` (default): no intervals when ``n_bootstrap == 0``; otherwise ``"bootstrap"``
+  up to :data:`EXACT_BOOTSTRAP_MAX_ROWS` rows and ``"poisson"`` above.
+"""
+
+EXACT_BOOTSTRAP_MAX_ROWS = 100_000
+"""Above this many rows ``ci_method="auto"`` runs the Poisson bootstrap, not the exact one."""
+
+
+def resolve_ci_method(
+    ci_method: str, *, n_bootstrap: int, n_rows: int, row_ids_given: bool = False,
+    seed: Seed = 0,
+) -> str | None:
+    """The interval method to run (``None``: no intervals), refusing ignored options.
+
+    Parameters
+    ----------
+    ci_method
+        One of :data:`CI_METHODS`.
+    n_bootstrap
+        Requested resamples (validated count).
+    n_rows
+        Number of rows audited.
+    row_ids_given
+        Whether ``row_ids`` was passed (only the Poisson bootstrap uses row ids).
+    seed
+        The seed passed; a seed other than the default 0 is refused with
+        ``"analytic"``, which draws nothing.
+
+    Raises
+    ------
+    ValueError
+        For an unknown method (naming the choices), ``n_bootstrap`` or a seed with
+        ``"analytic"``, no ``n_bootstrap`` with a bootstrap method, or ``row_ids``
+        with a method other than the Poisson bootstrap.
+    """
+    if not isinstance(ci_method, str) or ci_method not in CI_METHODS:
+        raise ValueError(f"ci_method must be one of {list(CI_METHODS)}, got {ci_method!r}")
+    method: str | None = ci_method
+    if ci_method == "analytic" and n_bootstrap:
+        raise ValueError(
+            f"n_bootstrap={n_bootstrap} would be ignored: ci_method='analytic' draws no "
+            "resamples; drop n_bootstrap or choose ci_method='bootstrap' or 'poisson'")
+    if ci_method == "analytic" and (isinstance(seed, np.random.Generator) or (
+            seed is not None and seed != 0)):
+        raise ValueError(
+            f"seed={seed!r} would be ignored: ci_method='analytic' draws no random numbers")
+    if ci_method in ("bootstrap", "poisson") and not n_bootstrap:
+        raise ValueError(f"ci_method={ci_method!r} needs n_bootstrap >= 1 resamples")
+    if ci_method == "auto":
+        if not n_bootstrap:
+            method = None
+        else:
+            method = "bootstrap" if n_rows <= EXACT_BOOTSTRAP_MAX_ROWS else "poisson"
+    if row_ids_given and method != "poisson":
+        raise ValueError(
+            f"row_ids would be ignored: only ci_method='poisson' keys its draws by row id "
+            f"(the method here is {method!r})")
+    return method

@@ -16,8 +16,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
-from ._tables import ci_frame, disparities, divide
+from ._classification_intervals import analytic_tables, bootstrap_tables, poisson_tables
+from ._confusion import COUNT_COLUMNS as COUNT_COLUMNS
+from ._confusion import RATE_METRICS as RATE_METRICS
+from ._confusion import confusion_rates
+from ._groups import Intersections, Protected, build_layout, protected_frame
+from ._tables import disparities
 from ._validation import (
     NEGATIVE_TOLERANCE,
     as_binary,
@@ -30,26 +34,8 @@ from ._validation import (
     check_tau,
     is_binary,
 )
-from .bootstrap import Seed, bootstrap, percentile_interval
-
-COUNT_COLUMNS: tuple[str, ...] = ("size", "tp", "fp", "fn", "tn")
-"""Count columns of :attr:`GroupReport.by_group`."""
-
-RATE_METRICS: tuple[str, ...] = (
-    "prevalence",  # share of actual positives in the group
-    "predicted_prevalence",  # share of predicted positives in the group
-    "predicted_positive_rate",  # group's share of *all* predicted positives
-    "tpr",
-    "tnr",
-    "fpr",
-    "fnr",
-    "precision",
-    "fdr",
-    "for",  # false omission rate FN / (FN + TN): the share of predicted negatives that are positive
-    "accuracy",
-    "npv",  # negative predictive value TN / (TN + FN) = 1 - for
-)
-"""Rate columns of :attr:`GroupReport.by_group`; ratios, differences and CIs cover these."""
+from .bootstrap import Seed, resolve_ci_method
+from .poisson_bootstrap import check_row_ids
 
 PARITY_CRITERIA: dict[str, str] = {
     "selection_rate_parity": "predicted_prevalence",
@@ -111,35 +97,6 @@ def binary_decisions(
     return (scores >= threshold).astype(np.float64)
 
 
-def _rates(
-    sums: NDArray[np.float64], attribute_of_row: NDArray[np.intp]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Counts ``(G, 5)`` and rates ``(G, len(RATE_METRICS))`` from per-group sums.
-
-    ``sums`` columns: number of rows, actual positives, predicted positives, true positives.
-    """
-    n, pos, pp, tp = sums.T
-    fp = pp - tp
-    fn = pos - tp
-    tn = n - pos - fp
-    all_pp = np.bincount(attribute_of_row, weights=pp)[attribute_of_row].astype(np.float64)
-    rates = np.column_stack([
-        divide(pos, n),
-        divide(pp, n),
-        divide(pp, all_pp),
-        divide(tp, tp + fn),
-        divide(tn, tn + fp),
-        divide(fp, fp + tn),
-        divide(fn, fn + tp),
-        divide(tp, tp + fp),
-        divide(fp, tp + fp),
-        divide(fn, fn + tn),
-        divide(tp + tn, n),
-        divide(tn, tn + fn),
-    ])
-    return np.column_stack([n, tp, fp, fn, tn]), rates
-
-
 def _band(values: NDArray[np.float64], low: float, high: float) -> pd.arrays.BooleanArray:
     passed = pd.array((values >= low) & (values <= high), dtype="boolean")
     passed[np.isnan(values)] = pd.NA
@@ -198,13 +155,16 @@ class GroupReport:
     threshold
         Score threshold used when predictions were scores.
     confidence
-        Level of the bootstrap intervals.
+        Level of the intervals.
     n_bootstrap
-        Number of bootstrap resamples (0: no intervals).
+        Number of bootstrap resamples (0: no resampling).
     ci, ratio_ci, difference_ci
-        Percentile bootstrap intervals of ``by_group`` rates, ``ratios`` and
-        ``differences``: columns MultiIndex ``(measure, "lower"|"upper")``; ``None`` when
-        ``n_bootstrap == 0``.
+        Intervals of ``by_group`` rates, ``ratios`` and ``differences``: columns
+        MultiIndex ``(measure, "lower"|"upper")``; ``None`` without intervals.
+    ci_method
+        How the intervals were computed: ``"bootstrap"`` (exact stratified bootstrap,
+        percentile), ``"poisson"`` (chunked Poisson bootstrap, percentile),
+        ``"analytic"`` (Wilson / delta method) or ``None`` (no intervals).
     """
 
     by_group: pd.DataFrame
@@ -219,6 +179,7 @@ class GroupReport:
     ci: pd.DataFrame | None = None
     ratio_ci: pd.DataFrame | None = None
     difference_ci: pd.DataFrame | None = None
+    ci_method: str | None = None
 
     def failures(self) -> pd.DataFrame:
         """Long table of failing groups: criterion, attribute, group, metric, ratio.
@@ -343,6 +304,8 @@ def group_metrics(
     n_bootstrap: int = 0,
     confidence: float = 0.95,
     seed: Seed = 0,
+    ci_method: str = "auto",
+    row_ids: ArrayLike | None = None,
 ) -> GroupReport:
     """Per-group classification measures, disparities and parity verdicts.
 
@@ -374,9 +337,27 @@ def group_metrics(
         Number of bootstrap resamples for confidence intervals (0: none).  Resampling is
         stratified by the cross-classification of all protected attributes.
     confidence
-        Level of the bootstrap intervals.
+        Level of the intervals.
     seed
-        Seed of the bootstrap.
+        Seed of the bootstrap (exact or Poisson).
+    ci_method
+        ``"auto"`` (default): no intervals when ``n_bootstrap == 0``, else the exact
+        bootstrap up to 100,000 rows (:data:`~counterfair.audit.bootstrap.EXACT_BOOTSTRAP_MAX_ROWS`)
+        and the chunked Poisson bootstrap above, whose memory is O(groups x
+        resamples) whatever the number of rows. ``"bootstrap"``: the exact stratified
+        bootstrap. ``"poisson"``: the chunked Poisson bootstrap
+        (:mod:`~counterfair.audit.poisson_bootstrap`; same numbers for any chunk size,
+        ``cf.set_options(chunk_bytes=...)``). ``"analytic"``: Wilson score intervals
+        for the rates, log-scale delta-method intervals for their ratios and
+        delta-method intervals for differences and for the share of positive decisions
+        (:mod:`~counterfair.audit.analytic`); one pass over the rows, no
+        ``n_bootstrap``. For millions of rows ``"analytic"`` is the fast choice, and its
+        intervals agree with the bootstrap's within Monte Carlo error for groups of
+        thousands of rows.
+    row_ids
+        Distinct non-negative integer id per row, only with ``ci_method="poisson"``:
+        draws are then keyed by id instead of row position, so the intervals do not
+        depend on the order of the rows either.
 
     Returns
     -------
@@ -387,7 +368,10 @@ def group_metrics(
     ------
     ValueError
         On mismatched lengths, non-binary ``y_true``, missing values, an unknown
-        reference attribute or group, an unused category, or ``tau`` out of range.
+        reference attribute or group, an unused category, ``tau`` out of range, an
+        unknown ``ci_method`` or an option the chosen method would ignore
+        (``n_bootstrap`` or ``seed`` with ``"analytic"``, ``row_ids`` without
+        ``"poisson"``).
     """
     y = as_binary(y_true, "y_true")
     scores = as_numeric(y_pred, "y_pred")
@@ -397,6 +381,9 @@ def group_metrics(
     threshold = check_finite(threshold, "threshold")
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
     confidence = check_open_unit(confidence, "confidence")
+    method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=y.size,
+                               row_ids_given=row_ids is not None, seed=seed)
+    keys = None if row_ids is None else check_row_ids(row_ids, y.size)
     pred = binary_decisions(scores, threshold)
 
     layout = build_layout(frame, intersections)
@@ -406,7 +393,7 @@ def group_metrics(
     reference_of_row = ref_rows[attribute_of_row]
     index = layout.index
 
-    counts, rates = _rates(layout.group_sums(weights), attribute_of_row)
+    counts, rates = confusion_rates(layout.group_sums(weights), attribute_of_row)
     ratio_values, difference_values = disparities(rates, reference_of_row)
     by_group = pd.concat(
         [pd.DataFrame(counts.astype(np.int64), index=index, columns=list(COUNT_COLUMNS)),
@@ -417,9 +404,14 @@ def group_metrics(
     differences = pd.DataFrame(difference_values, index=index, columns=list(RATE_METRICS))
 
     intervals: list[pd.DataFrame | None] = [None, None, None]
-    if n_bootstrap:
-        intervals = _bootstrap_tables(layout, weights, reference_of_row, n_bootstrap,
+    if method == "bootstrap":
+        intervals = bootstrap_tables(layout, weights, reference_of_row, n_bootstrap,
                                       confidence, seed)
+    elif method == "poisson":
+        intervals = poisson_tables(layout, weights, reference_of_row, n_bootstrap,
+                                    confidence, seed, keys)
+    elif method == "analytic":
+        intervals = analytic_tables(layout, weights, reference_of_row, confidence)
     return GroupReport(
         by_group=by_group,
         ratios=ratios,
@@ -433,25 +425,5 @@ def group_metrics(
         ci=intervals[0],
         ratio_ci=intervals[1],
         difference_ci=intervals[2],
+        ci_method=method,
     )
-
-
-def _bootstrap_tables(
-    layout: GroupLayout,
-    weights: NDArray[np.float64],
-    reference_of_row: NDArray[np.intp],
-    n_bootstrap: int,
-    confidence: float,
-    seed: Seed,
-) -> list[pd.DataFrame | None]:
-    attribute_of_row = layout.attribute_of_row
-
-    def statistic(rows: NDArray[np.intp]) -> NDArray[np.float64]:
-        _, rates = _rates(layout.group_sums(weights, rows), attribute_of_row)
-        ratio, difference = disparities(rates, reference_of_row)
-        return np.stack([rates, ratio, difference])
-
-    samples = bootstrap(statistic, layout.n, n_resamples=n_bootstrap, seed=seed,
-                        strata=layout.strata)
-    lower, upper = percentile_interval(samples, confidence)
-    return [ci_frame(lower[k], upper[k], layout.index, RATE_METRICS) for k in range(3)]

@@ -16,6 +16,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from ._groups import encode
+from ._tables import divide
 from ._validation import (
     BAD_CHOICE,
     GROUP_NOT_FOUND,
@@ -29,7 +30,9 @@ from ._validation import (
     find_label,
     shown,
 )
-from .bootstrap import Seed, bootstrap_interval
+from .analytic import binomial_variance, disparity_intervals
+from .bootstrap import Seed, bootstrap_interval, percentile_interval, resolve_ci_method
+from .poisson_bootstrap import accumulate, seed_word, stratified_group_sums
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +86,17 @@ def _percent(monitored_rate: float, reference_rate: float) -> float:
     return 100.0 * monitored_rate / reference_rate if reference_rate else float("nan")
 
 
+def _analytic_percent(fav: NDArray[np.float64], codes: NDArray[np.intp], a: int, b: int,
+                      confidence: float) -> tuple[float, float]:
+    """Log-scale delta-method bounds of ``100 * rate_a / rate_b``."""
+    successes = np.array([[fav[codes == a].sum()], [fav[codes == b].sum()]])
+    trials = np.array([[float(np.sum(codes == a))], [float(np.sum(codes == b))]])
+    (lower, upper), _ = disparity_intervals(divide(successes, trials),
+                                            binomial_variance(successes, trials),
+                                            np.array([1, 1]), confidence)
+    return 100.0 * float(lower[0, 0]), 100.0 * float(upper[0, 0])
+
+
 def disparate_impact(
     y_pred: ArrayLike,
     protected: ArrayLike,
@@ -94,6 +108,7 @@ def disparate_impact(
     n_bootstrap: int = 0,
     confidence: float = 0.95,
     seed: Seed = 0,
+    ci_method: str = "auto",
 ) -> DisparateImpact:
     """Favourable rate of ``monitored`` over that of ``reference``, in percent.
 
@@ -120,6 +135,11 @@ def disparate_impact(
         Level of that interval.
     seed
         Seed of the bootstrap.
+    ci_method
+        As in :func:`counterfair.audit.group_metrics`: ``"auto"`` (exact bootstrap up
+        to 100,000 rows, Poisson bootstrap above), ``"bootstrap"``, ``"poisson"``
+        (chunked, memory independent of the rows) or ``"analytic"`` (delta method on
+        the log of the ratio).
 
     Returns
     -------
@@ -139,6 +159,8 @@ def disparate_impact(
     threshold_percent = check_finite(threshold_percent, "threshold_percent")
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
     confidence = check_open_unit(confidence, "confidence")
+    method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=decisions.size,
+                               seed=seed)
 
     codes, labels = encode(values, "protected")
     a = find_label(labels, monitored)
@@ -162,7 +184,22 @@ def disparate_impact(
     flagged = None if np.isnan(percent) else bool(percent <= threshold_percent)
 
     lower = upper = float("nan")
-    if n_bootstrap:
+    if method == "analytic":
+        lower, upper = _analytic_percent(fav, codes, a, b, confidence)
+    elif method == "poisson":
+        n_groups = len(labels)
+        values = np.column_stack([np.ones_like(fav), fav])
+        accumulator = accumulate(codes, values, n_strata=n_groups, n_replicates=n_bootstrap,
+                                 seed=seed_word(seed))
+        observed = np.column_stack([np.bincount(codes, weights=values[:, j],
+                                                minlength=n_groups) for j in range(2)]
+                                   ).astype(np.float64)
+        sums = stratified_group_sums(accumulator, observed, np.eye(n_groups))
+        rate = divide(sums[:, 1], sums[:, 0])
+        samples = 100.0 * divide(rate[a], rate[b])
+        lo, hi = percentile_interval(samples, confidence)
+        lower, upper = float(lo), float(hi)
+    elif method == "bootstrap":
         def statistic(rows: NDArray[np.intp]) -> float:
             return _percent(*_rates(fav, codes, a, b, rows))
 

@@ -17,7 +17,9 @@ from numpy.typing import ArrayLike, NDArray
 from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
 from ._tables import ci_frame, disparities, divide
 from ._validation import as_numeric, check_count, check_lengths, check_open_unit
-from .bootstrap import Seed, bootstrap, percentile_interval
+from .analytic import disparity_intervals, mean_variance, normal_interval
+from .bootstrap import Seed, bootstrap, percentile_interval, resolve_ci_method
+from .poisson_bootstrap import accumulate, check_row_ids, seed_word, stratified_group_sums
 
 REGRESSION_METRICS: tuple[str, ...] = ("mean_outcome", "mean_prediction", "mean_residual",
                                        "rmse")
@@ -40,10 +42,12 @@ class RegressionReport:
     reference
         Reference group of each attribute.
     confidence, n_bootstrap
-        Interval level and number of resamples.
+        Interval level and number of resamples (0: no resampling).
     ci, ratio_ci, difference_ci
-        Bootstrap percentile intervals (columns ``(measure, "lower"|"upper")``) or
-        ``None`` when ``n_bootstrap == 0``.
+        Intervals (columns ``(measure, "lower"|"upper")``) or ``None`` without
+        intervals.
+    ci_method
+        ``"bootstrap"``, ``"poisson"``, ``"analytic"`` or ``None`` (no intervals).
     """
 
     by_group: pd.DataFrame
@@ -55,11 +59,16 @@ class RegressionReport:
     ci: pd.DataFrame | None = None
     ratio_ci: pd.DataFrame | None = None
     difference_ci: pd.DataFrame | None = None
+    ci_method: str | None = None
 
 
 def _measures(layout: GroupLayout, weights: NDArray[np.float64],
               rows: NDArray[np.intp] | None = None) -> NDArray[np.float64]:
-    sums = layout.group_sums(weights, rows)
+    return _measures_from_sums(layout.group_sums(weights, rows))
+
+
+def _measures_from_sums(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Size and :data:`REGRESSION_METRICS` from sums of ``1, y, pred, r, r**2``."""
     n = sums[:, :1]
     means = divide(sums[:, 1:], n)
     means[:, 3] = np.sqrt(means[:, 3])  # mean squared residual -> RMSE
@@ -76,6 +85,8 @@ def regression_metrics(
     n_bootstrap: int = 0,
     confidence: float = 0.95,
     seed: Seed = 0,
+    ci_method: str = "auto",
+    row_ids: ArrayLike | None = None,
 ) -> RegressionReport:
     """Per-group regression measures with differences and ratios to a reference group.
 
@@ -92,6 +103,17 @@ def regression_metrics(
         Level of the intervals.
     seed
         Seed of the bootstrap.
+    ci_method
+        As in :func:`counterfair.audit.group_metrics`: ``"auto"`` (exact bootstrap up to
+        100,000 rows, Poisson bootstrap above, none without ``n_bootstrap``),
+        ``"bootstrap"``, ``"poisson"`` or ``"analytic"``: normal intervals ``mean +- z s
+        / sqrt(n)`` for the means, the delta method for the RMSE (normal on the log of
+        the mean squared residual; it assumes residuals with finite fourth moments and
+        is less accurate than the bootstrap for heavy-tailed residuals) and for
+        differences and ratios (log scale for the RMSE,
+        linear for the means, which may be near zero).
+    row_ids
+        Row ids keying the Poisson bootstrap's draws (``ci_method="poisson"`` only).
 
     Returns
     -------
@@ -103,6 +125,9 @@ def regression_metrics(
     frame = protected_frame(protected, y.size)
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
     confidence = check_open_unit(confidence, "confidence")
+    method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=y.size,
+                               row_ids_given=row_ids is not None, seed=seed)
+    keys = None if row_ids is None else check_row_ids(row_ids, y.size)
 
     layout = build_layout(frame, intersections)
     residual = y - pred
@@ -118,7 +143,7 @@ def regression_metrics(
     by_group.insert(0, "size", values[:, 0].astype(np.int64))
 
     intervals: list[pd.DataFrame | None] = [None, None, None]
-    if n_bootstrap:
+    if method == "bootstrap":
         def statistic(rows: NDArray[np.intp]) -> NDArray[np.float64]:
             measures = _measures(layout, weights, rows)[:, 1:]
             return np.stack([measures, *disparities(measures, reference_of_row)])
@@ -127,6 +152,11 @@ def regression_metrics(
                             strata=layout.strata)
         lower, upper = percentile_interval(samples, confidence)
         intervals = [ci_frame(lower[k], upper[k], index, columns) for k in range(3)]
+    elif method == "poisson":
+        intervals = _poisson_tables(layout, weights, reference_of_row, n_bootstrap, confidence,
+                                    seed, keys)
+    elif method == "analytic":
+        intervals = _analytic_tables(layout, y, pred, reference_of_row, confidence)
     return RegressionReport(
         by_group=by_group,
         differences=pd.DataFrame(difference, index=index, columns=columns),
@@ -137,4 +167,60 @@ def regression_metrics(
         ci=intervals[0],
         ratio_ci=intervals[1],
         difference_ci=intervals[2],
+        ci_method=method,
     )
+
+
+def _poisson_tables(layout: GroupLayout, weights: NDArray[np.float64],
+                    reference_of_row: NDArray[np.intp], n_bootstrap: int, confidence: float,
+                    seed: Seed, keys: NDArray[np.uint64] | None) -> list[pd.DataFrame | None]:
+    """Percentile intervals of the chunked, stratum-rescaled Poisson bootstrap."""
+    accumulator = accumulate(layout.strata, weights, n_strata=layout.n_strata,
+                             n_replicates=n_bootstrap, seed=seed_word(seed), keys=keys)
+    sums = stratified_group_sums(accumulator, layout.stratum_sums(weights),
+                                 layout.strata_membership())
+    replicates = []
+    for b in range(n_bootstrap):
+        measures = _measures_from_sums(sums[:, :, b])[:, 1:]
+        replicates.append(np.stack([measures, *disparities(measures, reference_of_row)]))
+    lower, upper = percentile_interval(np.stack(replicates), confidence)
+    return [ci_frame(lower[k], upper[k], layout.index, list(REGRESSION_METRICS))
+            for k in range(3)]
+
+
+def _analytic_tables(layout: GroupLayout, y: NDArray[np.float64], pred: NDArray[np.float64],
+                     reference_of_row: NDArray[np.intp],
+                     confidence: float) -> list[pd.DataFrame | None]:
+    """Normal intervals of the means, delta method for the RMSE and the disparities."""
+    residual = y - pred
+
+    def total(values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Per-group sums of one column, through the strata (no rows x columns copy)."""
+        by_stratum = np.bincount(layout.strata, weights=values, minlength=layout.n_strata)
+        out: NDArray[np.float64] = layout.strata_membership() @ by_stratum
+        return out
+
+    n = total(np.ones_like(y))
+    s_y, s_p, s_r = total(y), total(pred), total(residual)
+    s_y2, s_p2, s_r2, s_r4 = total(y**2), total(pred**2), total(residual**2), total(residual**4)
+    mse = divide(s_r2, n)
+    values = np.column_stack([divide(s_y, n), divide(s_p, n), divide(s_r, n), np.sqrt(mse)])
+    variances = np.column_stack([
+        mean_variance(n, s_y, s_y2),
+        mean_variance(n, s_p, s_p2),
+        mean_variance(n, s_r, s_r2),
+        divide(mean_variance(n, s_r2, s_r4), 4.0 * mse),  # d sqrt(m) = dm / (2 sqrt(m))
+    ])
+    lower, upper = normal_interval(values, variances, confidence)
+    # RMSE: normal on log MSE (positive, right-skewed), then back through the square root
+    log_lower, log_upper = normal_interval(np.log(np.where(mse > 0, mse, np.nan)),
+                                           divide(mean_variance(n, s_r2, s_r4), mse**2),
+                                           confidence)
+    lower[:, 3], upper[:, 3] = np.exp(log_lower / 2.0), np.exp(log_upper / 2.0)
+    (ratio_lower, ratio_upper), (diff_lower, diff_upper) = disparity_intervals(
+        values, variances, reference_of_row, confidence,
+        log_scale=np.array([False, False, False, True]))  # means: linear; RMSE: log scale
+    names = list(REGRESSION_METRICS)
+    return [ci_frame(lower, upper, layout.index, names),
+            ci_frame(ratio_lower, ratio_upper, layout.index, names),
+            ci_frame(diff_lower, diff_upper, layout.index, names)]

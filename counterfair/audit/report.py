@@ -135,6 +135,7 @@ def render_report(
     confidence: float = 0.95,
     seed: int = 0,
     title: str = "counterfair fairness audit",
+    ci_method: str = "auto",
     explanations: Mapping[str, ExplanationAudit] | None = None,
     subpopulations: SubpopulationReport | None = None,
     extra_sections: Sequence[tuple[str, str]] = (),
@@ -166,7 +167,8 @@ def render_report(
         if task == "classification":
             report = group_metrics(y_true, predictions, frame, threshold=threshold,
                                    intersections=intersections, reference=reference, tau=tau,
-                                   n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+                                   n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
+                                   ci_method=ci_method)
             decisions = binary_decisions(predictions, threshold)
             sections.append(classification_section(ident, name, report, decisions, frame,
                                                     intersections))
@@ -175,7 +177,7 @@ def render_report(
         else:
             reg = regression_metrics(y_true, predictions, frame, intersections=intersections,
                                      reference=reference, n_bootstrap=n_bootstrap,
-                                     confidence=confidence, seed=seed)
+                                     confidence=confidence, seed=seed, ci_method=ci_method)
             sections.append(regression_section(name, reg, ident))
             entry = {"id": ident, "name": name, "task": "regression",
                      "findings": regression_findings(name, reg)}
@@ -264,6 +266,7 @@ def write_report(
     confidence: float = 0.95,
     seed: int = 0,
     title: str = "counterfair fairness audit",
+    ci_method: str = "auto",
     explanations: Mapping[str, ExplanationAudit] | None = None,
     subpopulations: SubpopulationReport | None = None,
     extra_sections: Sequence[tuple[str, str]] = (),
@@ -303,6 +306,9 @@ def write_report(
         Bootstrap intervals (0 resamples: none).
     title
         Report title.
+    ci_method
+        Interval method, as in :func:`counterfair.audit.group_metrics` (``"analytic"``
+        gives intervals without ``n_bootstrap``).
     explanations
         Optional explanation-based measures per predictor name (a section with one row
         per measure and a one-line meaning each).
@@ -338,7 +344,8 @@ def write_report(
     text = render_report(
         y_true=y_true, y_pred=y_pred, protected=protected, task=task, threshold=threshold,
         tau=tau, intersections=intersections, reference=reference, n_bootstrap=n_bootstrap,
-        confidence=confidence, seed=seed, title=title, explanations=explanations,
+        confidence=confidence, seed=seed, title=title, ci_method=ci_method,
+        explanations=explanations,
         subpopulations=subpopulations, extra_sections=extra_sections,
         counterfactual=counterfactual,
     )
@@ -357,6 +364,7 @@ def regression_html(
     n_bootstrap: int = 0,
     confidence: float = 0.95,
     seed: int = 0,
+    ci_method: str = "auto",
 ) -> str:
     """HTML fragment with the regression audit of several predictors.
 
@@ -369,6 +377,6 @@ def regression_html(
     for name, predictions in y_pred.items():
         report = regression_metrics(y_true, predictions, frame, intersections=intersections,
                                     reference=reference, n_bootstrap=n_bootstrap,
-                                    confidence=confidence, seed=seed)
+                                    confidence=confidence, seed=seed, ci_method=ci_method)
         parts.append(regression_section(str(name), report))
     return "\n".join(parts)

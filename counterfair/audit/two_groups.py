@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from ._tables import divide
 from ._validation import (
     GROUP_NOT_FOUND,
     NO_OTHER_GROUP,
@@ -29,7 +30,9 @@ from ._validation import (
     check_tau,
     shown,
 )
-from .bootstrap import Seed, bootstrap, percentile_interval
+from .analytic import binomial_variance, disparity_intervals
+from .bootstrap import Seed, bootstrap, percentile_interval, resolve_ci_method
+from .poisson_bootstrap import accumulate, seed_word, stratified_group_sums
 
 TWO_GROUP_MEASURES: tuple[str, ...] = (
     "statistical_parity_difference",
@@ -66,6 +69,22 @@ def _measures(y: NDArray[np.float64], pred: NDArray[np.float64],
     return np.array([rate_u - rate_p, tpr_u - tpr_p, ratio])
 
 
+def _analytic(y: NDArray[np.float64], pred: NDArray[np.float64], strata: NDArray[np.intp],
+              confidence: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Delta-method bounds of the three measures (unprivileged = row 0, reference row 1)."""
+    n = np.bincount(strata, minlength=2).astype(np.float64)
+    selected = np.bincount(strata, weights=pred, minlength=2)
+    positives = np.bincount(strata, weights=y, minlength=2)
+    true_pos = np.bincount(strata, weights=y * pred, minlength=2)
+    successes = np.column_stack([selected, true_pos]).astype(np.float64)
+    trials = np.column_stack([n, positives])
+    (ratio_lower, ratio_upper), (diff_lower, diff_upper) = disparity_intervals(
+        divide(successes, trials), binomial_variance(successes, trials), np.array([1, 1]),
+        confidence)
+    return (np.array([diff_lower[0, 0], diff_lower[0, 1], ratio_lower[0, 0]]),
+            np.array([diff_upper[0, 0], diff_upper[0, 1], ratio_upper[0, 0]]))
+
+
 def two_group_measures(
     y_true: ArrayLike,
     y_pred: ArrayLike,
@@ -76,6 +95,7 @@ def two_group_measures(
     n_bootstrap: int = 0,
     confidence: float = 0.95,
     seed: Seed = 0,
+    ci_method: str = "auto",
 ) -> pd.DataFrame:
     """Statistical parity difference, equal opportunity difference and disparate impact.
 
@@ -94,6 +114,11 @@ def two_group_measures(
         Disparate-impact threshold in (0, 1]: unfair when the ratio is ``<= tau``.
     n_bootstrap, confidence, seed
         Percentile bootstrap interval, stratified by ``A`` (0 resamples: NaN bounds).
+    ci_method
+        As in :func:`counterfair.audit.group_metrics`: ``"auto"`` (exact bootstrap up
+        to 100,000 rows, Poisson bootstrap above), ``"bootstrap"``, ``"poisson"``
+        (chunked, memory independent of the rows) or ``"analytic"`` (delta method: normal
+        intervals for the two differences, log scale for disparate impact).
 
     Returns
     -------
@@ -109,10 +134,25 @@ def two_group_measures(
     tau = check_tau(tau)
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
     confidence = check_open_unit(confidence, "confidence")
+    method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=y.size, seed=seed)
     estimate = _measures(y, pred, priv)
-    samples = bootstrap(lambda rows: _measures(y[rows], pred[rows], priv[rows]), y.size,
-                        n_resamples=n_bootstrap, seed=seed, strata=priv.astype(np.intp))
-    lower, upper = percentile_interval(samples, confidence)
+    strata = priv.astype(np.intp)  # 0: unprivileged, 1: privileged
+    if method == "analytic":
+        lower, upper = _analytic(y, pred, strata, confidence)
+    elif method == "poisson":
+        values = np.column_stack([np.ones_like(y), pred, y, y * pred])
+        accumulator = accumulate(strata, values, n_strata=2, n_replicates=n_bootstrap,
+                                 seed=seed_word(seed))
+        observed = np.vstack([values[strata == g].sum(axis=0) for g in (0, 1)])
+        sums = stratified_group_sums(accumulator, observed, np.eye(2))
+        rate, tpr = divide(sums[:, 1], sums[:, 0]), divide(sums[:, 3], sums[:, 2])
+        samples = np.column_stack([rate[0] - rate[1], tpr[0] - tpr[1],
+                                   divide(rate[0], rate[1])])
+        lower, upper = percentile_interval(samples, confidence)
+    else:
+        samples = bootstrap(lambda rows: _measures(y[rows], pred[rows], priv[rows]), y.size,
+                            n_resamples=n_bootstrap if method else 0, seed=seed, strata=strata)
+        lower, upper = percentile_interval(samples, confidence)
     unfair = pd.array([pd.NA, pd.NA, pd.NA], dtype="boolean")
     if np.isfinite(estimate[2]):
         unfair[2] = bool(estimate[2] <= tau)
