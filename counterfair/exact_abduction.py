@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,8 +46,10 @@ from counterfair.equations import linear_predictor, sigma_of
 from counterfair.families import Family
 from counterfair.params import ParamDraws
 from counterfair.rowrandom import RowRandom
-from counterfair.scm import SCM
 from counterfair.specs import Latent
+
+if TYPE_CHECKING:
+    from counterfair.scm import SCM
 
 GRID_POINTS = 512
 """Default number of grid points per row and parameter set."""

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from counterfair import errors
 from counterfair.layout import ObservedTerm
-from counterfair.scm import SCM
+
+if TYPE_CHECKING:
+    from counterfair.scm import SCM
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,25 @@ import numpy as np
 import pandas as pd
 
 from counterfair import chunking, dispatch, errors, exact_abduction, scales, validation
+from counterfair.counterfactual import (
+    Coupling,
+    DoValue,
+    check_coupling,
+    counterfactual_frame,
+    interventional_frame,
+    merge_chunk_frames,
+)
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
+from counterfair.fit_store import save_fit
 from counterfair.identification import convergence_hint
 from counterfair.logs import progress_enabled
 from counterfair.params import ParamDraws
+from counterfair.paths import path_specific_frame
+from counterfair.ppc import posterior_predictive_check
 from counterfair.rowrandom import RowRandom
 from counterfair.rows import Rows, abduct_chunks, slice_do
-from counterfair.scm import SCM
 from counterfair.specs import Protected
 from counterfair.stan.anchored import add_anchored_latents
 from counterfair.stan.backend import get_backend, resolve_backend_name
@@ -33,8 +43,8 @@ from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_f
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from counterfair.counterfactual import Coupling, DoValue
     from counterfair.ppc_results import PosteriorPredictiveCheck
+    from counterfair.scm import SCM
 
 AbductionMethod = Literal["mean", "draws"]
 AbductionEngine = Literal["auto", "exact", "mcmc"]
@@ -327,7 +337,6 @@ class Fit:
         pathlib.Path
             The folder written.
         """
-        from counterfair.fit_store import save_fit
 
         return save_fit(self, path, overwrite=overwrite)
 
@@ -435,7 +444,6 @@ class Fit:
         >>> check = fit.ppc(nodes=["LSAT"])  # doctest: +SKIP
         >>> check.statistic("LSAT", "variance")["outside_90"]  # doctest: +SKIP
         """
-        from counterfair.ppc import posterior_predictive_check
 
         return posterior_predictive_check(
             self, n_draws=n_draws, seed=seed, nodes=nodes, replication=replication
@@ -787,12 +795,6 @@ class Fit:
         same for any chunk size, except with MCMC abduction of new rows, which is
         run once on all the rows (see :meth:`abduct`).
         """
-        from counterfair.counterfactual import (
-            check_coupling,
-            counterfactual_frame,
-            merge_chunk_frames,
-        )
-        from counterfair.paths import path_specific_frame
 
         coupling = check_coupling(coupling)
         seed = self.seed if seed is None else seed
@@ -829,7 +831,6 @@ class Fit:
 
         See :func:`counterfair.counterfactual.interventional_frame`.
         """
-        from counterfair.counterfactual import interventional_frame
 
         return interventional_frame(self, n, do, n_samples=n_samples, seed=seed)
 

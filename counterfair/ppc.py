@@ -54,11 +54,11 @@ from counterfair import errors
 from counterfair.equations import draw_node, linear_predictor
 from counterfair.params import ParamDraws
 from counterfair.ppc_results import INTERVAL, PosteriorPredictiveCheck
-from counterfair.scm import SCM
 from counterfair.specs import Latent
 
 if TYPE_CHECKING:
     from counterfair.posterior import Fit
+    from counterfair.scm import SCM
 
 Replication = Literal["conditional", "marginal"]
 """How :func:`posterior_predictive_check` replicates (see the module docstring)."""

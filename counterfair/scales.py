@@ -40,13 +40,16 @@ import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from counterfair.errors import ScaleWarning
-from counterfair.scm import SCM
 from counterfair.specs import Observed, Prior, Protected
+
+if TYPE_CHECKING:
+    from counterfair.scm import SCM
 
 MEAN_LIMIT = 10.0
 """Largest ``|mean - loc|`` of a Normal node, in sds of its intercept prior."""

@@ -13,7 +13,10 @@ from counterfair.discrete import Deterministic, DiscreteNoise
 from counterfair.enumeration import DiscreteSCM
 from counterfair.families import family_of
 from counterfair.layout import LatentTerm, NodeEquation, ObservedTerm, ProtectedTerm
+from counterfair.posterior import fit_scm
+from counterfair.simulate import simulate
 from counterfair.specs import SPEC_KEY, Latent, NodeSpec, Observed, Protected
+from counterfair.stan.codegen import abduction_program, fit_program
 
 if TYPE_CHECKING:
     from counterfair.posterior import Fit
@@ -294,13 +297,11 @@ class SCM:
     # ------------------------------------------------------------------ Stan
     def stan_code(self) -> str:
         """The Stan program that fits this SCM (parameters and per-row latents)."""
-        from counterfair.stan.codegen import fit_program
 
         return fit_program(self)
 
     def abduction_code(self) -> str:
         """The Stan program that samples latents of new rows given parameter values."""
-        from counterfair.stan.codegen import abduction_program
 
         return abduction_program(self)
 
@@ -360,7 +361,6 @@ class SCM:
         ConvergenceWarning
             When R-hat, ESS or divergences cross their thresholds.
         """
-        from counterfair.posterior import fit_scm
 
         return fit_scm(
             self,
@@ -412,7 +412,6 @@ class SCM:
         pandas.DataFrame
             One column per node (latents included when asked).
         """
-        from counterfair.simulate import simulate
 
         return simulate(
             self,

@@ -9,7 +9,7 @@ drawn from their level probabilities, continuous ones from a standard normal
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -17,8 +17,10 @@ import pandas as pd
 from counterfair import errors
 from counterfair.equations import draw_node, linear_predictor
 from counterfair.params import ParamDraws
-from counterfair.scm import SCM
 from counterfair.specs import Latent, Protected
+
+if TYPE_CHECKING:
+    from counterfair.scm import SCM
 
 
 def _levels(scm: SCM, levels: Mapping[str, Iterable[str]] | None) -> dict[str, tuple[str, ...]]:

@@ -13,7 +13,7 @@ parents.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -21,9 +21,11 @@ import xarray as xr
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor, sigma_of
 from counterfair.params import ParamDraws
-from counterfair.scm import SCM
 from counterfair.specs import Latent
 from counterfair.stan.anchoring import anchors_of
+
+if TYPE_CHECKING:
+    from counterfair.scm import SCM
 
 
 def conditional_moments(

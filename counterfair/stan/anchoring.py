@@ -32,10 +32,13 @@ halves the gradient's cost against building ``L`` as a vector per row.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from counterfair.layout import NodeEquation
-from counterfair.scm import SCM
 from counterfair.specs import Latent, _stan_real
+
+if TYPE_CHECKING:
+    from counterfair.scm import SCM
 
 
 def anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:

@@ -29,13 +29,13 @@ functions of the Stan bundled with httpstan 4.13 fail on an integer sigma).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from counterfair import errors
 from counterfair._version import __version__
 from counterfair.families import family_of
 from counterfair.families.base import append_rows
 from counterfair.layout import NodeEquation
-from counterfair.scm import SCM
 from counterfair.specs import Latent, Observed, Protected, _stan_real
 from counterfair.stan.anchoring import (
     Predictor,
@@ -44,6 +44,9 @@ from counterfair.stan.anchoring import (
     join_terms,
     precision_lines,
 )
+
+if TYPE_CHECKING:
+    from counterfair.scm import SCM
 
 _INDENT = "  "
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -10,9 +11,11 @@ import pandas as pd
 from counterfair import errors, validation
 from counterfair.encoding import Encoding
 from counterfair.params import ParamDraws
-from counterfair.scm import SCM
 from counterfair.specs import Observed
 from counterfair.stan.codegen import abduction_equations
+
+if TYPE_CHECKING:
+    from counterfair.scm import SCM
 
 
 def observed_values(

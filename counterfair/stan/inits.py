@@ -11,12 +11,15 @@ oriented so that it rises with the first child, avoids this.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from counterfair.scm import SCM
 from counterfair.specs import Latent
 from counterfair.stan.anchoring import anchors_of
+
+if TYPE_CHECKING:
+    from counterfair.scm import SCM
 
 
 def _least_squares(y: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

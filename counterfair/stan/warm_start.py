@@ -25,15 +25,17 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from counterfair.encoding import Encoding
-from counterfair.scm import SCM
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import fit_data
+
+if TYPE_CHECKING:
+    from counterfair.scm import SCM
 
 PILOT_ROWS = 2000
 """Rows of the pilot fit."""
