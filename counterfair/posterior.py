@@ -27,6 +27,7 @@ from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import abduction_data, conditioning_nodes, fit_data, observed_values
 from counterfair.stan.inits import latent_inits
 from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
+from counterfair.subsample import DEFAULT_MAX_ROWS, fit_rows
 
 logger = logging.getLogger(__name__)
 
@@ -273,6 +274,11 @@ class Fit:
         The seed of the fit.
     diagnostics : Diagnostics
         R-hat, ESS and divergences.
+    subsample : dict or None
+        When NUTS ran on a stratified subsample (``SCM.fit(subsample=...)`` or
+        more rows than ``max_rows``): ``size``, ``total``, ``strata`` (the
+        columns), ``n_strata`` and ``reason``; ``data`` then holds the subsample
+        only, and the other rows are abducted as new rows with :meth:`abduct`.
     """
 
     scm: SCM
@@ -285,6 +291,7 @@ class Fit:
     diagnostics: Diagnostics
     _backend_name: str = field(default="auto", repr=False)
     warm_start: WarmStart | None = None
+    subsample: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
@@ -760,11 +767,16 @@ def fit_scm(
     backend: str,
     progress: bool | None,
     warm_start: bool | Literal["auto"] = "auto",
+    subsample: int | None = None,
+    max_rows: int | None = DEFAULT_MAX_ROWS,
     **sampler_args: Any,
 ) -> Fit:
     """Fit ``scm`` to ``data`` by NUTS; see :meth:`counterfair.SCM.fit`."""
     validation.validate_frame(data)
     validation.validate_columns(data, scm.protected)
+    data, subsample_info = fit_rows(
+        data, strata_columns(scm, data), subsample=subsample, max_rows=max_rows, seed=seed
+    )
     protected_specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
     encoding = Encoding.from_data(protected_specs, data)
     stan_data = fit_data(scm, data, encoding)
@@ -814,4 +826,16 @@ def fit_scm(
         diagnostics=diagnostics,
         _backend_name=backend,
         warm_start=start,
+        subsample=subsample_info,
     )
+
+
+def strata_columns(scm: SCM, data: pd.DataFrame) -> list[str]:
+    """Columns a subsample of ``data`` is stratified on: protected x sink observed nodes.
+
+    The sink observed nodes (observed nodes without children, the outcomes) that
+    are columns of ``data``; continuous ones are cut into quantile bins
+    (:func:`counterfair.subsample.stratum_codes`).
+    """
+    sinks = [n for n in scm.observed if not scm.children(n) and n in data.columns]
+    return [*scm.protected, *sinks]

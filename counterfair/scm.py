@@ -14,6 +14,7 @@ from counterfair.enumeration import DiscreteSCM
 from counterfair.families import family_of
 from counterfair.layout import LatentTerm, NodeEquation, ObservedTerm, ProtectedTerm
 from counterfair.specs import SPEC_KEY, Latent, NodeSpec, Observed, Protected
+from counterfair.subsample import DEFAULT_MAX_ROWS
 
 if TYPE_CHECKING:
     from counterfair.posterior import Fit
@@ -316,6 +317,8 @@ class SCM:
         backend: str = "auto",
         progress: bool | None = None,
         warm_start: bool | Literal["auto"] = "auto",
+        subsample: int | None = None,
+        max_rows: int | None = DEFAULT_MAX_ROWS,
         **sampler_args: Any,
     ) -> Fit:
         """Fit the SCM by NUTS: posterior of parameters and of every row's latents.
@@ -359,6 +362,12 @@ class SCM:
             :mod:`counterfair.scales`.
         ConvergenceWarning
             When R-hat, ESS or divergences cross their thresholds.
+
+        Raises
+        ------
+        ValueError
+            If ``subsample`` is not an integer from 1 to ``len(data)``, or
+            ``max_rows`` is not ``None`` nor a positive integer.
         """
         from counterfair.posterior import fit_scm
 
@@ -372,6 +381,8 @@ class SCM:
             backend=backend,
             progress=progress,
             warm_start=warm_start,
+            subsample=subsample,
+            max_rows=max_rows,
             **sampler_args,
         )
 

@@ -1,0 +1,186 @@
+"""Fitting when the data are large (issue 19, item 5): stratified subsample fits.
+
+The stratified draw keeps every stratum's share exact up to rounding (within one
+row of ``n * count / total``, and the shares add up to ``n``); ``SCM.fit`` above
+``max_rows`` fits a subsample, says so in exactly one INFO line, records it on
+the Fit (kept by save/load) and abducts all rows afterwards; every bad
+``subsample`` / ``max_rows`` raises a ValueError naming the option.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from _models import LG_TRUTH, linear_gaussian_scm
+from _seeds import shifted
+
+import counterfair as cf
+from counterfair.posterior import strata_columns
+from counterfair.subsample import DEFAULT_BINS, fit_rows, stratified_positions, stratum_codes
+
+
+def _lg_data(n: int, seed: int) -> pd.DataFrame:
+    return linear_gaussian_scm().sample(n, params=LG_TRUTH, seed=shifted(seed)).drop(columns="U")
+
+
+# ---------------------------------------------------------------------- strata
+@pytest.mark.parametrize("n", [1, 37, 250, 999, 1000])
+def test_stratum_shares_exact_up_to_rounding(n: int) -> None:
+    data = _lg_data(1000, 20)
+    columns = strata_columns(linear_gaussian_scm(), data)
+    assert columns == ["A", "Y"]  # protected x the sink observed node
+    codes = stratum_codes(data, columns)
+    assert codes.max() + 1 == 2 * DEFAULT_BINS  # A's two levels x Y's quintiles
+    positions = stratified_positions(codes, n, seed=3)
+    assert len(np.unique(positions)) == len(positions) == n
+    assert np.all(np.diff(positions) > 0)  # original order kept
+    counts = np.bincount(codes, minlength=codes.max() + 1)
+    taken = np.bincount(codes[positions], minlength=codes.max() + 1)
+    exact = n * counts / len(codes)
+    assert np.all((taken == np.floor(exact)) | (taken == np.ceil(exact)))
+
+
+def test_same_seed_same_rows_other_seed_other_rows() -> None:
+    codes = stratum_codes(_lg_data(500, 21), ["A", "Y"])
+    first = stratified_positions(codes, 100, seed=5)
+    np.testing.assert_array_equal(first, stratified_positions(codes, 100, seed=5))
+    assert not np.array_equal(first, stratified_positions(codes, 100, seed=6))
+
+
+def test_stratifying_on_a_missing_column_names_it() -> None:
+    with pytest.raises(ValueError, match="'nope'"):
+        stratum_codes(_lg_data(50, 22), ["A", "nope"])
+
+
+# ---------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"subsample": 0}, "subsample must be at least 1"),
+        ({"subsample": -5}, "subsample must be at least 1"),
+        ({"subsample": 2.5}, "subsample must be a positive integer"),
+        ({"subsample": 100.0}, "subsample must be a positive integer"),
+        ({"subsample": "100"}, "subsample must be a positive integer"),
+        ({"subsample": True}, "subsample must be a positive integer"),
+        ({"subsample": 201}, r"subsample=201 is larger than the data \(200 rows\)"),
+        ({"max_rows": 0}, "max_rows must be at least 1"),
+        ({"max_rows": 1e5}, "max_rows must be a positive integer"),
+    ],
+)
+def test_bad_subsample_options_raise(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        linear_gaussian_scm().fit(_lg_data(200, 23), chains=2, warmup=300, draws=300, **options)
+
+
+def test_no_subsample_at_or_below_max_rows_or_without_max_rows(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    data = _lg_data(300, 27)
+    caplog.set_level(logging.INFO, logger="counterfair")
+    for max_rows in (300, 1000, None):
+        rows, info = fit_rows(data, ["A", "Y"], subsample=None, max_rows=max_rows, seed=1)
+        assert rows is data and info is None
+    assert not [r for r in caplog.records if "subsample" in r.getMessage()]
+    rows, info = fit_rows(data, ["A", "Y"], subsample=None, max_rows=299, seed=1)
+    assert len(rows) == 299 and info is not None and info["total"] == 300
+    assert len([r for r in caplog.records if "stratified subsample" in r.getMessage()]) == 1
+
+
+# ---------------------------------------------------------------------- fits
+@pytest.fixture(scope="module")
+def lg_rows() -> pd.DataFrame:
+    return _lg_data(400, 24)
+
+
+@pytest.fixture(scope="module")
+def threshold_fit(
+    lg_rows: pd.DataFrame, stan_backend: str
+) -> tuple[cf.Fit, list[logging.LogRecord]]:
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("counterfair")
+    handler, level = Keep(logging.INFO), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cf.ConvergenceWarning)
+            fit = linear_gaussian_scm().fit(
+                lg_rows, max_rows=150, chains=2, warmup=300, draws=300, seed=shifted(25),
+                progress=False,
+            )
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    return fit, records
+
+
+@pytest.mark.stan
+def test_threshold_triggers_one_log_line_and_is_recorded(
+    threshold_fit: tuple[cf.Fit, list[logging.LogRecord]], lg_rows: pd.DataFrame
+) -> None:
+    fit, records = threshold_fit
+    lines = [r.getMessage() for r in records if "stratified subsample" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "150 of 400 rows" in lines[0] and "max_rows=150" in lines[0]
+    assert records[[r.getMessage() for r in records].index(lines[0])].levelno == logging.INFO
+    assert fit.subsample is not None
+    assert fit.subsample["size"] == 150 and fit.subsample["total"] == 400
+    assert fit.subsample["strata"] == ["A", "Y"]
+    assert fit.subsample["n_strata"] == 2 * DEFAULT_BINS
+    assert len(fit.data) == 150
+    assert fit.idata.posterior.sizes["row"] == 150
+    # the rows are the stratified draw seeded by the fit's seed
+    codes = stratum_codes(lg_rows, ["A", "Y"])
+    expected = lg_rows.iloc[stratified_positions(codes, 150, seed=shifted(25))]
+    pd.testing.assert_frame_equal(fit.data.reset_index(drop=True), expected.reset_index(drop=True))
+
+
+@pytest.mark.stan
+def test_all_rows_abducted_after_a_subsample_fit(
+    threshold_fit: tuple[cf.Fit, list[logging.LogRecord]], lg_rows: pd.DataFrame
+) -> None:
+    fit, _ = threshold_fit
+    abduction = fit.abduct(lg_rows, seed=1)
+    assert abduction.engine == "exact"
+    assert abduction.latents["U"].shape[-1] == len(lg_rows) == 400
+    assert np.all(np.isfinite(abduction.latents["U"]))
+
+
+@pytest.mark.stan
+def test_subsample_record_survives_save_and_load(
+    threshold_fit: tuple[cf.Fit, list[logging.LogRecord]], lg_rows: pd.DataFrame,
+    tmp_path: Path,
+) -> None:
+    fit, _ = threshold_fit
+    loaded = cf.load(fit.save(tmp_path / "fit"))
+    assert isinstance(loaded, cf.Fit)
+    assert loaded.subsample == fit.subsample
+    pd.testing.assert_frame_equal(loaded.data.reset_index(drop=True),
+                                  fit.data.reset_index(drop=True), check_dtype=False)
+    again = loaded.abduct(lg_rows, seed=1)
+    np.testing.assert_allclose(again.latents["U"], fit.abduct(lg_rows, seed=1).latents["U"])
+
+
+@pytest.mark.stan
+def test_explicit_subsample_is_fitted_and_recorded(
+    lg_rows: pd.DataFrame, stan_backend: str
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        small = linear_gaussian_scm().fit(
+            lg_rows, subsample=120, chains=2, warmup=300, draws=300, seed=shifted(26),
+            progress=False,
+        )
+    assert small.subsample is not None and small.subsample["size"] == 120
+    assert "subsample=120" in small.subsample["reason"]
+    assert small.idata.posterior.sizes["row"] == 120
