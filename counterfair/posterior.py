@@ -274,6 +274,9 @@ class Fit:
         The seed of the fit.
     diagnostics : Diagnostics
         R-hat, ESS and divergences.
+    method : {"nuts", "pathfinder"}
+        How the posterior was obtained: NUTS, or Pathfinder's approximate draws
+        kept as one chain (:mod:`counterfair.approximate`).
     subsample : dict or None
         When NUTS ran on a stratified subsample (``SCM.fit(subsample=...)`` or
         more rows than ``max_rows``): ``size``, ``total``, ``strata`` (the
@@ -292,6 +295,7 @@ class Fit:
     _backend_name: str = field(default="auto", repr=False)
     warm_start: WarmStart | None = None
     subsample: dict[str, Any] | None = None
+    method: str = "nuts"
 
     # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:

@@ -79,6 +79,7 @@ def _load_fit(folder: Path) -> Fit:
         diagnostics=diagnostics,
         _backend_name=LOADED_BACKEND,
         subsample=info.get("subsample"),
+        method=str(info.get("method", "nuts")),
     )
 
 

@@ -184,3 +184,67 @@ def test_explicit_subsample_is_fitted_and_recorded(
     assert small.subsample is not None and small.subsample["size"] == 120
     assert "subsample=120" in small.subsample["reason"]
     assert small.idata.posterior.sizes["row"] == 120
+
+
+# ---------------------------------------------------------------------- pathfinder
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"chains": 2}, r"\['chains'\] only apply to method='nuts'"),
+        ({"warmup": 100}, r"\['warmup'\] only apply to method='nuts'"),
+        ({"max_depth": 8}, r"\['max_depth'\] only apply to method='nuts'"),
+        ({"delta": 0.9, "chains": 1}, r"\['chains', 'delta'\] only apply"),
+        ({"warm_start": True}, r"\['warm_start'\] only apply"),
+        ({"progress": True}, r"\['progress'\] only apply"),
+        ({"backend": "pystan"}, r"needs the cmdstanpy back end, not 'pystan'.*backend='cmdstanpy'"),
+        ({"draws": 0}, "draws must be at least 1"),
+    ],
+)
+def test_bad_pathfinder_options_raise(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        linear_gaussian_scm().fit(_lg_data(100, 28), method="pathfinder", **options)
+
+
+def test_unknown_method_raises() -> None:
+    with pytest.raises(ValueError, match=r"method must be one of \['nuts', 'pathfinder'\]"):
+        linear_gaussian_scm().fit(_lg_data(100, 28), method="advi")  # type: ignore[arg-type]
+
+
+@pytest.mark.stan
+def test_pathfinder_agrees_with_nuts_on_a_linear_gaussian_model(
+    stan_backend: str, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """Means within one NUTS posterior sd.
+
+    The posterior of this model is close to Gaussian, which is Pathfinder's
+    approximating family, so its error in the means is a fraction of a posterior
+    sd; the Monte Carlo error of NUTS's means (sd / sqrt(ESS), ESS >= 100 here) is
+    at most 0.1 sd. The sds are not checked: the importance resampling keeps few
+    distinct draws (about 200 of 1,000 here), and Pathfinder's sd of ``beta_X_A``
+    came out 0.06 against NUTS's 0.11 with this seed (docs/large-data.md).
+    """
+    if stan_backend != "cmdstanpy":
+        pytest.skip("Pathfinder is CmdStan only (the PyStan refusal is tested above)")
+    scm, data = linear_gaussian_scm(), _lg_data(300, 29)
+    caplog.set_level(logging.INFO, logger="counterfair")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        nuts = scm.fit(data, chains=2, warmup=300, draws=300, seed=shifted(30), progress=False)
+    caplog.clear()
+    approx = scm.fit(data, method="pathfinder", seed=shifted(30))  # no warning may escape
+    assert approx.method == "pathfinder" and nuts.method == "nuts"
+    assert approx.idata.posterior.sizes["chain"] == 1
+    assert approx.idata.posterior.sizes["draw"] == 1000
+    assert approx.idata.posterior.sizes["row"] == 300
+    assert not any("R-hat" in p for p in approx.diagnostics.problems())
+    lines = [r.getMessage() for r in caplog.records if "Pathfinder" in r.getMessage()]
+    assert len(lines) == 1 and "one chain" in lines[0] and "R-hat" in lines[0]
+    for name in scm.parameter_names():
+        a = approx.idata.posterior[name].values.reshape(-1, *approx.idata.posterior[name].shape[2:])
+        b = nuts.idata.posterior[name].values.reshape(-1, *nuts.idata.posterior[name].shape[2:])
+        sd = b.std(axis=0)
+        assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) <= sd), name
+    loaded = cf.load(approx.save(tmp_path / "pf"))
+    assert isinstance(loaded, cf.Fit) and loaded.method == "pathfinder"
+    abduction = loaded.abduct(data.iloc[:20], seed=2)
+    assert abduction.latents["U"].shape[-1] == 20
