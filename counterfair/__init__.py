@@ -107,3 +107,7 @@ __all__ = [
 from counterfair.multiworld import MultiWorldLearner
 
 __all__ += ["MultiWorldLearner"]
+
+from counterfair.subsample_check import subsample_check  # noqa: E402
+
+__all__ += ["subsample_check"]

@@ -22,6 +22,7 @@ from _seeds import shifted
 import counterfair as cf
 from counterfair.posterior import strata_columns
 from counterfair.subsample import DEFAULT_BINS, fit_rows, stratified_positions, stratum_codes
+from counterfair.subsample_check import disjoint_subsamples
 
 
 def _lg_data(n: int, seed: int) -> pd.DataFrame:
@@ -248,3 +249,69 @@ def test_pathfinder_agrees_with_nuts_on_a_linear_gaussian_model(
     assert isinstance(loaded, cf.Fit) and loaded.method == "pathfinder"
     abduction = loaded.abduct(data.iloc[:20], seed=2)
     assert abduction.latents["U"].shape[-1] == 20
+
+
+# ---------------------------------------------------------------------- subsample check
+def test_disjoint_subsamples_are_disjoint_and_stratified() -> None:
+    data = _lg_data(700, 31)
+    a, b = disjoint_subsamples(data, ["A", "Y"], 300, seed=4)
+    assert len(a) == len(b) == 300
+    assert not set(a.index) & set(b.index)
+    for part, pool in ((a, data), (b, data.drop(index=a.index))):
+        codes = stratum_codes(pool, ["A", "Y"])
+        taken = np.bincount(codes[pool.index.get_indexer(part.index)], minlength=codes.max() + 1)
+        exact = 300 * np.bincount(codes) / len(pool)
+        assert np.all((taken == np.floor(exact)) | (taken == np.ceil(exact)))
+
+
+@pytest.mark.parametrize(
+    ("size", "message"),
+    [(0, "size must be at least 1"), (2.0, "size must be a positive integer"),
+     (151, r"size=151 is too large: two disjoint subsamples need 302 rows, the data have 300")],
+)
+def test_subsample_check_bad_size_raises(size: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        cf.subsample_check(linear_gaussian_scm(), _lg_data(300, 32), size=size)  # type: ignore[arg-type]
+
+
+def _verdicts_follow_the_columns(table: pd.DataFrame) -> None:
+    ratio = table[["sd_a", "sd_b"]].max(axis=1) / table[["sd_a", "sd_b"]].min(axis=1)
+    expected = np.where(table["z"].abs() > 3, "means differ",
+                        np.where(ratio > 1.5, "sds differ", "agree"))
+    assert table["verdict"].tolist() == expected.tolist()
+
+
+@pytest.fixture(scope="module")
+def lg_500() -> pd.DataFrame:
+    return _lg_data(500, 33)
+
+
+@pytest.mark.stan
+def test_subsample_check_table_agrees_on_a_well_fitted_model(
+    stan_backend: str, lg_500: pd.DataFrame
+) -> None:
+    table = cf.subsample_check(linear_gaussian_scm(), lg_500, size=200, seed=shifted(36))
+    assert list(table.columns) == [
+        "mean_a", "mean_b", "sd_a", "sd_b", "sd_diff", "z", "rhat", "verdict",
+    ]
+    assert table.attrs == {"size": 200, "total": 500, "strata": ["A", "Y"]}
+    assert len(table) == 7  # alpha_X, beta_X_A[1], lambda_X_U, alpha_Y, beta_Y_A[1], ...
+    np.testing.assert_allclose(table["sd_diff"], table["sd_b"] - table["sd_a"])
+    assert np.all(np.isfinite(table["rhat"])) and np.all(table["rhat"] > 0.99)
+    _verdicts_follow_the_columns(table)
+    if stan_backend == "cmdstanpy":  # the seeds' draws are the back end's own
+        assert set(table["verdict"]) == {"agree"}
+
+
+@pytest.mark.stan
+def test_subsample_check_flags_a_fit_whose_y_equation_went_bimodal(
+    stan_backend: str, lg_500: pd.DataFrame
+) -> None:
+    """With this seed one half's fit of the Y equation spreads over two modes (its sd of
+    lambda_Y_U is several times the other's); the check says "sds differ" there."""
+    table = cf.subsample_check(linear_gaussian_scm(), lg_500, size=200, seed=shifted(34))
+    _verdicts_follow_the_columns(table)
+    if stan_backend == "cmdstanpy":
+        row = table.loc["lambda_Y_U"]
+        assert row["verdict"] == "sds differ"
+        assert max(row["sd_a"], row["sd_b"]) > 3 * min(row["sd_a"], row["sd_b"])
