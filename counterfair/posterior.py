@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors, exact_abduction, scales, validation
+from counterfair.approximate import run_pathfinder
 from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
 from counterfair.encoding import Encoding
 from counterfair.equations import linear_predictor
@@ -773,9 +774,15 @@ def fit_scm(
     warm_start: bool | Literal["auto"] = "auto",
     subsample: int | None = None,
     max_rows: int | None = DEFAULT_MAX_ROWS,
+    method: str = "nuts",
     **sampler_args: Any,
 ) -> Fit:
-    """Fit ``scm`` to ``data`` by NUTS; see :meth:`counterfair.SCM.fit`."""
+    """Fit ``scm`` to ``data`` by NUTS (or Pathfinder); see :meth:`counterfair.SCM.fit`.
+
+    With ``method="pathfinder"`` (options checked by ``SCM.fit``), ``draws`` is the
+    number of approximate draws and ``chains``, ``warmup`` and the sampler
+    arguments are not used.
+    """
     validation.validate_frame(data)
     validation.validate_columns(data, scm.protected)
     data, subsample_info = fit_rows(
@@ -786,6 +793,25 @@ def fit_scm(
     stan_data = fit_data(scm, data, encoding)
     scales.warn_on_scales(scm, data)
     coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
+    if method == "pathfinder":
+        run = run_pathfinder(
+            scm.stan_code(), stan_data, draws=draws, seed=seed, coords=coords, dims=dims,
+            init=latent_inits(scm, stan_data, 1, seed)[0],
+        )
+        add_anchored_latents(scm, run.idata, stan_data, encoding)
+        return Fit(
+            scm=scm,
+            idata=run.idata,
+            encoding=encoding,
+            data=data.copy(),
+            seconds=run.seconds,
+            backend=run.backend,
+            seed=seed,
+            diagnostics=diagnose(run.idata, scm.parameter_names(), scm.latents),
+            _backend_name=backend,
+            subsample=subsample_info,
+            method="pathfinder",
+        )
     start = _warm_start(scm, data, encoding, stan_data, warm_start, backend, chains, warmup,
                         seed, sampler_args)
     if "init" not in sampler_args:

@@ -9,6 +9,12 @@ import networkx as nx
 import pandas as pd
 
 from counterfair import errors, identification, validation
+from counterfair.approximate import (
+    check_method,
+    check_pathfinder_backend,
+    pathfinder_draws,
+    refuse_nuts_options,
+)
 from counterfair.discrete import Deterministic, DiscreteNoise
 from counterfair.enumeration import DiscreteSCM
 from counterfair.families import family_of
@@ -381,7 +387,6 @@ class SCM:
             ``"pathfinder"`` with a NUTS-only option (``chains``, ``warmup``,
             ``warm_start=True``, ``progress=True``, sampler arguments).
         """
-        from counterfair.approximate import check_method, fit_pathfinder, refuse_nuts_options
         from counterfair.posterior import fit_scm
 
         check_method(method)
@@ -395,9 +400,11 @@ class SCM:
                     **sampler_args,
                 }
             )
-            return fit_pathfinder(
-                self, data, draws=draws, seed=seed, backend=backend, subsample=subsample,
-                max_rows=max_rows,
+            check_pathfinder_backend(backend)
+            return fit_scm(
+                self, data, chains=1, warmup=0, draws=pathfinder_draws(draws), seed=seed,
+                backend=backend, progress=False, warm_start=False, subsample=subsample,
+                max_rows=max_rows, method="pathfinder",
             )
         return fit_scm(
             self,
