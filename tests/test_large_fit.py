@@ -198,7 +198,7 @@ def test_explicit_subsample_is_fitted_and_recorded(
         ({"warm_start": True}, r"\['warm_start'\] only apply"),
         ({"progress": True}, r"\['progress'\] only apply"),
         ({"backend": "pystan"}, r"needs the cmdstanpy back end, not 'pystan'.*backend='cmdstanpy'"),
-        ({"draws": 0}, "draws must be at least 1"),
+        ({"draws": 0, "backend": "cmdstanpy"}, "draws must be at least 1"),
     ],
 )
 def test_bad_pathfinder_options_raise(options: dict[str, object], message: str) -> None:
