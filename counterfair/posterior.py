@@ -254,7 +254,7 @@ def _check_engine(engine: str, mcmc_settings: list[str]) -> None:
 
 @dataclass
 class Fit:
-    """An SCM fitted by NUTS.
+    """An SCM fitted by NUTS (or, with ``method="pathfinder"``, by Pathfinder).
 
     Attributes
     ----------
