@@ -108,4 +108,8 @@ from counterfair.multiworld import MultiWorldLearner
 
 __all__ += ["MultiWorldLearner"]
 
+from counterfair.subsample_check import subsample_check  # noqa: E402
+
+__all__ += ["subsample_check"]
+
 from counterfair import dask_rows as dask_rows  # noqa: E402 - registers the Dask handlers

@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
+from counterfair.subsample import stratified_positions
+
 __all__ = [
     "DATA_ENV_VAR",
     "LAW_SCHOOL_COLUMNS",
@@ -419,17 +421,5 @@ def law_school_subsample(df: pd.DataFrame, n: int, *, seed: int = 0) -> pd.DataF
         return df.reset_index(drop=True)
 
     codes, _ = pd.factorize(df[_STRATIFY_COLUMN], sort=True, use_na_sentinel=False)
-    counts = np.bincount(codes)
-    exact = n * counts / len(df)
-    alloc = np.floor(exact).astype(np.int64)
-    # Largest remainders first; ties go to the larger class, then the earlier class.
-    order = np.lexsort((np.arange(len(counts)), -counts, -(exact - alloc)))
-    alloc[order[: n - int(alloc.sum())]] += 1
-
-    rng = np.random.default_rng(seed)
-    chosen = [
-        rng.choice(np.flatnonzero(codes == k), size=int(alloc[k]), replace=False)
-        for k in range(len(counts))
-    ]
-    positions = np.sort(np.concatenate(chosen))
+    positions = stratified_positions(np.asarray(codes), n, seed=seed)
     return df.iloc[positions].reset_index(drop=True)

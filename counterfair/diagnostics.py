@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -115,7 +116,16 @@ def diagnose(
     max_depth: int = 10,
 ) -> Diagnostics:
     """Compute diagnostics of a fit's structural parameters and latents."""
-    table = az.summary(idata, var_names=list(parameters), kind="diagnostics", round_to="none")
+    arviz_logger = logging.getLogger("arviz")
+    level = arviz_logger.level
+    if idata.posterior.sizes["chain"] == 1:  # e.g. Pathfinder: R-hat is NaN, say nothing
+        arviz_logger.setLevel(logging.ERROR)
+    try:
+        table = az.summary(
+            idata, var_names=list(parameters), kind="diagnostics", round_to="none"
+        )
+    finally:
+        arviz_logger.setLevel(level)
     divergences = int(np.asarray(idata.sample_stats["diverging"].values).sum())
     depth_hits = -1
     if "tree_depth" in idata.sample_stats:

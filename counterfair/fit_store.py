@@ -4,7 +4,8 @@ A saved fit is a folder::
 
     manifest.json   format, format version, counterfair version, kind, sha256 of every file
     scm.json        the SCM document (:mod:`counterfair.scm_document`)
-    fit.json        protected levels, seed, back end, seconds, max tree depth
+    fit.json        protected levels, seed, back end, seconds, max tree depth,
+                    subsample record, method (nuts or pathfinder)
     posterior.nc    the arviz InferenceData (posterior, sample stats), netCDF (h5netcdf)
     data.json       the training rows (exact: dtypes, categories, index, floats by repr)
     model.stan      the generated Stan program, as text (for reading; never needed to load)
@@ -178,6 +179,8 @@ def fill_fit(fit: Fit, folder: Path) -> None:
             "backend": fit.backend,
             "seconds": fit.seconds,
             "max_treedepth_hits": fit.diagnostics.max_treedepth_hits,
+            "subsample": fit.subsample,
+            "method": fit.method,
         },
     )
     fit.idata.to_netcdf(str(folder / "posterior.nc"), engine=NETCDF_ENGINE)

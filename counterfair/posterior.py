@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair import chunking, dispatch, errors, exact_abduction, scales, validation
+from counterfair.approximate import run_pathfinder
 from counterfair.counterfactual import (
     Coupling,
     DoValue,
@@ -39,6 +40,7 @@ from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import abduction_data, conditioning_nodes, fit_data, observed_values
 from counterfair.stan.inits import latent_inits
 from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
+from counterfair.subsample import DEFAULT_MAX_ROWS, fit_rows
 
 logger = logging.getLogger(__name__)
 
@@ -282,7 +284,7 @@ def _check_engine(engine: str, mcmc_settings: list[str]) -> None:
 
 @dataclass
 class Fit:
-    """An SCM fitted by NUTS.
+    """An SCM fitted by NUTS (or, with ``method="pathfinder"``, by Pathfinder).
 
     Attributes
     ----------
@@ -303,6 +305,14 @@ class Fit:
         The seed of the fit.
     diagnostics : Diagnostics
         R-hat, ESS and divergences.
+    method : {"nuts", "pathfinder"}
+        How the posterior was obtained: NUTS, or Pathfinder's approximate draws
+        kept as one chain (:mod:`counterfair.approximate`).
+    subsample : dict or None
+        When NUTS ran on a stratified subsample (``SCM.fit(subsample=...)`` or
+        more rows than ``max_rows``): ``size``, ``total``, ``strata`` (the
+        columns), ``n_strata`` and ``reason``; ``data`` then holds the subsample
+        only, and the other rows are abducted as new rows with :meth:`abduct`.
     """
 
     scm: SCM
@@ -315,6 +325,8 @@ class Fit:
     diagnostics: Diagnostics
     _backend_name: str = field(default="auto", repr=False)
     warm_start: WarmStart | None = None
+    subsample: dict[str, Any] | None = None
+    method: str = "nuts"
 
     # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
@@ -895,19 +907,48 @@ def fit_scm(
     backend: str,
     progress: bool | None,
     warm_start: bool | Literal["auto"] = "auto",
+    subsample: int | None = None,
+    max_rows: int | None = DEFAULT_MAX_ROWS,
+    method: str = "nuts",
     **sampler_args: Any,
 ) -> Fit:
-    """Fit ``scm`` to ``data`` by NUTS; see :meth:`counterfair.SCM.fit`."""
+    """Fit ``scm`` to ``data`` by NUTS (or Pathfinder); see :meth:`counterfair.SCM.fit`.
+
+    With ``method="pathfinder"`` (options checked by ``SCM.fit``), ``draws`` is the
+    number of approximate draws and ``chains``, ``warmup`` and the sampler
+    arguments are not used.
+    """
     validation.validate_frame(data)
     validation.validate_columns(data, scm.protected)
+    data, subsample_info = fit_rows(
+        data, strata_columns(scm, data), subsample=subsample, max_rows=max_rows, seed=seed
+    )
     protected_specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
     encoding = Encoding.from_data(protected_specs, data)
     stan_data = fit_data(scm, data, encoding)
     scales.warn_on_scales(scm, data)
     coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
-    start = _warm_start(
-        scm, data, encoding, stan_data, warm_start, backend, chains, warmup, seed, sampler_args
-    )
+    if method == "pathfinder":
+        run = run_pathfinder(
+            scm.stan_code(), stan_data, draws=draws, seed=seed, coords=coords, dims=dims,
+            init=latent_inits(scm, stan_data, 1, seed)[0],
+        )
+        add_anchored_latents(scm, run.idata, stan_data, encoding)
+        return Fit(
+            scm=scm,
+            idata=run.idata,
+            encoding=encoding,
+            data=data.copy(),
+            seconds=run.seconds,
+            backend=run.backend,
+            seed=seed,
+            diagnostics=diagnose(run.idata, scm.parameter_names(), scm.latents),
+            _backend_name=backend,
+            subsample=subsample_info,
+            method="pathfinder",
+        )
+    start = _warm_start(scm, data, encoding, stan_data, warm_start, backend, chains, warmup,
+                        seed, sampler_args)
     if "init" not in sampler_args:
         sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
         if start is not None:
@@ -950,4 +991,16 @@ def fit_scm(
         diagnostics=diagnostics,
         _backend_name=backend,
         warm_start=start,
+        subsample=subsample_info,
     )
+
+
+def strata_columns(scm: SCM, data: pd.DataFrame) -> list[str]:
+    """Columns a subsample of ``data`` is stratified on: protected x sink observed nodes.
+
+    The sink observed nodes (observed nodes without children, the outcomes) that
+    are columns of ``data``; continuous ones are cut into quantile bins
+    (:func:`counterfair.subsample.stratum_codes`).
+    """
+    sinks = [n for n in scm.observed if not scm.children(n) and n in data.columns]
+    return [*scm.protected, *sinks]

@@ -78,6 +78,8 @@ def _load_fit(folder: Path) -> Fit:
         seed=info["seed"],
         diagnostics=diagnostics,
         _backend_name=LOADED_BACKEND,
+        subsample=info.get("subsample"),
+        method=str(info.get("method", "nuts")),
     )
 
 

@@ -9,6 +9,12 @@ import networkx as nx
 import pandas as pd
 
 from counterfair import errors, identification, validation
+from counterfair.approximate import (
+    check_method,
+    check_pathfinder_backend,
+    pathfinder_draws,
+    refuse_nuts_options,
+)
 from counterfair.discrete import Deterministic, DiscreteNoise
 from counterfair.enumeration import DiscreteSCM
 from counterfair.families import family_of
@@ -17,6 +23,7 @@ from counterfair.posterior import fit_scm
 from counterfair.simulate import simulate
 from counterfair.specs import SPEC_KEY, Latent, NodeSpec, Observed, Protected
 from counterfair.stan.codegen import abduction_program, fit_program
+from counterfair.subsample import DEFAULT_MAX_ROWS
 
 if TYPE_CHECKING:
     from counterfair.posterior import Fit
@@ -310,13 +317,16 @@ class SCM:
         self,
         data: pd.DataFrame,
         *,
-        chains: int = 4,
-        warmup: int = 500,
-        draws: int = 500,
+        chains: int | None = None,
+        warmup: int | None = None,
+        draws: int | None = None,
         seed: int | None = None,
         backend: str = "auto",
         progress: bool | None = None,
         warm_start: bool | Literal["auto"] = "auto",
+        subsample: int | None = None,
+        max_rows: int | None = DEFAULT_MAX_ROWS,
+        method: Literal["nuts", "pathfinder"] = "nuts",
         **sampler_args: Any,
     ) -> Fit:
         """Fit the SCM by NUTS: posterior of parameters and of every row's latents.
@@ -325,8 +335,11 @@ class SCM:
         ----------
         data : pandas.DataFrame
             One row per individual, one column per protected and observed node.
-        chains, warmup, draws : int
-            Number of chains (run in parallel) and iterations per chain.
+        chains, warmup, draws : int, optional
+            Number of chains (run in parallel) and iterations per chain; NUTS
+            defaults 4, 500 and 500. With ``method="pathfinder"``, ``draws`` is
+            the number of approximate draws (default 1,000) and ``chains`` /
+            ``warmup`` must not be given.
         seed : int, optional
             Random seed; the same seed gives the same draws.
         backend : {"auto", "pystan", "cmdstanpy"}
@@ -340,6 +353,11 @@ class SCM:
             (:mod:`counterfair.stan.warm_start`; CmdStan only). "auto" does so for
             fits of at least 5,000 rows on CmdStan with ``warmup >= 175``; it makes
             warm-up several times cheaper without changing the posterior.
+        method : {"nuts", "pathfinder"}
+            ``"pathfinder"``: CmdStan's multi-path Pathfinder, a fast variational
+            approximation (:mod:`counterfair.approximate`); its draws are kept as
+            one chain, ``fit.method`` records it, and no convergence warnings are
+            raised for them. CmdStan only.
         **sampler_args
             Passed to the sampler (e.g. ``max_depth``, ``delta``).
 
@@ -360,18 +378,46 @@ class SCM:
             :mod:`counterfair.scales`.
         ConvergenceWarning
             When R-hat, ESS or divergences cross their thresholds.
+
+        Raises
+        ------
+        ValueError
+            If ``subsample`` is not an integer from 1 to ``len(data)``, or
+            ``max_rows`` is not ``None`` nor a positive integer; if ``method``
+            is unknown, is ``"pathfinder"`` with the PyStan back end, or is
+            ``"pathfinder"`` with a NUTS-only option (``chains``, ``warmup``,
+            ``warm_start=True``, ``progress=True``, sampler arguments).
         """
 
+        check_method(method)
+        if method == "pathfinder":
+            refuse_nuts_options(
+                {
+                    "chains": chains,
+                    "warmup": warmup,
+                    "warm_start": True if warm_start is True else None,
+                    "progress": True if progress else None,
+                    **sampler_args,
+                }
+            )
+            check_pathfinder_backend(backend)
+            return fit_scm(
+                self, data, chains=1, warmup=0, draws=pathfinder_draws(draws), seed=seed,
+                backend=backend, progress=False, warm_start=False, subsample=subsample,
+                max_rows=max_rows, method="pathfinder",
+            )
         return fit_scm(
             self,
             data,
-            chains=chains,
-            warmup=warmup,
-            draws=draws,
+            chains=4 if chains is None else chains,
+            warmup=500 if warmup is None else warmup,
+            draws=500 if draws is None else draws,
             seed=seed,
             backend=backend,
             progress=progress,
             warm_start=warm_start,
+            subsample=subsample,
+            max_rows=max_rows,
             **sampler_args,
         )
 
