@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy.stats import wasserstein_distance
 
+from counterfair import chunking
 from counterfair.counterfactual import (
     DEFAULT_COUPLING,
     Coupling,
@@ -45,9 +45,11 @@ from counterfair.learning import (
 from counterfair.logs import progress
 from counterfair.paths import PATHS_DO, PATHS_REDRAW, check_paths, path_source, path_specific_frame
 from counterfair.posterior import Abduction, Fit
+from counterfair.rows import Rows, abduct_chunks, slice_do
 
 from ._html import esc, table_html
 from ._svg import density_chart
+from .streaming import ChangeStats, row_summary
 
 DEFAULT_AUDIT_SAMPLES = 50
 """Joint samples per row when ``n_samples`` is not given."""
@@ -79,6 +81,18 @@ SUMMARY_COLUMNS = (
     "flip_mean_abs_change",
     "flip_share_above_tolerance",
 )
+ROW_COLUMNS = (
+    "attribute",
+    "from_level",
+    "to_level",
+    "row",
+    "mean_change",
+    "ci_lower",
+    "ci_upper",
+    "prob_above_tolerance",
+    "flip_change",
+)
+"""Columns of ``CounterfactualReport.rows``: one row per audited row and intervention."""
 PATH_COLUMNS = ("path_specific_mean_abs_change", "path_specific_share_above_tolerance")
 """Summary columns added when the audit is given ``unfair_paths``."""
 PATHS_ATTRIBUTES = (
@@ -104,9 +118,16 @@ class CounterfactualReport:
         above tolerance.
     overall : pandas.DataFrame
         The same per attribute, pooled over levels.
-    changes : pandas.DataFrame
-        Per row and sample: attribute, to_level, row, sample, factual,
-        counterfactual, change, flip_change.
+    rows : pandas.DataFrame
+        Per audited row and intervention (columns :data:`ROW_COLUMNS`): the
+        posterior mean change of the row, its posterior interval of mass
+        ``interval`` (quantiles of the row's samples), the posterior probability
+        that |change| exceeds ``tolerance``, and the flip test's change.
+    changes : pandas.DataFrame or None
+        Per row and sample: attribute, from_level, to_level, row, sample,
+        factual, counterfactual, change, flip_change. Only with
+        ``keep_samples=True`` (it holds rows x samples x levels values, the
+        memory a streamed audit avoids); ``None`` otherwise.
     tolerance : float
         The tolerance on |change|.
     interval : float
@@ -119,7 +140,8 @@ class CounterfactualReport:
 
     by_group: pd.DataFrame
     overall: pd.DataFrame
-    changes: pd.DataFrame
+    rows: pd.DataFrame
+    changes: pd.DataFrame | None
     tolerance: float
     interval: float
     unfair_paths: tuple[tuple[str, ...], ...] | None = None
@@ -145,35 +167,6 @@ class CounterfactualReport:
 def _short(index: pd.Index) -> str:
     values = list(index[:3])
     return f"{values}{'...' if len(index) > 3 else ''}"
-
-
-def _summarise(changes: pd.DataFrame, tolerance: float, interval: float) -> dict[str, float]:
-    per_sample = changes.assign(abs_change=changes["change"].abs())
-    mean_by_sample = per_sample.groupby("sample")["abs_change"].mean().to_numpy()
-    per_row = per_sample.groupby("row")["abs_change"].mean()
-    flip_per_row = changes.groupby("row")["flip_change"].first().abs()
-    low, high = np.quantile(mean_by_sample, [(1 - interval) / 2, (1 + interval) / 2])
-    extra: dict[str, float] = {}
-    if "path_specific_change" in changes.columns:
-        path_abs = changes["path_specific_change"].abs()
-        extra = {
-            "path_specific_mean_abs_change": float(path_abs.mean()),
-            "path_specific_share_above_tolerance": float(
-                (path_abs.groupby(changes["row"]).mean() > tolerance).mean()
-            ),
-        }
-    return {
-        "rows": int(per_row.shape[0]),
-        "mean_abs_change": float(per_sample["abs_change"].mean()),
-        "ci_lower": float(low),
-        "ci_upper": float(high),
-        "max_abs_change": float(per_sample["abs_change"].max()),
-        "share_above_tolerance": float((per_row > tolerance).mean()),
-        "wasserstein": float(wasserstein_distance(changes["factual"], changes["counterfactual"])),
-        "flip_mean_abs_change": float(flip_per_row.mean()),
-        "flip_share_above_tolerance": float((flip_per_row > tolerance).mean()),
-        **extra,
-    }
 
 
 def _difference(
@@ -211,41 +204,6 @@ def _set_columns(data: pd.DataFrame, do: Mapping[str, DoValue]) -> pd.DataFrame:
     return out
 
 
-def _intervention_changes(
-    fit: Fit,
-    data: pd.DataFrame,
-    predictor: Any,
-    do: Mapping[str, DoValue],
-    abduction: Abduction,
-    factual_prediction: np.ndarray,
-    response: Literal["prediction", "probability"],
-    seed: int | None,
-    coupling: Coupling,
-    unfair_paths: Sequence[tuple[str, ...]] | None,
-) -> pd.DataFrame:
-    """Per row and sample changes under one user-given intervention, with its flip test."""
-    frame = counterfactual_frame(fit, abduction, do, seed=seed, coupling=coupling)
-    result = counterfactual_predictions(
-        fit, data, {}, predictor, frame=frame, response=response, abduction=abduction
-    )
-    if unfair_paths is not None:
-        result["path_specific_change"] = _path_change(
-            fit, data, predictor, do, abduction, unfair_paths, response, seed
-        )
-    result = result.drop(columns=[a for a in fit.scm.protected if a in result.columns])
-    flip_change = _difference(
-        predictor, response, predict_output(predictor, _set_columns(data, do), response),
-        factual_prediction,
-    )
-    flip_by_row = dict(zip(data.index, flip_change, strict=True))
-    label = do_label(do)
-    result["attribute"] = label
-    result["from_level"] = "factual"
-    result["to_level"] = label
-    result["flip_change"] = result["row"].map(flip_by_row).to_numpy()
-    return result
-
-
 def _path_change(
     fit: Fit,
     data: pd.DataFrame,
@@ -280,6 +238,7 @@ def counterfactual_fairness(
     do: Mapping[str, DoValue] | None = None,
     coupling: Coupling = DEFAULT_COUPLING,
     unfair_paths: Sequence[Sequence[str]] | None = None,
+    keep_samples: bool = False,
 ) -> CounterfactualReport:
     """Audit a predictor's counterfactual fairness with a fitted SCM.
 
@@ -343,10 +302,25 @@ def counterfactual_fairness(
         see the new level (:mod:`counterfair.paths`). The audited attribute is
         then ``A`` (``attributes=`` may name only it; ``do=`` must set only
         it) and ``coupling`` must be ``"monotone"``.
+    keep_samples : bool
+        Also return the per-row-and-sample frame ``report.changes`` (default:
+        ``None``, only the summaries and the per-row frame ``report.rows``).
 
     Returns
     -------
     CounterfactualReport
+
+    Notes
+    -----
+    The rows are audited chunk by chunk (:func:`counterfair.options.chunk_bytes`):
+    exact abduction, the counterfactual predictions and the summaries run per
+    chunk, so the memory of the per-sample values is set by the chunk. The
+    summaries are mergeable statistics (:mod:`counterfair.audit.streaming`);
+    every column is exact but ``wasserstein``, computed from a histogram sketch
+    whose error is at most its bin width (at most 2 x the range of the
+    predictions / 4096). Draws are keyed by the seed and each row's position, so
+    the report is the same for any chunk size (sums to ~1e-15). The factual
+    predictions and the flip test, one value per row, are computed on all rows.
     """
     if not 0 < interval < 1:
         raise ValueError(f"interval must be in (0, 1), got {interval}")
@@ -405,120 +379,231 @@ def counterfactual_fairness(
                     expected_index=_short(data.index),
                 )
             )
-    else:
-        samples = DEFAULT_AUDIT_SAMPLES if n_samples is None else int(n_samples)
-        abduction = fit.abduct(
-            data,
-            condition_on=condition_on,
-            method="draws",
-            n_param_draws=min(samples, 20),
-            n_samples=samples,
-            seed=seed,
-        )
+    samples = abduction.n_samples if abduction is not None else (
+        DEFAULT_AUDIT_SAMPLES if n_samples is None else int(n_samples)
+    )
+    abduct_args: dict[str, Any] = {}
+    if abduction is None:
+        abduct_args = {
+            "condition_on": condition_on,
+            "method": "draws",
+            "n_param_draws": min(samples, 20),
+            "n_samples": samples,
+            "seed": seed,
+        }
     factual_prediction = predict_output(predictor, data, response)
-    pieces = []
+    n_rows = len(data)
+    # one value per row (not per sample): the flip test and the factual levels, whole
+    targets: list[tuple[str, str, dict[str, DoValue]]] = []
+    flips: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
     if do is not None:
-        pieces.append(
-            _intervention_changes(
-                fit,
-                data,
-                predictor,
-                do,
-                abduction,
+        label = do_label(do)
+        targets.append((label, label, dict(do)))
+        flips.append(
+            _difference(
+                predictor, response, predict_output(predictor, _set_columns(data, do), response),
                 factual_prediction,
-                response,
-                seed,
-                coupling,
-                paths,
             )
         )
-    targets = [(a, level) for a in chosen for level in fit.encoding.levels[a]]
-    for attribute, level in progress(targets, desc="counterfactual audit", total=len(targets)):
+        masks.append(np.ones(n_rows, dtype=bool))
+    for attribute in chosen:
         factual_levels = data[attribute].astype(str).to_numpy()
-        mask = factual_levels != level
-        if not mask.any():
-            continue
-        rows = data[mask]
-        subset = abduction.take_rows(mask)
-        frame = counterfactual_frame(
-            fit, subset, {attribute: level}, seed=seed, coupling=coupling
-        )
-        result = counterfactual_predictions(
-            fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
-        )
-        if paths is not None:
-            result["path_specific_change"] = _path_change(
-                fit, rows, predictor, {attribute: level}, subset, paths, response, seed
+        for level in fit.encoding.levels[attribute]:
+            mask = factual_levels != level
+            if not mask.any():
+                continue
+            flipped = data[mask].copy()
+            flipped[attribute] = (
+                pd.Categorical([level] * len(flipped), categories=data[attribute].cat.categories)
+                if isinstance(data[attribute].dtype, pd.CategoricalDtype)
+                else level
             )
-        result = result.drop(columns=[a for a in scm.protected if a != attribute])
-        flipped = rows.copy()
-        flipped[attribute] = (
-            pd.Categorical([level] * len(rows), categories=rows[attribute].cat.categories)
-            if isinstance(rows[attribute].dtype, pd.CategoricalDtype)
-            else level
-        )
-        flip_change = _difference(
-            predictor, response, predict_output(predictor, flipped, response),
-            factual_prediction[mask],
-        )
-        flip_by_row = dict(zip(rows.index, flip_change, strict=True))
-        result["attribute"] = attribute
-        result["from_level"] = result[attribute].astype(str).to_numpy()
-        result["to_level"] = level
-        result["flip_change"] = result["row"].map(flip_by_row).to_numpy()
-        pieces.append(result)
-    changes = pd.concat(pieces, ignore_index=True)
-    group_rows = []
-    for (attribute, source, target), group in changes.groupby(
-        ["attribute", "from_level", "to_level"], sort=False
-    ):
-        group_rows.append(
-            {
-                "attribute": attribute,
-                "from_level": source,
-                "to_level": target,
-                **_summarise(group, tolerance, interval),
-            }
-        )
-    overall_rows = []
-    for attribute, group in changes.groupby("attribute", sort=False):
-        keyed = group.assign(row=list(zip(group["row"], group["to_level"], strict=True)))
-        overall_rows.append(
-            {
-                "attribute": attribute,
-                "from_level": "all",
-                "to_level": "all",
-                **_summarise(keyed, tolerance, interval),
-            }
-        )
-    columns = list(SUMMARY_COLUMNS) + (list(PATH_COLUMNS) if paths is not None else [])
-    by_group = pd.DataFrame(group_rows, columns=columns)
-    overall = pd.DataFrame(overall_rows, columns=columns)
-    if multiclass_labels(predictor, response):
-        # class indices have no order: a distance between their distributions means nothing
-        by_group["wasserstein"] = np.nan
-        overall["wasserstein"] = np.nan
+            flip = np.full(n_rows, np.nan)
+            flip[mask] = _difference(
+                predictor, response, predict_output(predictor, flipped, response),
+                factual_prediction[mask],
+            )
+            targets.append((attribute, level, {attribute: level}))
+            flips.append(flip)
+            masks.append(mask)
+    stream = _AuditStream(
+        n_samples=samples,
+        tolerance=tolerance,
+        interval=interval,
+        paths=paths,
+        keep_samples=keep_samples,
+        n_targets=len(targets),
+    )
+    per_row = chunking.bytes_per_row(samples, 8 * len(scm.specs))
+    chunks = abduct_chunks(
+        fit,
+        None if abduction is not None else Rows.from_frame(data),
+        bytes_per_row=per_row,
+        abduction=abduction,
+        **abduct_args,
+    )
+    for where, chunk in progress(chunks, desc="counterfactual audit"):
+        positions = chunk.row_positions
+        for t, (attribute, level, action) in enumerate(targets):
+            mask = masks[t][where]
+            if not mask.any():
+                continue
+            is_do = do is not None and t == 0
+            subset = chunk if is_do else chunk.take_rows(mask)
+            rows = data.iloc[where][mask]
+            chunk_do = slice_do(action, where, n_rows) if is_do else action
+            frame = counterfactual_frame(fit, subset, chunk_do, seed=seed, coupling=coupling)
+            result = counterfactual_predictions(
+                fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
+            )
+            if paths is not None:
+                result["path_specific_change"] = _path_change(
+                    fit, rows, predictor, chunk_do, subset, paths, response, seed
+                )
+            result["attribute"] = attribute
+            result["from_level"] = (
+                "factual" if is_do else result[attribute].astype(str).to_numpy()
+            )
+            result["to_level"] = level
+            result["flip_change"] = np.tile(flips[t][positions[mask]], samples)
+            result["position"] = np.tile(positions[mask], samples)
+            stream.update(t, result)
+    by_group, overall, row_frame, changes = stream.result(multiclass_labels(predictor, response))
     return CounterfactualReport(
         by_group=by_group,
         overall=overall,
-        changes=changes[
-            [
-                "attribute",
-                "from_level",
-                "to_level",
-                "row",
-                "sample",
-                "factual",
-                "counterfactual",
-                "change",
-                "flip_change",
-                *(["path_specific_change"] if paths is not None else []),
-            ]
-        ],
+        rows=row_frame,
+        changes=changes,
         tolerance=tolerance,
         interval=interval,
         unfair_paths=paths,
     )
+
+
+CHANGE_COLUMNS = (
+    "attribute",
+    "from_level",
+    "to_level",
+    "row",
+    "sample",
+    "factual",
+    "counterfactual",
+    "change",
+    "flip_change",
+)
+"""Columns of ``CounterfactualReport.changes`` (and ``path_specific_change`` with paths)."""
+
+
+class _AuditStream:
+    """The audit's accumulators: one :class:`ChangeStats` per group, per-row summaries and,
+    with ``keep_samples``, the per-row-and-sample frames, fed chunk by chunk."""
+
+    def __init__(
+        self,
+        *,
+        n_samples: int,
+        tolerance: float,
+        interval: float,
+        paths: tuple[tuple[str, ...], ...] | None,
+        keep_samples: bool,
+        n_targets: int,
+    ) -> None:
+        self.n_samples = n_samples
+        self.tolerance = tolerance
+        self.interval = interval
+        self.paths = paths
+        self.keep_samples = keep_samples
+        self.stats: dict[tuple[int, str], ChangeStats] = {}
+        self.first: dict[tuple[int, str], int] = {}
+        self.attribute: dict[int, str] = {}
+        self.to_level: dict[int, str] = {}
+        self.rows: list[list[pd.DataFrame]] = [[] for _ in range(n_targets)]
+        self.samples: list[list[pd.DataFrame]] = [[] for _ in range(n_targets)]
+
+    def update(self, target: int, result: pd.DataFrame) -> None:
+        """Add one target's changes on one chunk (sample-major, every sample of its rows)."""
+        s = self.n_samples
+        n = len(result) // s
+        self.attribute[target] = str(result["attribute"].iloc[0])
+        self.to_level[target] = str(result["to_level"].iloc[0])
+        from_row = result["from_level"].to_numpy()[:n].astype(str)
+        positions = result["position"].to_numpy()[:n]
+        for source in pd.unique(from_row):
+            in_group = from_row == source
+            key = (target, str(source))
+            if key not in self.stats:
+                self.stats[key] = ChangeStats(
+                    n_samples=s, tolerance=self.tolerance, interval=self.interval,
+                    with_paths=self.paths is not None,
+                )
+                self.first[key] = int(positions[in_group][0])
+            self.stats[key].update(result[np.tile(in_group, s)])
+        summary = row_summary(result, s, tolerance=self.tolerance, interval=self.interval)
+        summary.insert(0, "to_level", self.to_level[target])
+        summary.insert(0, "from_level", from_row)
+        summary.insert(0, "attribute", self.attribute[target])
+        self.rows[target].append(summary)
+        if self.keep_samples:
+            columns = [*CHANGE_COLUMNS, "position"]
+            if self.paths is not None:
+                columns.append("path_specific_change")
+            self.samples[target].append(result[columns])
+
+    def result(
+        self, multiclass: bool
+    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+        """``by_group``, ``overall``, ``rows`` and ``changes`` (``None`` without samples)."""
+        columns = list(SUMMARY_COLUMNS) + (list(PATH_COLUMNS) if self.paths is not None else [])
+        keys = sorted(self.stats, key=lambda k: (k[0], self.first[k]))
+        group_rows = []
+        pooled: dict[str, ChangeStats] = {}
+        for key in keys:
+            target, source = key
+            attribute = self.attribute[target]
+            stats = self.stats[key]
+            group_rows.append(
+                {
+                    "attribute": attribute,
+                    "from_level": source,
+                    "to_level": self.to_level[target],
+                    **stats.result(),
+                }
+            )
+            if attribute not in pooled:
+                pooled[attribute] = ChangeStats(
+                    n_samples=self.n_samples, tolerance=self.tolerance,
+                    interval=self.interval, with_paths=self.paths is not None,
+                )
+            pooled[attribute].merge(stats)
+        overall_rows = [
+            {"attribute": a, "from_level": "all", "to_level": "all", **stats.result()}
+            for a, stats in pooled.items()
+        ]
+        by_group = pd.DataFrame(group_rows, columns=columns)
+        overall = pd.DataFrame(overall_rows, columns=columns)
+        if multiclass:
+            # class indices have no order: a distance between their distributions means nothing
+            by_group["wasserstein"] = np.nan
+            overall["wasserstein"] = np.nan
+        parts = [frame for frames in self.rows for frame in frames]
+        rows = (
+            pd.concat(parts, ignore_index=True) if parts
+            else pd.DataFrame(columns=list(ROW_COLUMNS))
+        )
+        changes = None
+        if self.keep_samples:
+            pieces = []
+            for frames in self.samples:
+                if not frames:
+                    continue
+                joined = pd.concat(frames, ignore_index=True)
+                order = np.lexsort(
+                    (joined["position"].to_numpy(), joined["sample"].to_numpy())
+                )
+                pieces.append(joined.iloc[order].drop(columns="position"))
+            changes = pd.concat(pieces, ignore_index=True)
+        return by_group, overall, rows, changes
 
 
 def counterfactual_html(
@@ -533,7 +618,9 @@ def counterfactual_html(
     A sortable table (rows carry ``data-attribute`` for the report's group selector) and,
     with ``densities``, inline SVG histogram densities of the change of the output under
     ``do(A = a')`` beside the flip test's change (and the path-specific change of a
-    path-specific audit), over every row and sample, on ``bins`` common bins. ``figure``
+    path-specific audit), over every row and sample of a report with samples
+    (``keep_samples=True``), else over the rows' posterior mean changes, on ``bins``
+    common bins. ``figure``
     embeds an existing PNG file as well.
     """
     if bins < 1:
@@ -566,7 +653,10 @@ def counterfactual_html(
     if densities:
         charts = []
         for name, report in reports.items():
-            changes = report.changes
+            # every row and sample with keep_samples=True, else each row's posterior mean
+            changes = report.changes if report.changes is not None else report.rows.rename(
+                columns={"mean_change": "change"}
+            )
             for attribute, block in changes.groupby("attribute", sort=False):
                 samples = {
                     "causal change": block["change"].to_numpy(dtype=np.float64),
@@ -583,7 +673,8 @@ def counterfactual_html(
         if charts:
             parts.append(
                 "<h3>Densities of the change</h3><p class=\"explain\">Histogram densities "
-                "of the change of the output over every row and posterior sample (flip test: "
+                "of the change of the output over every row and posterior sample, or over the "
+                "rows' posterior mean changes without keep_samples (flip test: "
                 "one change per row); a predictor that never changes is one spike at 0.</p>"
                 f'<div class="densities">{"".join(charts)}</div>'
             )
