@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -39,13 +39,29 @@ _ELEMENT = np.uint64(0xD1B54A32D192ED03)
 _MASK = (1 << 64) - 1
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finaliser, elementwise on ``uint64`` (wrapping arithmetic)."""
+_BLOCK = 1 << 16
+"""Values mixed at a time (the temporaries stay in the processor's cache)."""
+
+
+def _mix_inplace(x: np.ndarray) -> None:
+    """The splitmix64 finaliser on a ``uint64`` array, in place (wrapping arithmetic)."""
+    flat = x.reshape(-1)
     with np.errstate(over="ignore"):
-        x = x + _GOLDEN
-        x = (x ^ (x >> np.uint64(30))) * _M1
-        x = (x ^ (x >> np.uint64(27))) * _M2
-        return x ^ (x >> np.uint64(31))
+        for start in range(0, flat.size, _BLOCK):
+            y = flat[start : start + _BLOCK]
+            y += _GOLDEN
+            y ^= y >> np.uint64(30)
+            y *= _M1
+            y ^= y >> np.uint64(27)
+            y *= _M2
+            y ^= y >> np.uint64(31)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser, elementwise on ``uint64`` (a new array)."""
+    out = np.array(x, dtype=np.uint64, copy=True)
+    _mix_inplace(out)
+    return out
 
 
 def _mix_int(x: int) -> int:
@@ -59,6 +75,26 @@ def label_key(label: object) -> int:
     """
     digest = hashlib.blake2b(repr(label).encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little")
+
+
+def _poisson_quantile(u: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """The smallest ``k`` with ``P(Poisson(lam) <= k) >= u``, elementwise (``lam > 0``).
+
+    Starts from the Cornish-Fisher approximation ``lam + sqrt(lam) z + (z^2 - 1) / 6``
+    and steps up or down, checking the CDF (``scipy.special.pdtr``), to the exact
+    quantile; a few steps at most.
+    """
+    z = special.ndtri(u)
+    k = np.maximum(np.floor(lam + np.sqrt(lam) * z + (z * z - 1.0) / 6.0), 0.0)
+    low = special.pdtr(k, lam) < u
+    while low.any():
+        k[low] += 1.0
+        low[low] = special.pdtr(k[low], lam[low]) < u[low]
+    high = (k > 0) & (special.pdtr(k - 1.0, lam) >= u)
+    while high.any():
+        k[high] -= 1.0
+        high[high] = (k[high] > 0) & (special.pdtr(k[high] - 1.0, lam[high]) >= u[high])
+    return k
 
 
 def _random_seed() -> int:
@@ -166,7 +202,8 @@ class RowRandom:
         with np.errstate(over="ignore"):
             row_key = _mix(np.uint64(key) ^ (self.positions.astype(np.uint64) * _GOLDEN))
             element = np.arange(n_other, dtype=np.uint64) * _ELEMENT
-            bits = _mix(element[:, None] ^ row_key[None, :])  # (elements, rows)
+            bits = element[:, None] ^ row_key[None, :]  # (elements, rows), C-contiguous
+        _mix_inplace(bits)
         bits = bits.reshape(*others, len(self.positions))
         return np.moveaxis(bits, -1, row_axis)
 
@@ -178,7 +215,11 @@ class RowRandom:
             size = (len(self.positions),)
         shape = (int(size),) if np.ndim(size) == 0 else tuple(size)
         bits = self._bits(shape, row_axis)
-        return ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+        bits >>= np.uint64(11)
+        out = bits.astype(np.float64)
+        out += 0.5
+        out *= 2.0**-53
+        return out
 
     def standard_normal(self, size: Any = None, *, row_axis: int | None = None) -> np.ndarray:
         """Standard normal draws (inverse CDF of :meth:`random`)."""
@@ -212,7 +253,7 @@ class RowRandom:
         lam = np.broadcast_to(lam, shape)
         out = np.zeros(shape)
         positive = lam > 0
-        out[positive] = stats.poisson.ppf(u[positive], lam[positive])
+        out[positive] = _poisson_quantile(u[positive], lam[positive])
         out[np.isnan(lam)] = np.nan
         return out
 

@@ -9,14 +9,26 @@ import networkx as nx
 import pandas as pd
 
 from counterfair import errors, identification, validation
+from counterfair.discrete import Deterministic, DiscreteNoise
+from counterfair.enumeration import DiscreteSCM
 from counterfair.families import family_of
 from counterfair.layout import LatentTerm, NodeEquation, ObservedTerm, ProtectedTerm
-from counterfair.specs import Latent, NodeSpec, Observed, Protected
+from counterfair.specs import SPEC_KEY, Latent, NodeSpec, Observed, Protected
 
 if TYPE_CHECKING:
     from counterfair.posterior import Fit
 
 Coding = Literal["reference", "onehot"]
+
+
+def _all_finite(graph: object) -> bool:
+    """Whether ``graph`` is a non-empty DiGraph whose every node has a finite discrete spec."""
+    if not isinstance(graph, nx.DiGraph) or graph.number_of_nodes() == 0:
+        return False
+    return all(
+        isinstance(attrs.get(SPEC_KEY), DiscreteNoise | Deterministic)
+        for _, attrs in graph.nodes(data=True)
+    )
 
 
 class SCM:
@@ -36,6 +48,10 @@ class SCM:
         ``"onehot"`` gives every level an effect, as in Kusner et al. (2017), which
         is not identified beside an intercept.
 
+    A graph whose nodes are all :class:`~counterfair.DiscreteNoise` and
+    :class:`~counterfair.Deterministic` gives a :class:`~counterfair.DiscreteSCM`,
+    whose ``query`` is exact (enumeration of the noise).
+
     Raises
     ------
     SCMError
@@ -54,6 +70,23 @@ class SCM:
     >>> cf.SCM(g).observed
     ('X',)
     """
+
+    def __new__(cls, graph: nx.DiGraph | None = None, *args: Any, **kwargs: Any) -> Any:
+        """A graph whose nodes are all finite (DiscreteNoise / Deterministic) is a DiscreteSCM.
+
+        ``cf.SCM(g).query(...)`` then answers exactly by enumeration
+        (:class:`~counterfair.DiscreteSCM`); ``coding`` does not apply to it and is
+        refused. Any other graph builds the Stan pipeline's ``SCM``.
+        """
+        if _all_finite(graph):
+            if args or kwargs:
+                raise errors.SCMError(
+                    "coding applies to SCMs with Protected parents of linear predictors; "
+                    "a finite discrete SCM (every node DiscreteNoise or Deterministic) "
+                    f"takes no option, got {sorted(kwargs) or list(args)}"
+                )
+            return DiscreteSCM(graph)
+        return super().__new__(cls)
 
     def __init__(self, graph: nx.DiGraph, *, coding: Coding = "reference") -> None:
         if coding not in ("reference", "onehot"):

@@ -33,7 +33,7 @@ from counterfair.learning import (
     iter_counterfactual_predictions,
     merge_prediction_chunks,
 )
-from counterfair.rowrandom import RowRandom, label_key
+from counterfair.rowrandom import RowRandom, _poisson_quantile, label_key
 from counterfair.rows import Rows, slice_do
 
 Z_MAX = 4.0
@@ -115,6 +115,17 @@ def test_poisson_by_inverse_cdf_has_the_right_moments(lam: float) -> None:
     centred = (draws - lam) ** 2  # E = lam, Var = lam + 2 lam^2
     assert abs(_z(centred, lam, lam + 2 * lam**2)) < Z_MAX
     assert np.all(RowRandom.for_rows(7, 3).poisson(np.zeros(3)) == 0)
+
+
+def test_poisson_quantile_is_the_exact_inverse_cdf() -> None:
+    rng = np.random.default_rng(shifted(8))
+    u = rng.random(50_000)
+    lam = np.exp(rng.uniform(-7.0, 8.0, u.size))  # rates from 0.001 to 3,000
+    k = _poisson_quantile(u, lam)
+    assert np.all(stats.poisson.cdf(k, lam) >= u)
+    below = k > 0
+    assert np.all(stats.poisson.cdf(k[below] - 1, lam[below]) < u[below])
+    np.testing.assert_array_equal(k, stats.poisson.ppf(u, lam))
 
 
 @pytest.mark.parametrize(("shape", "scale"), [(0.5, 2.0), (2.5, 0.4), (30.0, 1.0)])
@@ -270,6 +281,30 @@ def test_counterfactual_frames_do_not_depend_on_the_chunks(
     for frame, _ in results[1:]:
         pd.testing.assert_frame_equal(frame, first)
         assert frame.attrs == first.attrs
+
+
+@pytest.mark.stan
+def test_path_specific_frames_do_not_depend_on_the_chunks(
+    stan_backend: str, count_chunks: list[int]
+) -> None:
+    """Only A -> O is unfair: O moves, and K and C follow through O's discrete noise."""
+    fit = families_small_fit().fit
+    new = _new_family_rows()
+
+    def compute() -> pd.DataFrame:
+        return fit.counterfactual(
+            new, {"A": "b"}, n_samples=20, seed=shifted(7), unfair_paths=[("A", "O")]
+        )
+
+    results = list(_for_each_size(compute, count_chunks))
+    assert results[0][1] >= 20 and results[-1][1] == 1
+    first = results[0][0]
+    factual = first[first["world"] == "factual"].reset_index(drop=True)
+    counter = first[first["world"] == "counterfactual"].reset_index(drop=True)
+    assert (factual["O"] != counter["O"]).any()
+    pd.testing.assert_series_equal(factual["X"], counter["X"])  # A -> X is fair: X stays
+    for frame, _ in results[1:]:
+        pd.testing.assert_frame_equal(frame, first)
 
 
 @pytest.mark.stan

@@ -280,3 +280,20 @@ def test_stan_scm_refuses_discrete_specs_and_exact_queries() -> None:
     glm = cf.SCM(g)
     with pytest.raises(cf.SCMError, match=r"node 'U' has spec Latent, which is not finite"):
         glm.query("Y", given={"race": 0})
+
+
+def test_scm_of_a_finite_graph_is_the_discrete_scm_and_queries_exactly() -> None:
+    """cf.SCM(g).query(...) as the issue writes it: the textbook counterfactual is 1/6."""
+    g = nx.DiGraph([("U", "Y"), ("U0", "Y"), ("U1", "Y"), ("UX", "X"), ("X", "Y")])
+    for node in ("U", "U0", "U1", "UX"):
+        g.nodes[node]["spec"] = cf.DiscreteNoise({0: HALF, 1: HALF})
+    g.nodes["X"]["spec"] = cf.Deterministic(lambda UX: UX, levels=[0, 1])
+    g.nodes["Y"]["spec"] = cf.Deterministic(
+        lambda X, U, U0, U1: X * max(U, U1) + (1 - X) * max(U, U0), levels=[0, 1]
+    )
+    scm = cf.SCM(g)
+    assert isinstance(scm, cf.DiscreteSCM)
+    assert scm.query("Y", given={"X": 1, "Y": 1}, do={"X": 0})[0] == Fraction(1, 6)
+    assert scm.query("Y", do={"X": 0})[0] == Fraction(1, 4)
+    with pytest.raises(cf.SCMError, match="takes no option"):
+        cf.SCM(g, coding="onehot")
