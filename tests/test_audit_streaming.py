@@ -226,3 +226,34 @@ def test_change_stats_refuse_a_chunk_that_is_not_whole_rows_and_other_settings()
         stats.update(frame)
     with pytest.raises(ValueError, match="different samples"):
         stats.merge(ChangeStats(n_samples=4, tolerance=0.1, interval=0.9))
+
+
+@pytest.mark.stan
+def test_path_specific_columns_equal_the_whole_frames(stan_backend):
+    fit, rows = aux_fit().fit, aux_data().drop(columns="K").iloc[:40]
+
+    def predictor(frame: pd.DataFrame) -> np.ndarray:
+        return frame["X"].to_numpy() + 0.3 * frame["C"].to_numpy()
+
+    reports = []
+    for size in CHUNKS[:2]:
+        with cf.set_options(chunk_bytes=size):
+            reports.append(
+                counterfactual_fairness(
+                    fit, rows, predictor, unfair_paths=[("race", "C")], n_samples=10,
+                    keep_samples=True, tolerance=0.2,
+                )
+            )
+    report = reports[0]
+    pd.testing.assert_frame_equal(
+        report.by_group, reports[1].by_group, check_exact=False, rtol=EXACT, atol=EXACT
+    )
+    changes = report.changes
+    assert changes is not None
+    groups = changes.groupby(["attribute", "from_level", "to_level"], sort=False)
+    for got, (_, group) in zip(report.by_group.itertuples(index=False), groups, strict=True):
+        path_abs = group["path_specific_change"].abs()
+        share = float((path_abs.groupby(group["row"]).mean() > 0.2).mean())
+        assert got.path_specific_mean_abs_change == pytest.approx(path_abs.mean(), abs=EXACT)
+        assert got.path_specific_share_above_tolerance == pytest.approx(share, abs=EXACT)
+    assert (report.by_group["path_specific_mean_abs_change"] > 0).all()
