@@ -26,6 +26,34 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+SUMMARY_COLUMNS = (
+    "attribute",
+    "from_level",
+    "to_level",
+    "rows",
+    "mean_abs_change",
+    "ci_lower",
+    "ci_upper",
+    "max_abs_change",
+    "share_above_tolerance",
+    "wasserstein",
+    "flip_mean_abs_change",
+    "flip_share_above_tolerance",
+)
+ROW_COLUMNS = (
+    "attribute",
+    "from_level",
+    "to_level",
+    "row",
+    "mean_change",
+    "ci_lower",
+    "ci_upper",
+    "prob_above_tolerance",
+    "flip_change",
+)
+"""Columns of ``CounterfactualReport.rows``: one row per audited row and intervention."""
+PATH_COLUMNS = ("path_specific_mean_abs_change", "path_specific_share_above_tolerance")
+"""Summary columns added when the audit is given ``unfair_paths``."""
 SKETCH_BINS = 4096
 """Bins of the Wasserstein sketch: its bin width is at most 2 x range / this."""
 
@@ -245,7 +273,7 @@ class ChangeStats:
         return self
 
     def result(self) -> dict[str, float]:
-        """The summary columns of :data:`counterfair.audit.counterfactual.SUMMARY_COLUMNS`
+        """The summary columns of :data:`SUMMARY_COLUMNS`
         (and ``PATH_COLUMNS`` with paths) but the group keys."""
         n, s = self.rows, self.n_samples
         mean_by_sample = self.sample_sums / n
@@ -290,3 +318,128 @@ def row_summary(chunk: pd.DataFrame, n_samples: int, *, tolerance: float, interv
             "flip_change": chunk["flip_change"].to_numpy(dtype=np.float64)[:n],
         }
     )
+
+
+CHANGE_COLUMNS = (
+    "attribute",
+    "from_level",
+    "to_level",
+    "row",
+    "sample",
+    "factual",
+    "counterfactual",
+    "change",
+    "flip_change",
+)
+"""Columns of ``CounterfactualReport.changes`` (and ``path_specific_change`` with paths)."""
+
+
+class AuditStream:
+    """The counterfactual audit's accumulators, fed chunk by chunk: one :class:`ChangeStats`
+    per group, per-row summaries and, with ``keep_samples``, the per-row-and-sample frames."""
+
+    def __init__(
+        self,
+        *,
+        n_samples: int,
+        tolerance: float,
+        interval: float,
+        paths: tuple[tuple[str, ...], ...] | None,
+        keep_samples: bool,
+        n_targets: int,
+    ) -> None:
+        self.n_samples = n_samples
+        self.tolerance = tolerance
+        self.interval = interval
+        self.paths = paths
+        self.keep_samples = keep_samples
+        self.stats: dict[tuple[int, str], ChangeStats] = {}
+        self.first: dict[tuple[int, str], int] = {}
+        self.attribute: dict[int, str] = {}
+        self.to_level: dict[int, str] = {}
+        self.rows: list[list[pd.DataFrame]] = [[] for _ in range(n_targets)]
+        self.samples: list[list[pd.DataFrame]] = [[] for _ in range(n_targets)]
+
+    def update(self, target: int, result: pd.DataFrame) -> None:
+        """Add one target's changes on one chunk (sample-major, every sample of its rows)."""
+        s = self.n_samples
+        n = len(result) // s
+        self.attribute[target] = str(result["attribute"].iloc[0])
+        self.to_level[target] = str(result["to_level"].iloc[0])
+        from_row = result["from_level"].to_numpy()[:n].astype(str)
+        positions = result["position"].to_numpy()[:n]
+        for source in pd.unique(from_row):
+            in_group = from_row == source
+            key = (target, str(source))
+            if key not in self.stats:
+                self.stats[key] = ChangeStats(
+                    n_samples=s, tolerance=self.tolerance, interval=self.interval,
+                    with_paths=self.paths is not None,
+                )
+                self.first[key] = int(positions[in_group][0])
+            self.stats[key].update(result[np.tile(in_group, s)])
+        summary = row_summary(result, s, tolerance=self.tolerance, interval=self.interval)
+        summary.insert(0, "to_level", self.to_level[target])
+        summary.insert(0, "from_level", from_row)
+        summary.insert(0, "attribute", self.attribute[target])
+        self.rows[target].append(summary)
+        if self.keep_samples:
+            columns = [*CHANGE_COLUMNS, "position"]
+            if self.paths is not None:
+                columns.append("path_specific_change")
+            self.samples[target].append(result[columns])
+
+    def result(
+        self, multiclass: bool
+    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+        """``by_group``, ``overall``, ``rows`` and ``changes`` (``None`` without samples)."""
+        columns = list(SUMMARY_COLUMNS) + (list(PATH_COLUMNS) if self.paths is not None else [])
+        keys = sorted(self.stats, key=lambda k: (k[0], self.first[k]))
+        group_rows = []
+        pooled: dict[str, ChangeStats] = {}
+        for key in keys:
+            target, source = key
+            attribute = self.attribute[target]
+            stats = self.stats[key]
+            group_rows.append(
+                {
+                    "attribute": attribute,
+                    "from_level": source,
+                    "to_level": self.to_level[target],
+                    **stats.result(),
+                }
+            )
+            if attribute not in pooled:
+                pooled[attribute] = ChangeStats(
+                    n_samples=self.n_samples, tolerance=self.tolerance,
+                    interval=self.interval, with_paths=self.paths is not None,
+                )
+            pooled[attribute].merge(stats)
+        overall_rows = [
+            {"attribute": a, "from_level": "all", "to_level": "all", **stats.result()}
+            for a, stats in pooled.items()
+        ]
+        by_group = pd.DataFrame(group_rows, columns=columns)
+        overall = pd.DataFrame(overall_rows, columns=columns)
+        if multiclass:
+            # class indices have no order: a distance between their distributions means nothing
+            by_group["wasserstein"] = np.nan
+            overall["wasserstein"] = np.nan
+        parts = [frame for frames in self.rows for frame in frames]
+        rows = (
+            pd.concat(parts, ignore_index=True) if parts
+            else pd.DataFrame(columns=list(ROW_COLUMNS))
+        )
+        changes = None
+        if self.keep_samples:
+            pieces = []
+            for frames in self.samples:
+                if not frames:
+                    continue
+                joined = pd.concat(frames, ignore_index=True)
+                order = np.lexsort(
+                    (joined["position"].to_numpy(), joined["sample"].to_numpy())
+                )
+                pieces.append(joined.iloc[order].drop(columns="position"))
+            changes = pd.concat(pieces, ignore_index=True)
+        return by_group, overall, rows, changes
