@@ -181,12 +181,13 @@ def main(argv: list[str] | None = None) -> int:
     data = cf.load_law_school(args.data_dir)
     columns = ["race", "sex", "UGPA", "LSAT", "ZFYA"]
     print("fitting the generating SCM on the law school data ...", flush=True)
-    source_fit = scm.fit(cf.law_school_subsample(data[columns], 4000, seed=args.seed),
+    source_fit = scm.fit(cf.law_school_subsample(data, 4000, seed=args.seed)[columns],
                          chains=2, warmup=500, draws=500, seed=args.seed)
     params = parameters(source_fit)
     levels = {n: source_fit.encoding.levels[n] for n in scm.protected}
-    probs = {
-        n: data[n].value_counts(normalize=True).to_dict() for n in scm.protected
+    probs = {  # the data's shares of the levels the generating fit saw
+        n: {k: v for k, v in data[n].value_counts(normalize=True).items() if k in levels[n]}
+        for n in scm.protected
     }
 
     records: list[dict[str, Any]] = []

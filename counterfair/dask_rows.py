@@ -45,6 +45,7 @@ from counterfair.audit.counterfactual import (
     CounterfactualReport,
     counterfactual_fairness,
 )
+from counterfair.audit.streaming import ROW_COLUMNS
 from counterfair.dask_run import fit_of, partition_starts, run_partitions
 from counterfair.dask_summary import AuditSummary
 from counterfair.learning import (
@@ -334,8 +335,11 @@ def _audit_kernel(
         if options.get("do") is not None:  # per-row values: this partition's slice
             do = {k: _rows_slice(v, start, len(part)) for k, v in options["do"].items()}
             options = {**options, "do": do}
-        report = counterfactual_fairness(fit, part, predictor, tolerance=tolerance, **options)
+        report = counterfactual_fairness(
+            fit, part, predictor, tolerance=tolerance, keep_samples=True, **options
+        )
         changes = report.changes
+        assert changes is not None  # keep_samples=True: this partition's rows x samples
         for attribute in changes["attribute"].unique():  # a do= audit's label
             attribute_rank.setdefault(attribute, -1)
         positions = dict(zip(part.index, range(start, start + len(part)), strict=True))
@@ -409,9 +413,14 @@ def dask_counterfactual_fairness(
     ]
     changes = pd.DataFrame(columns=change_columns)
     changes.attrs["rows_out"] = None if target is None else str(target)
+    # per-row summaries stay on the workers (rows_out= writes every row and sample);
+    # collecting them would bring the rows back to the client
+    row_summaries = pd.DataFrame(columns=list(ROW_COLUMNS))
+    row_summaries.attrs["rows_out"] = changes.attrs["rows_out"]
     return CounterfactualReport(
         by_group=by_group,
         overall=overall,
+        rows=row_summaries,
         changes=changes,
         tolerance=tolerance,
         interval=interval,

@@ -8,95 +8,35 @@ then on the client, and :meth:`AuditSummary.result` gives the report's
 ``by_group`` and ``overall`` frames. Every column is exact up to summation
 order: the mean |change| is a sum over a count, its posterior interval the
 quantiles of the per-sample means (sums and counts per sample), the shares are
-counts of rows, and the Wasserstein distance is computed from the exact value
-counts of the factual and counterfactual outputs (:class:`ValueCounts`: exact for up to
-4096 distinct values per group, such as labels; beyond, compacted into 2048
-equal-count bins with a tracked bound on the error of the distance).
+counts of rows, and the Wasserstein distance comes from the in-memory audit's
+:class:`~counterfair.audit.streaming.HistogramSketch`, whose counts do not depend on how
+the rows were partitioned, so a Dask audit equals the in-memory one (within one bin
+width of the exact distance, as there).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import wasserstein_distance
+
+from counterfair.audit.streaming import HistogramSketch
 
 GroupKey = tuple[Any, ...]
 
-MAX_VALUES = 2048
-"""Distinct values a :class:`ValueCounts` keeps; beyond twice this many it compacts."""
-
-
-@dataclass
-class ValueCounts:
-    """A mergeable distribution of outputs: sorted values with their counts.
-
-    Exact while it holds at most ``2 * cap`` distinct values (labels, probabilities
-    of a few groups). Beyond that it compacts into ``cap`` bins of equal count,
-    each represented by its count-weighted mean, and adds the cost of that move,
-    ``sum(count * |value - representative|)``, to ``moved``. The Wasserstein-1
-    distance of the normalised counts to the exact distribution of the outputs is
-    then at most ``moved / total`` (each compaction is a transport plan of that
-    cost, and merging mixes the bounds by mass); with equal-count bins one
-    compaction moves at most ``(max - min) / cap`` per unit of mass.
-    """
-
-    values: np.ndarray
-    counts: np.ndarray
-    moved: float = 0.0
-    cap: int = MAX_VALUES
-
-    @classmethod
-    def of(cls, values: np.ndarray, *, cap: int = MAX_VALUES) -> ValueCounts:
-        """The counts of an array of outputs."""
-        unique, counts = np.unique(np.asarray(values, dtype=float), return_counts=True)
-        return cls(unique, counts.astype(float), 0.0, cap)._compacted()
-
-    @property
-    def total(self) -> float:
-        """Number of outputs counted."""
-        return float(self.counts.sum())
-
-    def merge(self, other: ValueCounts) -> ValueCounts:
-        """The counts of both sets of outputs."""
-        values = np.concatenate([self.values, other.values])
-        counts = np.concatenate([self.counts, other.counts])
-        unique, inverse = np.unique(values, return_inverse=True)
-        summed = np.bincount(inverse, weights=counts, minlength=unique.shape[0])
-        return ValueCounts(
-            unique, summed, self.moved + other.moved, min(self.cap, other.cap)
-        )._compacted()
-
-    def _compacted(self) -> ValueCounts:
-        if self.values.shape[0] <= 2 * self.cap:
-            return self
-        cumulative = np.cumsum(self.counts)
-        bins = np.minimum(
-            (self.cap * (cumulative - self.counts) / cumulative[-1]).astype(int), self.cap - 1
-        )
-        mass = np.bincount(bins, weights=self.counts, minlength=self.cap)
-        keep = mass > 0
-        weighted = np.bincount(bins, weights=self.counts * self.values, minlength=self.cap)
-        centre = weighted[keep] / mass[keep]
-        where = np.cumsum(keep) - 1  # bin -> index among the kept bins
-        cost = float(np.sum(self.counts * np.abs(self.values - centre[where[bins]])))
-        return ValueCounts(centre, mass[keep], self.moved + cost, self.cap)
-
-    def wasserstein(self, other: ValueCounts) -> tuple[float, float]:
-        """``(distance, bound)``: the Wasserstein-1 distance of the two normalised
-        distributions and the most it can differ from the exact one."""
-        distance = wasserstein_distance(self.values, other.values, self.counts, other.counts)
-        bound = self.moved / self.total + other.moved / other.total
-        return float(distance), float(bound)
-
-
-def _merge_counts(a: ValueCounts | None, b: ValueCounts | None) -> ValueCounts | None:
+def _merge_sketches(
+    a: HistogramSketch | None, b: HistogramSketch | None
+) -> HistogramSketch | None:
+    """Both groups' sketch (a new object; neither argument changes)."""
     if a is None or b is None:
         return a if b is None else b
-    return a.merge(b)
+    merged = copy.deepcopy(a)
+    merged.merge(b)
+    return merged
 
 
 def _pad_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -125,8 +65,7 @@ class GroupSummary:
     path_sum: float = 0.0
     path_n: int = 0
     path_above: int = 0
-    factual: ValueCounts | None = None
-    counterfactual: ValueCounts | None = None
+    sketch: HistogramSketch | None = None
 
     @classmethod
     def of(
@@ -155,9 +94,9 @@ class GroupSummary:
             above=int((per_row > tolerance).sum()),
             flip_sum=float(flip.sum()),
             flip_above=int((flip > tolerance).sum()),
-            factual=ValueCounts.of(group["factual"].to_numpy()),
-            counterfactual=ValueCounts.of(group["counterfactual"].to_numpy()),
         )
+        out.sketch = HistogramSketch()  # the in-memory audit's sketch: same counts, same bound
+        out.sketch.update(group["factual"].to_numpy(), group["counterfactual"].to_numpy())
         if "path_specific_change" in group.columns:
             path_abs = group["path_specific_change"].abs()
             out.path_sum = float(path_abs.sum())
@@ -183,8 +122,7 @@ class GroupSummary:
             path_sum=self.path_sum + other.path_sum,
             path_n=self.path_n + other.path_n,
             path_above=self.path_above + other.path_above,
-            factual=_merge_counts(self.factual, other.factual),
-            counterfactual=_merge_counts(self.counterfactual, other.counterfactual),
+            sketch=_merge_sketches(self.sketch, other.sketch),
         )
 
     def columns(self, interval: float, *, paths: bool) -> dict[str, float]:
@@ -192,8 +130,8 @@ class GroupSummary:
         seen = self.sample_n > 0
         by_sample = self.sample_sum[seen] / self.sample_n[seen]
         low, high = np.quantile(by_sample, [(1 - interval) / 2, (1 + interval) / 2])
-        assert self.factual is not None and self.counterfactual is not None
-        distance, bound = self.factual.wasserstein(self.counterfactual)
+        assert self.sketch is not None
+        distance, bound = self.sketch.wasserstein(), self.sketch.error_bound
         out = {
             "rows": int(self.rows),
             "mean_abs_change": self.sum_abs / self.n,

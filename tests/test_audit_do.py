@@ -34,7 +34,7 @@ def test_do_on_an_observed_parent_moves_its_child_by_the_fitted_effect(fitted):
     shift = 1.0
     report = counterfactual_fairness(
         fit, rows, lambda f: f["X"].to_numpy(), do={"Z": rows["Z"] + shift}, n_samples=30,
-            seed=shifted(2)
+            seed=shifted(2), keep_samples=True
     )
     changes = _by_row_sample(report)
     assert set(changes["attribute"]) == {"do(Z=<per row>)"}
@@ -54,7 +54,8 @@ def test_do_on_an_observed_parent_moves_its_child_by_the_fitted_effect(fitted):
 def test_do_on_the_input_itself_changes_it_in_both_tests(fitted):
     fit, rows = fitted
     report = counterfactual_fairness(
-        fit, rows, lambda f: f["Z"].to_numpy(), do={"Z": 0.0}, n_samples=10, seed=shifted(2)
+        fit, rows, lambda f: f["Z"].to_numpy(), do={"Z": 0.0}, n_samples=10, seed=shifted(2),
+        keep_samples=True,
     )
     changes = _by_row_sample(report)  # rows sorted by label (0..39), then samples
     np.testing.assert_allclose(changes["change"], np.repeat(0.0 - rows["Z"].to_numpy(), 10))
@@ -67,7 +68,7 @@ def test_do_on_a_node_the_predictor_does_not_descend_from_changes_nothing(fitted
     fit, rows = fitted
     report = counterfactual_fairness(
         fit, rows, lambda f: f["Z"].to_numpy(), do={"P": 1, "race": "b"}, n_samples=10,
-            seed=shifted(2)
+            seed=shifted(2), keep_samples=True
     )
     assert report.overall.iloc[0]["attribute"] == "do(P=1, race=b)"
     assert report.overall.iloc[0]["mean_abs_change"] == 0.0  # Z is no descendant of P or race

@@ -634,7 +634,8 @@ def test_audit_and_predictions_take_the_coupling(stan_backend: str) -> None:
 
     reports = {
         coupling: cf.audit.counterfactual_fairness(
-            fit, rows, predictor, abduction=training, seed=shifted(1), coupling=coupling
+            fit, rows, predictor, abduction=training, seed=shifted(1), coupling=coupling,
+            keep_samples=True,
         )
         for coupling in COUPLINGS
     }
@@ -663,7 +664,7 @@ def test_audit_and_predictions_take_the_coupling(stan_backend: str) -> None:
     by_do = {
         coupling: cf.audit.counterfactual_fairness(
             fit, rows, predictor, do={"A": "b"}, abduction=training, seed=shifted(1),
-                coupling=coupling
+                coupling=coupling, keep_samples=True
         )
         for coupling in COUPLINGS
     }

@@ -173,7 +173,7 @@ def test_counterfactual_audit_swaps_categorical_attributes_only(fit: cf.Fit) -> 
 
     training = _training(fit, 20, 10)
     report = cf.audit.counterfactual_fairness(fit, rows, predictor, abduction=training,
-        seed=shifted(1))
+        seed=shifted(1), keep_samples=True)
     assert set(report.changes["attribute"]) == {"A"}
     with pytest.raises(ValueError, match="'age' is continuous"):
         cf.audit.counterfactual_fairness(
@@ -249,7 +249,9 @@ def test_fair_learner_of_a_categorical_target_is_multiclass_and_fair(fit: cf.Fit
 
     full = cf.full_predictor(fit.scm, "K", estimator=LogisticRegression(max_iter=1000))
     full.fit(train)
-    unfair = counterfactual_fairness(fit, rows, full, attributes=["A"], n_samples=10)
+    unfair = counterfactual_fairness(
+        fit, rows, full, attributes=["A"], n_samples=10, keep_samples=True
+    )
     changes = unfair.changes["change"].to_numpy()
     assert set(np.unique(changes)) <= {0.0, 1.0} and changes.mean() > 0.0
     flips = unfair.changes["flip_change"].to_numpy()

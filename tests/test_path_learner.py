@@ -150,7 +150,7 @@ def test_audit_reports_the_path_specific_change(
 
     ab = fit.abduct(zeros, n_samples=N_SAMPLES, seed=4)
     report = cf.audit.counterfactual_fairness(
-        fit, zeros, weighted, unfair_paths=UNFAIR, abduction=ab, seed=1
+        fit, zeros, weighted, unfair_paths=UNFAIR, abduction=ab, seed=1, keep_samples=True
     )
     b_ma, b_lm = _coef(ab, "beta_M_A"), _coef(ab, "beta_L_M")
     expected = np.repeat(2.0 * b_ma + 3.0 * b_ma * b_lm, N_ROWS)
@@ -158,7 +158,9 @@ def test_audit_reports_the_path_specific_change(
     np.testing.assert_allclose(changes["path_specific_change"], expected, atol=EXACT, rtol=0)
     assert (changes["flip_change"] == 0).all()  # the function ignores A
     # without unfair_paths the report keeps its former columns
-    plain = cf.audit.counterfactual_fairness(fit, zeros, weighted, abduction=ab, seed=1)
+    plain = cf.audit.counterfactual_fairness(
+        fit, zeros, weighted, abduction=ab, seed=1, keep_samples=True
+    )
     assert "path_specific_change" not in plain.changes.columns
     assert list(plain.by_group.columns) == list(cf.audit.counterfactual.SUMMARY_COLUMNS)
 
@@ -251,6 +253,7 @@ def test_classifier_on_discrete_descendants(stan_backend: str) -> None:
             unfair_paths=[("race", "C")],
             n_samples=10,
             response=response,  # type: ignore[arg-type]
+            keep_samples=True,
         )
         assert set(report.by_group["from_level"]) == {"a", "b"}
         assert np.abs(report.changes["path_specific_change"]).max() < EXACT

@@ -279,7 +279,9 @@ def test_counterfactual_densities_render(driver: Any, tmp_path: Path) -> None:
         "ci_upper": 0.22, "max_abs_change": float(changes["change"].abs().max()),
         "share_above_tolerance": 0.9, "wasserstein": 0.2, "flip_mean_abs_change": 0.0,
         "flip_share_above_tolerance": 0.0}])
-    cf = CounterfactualReport(by_group=overall, overall=overall, changes=changes,
+    per_row = changes.groupby("row").agg(mean_change=("change", "mean"),
+                                         flip_change=("flip_change", "first")).reset_index()
+    cf = CounterfactualReport(by_group=overall, overall=overall, rows=per_row, changes=changes,
                               tolerance=0.05, interval=0.9)
     y, decisions, protected = _boundary_data()
     path = write_report(tmp_path / "cf.html", y_true=y, y_pred={"rule": decisions},
@@ -376,7 +378,7 @@ def test_real_counterfactual_audit_in_the_page(driver: Any, tmp_path: Path,
         "unaware": counterfactual_fairness(fit, rows, lambda f: 2.0 * f["UGPA"].to_numpy(),
                                            attributes=["race"], n_samples=20),
         "constant": counterfactual_fairness(fit, rows, lambda f: np.zeros(len(f)),
-                                            attributes=["race"], n_samples=10),
+                                            attributes=["race"], n_samples=10, keep_samples=True),
     }
     constant = reports["constant"].changes
     _, densities = histogram({"causal": constant["change"].to_numpy(dtype=float)})

@@ -95,8 +95,13 @@ def test_counterfactual_audit_is_identical_after_loading(
     loaded = cf.load(learner.save(tmp_path / "learner"))
     assert isinstance(loaded, cf.FairLearner)
     rows = data.iloc[:40]
-    before = cf.audit.counterfactual_fairness(fit, rows, learner, n_samples=15, seed=3)
-    after = cf.audit.counterfactual_fairness(loaded.scm_fit_, rows, loaded, n_samples=15, seed=3)
+    before = cf.audit.counterfactual_fairness(
+        fit, rows, learner, n_samples=15, seed=3, keep_samples=True
+    )
+    after = cf.audit.counterfactual_fairness(
+        loaded.scm_fit_, rows, loaded, n_samples=15, seed=3, keep_samples=True
+    )
+    pd.testing.assert_frame_equal(before.rows, after.rows)
     pd.testing.assert_frame_equal(before.by_group, after.by_group)
     pd.testing.assert_frame_equal(before.changes, after.changes)
 

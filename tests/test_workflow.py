@@ -292,7 +292,7 @@ def test_the_audit_honours_abduction(
         raise AssertionError("counterfactual_fairness abducted again")
 
     monkeypatch.setattr(cf.Fit, "abduct", no_abduction)
-    report = counterfactual_fairness(fit, unlabelled, full, abduction=abduction)
+    report = counterfactual_fairness(fit, unlabelled, full, abduction=abduction, keep_samples=True)
     assert report.changes["sample"].max() == 19
     assert "drop n_samples" in ABDUCTION_WITH_SETTINGS.format(names="n_samples")
     with pytest.raises(ValueError, match="n_samples would be ignored"):
@@ -311,7 +311,8 @@ def test_a_fair_learner_s_probabilities_do_not_move(
     abduction = fit.abduct(unlabelled, method="draws", n_samples=20, seed=shifted(0))
     for predictor in (learner, learner.predict_proba):
         report = counterfactual_fairness(
-            fit, unlabelled, predictor, abduction=abduction, response="probability"
+            fit, unlabelled, predictor, abduction=abduction, response="probability",
+            keep_samples=True,
         )
         assert report.overall["mean_abs_change"].iloc[0] == 0.0
         assert report.changes["factual"].between(0, 1).all()

@@ -27,9 +27,8 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy.stats import wasserstein_distance
 
-from counterfair import dispatch
+from counterfair import chunking, dispatch
 from counterfair.counterfactual import (
     DEFAULT_COUPLING,
     Coupling,
@@ -47,9 +46,28 @@ from counterfair.learning import (
 from counterfair.logs import progress
 from counterfair.paths import PATHS_DO, PATHS_REDRAW, check_paths, path_source, path_specific_frame
 from counterfair.posterior import Abduction, Fit
+from counterfair.rows import Rows, abduct_chunks, slice_do
 
 from ._html import esc, table_html
 from ._svg import density_chart
+from .streaming import (
+    CHANGE_COLUMNS,
+    PATH_COLUMNS,
+    ROW_COLUMNS,
+    SUMMARY_COLUMNS,
+    AuditStream,
+)
+
+__all__ = [
+    "CHANGE_COLUMNS",
+    "PATH_COLUMNS",
+    "ROW_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "CounterfactualReport",
+    "counterfactual_fairness",
+    "counterfactual_html",
+    "do_label",
+]
 
 DEFAULT_AUDIT_SAMPLES = 50
 """Joint samples per row when ``n_samples`` is not given."""
@@ -67,22 +85,6 @@ DO_WITH_ATTRIBUTES = (
     "levels, or do= for one intervention of your own, not both"
 )
 
-SUMMARY_COLUMNS = (
-    "attribute",
-    "from_level",
-    "to_level",
-    "rows",
-    "mean_abs_change",
-    "ci_lower",
-    "ci_upper",
-    "max_abs_change",
-    "share_above_tolerance",
-    "wasserstein",
-    "flip_mean_abs_change",
-    "flip_share_above_tolerance",
-)
-PATH_COLUMNS = ("path_specific_mean_abs_change", "path_specific_share_above_tolerance")
-"""Summary columns added when the audit is given ``unfair_paths``."""
 PATHS_ATTRIBUTES = (
     "unfair_paths start at {source!r}, but attributes= names {other!r}: a path-specific "
     "audit swaps the levels of the paths' attribute only"
@@ -106,9 +108,16 @@ class CounterfactualReport:
         above tolerance.
     overall : pandas.DataFrame
         The same per attribute, pooled over levels.
-    changes : pandas.DataFrame
-        Per row and sample: attribute, to_level, row, sample, factual,
-        counterfactual, change, flip_change.
+    rows : pandas.DataFrame
+        Per audited row and intervention (columns :data:`ROW_COLUMNS`): the
+        posterior mean change of the row, its posterior interval of mass
+        ``interval`` (quantiles of the row's samples), the posterior probability
+        that |change| exceeds ``tolerance``, and the flip test's change.
+    changes : pandas.DataFrame or None
+        Per row and sample: attribute, from_level, to_level, row, sample,
+        factual, counterfactual, change, flip_change. Only with
+        ``keep_samples=True`` (it holds rows x samples x levels values, the
+        memory a streamed audit avoids); ``None`` otherwise.
     tolerance : float
         The tolerance on |change|.
     interval : float
@@ -121,7 +130,8 @@ class CounterfactualReport:
 
     by_group: pd.DataFrame
     overall: pd.DataFrame
-    changes: pd.DataFrame
+    rows: pd.DataFrame
+    changes: pd.DataFrame | None
     tolerance: float
     interval: float
     unfair_paths: tuple[tuple[str, ...], ...] | None = None
@@ -147,35 +157,6 @@ class CounterfactualReport:
 def _short(index: pd.Index) -> str:
     values = list(index[:3])
     return f"{values}{'...' if len(index) > 3 else ''}"
-
-
-def _summarise(changes: pd.DataFrame, tolerance: float, interval: float) -> dict[str, float]:
-    per_sample = changes.assign(abs_change=changes["change"].abs())
-    mean_by_sample = per_sample.groupby("sample")["abs_change"].mean().to_numpy()
-    per_row = per_sample.groupby("row")["abs_change"].mean()
-    flip_per_row = changes.groupby("row")["flip_change"].first().abs()
-    low, high = np.quantile(mean_by_sample, [(1 - interval) / 2, (1 + interval) / 2])
-    extra: dict[str, float] = {}
-    if "path_specific_change" in changes.columns:
-        path_abs = changes["path_specific_change"].abs()
-        extra = {
-            "path_specific_mean_abs_change": float(path_abs.mean()),
-            "path_specific_share_above_tolerance": float(
-                (path_abs.groupby(changes["row"]).mean() > tolerance).mean()
-            ),
-        }
-    return {
-        "rows": int(per_row.shape[0]),
-        "mean_abs_change": float(per_sample["abs_change"].mean()),
-        "ci_lower": float(low),
-        "ci_upper": float(high),
-        "max_abs_change": float(per_sample["abs_change"].max()),
-        "share_above_tolerance": float((per_row > tolerance).mean()),
-        "wasserstein": float(wasserstein_distance(changes["factual"], changes["counterfactual"])),
-        "flip_mean_abs_change": float(flip_per_row.mean()),
-        "flip_share_above_tolerance": float((flip_per_row > tolerance).mean()),
-        **extra,
-    }
 
 
 def _difference(
@@ -211,41 +192,6 @@ def _set_columns(data: pd.DataFrame, do: Mapping[str, DoValue]) -> pd.DataFrame:
         else:
             out[node] = pd.Series(values, index=out.index).infer_objects()
     return out
-
-
-def _intervention_changes(
-    fit: Fit,
-    data: pd.DataFrame,
-    predictor: Any,
-    do: Mapping[str, DoValue],
-    abduction: Abduction,
-    factual_prediction: np.ndarray,
-    response: Literal["prediction", "probability"],
-    seed: int | None,
-    coupling: Coupling,
-    unfair_paths: Sequence[tuple[str, ...]] | None,
-) -> pd.DataFrame:
-    """Per row and sample changes under one user-given intervention, with its flip test."""
-    frame = counterfactual_frame(fit, abduction, do, seed=seed, coupling=coupling)
-    result = counterfactual_predictions(
-        fit, data, {}, predictor, frame=frame, response=response, abduction=abduction
-    )
-    if unfair_paths is not None:
-        result["path_specific_change"] = _path_change(
-            fit, data, predictor, do, abduction, unfair_paths, response, seed
-        )
-    result = result.drop(columns=[a for a in fit.scm.protected if a in result.columns])
-    flip_change = _difference(
-        predictor, response, predict_output(predictor, _set_columns(data, do), response),
-        factual_prediction,
-    )
-    flip_by_row = dict(zip(data.index, flip_change, strict=True))
-    label = do_label(do)
-    result["attribute"] = label
-    result["from_level"] = "factual"
-    result["to_level"] = label
-    result["flip_change"] = result["row"].map(flip_by_row).to_numpy()
-    return result
 
 
 def _path_change(
@@ -284,6 +230,7 @@ def counterfactual_fairness(
     unfair_paths: Sequence[Sequence[str]] | None = None,
     rows_out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
+    keep_samples: bool = False,
 ) -> CounterfactualReport:
     """Audit a predictor's counterfactual fairness with a fitted SCM.
 
@@ -347,6 +294,9 @@ def counterfactual_fairness(
         see the new level (:mod:`counterfair.paths`). The audited attribute is
         then ``A`` (``attributes=`` may name only it; ``do=`` must set only
         it) and ``coupling`` must be ``"monotone"``.
+    keep_samples : bool
+        Also return the per-row-and-sample frame ``report.changes`` (default:
+        ``None``, only the summaries and the per-row frame ``report.rows``).
 
     rows_out : str or path, optional
         With a Dask DataFrame ``data`` only: a folder where the per-row-and-sample
@@ -360,8 +310,25 @@ def counterfactual_fairness(
     Returns
     -------
     CounterfactualReport
+
+    Notes
+    -----
+    The rows are audited chunk by chunk (:func:`counterfair.options.chunk_bytes`):
+    exact abduction, the counterfactual predictions and the summaries run per
+    chunk, so the memory of the per-sample values is set by the chunk. The
+    summaries are mergeable statistics (:mod:`counterfair.audit.streaming`);
+    every column is exact but ``wasserstein``, computed from a histogram sketch
+    whose error is at most its bin width (at most 2 x the range of the
+    predictions / 4096). Draws are keyed by the seed and each row's position, so
+    the report is the same for any chunk size (sums to ~1e-15). The factual
+    predictions and the flip test, one value per row, are computed on all rows.
     """
     if (handler := dispatch.handler_for("counterfactual_fairness", data)) is not None:
+        if keep_samples:
+            raise ValueError(
+                "keep_samples=True collects rows x samples on the client; for a Dask "
+                "DataFrame write them as parquet partitions with rows_out= instead"
+            )
         return handler(
             fit, data, predictor, attributes=attributes, n_samples=n_samples,
             tolerance=tolerance, interval=interval, condition_on=condition_on, seed=seed,
@@ -430,116 +397,103 @@ def counterfactual_fairness(
                     expected_index=_short(data.index),
                 )
             )
-    else:
-        samples = DEFAULT_AUDIT_SAMPLES if n_samples is None else int(n_samples)
-        abduction = fit.abduct(
-            data,
-            condition_on=condition_on,
-            method="draws",
-            n_param_draws=min(samples, 20),
-            n_samples=samples,
-            seed=seed,
-        )
+    samples = abduction.n_samples if abduction is not None else (
+        DEFAULT_AUDIT_SAMPLES if n_samples is None else int(n_samples)
+    )
+    abduct_args: dict[str, Any] = {}
+    if abduction is None:
+        abduct_args = {
+            "condition_on": condition_on,
+            "method": "draws",
+            "n_param_draws": min(samples, 20),
+            "n_samples": samples,
+            "seed": seed,
+        }
     factual_prediction = predict_output(predictor, data, response)
-    pieces = []
+    n_rows = len(data)
+    # one value per row (not per sample): the flip test and the factual levels, whole
+    targets: list[tuple[str, str, dict[str, DoValue]]] = []
+    flips: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
     if do is not None:
-        pieces.append(
-            _intervention_changes(
-                fit,
-                data,
-                predictor,
-                do,
-                abduction,
+        label = do_label(do)
+        targets.append((label, label, dict(do)))
+        flips.append(
+            _difference(
+                predictor, response, predict_output(predictor, _set_columns(data, do), response),
                 factual_prediction,
-                response,
-                seed,
-                coupling,
-                paths,
             )
         )
-    targets = [(a, level) for a in chosen for level in fit.encoding.levels[a]]
-    for attribute, level in progress(targets, desc="counterfactual audit", total=len(targets)):
+        masks.append(np.ones(n_rows, dtype=bool))
+    for attribute in chosen:
         factual_levels = data[attribute].astype(str).to_numpy()
-        mask = factual_levels != level
-        if not mask.any():
-            continue
-        rows = data[mask]
-        subset = abduction.take_rows(mask)
-        frame = counterfactual_frame(
-            fit, subset, {attribute: level}, seed=seed, coupling=coupling
-        )
-        result = counterfactual_predictions(
-            fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
-        )
-        if paths is not None:
-            result["path_specific_change"] = _path_change(
-                fit, rows, predictor, {attribute: level}, subset, paths, response, seed
+        for level in fit.encoding.levels[attribute]:
+            mask = factual_levels != level
+            if not mask.any():
+                continue
+            flipped = data[mask].copy()
+            flipped[attribute] = (
+                pd.Categorical([level] * len(flipped), categories=data[attribute].cat.categories)
+                if isinstance(data[attribute].dtype, pd.CategoricalDtype)
+                else level
             )
-        result = result.drop(columns=[a for a in scm.protected if a != attribute])
-        flipped = rows.copy()
-        flipped[attribute] = (
-            pd.Categorical([level] * len(rows), categories=rows[attribute].cat.categories)
-            if isinstance(rows[attribute].dtype, pd.CategoricalDtype)
-            else level
-        )
-        flip_change = _difference(
-            predictor, response, predict_output(predictor, flipped, response),
-            factual_prediction[mask],
-        )
-        flip_by_row = dict(zip(rows.index, flip_change, strict=True))
-        result["attribute"] = attribute
-        result["from_level"] = result[attribute].astype(str).to_numpy()
-        result["to_level"] = level
-        result["flip_change"] = result["row"].map(flip_by_row).to_numpy()
-        pieces.append(result)
-    changes = pd.concat(pieces, ignore_index=True)
-    group_rows = []
-    for (attribute, source, target), group in changes.groupby(
-        ["attribute", "from_level", "to_level"], sort=False
-    ):
-        group_rows.append(
-            {
-                "attribute": attribute,
-                "from_level": source,
-                "to_level": target,
-                **_summarise(group, tolerance, interval),
-            }
-        )
-    overall_rows = []
-    for attribute, group in changes.groupby("attribute", sort=False):
-        keyed = group.assign(row=list(zip(group["row"], group["to_level"], strict=True)))
-        overall_rows.append(
-            {
-                "attribute": attribute,
-                "from_level": "all",
-                "to_level": "all",
-                **_summarise(keyed, tolerance, interval),
-            }
-        )
-    columns = list(SUMMARY_COLUMNS) + (list(PATH_COLUMNS) if paths is not None else [])
-    by_group = pd.DataFrame(group_rows, columns=columns)
-    overall = pd.DataFrame(overall_rows, columns=columns)
-    if multiclass_labels(predictor, response):
-        # class indices have no order: a distance between their distributions means nothing
-        by_group["wasserstein"] = np.nan
-        overall["wasserstein"] = np.nan
+            flip = np.full(n_rows, np.nan)
+            flip[mask] = _difference(
+                predictor, response, predict_output(predictor, flipped, response),
+                factual_prediction[mask],
+            )
+            targets.append((attribute, level, {attribute: level}))
+            flips.append(flip)
+            masks.append(mask)
+    stream = AuditStream(
+        n_samples=samples,
+        tolerance=tolerance,
+        interval=interval,
+        paths=paths,
+        keep_samples=keep_samples,
+        n_targets=len(targets),
+    )
+    per_row = chunking.bytes_per_row(samples, 8 * len(scm.specs))
+    chunks = abduct_chunks(
+        fit,
+        None if abduction is not None else Rows.from_frame(data),
+        bytes_per_row=per_row,
+        abduction=abduction,
+        **abduct_args,
+    )
+    for where, chunk in progress(chunks, desc="counterfactual audit"):
+        positions = chunk.row_positions  # global (a Dask partition's rows start anywhere)
+        local = np.arange(n_rows)[where]  # this call's rows, for its own per-row arrays
+        for t, (attribute, level, action) in enumerate(targets):
+            mask = masks[t][where]
+            if not mask.any():
+                continue
+            is_do = do is not None and t == 0
+            subset = chunk if is_do else chunk.take_rows(mask)
+            rows = data.iloc[where][mask]
+            chunk_do = slice_do(action, where, n_rows) if is_do else action
+            frame = counterfactual_frame(fit, subset, chunk_do, seed=seed, coupling=coupling)
+            result = counterfactual_predictions(
+                fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
+            )
+            if paths is not None:
+                result["path_specific_change"] = _path_change(
+                    fit, rows, predictor, chunk_do, subset, paths, response, seed
+                )
+            result["attribute"] = attribute
+            result["from_level"] = (
+                "factual" if is_do else result[attribute].astype(str).to_numpy()
+            )
+            result["to_level"] = level
+            result["flip_change"] = np.tile(flips[t][local[mask]], samples)
+            result["position"] = np.tile(positions[mask], samples)
+            stream.update(t, result)
+    by_group, overall, row_frame, changes = stream.result(multiclass_labels(predictor, response))
     return CounterfactualReport(
         by_group=by_group,
         overall=overall,
-        changes=changes[
-            [
-                "attribute",
-                "from_level",
-                "to_level",
-                "row",
-                "sample",
-                "factual",
-                "counterfactual",
-                "change",
-                "flip_change",
-                *(["path_specific_change"] if paths is not None else []),
-            ]
-        ],
+        rows=row_frame,
+        changes=changes,
         tolerance=tolerance,
         interval=interval,
         unfair_paths=paths,
@@ -558,7 +512,9 @@ def counterfactual_html(
     A sortable table (rows carry ``data-attribute`` for the report's group selector) and,
     with ``densities``, inline SVG histogram densities of the change of the output under
     ``do(A = a')`` beside the flip test's change (and the path-specific change of a
-    path-specific audit), over every row and sample, on ``bins`` common bins. ``figure``
+    path-specific audit), over every row and sample of a report with samples
+    (``keep_samples=True``), else over the rows' posterior mean changes, on ``bins``
+    common bins. ``figure``
     embeds an existing PNG file as well.
     """
     if bins < 1:
@@ -591,7 +547,10 @@ def counterfactual_html(
     if densities:
         charts = []
         for name, report in reports.items():
-            changes = report.changes
+            # every row and sample with keep_samples=True, else each row's posterior mean
+            changes = report.changes if report.changes is not None else report.rows.rename(
+                columns={"mean_change": "change"}
+            )
             for attribute, block in changes.groupby("attribute", sort=False):
                 samples = {
                     "causal change": block["change"].to_numpy(dtype=np.float64),
@@ -608,7 +567,8 @@ def counterfactual_html(
         if charts:
             parts.append(
                 "<h3>Densities of the change</h3><p class=\"explain\">Histogram densities "
-                "of the change of the output over every row and posterior sample (flip test: "
+                "of the change of the output over every row and posterior sample, or over the "
+                "rows' posterior mean changes without keep_samples (flip test: "
                 "one change per row); a predictor that never changes is one spike at 0.</p>"
                 f'<div class="densities">{"".join(charts)}</div>'
             )

@@ -359,7 +359,7 @@ def run_study(config: AdultPSCFConfig) -> dict[str, Any]:
             f"counterfactual audit {name}",
             lambda p=predictor: counterfactual_fairness(
                 fit, audit_rows, p, abduction=abduction, seed=config.seed,
-                response="probability", unfair_paths=UNFAIR_PATHS,
+                response="probability", unfair_paths=UNFAIR_PATHS, keep_samples=True
             ),
         )
         overall = report.overall.set_index("attribute").loc[PROTECTED]

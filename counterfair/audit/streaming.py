@@ -1,0 +1,445 @@
+"""Mergeable statistics of a counterfactual audit, updated chunk by chunk.
+
+:func:`counterfair.audit.counterfactual_fairness` cuts the audited rows into
+chunks (:func:`counterfair.options.chunk_bytes`) and feeds each chunk's
+per-row-and-sample changes to one :class:`ChangeStats` per (attribute, factual
+level, counterfactual level). The statistics are sums, counts and maxima, so two
+of them merge (``merge``) into the statistics of the union of their rows, in any
+order, and the summary (``result``) is the one computed from the whole
+per-row-and-sample frame:
+
+- exact (up to the order of floating-point sums, ~1e-15): the number of rows,
+  the mean |change| and its posterior interval (from the S-vector of per-sample
+  sums of |change|, so the interval is the one over samples of the mean over
+  rows), the largest |change|, the share of rows above the tolerance, the flip
+  test's mean |change| and share, the path-specific mean |change| and share;
+- approximate: the Wasserstein distance between the factual and counterfactual
+  predictions, from a :class:`HistogramSketch` whose error is at most its bin
+  width (see there).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+SUMMARY_COLUMNS = (
+    "attribute",
+    "from_level",
+    "to_level",
+    "rows",
+    "mean_abs_change",
+    "ci_lower",
+    "ci_upper",
+    "max_abs_change",
+    "share_above_tolerance",
+    "wasserstein",
+    "flip_mean_abs_change",
+    "flip_share_above_tolerance",
+)
+ROW_COLUMNS = (
+    "attribute",
+    "from_level",
+    "to_level",
+    "row",
+    "mean_change",
+    "ci_lower",
+    "ci_upper",
+    "prob_above_tolerance",
+    "flip_change",
+)
+"""Columns of ``CounterfactualReport.rows``: one row per audited row and intervention."""
+PATH_COLUMNS = ("path_specific_mean_abs_change", "path_specific_share_above_tolerance")
+"""Summary columns added when the audit is given ``unfair_paths``."""
+SKETCH_BINS = 4096
+"""Bins of the Wasserstein sketch: its bin width is at most 2 x range / this."""
+
+FINEST_EXPONENT = -60
+"""The sketch's bin width is never below ``2**FINEST_EXPONENT``."""
+
+
+@dataclass
+class HistogramSketch:
+    """Counts of two samples (``a`` and ``b``) on one grid of aligned bins of width ``2**k``.
+
+    Bin ``i`` holds the values in ``[i * 2**k, (i + 1) * 2**k)``. The exponent ``k``
+    is the smallest (at least :data:`FINEST_EXPONENT`) for which every value seen
+    falls in ``bins`` consecutive bins; when new values need more, adjacent bins
+    are merged pairwise (``k`` grows by one), which is exact because the grid is
+    aligned on 0. As that smallest ``k`` depends only on the values seen, the
+    sketch of a set of values does not depend on how they were chunked or in
+    which order the chunks were merged.
+
+    Error bound: replacing every value by its bin's centre moves it by at most
+    half a bin width ``h``, so the 1-Wasserstein distance of each sample to its
+    binned version is at most ``h / 2`` and, by the triangle inequality,
+    ``|W_hist - W_exact| <= h`` (:attr:`error_bound`), where ``W_hist`` is the
+    distance between the binned samples (:meth:`wasserstein`, exact for them).
+    With ``bins`` bins, ``h <= 2 * (max - min) / bins``, or
+    ``2**FINEST_EXPONENT`` for a constant sample.
+    """
+
+    bins: int = SKETCH_BINS
+    exponent: int | None = None
+    start: int = 0
+    a: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    b: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def width(self) -> float:
+        """The bin width ``2**k`` (NaN before any value)."""
+        return math.nan if self.exponent is None else math.ldexp(1.0, self.exponent)
+
+    @property
+    def error_bound(self) -> float:
+        """Bound on ``|wasserstein() - exact distance|``: the bin width."""
+        return self.width
+
+    def _fits(self, low: float, high: float, exponent: int) -> bool:
+        return math.floor(math.ldexp(high, -exponent)) - math.floor(
+            math.ldexp(low, -exponent)
+        ) < self.bins
+
+    def _exponent_for(self, low: float, high: float) -> int:
+        """The smallest exponent at which ``[low, high]`` spans at most ``bins`` bins."""
+        if high == low:
+            return FINEST_EXPONENT
+        k = max(FINEST_EXPONENT, math.floor(math.log2((high - low) / self.bins)))
+        while not self._fits(low, high, k):
+            k += 1
+        while k > FINEST_EXPONENT and self._fits(low, high, k - 1):
+            k -= 1
+        return k
+
+    def _coarsen(self, exponent: int) -> None:
+        """Merge bins until the exponent is ``exponent`` (at least the current one)."""
+        assert self.exponent is not None
+        shift = exponent - self.exponent
+        if shift <= 0:
+            return
+        old = self.start + np.arange(len(self.a), dtype=np.int64)
+        new = old >> shift
+        start = int(new[0]) if len(new) else 0
+        size = int(new[-1]) - start + 1 if len(new) else 0
+        self.a = np.bincount(new - start, weights=self.a, minlength=size).astype(np.int64)
+        self.b = np.bincount(new - start, weights=self.b, minlength=size).astype(np.int64)
+        self.start = start
+        self.exponent = exponent
+
+    def _range(self) -> tuple[float, float]:
+        """The lowest and highest bin edges in use (the values lie between them)."""
+        assert self.exponent is not None
+        used = np.flatnonzero((self.a + self.b) > 0)
+        h = self.width
+        return (self.start + used[0]) * h, (self.start + used[-1]) * h
+
+    def _add_counts(self, index: np.ndarray, counts_a: np.ndarray, counts_b: np.ndarray) -> None:
+        """Add counts at absolute bin indices (the current exponent)."""
+        if len(self.a):
+            index = np.concatenate([self.start + np.arange(len(self.a)), index])
+            counts_a = np.concatenate([self.a, counts_a])
+            counts_b = np.concatenate([self.b, counts_b])
+        start = int(index.min())
+        size = int(index.max()) - start + 1
+        self.a = np.bincount(index - start, weights=counts_a, minlength=size).astype(np.int64)
+        self.b = np.bincount(index - start, weights=counts_b, minlength=size).astype(np.int64)
+        self.start = start
+
+    def _grow_to(self, low: float, high: float) -> None:
+        """Choose or coarsen the exponent so that the held values and ``[low, high]`` fit."""
+        if self.exponent is not None and len(self.a):
+            held_low, held_high = self._range()
+            low, high = min(low, held_low), max(high, held_high)
+        k = self._exponent_for(low, high)
+        if self.exponent is None:
+            self.exponent = k
+        elif k > self.exponent:
+            self._coarsen(k)
+
+    def update(self, a: np.ndarray, b: np.ndarray) -> None:
+        """Add the values ``a`` of the first sample and ``b`` of the second (finite floats)."""
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            raise ValueError("the Wasserstein sketch takes finite values only")
+        if a.size + b.size == 0:
+            return
+        both = np.concatenate([a, b])
+        self._grow_to(float(both.min()), float(both.max()))
+        h = self.width
+        index = np.floor(both / h).astype(np.int64)
+        ones = np.ones(len(both), dtype=np.int64)
+        is_a = np.arange(len(both)) < len(a)
+        self._add_counts(index, np.where(is_a, ones, 0), np.where(is_a, 0, ones))
+
+    def merge(self, other: HistogramSketch) -> None:
+        """Add the counts of ``other`` (same ``bins``)."""
+        if other.bins != self.bins:
+            raise ValueError(f"cannot merge sketches of {self.bins} and {other.bins} bins")
+        if other.exponent is None or not len(other.a):
+            return
+        copy = HistogramSketch(
+            bins=other.bins, exponent=other.exponent, start=other.start,
+            a=other.a.copy(), b=other.b.copy(),
+        )
+        low, high = copy._range()
+        self._grow_to(low, high)
+        assert self.exponent is not None
+        if self.exponent > copy.exponent:  # type: ignore[operator]
+            copy._coarsen(self.exponent)
+        elif copy.exponent > self.exponent:  # type: ignore[operator]
+            assert copy.exponent is not None
+            self._coarsen(copy.exponent)
+        index = copy.start + np.arange(len(copy.a), dtype=np.int64)
+        self._add_counts(index, copy.a, copy.b)
+
+    def wasserstein(self) -> float:
+        """1-Wasserstein distance between the two binned samples (NaN if one is empty)."""
+        total_a, total_b = int(self.a.sum()), int(self.b.sum())
+        if total_a == 0 or total_b == 0:
+            return math.nan
+        gap = np.cumsum(self.a) / total_a - np.cumsum(self.b) / total_b
+        return float(np.abs(gap[:-1]).sum() * self.width)
+
+
+@dataclass
+class ChangeStats:
+    """Mergeable statistics of the changes of one group (or of several, pooled).
+
+    Feed it per-row-and-sample frames with columns ``row``, ``sample``,
+    ``factual``, ``counterfactual``, ``change``, ``flip_change`` and optionally
+    ``path_specific_change``, holding every sample of each of their rows,
+    sample-major (as :func:`counterfair.learning.counterfactual_predictions`
+    orders them). The rows of different updates must be different rows.
+    """
+
+    n_samples: int
+    tolerance: float
+    interval: float
+    with_paths: bool = False
+    rows: int = 0
+    sample_sums: np.ndarray = field(init=False)
+    max_abs: float = -math.inf
+    above: int = 0
+    flip_sum: float = 0.0
+    flip_above: int = 0
+    path_sum: float = 0.0
+    path_above: int = 0
+    sketch: HistogramSketch = field(default_factory=HistogramSketch)
+
+    def __post_init__(self) -> None:
+        self.sample_sums = np.zeros(self.n_samples)
+
+    def update(self, chunk: pd.DataFrame) -> None:
+        """Add a chunk's per-row-and-sample changes (every sample of its rows)."""
+        s = self.n_samples
+        if len(chunk) % s:
+            raise ValueError(f"a chunk of {len(chunk)} rows x samples is not {s} samples per row")
+        n = len(chunk) // s
+        if n == 0:
+            return
+        change = np.abs(chunk["change"].to_numpy(dtype=np.float64)).reshape(s, n)
+        self.rows += n
+        self.sample_sums += change.sum(axis=1)
+        self.max_abs = max(self.max_abs, float(change.max()))
+        self.above += int((change.mean(axis=0) > self.tolerance).sum())
+        flip = np.abs(chunk["flip_change"].to_numpy(dtype=np.float64)[:n])
+        self.flip_sum += float(flip.sum())
+        self.flip_above += int((flip > self.tolerance).sum())
+        if self.with_paths:
+            path = np.abs(chunk["path_specific_change"].to_numpy(dtype=np.float64)).reshape(s, n)
+            self.path_sum += float(path.sum())
+            self.path_above += int((path.mean(axis=0) > self.tolerance).sum())
+        self.sketch.update(chunk["factual"].to_numpy(), chunk["counterfactual"].to_numpy())
+
+    def merge(self, other: ChangeStats) -> ChangeStats:
+        """Add the statistics of ``other`` (other rows, same samples and settings); ``self``."""
+        if (other.n_samples, other.tolerance, other.interval, other.with_paths) != (
+            self.n_samples, self.tolerance, self.interval, self.with_paths
+        ):
+            raise ValueError("cannot merge statistics of different samples or settings")
+        self.rows += other.rows
+        self.sample_sums = self.sample_sums + other.sample_sums
+        self.max_abs = max(self.max_abs, other.max_abs)
+        self.above += other.above
+        self.flip_sum += other.flip_sum
+        self.flip_above += other.flip_above
+        self.path_sum += other.path_sum
+        self.path_above += other.path_above
+        self.sketch.merge(other.sketch)
+        return self
+
+    def result(self) -> dict[str, float]:
+        """The summary columns of :data:`SUMMARY_COLUMNS`
+        (and ``PATH_COLUMNS`` with paths) but the group keys."""
+        n, s = self.rows, self.n_samples
+        mean_by_sample = self.sample_sums / n
+        low, high = np.quantile(
+            mean_by_sample, [(1 - self.interval) / 2, (1 + self.interval) / 2]
+        )
+        out: dict[str, float] = {
+            "rows": n,
+            "mean_abs_change": float(self.sample_sums.sum() / (n * s)),
+            "ci_lower": float(low),
+            "ci_upper": float(high),
+            "max_abs_change": self.max_abs,
+            "share_above_tolerance": self.above / n,
+            "wasserstein": self.sketch.wasserstein(),
+            "flip_mean_abs_change": self.flip_sum / n,
+            "flip_share_above_tolerance": self.flip_above / n,
+        }
+        if self.with_paths:
+            out["path_specific_mean_abs_change"] = self.path_sum / (n * s)
+            out["path_specific_share_above_tolerance"] = self.path_above / n
+        return out
+
+
+def row_summary(chunk: pd.DataFrame, n_samples: int, *, tolerance: float, interval: float
+                ) -> pd.DataFrame:
+    """Per row of a chunk: posterior mean change, its interval and P(|change| > tolerance).
+
+    Columns ``row``, ``mean_change``, ``ci_lower``, ``ci_upper`` (quantiles of the
+    row's samples at ``(1 -+ interval) / 2``), ``prob_above_tolerance`` and
+    ``flip_change``, in the chunk's row order.
+    """
+    n = len(chunk) // n_samples
+    change = chunk["change"].to_numpy(dtype=np.float64).reshape(n_samples, n)
+    low, high = np.quantile(change, [(1 - interval) / 2, (1 + interval) / 2], axis=0)
+    return pd.DataFrame(
+        {
+            "row": chunk["row"].to_numpy()[:n],
+            "mean_change": change.mean(axis=0),
+            "ci_lower": low,
+            "ci_upper": high,
+            "prob_above_tolerance": (np.abs(change) > tolerance).mean(axis=0),
+            "flip_change": chunk["flip_change"].to_numpy(dtype=np.float64)[:n],
+        }
+    )
+
+
+CHANGE_COLUMNS = (
+    "attribute",
+    "from_level",
+    "to_level",
+    "row",
+    "sample",
+    "factual",
+    "counterfactual",
+    "change",
+    "flip_change",
+)
+"""Columns of ``CounterfactualReport.changes`` (and ``path_specific_change`` with paths)."""
+
+
+class AuditStream:
+    """The counterfactual audit's accumulators, fed chunk by chunk: one :class:`ChangeStats`
+    per group, per-row summaries and, with ``keep_samples``, the per-row-and-sample frames."""
+
+    def __init__(
+        self,
+        *,
+        n_samples: int,
+        tolerance: float,
+        interval: float,
+        paths: tuple[tuple[str, ...], ...] | None,
+        keep_samples: bool,
+        n_targets: int,
+    ) -> None:
+        self.n_samples = n_samples
+        self.tolerance = tolerance
+        self.interval = interval
+        self.paths = paths
+        self.keep_samples = keep_samples
+        self.stats: dict[tuple[int, str], ChangeStats] = {}
+        self.first: dict[tuple[int, str], int] = {}
+        self.attribute: dict[int, str] = {}
+        self.to_level: dict[int, str] = {}
+        self.rows: list[list[pd.DataFrame]] = [[] for _ in range(n_targets)]
+        self.samples: list[list[pd.DataFrame]] = [[] for _ in range(n_targets)]
+
+    def update(self, target: int, result: pd.DataFrame) -> None:
+        """Add one target's changes on one chunk (sample-major, every sample of its rows)."""
+        s = self.n_samples
+        n = len(result) // s
+        self.attribute[target] = str(result["attribute"].iloc[0])
+        self.to_level[target] = str(result["to_level"].iloc[0])
+        from_row = result["from_level"].to_numpy()[:n].astype(str)
+        positions = result["position"].to_numpy()[:n]
+        for source in pd.unique(from_row):
+            in_group = from_row == source
+            key = (target, str(source))
+            if key not in self.stats:
+                self.stats[key] = ChangeStats(
+                    n_samples=s, tolerance=self.tolerance, interval=self.interval,
+                    with_paths=self.paths is not None,
+                )
+                self.first[key] = int(positions[in_group][0])
+            self.stats[key].update(result[np.tile(in_group, s)])
+        summary = row_summary(result, s, tolerance=self.tolerance, interval=self.interval)
+        summary.insert(0, "to_level", self.to_level[target])
+        summary.insert(0, "from_level", from_row)
+        summary.insert(0, "attribute", self.attribute[target])
+        self.rows[target].append(summary)
+        if self.keep_samples:
+            columns = [*CHANGE_COLUMNS, "position"]
+            if self.paths is not None:
+                columns.append("path_specific_change")
+            self.samples[target].append(result[columns])
+
+    def result(
+        self, multiclass: bool
+    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+        """``by_group``, ``overall``, ``rows`` and ``changes`` (``None`` without samples)."""
+        columns = list(SUMMARY_COLUMNS) + (list(PATH_COLUMNS) if self.paths is not None else [])
+        keys = sorted(self.stats, key=lambda k: (k[0], self.first[k]))
+        group_rows = []
+        pooled: dict[str, ChangeStats] = {}
+        for key in keys:
+            target, source = key
+            attribute = self.attribute[target]
+            stats = self.stats[key]
+            group_rows.append(
+                {
+                    "attribute": attribute,
+                    "from_level": source,
+                    "to_level": self.to_level[target],
+                    **stats.result(),
+                }
+            )
+            if attribute not in pooled:
+                pooled[attribute] = ChangeStats(
+                    n_samples=self.n_samples, tolerance=self.tolerance,
+                    interval=self.interval, with_paths=self.paths is not None,
+                )
+            pooled[attribute].merge(stats)
+        overall_rows = [
+            {"attribute": a, "from_level": "all", "to_level": "all", **stats.result()}
+            for a, stats in pooled.items()
+        ]
+        by_group = pd.DataFrame(group_rows, columns=columns)
+        overall = pd.DataFrame(overall_rows, columns=columns)
+        if multiclass:
+            # class indices have no order: a distance between their distributions means nothing
+            by_group["wasserstein"] = np.nan
+            overall["wasserstein"] = np.nan
+        parts = [frame for frames in self.rows for frame in frames]
+        rows = (
+            pd.concat(parts, ignore_index=True) if parts
+            else pd.DataFrame(columns=list(ROW_COLUMNS))
+        )
+        changes = None
+        if self.keep_samples:
+            pieces = []
+            for frames in self.samples:
+                if not frames:
+                    continue
+                joined = pd.concat(frames, ignore_index=True)
+                order = np.lexsort(
+                    (joined["position"].to_numpy(), joined["sample"].to_numpy())
+                )
+                pieces.append(joined.iloc[order].drop(columns="position"))
+            changes = pd.concat(pieces, ignore_index=True)
+        return by_group, overall, rows, changes
