@@ -37,7 +37,11 @@ def measure(backend: str) -> dict[str, float | str | int]:
         start = time.perf_counter()
         done = subprocess.run(
             [*command, "--out", str(Path(out) / "study")],
-            cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         wall = time.perf_counter() - start
     found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
