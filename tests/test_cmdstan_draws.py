@@ -25,10 +25,12 @@ def test_lean_conversion_equals_arviz_from_cmdstanpy(monkeypatch: pytest.MonkeyP
             posterior=fit, coords=dict(kwargs["coords"] or {}), dims=dict(kwargs["dims"] or {})
         )
         seen["lean"] = lean(fit, **kwargs)
-        seen["raw"] = fit.draws()
+        seen["raw"] = kwargs["raw"]
+        np.testing.assert_array_equal(kwargs["raw"], fit.draws())  # block reader = cmdstanpy's
         return seen["lean"]
 
     monkeypatch.setattr(cmdstan_adapter, "draws_to_idata", both)
+    monkeypatch.setattr(cmdstan_adapter, "_BLOCK_BYTES", 4096)  # several blocks per chain
     data = law_train().drop(columns=["K", "ZFYA"]).iloc[:60]
     law_level3_scm().fit(
         data, backend="cmdstanpy", chains=2, warmup=100, draws=50, seed=5, progress=False

@@ -209,9 +209,59 @@ _STAT_DTYPES: dict[str, Any] = {
 }
 
 
+_BLOCK_BYTES = 32 * 2**20
+"""Bytes of CSV text parsed at a time when reading draws (bounds the parser's memory)."""
+
+
+def _parse_block(lines: list[bytes], columns: int) -> np.ndarray:
+    """Parse CSV lines of draws with the parser cmdstanpy uses (same doubles, bit for bit)."""
+    from cmdstanpy.utils.stancsv import csv_bytes_list_to_numpy
+
+    block = csv_bytes_list_to_numpy(lines)
+    if block.shape[1] != columns:
+        raise ValueError(f"expected {columns} columns of draws, found {block.shape[1]}")
+    return block
+
+
+def read_draws(fit: Any) -> np.ndarray:
+    """The ``(draw, chain, column)`` array of a NUTS fit's sampling draws, read block by block.
+
+    cmdstanpy reads each chain's CSV text whole, joins it and parses it into a frame
+    before copying it into its array (several times the draws' size at once); this
+    reads at most ``_BLOCK_BYTES`` of text at a time into one preallocated array, with
+    the same parser, so the values are the same.
+    """
+    n_draws, n_chains = fit.num_draws_sampling, fit.chains
+    columns = len(fit.column_names)
+    raw = np.empty((n_draws, n_chains, columns), dtype=np.float64)
+    for chain, path in enumerate(fit.runset.csv_files):
+        row, header, pending, size = 0, False, [], 0
+        with open(path, "rb") as handle:
+            for line in handle:
+                if line.startswith(b"#"):
+                    continue
+                if not header:
+                    header = True
+                    continue
+                pending.append(line)
+                size += len(line)
+                if size >= _BLOCK_BYTES:
+                    block = _parse_block(pending, columns)
+                    raw[row : row + len(block), chain] = block
+                    row, pending, size = row + len(block), [], 0
+        if pending:
+            block = _parse_block(pending, columns)
+            raw[row : row + len(block), chain] = block
+            row += len(block)
+        if row != n_draws:
+            raise ValueError(f"{path}: expected {n_draws} draws, found {row}")
+    return raw
+
+
 def draws_to_idata(
     fit: Any,
     *,
+    raw: np.ndarray | None = None,
     coords: Mapping[str, Sequence[Any]] | None = None,
     dims: Mapping[str, list[str]] | None = None,
 ) -> az.InferenceData:
@@ -227,6 +277,9 @@ def draws_to_idata(
     ----------
     fit : cmdstanpy.CmdStanMCMC
         The sampler's result (warm-up draws, if saved, are left out).
+    raw : numpy.ndarray, optional
+        Its ``(draw, chain, column)`` sampling draws (:func:`read_draws`); by default
+        ``fit.draws()``.
     coords, dims : mapping, optional
         Passed to :func:`arviz.data.base.dict_to_dataset`.
 
@@ -238,7 +291,8 @@ def draws_to_idata(
     from arviz.data.base import dict_to_dataset
     from stanio.reshape import VariableType
 
-    raw = fit.draws()  # (draw, chain, column), a view of cmdstanpy's array
+    if raw is None:
+        raw = fit.draws()  # (draw, chain, column), a view of cmdstanpy's array
     n_draws, n_chains = raw.shape[:2]
     posterior: dict[str, np.ndarray] = {}
     for name, var in fit.metadata.stan_vars.items():
@@ -296,7 +350,10 @@ class CmdStanPyBackend:
         start = time.perf_counter()
         model, compiled = _model(code)
         with _nuts(model, data, chains, warmup, draws, seed, progress, **args) as fit:
-            idata = draws_to_idata(fit, coords=coords, dims=dims)
+            saved_warmup = bool(fit.metadata.cmdstan_config.get("save_warmup"))
+            raw = None if saved_warmup else read_draws(fit)
+            idata = draws_to_idata(fit, raw=raw, coords=coords, dims=dims)
+            del raw
         return SamplerRun(
             idata=idata,
             seconds=time.perf_counter() - start,
