@@ -42,8 +42,29 @@ def _plain_rhat(draws: np.ndarray) -> np.ndarray:
     return np.asarray(np.sqrt((between / within + d - 1) / d))
 
 
+CHUNK_VALUES = 2**21
+"""Draws (chains x draws x quantities) per block in :func:`rhat_and_bulk_ess`."""
+
+
 def rhat_and_bulk_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`rank_rhat` (NaN with one chain) and :func:`bulk_ess`, sharing the ranking."""
+    """:func:`rank_rhat` (NaN with one chain) and :func:`bulk_ess`, sharing the ranking.
+
+    Quantities are processed in blocks of about ``CHUNK_VALUES`` draws, so the FFTs and
+    ranks of thousands of per-row latents do not hold several copies of all their draws
+    at once; each quantity's statistics depend on its own draws only: R-hat does not
+    depend on the block size, ESS only through summation order (relative 1e-14).
+    """
+    draws = np.asarray(draws)
+    width = max(1, CHUNK_VALUES // max(1, draws.shape[0] * draws.shape[1]))
+    if draws.shape[2] <= width:
+        return _rhat_and_bulk_ess(draws)
+    parts = [
+        _rhat_and_bulk_ess(draws[:, :, i : i + width]) for i in range(0, draws.shape[2], width)
+    ]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _rhat_and_bulk_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     split = _split_chains(np.asarray(draws, dtype=float))
     with np.errstate(invalid="ignore", divide="ignore"):
         z = _z_scale(split)

@@ -50,3 +50,15 @@ def test_combined_function_equals_the_separate_ones() -> None:
     np.testing.assert_array_equal(rhat, rank_rhat(draws))
     dataset = az.convert_to_dataset({"x": draws[:, :, 5:6]})
     np.testing.assert_allclose(ess[5], az.ess(dataset, method="bulk")["x"].values, rtol=1e-8)
+
+
+def test_rhat_and_ess_do_not_depend_on_the_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of quantities bound the memory; R-hat is exact, ESS equal up to summation order."""
+    from counterfair import mcmc_stats
+
+    draws = np.random.default_rng(4).normal(size=(2, 200, 301)).cumsum(axis=1)
+    whole = mcmc_stats.rhat_and_bulk_ess(draws)
+    monkeypatch.setattr(mcmc_stats, "CHUNK_VALUES", 2 * 200 * 7)  # 43 blocks, last one short
+    blocked = mcmc_stats.rhat_and_bulk_ess(draws)
+    np.testing.assert_array_equal(blocked[0], whole[0])
+    np.testing.assert_allclose(blocked[1], whole[1], rtol=1e-12, atol=0)
