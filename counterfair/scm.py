@@ -44,6 +44,10 @@ def _all_finite(graph: object) -> bool:
 class SCM:
     """A structural causal model for counterfactual fairness.
 
+    A graph whose nodes are all :class:`~counterfair.DiscreteNoise` and
+    :class:`~counterfair.Deterministic` gives a :class:`~counterfair.DiscreteSCM`,
+    whose ``query`` is exact (enumeration of the noise).
+
     Parameters
     ----------
     graph : networkx.DiGraph
@@ -57,10 +61,6 @@ class SCM:
         gives every non-reference level an effect relative to the reference level;
         ``"onehot"`` gives every level an effect, as in Kusner et al. (2017), which
         is not identified beside an intercept.
-
-    A graph whose nodes are all :class:`~counterfair.DiscreteNoise` and
-    :class:`~counterfair.Deterministic` gives a :class:`~counterfair.DiscreteSCM`,
-    whose ``query`` is exact (enumeration of the noise).
 
     Raises
     ------
