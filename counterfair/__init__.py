@@ -9,6 +9,7 @@ propagate counterfactuals (prediction), learn counterfactually fair predictors
 from counterfair import _quiet as _quiet  # first: hides third-party import noise
 from counterfair import audit, datasets, datasets_tabular, models, options
 from counterfair._version import __version__
+from counterfair.baselines import BaselinePredictor, full_predictor, unaware_predictor
 from counterfair.baselines_order import DemographicParityClassifier, OrderPreservingPredictor
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets_tabular import load_adult, load_compas
@@ -31,17 +32,12 @@ from counterfair.families import (
     Ordinal,
     Poisson,
 )
-from counterfair.learning import (
-    BaselinePredictor,
-    FairLearner,
-    counterfactual_predictions,
-    full_predictor,
-    unaware_predictor,
-)
+from counterfair.learning import FairLearner
 from counterfair.loo import compare
 from counterfair.options import get_options, set_options
 from counterfair.posterior import Abduction, Fit
 from counterfair.ppc_results import PosteriorPredictiveCheck
+from counterfair.prediction import counterfactual_predictions
 from counterfair.saving import load
 from counterfair.scm import SCM
 from counterfair.scm_document import scm_to_dict

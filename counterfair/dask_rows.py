@@ -46,15 +46,12 @@ from counterfair.audit.counterfactual import (
     counterfactual_fairness,
 )
 from counterfair.audit.streaming import ROW_COLUMNS
+from counterfair.baselines import BaselinePredictor
 from counterfair.dask_run import fit_of, partition_starts, run_partitions
 from counterfair.dask_summary import AuditSummary
-from counterfair.learning import (
-    BaselinePredictor,
-    FairLearner,
-    counterfactual_predictions_chunk,
-    multiclass_labels,
-)
+from counterfair.learning import FairLearner
 from counterfair.posterior import Fit
+from counterfair.prediction import counterfactual_predictions_chunk, multiclass_labels
 from counterfair.rows import Rows
 
 DTYPE_MISMATCH = (

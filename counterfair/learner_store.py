@@ -22,7 +22,8 @@ from counterfair import errors
 from counterfair.fit_store import fill_fit, write_folder, write_json
 
 if TYPE_CHECKING:
-    from counterfair.learning import BaselinePredictor, FairLearner
+    from counterfair.baselines import BaselinePredictor
+    from counterfair.learning import FairLearner
 
 ESTIMATORS = "estimators.skops"
 """The skops file of a saved learner."""

@@ -1,4 +1,4 @@
-"""FairLearning (Kusner et al. 2017, Algorithm 1) and the unfair baselines.
+"""FairLearning (Kusner et al. 2017, Algorithm 1).
 
 :class:`FairLearner` is a scikit-learn estimator. ``fit`` fits the SCM by NUTS
 on the training rows, draws ``m = n_samples`` joint samples of each row's
@@ -12,7 +12,7 @@ for new rows and returns the mean of the estimator's prediction over the draws.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,19 +23,19 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
 
 from counterfair import chunking, dispatch, errors
-from counterfair.counterfactual import Coupling, DoValue, check_coupling, noise_column
+from counterfair.counterfactual import noise_column
 from counterfair.families import family_of
 from counterfair.path_features import (
     check_options,
     corrected_inputs,
     input_names,
-    learner_worlds,
 )
 from counterfair.paths import check_paths
 from counterfair.posterior import Abduction, Fit, default_conditioning
-from counterfair.rows import Rows, abduct_chunks, slice_do
+from counterfair.prediction import MULTICLASS_PROBABILITY, _as_numbers, _no_rows_out
+from counterfair.rows import Rows, abduct_chunks
 from counterfair.scm import SCM
-from counterfair.specs import Observed, Protected
+from counterfair.specs import Observed
 
 FeatureSet = Literal["non_descendants", "latent", "additive_noise", "path_specific"]
 FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise", "path_specific")
@@ -50,12 +50,6 @@ PROTECTED_TARGET = (
     "outcome, not a protected attribute"
 )
 LATENT_TARGET = "target {target!r} is a latent node of the SCM; it has no observed values"
-MULTICLASS_PROBABILITY = (
-    "response='probability' compares one number per row, the probability of the positive "
-    "class, but {name} has {n} classes {classes}; audit labels (response='prediction', a "
-    "change is a different label) or pass a function returning the probability of the "
-    "class you mean"
-)
 FIT_ARGS_SEED = (
     "fit_args contains 'seed' and seed={seed!r} is given too; pass the seed once, as seed="
 )
@@ -565,15 +559,6 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         return save_learner(self, path, overwrite=overwrite)
 
 
-def _no_rows_out(rows_out: object, overwrite: bool) -> None:
-    """``rows_out=`` / ``overwrite=`` are for a Dask frame; refuse them for in-memory rows."""
-    if rows_out is not None or overwrite:
-        raise ValueError(
-            "rows_out= and overwrite= write a Dask frame's predictions as parquet partitions; "
-            "in-memory rows get the predictions returned"
-        )
-
-
 def _same_rows(fitted: pd.DataFrame, data: pd.DataFrame) -> bool:
     """Whether ``data`` holds the rows a fit was made on (then its posterior serves them)."""
     if fitted is data:
@@ -584,565 +569,24 @@ def _same_rows(fitted: pd.DataFrame, data: pd.DataFrame) -> bool:
     return bool(fitted[shared].astype(str).equals(data[shared].astype(str)))
 
 
-# ---------------------------------------------------------------------- baselines
-def _design(frame: pd.DataFrame, columns: Sequence[str], categorical: Sequence[str]) -> np.ndarray:
-    parts = []
-    for column in columns:
-        if column in categorical:
-            dummies = pd.get_dummies(frame[column], prefix=column, dtype=float)
-            parts.append(dummies)
-        else:
-            parts.append(frame[[column]].astype(float))
-    return pd.concat(parts, axis=1).to_numpy()
-
-
-class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
-    """A plain scikit-learn model on chosen columns (protected ones one-hot encoded).
-
-    Parameters
-    ----------
-    columns : list of str
-        Input columns.
-    target : str
-        Column to predict.
-    categorical : list of str
-        Columns to one-hot encode (all levels, as the paper's Full model).
-    estimator : estimator, optional
-        Default ``LinearRegression()``.
-    """
-
-    def __init__(
-        self,
-        columns: Sequence[str] = (),
-        target: str = "",
-        categorical: Sequence[str] = (),
-        estimator: Any = None,
-    ) -> None:
-        self.columns = columns
-        self.target = target
-        self.categorical = categorical
-        self.estimator = estimator
-
-    def _matrix(self, X: pd.DataFrame) -> np.ndarray:
-        frame = X.copy()
-        for column in self.categorical:
-            levels = self.levels_[column]
-            values = frame[column].astype(str)
-            unseen = ~values.isin(levels)
-            if unseen.any():
-                row = frame.index[int(np.argmax(unseen.to_numpy()))]
-                raise errors.DataError(
-                    errors.UNSEEN_LEVEL.format(
-                        node=column, value=values[row], row=row, levels=list(levels)
-                    )
-                )
-            frame[column] = pd.Categorical(values, categories=levels)
-        return _design(frame, list(self.columns), list(self.categorical))
-
-    def fit(self, X: pd.DataFrame, y: Any = None) -> BaselinePredictor:
-        """Fit the estimator on ``X[columns]``."""
-        missing = [c for c in [*self.columns] if c not in X.columns]
-        if missing:
-            raise errors.DataError(
-                errors.MISSING_COLUMN.format(column=missing[0], columns=list(X.columns))
-            )
-        self.levels_ = {c: sorted(X[c].astype(str).unique()) for c in self.categorical}
-        response = X[self.target] if y is None else y
-        base = self.estimator if self.estimator is not None else LinearRegression()
-        self.estimator_ = clone(base).fit(self._matrix(X), np.asarray(response))
-        return self
-
-    def _row_bytes(self) -> float:
-        width = len(self.columns) + sum(len(v) for v in self.levels_.values())
-        return chunking.bytes_per_row(1, width)
-
-    def predict(
-        self,
-        X: pd.DataFrame,
-        *,
-        rows_out: str | os.PathLike[str] | None = None,
-        overwrite: bool = False,
-    ) -> np.ndarray:
-        """Predictions of the fitted estimator (as floats when numeric; class labels else).
-
-        Rows are processed in chunks of :func:`counterfair.options.chunk_bytes`. A
-        Dask DataFrame is predicted partition by partition (:mod:`counterfair.dask_rows`);
-        ``rows_out=`` writes its predictions as parquet, as :meth:`FairLearner.predict`.
-        """
-        if (handler := dispatch.handler_for("BaselinePredictor.predict", X)) is not None:
-            return handler(self, X, rows_out=rows_out, overwrite=overwrite)
-        _no_rows_out(rows_out, overwrite)
-        out = chunking.apply_by_rows(
-            lambda part: np.asarray(self.estimator_.predict(self._matrix(part))),
-            X,
-            bytes_per_row=self._row_bytes(),
-        )
-        return out.astype(float) if out.dtype.kind in "biuf" else out
-
-    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
-        """Class probabilities of the fitted estimator, shape ``(N, n_classes)``.
-
-        Raises
-        ------
-        AttributeError
-            If the wrapped estimator has no ``predict_proba`` (a regressor).
-        """
-        if not hasattr(self.estimator_, "predict_proba"):
-            raise AttributeError(
-                f"{type(self.estimator_).__name__} has no predict_proba; give the baseline "
-                "a classifier, e.g. estimator=LogisticRegression()"
-            )
-        if (handler := dispatch.handler_for("BaselinePredictor.predict_proba", X)) is not None:
-            return handler(self, X)
-        return chunking.apply_by_rows(
-            lambda part: np.asarray(self.estimator_.predict_proba(self._matrix(part)), float),
-            X,
-            bytes_per_row=self._row_bytes(),
-        )
-
-    @property
-    def classes_(self) -> np.ndarray:
-        """Classes of the wrapped classifier."""
-        return np.asarray(self.estimator_.classes_)
-
-    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Save the fitted predictor to a folder without pickle (read by :func:`counterfair.load`).
-
-        See :mod:`counterfair.learner_store`. ``overwrite`` replaces a non-empty
-        ``path`` (refused otherwise). Returns the folder written.
-        """
-        from counterfair.learner_store import save_learner
-
-        return save_learner(self, path, overwrite=overwrite)
-
-
-def full_predictor(
-    scm: SCM, target: str, estimator: Any = None, exclude: Sequence[str] = ()
-) -> BaselinePredictor:
-    """The unfair "Full" baseline: every observed column and the protected ones.
-
-    Categorical protected attributes and level-valued (ordinal) nodes are
-    one-hot encoded; continuous protected attributes enter as numbers.
-    """
-    columns = [*scm.protected, *(n for n in scm.observed if n != target and n not in exclude)]
-    return BaselinePredictor(columns, target, _categorical_columns(scm, columns), estimator)
-
-
-def _categorical_columns(scm: SCM, columns: Sequence[str]) -> list[str]:
-    """The columns a baseline one-hot encodes: categorical protected and level-valued nodes."""
-    out = []
-    for column in columns:
-        spec = scm.specs[column]
-        categorical = isinstance(spec, Protected) and not spec.continuous
-        levels = isinstance(spec, Observed) and family_of(spec).n_levels(spec) is not None
-        if categorical or levels:
-            out.append(column)
-    return out
-
-
-def unaware_predictor(
-    scm: SCM, target: str, estimator: Any = None, exclude: Sequence[str] = ()
-) -> BaselinePredictor:
-    """The "Unaware" baseline: every observed column except the protected ones."""
-    columns = [n for n in scm.observed if n != target and n not in exclude]
-    return BaselinePredictor(columns, target, _categorical_columns(scm, columns), estimator)
-
-
-# ---------------------------------------------------------------------- counterfactual predictions
-Predictor = Any  # an estimator / pipeline with .predict(DataFrame), or a callable -> array
-Response = Literal["prediction", "probability"]
-RESPONSES: tuple[str, ...] = ("prediction", "probability")
-
-NO_FEATURE_COLUMN = (
-    "predictor {name} was fitted on column {column!r}, which the rows do not have; "
-    "columns: {columns}"
+# the unfair baselines and counterfactual predictions have their own modules; their
+# names stay importable from here, where users and older code import them
+from counterfair.baselines import BaselinePredictor as BaselinePredictor  # noqa: E402
+from counterfair.baselines import full_predictor as full_predictor  # noqa: E402
+from counterfair.baselines import unaware_predictor as unaware_predictor  # noqa: E402
+from counterfair.prediction import RESPONSES as RESPONSES  # noqa: E402
+from counterfair.prediction import Predictor as Predictor  # noqa: E402
+from counterfair.prediction import (  # noqa: E402
+    counterfactual_predictions as counterfactual_predictions,
 )
-NO_PREDICT_PROBA = (
-    "response='probability' needs a predictor with predict_proba; {name} has none "
-    "(pass a function returning probabilities instead)"
+from counterfair.prediction import (  # noqa: E402
+    counterfactual_predictions_chunk as counterfactual_predictions_chunk,
 )
-
-
-def _estimator_input(predictor: Any, frame: pd.DataFrame) -> pd.DataFrame:
-    """The columns a fitted scikit-learn estimator was trained on (``feature_names_in_``)."""
-    names = getattr(predictor, "feature_names_in_", None)
-    if names is None:
-        return frame
-    missing = [str(c) for c in names if c not in frame.columns]
-    if missing:
-        raise errors.DataError(
-            NO_FEATURE_COLUMN.format(
-                name=type(predictor).__name__, column=missing[0], columns=list(frame.columns)
-            )
-        )
-    return frame[list(names)]
-
-
-def predict_output(
-    predictor: Predictor, frame: pd.DataFrame, response: Response = "prediction"
-) -> np.ndarray:
-    """One number per row of ``frame``: a prediction, or the probability of the positive class.
-
-    Parameters
-    ----------
-    predictor : estimator, pipeline or callable
-        A fitted scikit-learn estimator or pipeline (its columns are chosen by
-        ``feature_names_in_`` when it has them), a :class:`FairLearner`, a
-        baseline, or a function of a DataFrame returning one number per row.
-    frame : pandas.DataFrame
-        Rows.
-    response : {"prediction", "probability"}
-        ``"probability"`` calls ``predict_proba`` and keeps the column of the
-        last class (the positive class of a binary classifier); a function is
-        taken to return probabilities already. A two-column output (a bound
-        ``predict_proba``) is reduced to its last column; ``predict_proba``
-        with more than two classes is an error (one number per row is compared).
-        Predicted labels that are not numbers become their index in the
-        predictor's ``classes_``.
-    """
-    if response not in RESPONSES:
-        raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
-    name = type(predictor).__name__
-    if response == "probability" and hasattr(predictor, "predict_proba"):
-        proba = np.asarray(predictor.predict_proba(_estimator_input(predictor, frame)))
-        if proba.ndim == 2 and proba.shape[1] > 2:
-            classes = list(getattr(predictor, "classes_", range(proba.shape[1])))
-            raise ValueError(
-                MULTICLASS_PROBABILITY.format(name=name, n=proba.shape[1], classes=classes)
-            )
-        return np.asarray(proba[:, -1] if proba.ndim == 2 else proba, dtype=float)
-    if hasattr(predictor, "predict"):
-        if response == "probability":
-            raise TypeError(NO_PREDICT_PROBA.format(name=name))
-        labels = np.asarray(predictor.predict(_estimator_input(predictor, frame)))
-        return _as_numbers(predictor, labels)
-    if callable(predictor):
-        owner = getattr(predictor, "__self__", None)  # a bound method of an estimator
-        out = np.asarray(predictor(frame))
-        if out.ndim == 2 and out.shape[1] > 2:
-            classes = list(getattr(owner, "classes_", range(out.shape[1])))
-            raise ValueError(
-                MULTICLASS_PROBABILITY.format(
-                    name=type(owner).__name__ if owner is not None else name,
-                    n=out.shape[1],
-                    classes=classes,
-                )
-            )
-        if out.ndim == 2:  # a bound predict_proba
-            return np.asarray(out[:, -1], dtype=float)
-        return _as_numbers(owner if owner is not None else predictor, out)
-    raise TypeError(f"predictor must have .predict or be callable, got {name}")
-
-
-def _as_numbers(predictor: Predictor, labels: np.ndarray) -> np.ndarray:
-    """Predictions as floats; class labels that are not numbers become their index in
-    ``classes_`` (so that two worlds' labels can be compared)."""
-    if labels.dtype.kind in "biuf":
-        return labels.astype(float)
-    classes = getattr(predictor, "classes_", None)
-    if classes is None:
-        raise TypeError(
-            f"{type(predictor).__name__} predicts non-numeric values and has no classes_; "
-            "pass a function returning one number per row"
-        )
-    lookup = {str(c): i for i, c in enumerate(np.asarray(classes))}
-    return np.array([lookup[str(label)] for label in labels], dtype=float)
-
-
-def multiclass_labels(predictor: Predictor, response: Response) -> bool:
-    """Whether the outputs compared are labels of more than two classes (a change is then
-    0 or 1: the label differs or not). A bound ``predict_proba`` gives probabilities."""
-    owner = getattr(predictor, "__self__", predictor)
-    if getattr(predictor, "__name__", "") == "predict_proba":
-        return False
-    return response == "prediction" and len(getattr(owner, "classes_", ())) > 2
-
-
-def _predict(predictor: Predictor, frame: pd.DataFrame) -> np.ndarray:
-    return predict_output(predictor, frame)
-
-
-def _shared_learner(predictor: Predictor, fit: Fit) -> bool:
-    """Whether the predictor (or the object of a bound method) is a FairLearner of ``fit``."""
-    owner = getattr(predictor, "__self__", predictor)
-    return isinstance(owner, FairLearner) and getattr(owner, "scm_fit_", None) is fit
-
-
-def counterfactual_predictions(
-    fit: Fit,
-    data: pd.DataFrame,
-    do: Mapping[str, DoValue],
-    predictor: Predictor,
-    *,
-    n_samples: int = 100,
-    seed: int | None = None,
-    frame: pd.DataFrame | None = None,
-    response: Response = "prediction",
-    coupling: Coupling | None = None,
-    unfair_paths: Sequence[Sequence[str]] | None = None,
-    abduction: Abduction | None = None,
-    **abduct_args: Any,
-) -> pd.DataFrame:
-    """Predictions of any predictor in the factual world and under ``do``, per row and sample.
-
-    Parameters
-    ----------
-    fit : Fit
-        Fitted SCM taken as the true world.
-    data : pandas.DataFrame
-        Rows (every observed column known).
-    do : mapping
-        The intervention, as for :meth:`Fit.counterfactual`.
-    predictor : estimator or callable
-        Anything with ``predict(DataFrame)``, or a function of a DataFrame. A
-        :class:`FairLearner` whose SCM fit is ``fit`` reads its inputs (latents,
-        abducted noise) from the shared samples, so its predictions do not move.
-    n_samples : int
-        Joint samples per row.
-    seed : int, optional
-        Seed of abduction and of the counterfactual draws.
-    frame : pandas.DataFrame, optional
-        A counterfactual frame from :meth:`Fit.counterfactual` to reuse; giving
-        ``abduct_args`` with it is an error, as they would be ignored.
-    response : {"prediction", "probability"}
-        What to compare: predictions, or the probability of the positive class
-        (see :func:`predict_output`). A :class:`FairLearner` of ``fit`` (or its
-        bound ``predict`` / ``predict_proba``) reads its inputs from the shared
-        samples in both worlds.
-    coupling : {"monotone", "redraw"}, optional
-        Coupling of discrete nodes across worlds (:meth:`Fit.counterfactual`;
-        default ``"monotone"``). With ``frame=``, the frame's own coupling
-        (``frame.attrs["coupling"]``); giving another one is an error.
-    unfair_paths : list of tuple, optional
-        A path-specific intervention (:mod:`counterfair.paths`): only paths
-        beginning with one of these tuples see ``do``'s level. Not with ``frame=``
-        (the frame says its own paths).
-    abduction : Abduction, optional
-        The joint samples of the rows (those the frame was computed from, with
-        ``frame=``). A path-specific :class:`FairLearner` of ``fit`` recomputes
-        its corrected inputs from them in each world and needs them with
-        ``frame=``; without ``frame=`` they are reused instead of abducting.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``row``, ``sample``, ``factual``, ``counterfactual``, ``change``
-        (counterfactual minus factual; for labels of more than two classes,
-        which are class indices here, 1 where the label differs and 0 where it
-        does not) and the factual protected attributes.
-
-    A Dask DataFrame ``data`` runs partition by partition
-    (:func:`counterfair.dask_rows.dask_counterfactual_predictions`): give
-    ``rows_out=`` a folder for the parquet partitions (and ``overwrite=True`` to
-    replace a non-empty one); a Dask frame reading them is returned.
-    """
-    if (handler := dispatch.handler_for("counterfactual_predictions", data)) is not None:
-        return handler(
-            fit, data, do, predictor, n_samples=n_samples, seed=seed, frame=frame,
-            response=response, coupling=coupling, unfair_paths=unfair_paths,
-            abduction=abduction, **abduct_args,
-        )
-    if coupling is not None:
-        check_coupling(coupling)
-    if frame is None:
-        parts = list(
-            iter_counterfactual_predictions(
-                fit,
-                data,
-                do,
-                predictor,
-                n_samples=n_samples,
-                seed=seed,
-                response=response,
-                coupling=coupling,
-                unfair_paths=unfair_paths,
-                abduction=abduction,
-                **abduct_args,
-            )
-        )
-        return merge_prediction_chunks(parts, do)
-    if unfair_paths is not None:
-        raise ValueError(
-            "unfair_paths= is ignored when frame= is given: the frame holds its own paths "
-            "(fit.counterfactual(..., unfair_paths=...))"
-        )
-    elif abduct_args:
-        raise TypeError(
-            f"abduction arguments {sorted(abduct_args)} are ignored when frame= is given"
-        )
-    elif coupling is not None and coupling != frame.attrs.get("coupling", coupling):
-        raise ValueError(
-            f"coupling={coupling!r} but the frame was computed with "
-            f"coupling={frame.attrs['coupling']!r}; drop coupling= or recompute the frame"
-        )
-    return _frame_predictions(fit, frame, do, predictor, response, abduction)
-
-
-def _is_path_learner(predictor: Predictor, fit: Fit) -> bool:
-    return _shared_learner(predictor, fit) and (
-        getattr(getattr(predictor, "__self__", predictor), "features", None) == "path_specific"
-    )
-
-
-def _frame_predictions(
-    fit: Fit,
-    frame: pd.DataFrame,
-    do: Mapping[str, DoValue],
-    predictor: Predictor,
-    response: Response,
-    abduction: Abduction | None,
-) -> pd.DataFrame:
-    """The predictions frame of :func:`counterfactual_predictions` from a counterfactual frame."""
-    path_learner = _is_path_learner(predictor, fit)
-    factual = frame[frame["world"] == "factual"].reset_index(drop=True)
-    counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
-    if path_learner:
-        before, after = learner_worlds(predictor, fit, frame, abduction, response)
-    elif _shared_learner(predictor, fit):
-        before = predict_output(predictor, factual, response)
-        after = predict_output(predictor, counter, response)
-    else:
-        drop: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f.drop(  # noqa: E731
-            columns=[c for c in f.columns if c.endswith(":noise") or c in fit.scm.latents]
-        )
-        before = predict_output(predictor, drop(factual), response)
-        after = predict_output(predictor, drop(counter), response)
-    out = pd.DataFrame(
-        {
-            "row": factual["row"].to_numpy(),
-            "sample": factual["sample"].to_numpy(),
-            "factual": before,
-            "counterfactual": after,
-            "change": (
-                (after != before).astype(float)
-                if multiclass_labels(predictor, response)
-                else after - before
-            ),
-        }
-    )
-    for node in fit.scm.protected:
-        out[node] = factual[node].to_numpy()
-    out.attrs["do"] = frame.attrs.get("do", dict(do))
-    return out
-
-
-def counterfactual_predictions_chunk(
-    fit: Fit,
-    rows: Rows | None,
-    do: Mapping[str, DoValue],
-    predictor: Predictor,
-    *,
-    n_samples: int = 100,
-    seed: int | None = None,
-    response: Response = "prediction",
-    coupling: Coupling | None = None,
-    unfair_paths: Sequence[Sequence[str]] | None = None,
-    abduction: Abduction | None = None,
-    **abduct_args: Any,
-) -> pd.DataFrame:
-    """:func:`counterfactual_predictions` of one chunk of rows, with a ``position`` column.
-
-    Parameters
-    ----------
-    rows : Rows or None
-        The chunk's rows and their global positions (:class:`counterfair.rows.Rows`);
-        ``None`` with ``abduction`` given (the chunk's joint samples).
-    do : mapping
-        The intervention for these rows (per-row values already cut to the chunk,
-        :func:`counterfair.rows.slice_do`).
-    n_samples, seed, response, coupling, unfair_paths, abduct_args
-        As in :func:`counterfactual_predictions`.
-    abduction : Abduction, optional
-        The chunk's joint samples (e.g. cut from an MCMC abduction of all rows).
-
-    Returns
-    -------
-    pandas.DataFrame
-        The columns of :func:`counterfactual_predictions` and ``position``, the
-        row's global position. The values do not depend on how rows are chunked:
-        every draw is keyed by the seed and the position.
-    """
-    if abduction is None:
-        abduction = fit.abduct(rows, n_samples=n_samples, seed=seed, **abduct_args)
-    frame = fit.counterfactual(
-        None,
-        do,
-        n_samples=n_samples,
-        seed=seed,
-        coupling=coupling if coupling is not None else "monotone",
-        abduction=abduction,
-        unfair_paths=unfair_paths,
-    )
-    out = _frame_predictions(fit, frame, do, predictor, response, abduction)
-    out["position"] = np.tile(abduction.row_positions, abduction.n_samples)
-    return out
-
-
-def iter_counterfactual_predictions(
-    fit: Fit,
-    data: pd.DataFrame | Rows | None,
-    do: Mapping[str, DoValue],
-    predictor: Predictor,
-    *,
-    n_samples: int = 100,
-    seed: int | None = None,
-    response: Response = "prediction",
-    coupling: Coupling | None = None,
-    unfair_paths: Sequence[Sequence[str]] | None = None,
-    abduction: Abduction | None = None,
-    **abduct_args: Any,
-) -> Iterator[pd.DataFrame]:
-    """Per-chunk frames of :func:`counterfactual_predictions_chunk`, in row order.
-
-    Rows are cut into chunks of :func:`counterfair.options.chunk_bytes` of working
-    memory; exact abduction runs per chunk, MCMC abduction (and a given
-    ``abduction``) once for all rows and is then cut (not chunk-invariant for MCMC,
-    see :meth:`Fit.abduct`). Each frame is sample-major within its chunk and has a
-    ``position`` column.
-    """
-    if coupling is not None:
-        check_coupling(coupling)
-    rows = None if data is None else Rows.from_frame(data)
-    n_rows = len(fit.data) if rows is None else len(rows)
-    if abduction is not None:
-        n_rows = len(abduction.data)
-    per_row = chunking.bytes_per_row(n_samples, 8 * len(fit.scm.specs))
-    for where, chunk in abduct_chunks(
-        fit,
-        None if abduction is not None else rows,
-        bytes_per_row=per_row,
-        abduction=abduction,
-        n_samples=n_samples,
-        seed=seed,
-        **abduct_args,
-    ):
-        yield counterfactual_predictions_chunk(
-            fit,
-            None,
-            slice_do(do, where, n_rows),
-            predictor,
-            n_samples=n_samples,
-            seed=seed,
-            response=response,
-            coupling=coupling,
-            unfair_paths=unfair_paths,
-            abduction=chunk,
-        )
-
-
-def merge_prediction_chunks(parts: Sequence[pd.DataFrame], do: Mapping[str, Any]) -> pd.DataFrame:
-    """The frame of :func:`counterfactual_predictions` from its per-chunk frames.
-
-    Rows are ordered by sample, then global position (as one call on all rows
-    orders them), and the ``position`` column is dropped.
-    """
-    joined = pd.concat(list(parts), ignore_index=True) if len(parts) > 1 else parts[0]
-    order = np.lexsort((joined["position"].to_numpy(), joined["sample"].to_numpy()))
-    out = joined.iloc[order].drop(columns="position").reset_index(drop=True)
-    out.attrs["do"] = parts[0].attrs.get("do", dict(do))
-    if len(parts) > 1:
-        out.attrs["do"] = {
-            k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
-            for k, v in do.items()
-        }
-    return out
+from counterfair.prediction import (  # noqa: E402
+    iter_counterfactual_predictions as iter_counterfactual_predictions,
+)
+from counterfair.prediction import (  # noqa: E402
+    merge_prediction_chunks as merge_prediction_chunks,
+)
+from counterfair.prediction import multiclass_labels as multiclass_labels  # noqa: E402
+from counterfair.prediction import predict_output as predict_output  # noqa: E402

@@ -13,8 +13,9 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from counterfair import chunking, dispatch, errors, exact_abduction, scales, validation
-from counterfair.approximate import run_pathfinder
+from counterfair import chunking, dispatch, errors, exact_abduction, validation
+from counterfair.abduction import Abduction as Abduction
+from counterfair.abduction import AbductionEngineUsed as AbductionEngineUsed
 from counterfair.counterfactual import (
     Coupling,
     DoValue,
@@ -23,24 +24,18 @@ from counterfair.counterfactual import (
     interventional_frame,
     merge_chunk_frames,
 )
-from counterfair.diagnostics import Diagnostics, diagnose, warn_on_divergences, warn_on_problems
+from counterfair.diagnostics import Diagnostics, warn_on_divergences
 from counterfair.encoding import Encoding
-from counterfair.equations import linear_predictor
 from counterfair.fit_store import save_fit
-from counterfair.identification import convergence_hint
 from counterfair.logs import progress_enabled
 from counterfair.params import ParamDraws
 from counterfair.paths import path_specific_frame
 from counterfair.ppc import posterior_predictive_check
 from counterfair.rowrandom import RowRandom
 from counterfair.rows import Rows, abduct_chunks, slice_do
-from counterfair.specs import Protected
-from counterfair.stan.anchored import add_anchored_latents
-from counterfair.stan.backend import get_backend, resolve_backend_name
-from counterfair.stan.data import abduction_data, conditioning_nodes, fit_data, observed_values
-from counterfair.stan.inits import latent_inits
-from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
-from counterfair.subsample import DEFAULT_MAX_ROWS, fit_rows
+from counterfair.stan.backend import get_backend
+from counterfair.stan.data import abduction_data, conditioning_nodes, observed_values
+from counterfair.stan.warm_start import WarmStart
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +45,6 @@ if TYPE_CHECKING:
 
 AbductionMethod = Literal["mean", "draws"]
 AbductionEngine = Literal["auto", "exact", "mcmc"]
-AbductionEngineUsed = Literal["exact", "mcmc", "fit", "none"]
 
 DEFAULT_CHAINS = 2
 """Chains of the MCMC abduction program unless given."""
@@ -137,124 +131,6 @@ def _coords_and_dims(
             coords[f"{term.parent}_effect"] = levels[1:] if scm.coding == "reference" else levels
             dims[term.param] = [f"{term.parent}_effect"]
     return coords, dims
-
-
-@dataclass(frozen=True)
-class Abduction:
-    """Joint samples of parameters and latents for a set of rows.
-
-    Sample ``s`` pairs the parameter set ``params.take([s])`` with the latents
-    ``latents[name][s]`` of every row, so counterfactuals can be computed sample
-    by sample.
-
-    Attributes
-    ----------
-    data : pandas.DataFrame
-        The rows.
-    params : ParamDraws
-        ``S`` parameter sets, one per sample.
-    latents : dict of str to numpy.ndarray
-        Latent draws by latent node, shape ``(S, N)``.
-    codes : dict of str to numpy.ndarray
-        Protected level codes of the rows, shape ``(N,)``.
-    observed : dict of str to numpy.ndarray
-        Factual values of the rows' observed nodes, shape ``(N,)``.
-    conditioned_on : tuple of str
-        Observed nodes the latents were conditioned on.
-    engine : str
-        How the latents were obtained: ``"exact"`` (grid abduction given the
-        parameter sets, :mod:`counterfair.exact_abduction`), ``"mcmc"`` (the
-        Stan abduction program), ``"fit"`` (the training rows' draws from the
-        fit's joint posterior) or ``"none"`` (the SCM has no latent).
-    positions : numpy.ndarray, optional
-        Global 0-based positions of the rows in the whole data set they were cut
-        from (default ``0..N-1``); random draws made for the rows are keyed by them
-        (:class:`~counterfair.rowrandom.RowRandom`), so they do not depend on the
-        chunking.
-    """
-
-    data: pd.DataFrame
-    params: ParamDraws
-    latents: dict[str, np.ndarray]
-    codes: dict[str, np.ndarray]
-    observed: dict[str, np.ndarray]
-    conditioned_on: tuple[str, ...]
-    engine: AbductionEngineUsed = "fit"
-    positions: np.ndarray | None = None
-
-    @property
-    def n_samples(self) -> int:
-        """Number of joint samples ``S``."""
-        return self.params.n
-
-    @property
-    def row_positions(self) -> np.ndarray:
-        """Global positions of the rows, ``0..N-1`` unless set (int64, shape ``(N,)``)."""
-        if self.positions is None:
-            return np.arange(len(self.data), dtype=np.int64)
-        return np.asarray(self.positions, dtype=np.int64)
-
-    def row_random(self, seed: int | None) -> RowRandom:
-        """The :class:`~counterfair.rowrandom.RowRandom` of these rows for ``seed``."""
-        return RowRandom(seed, self.row_positions)
-
-    def take_rows(self, mask: np.ndarray) -> Abduction:
-        """The same samples for a subset of the rows (boolean mask or integer positions)."""
-        index = np.arange(len(self.data))[np.asarray(mask)]
-        return Abduction(
-            data=self.data.iloc[index],
-            params=self.params,
-            latents={k: v[:, index] for k, v in self.latents.items()},
-            codes={k: v[index] for k, v in self.codes.items()},
-            observed={k: v[index] for k, v in self.observed.items()},
-            conditioned_on=self.conditioned_on,
-            engine=self.engine,
-            positions=self.row_positions[index],
-        )
-
-    def noise(self, scm: SCM, nodes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-        """Additive noise of Normal nodes: ``x - mu(parents)`` per sample, shape ``(S, N)``.
-
-        This is exact abduction of the noise (Kusner et al.'s level 3): given the
-        parameters and latents of a sample, the noise is determined by the data.
-
-        Parameters
-        ----------
-        scm : SCM
-            The model the abduction belongs to.
-        nodes : sequence of str, optional
-            Normal nodes (default: every Normal node whose value is known).
-        """
-        wanted = (
-            nodes
-            if nodes is not None
-            else [
-                n
-                for n in scm.observed
-                if scm.equations[n].family.additive_noise and n in self.observed
-            ]
-        )
-        values: dict[str, np.ndarray] = {**self.observed, **self.latents}
-        reference = scm.coding == "reference"
-        out: dict[str, np.ndarray] = {}
-        for node in wanted:
-            eq = scm.equations[node]
-            if not eq.family.additive_noise:
-                raise ValueError(
-                    f"node {node!r} is {eq.spec.family}: only Normal nodes have additive noise"
-                )
-            if node not in self.observed:
-                raise ValueError(f"node {node!r} has no observed values in these rows")
-            eta = linear_predictor(
-                eq,
-                self.params,
-                values,
-                self.codes,
-                reference_coding=reference,
-                n_rows=len(self.data),
-            )
-            out[node] = self.observed[node][None, :] - eta
-        return out
 
 
 def _thin(
@@ -847,9 +723,6 @@ class Fit:
         return interventional_frame(self, n, do, n_samples=n_samples, seed=seed)
 
 
-_ADAPTATION_ARGS = ("stepsize", "init_phase", "metric_window", "term_phase", "inv_metric")
-
-
 _LOO: Callable[..., pd.DataFrame] | None = None
 """``counterfair.loo.loo``, registered by that module when the package is imported: it
 imports this module (the pipeline's order), so this module does not import it back."""
@@ -859,148 +732,3 @@ def register_loo(function: Callable[..., pd.DataFrame]) -> None:
     """Make :meth:`Fit.loo` call ``function`` (done by :mod:`counterfair.loo`)."""
     global _LOO
     _LOO = function
-
-
-def _warm_start(
-    scm: SCM,
-    data: pd.DataFrame,
-    encoding: Encoding,
-    stan_data: dict[str, Any],
-    warm_start: bool | Literal["auto"],
-    backend: str,
-    chains: int,
-    warmup: int,
-    seed: int | None,
-    sampler_args: dict[str, Any],
-) -> WarmStart | None:
-    """Run the pilot fit of :mod:`counterfair.stan.warm_start` when asked or worth it."""
-    if warm_start not in (True, False, "auto"):
-        raise ValueError(f"warm_start must be True, False or 'auto', got {warm_start!r}")
-    if warm_start is False:
-        return None
-    explicit = [k for k in _ADAPTATION_ARGS if k in sampler_args]
-    on_cmdstan = resolve_backend_name(backend) == "cmdstanpy"
-    if warm_start == "auto":
-        if explicit or not on_cmdstan or len(data) < MIN_ROWS or warmup < MIN_WARMUP:
-            return None
-    else:
-        if not on_cmdstan:
-            raise ValueError(
-                "warm_start=True needs the cmdstanpy back end (PyStan cannot be given an "
-                "initial metric); use backend='cmdstanpy' or warm_start=False"
-            )
-        if explicit:
-            raise ValueError(
-                f"warm_start=True sets {explicit} itself; pass warm_start=False to set them"
-            )
-    return pilot_fit(scm, data, encoding, stan_data, chains=chains, seed=seed)
-
-
-def fit_scm(
-    scm: SCM,
-    data: pd.DataFrame,
-    *,
-    chains: int,
-    warmup: int,
-    draws: int,
-    seed: int | None,
-    backend: str,
-    progress: bool | None,
-    warm_start: bool | Literal["auto"] = "auto",
-    subsample: int | None = None,
-    max_rows: int | None = DEFAULT_MAX_ROWS,
-    method: str = "nuts",
-    **sampler_args: Any,
-) -> Fit:
-    """Fit ``scm`` to ``data`` by NUTS (or Pathfinder); see :meth:`counterfair.SCM.fit`.
-
-    With ``method="pathfinder"`` (options checked by ``SCM.fit``), ``draws`` is the
-    number of approximate draws and ``chains``, ``warmup`` and the sampler
-    arguments are not used.
-    """
-    validation.validate_frame(data)
-    validation.validate_columns(data, scm.protected)
-    data, subsample_info = fit_rows(
-        data, strata_columns(scm, data), subsample=subsample, max_rows=max_rows, seed=seed
-    )
-    protected_specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
-    encoding = Encoding.from_data(protected_specs, data)
-    stan_data = fit_data(scm, data, encoding)
-    scales.warn_on_scales(scm, data)
-    coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
-    if method == "pathfinder":
-        run = run_pathfinder(
-            scm.stan_code(), stan_data, draws=draws, seed=seed, coords=coords, dims=dims,
-            init=latent_inits(scm, stan_data, 1, seed)[0],
-        )
-        add_anchored_latents(scm, run.idata, stan_data, encoding)
-        return Fit(
-            scm=scm,
-            idata=run.idata,
-            encoding=encoding,
-            data=data.copy(),
-            seconds=run.seconds,
-            backend=run.backend,
-            seed=seed,
-            diagnostics=diagnose(run.idata, scm.parameter_names(), scm.latents),
-            _backend_name=backend,
-            subsample=subsample_info,
-            method="pathfinder",
-        )
-    start = _warm_start(scm, data, encoding, stan_data, warm_start, backend, chains, warmup,
-                        seed, sampler_args)
-    if "init" not in sampler_args:
-        sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
-        if start is not None:
-            sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
-    if start is not None:
-        sampler_args.update(start.sampler_args(warmup))
-    progress = progress_enabled(progress)  # never a bar in a log file, a pipe or CI
-    run = get_backend(backend).sample(
-        scm.stan_code(),
-        stan_data,
-        chains=chains,
-        warmup=warmup,
-        draws=draws,
-        seed=seed,
-        progress=progress,
-        coords=coords,
-        dims=dims,
-        **sampler_args,
-    )
-    add_anchored_latents(scm, run.idata, stan_data, encoding)
-    diagnostics = diagnose(
-        run.idata,
-        scm.parameter_names(),
-        scm.latents,
-        max_depth=int(sampler_args.get("max_depth", 10)),
-    )
-    warn_on_problems(diagnostics, rhat_hint=convergence_hint(scm))
-    summary, *details = str(diagnostics).splitlines()
-    logger.info("%s", summary)  # the problems themselves are warned (ConvergenceWarning)
-    for line in details:
-        logger.debug("%s", line)
-    return Fit(
-        scm=scm,
-        idata=run.idata,
-        encoding=encoding,
-        data=data.copy(),
-        seconds=run.seconds + (start.seconds if start is not None else 0.0),
-        backend=run.backend,
-        seed=seed,
-        diagnostics=diagnostics,
-        _backend_name=backend,
-        warm_start=start,
-        subsample=subsample_info,
-    )
-
-
-def strata_columns(scm: SCM, data: pd.DataFrame) -> list[str]:
-    """Columns a subsample of ``data`` is stratified on: protected x sink observed nodes.
-
-    The sink observed nodes (observed nodes without children, the outcomes) that
-    are columns of ``data``; continuous ones are cut into quantile bins
-    (:func:`counterfair.subsample.stratum_codes`).
-    """
-    sinks = [n for n in scm.observed if not scm.children(n) and n in data.columns]
-    return [*scm.protected, *sinks]

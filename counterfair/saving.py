@@ -19,6 +19,7 @@ import arviz as az
 import skops.io as sio
 
 from counterfair import errors
+from counterfair.baselines import BaselinePredictor
 from counterfair.diagnostics import diagnose
 from counterfair.encoding import Encoding
 from counterfair.fit_store import (
@@ -28,7 +29,7 @@ from counterfair.fit_store import (
     read_manifest,
 )
 from counterfair.learner_store import ESTIMATORS
-from counterfair.learning import BaselinePredictor, FairLearner
+from counterfair.learning import FairLearner
 from counterfair.posterior import LOADED_BACKEND, Fit
 from counterfair.scm_file import scm_from_dict
 

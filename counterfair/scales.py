@@ -234,7 +234,7 @@ def scale_values(scm: SCM, data: pd.DataFrame) -> dict[str, np.ndarray]:
 def warn_on_scales(scm: SCM, data: pd.DataFrame, stacklevel: int = 4) -> list[ScaleProblem]:
     """Emit one :class:`~counterfair.errors.ScaleWarning` per offending node; return them.
 
-    Called once per fit by :func:`counterfair.posterior.fit_scm` after the data
+    Called once per fit by :func:`counterfair.fitting.fit_scm` after the data
     were validated.
     """
     problems = check_scales(scm, scale_values(scm, data))

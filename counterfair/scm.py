@@ -18,8 +18,8 @@ from counterfair.approximate import (
 from counterfair.discrete import Deterministic, DiscreteNoise
 from counterfair.enumeration import DiscreteSCM
 from counterfair.families import family_of
+from counterfair.fitting import fit_scm
 from counterfair.layout import LatentTerm, NodeEquation, ObservedTerm, ProtectedTerm
-from counterfair.posterior import fit_scm
 from counterfair.simulate import simulate
 from counterfair.specs import SPEC_KEY, Latent, NodeSpec, Observed, Protected
 from counterfair.stan.codegen import abduction_program, fit_program

@@ -40,8 +40,8 @@ import pandas as pd
 
 from counterfair import errors
 from counterfair.counterfactual import counterfactual_frame
-from counterfair.learning import Predictor, counterfactual_predictions
 from counterfair.posterior import Abduction, Fit
+from counterfair.prediction import Predictor, counterfactual_predictions
 
 SENSITIVITY_COLUMNS = (
     "predictor",

@@ -37,7 +37,8 @@ import pandas as pd
 import xarray as xr
 
 from counterfair.errors import ConvergenceWarning
-from counterfair.posterior import Fit, strata_columns
+from counterfair.fitting import strata_columns
+from counterfair.posterior import Fit
 from counterfair.scm import SCM
 from counterfair.subsample import check_size, stratified_positions, stratum_codes
 

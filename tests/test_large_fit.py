@@ -20,7 +20,7 @@ from _models import LG_TRUTH, linear_gaussian_scm
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair.posterior import strata_columns
+from counterfair.fitting import strata_columns
 from counterfair.subsample import DEFAULT_BINS, fit_rows, stratified_positions, stratum_codes
 from counterfair.subsample_check import disjoint_subsamples
 

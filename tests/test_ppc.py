@@ -288,8 +288,8 @@ def _fit_until_sampling(scm: cf.SCM, data: pd.DataFrame, monkeypatch: pytest.Mon
     def no_backend(name: str) -> Any:
         raise _StopSamplingError
 
-    monkeypatch.setattr("counterfair.posterior.get_backend", no_backend)
-    monkeypatch.setattr("counterfair.posterior._warm_start", lambda *args, **kwargs: None)
+    monkeypatch.setattr("counterfair.fitting.get_backend", no_backend)
+    monkeypatch.setattr("counterfair.fitting._warm_start", lambda *args, **kwargs: None)
     with pytest.raises(_StopSamplingError):
         scm.fit(data, chains=1, warmup=10, draws=10, progress=False)
 

@@ -37,15 +37,15 @@ from counterfair.counterfactual import (
     counterfactual_frame,
 )
 from counterfair.errors import SCMError
-from counterfair.learning import (
+from counterfair.logs import progress
+from counterfair.paths import PATHS_DO, PATHS_REDRAW, check_paths, path_source, path_specific_frame
+from counterfair.posterior import Abduction, Fit
+from counterfair.prediction import (
     RESPONSES,
     counterfactual_predictions,
     multiclass_labels,
     predict_output,
 )
-from counterfair.logs import progress
-from counterfair.paths import PATHS_DO, PATHS_REDRAW, check_paths, path_source, path_specific_frame
-from counterfair.posterior import Abduction, Fit
 from counterfair.rows import Rows, abduct_chunks, slice_do
 
 from ._html import esc, table_html
@@ -163,7 +163,7 @@ def _difference(
     predictor: Any, response: str, after: np.ndarray, before: np.ndarray
 ) -> np.ndarray:
     """``after - before``; for labels of more than two classes, 1 where they differ (as the
-    causal change of :func:`counterfair.learning.counterfactual_predictions`)."""
+    causal change of :func:`counterfair.prediction.counterfactual_predictions`)."""
     if multiclass_labels(predictor, response):  # type: ignore[arg-type]
         return (after != before).astype(float)
     return after - before

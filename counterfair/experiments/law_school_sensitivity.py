@@ -23,8 +23,9 @@ from typing import Any
 
 import pandas as pd
 
+from counterfair.baselines import full_predictor
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
-from counterfair.learning import FairLearner, full_predictor
+from counterfair.learning import FairLearner
 from counterfair.logs import console
 from counterfair.models import law_school_level2
 from counterfair.sensitivity import plot_sensitivity, sensitivity
