@@ -28,18 +28,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import pandas as pd
 
 from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
 from counterfair.experiments.arguments import check_data_dir, output_folder
-from counterfair.families import Normal, Poisson
 from counterfair.logs import console
 from counterfair.models import law_school_level2, law_school_level3
 from counterfair.multiworld import trade_off
 from counterfair.posterior import Fit
 from counterfair.scm import SCM
-from counterfair.specs import Latent, Protected
 
 logger = logging.getLogger(__name__)
 
@@ -51,16 +48,7 @@ CHOSEN_LAM = 1.0
 
 def level2_with_ugpa_lsat() -> SCM:
     """Level 2 plus an edge UGPA -> LSAT (race reaches LSAT directly and via UGPA)."""
-    g = nx.DiGraph()
-    g.add_node("race", spec=Protected())
-    g.add_node("sex", spec=Protected())
-    g.add_node("K", spec=Latent())
-    g.add_node("UGPA", spec=Normal())
-    g.add_node("LSAT", spec=Poisson())
-    g.add_node("ZFYA", spec=Normal(sigma=1.0))
-    for parent in ("race", "sex", "K"):
-        for child in ("UGPA", "LSAT", "ZFYA"):
-            g.add_edge(parent, child)
+    g = law_school_level2().graph  # a copy
     g.add_edge("UGPA", "LSAT")
     return SCM(g)
 
