@@ -14,7 +14,9 @@ this module is imported by :mod:`counterfair.dask_rows` when the package is.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import CancelledError
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,8 @@ import pandas as pd
 from counterfair import errors
 from counterfair.posterior import Fit
 from counterfair.rows import Rows
+
+logger = logging.getLogger(__name__)
 
 IN_PARTITION = "partition {number} (global rows {first}..{last}): {message}"
 """A task's error, with the partition it arose in."""
@@ -177,18 +181,28 @@ def run_partitions(
     starts = partition_starts(ddf)
     parts = ddf.to_delayed()
     client = current_client()
-    shared = (
-        client.scatter(Payload(model), broadcast=True, hash=False)
-        if client is not None
-        else dask.delayed(Payload(model), pure=False)
-    )
-    tasks = [
-        dask.delayed(_task, pure=False)(kernel, shared, part, int(start), number, options)
-        for number, (part, start) in enumerate(zip(parts, starts, strict=True))
-    ]
-    final = _tree(tasks, merge) if merge is not None else tasks
+
+    def graph() -> Any:
+        shared = (
+            client.scatter(Payload(model), broadcast=True, hash=False)
+            if client is not None
+            else dask.delayed(Payload(model), pure=False)
+        )
+        tasks = [
+            dask.delayed(_task, pure=False)(kernel, shared, part, int(start), number, options)
+            for number, (part, start) in enumerate(zip(parts, starts, strict=True))
+        ]
+        return _tree(tasks, merge) if merge is not None else tasks
+
+    final = graph()
     if client is not None:
-        future = client.compute(final)
-        return client.gather(future)
+        try:
+            return client.gather(client.compute(final))
+        except CancelledError:
+            # a worker that died can take the scattered model's last copy with it, and
+            # the scheduler then cancels what depends on it; scatter again and rerun:
+            # draws are keyed by row position, so the rerun gives the same numbers
+            logger.warning("a Dask task was cancelled (a worker was lost); running again")
+            return client.gather(client.compute(graph()))
     (computed,) = dask.compute(final)
     return computed
