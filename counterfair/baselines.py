@@ -23,15 +23,32 @@ from counterfair.scm import SCM
 from counterfair.specs import Observed, Protected
 
 
-def _design(frame: pd.DataFrame, columns: Sequence[str], categorical: Sequence[str]) -> np.ndarray:
-    parts = []
+def _level_codes(values: pd.Series, levels: Sequence[str]) -> np.ndarray:
+    """Position of each value among ``levels`` (-1 where unseen), from a categorical's
+    codes when it is one (no string per row), else from the values as strings."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        lookup = pd.Index(list(levels)).get_indexer(values.cat.categories.astype(str))
+        codes = values.cat.codes.to_numpy()
+        return np.where(codes >= 0, np.append(lookup, -1)[codes], -1)
+    return pd.Index(list(levels)).get_indexer(values.astype(str))
+
+
+def _design(
+    frame: pd.DataFrame, columns: Sequence[str], levels: dict[str, Sequence[str]]
+) -> np.ndarray:
+    """The estimator's input: numeric columns as floats, level columns one-hot (all levels)."""
+    width = sum(len(levels[c]) if c in levels else 1 for c in columns)
+    out = np.zeros((len(frame), width))
+    at = 0
     for column in columns:
-        if column in categorical:
-            dummies = pd.get_dummies(frame[column], prefix=column, dtype=float)
-            parts.append(dummies)
+        if column in levels:
+            codes = _level_codes(frame[column], levels[column])
+            out[np.arange(len(frame)), at + codes] = 1.0
+            at += len(levels[column])
         else:
-            parts.append(frame[[column]].astype(float))
-    return pd.concat(parts, axis=1).to_numpy()
+            out[:, at] = frame[column].to_numpy(dtype=float)
+            at += 1
+    return out
 
 
 class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
@@ -62,20 +79,18 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
         self.estimator = estimator
 
     def _matrix(self, X: pd.DataFrame) -> np.ndarray:
-        frame = X.copy()
         for column in self.categorical:
             levels = self.levels_[column]
-            values = frame[column].astype(str)
-            unseen = ~values.isin(levels)
+            unseen = _level_codes(X[column], levels) < 0
             if unseen.any():
-                row = frame.index[int(np.argmax(unseen.to_numpy()))]
+                at = int(np.argmax(unseen))
                 raise errors.DataError(
                     errors.UNSEEN_LEVEL.format(
-                        node=column, value=values[row], row=row, levels=list(levels)
+                        node=column, value=str(X[column].iloc[at]), row=X.index[at],
+                        levels=list(levels),
                     )
                 )
-            frame[column] = pd.Categorical(values, categories=levels)
-        return _design(frame, list(self.columns), list(self.categorical))
+        return _design(X, list(self.columns), self.levels_)
 
     def fit(self, X: pd.DataFrame, y: Any = None) -> BaselinePredictor:
         """Fit the estimator on ``X[columns]``."""

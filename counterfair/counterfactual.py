@@ -72,6 +72,18 @@ from counterfair import errors
 from counterfair.equations import draw_node, linear_predictor
 from counterfair.params import ParamDraws
 from counterfair.rowrandom import RandomSource, RowRandom
+from counterfair.world import NOISE_SUFFIX, World, noise_column
+
+__all__ = [
+    "NOISE_SUFFIX",
+    "World",
+    "counterfactual_frame",
+    "counterfactual_world",
+    "coupled_noise",
+    "factual_world",
+    "noise_column",
+    "propagate",
+]
 
 if TYPE_CHECKING:
     from counterfair.posterior import Abduction, Fit
@@ -93,15 +105,6 @@ DEFAULT_COUPLING: Coupling = "monotone"
 
 UNKNOWN_COUPLING = "coupling must be one of {allowed}, got {got!r}"
 """Error when ``coupling=`` names no coupling."""
-
-NOISE_SUFFIX = ":noise"
-"""Columns ``<node>:noise`` hold the abducted additive noise of Normal nodes."""
-
-
-def noise_column(node: str) -> str:
-    """Name of the column holding the additive noise of a Normal node."""
-    return f"{node}{NOISE_SUFFIX}"
-
 
 def check_coupling(coupling: str) -> Coupling:
     """``coupling`` if it names a coupling.
@@ -277,6 +280,7 @@ def propagate(
     set_values: Mapping[str, np.ndarray] | None = None,
     coupling: Coupling = DEFAULT_COUPLING,
     latent_shift: Mapping[str, np.ndarray] | None = None,
+    shared_noise: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Values of every observed node, shape ``(S, N)``, in the world with ``codes``.
 
@@ -309,6 +313,10 @@ def propagate(
         Latent -> shift added to its abducted values in the target world only,
         broadcastable to ``(S, N)`` (:mod:`counterfair.sensitivity`: a path from a
         protected attribute to the latent); noise stays that of the factual world.
+    shared_noise : mapping, optional
+        Discrete node -> its noise already abducted from its factual value
+        (:func:`coupled_noise`, the same for every world of the rows), reused
+        instead of abducting it again; ``"monotone"`` coupling only.
 
     Raises
     ------
@@ -374,17 +382,132 @@ def propagate(
         if eq.family.additive_noise:
             fresh = eta + noise[node]
         elif coupled:
-            factual_eta = linear_predictor(
-                eq, params, factual_values, abduction.codes, reference_coding=reference, n_rows=n
-            )
-            node_rng = _stream(rng, "propagate", node)
-            shared = eq.family.abduct_noise(eq, params, factual_eta, factual, node_rng)
+            if shared_noise is not None and node in shared_noise:
+                shared = shared_noise[node]
+            else:
+                shared = _abduct_discrete(scm, abduction, node, factual_values, factual, rng)
             fresh = eq.family.apply_noise(eq, params, eta, shared)
             fresh = np.where(np.isnan(fresh), factual, fresh)  # no noise: keep the value
         else:
             fresh = draw_node(eq, params, eta, _stream(rng, "propagate", node))
         values[node] = np.where(parent_changed, fresh, factual)
     return values
+
+
+def _abduct_discrete(
+    scm: SCM,
+    abduction: Abduction,
+    node: str,
+    factual_values: Mapping[str, np.ndarray],
+    factual: np.ndarray,
+    rng: RandomSource,
+) -> np.ndarray:
+    """A discrete node's noise abducted from its factual value (stream ``propagate, node``)."""
+    eq = scm.equations[node]
+    factual_eta = linear_predictor(
+        eq,
+        abduction.params,
+        factual_values,
+        abduction.codes,
+        reference_coding=scm.coding == "reference",
+        n_rows=len(abduction.data),
+    )
+    node_rng = _stream(rng, "propagate", node)
+    return eq.family.abduct_noise(eq, abduction.params, factual_eta, factual, node_rng)
+
+
+def coupled_noise(
+    scm: SCM, factual: World, rng: RandomSource, nodes: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """The noise of the discrete ``nodes``, abducted once from their factual values.
+
+    Under ``"monotone"`` coupling a discrete descendant's noise depends on the
+    factual world only; :func:`propagate` takes it as ``shared_noise=``, so
+    several interventions on the same rows abduct it once. The draws are those
+    :func:`propagate` would make (stream ``rng.child("propagate", node)``, keyed
+    by row position), so a subset of the rows takes the columns of its rows.
+    """
+    s, n = factual.shape
+    out: dict[str, np.ndarray] = {}
+    for node in nodes:
+        eq = scm.equations[node]
+        if eq.family.additive_noise or scm.specs[node].role != "observed":
+            continue
+        value = np.broadcast_to(factual.values[node], (s, n))
+        out[node] = _abduct_discrete(scm, factual.abduction, node, factual.values, value, rng)
+    return out
+
+
+def factual_world(fit: Fit, abduction: Abduction, rng: RandomSource) -> World:
+    """The factual world of the rows: their values, with absent nodes simulated.
+
+    Observed nodes absent from the rows are drawn from the abducted inputs
+    (:func:`simulate_missing`, stream ``rng.child("simulate", node)``).
+    """
+    simulated, simulated_noise = simulate_missing(fit.scm, abduction, rng)
+    values: dict[str, np.ndarray] = {**abduction.latents}
+    values.update({k: v[None, :] for k, v in abduction.observed.items()})
+    values.update(simulated)
+    return World(
+        name=WORLD_FACTUAL,
+        abduction=abduction,
+        codes=abduction.codes,
+        values=values,
+        noise={**abduction.noise(fit.scm), **simulated_noise},
+    )
+
+
+def counterfactual_world(
+    fit: Fit,
+    factual: World,
+    do: Mapping[str, DoValue],
+    rng: RandomSource,
+    *,
+    coupling: Coupling = DEFAULT_COUPLING,
+    latent_shift: Mapping[str, np.ndarray] | None = None,
+    shared_noise: Mapping[str, np.ndarray] | None = None,
+) -> World:
+    """The world of ``do`` for the rows of ``factual`` (action and prediction).
+
+    Parameters
+    ----------
+    fit : Fit
+        The fitted SCM.
+    factual : World
+        The rows' factual world (:func:`factual_world`), whose simulated absent
+        nodes and noise the counterfactual world shares.
+    do : mapping
+        The intervention, as for :func:`counterfactual_frame`.
+    rng : RowRandom or numpy.random.Generator
+        As for :func:`propagate`.
+    coupling, latent_shift, shared_noise
+        As for :func:`propagate`.
+    """
+    scm = fit.scm
+    abduction = factual.abduction
+    cf_codes = do_codes(fit, do, abduction.data)
+    cf_set = do_values(scm, do, abduction.data.index)
+    simulated = {k: v for k, v in factual.values.items() if k in missing_nodes(scm, abduction)}
+    simulated_noise = {k: v for k, v in factual.noise.items() if k in simulated}
+    values = propagate(
+        scm,
+        abduction,
+        cf_codes,
+        rng,
+        simulated=simulated,
+        simulated_noise=simulated_noise,
+        set_values=cf_set,
+        coupling=coupling,
+        latent_shift=latent_shift,
+        shared_noise=shared_noise,
+    )
+    return World(
+        name=WORLD_COUNTERFACTUAL,
+        abduction=abduction,
+        codes=cf_codes,
+        values=values,
+        noise=factual.noise,
+    )
 
 
 def _long_frame(
@@ -396,23 +519,9 @@ def _long_frame(
     values: Mapping[str, np.ndarray],
     noise: Mapping[str, np.ndarray],
 ) -> pd.DataFrame:
-    s, n = abduction.n_samples, len(abduction.data)
-    frame: dict[str, Any] = {
-        "row": np.tile(abduction.data.index.to_numpy(), s),
-        "sample": np.repeat(np.arange(s), n),
-        "world": np.full(s * n, world, dtype=object),
-    }
-    for node in scm.protected:
-        frame[node] = fit.encoding.column(node, np.tile(codes[node], s))
-    for node in scm.latents:
-        frame[node] = values[node].reshape(-1)
-    for node in scm.observed:
-        column = np.broadcast_to(values[node], (s, n)).reshape(-1)
-        eq = scm.equations[node]
-        frame[node] = eq.family.frame_column(eq.spec, column)
-    for node, array in noise.items():
-        frame[noise_column(node)] = array.reshape(-1)
-    return pd.DataFrame(frame)
+    return World(
+        name=world, abduction=abduction, codes=codes, values=values, noise=noise
+    ).frame(scm, fit.encoding)
 
 
 def counterfactual_frame(
@@ -473,31 +582,14 @@ def counterfactual_frame(
         If ``coupling`` is not one of :data:`COUPLINGS`.
     """
     coupling = check_coupling(coupling)
-    scm = fit.scm
     rng = abduction.row_random(seed)
-    cf_codes = do_codes(fit, do, abduction.data)
-    cf_set = do_values(scm, do, abduction.data.index)
-    simulated, simulated_noise = simulate_missing(scm, abduction, rng)
-    factual_values: dict[str, np.ndarray] = {**abduction.latents}
-    factual_values.update({k: v[None, :] for k, v in abduction.observed.items()})
-    factual_values.update(simulated)
-    noise = {**abduction.noise(scm), **simulated_noise}
-    cf_values = propagate(
-        scm,
-        abduction,
-        cf_codes,
-        rng,
-        simulated=simulated,
-        simulated_noise=simulated_noise,
-        set_values=cf_set,
-        coupling=coupling,
-        latent_shift=latent_shift,
+    factual = factual_world(fit, abduction, rng)
+    counter = counterfactual_world(
+        fit, factual, do, rng, coupling=coupling, latent_shift=latent_shift
     )
+    simulated = missing_nodes(fit.scm, abduction)
     frame = pd.concat(
-        [
-            _long_frame(scm, fit, abduction, WORLD_FACTUAL, abduction.codes, factual_values, noise),
-            _long_frame(scm, fit, abduction, WORLD_COUNTERFACTUAL, cf_codes, cf_values, noise),
-        ],
+        [factual.frame(fit.scm, fit.encoding), counter.frame(fit.scm, fit.encoding)],
         ignore_index=True,
     )
     frame.attrs["do"] = {

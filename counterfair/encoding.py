@@ -166,4 +166,6 @@ class Encoding:
         """A data frame column of the node: a Categorical of levels, or floats."""
         if node in self.continuous:
             return np.asarray(codes, dtype=float)
-        return pd.Categorical(self.decode(node, codes), categories=list(self.levels[node]))
+        return pd.Categorical.from_codes(
+            np.asarray(codes, dtype=np.int64), categories=list(self.levels[node])
+        )

@@ -23,6 +23,7 @@ from counterfair.path_features import (
 )
 from counterfair.posterior import Abduction, Fit
 from counterfair.rows import Rows, abduct_chunks, slice_do
+from counterfair.world import World
 
 MULTICLASS_PROBABILITY = (
     "response='probability' compares one number per row, the probability of the positive "
@@ -268,6 +269,31 @@ def counterfactual_predictions(
             f"coupling={frame.attrs['coupling']!r}; drop coupling= or recompute the frame"
         )
     return _frame_predictions(fit, frame, do, predictor, response, abduction)
+
+
+def predict_world(
+    fit: Fit, predictor: Predictor, world: World, response: Response = "prediction"
+) -> np.ndarray:
+    """The predictor's output for every sample and row of a world, sample-major ``(S * N,)``.
+
+    A :class:`~counterfair.FairLearner` of ``fit`` reads the world's latents and
+    noise (the same in every world of the rows); any other predictor reads the
+    protected and observed columns. A path-specific learner needs both worlds at
+    once (:func:`counterfair.path_features.learner_worlds`) and is refused here.
+    """
+    if needs_both_worlds(predictor, fit):
+        raise ValueError(
+            "a path-specific FairLearner reads the factual and counterfactual worlds "
+            "together; use counterfactual_predictions for it"
+        )
+    frame = world.frame(fit.scm, fit.encoding, latents=_shared_learner(predictor, fit))
+    return predict_output(predictor, frame, response)
+
+
+def needs_both_worlds(predictor: Predictor, fit: Fit) -> bool:
+    """Whether the predictor reads the factual and counterfactual worlds together (a
+    path-specific FairLearner of ``fit``), so :func:`predict_world` cannot serve it."""
+    return _is_path_learner(predictor, fit)
 
 
 def _is_path_learner(predictor: Predictor, fit: Fit) -> bool:

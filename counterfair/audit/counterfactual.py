@@ -35,6 +35,9 @@ from counterfair.counterfactual import (
     DoValue,
     check_coupling,
     counterfactual_frame,
+    counterfactual_world,
+    coupled_noise,
+    factual_world,
 )
 from counterfair.errors import SCMError
 from counterfair.logs import progress
@@ -44,7 +47,9 @@ from counterfair.prediction import (
     RESPONSES,
     counterfactual_predictions,
     multiclass_labels,
+    needs_both_worlds,
     predict_output,
+    predict_world,
 )
 from counterfair.rows import Rows, abduct_chunks, slice_do
 
@@ -210,6 +215,81 @@ def _path_change(
         fit, data, {}, predictor, frame=frame, response=response, abduction=abduction
     )
     return result["change"].to_numpy()
+
+
+def _audit_chunk(
+    fit: Fit,
+    chunk: Abduction,
+    predictor: Any,
+    *,
+    targets: Sequence[tuple[str, str, dict[str, DoValue]]],
+    masks: Sequence[np.ndarray],
+    flips: Sequence[np.ndarray],
+    do: Mapping[str, DoValue] | None,
+    seed: int | None,
+    coupling: Coupling,
+    response: Literal["prediction", "probability"],
+    stream: AuditStream,
+) -> None:
+    """Every target's changes on one chunk of rows, from arrays (no counterfactual frame).
+
+    The factual world, its predictions and the noise of discrete descendants
+    (``"monotone"``) are computed once for the chunk; each target then builds its
+    counterfactual world on its rows and predicts it. The draws are those of
+    :func:`counterfair.counterfactual.counterfactual_frame` on the same rows (keyed by
+    row position), so the numbers are the same.
+    """
+    scm = fit.scm
+    s, n = chunk.n_samples, len(chunk.data)
+    rng = chunk.row_random(seed)
+    factual = factual_world(fit, chunk, rng)
+    before = predict_world(fit, predictor, factual, response).reshape(s, n)
+    shared = None
+    if coupling == "monotone":
+        moved = [node for _, _, action in targets for node in action]
+        shared = coupled_noise(scm, factual, rng, sorted(scm.descendants(moved)))
+    positions = chunk.row_positions
+    for t, (attribute, level, action) in enumerate(targets):
+        mask = masks[t]
+        if not mask.any():
+            continue
+        is_do = do is not None and t == 0
+        if is_do:
+            rows_world, rows_shared, rows_rng = factual, shared, rng
+            rows_before = before
+            chunk_do: Mapping[str, DoValue] = do  # type: ignore[assignment]
+        else:
+            rows = chunk.take_rows(mask)
+            rows_world = factual.take_rows(mask, rows)
+            rows_shared = None if shared is None else {k: v[:, mask] for k, v in shared.items()}
+            rows_rng = rows.row_random(seed)
+            rows_before = before[:, mask]
+            chunk_do = action
+        counter = counterfactual_world(
+            fit, rows_world, chunk_do, rows_rng, coupling=coupling, shared_noise=rows_shared
+        )
+        after = predict_world(fit, predictor, counter, response)
+        factual_out = rows_before.reshape(-1)
+        m = len(rows_world.abduction.data)
+        from_level = (
+            np.full(m, "factual", dtype=object) if is_do
+            else fit.encoding.decode(attribute, rows_world.codes[attribute])
+        )
+        result = pd.DataFrame(
+            {
+                "row": np.tile(rows_world.abduction.data.index.to_numpy(), s),
+                "sample": np.repeat(np.arange(s), m),
+                "factual": factual_out,
+                "counterfactual": after,
+                "change": _difference(predictor, response, after, factual_out),
+                "attribute": attribute,
+                "from_level": np.tile(from_level, s),
+                "to_level": level,
+                "flip_change": np.tile(flips[t][mask], s),
+                "position": np.tile(positions[mask], s),
+            }
+        )
+        stream.update(t, result)
 
 
 def counterfactual_fairness(
@@ -461,9 +541,18 @@ def counterfactual_fairness(
         abduction=abduction,
         **abduct_args,
     )
+    by_world = paths is None and not needs_both_worlds(predictor, fit)
     for where, chunk in progress(chunks, desc="counterfactual audit"):
         positions = chunk.row_positions  # global (a Dask partition's rows start anywhere)
         local = np.arange(n_rows)[where]  # this call's rows, for its own per-row arrays
+        if by_world:
+            _audit_chunk(
+                fit, chunk, predictor, targets=targets, masks=[m[where] for m in masks],
+                flips=[f[local] for f in flips], do=None if do is None else slice_do(
+                    do, where, n_rows), seed=seed, coupling=coupling, response=response,
+                stream=stream,
+            )
+            continue
         for t, (attribute, level, action) in enumerate(targets):
             mask = masks[t][where]
             if not mask.any():

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
-from scipy.special import gammainccinv, gammaincinv
+from scipy.special import ndtri
 
 from counterfair import errors
 from counterfair.node_specs import Observed
@@ -529,23 +529,29 @@ def count_quantile(
     variance: np.ndarray,
     *,
     survival: bool = False,
+    where: np.ndarray | None = None,
 ) -> np.ndarray:
     """The smallest count ``k >= 0`` with ``F(k) >= u``, elementwise, searched from a guess.
 
     ``cdf(k, index)`` is ``F`` at counts ``k`` for the elements at ``index``
     of the flattened arrays (``-1`` allowed: 0 there). The guess is the
     quantile of the gamma distribution with the count's ``mean`` and
-    ``variance``, plus one half (within a count or two of the answer for
-    Poisson and negative binomial counts); the answer is bracketed from it with
-    steps doubling outwards, then found by bisection, each step on the elements
-    not yet settled. Every comparison uses ``cdf``, the function
-    :meth:`Family.cdf_interval` uses, so a uniform abducted in a value's
+    ``variance`` by Wilson and Hilferty's approximation, plus one half (within
+    a count or two of the answer for Poisson and negative binomial counts of
+    mean above a few; further off for small means, where the search is short);
+    the answer is bracketed from it with steps doubling outwards, then found
+    by bisection, each step on the elements not yet settled. Every comparison
+    uses ``cdf``, the function :meth:`Family.cdf_interval` uses, so a uniform abducted in a value's
     interval gives that value back, and a count never falls where ``F`` does.
     (scipy's ``ppf`` returns NaN at rates above about ``exp(25)``.)
 
     With ``survival``, ``cdf`` is the survival function ``S(k) = P(x > k)``
     and ``u`` a survival probability ``v``: the result is the smallest ``k``
     with ``S(k) <= v``, the same count as for ``1 - v`` without its rounding.
+
+    With ``where`` (a boolean array shaped like ``u``), only those elements are
+    searched (``cdf`` is still given indices of the whole flattened array); the
+    others are NaN.
 
     Returns
     -------
@@ -555,14 +561,29 @@ def count_quantile(
         neighbouring integers are not distinct floats).
     """
     shape = np.shape(u)
+    if where is not None:
+        chosen = np.flatnonzero(np.broadcast_to(where, shape))
+        out = np.full(int(np.prod(shape)), np.nan)
+        out[chosen] = count_quantile(
+            lambda k, i: cdf(k, chosen[i]),
+            np.ravel(u)[chosen],
+            np.ravel(np.broadcast_to(mean, shape))[chosen],
+            np.ravel(np.broadcast_to(variance, shape))[chosen],
+            survival=survival,
+        )
+        return out.reshape(shape)
     u = np.ravel(u)
     mean, variance = (np.ravel(np.broadcast_to(a, shape)) for a in (mean, variance))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         scale = np.where(mean > 0, variance / np.where(mean > 0, mean, 1.0), 1.0)
         shape_a = np.maximum(mean / scale, 1e-300)
         level = np.clip(u, 1e-300, 1.0 - 1e-16)
-        inverse = gammainccinv if survival else gammaincinv
-        guess = inverse(shape_a, level) * scale + 0.5
+        # Wilson and Hilferty's cube-root approximation of the gamma quantile (a fraction
+        # of a count off at a mean of 40; the search below makes it exact)
+        z = -ndtri(level) if survival else ndtri(level)
+        third = 1.0 / (9.0 * shape_a)
+        cube = np.maximum(1.0 - third + z * np.sqrt(third), 0.0) ** 3
+        guess = shape_a * cube * scale + 0.5
 
     def reached(k: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Whether ``F(k) >= u`` (or ``S(k) <= v``) at the elements ``index``."""
@@ -583,6 +604,9 @@ def count_quantile(
         active = active[moving]
         if active.size == 0:
             break
+    # every element left the loop with F(lower) < u <= F(upper) (F(-1) = 0), but those
+    # still moving after QUANTILE_STEPS steps (no count found: NaN)
+    unbracketed = active
     active = np.flatnonzero(upper - lower > 1.0)
     for _ in range(QUANTILE_STEPS):
         if active.size == 0:
@@ -592,8 +616,8 @@ def count_quantile(
         upper[active] = np.where(hit, middle, upper[active])
         lower[active] = np.where(hit, lower[active], middle)
         active = active[upper[active] - lower[active] > 1.0]
-    everything = np.arange(u.size)
-    exact = reached(upper, everything) & ((upper == 0) | ~reached(upper - 1.0, everything))
+    exact = upper - lower == 1.0  # the bracket closed: upper is the smallest such count
+    exact[unbracketed] = False
     return np.where(exact, upper, np.nan).reshape(shape)
 
 
@@ -657,6 +681,24 @@ class CountFamily(Family):
     ) -> np.ndarray:
         return self._count_quantile(eq, params, eta, v, survival=True)
 
+    def apply_noise(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, noise: np.ndarray
+    ) -> np.ndarray:
+        """:meth:`Family.apply_noise`, each element searched on its own scale only."""
+        valid = np.isfinite(noise)
+        tail = valid & (noise < 0)
+        body = valid & ~tail
+        values = self._count_quantile(
+            eq, params, eta, np.where(body & (noise > 0), noise, 0.5), survival=False,
+            where=body,
+        )
+        if tail.any():
+            in_tail = self._count_quantile(
+                eq, params, eta, np.where(tail, -noise, 0.5), survival=True, where=tail
+            )
+            values = np.where(tail, in_tail, values)
+        return np.where(valid, values, np.nan)
+
     def _count_quantile(
         self,
         eq: NodeEquation,
@@ -665,9 +707,10 @@ class CountFamily(Family):
         level: np.ndarray,
         *,
         survival: bool,
+        where: np.ndarray | None = None,
     ) -> np.ndarray:
         dist, args = self.scipy_distribution(eq, params, eta)
-        flat = [np.ravel(a) for a in args]
+        flat = [np.ravel(np.broadcast_to(a, np.shape(level))) for a in args]
         function = dist.sf if survival else dist.cdf
         mean, variance = self.moments(eq, params, eta)
         return count_quantile(
@@ -676,4 +719,5 @@ class CountFamily(Family):
             mean,
             variance,
             survival=survival,
+            where=where,
         )
