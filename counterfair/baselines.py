@@ -7,7 +7,7 @@ chunk by chunk (:mod:`counterfair.chunking`) and dispatch on Dask frames.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ def _level_codes(values: pd.Series, levels: Sequence[str]) -> np.ndarray:
 
 
 def _design(
-    frame: pd.DataFrame, columns: Sequence[str], levels: dict[str, Sequence[str]]
+    frame: pd.DataFrame, columns: Sequence[str], levels: Mapping[str, Sequence[str]]
 ) -> np.ndarray:
     """The estimator's input: numeric columns as floats, level columns one-hot (all levels)."""
     width = sum(len(levels[c]) if c in levels else 1 for c in columns)
