@@ -61,6 +61,7 @@ from .streaming import (
     ROW_COLUMNS,
     SUMMARY_COLUMNS,
     AuditStream,
+    TargetChanges,
 )
 
 __all__ = [
@@ -268,28 +269,25 @@ def _audit_chunk(
         counter = counterfactual_world(
             fit, rows_world, chunk_do, rows_rng, coupling=coupling, shared_noise=rows_shared
         )
-        after = predict_world(fit, predictor, counter, response)
-        factual_out = rows_before.reshape(-1)
+        after = predict_world(fit, predictor, counter, response).reshape(rows_before.shape)
         m = len(rows_world.abduction.data)
-        from_level = (
-            np.full(m, "factual", dtype=object) if is_do
-            else fit.encoding.decode(attribute, rows_world.codes[attribute])
+        stream.update(
+            t,
+            TargetChanges(
+                attribute=attribute,
+                to_level=level,
+                from_level=(
+                    np.full(m, "factual", dtype=object) if is_do
+                    else fit.encoding.decode(attribute, rows_world.codes[attribute])
+                ),
+                rows=rows_world.abduction.data.index.to_numpy(),
+                positions=positions[mask],
+                factual=rows_before,
+                counterfactual=after,
+                change=_difference(predictor, response, after, rows_before),
+                flip=flips[t][mask],
+            ),
         )
-        result = pd.DataFrame(
-            {
-                "row": np.tile(rows_world.abduction.data.index.to_numpy(), s),
-                "sample": np.repeat(np.arange(s), m),
-                "factual": factual_out,
-                "counterfactual": after,
-                "change": _difference(predictor, response, after, factual_out),
-                "attribute": attribute,
-                "from_level": np.tile(from_level, s),
-                "to_level": level,
-                "flip_change": np.tile(flips[t][mask], s),
-                "position": np.tile(positions[mask], s),
-            }
-        )
-        stream.update(t, result)
 
 
 def counterfactual_fairness(
@@ -576,7 +574,7 @@ def counterfactual_fairness(
             result["to_level"] = level
             result["flip_change"] = np.tile(flips[t][local[mask]], samples)
             result["position"] = np.tile(positions[mask], samples)
-            stream.update(t, result)
+            stream.update(t, TargetChanges.from_frame(result, samples))
     by_group, overall, row_frame, changes = stream.result(multiclass_labels(predictor, response))
     return CounterfactualReport(
         by_group=by_group,

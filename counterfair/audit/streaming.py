@@ -239,21 +239,50 @@ class ChangeStats:
         if len(chunk) % s:
             raise ValueError(f"a chunk of {len(chunk)} rows x samples is not {s} samples per row")
         n = len(chunk) // s
+
+        def grid(column: str) -> np.ndarray:
+            return chunk[column].to_numpy(dtype=np.float64).reshape(s, n)
+
+        self.add(
+            change=grid("change"),
+            flip=chunk["flip_change"].to_numpy(dtype=np.float64)[:n],
+            factual=grid("factual"),
+            counterfactual=grid("counterfactual"),
+            path=grid("path_specific_change") if self.with_paths else None,
+        )
+
+    def add(
+        self,
+        *,
+        change: np.ndarray,
+        flip: np.ndarray,
+        factual: np.ndarray,
+        counterfactual: np.ndarray,
+        path: np.ndarray | None = None,
+    ) -> None:
+        """Add the changes of some rows: ``(S, n)`` arrays (``flip`` one per row, ``(n,)``)."""
+        if change.shape[0] != self.n_samples:
+            raise ValueError(
+                f"changes of {change.shape[0]} samples per row, expected {self.n_samples}"
+            )
+        n = change.shape[1]
         if n == 0:
             return
-        change = np.abs(chunk["change"].to_numpy(dtype=np.float64)).reshape(s, n)
+        absolute = np.abs(change)
         self.rows += n
-        self.sample_sums += change.sum(axis=1)
-        self.max_abs = max(self.max_abs, float(change.max()))
-        self.above += int((change.mean(axis=0) > self.tolerance).sum())
-        flip = np.abs(chunk["flip_change"].to_numpy(dtype=np.float64)[:n])
+        self.sample_sums += absolute.sum(axis=1)
+        self.max_abs = max(self.max_abs, float(absolute.max()))
+        self.above += int((absolute.mean(axis=0) > self.tolerance).sum())
+        flip = np.abs(flip)
         self.flip_sum += float(flip.sum())
         self.flip_above += int((flip > self.tolerance).sum())
         if self.with_paths:
-            path = np.abs(chunk["path_specific_change"].to_numpy(dtype=np.float64)).reshape(s, n)
+            if path is None:
+                raise ValueError("path-specific statistics need the path-specific changes")
+            path = np.abs(path)
             self.path_sum += float(path.sum())
             self.path_above += int((path.mean(axis=0) > self.tolerance).sum())
-        self.sketch.update(chunk["factual"].to_numpy(), chunk["counterfactual"].to_numpy())
+        self.sketch.update(factual.reshape(-1), counterfactual.reshape(-1))
 
     def merge(self, other: ChangeStats) -> ChangeStats:
         """Add the statistics of ``other`` (other rows, same samples and settings); ``self``."""
@@ -297,27 +326,106 @@ class ChangeStats:
         return out
 
 
-def row_summary(chunk: pd.DataFrame, n_samples: int, *, tolerance: float, interval: float
-                ) -> pd.DataFrame:
-    """Per row of a chunk: posterior mean change, its interval and P(|change| > tolerance).
+def row_summary(
+    rows: np.ndarray, change: np.ndarray, flip: np.ndarray, *, tolerance: float, interval: float
+) -> pd.DataFrame:
+    """Per row: posterior mean change, its interval and P(|change| > tolerance).
 
-    Columns ``row``, ``mean_change``, ``ci_lower``, ``ci_upper`` (quantiles of the
-    row's samples at ``(1 -+ interval) / 2``), ``prob_above_tolerance`` and
-    ``flip_change``, in the chunk's row order.
+    ``change`` is ``(S, n)``, ``rows`` and ``flip`` one value per row. Columns
+    ``row``, ``mean_change``, ``ci_lower``, ``ci_upper`` (quantiles of the row's
+    samples at ``(1 -+ interval) / 2``), ``prob_above_tolerance`` and
+    ``flip_change``, in the rows' order.
     """
-    n = len(chunk) // n_samples
-    change = chunk["change"].to_numpy(dtype=np.float64).reshape(n_samples, n)
     low, high = np.quantile(change, [(1 - interval) / 2, (1 + interval) / 2], axis=0)
     return pd.DataFrame(
         {
-            "row": chunk["row"].to_numpy()[:n],
+            "row": rows,
             "mean_change": change.mean(axis=0),
             "ci_lower": low,
             "ci_upper": high,
             "prob_above_tolerance": (np.abs(change) > tolerance).mean(axis=0),
-            "flip_change": chunk["flip_change"].to_numpy(dtype=np.float64)[:n],
+            "flip_change": np.asarray(flip, dtype=np.float64),
         }
     )
+
+
+@dataclass(frozen=True)
+class TargetChanges:
+    """One intervention's changes on a chunk's rows, as arrays (``(S, n)``, sample-major).
+
+    Attributes
+    ----------
+    attribute, to_level : str
+        The audited attribute (or the intervention written out) and the level set.
+    from_level : numpy.ndarray
+        Each row's factual level (``"factual"`` for an intervention of one's own), ``(n,)``.
+    rows, positions : numpy.ndarray
+        The rows' index labels and global positions, ``(n,)``.
+    factual, counterfactual, change : numpy.ndarray
+        Predictions in both worlds and their change, ``(S, n)``.
+    flip : numpy.ndarray
+        The flip test's change per row, ``(n,)``.
+    path : numpy.ndarray, optional
+        The path-specific change, ``(S, n)``.
+    """
+
+    attribute: str
+    to_level: str
+    from_level: np.ndarray
+    rows: np.ndarray
+    positions: np.ndarray
+    factual: np.ndarray
+    counterfactual: np.ndarray
+    change: np.ndarray
+    flip: np.ndarray
+    path: np.ndarray | None = None
+
+    @classmethod
+    def from_frame(cls, result: pd.DataFrame, n_samples: int) -> TargetChanges:
+        """From a per-row-and-sample frame with the columns of :data:`CHANGE_COLUMNS`
+        and ``position`` (and ``path_specific_change``)."""
+        s = n_samples
+        n = len(result) // s
+
+        def grid(column: str) -> np.ndarray:
+            return result[column].to_numpy(dtype=np.float64).reshape(s, n)
+
+        return cls(
+            attribute=str(result["attribute"].iloc[0]),
+            to_level=str(result["to_level"].iloc[0]),
+            from_level=result["from_level"].to_numpy()[:n].astype(str),
+            rows=result["row"].to_numpy()[:n],
+            positions=result["position"].to_numpy()[:n],
+            factual=grid("factual"),
+            counterfactual=grid("counterfactual"),
+            change=grid("change"),
+            flip=result["flip_change"].to_numpy(dtype=np.float64)[:n],
+            path=(
+                grid("path_specific_change") if "path_specific_change" in result.columns
+                else None
+            ),
+        )
+
+    def frame(self) -> pd.DataFrame:
+        """The long frame: :data:`CHANGE_COLUMNS`, ``position`` (and ``path_specific_change``)."""
+        s, n = self.change.shape
+        out = pd.DataFrame(
+            {
+                "attribute": np.full(s * n, self.attribute, dtype=object),
+                "from_level": np.tile(np.asarray(self.from_level, dtype=object), s),
+                "to_level": np.full(s * n, self.to_level, dtype=object),
+                "row": np.tile(self.rows, s),
+                "sample": np.repeat(np.arange(s), n),
+                "factual": self.factual.reshape(-1),
+                "counterfactual": self.counterfactual.reshape(-1),
+                "change": self.change.reshape(-1),
+                "flip_change": np.tile(self.flip, s),
+                "position": np.tile(self.positions, s),
+            }
+        )
+        if self.path is not None:
+            out["path_specific_change"] = self.path.reshape(-1)
+        return out
 
 
 CHANGE_COLUMNS = (
@@ -360,14 +468,12 @@ class AuditStream:
         self.rows: list[list[pd.DataFrame]] = [[] for _ in range(n_targets)]
         self.samples: list[list[pd.DataFrame]] = [[] for _ in range(n_targets)]
 
-    def update(self, target: int, result: pd.DataFrame) -> None:
-        """Add one target's changes on one chunk (sample-major, every sample of its rows)."""
+    def update(self, target: int, changes: TargetChanges) -> None:
+        """Add one target's changes on one chunk (every sample of its rows)."""
         s = self.n_samples
-        n = len(result) // s
-        self.attribute[target] = str(result["attribute"].iloc[0])
-        self.to_level[target] = str(result["to_level"].iloc[0])
-        from_row = result["from_level"].to_numpy()[:n].astype(str)
-        positions = result["position"].to_numpy()[:n]
+        self.attribute[target] = changes.attribute
+        self.to_level[target] = changes.to_level
+        from_row = np.asarray(changes.from_level).astype(str)
         for source in pd.unique(from_row):
             in_group = from_row == source
             key = (target, str(source))
@@ -376,18 +482,30 @@ class AuditStream:
                     n_samples=s, tolerance=self.tolerance, interval=self.interval,
                     with_paths=self.paths is not None,
                 )
-                self.first[key] = int(positions[in_group][0])
-            self.stats[key].update(result[np.tile(in_group, s)])
-        summary = row_summary(result, s, tolerance=self.tolerance, interval=self.interval)
+                self.first[key] = int(changes.positions[in_group][0])
+            every = bool(in_group.all())
+            self.stats[key].add(
+                change=changes.change if every else changes.change[:, in_group],
+                flip=changes.flip if every else changes.flip[in_group],
+                factual=changes.factual if every else changes.factual[:, in_group],
+                counterfactual=(
+                    changes.counterfactual if every else changes.counterfactual[:, in_group]
+                ),
+                path=(
+                    None if changes.path is None
+                    else changes.path if every else changes.path[:, in_group]
+                ),
+            )
+        summary = row_summary(
+            changes.rows, changes.change, changes.flip, tolerance=self.tolerance,
+            interval=self.interval,
+        )
         summary.insert(0, "to_level", self.to_level[target])
         summary.insert(0, "from_level", from_row)
         summary.insert(0, "attribute", self.attribute[target])
         self.rows[target].append(summary)
         if self.keep_samples:
-            columns = [*CHANGE_COLUMNS, "position"]
-            if self.paths is not None:
-                columns.append("path_specific_change")
-            self.samples[target].append(result[columns])
+            self.samples[target].append(changes.frame())
 
     def result(
         self, multiclass: bool
