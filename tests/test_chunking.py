@@ -374,3 +374,18 @@ def test_counterfactual_predictions_do_not_depend_on_the_chunks(
     )
     expected = first[first["row"].isin(new.index[50:55])].reset_index(drop=True)
     pd.testing.assert_frame_equal(chunk.drop(columns="position"), expected)
+
+
+def test_poisson_search_compares_with_scipys_own_cdf() -> None:
+    """The Poisson quantile search calls pdtr / pdtrc directly: the numbers of
+    poisson.cdf / poisson.sf at every count (so abducted noise gives its value back)."""
+    from scipy.stats import poisson
+
+    from counterfair.families import family_of
+
+    family = family_of(cf.Poisson())
+    rng = np.random.default_rng(1)
+    k = rng.integers(0, 300, 20_000).astype(float)
+    mu = rng.gamma(2.0, 30.0, 20_000)
+    assert np.array_equal(family.count_cdf(poisson, survival=False)(k, mu), poisson.cdf(k, mu))
+    assert np.array_equal(family.count_cdf(poisson, survival=True)(k, mu), poisson.sf(k, mu))

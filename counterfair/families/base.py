@@ -35,7 +35,7 @@ differs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -668,6 +668,11 @@ class CountFamily(Family):
         dist, args = self.scipy_distribution(eq, params, eta)
         return dist.sf(y, *args), dist.sf(y - 1.0, *args)
 
+    def count_cdf(self, dist: Any, *, survival: bool) -> Callable[..., np.ndarray]:
+        """``F(k, *args)`` (or ``S(k, *args)``) at counts ``k >= 0``, as ``dist`` computes
+        it: the quantile search's comparisons (by default ``dist.cdf`` / ``dist.sf``)."""
+        return cast(Callable[..., np.ndarray], dist.sf if survival else dist.cdf)
+
     def quantile(
         self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, u: np.ndarray
     ) -> np.ndarray:
@@ -708,7 +713,7 @@ class CountFamily(Family):
     ) -> np.ndarray:
         dist, args = self.scipy_distribution(eq, params, eta)
         flat = [np.ravel(np.broadcast_to(a, np.shape(level))) for a in args]
-        function = dist.sf if survival else dist.cdf
+        function = self.count_cdf(dist, survival=survival)
         mean, variance = self.moments(eq, params, eta)
         return count_quantile(
             lambda k, i: function(k, *(a[i] for a in flat)),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+from scipy.special import pdtr, pdtrc
 from scipy.stats import poisson
 
 from counterfair import errors
@@ -66,6 +68,11 @@ class PoissonFamily(CountFamily):
     ) -> tuple[np.ndarray, np.ndarray]:
         rate = _rate(eta)
         return rate, rate
+
+    def count_cdf(self, dist: Any, *, survival: bool) -> Callable[..., np.ndarray]:
+        """scipy's own functions behind ``poisson.cdf`` / ``poisson.sf`` at counts
+        ``k >= 0`` (``pdtr`` / ``pdtrc``: the same numbers, without the argument checks)."""
+        return pdtrc if survival else pdtr
 
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         return y * eta - np.exp(eta)
