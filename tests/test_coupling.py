@@ -704,3 +704,28 @@ def test_far_upper_tail_counts_are_coupled_on_the_survival_scale() -> None:
 # that are not identified (e.g. two Normal children with free sds); SCM() warns about them
 # (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
 pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+
+
+@pytest.mark.parametrize("spec", [cf.Poisson(), cf.NegativeBinomial()])
+def test_count_noise_is_the_generic_inverse_cdf_noise_bit_for_bit(spec) -> None:
+    """Count families abduct their noise with scipy's own functions and the survival
+    interval only in the upper tail: the same numbers as the generic inverse-CDF noise
+    (zeros, both tails, an impossible count), for the same draws."""
+    from counterfair.families.base import Family
+    from counterfair.rowrandom import RowRandom
+
+    scm = _one_child(spec)
+    eq = scm.equations["Y"]
+    values = {"alpha_Y": 0.0, "beta_Y_A": [1.0], "lambda_Y_U": 0.0}
+    if isinstance(spec, cf.NegativeBinomial):
+        values["phi_Y"] = 3.0
+    params = _params(scm, values, 40)
+    rng = np.random.default_rng(shifted(9))
+    eta = rng.uniform(-3.0, 6.0, size=(40, 300))
+    y = rng.poisson(np.exp(eta) * rng.uniform(0.3, 2.5, size=eta.shape)).astype(float)
+    y[:, :5] = 0.0
+    y[0, 5] = 1e9  # all but ruled out: no noise
+    got = eq.family.abduct_noise(eq, params, eta, y, RowRandom(4, np.arange(300)))
+    want = Family.abduct_noise(eq.family, eq, params, eta, y, RowRandom(4, np.arange(300)))
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[0, 5]) and (got < 0).any() and (got > 0).any()

@@ -668,6 +668,44 @@ class CountFamily(Family):
         dist, args = self.scipy_distribution(eq, params, eta)
         return dist.sf(y, *args), dist.sf(y - 1.0, *args)
 
+    def abduct_noise(
+        self,
+        eq: NodeEquation,
+        params: ParamDraws,
+        eta: np.ndarray,
+        y: np.ndarray,
+        rng: RandomSource,
+    ) -> np.ndarray:
+        """:meth:`Family.abduct_noise` with :meth:`count_cdf`, the survival interval
+        computed only where the value lies in the upper tail (the same draws)."""
+        dist, args = self.scipy_distribution(eq, params, eta)
+        shape = np.shape(eta)
+        flat = [np.ravel(np.broadcast_to(a, shape)) for a in args]
+        value = np.ravel(np.broadcast_to(y, shape)).astype(float)
+        cdf = self.count_cdf(dist, survival=False)
+        upper = cdf(value, *flat)
+        lower = np.zeros_like(upper)
+        above = value > 0  # F(-1) = 0
+        lower[above] = cdf(value[above] - 1.0, *(a[above] for a in flat))
+        lower, upper = lower.reshape(shape), upper.reshape(shape)
+        u = lower + (upper - lower) * (1.0 - rng.random(shape))  # in (lower, upper]
+        noise = np.where((u > lower) & (u <= upper), u, np.nan)
+        tail = np.ravel(lower > 0.5)
+        if tail.any():
+            sf = self.count_cdf(dist, survival=True)
+            at = np.flatnonzero(tail)
+            k = value[at]
+            s_low = np.full(value.shape, np.nan)
+            s_high = np.full(value.shape, np.nan)
+            s_low[at] = sf(k, *(a[at] for a in flat))
+            s_high[at] = np.where(k > 0, sf(np.maximum(k - 1.0, 0.0), *(a[at] for a in flat)), 1.0)
+            s_low, s_high = s_low.reshape(shape), s_high.reshape(shape)
+            v = s_low + (s_high - s_low) * (1.0 - rng.random(shape))
+            with np.errstate(invalid="ignore"):
+                tail_noise = np.where((v > s_low) & (v < s_high) & (v > 0), -v, np.nan)
+            noise = np.where(tail.reshape(shape), tail_noise, noise)
+        return noise
+
     def count_cdf(self, dist: Any, *, survival: bool) -> Callable[..., np.ndarray]:
         """``F(k, *args)`` (or ``S(k, *args)``) at counts ``k >= 0``, as ``dist`` computes
         it: the quantile search's comparisons (by default ``dist.cdf`` / ``dist.sf``)."""
