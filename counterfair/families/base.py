@@ -695,11 +695,13 @@ class CountFamily(Family):
             sf = self.count_cdf(dist, survival=True)
             at = np.flatnonzero(tail)
             k = value[at]
-            s_low = np.full(value.shape, np.nan)
-            s_high = np.full(value.shape, np.nan)
-            s_low[at] = sf(k, *(a[at] for a in flat))
-            s_high[at] = np.where(k > 0, sf(np.maximum(k - 1.0, 0.0), *(a[at] for a in flat)), 1.0)
-            s_low, s_high = s_low.reshape(shape), s_high.reshape(shape)
+            flat_low = np.full(value.shape, np.nan)
+            flat_high = np.full(value.shape, np.nan)
+            flat_low[at] = sf(k, *(a[at] for a in flat))
+            flat_high[at] = np.where(
+                k > 0, sf(np.maximum(k - 1.0, 0.0), *(a[at] for a in flat)), 1.0
+            )
+            s_low, s_high = flat_low.reshape(shape), flat_high.reshape(shape)
             v = s_low + (s_high - s_low) * (1.0 - rng.random(shape))
             with np.errstate(invalid="ignore"):
                 tail_noise = np.where((v > s_low) & (v < s_high) & (v > 0), -v, np.nan)
