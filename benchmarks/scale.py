@@ -172,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--dask-rows", type=int, default=10_000_000)
     parser.add_argument("--no-dask", action="store_true")
+    parser.add_argument("--reuse-memory", action="store_true",
+                        help="keep the in-memory records of --out and run only the Dask stage")
     parser.add_argument("--fit-rows", type=int, default=20_000,
                         help="rows NUTS sees (stratified subsample); default 20,000")
     parser.add_argument("--samples", type=int, default=50, help="samples per row in audits")
@@ -199,7 +201,11 @@ def main(argv: list[str] | None = None) -> int:
 
     records: list[dict[str, Any]] = []
     done: list[int] = []
-    for size in args.sizes:
+    if args.reuse_memory:
+        kept = json.loads(args.out.read_text())["records"]
+        records = [r for r in kept if r["mode"] == "memory"]
+        done = sorted({int(r["rows"]) for r in records})
+    for size in [] if args.reuse_memory else args.sizes:
         rows = simulated_rows(scm, params, size, levels=levels, probs=probs, seed=args.seed)
         run_in_memory(records, size, rows, scm, args, LinearRegression, cf)
         del rows

@@ -43,6 +43,7 @@ from counterfair.audit.counterfactual import (
     PATH_COLUMNS,
     SUMMARY_COLUMNS,
     CounterfactualReport,
+    audit_stream,
     counterfactual_fairness,
 )
 from counterfair.audit.streaming import ROW_COLUMNS
@@ -332,6 +333,15 @@ def _audit_kernel(
         if options.get("do") is not None:  # per-row values: this partition's slice
             do = {k: _rows_slice(v, start, len(part)) for k, v in options["do"].items()}
             options = {**options, "do": do}
+        if folder is None:
+            # summaries only: the partition streams chunk by chunk (memory set by the
+            # chunk, not by the partition's rows x samples)
+            stream, _ = audit_stream(
+                fit, part, predictor, tolerance=tolerance, keep_samples=False, **options
+            )
+            return AuditSummary.of_stream(
+                stream, attribute_rank=attribute_rank, level_rank=level_rank
+            )
         report = counterfactual_fairness(
             fit, part, predictor, tolerance=tolerance, keep_samples=True, **options
         )

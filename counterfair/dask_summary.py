@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterfair.audit.streaming import HistogramSketch
+from counterfair.audit.streaming import AuditStream, ChangeStats, HistogramSketch
 
 GroupKey = tuple[Any, ...]
 
@@ -105,6 +105,30 @@ class GroupSummary:
             out.path_above = int((path_row > tolerance).sum())
         return out
 
+    @classmethod
+    def from_stats(
+        cls, stats: ChangeStats, *, rank: tuple[float, ...], first: int
+    ) -> GroupSummary:
+        """The summary of a streamed audit's statistics of one group (or pooled groups)."""
+        s = stats.n_samples
+        return cls(
+            rank=rank,
+            first=first,
+            rows=stats.rows,
+            n=stats.rows * s,
+            sum_abs=float(stats.sample_sums.sum()),
+            max_abs=stats.max_abs,
+            sample_sum=np.asarray(stats.sample_sums, dtype=float).copy(),
+            sample_n=np.full(s, float(stats.rows)),
+            above=stats.above,
+            flip_sum=stats.flip_sum,
+            flip_above=stats.flip_above,
+            path_sum=stats.path_sum,
+            path_n=stats.rows * s if stats.with_paths else 0,
+            path_above=stats.path_above,
+            sketch=copy.deepcopy(stats.sketch),
+        )
+
     def merge(self, other: GroupSummary) -> GroupSummary:
         """The summary of both groups' rows (disjoint rows)."""
         return GroupSummary(
@@ -156,6 +180,39 @@ class AuditSummary:
 
     groups: dict[GroupKey, GroupSummary] = field(default_factory=dict)
     overall: dict[GroupKey, GroupSummary] = field(default_factory=dict)
+
+    @classmethod
+    def of_stream(
+        cls,
+        stream: AuditStream,
+        *,
+        attribute_rank: Mapping[str, int],
+        level_rank: Mapping[tuple[str, str], int],
+    ) -> AuditSummary:
+        """The summary of one partition's streamed audit
+        (:func:`counterfair.audit.counterfactual.audit_stream`): its per-group statistics,
+        keyed by (attribute, factual level, counterfactual level) instead of the
+        partition's own target numbers, and pooled per attribute. ``stream.first``
+        holds global row positions (the partition's fit keys rows by them)."""
+        out = cls()
+        pooled: dict[str, ChangeStats] = {}
+        for (target, source), stats in stream.stats.items():
+            attribute, to_level = stream.attribute[target], stream.to_level[target]
+            rank = (attribute_rank.get(attribute, -1), level_rank.get((attribute, to_level), -1))
+            out.groups[(attribute, source, to_level)] = GroupSummary.from_stats(
+                stats, rank=rank, first=stream.first[(target, source)]
+            )
+            if attribute not in pooled:
+                pooled[attribute] = ChangeStats(
+                    n_samples=stats.n_samples, tolerance=stats.tolerance,
+                    interval=stats.interval, with_paths=stats.with_paths,
+                )
+            pooled[attribute].merge(stats)
+        for attribute, stats in pooled.items():
+            out.overall[(attribute,)] = GroupSummary.from_stats(
+                stats, rank=(attribute_rank.get(attribute, -1),), first=0
+            )
+        return out
 
     @classmethod
     def of(

@@ -72,8 +72,7 @@ class World:
         index = np.flatnonzero(np.asarray(mask))
 
         def cut(array: np.ndarray) -> np.ndarray:
-            array = np.asarray(array)
-            return array[..., index] if array.shape[-1] != 1 else array
+            return np.asarray(array)[..., index]  # rows are the last axis
 
         return World(
             name=self.name,

@@ -70,6 +70,7 @@ __all__ = [
     "ROW_COLUMNS",
     "SUMMARY_COLUMNS",
     "CounterfactualReport",
+    "audit_stream",
     "counterfactual_fairness",
     "counterfactual_html",
     "do_label",
@@ -418,6 +419,50 @@ def counterfactual_fairness(
             "rows_out= and overwrite= are for a Dask DataFrame (parquet partitions); an "
             "in-memory audit keeps its changes in report.changes"
         )
+    stream, paths = audit_stream(
+        fit, data, predictor, attributes=attributes, n_samples=n_samples,
+        tolerance=tolerance, interval=interval, condition_on=condition_on, seed=seed,
+        abduction=abduction, response=response, do=do, coupling=coupling,
+        unfair_paths=unfair_paths, keep_samples=keep_samples,
+    )
+    by_group, overall, row_frame, changes = stream.result(multiclass_labels(predictor, response))
+    return CounterfactualReport(
+        by_group=by_group,
+        overall=overall,
+        rows=row_frame,
+        changes=changes,
+        tolerance=tolerance,
+        interval=interval,
+        unfair_paths=paths,
+    )
+
+
+def audit_stream(
+    fit: Fit,
+    data: pd.DataFrame,
+    predictor: Any,
+    *,
+    attributes: Sequence[str] | None = None,
+    n_samples: int | None = None,
+    tolerance: float = 0.05,
+    interval: float = 0.9,
+    condition_on: Sequence[str] | None = None,
+    seed: int | None = 0,
+    abduction: Abduction | None = None,
+    response: Literal["prediction", "probability"] = "prediction",
+    do: Mapping[str, DoValue] | None = None,
+    coupling: Coupling = DEFAULT_COUPLING,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+    keep_samples: bool = False,
+) -> tuple[AuditStream, tuple[tuple[str, ...], ...] | None]:
+    """The statistics of :func:`counterfactual_fairness` on in-memory rows, before the report.
+
+    The arguments are those of :func:`counterfactual_fairness`. The returned
+    :class:`~counterfair.audit.streaming.AuditStream` holds one mergeable
+    :class:`~counterfair.audit.streaming.ChangeStats` per group (what a partitioned
+    run merges, :mod:`counterfair.dask_summary`) and the per-row summaries; the
+    second value is the checked ``unfair_paths``.
+    """
     if not 0 < interval < 1:
         raise ValueError(f"interval must be in (0, 1), got {interval}")
     if tolerance < 0:
@@ -575,16 +620,7 @@ def counterfactual_fairness(
             result["flip_change"] = np.tile(flips[t][local[mask]], samples)
             result["position"] = np.tile(positions[mask], samples)
             stream.update(t, TargetChanges.from_frame(result, samples))
-    by_group, overall, row_frame, changes = stream.result(multiclass_labels(predictor, response))
-    return CounterfactualReport(
-        by_group=by_group,
-        overall=overall,
-        rows=row_frame,
-        changes=changes,
-        tolerance=tolerance,
-        interval=interval,
-        unfair_paths=paths,
-    )
+    return stream, paths
 
 
 def counterfactual_html(
