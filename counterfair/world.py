@@ -31,6 +31,20 @@ def noise_column(node: str) -> str:
     return f"{node}{NOISE_SUFFIX}"
 
 
+WORLDS = ("factual", "counterfactual")
+"""The names of the two worlds, the categories of a frame's ``world`` column."""
+
+
+def world_column(name: str, size: int) -> Any:
+    """The ``world`` column: a categorical of :data:`WORLDS` (no string per row), so the
+    frames of both worlds concatenate into one categorical column."""
+    if name not in WORLDS:
+        return np.full(size, name, dtype=object)
+    return pd.Categorical.from_codes(
+        np.full(size, WORLDS.index(name), dtype=np.int8), categories=list(WORLDS)
+    )
+
+
 @dataclass(frozen=True)
 class World:
     """The values of every node in one world, for the rows and samples of an abduction.
@@ -98,7 +112,7 @@ class World:
         frame: dict[str, Any] = {
             "row": np.tile(self.abduction.data.index.to_numpy(), s),
             "sample": np.repeat(np.arange(s), n),
-            "world": np.full(s * n, self.name, dtype=object),
+            "world": world_column(self.name, s * n),
         }
         for node in scm.protected:
             frame[node] = encoding.column(node, np.tile(self.codes[node], s))
