@@ -297,8 +297,11 @@ def run_dask(records: list[dict[str, Any]], size: int, scm: Any, params: dict[st
                               n_samples=args.samples, scm_fit=fit, seed=args.seed).fit(learn_rows)
         full = cf.full_predictor(scm, target="ZFYA", estimator=estimator()).fit(learn_rows)
         del first, learn_rows
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                          memory_limit="3.5GiB") as cluster, Client(cluster):
+        import dask
+
+        with dask.config.set(cf.DASK_WORKER_CONFIG), LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, memory_limit="3.5GiB"
+        ) as cluster, Client(cluster):
             rows = dd.read_parquet(str(folder))
             features = rows.drop(columns="ZFYA")
             predictions = stage(records, size, "predict", mode, lambda: fair.predict(features))

@@ -109,3 +109,7 @@ from counterfair.subsample_check import subsample_check  # noqa: E402
 __all__ += ["subsample_check"]
 
 from counterfair import dask_rows as dask_rows  # noqa: E402 - registers the Dask handlers
+from counterfair.dask_run import WORKER_CONFIG as DASK_WORKER_CONFIG  # noqa: E402
+from counterfair.dask_run import WORKER_ENV as DASK_WORKER_ENV  # noqa: E402
+
+__all__ += ["DASK_WORKER_CONFIG", "DASK_WORKER_ENV"]

@@ -354,3 +354,22 @@ def test_unseen_level_names_the_level_and_the_partition(client, models):
         learner.predict(dd.from_pandas(bad, npartitions=3))
 
 
+
+
+def _heap_settings() -> dict[str, str | None]:
+    names = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS")
+    return {name: os.environ.get(name) for name in names}
+
+
+def test_worker_config_reaches_the_workers_before_they_start() -> None:
+    """dask.config.set(cf.DASK_WORKER_CONFIG) puts the heap settings in the environment
+    a nanny spawns its worker with (where glibc reads them), beside Dask's own."""
+    import dask
+
+    with dask.config.set(cf.DASK_WORKER_CONFIG), distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        (seen,) = client.run(_heap_settings).values()
+    assert seen["MALLOC_MMAP_THRESHOLD_"] == cf.DASK_WORKER_ENV["MALLOC_MMAP_THRESHOLD_"]
+    assert seen["MALLOC_TRIM_THRESHOLD_"] == cf.DASK_WORKER_ENV["MALLOC_TRIM_THRESHOLD_"]
+    assert seen["OMP_NUM_THREADS"] == "1"  # Dask's own pre-spawn settings are kept
