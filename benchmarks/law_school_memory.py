@@ -73,6 +73,10 @@ def main() -> None:
             flush=True,
         )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    if RESULTS.exists():  # keep the other back ends' last runs
+        measured = {row["backend"] for row in rows}
+        kept = json.loads(RESULTS.read_text()).get("runs", [])
+        rows = [r for r in kept if r["backend"] not in measured] + rows
     tmp = RESULTS.with_suffix(".json.tmp")
     tmp.write_text(json.dumps({"target_gb": TARGET_GB, "runs": rows}, indent=2) + "\n")
     os.replace(tmp, RESULTS)

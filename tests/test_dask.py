@@ -361,10 +361,15 @@ def _heap_settings() -> dict[str, str | None]:
     return {name: os.environ.get(name) for name in names}
 
 
-def test_worker_config_reaches_the_workers_before_they_start() -> None:
+def test_worker_config_reaches_the_workers_before_they_start(monkeypatch) -> None:
     """dask.config.set(cf.DASK_WORKER_CONFIG) puts the heap settings in the environment
-    a nanny spawns its worker with (where glibc reads them), beside Dask's own."""
+    a nanny spawns its worker with (where glibc reads them), beside Dask's own. A nanny
+    leaves its settings in this process's environment, and Dask lets a variable of the
+    environment win over the configuration: clear them, as a fresh process has them."""
     import dask
+
+    for name in cf.DASK_WORKER_ENV:
+        monkeypatch.delenv(name, raising=False)
 
     with dask.config.set(cf.DASK_WORKER_CONFIG), distributed.LocalCluster(
         n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
