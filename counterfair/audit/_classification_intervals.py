@@ -11,7 +11,7 @@ from ._groups import GroupLayout
 from ._tables import ci_frame, disparities, divide
 from .analytic import binomial_variance, disparity_intervals, share_intervals, wilson_interval
 from .bootstrap import Seed, bootstrap, percentile_interval
-from .poisson_bootstrap import accumulate, seed_word, stratified_group_sums
+from .poisson_bootstrap import PoissonAccumulator, stratified_group_sums
 
 
 def bootstrap_tables(
@@ -43,28 +43,26 @@ def _replicate(sums: NDArray[np.float64], attribute_of_row: NDArray[np.intp],
 
 def poisson_tables(
     layout: GroupLayout,
-    weights: NDArray[np.float64],
+    accumulator: PoissonAccumulator,
+    observed: NDArray[np.float64],
+    membership: NDArray[np.float64],
     reference_of_row: NDArray[np.intp],
-    n_bootstrap: int,
     confidence: float,
-    seed: Seed,
-    keys: NDArray[np.uint64] | None,
 ) -> list[pd.DataFrame | None]:
-    """Percentile intervals of the chunked, stratum-rescaled Poisson bootstrap."""
-    accumulator = accumulate(layout.strata, weights, n_strata=layout.n_strata,
-                             n_replicates=n_bootstrap, seed=seed_word(seed), keys=keys)
-    sums = stratified_group_sums(accumulator, layout.stratum_sums(weights),
-                                 layout.strata_membership())
+    """Percentile intervals of the chunked, stratum-rescaled Poisson bootstrap, from the
+    merged accumulator and the observed per-stratum sums."""
+    sums = stratified_group_sums(accumulator, observed, membership)
     attribute_of_row = layout.attribute_of_row
     samples = np.stack([_replicate(sums[:, :, b], attribute_of_row, reference_of_row)
-                        for b in range(n_bootstrap)])
+                        for b in range(accumulator.n_replicates)])
     lower, upper = percentile_interval(samples, confidence)
     return [ci_frame(lower[k], upper[k], layout.index, RATE_METRICS) for k in range(3)]
 
 
 def analytic_tables(
     layout: GroupLayout,
-    weights: NDArray[np.float64],
+    strata: NDArray[np.float64],
+    membership: NDArray[np.float64],
     reference_of_row: NDArray[np.intp],
     confidence: float,
 ) -> list[pd.DataFrame | None]:
@@ -75,8 +73,6 @@ def analytic_tables(
     with the variance of each group's count of positive decisions given the sizes of
     its strata, ``sum_s pp_s (n_s - pp_s) / n_s``.
     """
-    strata = layout.stratum_sums(weights)
-    membership = layout.strata_membership()
     n, pos, pp, tp = (membership @ strata).T
     fp, fn = pp - tp, pos - tp
     tn = n - pos - fp

@@ -20,7 +20,7 @@ from ._classification_intervals import analytic_tables, bootstrap_tables, poisso
 from ._confusion import COUNT_COLUMNS as COUNT_COLUMNS
 from ._confusion import RATE_METRICS as RATE_METRICS
 from ._confusion import confusion_rates
-from ._groups import Intersections, Protected, build_layout, protected_frame
+from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
 from ._tables import disparities
 from ._validation import (
     NEGATIVE_TOLERANCE,
@@ -35,7 +35,7 @@ from ._validation import (
     is_binary,
 )
 from .bootstrap import Seed, resolve_ci_method
-from .poisson_bootstrap import check_row_ids
+from .poisson_bootstrap import PoissonAccumulator, accumulate, check_row_ids, seed_word
 
 PARITY_CRITERIA: dict[str, str] = {
     "selection_rate_parity": "predicted_prevalence",
@@ -387,16 +387,61 @@ def group_metrics(
     pred = binary_decisions(scores, threshold)
 
     layout = build_layout(frame, intersections)
-    weights = np.column_stack([np.ones_like(y), y, pred, y * pred])
+    weights = classification_weights(y, pred)
+    ref_rows = layout.reference_rows(reference)
+    reference_of_row = ref_rows[layout.attribute_of_row]
+    bootstrap_intervals = None
+    accumulator = None
+    if method == "bootstrap":
+        bootstrap_intervals = bootstrap_tables(layout, weights, reference_of_row, n_bootstrap,
+                                               confidence, seed)
+    elif method == "poisson":
+        accumulator = accumulate(layout.strata, weights, n_strata=layout.n_strata,
+                                 n_replicates=n_bootstrap, seed=seed_word(seed), keys=keys)
+    return group_report(
+        layout, layout.stratum_sums(weights), reference=reference, tau=tau,
+        threshold=threshold, confidence=confidence, n_bootstrap=n_bootstrap, method=method,
+        accumulator=accumulator, bootstrap_intervals=bootstrap_intervals)
+
+
+def classification_weights(y: NDArray[np.float64],
+                           decisions: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per-row columns whose per-stratum sums make the whole report: rows, actual
+    positives, predicted positives, true positives."""
+    return np.column_stack([np.ones_like(y), y, decisions, y * decisions])
+
+
+def group_report(
+    layout: GroupLayout,
+    stratum_sums: NDArray[np.float64],
+    *,
+    reference: Mapping[str, Hashable] | None,
+    tau: float,
+    threshold: float,
+    confidence: float,
+    n_bootstrap: int,
+    method: str | None,
+    accumulator: PoissonAccumulator | None = None,
+    bootstrap_intervals: list[pd.DataFrame | None] | None = None,
+) -> GroupReport:
+    """The report from per-stratum sums of :func:`classification_weights`.
+
+    Everything but the exact bootstrap is a function of these sums (and, for the Poisson
+    bootstrap, of the merged ``accumulator``), so rows that arrive in chunks or Dask
+    partitions give the report of all rows at once (:mod:`counterfair.dask_groups`).
+    The exact bootstrap's tables are computed from the rows and passed in.
+    """
     attribute_of_row = layout.attribute_of_row
     ref_rows = layout.reference_rows(reference)
     reference_of_row = ref_rows[attribute_of_row]
     index = layout.index
+    membership = layout.strata_membership()
 
-    counts, rates = confusion_rates(layout.group_sums(weights), attribute_of_row)
+    counts, rates = confusion_rates(membership @ stratum_sums, attribute_of_row)
     ratio_values, difference_values = disparities(rates, reference_of_row)
     by_group = pd.concat(
-        [pd.DataFrame(counts.astype(np.int64), index=index, columns=list(COUNT_COLUMNS)),
+        [pd.DataFrame(np.rint(counts).astype(np.int64), index=index,
+                      columns=list(COUNT_COLUMNS)),
          pd.DataFrame(rates, index=index, columns=list(RATE_METRICS))],
         axis=1,
     )
@@ -405,13 +450,17 @@ def group_metrics(
 
     intervals: list[pd.DataFrame | None] = [None, None, None]
     if method == "bootstrap":
-        intervals = bootstrap_tables(layout, weights, reference_of_row, n_bootstrap,
-                                      confidence, seed)
+        if bootstrap_intervals is None:
+            raise ValueError("the exact bootstrap's intervals are computed from the rows")
+        intervals = bootstrap_intervals
     elif method == "poisson":
-        intervals = poisson_tables(layout, weights, reference_of_row, n_bootstrap,
-                                    confidence, seed, keys)
+        if accumulator is None:
+            raise ValueError("the Poisson bootstrap needs its accumulator")
+        intervals = poisson_tables(layout, accumulator, stratum_sums, membership,
+                                   reference_of_row, confidence)
     elif method == "analytic":
-        intervals = analytic_tables(layout, weights, reference_of_row, confidence)
+        intervals = analytic_tables(layout, stratum_sums, membership, reference_of_row,
+                                    confidence)
     return GroupReport(
         by_group=by_group,
         ratios=ratios,

@@ -19,7 +19,13 @@ from ._tables import ci_frame, disparities, divide
 from ._validation import as_numeric, check_count, check_lengths, check_open_unit
 from .analytic import disparity_intervals, mean_variance, normal_interval
 from .bootstrap import Seed, bootstrap, percentile_interval, resolve_ci_method
-from .poisson_bootstrap import accumulate, check_row_ids, seed_word, stratified_group_sums
+from .poisson_bootstrap import (
+    PoissonAccumulator,
+    accumulate,
+    check_row_ids,
+    seed_word,
+    stratified_group_sums,
+)
 
 REGRESSION_METRICS: tuple[str, ...] = ("mean_outcome", "mean_prediction", "mean_residual",
                                        "rmse")
@@ -130,33 +136,86 @@ def regression_metrics(
     keys = None if row_ids is None else check_row_ids(row_ids, y.size)
 
     layout = build_layout(frame, intersections)
-    residual = y - pred
-    weights = np.column_stack([np.ones_like(y), y, pred, residual, residual**2])
+    weights = regression_weights(y, pred)
+    point = weights[:, :N_POINT_SUMS]
     ref_rows = layout.reference_rows(reference)
     reference_of_row = ref_rows[layout.attribute_of_row]
-    index = layout.index
-    columns = list(REGRESSION_METRICS)
-
-    values = _measures(layout, weights)
-    ratio, difference = disparities(values[:, 1:], reference_of_row)
-    by_group = pd.DataFrame(values[:, 1:], index=index, columns=columns)
-    by_group.insert(0, "size", values[:, 0].astype(np.int64))
-
-    intervals: list[pd.DataFrame | None] = [None, None, None]
+    bootstrap_intervals = None
+    accumulator = None
     if method == "bootstrap":
         def statistic(rows: NDArray[np.intp]) -> NDArray[np.float64]:
-            measures = _measures(layout, weights, rows)[:, 1:]
+            measures = _measures(layout, point, rows)[:, 1:]
             return np.stack([measures, *disparities(measures, reference_of_row)])
 
         samples = bootstrap(statistic, layout.n, n_resamples=n_bootstrap, seed=seed,
                             strata=layout.strata)
         lower, upper = percentile_interval(samples, confidence)
-        intervals = [ci_frame(lower[k], upper[k], index, columns) for k in range(3)]
+        bootstrap_intervals = [ci_frame(lower[k], upper[k], layout.index,
+                                        list(REGRESSION_METRICS)) for k in range(3)]
     elif method == "poisson":
-        intervals = _poisson_tables(layout, weights, reference_of_row, n_bootstrap, confidence,
-                                    seed, keys)
+        accumulator = accumulate(layout.strata, point, n_strata=layout.n_strata,
+                                 n_replicates=n_bootstrap, seed=seed_word(seed), keys=keys)
+    return regression_report(
+        layout, layout.stratum_sums(weights), reference=reference, confidence=confidence,
+        n_bootstrap=n_bootstrap, method=method, accumulator=accumulator,
+        bootstrap_intervals=bootstrap_intervals)
+
+
+def regression_weights(y: NDArray[np.float64], pred: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per-row columns whose per-stratum sums make the whole report: ``1, y, pred, r, r**2``
+    (the measures, :data:`N_POINT_SUMS` columns) and ``y**2, pred**2, r**4`` (their analytic
+    variances), with the residual ``r = y - pred``."""
+    residual = y - pred
+    squared = residual**2
+    return np.column_stack([np.ones_like(y), y, pred, residual, squared, y**2, pred**2,
+                            squared**2])
+
+
+N_POINT_SUMS = 5
+"""Leading columns of :func:`regression_weights` that the measures and the bootstraps use."""
+
+
+def regression_report(
+    layout: GroupLayout,
+    stratum_sums: NDArray[np.float64],
+    *,
+    reference: Mapping[str, Hashable] | None,
+    confidence: float,
+    n_bootstrap: int,
+    method: str | None,
+    accumulator: PoissonAccumulator | None = None,
+    bootstrap_intervals: list[pd.DataFrame | None] | None = None,
+) -> RegressionReport:
+    """The report from per-stratum sums of :func:`regression_weights`.
+
+    Everything but the exact bootstrap is a function of these sums (and, for the Poisson
+    bootstrap, of the merged ``accumulator``), so rows that arrive in chunks or Dask
+    partitions give the report of all rows at once (:mod:`counterfair.dask_groups`).
+    The exact bootstrap's tables are computed from the rows and passed in.
+    """
+    ref_rows = layout.reference_rows(reference)
+    reference_of_row = ref_rows[layout.attribute_of_row]
+    index = layout.index
+    columns = list(REGRESSION_METRICS)
+    membership = layout.strata_membership()
+    group_sums = membership @ stratum_sums
+    values = _measures_from_sums(group_sums[:, :N_POINT_SUMS])
+    ratio, difference = disparities(values[:, 1:], reference_of_row)
+    by_group = pd.DataFrame(values[:, 1:], index=index, columns=columns)
+    by_group.insert(0, "size", np.rint(values[:, 0]).astype(np.int64))
+
+    intervals: list[pd.DataFrame | None] = [None, None, None]
+    if method == "bootstrap":
+        if bootstrap_intervals is None:
+            raise ValueError("the exact bootstrap's intervals are computed from the rows")
+        intervals = bootstrap_intervals
+    elif method == "poisson":
+        if accumulator is None:
+            raise ValueError("the Poisson bootstrap needs its accumulator")
+        intervals = _poisson_tables(layout, accumulator, stratum_sums[:, :N_POINT_SUMS],
+                                    membership, reference_of_row, confidence)
     elif method == "analytic":
-        intervals = _analytic_tables(layout, y, pred, reference_of_row, confidence)
+        intervals = _analytic_tables(layout, group_sums, reference_of_row, confidence)
     return RegressionReport(
         by_group=by_group,
         differences=pd.DataFrame(difference, index=index, columns=columns),
@@ -171,16 +230,14 @@ def regression_metrics(
     )
 
 
-def _poisson_tables(layout: GroupLayout, weights: NDArray[np.float64],
-                    reference_of_row: NDArray[np.intp], n_bootstrap: int, confidence: float,
-                    seed: Seed, keys: NDArray[np.uint64] | None) -> list[pd.DataFrame | None]:
+def _poisson_tables(layout: GroupLayout, accumulator: PoissonAccumulator,
+                    observed: NDArray[np.float64], membership: NDArray[np.float64],
+                    reference_of_row: NDArray[np.intp],
+                    confidence: float) -> list[pd.DataFrame | None]:
     """Percentile intervals of the chunked, stratum-rescaled Poisson bootstrap."""
-    accumulator = accumulate(layout.strata, weights, n_strata=layout.n_strata,
-                             n_replicates=n_bootstrap, seed=seed_word(seed), keys=keys)
-    sums = stratified_group_sums(accumulator, layout.stratum_sums(weights),
-                                 layout.strata_membership())
+    sums = stratified_group_sums(accumulator, observed, membership)
     replicates = []
-    for b in range(n_bootstrap):
+    for b in range(accumulator.n_replicates):
         measures = _measures_from_sums(sums[:, :, b])[:, 1:]
         replicates.append(np.stack([measures, *disparities(measures, reference_of_row)]))
     lower, upper = percentile_interval(np.stack(replicates), confidence)
@@ -188,21 +245,12 @@ def _poisson_tables(layout: GroupLayout, weights: NDArray[np.float64],
             for k in range(3)]
 
 
-def _analytic_tables(layout: GroupLayout, y: NDArray[np.float64], pred: NDArray[np.float64],
+def _analytic_tables(layout: GroupLayout, group_sums: NDArray[np.float64],
                      reference_of_row: NDArray[np.intp],
                      confidence: float) -> list[pd.DataFrame | None]:
-    """Normal intervals of the means, delta method for the RMSE and the disparities."""
-    residual = y - pred
-
-    def total(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Per-group sums of one column, through the strata (no rows x columns copy)."""
-        by_stratum = np.bincount(layout.strata, weights=values, minlength=layout.n_strata)
-        out: NDArray[np.float64] = layout.strata_membership() @ by_stratum
-        return out
-
-    n = total(np.ones_like(y))
-    s_y, s_p, s_r = total(y), total(pred), total(residual)
-    s_y2, s_p2, s_r2, s_r4 = total(y**2), total(pred**2), total(residual**2), total(residual**4)
+    """Normal intervals of the means, delta method for the RMSE and the disparities, from
+    per-group sums of :func:`regression_weights`."""
+    n, s_y, s_p, s_r, s_r2, s_y2, s_p2, s_r4 = group_sums.T
     mse = divide(s_r2, n)
     values = np.column_stack([divide(s_y, n), divide(s_p, n), divide(s_r, n), np.sqrt(mse)])
     variances = np.column_stack([
