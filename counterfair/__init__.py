@@ -108,6 +108,7 @@ from counterfair.subsample_check import subsample_check  # noqa: E402
 
 __all__ += ["subsample_check"]
 
+from counterfair import dask_groups as dask_groups  # noqa: E402 - the group audits' handlers
 from counterfair import dask_rows as dask_rows  # noqa: E402 - registers the Dask handlers
 from counterfair.dask_run import WORKER_CONFIG as DASK_WORKER_CONFIG  # noqa: E402
 from counterfair.dask_run import WORKER_ENV as DASK_WORKER_ENV  # noqa: E402

@@ -174,8 +174,11 @@ def with_positions(model: Any, part: pd.DataFrame, start: int) -> Any:
     return _localise(model, fit, _positioned_fit(fit, part, start))
 
 
-def _tree(items: list[Any], merge: Callable[[Any, Any], Any]) -> Any:
-    """Merge delayed summaries pairwise, so that merging runs on the workers."""
+def merge_tree(items: list[Any], merge: Callable[[Any, Any], Any]) -> Any:
+    """Merge delayed summaries pairwise, so that merging runs on the workers.
+
+    The pairs are fixed by partition number, so the merged floating-point sums do not
+    depend on which task finishes first."""
     import dask
 
     level = list(items)
@@ -215,9 +218,20 @@ def run_partitions(
             dask.delayed(_task, pure=False)(kernel, shared, part, int(start), number, options)
             for number, (part, start) in enumerate(zip(parts, starts, strict=True))
         ]
-        return _tree(tasks, merge) if merge is not None else tasks
+        return merge_tree(tasks, merge) if merge is not None else tasks
 
     final = graph()
+    return compute(final, rerun=graph)
+
+
+def compute(final: Any, *, rerun: Callable[[], Any] | None = None) -> Any:
+    """Compute a delayed result on the current client, else on dask's local scheduler.
+
+    ``rerun`` builds the graph again when the client cancels it (a lost worker took a
+    scattered input with it)."""
+    import dask
+
+    client = current_client()
     if client is not None:
         try:
             return client.gather(client.compute(final))
@@ -225,7 +239,9 @@ def run_partitions(
             # a worker that died can take the scattered model's last copy with it, and
             # the scheduler then cancels what depends on it; scatter again and rerun:
             # draws are keyed by row position, so the rerun gives the same numbers
+            if rerun is None:
+                raise
             logger.warning("a Dask task was cancelled (a worker was lost); running again")
-            return client.gather(client.compute(graph()))
+            return client.gather(client.compute(rerun()))
     (computed,) = dask.compute(final)
     return computed

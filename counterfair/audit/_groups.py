@@ -322,3 +322,74 @@ def _cross(
             digits.append(str(labels[digit]))
         names.append(INTERSECTION_SEPARATOR.join(reversed(digits)))
     return inverse.reshape(-1).astype(np.intp), names
+
+
+UNSEEN_CELL = (
+    "{where}: protected attribute {attribute!r} has the value {value!r}, which is not among "
+    "the groups of the audit ({available})"
+)
+"""A row of a piece whose group is not in the layout built from all pieces' cells."""
+
+
+@dataclass(frozen=True)
+class CellCoder:
+    """Strata of rows that arrive in pieces (chunks, Dask partitions).
+
+    Built from the distinct cells of all rows (one row per combination of protected
+    values that occurs), its :attr:`layout` is the layout the whole frame would get:
+    the labels of each attribute, the intersections, the references and the stratum
+    numbering depend only on which cells occur. :meth:`strata` then numbers the rows of
+    any piece in that layout, so per-stratum sums of the pieces add up to those of the
+    whole frame.
+    """
+
+    layout: GroupLayout
+    names: tuple[str, ...]
+    combined: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, cells: pd.DataFrame, intersections: Intersections = True) -> CellCoder:
+        """The coder of the layout of ``cells`` (distinct protected rows, any order)."""
+        frame = protected_frame(cells)
+        layout = build_layout(frame, intersections)
+        names = tuple(str(c) for c in frame.columns)
+        coder = cls(layout, names, np.zeros(0, dtype=np.int64))
+        combined = np.unique(coder._combined(frame, "the cells"))
+        return cls(layout, names, combined)
+
+    def _combined(self, frame: pd.DataFrame, where: str) -> NDArray[np.int64]:
+        combined = np.zeros(len(frame), dtype=np.int64)
+        for name, labels in zip(self.names, self.layout.labels, strict=False):
+            values = frame[name]
+            codes = pd.Index(list(labels)).get_indexer(np.asarray(values, dtype=object))
+            codes = codes.astype(np.int64)
+            unseen = codes < 0
+            if unseen.any():
+                value = values.to_numpy()[np.flatnonzero(unseen)[0]]
+                raise ValueError(UNSEEN_CELL.format(where=where, attribute=name, value=value,
+                                                    available=shown(list(labels))))
+            combined = combined * len(labels) + codes
+        return combined
+
+    def strata(self, frame: pd.DataFrame, where: str = "the rows") -> NDArray[np.intp]:
+        """Stratum of each row of ``frame`` (its protected columns) in :attr:`layout`.
+
+        Raises
+        ------
+        ValueError
+            Naming ``where``, the attribute and the value of a row whose cell is not in
+            the layout.
+        """
+        missing = [name for name in self.names if name not in frame.columns]
+        if missing:
+            raise ValueError(f"{where}: protected attribute {missing[0]!r} is not a column")
+        combined = self._combined(frame, where)
+        position = np.searchsorted(self.combined, combined)
+        found = position < self.combined.size
+        found[found] = self.combined[position[found]] == combined[found]
+        if not found.all():
+            row = frame.iloc[int(np.flatnonzero(~found)[0])]
+            cell = INTERSECTION_SEPARATOR.join(str(row[name]) for name in self.names)
+            raise ValueError(f"{where}: the cell {cell!r} of the protected attributes is not "
+                             "among the cells of the audit")
+        return position.astype(np.intp)

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from counterfair import dispatch
+
 from ._classification_intervals import analytic_tables, bootstrap_tables, poisson_tables
 from ._confusion import COUNT_COLUMNS as COUNT_COLUMNS
 from ._confusion import RATE_METRICS as RATE_METRICS
@@ -373,6 +375,12 @@ def group_metrics(
         (``n_bootstrap`` or ``seed`` with ``"analytic"``, ``row_ids`` without
         ``"poisson"``).
     """
+    arguments = (y_true, y_pred, protected)
+    if (handler := dispatch.handler_for("group_metrics", arguments)) is not None:
+        return handler(y_true, y_pred, protected, threshold=threshold,
+                       intersections=intersections, reference=reference, tau=tau,
+                       n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
+                       ci_method=ci_method, row_ids=row_ids)
     y = as_binary(y_true, "y_true")
     scores = as_numeric(y_pred, "y_pred")
     check_lengths([("y_true", y.size), ("y_pred", scores.size)])

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from counterfair import dispatch
+
 from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
 from ._tables import ci_frame, disparities, divide
 from ._validation import as_numeric, check_count, check_lengths, check_open_unit
@@ -125,6 +127,11 @@ def regression_metrics(
     -------
     RegressionReport
     """
+    arguments = (y_true, y_pred, protected)
+    if (handler := dispatch.handler_for("regression_metrics", arguments)) is not None:
+        return handler(y_true, y_pred, protected, intersections=intersections,
+                       reference=reference, n_bootstrap=n_bootstrap, confidence=confidence,
+                       seed=seed, ci_method=ci_method, row_ids=row_ids)
     y = as_numeric(y_true, "y_true")
     pred = as_numeric(y_pred, "y_pred")
     check_lengths([("y_true", y.size), ("y_pred", pred.size)])

@@ -1,0 +1,168 @@
+"""The group audits on Dask inputs, on a real distributed.LocalCluster with two workers.
+
+The rows are real: UCI Adult (income, decisions of a logistic regression, race and
+sex) and the law school data (ZFYA, predictions of a linear regression, race and sex).
+Each report on Dask inputs, split into 1, 3 or 7 partitions, is compared with the
+in-memory report of the same rows: counts exactly, sums and intervals to rounding.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe", reason="dask is not installed (the [dask] extra)")
+distributed = pytest.importorskip("distributed", reason="distributed is not installed")
+
+from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
+
+import counterfair as cf  # noqa: E402
+from counterfair import dask_groups  # noqa: E402
+
+DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", Path(__file__).parents[2] / "shared" / "data"))
+PARTITIONS = (1, 3, 7)
+RTOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0"
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def adult() -> pd.DataFrame:
+    data = cf.load_adult(DATA_DIR)
+    features = ["age", "education-num", "hours-per-week", "capital-gain"]
+    model = LogisticRegression(max_iter=500).fit(data[features], data["income"])
+    rows = data[["race", "sex", "income"]].copy()
+    rows["score"] = model.predict_proba(data[features])[:, 1]
+    rows["decision"] = (rows["score"] >= 0.3).astype(np.int64)
+    return rows.reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def law() -> pd.DataFrame:
+    data = cf.load_law_school(data_home=DATA_DIR)
+    model = LinearRegression().fit(data[["UGPA", "LSAT"]], data["ZFYA"])
+    rows = data[["race", "sex", "ZFYA"]].copy()
+    rows["prediction"] = model.predict(data[["UGPA", "LSAT"]])
+    return rows.reset_index(drop=True)
+
+
+def assert_reports_equal(a, b) -> None:
+    pd.testing.assert_frame_equal(a.by_group, b.by_group, rtol=RTOL, atol=1e-14)
+    pd.testing.assert_frame_equal(a.ratios, b.ratios, rtol=RTOL, atol=1e-14)
+    pd.testing.assert_frame_equal(a.differences, b.differences, rtol=RTOL, atol=1e-14)
+    assert a.reference == b.reference
+    assert a.ci_method == b.ci_method
+    for name in ("ci", "ratio_ci", "difference_ci"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None), name
+        if x is not None:
+            pd.testing.assert_frame_equal(x, y, rtol=RTOL, atol=1e-12)
+
+
+@pytest.mark.parametrize("options", [
+    {"ci_method": "analytic"},
+    {"ci_method": "poisson", "n_bootstrap": 40, "seed": 11},
+    {},
+])
+def test_regression_audit_equals_in_memory_for_any_partitioning(client, law, options):
+    expected = cf.audit.regression_metrics(
+        law["ZFYA"].to_numpy(), law["prediction"].to_numpy(), law[["race", "sex"]], **options)
+    for n in PARTITIONS:
+        ddf = dd.from_pandas(law, npartitions=n)
+        # predictions as NumPy (what FairLearner.predict(ddf) returns) and as a Dask column
+        for y_pred in (law["prediction"].to_numpy(), ddf["prediction"]):
+            got = cf.audit.regression_metrics(ddf["ZFYA"], y_pred, ddf[["race", "sex"]],
+                                              **options)
+            assert_reports_equal(expected, got)
+    assert expected.by_group["size"].sum() == 3 * len(law)  # race, sex, race x sex
+
+
+@pytest.mark.parametrize("options", [
+    {"ci_method": "analytic"},
+    {"ci_method": "poisson", "n_bootstrap": 40, "seed": 11},
+])
+def test_classification_audit_equals_in_memory_for_any_partitioning(client, adult, options):
+    for column in ("score", "decision"):
+        expected = cf.audit.group_metrics(adult["income"], adult[column],
+                                          adult[["race", "sex"]], threshold=0.3, **options)
+        for n in PARTITIONS:
+            ddf = dd.from_pandas(adult, npartitions=n)
+            got = cf.audit.group_metrics(ddf["income"], ddf[column], ddf[["race", "sex"]],
+                                         threshold=0.3, **options)
+            assert_reports_equal(expected, got)
+            pd.testing.assert_frame_equal(expected.verdicts, got.verdicts)
+
+
+def test_scores_in_one_partition_only_are_thresholded_everywhere(client, adult):
+    # the first partition holds only 0/1 values: alone it would be read as decisions,
+    # but the audit decides once for all rows, as the in-memory call does
+    rows = adult.copy()
+    rows.loc[: len(rows) // 2, "score"] = rows.loc[: len(rows) // 2, "decision"]
+    expected = cf.audit.group_metrics(rows["income"], rows["score"], rows[["race", "sex"]],
+                                      threshold=0.3)
+    ddf = dd.from_pandas(rows, npartitions=4)
+    got = cf.audit.group_metrics(ddf["income"], ddf["score"], ddf[["race", "sex"]],
+                                 threshold=0.3)
+    assert_reports_equal(expected, got)
+
+
+def test_exact_bootstrap_collects_small_inputs_and_refuses_large_ones(client, law,
+                                                                      monkeypatch):
+    rows = law.iloc[:3000]
+    ddf = dd.from_pandas(rows, npartitions=3)
+    expected = cf.audit.regression_metrics(rows["ZFYA"], rows["prediction"], rows[["sex"]],
+                                           n_bootstrap=30, seed=2)
+    got = cf.audit.regression_metrics(ddf["ZFYA"], ddf["prediction"], ddf[["sex"]],
+                                      n_bootstrap=30, seed=2)
+    assert got.ci_method == "bootstrap"
+    assert_reports_equal(expected, got)
+    monkeypatch.setattr(dask_groups, "EXACT_BOOTSTRAP_MAX_ROWS", 1000)
+    with pytest.raises(ValueError, match=r"3,000 rows.*'poisson' or 'analytic'"):
+        cf.audit.regression_metrics(ddf["ZFYA"], ddf["prediction"], ddf[["sex"]],
+                                    n_bootstrap=30, ci_method="bootstrap")
+
+
+def test_bad_inputs_name_the_partition_and_the_input(client, law):
+    rows = law.iloc[:2100].copy()
+    rows.loc[1500, "ZFYA"] = np.nan
+    ddf = dd.from_pandas(rows, npartitions=3)
+    with pytest.raises(ValueError, match=r"partition 2 \(global rows 1400\.\.2099\).*y_true"):
+        cf.audit.regression_metrics(ddf["ZFYA"], ddf["prediction"], ddf[["race"]])
+    with pytest.raises(ValueError, match="y_pred has 5 rows but the Dask inputs have 2,100"):
+        cf.audit.regression_metrics(ddf["ZFYA"], np.zeros(5), ddf[["race"]])
+    other = dd.from_pandas(rows, npartitions=2)
+    with pytest.raises(ValueError, match=r"protected has 2 partitions.*3"):
+        cf.audit.regression_metrics(ddf["ZFYA"], ddf["prediction"], other[["race"]])
+    with pytest.raises(ValueError, match="row_ids= cannot be used with Dask inputs"):
+        cf.audit.regression_metrics(ddf["ZFYA"], ddf["prediction"], ddf[["race"]],
+                                    ci_method="poisson", n_bootstrap=5,
+                                    row_ids=np.arange(len(rows)))
+    labels = dd.from_pandas(law.iloc[:2100].assign(income=2), npartitions=3)
+    with pytest.raises(ValueError, match=r"partition \d.*y_true must contain binary labels"):
+        cf.audit.group_metrics(labels["income"], labels["prediction"], labels[["sex"]])
+
+
+def test_cell_coder_numbers_rows_as_the_whole_frame(law):
+    from counterfair.audit._groups import CellCoder, build_layout, protected_frame
+
+    frame = protected_frame(law[["race", "sex"]])
+    whole = build_layout(frame)
+    cells = frame.drop_duplicates().sample(frac=1.0, random_state=4)
+    coder = CellCoder.of(cells)
+    assert coder.layout.labels == whole.labels
+    np.testing.assert_array_equal(coder.strata(frame), whole.strata)
+    with pytest.raises(ValueError, match="partition 9: protected attribute 'race' has the "
+                                         "value 'Martian'"):
+        coder.strata(pd.DataFrame({"race": ["Martian"], "sex": ["Male"]}), "partition 9")
