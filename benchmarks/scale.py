@@ -308,12 +308,11 @@ def run_dask(records: list[dict[str, Any]], size: int, scm: Any, params: dict[st
             stage(records, size, "cf_audit", mode, lambda: cf.audit.counterfactual_fairness(
                 fit, features, full, attributes=["sex"], n_samples=args.samples,
                 seed=args.seed))
-            # the group audit's inputs are three columns and the predictions: 10M rows of
-            # them fit on the client; the analytic intervals are one pass over them
-            columns = rows[["ZFYA", "race", "sex"]].compute()
+            # the group audit reads its columns on the workers and merges per-stratum
+            # sums there (counterfair.dask_groups); only the predictions, NumPy on the
+            # client, are cut at the partition boundaries and sent
             stage(records, size, "group_audit", mode, lambda: cf.audit.regression_metrics(
-                columns["ZFYA"].to_numpy(), predictions, columns[["race", "sex"]],
-                ci_method="analytic"))
+                rows["ZFYA"], predictions, rows[["race", "sex"]], ci_method="analytic"))
 
 
 def summarise(records: list[dict[str, Any]], sizes: list[int], dask_rows: int | None
