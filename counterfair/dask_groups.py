@@ -35,7 +35,13 @@ import numpy as np
 import pandas as pd
 
 from counterfair import dispatch
-from counterfair.audit._groups import CellCoder, Intersections, Protected, protected_frame
+from counterfair.audit._groups import (
+    CellCoder,
+    Intersections,
+    Protected,
+    protected_frame,
+    stratum_sums,
+)
 from counterfair.audit._validation import (
     as_binary,
     as_numeric,
@@ -212,8 +218,7 @@ def _sums(y: Any, pred: Any, protected: Any, *, start: int, kind: str, coder: Ce
         weights = regression_weights(outcome, scores)
         point = weights[:, :N_POINT_SUMS]
     n_strata = coder.combined.size
-    sums = np.column_stack([np.bincount(strata, weights=weights[:, j], minlength=n_strata)
-                            for j in range(weights.shape[1])])
+    sums = stratum_sums(strata, weights, n_strata)
     accumulator = None
     if n_bootstrap:
         keys = np.arange(start, start + strata.size, dtype=np.uint64)

@@ -215,9 +215,7 @@ class GroupLayout:
 
     def stratum_sums(self, weights: NDArray[np.float64]) -> NDArray[np.float64]:
         """Per-stratum column sums of ``weights`` (shape ``(n, k)``): ``(n_strata, k)``."""
-        return np.column_stack([np.bincount(self.strata, weights=weights[:, j],
-                                            minlength=self.n_strata)
-                                for j in range(weights.shape[1])])
+        return stratum_sums(self.strata, weights, self.n_strata)
 
     def strata_membership(self) -> NDArray[np.float64]:
         """``(n_groups_total, n_strata)`` 0/1 matrix: the strata that make up each group.
@@ -267,6 +265,13 @@ class GroupLayout:
         """Map each attribute to the label of its reference row."""
         index = self.index
         return {str(index[r][0]): index[r][1] for r in rows}
+
+
+def stratum_sums(strata: NDArray[np.intp], weights: NDArray[np.float64],
+                 n_strata: int) -> NDArray[np.float64]:
+    """Column sums of ``weights`` ``(n, k)`` per stratum code: ``(n_strata, k)``."""
+    return np.column_stack([np.bincount(strata, weights=weights[:, j], minlength=n_strata)
+                            for j in range(weights.shape[1])])
 
 
 def build_layout(frame: pd.DataFrame, intersections: Intersections = True) -> GroupLayout:
