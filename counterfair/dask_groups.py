@@ -67,7 +67,7 @@ from counterfair.audit.regression import (
     regression_report,
     regression_weights,
 )
-from counterfair.dask_run import IN_PARTITION, compute, merge_tree
+from counterfair.dask_run import IN_PARTITION, compute, merge_tree, partitions
 
 NO_ROW_IDS = (
     "row_ids= cannot be used with Dask inputs: the Poisson bootstrap keys each row's "
@@ -93,28 +93,30 @@ def has_dask_input(arguments: object) -> bool:
 
 
 # ---------------------------------------------------------------------- partitions
+Y_TRUE = "__counterfair_y_true__"
+Y_PRED = "__counterfair_y_pred__"
+
+
 @dataclass(frozen=True)
 class _Inputs:
-    """The three inputs cut into the same partitions: delayed pieces or in-memory slices."""
+    """The inputs cut into the same partitions.
 
-    y: list[Any]
-    pred: list[Any]
-    protected: list[Any]
+    The Dask inputs are joined into one frame (columns :data:`Y_TRUE`, :data:`Y_PRED` and
+    the protected attributes), so that they are cut alike: Dask may fuse the partitions of
+    a frame of few columns when it reads them, and two columns computed on their own could
+    be cut differently. In-memory inputs are sliced at the resulting boundaries.
+    """
+
+    parts: list[Any]
+    y: list[Any] | None
+    pred: list[Any] | None
+    protected: list[Any] | None
+    protected_columns: list[str]
     starts: np.ndarray
     n_rows: int
 
 
-def _partition_lengths(value: Any) -> np.ndarray:
-    return np.asarray(value.map_partitions(len).compute(), dtype=np.int64)
-
-
-def _cut(value: Any, name: str, starts: np.ndarray, n_rows: int, n_parts: int) -> list[Any]:
-    if is_dask_collection(value):
-        if value.npartitions != n_parts:
-            raise ValueError(
-                f"{name} has {value.npartitions} partitions but the other Dask inputs have "
-                f"{n_parts}; give them the same partitions (columns of one frame do)")
-        return list(value.to_delayed())
+def _slices(value: Any, name: str, starts: np.ndarray, n_rows: int) -> list[Any]:
     length = len(value)
     if length != n_rows:
         raise ValueError(f"{name} has {length:,} rows but the Dask inputs have {n_rows:,}")
@@ -128,26 +130,57 @@ def _cut(value: Any, name: str, starts: np.ndarray, n_rows: int, n_parts: int) -
     return [array[int(a):int(b)] for a, b in zip(starts, ends, strict=True)]
 
 
+def _joined(y_true: Any, y_pred: Any, protected: Any) -> tuple[Any, list[str]]:
+    """One Dask frame of the Dask inputs, and the names of its protected columns."""
+    frame = None
+    columns: list[str] = []
+    if is_dask_collection(protected):
+        if protected.ndim == 1:  # a Series: one attribute
+            name = "protected" if protected.name is None else str(protected.name)
+            protected = protected.to_frame(name=name)
+        columns = [str(c) for c in protected.columns]
+        frame = protected.rename(columns=dict(zip(protected.columns, columns, strict=True)))
+    for name, value in ((Y_TRUE, y_true), (Y_PRED, y_pred)):
+        if not is_dask_collection(value):
+            continue
+        if value.ndim != 1:
+            raise ValueError(f"{'y_true' if name == Y_TRUE else 'y_pred'} must be one column "
+                             "(a Dask Series), not a frame")
+        if frame is None:
+            frame = value.to_frame(name=name)
+            continue
+        if value.npartitions != frame.npartitions:
+            raise ValueError(
+                f"{'y_true' if name == Y_TRUE else 'y_pred'} has {value.npartitions} "
+                f"partitions but the other Dask inputs have {frame.npartitions}; give them "
+                "the same partitions (columns of one frame do)")
+        frame = frame.assign(**{name: value})
+    return frame, columns
+
+
 def _inputs(y_true: Any, y_pred: Any, protected: Any) -> _Inputs:
-    named = {"y_true": y_true, "y_pred": y_pred, "protected": protected}
-    first = next(v for v in named.values() if is_dask_collection(v))
-    lengths = _partition_lengths(first)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    n_rows = int(lengths.sum())
-    cut = {name: _cut(v, name, starts, n_rows, len(lengths)) for name, v in named.items()}
-    return _Inputs(cut["y_true"], cut["y_pred"], cut["protected"], starts, n_rows)
+    frame, columns = _joined(y_true, y_pred, protected)
+    whole = partitions(frame)
+    cut = {name: None if is_dask_collection(v) else _slices(v, name, whole.starts, whole.n_rows)
+           for name, v in (("y_true", y_true), ("y_pred", y_pred), ("protected", protected))}
+    return _Inputs(whole.parts, cut["y_true"], cut["y_pred"], cut["protected"], columns,
+                   whole.starts, whole.n_rows)
 
 
 def _in_partition(task: Callable[..., Any]) -> Callable[..., Any]:
-    """Run a partition's task so that its errors name the partition and its rows."""
+    """Run a partition's task on its three inputs; its errors name the partition."""
 
-    def run(number: int, start: int, y: Any, pred: Any, protected: Any, **options: Any) -> Any:
+    def run(number: int, start: int, part: pd.DataFrame, y: Any, pred: Any, protected: Any,
+            protected_columns: list[str], **options: Any) -> Any:
+        y = part[Y_TRUE] if y is None else y
+        pred = part[Y_PRED] if pred is None else pred
+        protected = part[protected_columns] if protected is None else protected
         try:
             return task(y, pred, protected, start=start, **options)
         except (ValueError, TypeError) as error:
-            n = len(y)
             raise type(error)(IN_PARTITION.format(
-                number=number, first=start, last=start + n - 1, message=error)) from error
+                number=number, first=start, last=start + len(part) - 1, message=error)
+            ) from error
 
     run.__name__ = task.__name__
     return run
@@ -158,10 +191,13 @@ def _over_partitions(inputs: _Inputs, task: Callable[..., Any], *,
     import dask
 
     run = _in_partition(task)
+    n = len(inputs.parts)
+    pieces = [[None] * n if v is None else v for v in (inputs.y, inputs.pred, inputs.protected)]
     tasks = [
-        dask.delayed(run, pure=True)(number, int(start), y, pred, prot, **options)
-        for number, (y, pred, prot, start) in enumerate(
-            zip(inputs.y, inputs.pred, inputs.protected, inputs.starts, strict=True))
+        dask.delayed(run, pure=True)(number, int(start), part, y, pred, prot,
+                                     inputs.protected_columns, **options)
+        for number, (part, y, pred, prot, start) in enumerate(
+            zip(inputs.parts, *pieces, inputs.starts, strict=True))
     ]
     final = merge_tree(tasks, merge) if merge is not None else tasks
     return compute(final)

@@ -48,7 +48,7 @@ from counterfair.audit.counterfactual import (
 )
 from counterfair.audit.streaming import ROW_COLUMNS
 from counterfair.baselines import BaselinePredictor
-from counterfair.dask_run import fit_of, partition_starts, run_partitions
+from counterfair.dask_run import fit_of, partition_starts, partitions, run_partitions
 from counterfair.dask_summary import AuditSummary
 from counterfair.learning import FairLearner
 from counterfair.posterior import Fit
@@ -268,8 +268,10 @@ def _write_rows(
     target = dask_parquet.check_target(rows_out, overwrite=overwrite)
     partial = dask_parquet.start(target)
     try:
-        result = run_partitions(ddf, model, kernel, merge=merge, folder=str(partial), **options)
-        dask_parquet.finish(partial, target, ddf.npartitions, overwrite=overwrite)
+        parts = partitions(ddf)
+        result = run_partitions(ddf, model, kernel, merge=merge, parts=parts,
+                                folder=str(partial), **options)
+        dask_parquet.finish(partial, target, len(parts.parts), overwrite=overwrite)
     except BaseException:
         dask_parquet.abandon(partial)
         raise
@@ -397,7 +399,8 @@ def dask_counterfactual_fairness(
     do = options.get("do")
     if do is not None and any(not isinstance(v, str) and np.ndim(v) > 0 for v in do.values()):
         _check_do_length(do, len(data))
-    common = {"tolerance": tolerance, "options": {"interval": interval, **options}}
+    common: dict[str, Any] = {"tolerance": tolerance,
+                              "options": {"interval": interval, **options}}
     model = (fit, predictor)
     if rows_out is None:
         summary = run_partitions(

@@ -17,6 +17,7 @@ import copy
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import CancelledError
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -73,10 +74,34 @@ def current_client() -> Any:
         return None
 
 
+@dataclass(frozen=True)
+class Partitions:
+    """A frame's partitions as they will be computed, with their global row positions.
+
+    ``parts`` is ``ddf.to_delayed()``: Dask's optimised graph, in which a frame of few
+    columns read from parquet may fuse several files into one partition, so that
+    ``ddf.npartitions`` need not be their number. The lengths are computed on these very
+    partitions, so positions and partitions agree.
+    """
+
+    parts: list[Any]
+    starts: np.ndarray
+    n_rows: int
+
+
+def partitions(ddf: Any) -> Partitions:
+    """:class:`Partitions` of ``ddf`` (one pass over the partitions for their lengths)."""
+    import dask
+
+    parts = list(ddf.to_delayed())
+    lengths = np.asarray(compute([dask.delayed(len)(part) for part in parts]), dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return Partitions(parts, starts, int(lengths.sum()))
+
+
 def partition_starts(ddf: Any) -> np.ndarray:
-    """Global position of each partition's first row, from the partition lengths."""
-    lengths = np.asarray(ddf.map_partitions(len).compute(), dtype=np.int64)
-    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    """Global position of each partition's first row (see :func:`partitions`)."""
+    return partitions(ddf).starts
 
 
 class Payload:
@@ -194,6 +219,7 @@ def run_partitions(
     kernel: Callable[..., Any],
     *,
     merge: Callable[[Any, Any], Any] | None = None,
+    parts: Partitions | None = None,
     **options: Any,
 ) -> Any:
     """``kernel(model, partition, start, number, **options)`` on every partition.
@@ -201,11 +227,11 @@ def run_partitions(
     The model is scattered to every worker once and passed by reference.
     Returns the list of results in partition order, or, with ``merge``, their
     pairwise merge (computed on the workers; only the result reaches the client).
+    ``parts`` is :func:`partitions` of ``ddf`` when the caller has it already.
     """
     import dask
 
-    starts = partition_starts(ddf)
-    parts = ddf.to_delayed()
+    cut = partitions(ddf) if parts is None else parts
     client = current_client()
 
     def graph() -> Any:
@@ -216,7 +242,7 @@ def run_partitions(
         )
         tasks = [
             dask.delayed(_task, pure=False)(kernel, shared, part, int(start), number, options)
-            for number, (part, start) in enumerate(zip(parts, starts, strict=True))
+            for number, (part, start) in enumerate(zip(cut.parts, cut.starts, strict=True))
         ]
         return merge_tree(tasks, merge) if merge is not None else tasks
 
