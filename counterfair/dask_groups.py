@@ -265,7 +265,7 @@ def _sums(y: Any, pred: Any, protected: Any, *, start: int, kind: str, coder: Ce
 
 def _layout_and_sums(inputs: _Inputs, *, kind: str, intersections: Intersections,
                      method: str | None, n_bootstrap: int, seed: Seed, threshold: float | None,
-                     ) -> tuple[CellCoder, StratumSums, bool]:
+                     ) -> tuple[CellCoder, StratumSums]:
     surveys = _over_partitions(inputs, _survey, kind=kind)
     cells = pd.concat([c for c, _ in surveys], ignore_index=True).drop_duplicates()
     binary = all(b for _, b in surveys)
@@ -282,7 +282,7 @@ def _layout_and_sums(inputs: _Inputs, *, kind: str, intersections: Intersections
     total = _over_partitions(
         inputs, _sums, merge=_merge, kind=kind, coder=coder, decisions=decisions,
         n_bootstrap=n_bootstrap if poisson else 0, seed=seed_word(seed) if poisson else 0)
-    return coder, total, binary
+    return coder, total
 
 
 def _collected(value: Any) -> Any:
@@ -329,7 +329,7 @@ def dask_group_metrics(
             _collected(y_true), _collected(y_pred), _collected(protected),
             threshold=threshold, intersections=intersections, reference=reference, tau=tau,
             n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, ci_method="bootstrap")
-    coder, total, _ = _layout_and_sums(
+    coder, total = _layout_and_sums(
         inputs, kind="classification", intersections=intersections, method=method,
         n_bootstrap=n_bootstrap, seed=seed, threshold=threshold)
     return group_report(
@@ -363,7 +363,7 @@ def dask_regression_metrics(
             _collected(y_true), _collected(y_pred), _collected(protected),
             intersections=intersections, reference=reference, n_bootstrap=n_bootstrap,
             confidence=confidence, seed=seed, ci_method="bootstrap")
-    coder, total, _ = _layout_and_sums(
+    coder, total = _layout_and_sums(
         inputs, kind="regression", intersections=intersections, method=method,
         n_bootstrap=n_bootstrap, seed=seed, threshold=None)
     return regression_report(

@@ -140,3 +140,16 @@ def _counterfair_logger_restored() -> Iterator[None]:
     state = (list(logger.handlers), logger.level, logger.propagate)
     yield
     logger.handlers[:], logger.level, logger.propagate = state
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[object]:
+    """A real ``distributed.LocalCluster`` of two worker processes and its client, one per
+    test module that asks for it (the Dask tests); skipped without the [dask] extra."""
+    distributed = pytest.importorskip("distributed", reason="distributed is not installed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0"
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()

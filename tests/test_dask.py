@@ -37,16 +37,6 @@ PARTITIONS = (1, 3, 7)
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0"
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
-
-
-@pytest.fixture(scope="module")
 def models(stan_backend):
     fit = law_level2_fit().fit
     train = law_train().drop(columns="K")

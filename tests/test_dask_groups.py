@@ -29,16 +29,6 @@ RTOL = 1e-10
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0"
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
-
-
-@pytest.fixture(scope="module")
 def adult() -> pd.DataFrame:
     data = cf.load_adult(DATA_DIR)
     features = ["age", "education-num", "hours-per-week", "capital-gain"]
