@@ -44,11 +44,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from counterfair import exact_abduction
-from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
+from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
+from counterfair.datasets.law_school_models import law_school_level2
 from counterfair.errors import ConvergenceWarning
-from counterfair.models import law_school_level2
-from counterfair.posterior import Abduction, Fit
+from counterfair.inference import exact_abduction
+from counterfair.inference.fit import Abduction, Fit
 
 COLUMNS = ["race", "sex", "UGPA", "LSAT", "ZFYA"]
 CONDITION = ["UGPA", "LSAT"]

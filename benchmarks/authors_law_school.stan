@@ -25,7 +25,7 @@
 //   * the declaration and the assignment of sigma_g in `transformed parameters` are merged
 //     into one statement.
 // The column order of `a` is chosen by the caller (the benchmark uses the order of
-// counterfair.datasets.RACE_LEVELS then SEX_LEVELS; the authors listed amerind, asian,
+// counterfair.datasets.law_school.RACE_LEVELS then SEX_LEVELS; the authors listed amerind, asian,
 // black, hisp, mexican, other, puerto, white, male, female). The priors are exchangeable
 // across columns, so the posterior does not depend on that order.
 data {

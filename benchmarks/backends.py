@@ -28,8 +28,8 @@ from typing import Any
 import httpstan.cache
 import numpy as np
 
-from counterfair import models
-from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
+from counterfair.datasets import law_school_models as models
+from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
 from counterfair.stan.backend import available_backends, get_backend
 
 

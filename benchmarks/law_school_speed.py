@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 import counterfair as cf
-from counterfair.datasets import (
+from counterfair.datasets.law_school import (
     DATA_ENV_VAR,
     RACE_LEVELS,
     SEX_LEVELS,

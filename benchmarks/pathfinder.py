@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 import counterfair as cf
-from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
-from counterfair.learning import FairLearner
-from counterfair.models import law_school_level2
+from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
+from counterfair.datasets.law_school_models import law_school_level2
+from counterfair.learn.fair import FairLearner
 from counterfair.stan.backend import get_backend
 
 COLUMNS = ["race", "sex", "UGPA", "LSAT", "ZFYA"]

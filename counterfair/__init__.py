@@ -4,113 +4,111 @@ Declare a structural causal model on a networkx DAG, compile it to Stan, sample
 latent noise by NUTS (abduction), intervene on protected attributes (action),
 propagate counterfactuals (prediction), learn counterfactually fair predictors
 (Kusner et al. 2017, Algorithm 1) and audit any predictor.
+
+The package is a pipeline of subpackages, one per stage (``ARCHITECTURE.md``):
+:mod:`counterfair.model`, :mod:`counterfair.rows`, :mod:`counterfair.stan`,
+:mod:`counterfair.inference`, :mod:`counterfair.counterfactual`,
+:mod:`counterfair.learn`, :mod:`counterfair.audit`, :mod:`counterfair.io`,
+:mod:`counterfair.dask`, :mod:`counterfair.datasets`, :mod:`counterfair.cli` and
+:mod:`counterfair.experiments`. ``import counterfair`` loads none of them: each public
+name below is imported on first use (the Scientific Python lazy-loading convention,
+SPEC 1), so the package and its command line start fast. ``counterfair/__init__.pyi``
+lists the same names for type checkers and editors.
 """
 
-from counterfair import _quiet as _quiet  # first: hides third-party import noise
-from counterfair import audit, datasets, datasets_tabular, models, options
-from counterfair._version import __version__
-from counterfair.baselines import BaselinePredictor, full_predictor, unaware_predictor
-from counterfair.baselines_order import DemographicParityClassifier, OrderPreservingPredictor
-from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
-from counterfair.datasets_tabular import load_adult, load_compas
-from counterfair.discrete import Deterministic, DiscreteNoise
-from counterfair.enumeration import DiscreteSCM
-from counterfair.errors import (
-    ConvergenceWarning,
-    DataError,
-    FairnessError,
-    IdentificationWarning,
-    LOOWarning,
-    ScaleWarning,
-    SCMError,
-)
-from counterfair.families import (
-    Bernoulli,
-    Categorical,
-    NegativeBinomial,
-    Normal,
-    Ordinal,
-    Poisson,
-)
-from counterfair.learning import FairLearner
-from counterfair.loo import compare
-from counterfair.options import get_options, set_options
-from counterfair.posterior import Abduction, Fit
-from counterfair.ppc_results import PosteriorPredictiveCheck
-from counterfair.prediction import counterfactual_predictions
-from counterfair.saving import load
-from counterfair.scm import SCM
-from counterfair.scm_document import scm_to_dict
-from counterfair.scm_file import read_scm, scm_from_dict, write_scm
-from counterfair.sensitivity import plot_sensitivity, sensitivity
-from counterfair.specs import SPEC_KEY, Latent, Prior, Protected
+from __future__ import annotations
 
-__all__ = [
-    "SCM",
-    "SPEC_KEY",
-    "Abduction",
-    "BaselinePredictor",
-    "Bernoulli",
-    "Categorical",
-    "ConvergenceWarning",
-    "DataError",
-    "DemographicParityClassifier",
-    "Deterministic",
-    "DiscreteNoise",
-    "DiscreteSCM",
-    "FairLearner",
-    "FairnessError",
-    "Fit",
-    "IdentificationWarning",
-    "LOOWarning",
-    "Latent",
-    "NegativeBinomial",
-    "Normal",
-    "OrderPreservingPredictor",
-    "Ordinal",
-    "Poisson",
-    "PosteriorPredictiveCheck",
-    "Prior",
-    "Protected",
-    "SCMError",
-    "ScaleWarning",
-    "__version__",
-    "audit",
-    "compare",
-    "counterfactual_predictions",
-    "datasets",
-    "datasets_tabular",
-    "full_predictor",
-    "get_options",
-    "law_school_split",
-    "law_school_subsample",
-    "load",
-    "load_adult",
-    "load_compas",
-    "load_law_school",
-    "models",
-    "options",
-    "plot_sensitivity",
-    "read_scm",
-    "scm_from_dict",
-    "scm_to_dict",
-    "sensitivity",
-    "set_options",
-    "unaware_predictor",
-    "write_scm",
-]
+import importlib
+from typing import Any
 
-from counterfair.multiworld import MultiWorldLearner
+from counterfair import _moved as _moved  # old module paths, as warning aliases
+from counterfair import _quiet as _quiet  # hides third-party import noise
+from counterfair._version import __version__ as __version__
 
-__all__ += ["MultiWorldLearner"]
+_ATTRIBUTES: dict[str, str] = {
+    # the model: declaring an SCM
+    "SCM": "counterfair.model.scm",
+    "SPEC_KEY": "counterfair.model.specs",
+    "Latent": "counterfair.model.specs",
+    "Prior": "counterfair.model.specs",
+    "Protected": "counterfair.model.specs",
+    "Bernoulli": "counterfair.model.families",
+    "Categorical": "counterfair.model.families",
+    "NegativeBinomial": "counterfair.model.families",
+    "Normal": "counterfair.model.families",
+    "Ordinal": "counterfair.model.families",
+    "Poisson": "counterfair.model.families",
+    "Deterministic": "counterfair.model.discrete",
+    "DiscreteNoise": "counterfair.model.discrete",
+    "DiscreteSCM": "counterfair.model.enumeration",
+    # errors and options (the base)
+    "ConvergenceWarning": "counterfair.errors",
+    "DataError": "counterfair.errors",
+    "FairnessError": "counterfair.errors",
+    "IdentificationWarning": "counterfair.errors",
+    "LOOWarning": "counterfair.errors",
+    "ScaleWarning": "counterfair.errors",
+    "SCMError": "counterfair.errors",
+    "get_options": "counterfair.options",
+    "set_options": "counterfair.options",
+    # inference
+    "Abduction": "counterfair.inference.abduction",
+    "Fit": "counterfair.inference.fit",
+    "PosteriorPredictiveCheck": "counterfair.inference.ppc_result",
+    "compare": "counterfair.inference.loo",
+    "subsample_check": "counterfair.inference.subsample_check",
+    # counterfactuals
+    "counterfactual_predictions": "counterfair.counterfactual.prediction",
+    "plot_sensitivity": "counterfair.counterfactual.sensitivity",
+    "sensitivity": "counterfair.counterfactual.sensitivity",
+    # learners
+    "BaselinePredictor": "counterfair.learn.baselines",
+    "full_predictor": "counterfair.learn.baselines",
+    "unaware_predictor": "counterfair.learn.baselines",
+    "DemographicParityClassifier": "counterfair.learn.noncausal",
+    "OrderPreservingPredictor": "counterfair.learn.noncausal",
+    "FairLearner": "counterfair.learn.fair",
+    "MultiWorldLearner": "counterfair.learn.multiworld",
+    # files
+    "load": "counterfair.io.load",
+    "read_scm": "counterfair.io.scm_file",
+    "scm_from_dict": "counterfair.io.scm_file",
+    "write_scm": "counterfair.io.scm_file",
+    "scm_to_dict": "counterfair.io.scm_document",
+    # Dask workers' settings
+    "DASK_WORKER_CONFIG": "counterfair.dask.run:WORKER_CONFIG",
+    "DASK_WORKER_ENV": "counterfair.dask.run:WORKER_ENV",
+    # data
+    "law_school_split": "counterfair.datasets.law_school",
+    "law_school_subsample": "counterfair.datasets.law_school",
+    "load_law_school": "counterfair.datasets.law_school",
+    "load_adult": "counterfair.datasets.tabular",
+    "load_compas": "counterfair.datasets.tabular",
+}
 
-from counterfair.subsample_check import subsample_check  # noqa: E402
+_MODULES: dict[str, str] = {
+    "audit": "counterfair.audit",
+    "datasets": "counterfair.datasets",
+    "datasets_tabular": "counterfair.datasets.tabular",
+    "models": "counterfair.datasets.law_school_models",
+    "options": "counterfair.options",
+}
 
-__all__ += ["subsample_check"]
+__all__ = sorted([*_ATTRIBUTES, *_MODULES, "__version__"])
 
-from counterfair import dask_groups as dask_groups  # noqa: E402 - the group audits' handlers
-from counterfair import dask_rows as dask_rows  # noqa: E402 - registers the Dask handlers
-from counterfair.dask_run import WORKER_CONFIG as DASK_WORKER_CONFIG  # noqa: E402
-from counterfair.dask_run import WORKER_ENV as DASK_WORKER_ENV  # noqa: E402
 
-__all__ += ["DASK_WORKER_CONFIG", "DASK_WORKER_ENV"]
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use and keep the name here."""
+    if name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+    elif name in _ATTRIBUTES:
+        module, _, attribute = _ATTRIBUTES[name].partition(":")
+        value = getattr(importlib.import_module(module), attribute or name)
+    else:
+        raise AttributeError(f"module 'counterfair' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

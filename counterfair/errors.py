@@ -26,7 +26,7 @@ class ConvergenceWarning(UserWarning):
 class ScaleWarning(UserWarning):
     """A node's scale makes counterfair's unit-scale default priors informative.
 
-    Raised once per fit and offending node by :mod:`counterfair.scales`; the
+    Raised once per fit and offending node by :mod:`counterfair.inference.scales`; the
     message names the node, its observed mean and sd, the prior concerned and
     the fix (standardise the column, or give the spec explicit priors).
     """
@@ -47,7 +47,7 @@ CYCLE = "the causal graph has a cycle: {cycle}; a structural causal model must b
 MISSING_SPEC = "node {node!r} has no spec; give it one, e.g. g.add_node({node!r}, spec=cf.Normal())"
 UNKNOWN_SPEC = (
     "node {node!r} has spec {spec!r}, which is not a counterfair spec "
-    "(Protected, Latent, or an observed family registered in counterfair.families, "
+    "(Protected, Latent, or an observed family registered in counterfair.model.families, "
     "such as Normal, Poisson or Bernoulli)"
 )
 DISCRETE_SPEC_IN_STAN_SCM = (

@@ -3,7 +3,7 @@
 Fits the COMPAS study's SCM (``counterfair.experiments.compas``: same data
 preparation, split and SCM subsample) twice, with ``priors_count`` Poisson and
 NegativeBinomial, runs ``fit.ppc()`` on each (conditional and marginal
-replication, :mod:`counterfair.ppc`) and prints the observed variance of
+replication, :mod:`counterfair.inference.ppc`) and prints the observed variance of
 ``priors_count`` beside its replicated variance (mean and 90 % interval).
 
     python experiments/compas_ppc.py --data-dir ../shared/data --out results/compas_ppc

@@ -221,7 +221,7 @@ def families_scm() -> cf.SCM:
     The children of U have no direct effects between them: with one (O -> C), the
     loadings, that effect and the dispersion trade off along a ridge that 1,000 rows
     do not resolve. K has no latent parent: a latent with a categorical child is
-    sampled directly, not anchored (see :mod:`counterfair.families.categorical`);
+    sampled directly, not anchored (see :mod:`counterfair.model.families.categorical`);
     that case is covered by the code generation and stanc tests."""
     return cf.SCM(
         _graph(

@@ -19,9 +19,9 @@ import pytest
 from _models import AUX_RACES, AUX_TRUTH, aux_scm
 from _seeds import shifted
 
-from counterfair.encoding import Encoding
-from counterfair.params import ParamDraws
-from counterfair.specs import Protected
+from counterfair.model.encoding import Encoding
+from counterfair.model.params import ParamDraws
+from counterfair.model.specs import Protected
 from counterfair.stan.anchored import conditional_moments
 from counterfair.stan.anchoring import anchors_of
 from counterfair.stan.backend import get_backend

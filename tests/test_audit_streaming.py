@@ -22,10 +22,10 @@ from scipy.stats import wasserstein_distance
 
 import counterfair as cf
 from counterfair.audit import counterfactual_fairness
-from counterfair.audit.counterfactual import ROW_COLUMNS, SUMMARY_COLUMNS
+from counterfair.audit.causal import ROW_COLUMNS, SUMMARY_COLUMNS
 from counterfair.audit.streaming import ChangeStats, HistogramSketch
-from counterfair.counterfactual import counterfactual_frame
-from counterfair.learning import counterfactual_predictions
+from counterfair.counterfactual.action import counterfactual_frame
+from counterfair.learn.fair import counterfactual_predictions
 from counterfair.options import MIN_CHUNK_BYTES
 
 EXACT = 1e-12

@@ -8,7 +8,7 @@ import pytest
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
-from counterfair.learning import BaselinePredictor
+from counterfair.learn.fair import BaselinePredictor
 
 
 def _frame(n_per_group: tuple[int, int], seed: int = 0) -> pd.DataFrame:

@@ -26,15 +26,16 @@ from scipy import stats
 from sklearn.linear_model import LogisticRegression
 
 import counterfair as cf
-from counterfair import chunking, options, rows
-from counterfair.learning import (
+from counterfair import options
+from counterfair.learn.fair import (
     BaselinePredictor,
     FairLearner,
     iter_counterfactual_predictions,
     merge_prediction_chunks,
 )
-from counterfair.rowrandom import RowRandom, _poisson_quantile, label_key
-from counterfair.rows import Rows, slice_do
+from counterfair.rng import RowRandom, _poisson_quantile, label_key
+from counterfair.rows import chunking, rows
+from counterfair.rows.rows import Rows, slice_do
 
 Z_MAX = 4.0
 """Largest |z| of a Monte Carlo moment against its closed form."""
@@ -84,7 +85,7 @@ def test_calls_children_and_seeds_give_different_streams() -> None:
 
 
 def test_labels_hash_the_same_in_every_process() -> None:
-    code = "from counterfair.rowrandom import label_key; print(label_key(('propagate', 'O')))"
+    code = "from counterfair.rng import label_key; print(label_key(('propagate', 'O')))"
     outputs = set()
     for salt in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": salt}
@@ -381,7 +382,7 @@ def test_poisson_search_compares_with_scipys_own_cdf() -> None:
     poisson.cdf / poisson.sf at every count (so abducted noise gives its value back)."""
     from scipy.stats import poisson
 
-    from counterfair.families import family_of
+    from counterfair.model.families import family_of
 
     family = family_of(cf.Poisson())
     rng = np.random.default_rng(1)

@@ -1,4 +1,4 @@
-"""The command line for a user's own data (counterfair.cli_run), run as a user would:
+"""The command line for a user's own data (counterfair.cli.run), run as a user would:
 ``counterfair fit | learn | audit | counterfactual`` in subprocesses, on 300 rows of the
 law school data with the SCM file examples/law_school.yaml.
 
@@ -35,7 +35,7 @@ pytestmark = [
 def counterfair(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run ``counterfair ARGS`` as a separate process."""
     return subprocess.run(
-        [sys.executable, "-m", "counterfair.cli", *args],
+        [sys.executable, "-m", "counterfair.cli.commands", *args],
         cwd=cwd, capture_output=True, text=True, timeout=900, check=False,
     )
 

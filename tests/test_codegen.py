@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 import counterfair as cf
-from counterfair.encoding import Encoding
-from counterfair.params import ParamDraws
-from counterfair.scm import SCM
-from counterfair.specs import Protected
+from counterfair.model.encoding import Encoding
+from counterfair.model.params import ParamDraws
+from counterfair.model.scm import SCM
+from counterfair.model.specs import Protected
 from counterfair.stan.codegen import abduction_equations
 from counterfair.stan.data import abduction_data, fit_data
 

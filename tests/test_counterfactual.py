@@ -34,7 +34,8 @@ from _models import (
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair import counterfactual, errors
+from counterfair import errors
+from counterfair.counterfactual import action as counterfactual
 
 LAW_NODES = ["race", "sex", "K", "UGPA", "LSAT", "ZFYA"]
 N_ROWS = 30  # law school rows used for counterfactuals

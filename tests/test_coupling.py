@@ -32,11 +32,11 @@ from scipy.special import expit, softmax
 from scipy.stats import chi2, nbinom, poisson
 
 import counterfair as cf
-from counterfair import counterfactual
-from counterfair.counterfactual import COUPLINGS, Coupling, propagate
-from counterfair.params import ParamDraws
-from counterfair.posterior import Abduction
-from counterfair.specs import Observed
+from counterfair.counterfactual import action as counterfactual
+from counterfair.counterfactual.action import COUPLINGS, Coupling, propagate
+from counterfair.inference.fit import Abduction
+from counterfair.model.params import ParamDraws
+from counterfair.model.specs import Observed
 
 Z_MAX = 4.0
 """Largest |z| of a Monte Carlo frequency against its closed form."""
@@ -91,7 +91,7 @@ def _abduction(
 
 def _eta(scm: cf.SCM, node: str, abduction: Abduction, a: np.ndarray) -> np.ndarray:
     """Linear predictor of ``node`` with A set to codes ``a``, the rows' other values."""
-    from counterfair.equations import linear_predictor
+    from counterfair.model.evaluate import linear_predictor
 
     values = {**abduction.latents, **{k: v[None, :] for k, v in abduction.observed.items()}}
     return linear_predictor(
@@ -282,7 +282,7 @@ def test_coupled_values_follow_the_counterfactual_distribution(family: str) -> N
 def test_numeric_edge_cases_keep_values_and_order() -> None:
     """A count the model all but rules out (CDF interval of zero width), rates beyond the
     clip, Bernoulli with p = 1: finite values, the factual one kept where no noise exists."""
-    from counterfair.families import FAMILIES
+    from counterfair.model.families import FAMILIES
 
     scm = _one_child(cf.Poisson())
     eq = scm.equations["Y"]
@@ -676,7 +676,7 @@ def test_far_upper_tail_counts_are_coupled_on_the_survival_scale() -> None:
     """A Poisson of rate 1 at 39: F(38) and F(39) both round to 1, but P(x > 38) is about
     1e-47, so the noise is kept on the survival scale and the count stays coupled: the
     factual world comes back, a higher rate never lowers it, a lower one never raises it."""
-    from counterfair.families import FAMILIES
+    from counterfair.model.families import FAMILIES
 
     for family_name, spec, extra in (
         ("poisson", cf.Poisson(), {}),
@@ -711,8 +711,8 @@ def test_count_noise_is_the_generic_inverse_cdf_noise_bit_for_bit(spec) -> None:
     """Count families abduct their noise with scipy's own functions and the survival
     interval only in the upper tail: the same numbers as the generic inverse-CDF noise
     (zeros, both tails, an impossible count), for the same draws."""
-    from counterfair.families.base import Family
-    from counterfair.rowrandom import RowRandom
+    from counterfair.model.families.base import Family
+    from counterfair.rng import RowRandom
 
     scm = _one_child(spec)
     eq = scm.equations["Y"]

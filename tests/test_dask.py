@@ -25,8 +25,8 @@ from _models import law_level2_fit, law_test, law_train  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 import counterfair as cf  # noqa: E402
-from counterfair import dask_parquet  # noqa: E402
-from counterfair.dask_rows import run_partitions  # noqa: E402
+from counterfair.dask import parquet as dask_parquet  # noqa: E402
+from counterfair.dask.rows import run_partitions  # noqa: E402
 
 pytestmark = pytest.mark.stan
 

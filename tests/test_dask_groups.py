@@ -21,7 +21,7 @@ distributed = pytest.importorskip("distributed", reason="distributed is not inst
 from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
 
 import counterfair as cf  # noqa: E402
-from counterfair import dask_groups  # noqa: E402
+from counterfair.dask import groups as dask_groups  # noqa: E402
 
 DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", Path(__file__).parents[2] / "shared" / "data"))
 PARTITIONS = (1, 3, 7)

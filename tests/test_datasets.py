@@ -1,4 +1,4 @@
-"""Tests of counterfair.datasets (law school data loader).
+"""Tests of counterfair.datasets.law_school (law school data loader).
 
 Tests on the real data read ``law_data.csv`` from ``$COUNTERFAIR_DATA`` (falling back to
 ``<repo>/../shared/data``) and are skipped if it is absent. No test touches the network: the
@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair import datasets
-from counterfair.datasets import (
+from counterfair.datasets import law_school as datasets
+from counterfair.datasets.law_school import (
     LAW_SCHOOL_COLUMNS,
     LAW_SCHOOL_FILENAME,
     LAW_SCHOOL_SHA256,

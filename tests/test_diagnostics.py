@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from counterfair.diagnostics import Diagnostics
+from counterfair.inference.diagnostics import Diagnostics
 
 
 def _diagnostics(**changes: object) -> Diagnostics:

@@ -271,7 +271,7 @@ def test_sphinx_roles_in_docstrings_become_code_on_the_site() -> None:
         sys.path.remove(str(ROOT / "tools"))
     text = (
         "See :class:`~counterfair.Fit`, :func:`group_metrics`, :meth:`Fit.abduct`, "
-        ":data:`counterfair.audit.REFERENCE_RULE`, :mod:`the module <counterfair.ppc>` "
+        ":data:`counterfair.audit.REFERENCE_RULE`, :mod:`the module <counterfair.inference.ppc>` "
         "and ``literal``."
     )
     assert plain_roles(text) == (

@@ -1,4 +1,4 @@
-"""Exact abduction of one-dimensional latents (``counterfair.exact_abduction``).
+"""Exact abduction of one-dimensional latents (``counterfair.inference.exact_abduction``).
 
 The numpy engine is checked against closed forms (conjugate Normal), against
 brute-force quadrature (Poisson and Bernoulli children, extreme rows), against
@@ -42,11 +42,11 @@ from _seeds import shifted
 from scipy import integrate, stats
 
 import counterfair as cf
-from counterfair import exact_abduction as ea
-from counterfair.diagnostics import Diagnostics
-from counterfair.encoding import Encoding
-from counterfair.params import ParamDraws
-from counterfair.specs import Protected
+from counterfair.inference import exact_abduction as ea
+from counterfair.inference.diagnostics import Diagnostics
+from counterfair.model.encoding import Encoding
+from counterfair.model.params import ParamDraws
+from counterfair.model.specs import Protected
 
 PASS_TRUTH: dict[str, Any] = {
     **LAW_TRUTH,
@@ -478,7 +478,7 @@ def test_exact_moments_match_quadrature_with_negative_binomial_and_ordinal_child
 
 def test_negative_binomial_and_ordinal_derivatives_match_finite_differences() -> None:
     """The Newton search uses the families' analytic derivatives: check them numerically."""
-    from counterfair.families import family_of
+    from counterfair.model.families import family_of
 
     rng = np.random.default_rng(shifted(4))
     eta = rng.normal(0.0, 2.0, size=(3, 50))

@@ -1,4 +1,4 @@
-"""Distribution families (``counterfair.families``): registry, specs, data validation,
+"""Distribution families (``counterfair.model.families``): registry, specs, data validation,
 parameter checks and the forward simulator, for every family. No Stan here.
 
 Expected messages are built from the constants the family modules and
@@ -19,14 +19,14 @@ from scipy.special import expit
 
 import counterfair as cf
 from counterfair import errors
-from counterfair.encoding import NOT_A_NUMBER, NUMERIC_PROTECTED, Encoding
-from counterfair.families import FAMILIES, OBSERVED_FAMILIES, family_of
-from counterfair.families import levels as levels_module
-from counterfair.families import negative_binomial as nb_module
-from counterfair.families import ordinal as ordinal_module
-from counterfair.families.base import Family
-from counterfair.params import ParamDraws
-from counterfair.specs import MAX_IMPLICIT_LEVELS, Observed, Protected
+from counterfair.model.encoding import NOT_A_NUMBER, NUMERIC_PROTECTED, Encoding
+from counterfair.model.families import FAMILIES, OBSERVED_FAMILIES, family_of
+from counterfair.model.families import levels as levels_module
+from counterfair.model.families import negative_binomial as nb_module
+from counterfair.model.families import ordinal as ordinal_module
+from counterfair.model.families.base import Family
+from counterfair.model.params import ParamDraws
+from counterfair.model.specs import MAX_IMPLICIT_LEVELS, Observed, Protected
 from counterfair.stan.data import fit_data
 
 
@@ -93,7 +93,7 @@ def test_every_family_is_registered_with_its_spec() -> None:
 
 
 def test_specs_stay_importable_from_counterfair_specs() -> None:
-    from counterfair import specs
+    from counterfair.model import specs
 
     assert specs.Normal is cf.Normal and specs.Poisson is cf.Poisson
     assert specs.Bernoulli is cf.Bernoulli and specs.NegativeBinomial is cf.NegativeBinomial

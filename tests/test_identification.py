@@ -11,8 +11,8 @@ import pytest
 from _models import law_level2_scm
 
 import counterfair as cf
-from counterfair.diagnostics import Diagnostics, warn_on_problems
-from counterfair.identification import convergence_hint
+from counterfair.inference.diagnostics import Diagnostics, warn_on_problems
+from counterfair.model.identification import convergence_hint
 
 
 def _scm(nodes: dict[str, object], edges: list[tuple[str, str]]) -> cf.SCM:

@@ -131,12 +131,14 @@ def test_the_walk_finds_a_cycle_it_is_shown() -> None:
 def test_lazy_and_type_checking_imports_are_told_apart() -> None:
     source = (
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from counterfair.scm import SCM\n"
-        "def f():\n    from counterfair.posterior import Fit\n"
+        "if TYPE_CHECKING:\n    from counterfair.model.scm import SCM\n"
+        "def f():\n    from counterfair.inference.fit import Fit\n"
     )
-    visitor = _Imports("counterfair.x", False, {"counterfair.scm", "counterfair.posterior"})
+    visitor = _Imports(
+        "counterfair.x", False, {"counterfair.model.scm", "counterfair.inference.fit"}
+    )
     visitor.visit(ast.parse(source))
-    assert visitor.targets == {"counterfair.posterior"}
+    assert visitor.targets == {"counterfair.inference.fit"}
 
 
 def test_no_import_cycle() -> None:

@@ -20,9 +20,9 @@ from _models import LG_TRUTH, linear_gaussian_scm
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair.fitting import strata_columns
-from counterfair.subsample import DEFAULT_BINS, fit_rows, stratified_positions, stratum_codes
-from counterfair.subsample_check import disjoint_subsamples
+from counterfair.inference.fitting import strata_columns
+from counterfair.inference.subsample_check import disjoint_subsamples
+from counterfair.rows.subsample import DEFAULT_BINS, fit_rows, stratified_positions, stratum_codes
 
 
 def _lg_data(n: int, seed: int) -> pd.DataFrame:

@@ -31,8 +31,8 @@ from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.model_selection import cross_val_score
 
 import counterfair as cf
-from counterfair import learning
-from counterfair.learning import (
+from counterfair.learn import fair as learning
+from counterfair.learn.fair import (
     FairLearner,
     counterfactual_predictions,
     full_predictor,

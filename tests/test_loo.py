@@ -1,4 +1,4 @@
-"""PSIS-LOO with integrated latents (``counterfair.loo``): the integral against a closed
+"""PSIS-LOO with integrated latents (``counterfair.inference.loo``): the integral against a closed
 form and brute-force Monte Carlo, the ranking of a true SCM against a wrong one, and
 the refusals to compare fits over different rows or columns."""
 
@@ -23,8 +23,8 @@ from scipy.special import logsumexp
 from scipy.stats import bernoulli, multivariate_normal, poisson
 
 import counterfair as cf
-from counterfair.equations import linear_predictor
-from counterfair.loo import integration_method, node_log_density, pointwise_log_likelihood
+from counterfair.inference.loo import integration_method, node_log_density, pointwise_log_likelihood
+from counterfair.model.evaluate import linear_predictor
 from counterfair.stan.data import observed_values
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from _seeds import shifted
 
-from counterfair.mcmc_stats import bulk_ess, rank_rhat, rhat_and_bulk_ess
+from counterfair.inference.mcmc_stats import bulk_ess, rank_rhat, rhat_and_bulk_ess
 
 
 def _chains(n_chain: int, n_draw: int, n: int, seed: int) -> np.ndarray:
@@ -54,7 +54,7 @@ def test_combined_function_equals_the_separate_ones() -> None:
 
 def test_rhat_and_ess_do_not_depend_on_the_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of quantities bound the memory; R-hat is exact, ESS equal up to summation order."""
-    from counterfair import mcmc_stats
+    from counterfair.inference import mcmc_stats
 
     draws = np.random.default_rng(4).normal(size=(2, 200, 301)).cumsum(axis=1)
     whole = mcmc_stats.rhat_and_bulk_ess(draws)

@@ -25,9 +25,9 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
 from counterfair import cli
-from counterfair.encoding import Encoding
 from counterfair.experiments.law_school_worlds import choose_lam
-from counterfair.multiworld import objective, penalty_matrix, solve, trade_off
+from counterfair.learn.multiworld import objective, penalty_matrix, solve, trade_off
+from counterfair.model.encoding import Encoding
 
 FEATURES = ["UGPA", "LSAT"]
 N_SAMPLES = 20

@@ -1,4 +1,4 @@
-"""Path-specific counterfactuals (counterfair.paths) against closed forms.
+"""Path-specific counterfactuals (counterfair.counterfactual.paths) against closed forms.
 
 The mediation SCM (tests/_models.py) is linear-Gaussian: A -> M -> Y, A -> L -> Y,
 A -> Y, M -> L, latent U -> M, L, Y. With the noise shared across worlds, the
@@ -18,7 +18,7 @@ from _models import aux_data, aux_fit, mediation_data, mediation_fit
 
 import counterfair as cf
 from counterfair import errors
-from counterfair.mcmc_stats import bulk_ess
+from counterfair.inference.mcmc_stats import bulk_ess
 
 pytestmark = pytest.mark.stan
 

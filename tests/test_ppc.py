@@ -31,11 +31,11 @@ from _models import (
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair import ppc, scales
-from counterfair.encoding import Encoding
-from counterfair.params import ParamDraws
-from counterfair.ppc_results import PosteriorPredictiveCheck
-from counterfair.specs import Protected
+from counterfair.inference import ppc, scales
+from counterfair.inference.ppc_result import PosteriorPredictiveCheck
+from counterfair.model.encoding import Encoding
+from counterfair.model.params import ParamDraws
+from counterfair.model.specs import Protected
 from counterfair.stan.data import observed_values
 
 matplotlib.use("Agg")  # figures are drawn off screen
@@ -288,8 +288,8 @@ def _fit_until_sampling(scm: cf.SCM, data: pd.DataFrame, monkeypatch: pytest.Mon
     def no_backend(name: str) -> Any:
         raise _StopSamplingError
 
-    monkeypatch.setattr("counterfair.fitting.get_backend", no_backend)
-    monkeypatch.setattr("counterfair.fitting._warm_start", lambda *args, **kwargs: None)
+    monkeypatch.setattr("counterfair.inference.fitting.get_backend", no_backend)
+    monkeypatch.setattr("counterfair.inference.fitting._warm_start", lambda *args, **kwargs: None)
     with pytest.raises(_StopSamplingError):
         scm.fit(data, chains=1, warmup=10, draws=10, progress=False)
 

@@ -1,4 +1,4 @@
-"""Saving and loading fits and learners without pickle (counterfair.fit_store, learner_store,
+"""Saving and loading fits and learners without pickle (counterfair.io.fit_folder, learner_store,
 saving).
 
 Round trips are exact: a loaded fit gives the same posterior, abduction of new rows,
@@ -36,7 +36,7 @@ from sklearn.linear_model import LogisticRegression
 
 import counterfair as cf
 from counterfair import errors
-from counterfair.fit_store import MANIFEST, sha256
+from counterfair.io.fit_folder import MANIFEST, sha256
 
 pytestmark = pytest.mark.stan
 
@@ -222,7 +222,7 @@ def test_not_a_saved_folder(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_leaves_nothing(tmp_path: Path) -> None:
-    from counterfair.fit_store import write_folder
+    from counterfair.io.fit_folder import write_folder
 
     def fill(folder: Path) -> None:
         (folder / "half.txt").write_text("half")

@@ -1,4 +1,4 @@
-"""The SCM file (counterfair.scm_document, counterfair.scm_file): JSON and YAML round
+"""The SCM file (counterfair.io.scm_document, counterfair.io.scm_file): JSON and YAML round
 trips of every test SCM, the published JSON Schema, and errors naming the JSON path."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from _models import (
 
 import counterfair as cf
 from counterfair import errors
-from counterfair.scm_document import FORMAT_VERSION, scm_schema
-from counterfair.scm_file import check_data_columns
+from counterfair.io.scm_document import FORMAT_VERSION, scm_schema
+from counterfair.io.scm_file import check_data_columns
 
 BUILDERS = [aux_scm, families_scm, law_level2_scm, law_level3_scm, linear_gaussian_scm,
             mediation_scm]
@@ -47,7 +47,7 @@ def test_published_schema_is_the_generated_one() -> None:
     text = resources.files("counterfair").joinpath("scm.schema.json").read_text()
     assert json.loads(text) == scm_schema(), (
         "regenerate counterfair/scm.schema.json: python -c 'import json; from "
-        "counterfair.scm_document import scm_schema; print(json.dumps(scm_schema(), indent=2))'"
+        "counterfair.io.scm_document import scm_schema; print(json.dumps(scm_schema(), indent=2))'"
         " > counterfair/scm.schema.json"
     )
 

@@ -15,8 +15,8 @@ import pytest
 
 import counterfair as cf
 from counterfair import errors
-from counterfair.encoding import Encoding
-from counterfair.specs import NodeSpec, Protected
+from counterfair.model.encoding import Encoding
+from counterfair.model.specs import NodeSpec, Protected
 from counterfair.stan.data import fit_data
 
 

@@ -25,8 +25,8 @@ from _models import (
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair.counterfactual import counterfactual_frame
-from counterfair.sensitivity import prior_scale_weights, shifted_frame
+from counterfair.counterfactual.action import counterfactual_frame
+from counterfair.counterfactual.sensitivity import prior_scale_weights, shifted_frame
 
 pytestmark = pytest.mark.stan
 
@@ -175,7 +175,7 @@ def test_order_preserving_baseline_maps_the_counterfactual_row_with_its_new_grou
     lg_fit: cf.Fit, rows: pd.DataFrame, abduction: cf.Abduction
 ) -> None:
     """In the world of do(A = a') the baseline ranks X among group a's training scores."""
-    from counterfair.learning import BaselinePredictor
+    from counterfair.learn.fair import BaselinePredictor
 
     train = linear_gaussian_data().drop(columns="U").iloc[100:400]
     base = BaselinePredictor(["A", "X"], "Y", ["A"])

@@ -12,7 +12,7 @@ from _seeds import shifted
 from scipy.special import expit
 
 import counterfair as cf
-from counterfair.encoding import Encoding
+from counterfair.model.encoding import Encoding
 from counterfair.stan.data import fit_data
 
 N_LARGE = 20_000

@@ -22,7 +22,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import counterfair as cf
-from counterfair import cli, learning
+from counterfair import cli
 from counterfair.audit import (
     PARITY_CRITERIA,
     REFERENCE_RULE,
@@ -31,9 +31,10 @@ from counterfair.audit import (
     group_metrics,
     reference_levels,
 )
-from counterfair.audit.counterfactual import ABDUCTION_WITH_SETTINGS
-from counterfair.learning import predict_output
-from counterfair.posterior import MISSING_CONDITIONING_COLUMN
+from counterfair.audit.causal import ABDUCTION_WITH_SETTINGS
+from counterfair.inference.fit import MISSING_CONDITIONING_COLUMN
+from counterfair.learn import fair as learning
+from counterfair.learn.fair import predict_output
 
 
 # ---------------------------------------------------------------------- 1. public API

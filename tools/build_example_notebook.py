@@ -36,7 +36,7 @@ CELLS: list[tuple[str, str]] = [
         "import numpy as np\n"
         "from sklearn.linear_model import LinearRegression\n\n"
         "from counterfair import datasets, models\n"
-        "from counterfair.learning import FairLearner, counterfactual_predictions, "
+        "from counterfair.learn.fair import FairLearner, counterfactual_predictions, "
         "unaware_predictor\n"
         "from counterfair.stan.backend import resolve_backend_name\n\n"
         "law = datasets.load_law_school()\n"

@@ -23,8 +23,8 @@ from pathlib import Path
 import networkx as nx
 
 import counterfair as cf
-from counterfair.models import law_school_level2, law_school_level3
-from counterfair.scm import Coding
+from counterfair.datasets.law_school_models import law_school_level2, law_school_level3
+from counterfair.model.scm import Coding
 
 STAN_MODELS = Path(__file__).resolve().parents[1] / "stan_models"
 """Folder of the golden programs."""
@@ -34,12 +34,18 @@ CHECK_HINT = "run python tools/regenerate_stan_models.py"
 
 
 def law_school_level2_scm(coding: Coding = "reference") -> cf.SCM:
-    """The paper's level 2 SCM (shipped as ``counterfair.models.law_school_level2``)."""
+    """The paper's level 2 SCM.
+
+    Shipped as ``counterfair.datasets.law_school_models.law_school_level2``.
+    """
     return law_school_level2(coding)
 
 
 def law_school_level3_scm() -> cf.SCM:
-    """The paper's level 3 SCM (shipped as ``counterfair.models.law_school_level3``)."""
+    """The paper's level 3 SCM.
+
+    Shipped as ``counterfair.datasets.law_school_models.law_school_level3``.
+    """
     return law_school_level3()
 
 

@@ -34,6 +34,7 @@ from ._groups import REFERENCE_RULE, reference_levels
 from .analytic import wilson_interval
 from .balance import BALANCE_MEASURES, class_balance
 from .bootstrap import CI_METHODS, bootstrap, bootstrap_interval, percentile_interval
+from .causal import CounterfactualReport, counterfactual_fairness, counterfactual_html
 from .classification import (
     COUNT_COLUMNS,
     CRITERION_EXPLANATIONS,
@@ -44,7 +45,6 @@ from .classification import (
     binary_decisions,
     group_metrics,
 )
-from .counterfactual import CounterfactualReport, counterfactual_fairness, counterfactual_html
 from .dependence import (
     DEPENDENCE_MEASURES,
     DependenceReport,

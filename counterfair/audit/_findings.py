@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from ._html import finite
+from .causal import CounterfactualReport
 from .classification import JOINT_CRITERIA, PARITY_CRITERIA, GroupReport
-from .counterfactual import CounterfactualReport
 from .regression import RegressionReport
 
 METRIC_NAMES: dict[str, str] = {

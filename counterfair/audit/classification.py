@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from counterfair import dispatch
+from counterfair.rows import dispatch
 
 from ._classification_intervals import analytic_tables, bootstrap_tables, poisson_tables
 from ._confusion import COUNT_COLUMNS as COUNT_COLUMNS
@@ -436,7 +436,7 @@ def group_report(
 
     Everything but the exact bootstrap is a function of these sums (and, for the Poisson
     bootstrap, of the merged ``accumulator``), so rows that arrive in chunks or Dask
-    partitions give the report of all rows at once (:mod:`counterfair.dask_groups`).
+    partitions give the report of all rows at once (:mod:`counterfair.dask.groups`).
     The exact bootstrap's tables are computed from the rows and passed in.
     """
     attribute_of_row = layout.attribute_of_row

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from counterfair import dispatch
+from counterfair.rows import dispatch
 
 from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
 from ._tables import ci_frame, disparities, divide
@@ -197,7 +197,7 @@ def regression_report(
 
     Everything but the exact bootstrap is a function of these sums (and, for the Poisson
     bootstrap, of the merged ``accumulator``), so rows that arrive in chunks or Dask
-    partitions give the report of all rows at once (:mod:`counterfair.dask_groups`).
+    partitions give the report of all rows at once (:mod:`counterfair.dask.groups`).
     The exact bootstrap's tables are computed from the rows and passed in.
     """
     ref_rows = layout.reference_rows(reference)

@@ -57,8 +57,8 @@ from ._sections import (
     table_html,
 )
 from ._validation import NO_PREDICTORS, check_choice, check_tau
+from .causal import CounterfactualReport, counterfactual_html
 from .classification import binary_decisions, group_metrics
-from .counterfactual import CounterfactualReport, counterfactual_html
 from .explanations import ExplanationAudit
 from .regression import regression_metrics
 from .subpopulations import SubpopulationReport

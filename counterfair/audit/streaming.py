@@ -212,7 +212,7 @@ class ChangeStats:
     Feed it per-row-and-sample frames with columns ``row``, ``sample``,
     ``factual``, ``counterfactual``, ``change``, ``flip_change`` and optionally
     ``path_specific_change``, holding every sample of each of their rows,
-    sample-major (as :func:`counterfair.prediction.counterfactual_predictions`
+    sample-major (as :func:`counterfair.counterfactual.prediction.counterfactual_predictions`
     orders them). The rows of different updates must be different rows.
     """
 

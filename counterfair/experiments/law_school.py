@@ -37,15 +37,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterfair.baselines import full_predictor, unaware_predictor
-from counterfair.baselines_order import OrderPreservingPredictor
-from counterfair.counterfactual import counterfactual_frame
-from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
+from counterfair.counterfactual.action import counterfactual_frame
+from counterfair.counterfactual.prediction import counterfactual_predictions
+from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
+from counterfair.datasets.law_school_models import law_school_level2, law_school_level3
 from counterfair.errors import ConvergenceWarning, ScaleWarning
-from counterfair.exact_abduction import supports_exact
-from counterfair.learning import FairLearner
-from counterfair.models import law_school_level2, law_school_level3
-from counterfair.prediction import counterfactual_predictions
+from counterfair.inference.exact_abduction import supports_exact
+from counterfair.learn.baselines import full_predictor, unaware_predictor
+from counterfair.learn.fair import FairLearner
+from counterfair.learn.noncausal import OrderPreservingPredictor
 
 PAPER_RMSE = {"Full": 0.873, "Unaware": 0.894, "Fair K": 0.929, "Fair Add": 0.918}
 """Test RMSE reported in Kusner et al. (2017), Table 1."""

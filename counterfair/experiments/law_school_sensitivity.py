@@ -1,7 +1,7 @@
 """Law school: how the counterfactual change of Full and Fair K moves when the SCM is wrong.
 
 The level 2 SCM assumes knowledge ``K`` is independent of race and sex and
-``K ~ N(0, 1)``. :func:`counterfair.sensitivity` re-runs the counterfactual audit of
+``K ~ N(0, 1)``. :func:`counterfair.counterfactual.sensitivity` re-runs the counterfactual audit of
 Full and Fair K (Algorithm 1) on test rows with a path ``A -> K`` of strength
 ``rho`` (``K = rho * c(A) + K'``; ``c`` is 1 for Female against Male, 1 for every
 race against White) and with the prior scale of ``K`` halved and doubled.
@@ -23,12 +23,12 @@ from typing import Any
 
 import pandas as pd
 
-from counterfair.baselines import full_predictor
-from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
-from counterfair.learning import FairLearner
+from counterfair.counterfactual.sensitivity import plot_sensitivity, sensitivity
+from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
+from counterfair.datasets.law_school_models import law_school_level2
+from counterfair.learn.baselines import full_predictor
+from counterfair.learn.fair import FairLearner
 from counterfair.logs import console
-from counterfair.models import law_school_level2
-from counterfair.sensitivity import plot_sensitivity, sensitivity
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Law school: one ZFYA predictor fair with respect to race in three causal worlds at once.
 
 Russell, Kusner, Loftus and Silva (NeurIPS 2017, section 3) penalise a predictor's
-counterfactual change in every candidate SCM (:mod:`counterfair.multiworld`). The
+counterfactual change in every candidate SCM (:mod:`counterfair.learn.multiworld`). The
 worlds here, each fitted by NUTS on the same training rows:
 
 * **level 2** -- Kusner et al.'s latent knowledge K -> UGPA, LSAT (Poisson), ZFYA;
@@ -30,13 +30,13 @@ from typing import Any
 
 import pandas as pd
 
-from counterfair.datasets import law_school_split, law_school_subsample, load_law_school
+from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
+from counterfair.datasets.law_school_models import law_school_level2, law_school_level3
 from counterfair.experiments.arguments import check_data_dir, output_folder
+from counterfair.inference.fit import Fit
+from counterfair.learn.multiworld import trade_off
 from counterfair.logs import console
-from counterfair.models import law_school_level2, law_school_level3
-from counterfair.multiworld import trade_off
-from counterfair.posterior import Fit
-from counterfair.scm import SCM
+from counterfair.model.scm import SCM
 
 logger = logging.getLogger(__name__)
 

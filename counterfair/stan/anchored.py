@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from counterfair.encoding import Encoding
-from counterfair.equations import linear_predictor, sigma_of
-from counterfair.params import ParamDraws
-from counterfair.specs import Latent
+from counterfair.model.encoding import Encoding
+from counterfair.model.evaluate import linear_predictor, sigma_of
+from counterfair.model.params import ParamDraws
+from counterfair.model.specs import Latent
 from counterfair.stan.anchoring import anchors_of
 
 if TYPE_CHECKING:
-    from counterfair.scm import SCM
+    from counterfair.model.scm import SCM
 
 
 def conditional_moments(

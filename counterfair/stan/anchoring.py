@@ -34,11 +34,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from counterfair.layout import NodeEquation
-from counterfair.specs import Latent, _stan_real
+from counterfair.model.equation import NodeEquation
+from counterfair.model.specs import Latent, _stan_real
 
 if TYPE_CHECKING:
-    from counterfair.scm import SCM
+    from counterfair.model.scm import SCM
 
 
 def anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:

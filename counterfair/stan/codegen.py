@@ -17,7 +17,7 @@ data``, so every observed node is a single call to Stan's GLM functions
 What differs between
 families (data declarations, their own parameters and priors, the sampling
 statement, how a node enters its children's design matrices) is asked of the
-node's family (:mod:`counterfair.families`); this module lays out the program. In the fit
+node's family (:mod:`counterfair.model.families`); this module lays out the program. In the fit
 program, latents with Normal children are anchored on them (see
 :mod:`counterfair.stan.anchoring`): those children enter with the latent
 integrated out, and the latent's conditional mean becomes extra design columns of
@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING
 
 from counterfair import errors
 from counterfair._version import __version__
-from counterfair.families import family_of
-from counterfair.families.base import append_rows
-from counterfair.layout import NodeEquation
-from counterfair.specs import Latent, Observed, Protected, _stan_real
+from counterfair.model.equation import NodeEquation
+from counterfair.model.families import family_of
+from counterfair.model.families.base import append_rows
+from counterfair.model.specs import Latent, Observed, Protected, _stan_real
 from counterfair.stan.anchoring import (
     Predictor,
     anchors_of,
@@ -46,7 +46,7 @@ from counterfair.stan.anchoring import (
 )
 
 if TYPE_CHECKING:
-    from counterfair.scm import SCM
+    from counterfair.model.scm import SCM
 
 _INDENT = "  "
 

@@ -8,14 +8,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from counterfair import errors, validation
-from counterfair.encoding import Encoding
-from counterfair.params import ParamDraws
-from counterfair.specs import Observed
+from counterfair import errors
+from counterfair.model import checks as validation
+from counterfair.model.encoding import Encoding
+from counterfair.model.params import ParamDraws
+from counterfair.model.specs import Observed
 from counterfair.stan.codegen import abduction_equations
 
 if TYPE_CHECKING:
-    from counterfair.scm import SCM
+    from counterfair.model.scm import SCM
 
 
 def observed_values(

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from counterfair.specs import Latent
+from counterfair.model.specs import Latent
 from counterfair.stan.anchoring import anchors_of
 
 if TYPE_CHECKING:
-    from counterfair.scm import SCM
+    from counterfair.model.scm import SCM
 
 
 def _least_squares(y: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

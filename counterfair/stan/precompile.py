@@ -11,18 +11,6 @@ from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from counterfair.stan.backend import get_backend
 
 
-def shipped_programs() -> dict[str, str]:
-    """The Stan programs of the ready-made models in :mod:`counterfair.models`, by name."""
-    from counterfair import models
-
-    level2, level3 = models.law_school_level2(), models.law_school_level3()
-    return {
-        "law_school_level2": level2.stan_code(),
-        "law_school_level2_abduction": level2.abduction_code(),
-        "law_school_level3": level3.stan_code(),
-    }
-
-
 def compile_programs(
     programs: Mapping[str, str],
     *,

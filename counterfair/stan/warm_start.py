@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from counterfair.encoding import Encoding
+from counterfair.model.encoding import Encoding
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import fit_data
 
 if TYPE_CHECKING:
-    from counterfair.scm import SCM
+    from counterfair.model.scm import SCM
 
 PILOT_ROWS = 2000
 """Rows of the pilot fit."""

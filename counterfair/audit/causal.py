@@ -1,0 +1,707 @@
+"""Counterfactual fairness of any predictor, judged with a fitted SCM.
+
+For every protected attribute ``A``, every row and every level ``a'`` other
+than the row's own, the predictor is evaluated in the factual world and in the
+world of ``do(A = a')`` (abduction, action, prediction with the fitted SCM);
+the change of the prediction has a posterior distribution over the joint
+samples. Any other intervention -- on observed nodes (a mediator such as a
+charge degree), several nodes at once, one value per row -- is audited the
+same way with ``do=``. Beside it stands the naive *flip test* that production monitors run:
+swap only the protected column and keep every other input as observed. A
+predictor that ignores the protected column passes the flip test by
+construction even when it leans on the attribute's descendants; the causal
+measure shows how much the flip test misses. With ``unfair_paths=`` the report
+adds the *path-specific* change (Chiappa, 2019): the prediction when only the
+paths from ``A`` beginning with one of the given tuples see ``a'``
+(:mod:`counterfair.counterfactual.paths`).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from counterfair.counterfactual.action import (
+    DEFAULT_COUPLING,
+    Coupling,
+    DoValue,
+    check_coupling,
+    counterfactual_frame,
+    counterfactual_world,
+    coupled_noise,
+    factual_world,
+)
+from counterfair.counterfactual.paths import (
+    PATHS_DO,
+    PATHS_REDRAW,
+    check_paths,
+    path_source,
+    path_specific_frame,
+)
+from counterfair.counterfactual.prediction import (
+    RESPONSES,
+    counterfactual_predictions,
+    multiclass_labels,
+    needs_both_worlds,
+    predict_output,
+    predict_world,
+)
+from counterfair.errors import SCMError
+from counterfair.inference.fit import Abduction, Fit
+from counterfair.logs import progress
+from counterfair.rows import chunking, dispatch
+from counterfair.rows.rows import Rows, abduct_chunks, slice_do
+
+from ._html import esc, table_html
+from ._svg import density_chart
+from .streaming import (
+    CHANGE_COLUMNS,
+    PATH_COLUMNS,
+    ROW_COLUMNS,
+    SUMMARY_COLUMNS,
+    AuditStream,
+    TargetChanges,
+)
+
+__all__ = [
+    "CHANGE_COLUMNS",
+    "PATH_COLUMNS",
+    "ROW_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "CounterfactualReport",
+    "audit_stream",
+    "counterfactual_fairness",
+    "counterfactual_html",
+    "do_label",
+]
+
+DEFAULT_AUDIT_SAMPLES = 50
+"""Joint samples per row when ``n_samples`` is not given."""
+
+ABDUCTION_WITH_SETTINGS = (
+    "abduction= is given, so {names} would be ignored: the audit reuses the given "
+    "samples; drop {names} or abduction="
+)
+ABDUCTION_ROWS = (
+    "abduction= holds {got} rows with index {got_index}, but data has {expected} rows with "
+    "index {expected_index}; abduct exactly the audited rows (fit.abduct(data, ...))"
+)
+DO_WITH_ATTRIBUTES = (
+    "attributes= and do= both choose the interventions: give attributes= to swap protected "
+    "levels, or do= for one intervention of your own, not both"
+)
+
+PATHS_ATTRIBUTES = (
+    "unfair_paths start at {source!r}, but attributes= names {other!r}: a path-specific "
+    "audit swaps the levels of the paths' attribute only"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CounterfactualReport:
+    """Counterfactual and flip-test changes of a predictor's output.
+
+    Attributes
+    ----------
+    by_group : pandas.DataFrame
+        One row per (attribute, factual level, counterfactual level) with the
+        columns of :data:`SUMMARY_COLUMNS`: number of rows, posterior mean of
+        the mean |change| with a posterior interval, the largest |change|, the
+        share of rows whose posterior mean |change| exceeds the tolerance, the
+        Wasserstein distance between factual and counterfactual predictions
+        (NaN for labels of more than two classes, where a change is 0 or 1: the
+        label differs or not), and the flip test's mean |change| and share
+        above tolerance.
+    overall : pandas.DataFrame
+        The same per attribute, pooled over levels.
+    rows : pandas.DataFrame
+        Per audited row and intervention (columns :data:`ROW_COLUMNS`): the
+        posterior mean change of the row, its posterior interval of mass
+        ``interval`` (quantiles of the row's samples), the posterior probability
+        that |change| exceeds ``tolerance``, and the flip test's change.
+    changes : pandas.DataFrame or None
+        Per row and sample: attribute, from_level, to_level, row, sample,
+        factual, counterfactual, change, flip_change. Only with
+        ``keep_samples=True`` (it holds rows x samples x levels values, the
+        memory a streamed audit avoids); ``None`` otherwise.
+    tolerance : float
+        The tolerance on |change|.
+    interval : float
+        Mass of the posterior intervals.
+    unfair_paths : tuple of tuple, optional
+        The unfair paths of a path-specific audit; then ``by_group`` and
+        ``overall`` have the columns of :data:`PATH_COLUMNS` too and
+        ``changes`` a ``path_specific_change`` column.
+    """
+
+    by_group: pd.DataFrame
+    overall: pd.DataFrame
+    rows: pd.DataFrame
+    changes: pd.DataFrame | None
+    tolerance: float
+    interval: float
+    unfair_paths: tuple[tuple[str, ...], ...] | None = None
+
+    def summary(self) -> str:
+        """A few lines saying which attributes move the prediction, causally and by flip."""
+        lines = []
+        for row in self.overall.itertuples(index=False):
+            lines.append(
+                f"{row.attribute}: mean |change| {row.mean_abs_change:.4f} "
+                f"[{row.ci_lower:.4f}, {row.ci_upper:.4f}] causal vs "
+                f"{row.flip_mean_abs_change:.4f} by flip test; "
+                f"{row.share_above_tolerance:.1%} of rows above tolerance {self.tolerance}"
+                + (
+                    f"; path-specific mean |change| {row.path_specific_mean_abs_change:.4f}"
+                    if self.unfair_paths is not None
+                    else ""
+                )
+            )
+        return "\n".join(lines)
+
+
+def _short(index: pd.Index) -> str:
+    values = list(index[:3])
+    return f"{values}{'...' if len(index) > 3 else ''}"
+
+
+def _difference(
+    predictor: Any, response: str, after: np.ndarray, before: np.ndarray
+) -> np.ndarray:
+    """``after - before``; for labels of more than two classes, 1 where they differ (as the
+    causal change of :func:`counterfair.counterfactual.prediction.counterfactual_predictions`)."""
+    if multiclass_labels(predictor, response):  # type: ignore[arg-type]
+        return (after != before).astype(float)
+    return after - before
+
+
+def do_label(do: Mapping[str, DoValue]) -> str:
+    """The intervention written out: ``do(felony=1, race=Caucasian)``; per-row values elided."""
+    parts = []
+    for node, value in do.items():
+        shown = value if isinstance(value, str) or np.ndim(value) == 0 else "<per row>"
+        parts.append(f"{node}={shown}")
+    return f"do({', '.join(parts)})"
+
+
+def _set_columns(data: pd.DataFrame, do: Mapping[str, DoValue]) -> pd.DataFrame:
+    """``data`` with the columns named in ``do`` set to its values (the flip test's input)."""
+    out = data.copy()
+    for node, value in do.items():
+        single = isinstance(value, str) or np.ndim(value) == 0
+        values: list[Any] = [value] * len(data) if single else list(np.asarray(value, dtype=object))
+        column = out[node] if node in out.columns else None
+        if column is not None and isinstance(column.dtype, pd.CategoricalDtype):
+            out[node] = pd.Categorical(
+                values, categories=column.cat.categories, ordered=column.cat.ordered
+            )
+        else:
+            out[node] = pd.Series(values, index=out.index).infer_objects()
+    return out
+
+
+def _path_change(
+    fit: Fit,
+    data: pd.DataFrame,
+    predictor: Any,
+    do: Mapping[str, DoValue],
+    abduction: Abduction,
+    unfair_paths: Sequence[tuple[str, ...]],
+    response: Literal["prediction", "probability"],
+    seed: int | None,
+) -> np.ndarray:
+    """Per row and sample change of the prediction under the path-specific ``do``."""
+    frame = path_specific_frame(fit, abduction, do, unfair_paths, seed=seed)
+    result = counterfactual_predictions(
+        fit, data, {}, predictor, frame=frame, response=response, abduction=abduction
+    )
+    return result["change"].to_numpy()
+
+
+def _audit_chunk(
+    fit: Fit,
+    chunk: Abduction,
+    predictor: Any,
+    *,
+    targets: Sequence[tuple[str, str, dict[str, DoValue]]],
+    masks: Sequence[np.ndarray],
+    flips: Sequence[np.ndarray],
+    do: Mapping[str, DoValue] | None,
+    seed: int | None,
+    coupling: Coupling,
+    response: Literal["prediction", "probability"],
+    stream: AuditStream,
+) -> None:
+    """Every target's changes on one chunk of rows, from arrays (no counterfactual frame).
+
+    The factual world, its predictions and the noise of discrete descendants
+    (``"monotone"``) are computed once for the chunk; each target then builds its
+    counterfactual world on its rows and predicts it. The draws are those of
+    :func:`counterfair.counterfactual.action.counterfactual_frame` on the same rows (keyed by
+    row position), so the numbers are the same.
+    """
+    scm = fit.scm
+    s, n = chunk.n_samples, len(chunk.data)
+    rng = chunk.row_random(seed)
+    factual = factual_world(fit, chunk, rng)
+    before = predict_world(fit, predictor, factual, response).reshape(s, n)
+    shared = None
+    if coupling == "monotone":
+        moved = [node for _, _, action in targets for node in action]
+        shared = coupled_noise(scm, factual, rng, sorted(scm.descendants(moved)))
+    positions = chunk.row_positions
+    for t, (attribute, level, action) in enumerate(targets):
+        mask = masks[t]
+        if not mask.any():
+            continue
+        is_do = do is not None and t == 0
+        if is_do:
+            rows_world, rows_shared, rows_rng = factual, shared, rng
+            rows_before = before
+            chunk_do: Mapping[str, DoValue] = do  # type: ignore[assignment]
+        else:
+            rows = chunk.take_rows(mask)
+            rows_world = factual.take_rows(mask, rows)
+            rows_shared = None if shared is None else {k: v[:, mask] for k, v in shared.items()}
+            rows_rng = rows.row_random(seed)
+            rows_before = before[:, mask]
+            chunk_do = action
+        counter = counterfactual_world(
+            fit, rows_world, chunk_do, rows_rng, coupling=coupling, shared_noise=rows_shared
+        )
+        after = predict_world(fit, predictor, counter, response).reshape(rows_before.shape)
+        m = len(rows_world.abduction.data)
+        stream.update(
+            t,
+            TargetChanges(
+                attribute=attribute,
+                to_level=level,
+                from_level=(
+                    np.full(m, "factual", dtype=object) if is_do
+                    else fit.encoding.decode(attribute, rows_world.codes[attribute])
+                ),
+                rows=rows_world.abduction.data.index.to_numpy(),
+                positions=positions[mask],
+                factual=rows_before,
+                counterfactual=after,
+                change=_difference(predictor, response, after, rows_before),
+                flip=flips[t][mask],
+            ),
+        )
+
+
+def counterfactual_fairness(
+    fit: Fit,
+    data: pd.DataFrame,
+    predictor: Any,
+    *,
+    attributes: Sequence[str] | None = None,
+    n_samples: int | None = None,
+    tolerance: float = 0.05,
+    interval: float = 0.9,
+    condition_on: Sequence[str] | None = None,
+    seed: int | None = 0,
+    abduction: Abduction | None = None,
+    response: Literal["prediction", "probability"] = "prediction",
+    do: Mapping[str, DoValue] | None = None,
+    coupling: Coupling = DEFAULT_COUPLING,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+    rows_out: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    keep_samples: bool = False,
+) -> CounterfactualReport:
+    """Audit a predictor's counterfactual fairness with a fitted SCM.
+
+    Parameters
+    ----------
+    fit : Fit
+        Fitted SCM taken as the true world.
+    data : pandas.DataFrame
+        Rows to audit: the protected columns and any observed columns. Rows
+        need not hold the outcome (a test set, a production payload): observed
+        nodes absent from ``data`` are simulated in both worlds from the
+        abducted inputs.
+    predictor : estimator, pipeline or callable
+        A fitted scikit-learn estimator or pipeline (given the columns named by
+        its ``feature_names_in_``), a :class:`~counterfair.FairLearner` or a
+        baseline, or a function of a DataFrame returning one number per row.
+    attributes : sequence of str, optional
+        Categorical protected attributes to intervene on (default: all of
+        them). A continuous protected attribute has no levels to swap; audit it
+        with ``fit.counterfactual(data, do={name: value})``.
+    n_samples : int, optional
+        Joint samples of parameters and latents per row (default
+        :data:`DEFAULT_AUDIT_SAMPLES`).
+    tolerance : float
+        A row counts as changed when its posterior mean |change| exceeds this.
+    interval : float
+        Mass of the posterior interval of the mean |change|.
+    condition_on : sequence of str, optional
+        Observed nodes that condition the latents (default, as everywhere: the
+        latents' children present in ``data``). Abduction integrates over up
+        to 20 posterior parameter draws, so the intervals carry parameter
+        uncertainty.
+    seed : int, optional
+        Seed of abduction and counterfactual draws.
+    abduction : Abduction, optional
+        Joint samples for exactly the rows of ``data`` to reuse, e.g. one
+        abduction for several predictors on the same rows. Giving
+        ``n_samples`` or ``condition_on`` with it is an error.
+    response : {"prediction", "probability"}
+        Audit the predictions, or the probability of the positive class
+        (``predict_proba``). A :class:`~counterfair.FairLearner` of ``fit``
+        (or its bound methods) reads its inputs from the same abducted samples
+        in both worlds, so a fair learner changes by exactly 0.
+    do : mapping, optional
+        One intervention of your own instead of the level swaps of
+        ``attributes`` (giving both is an error): node -> value for every row,
+        or a sequence of values, one per row, on protected attributes
+        (continuous ones included) or observed nodes, as
+        :meth:`Fit.counterfactual` takes it. Every row is audited, including
+        rows whose factual value already equals the one set (their change is 0:
+        nothing downstream moves). The report's ``attribute`` is the
+        intervention written out (``do(felony=1)``); its flip test sets the
+        same columns of ``data`` and keeps every other input as observed.
+    coupling : {"monotone", "redraw"}
+        How discrete descendants of the attribute share their noise across
+        worlds (:mod:`counterfair.counterfactual.action`): abducted and reused
+        (default), or drawn afresh.
+    unfair_paths : list of tuple, optional
+        Also report the path-specific change: node tuples ``(A, V, ...)`` from
+        one protected attribute ``A``; only paths beginning with one of them
+        see the new level (:mod:`counterfair.counterfactual.paths`). The audited attribute is
+        then ``A`` (``attributes=`` may name only it; ``do=`` must set only
+        it) and ``coupling`` must be ``"monotone"``.
+    keep_samples : bool
+        Also return the per-row-and-sample frame ``report.changes`` (default:
+        ``None``, only the summaries and the per-row frame ``report.rows``).
+
+    rows_out : str or path, optional
+        With a Dask DataFrame ``data`` only: a folder where the per-row-and-sample
+        changes are written as parquet partitions (atomically; a non-empty folder
+        is replaced only with ``overwrite=True``). A Dask frame is audited
+        partition by partition and its summaries merged without collecting rows
+        (:func:`counterfair.dask.rows.dask_counterfactual_fairness`).
+    overwrite : bool
+        Replace a non-empty ``rows_out``.
+
+    Returns
+    -------
+    CounterfactualReport
+
+    Notes
+    -----
+    The rows are audited chunk by chunk (:func:`counterfair.options.chunk_bytes`):
+    exact abduction, the counterfactual predictions and the summaries run per
+    chunk, so the memory of the per-sample values is set by the chunk. The
+    summaries are mergeable statistics (:mod:`counterfair.audit.streaming`);
+    every column is exact but ``wasserstein``, computed from a histogram sketch
+    whose error is at most its bin width (at most 2 x the range of the
+    predictions / 4096). Draws are keyed by the seed and each row's position, so
+    the report is the same for any chunk size (sums to ~1e-15). The factual
+    predictions and the flip test, one value per row, are computed on all rows.
+    """
+    if (handler := dispatch.handler_for("counterfactual_fairness", data)) is not None:
+        if keep_samples:
+            raise ValueError(
+                "keep_samples=True collects rows x samples on the client; for a Dask "
+                "DataFrame write them as parquet partitions with rows_out= instead"
+            )
+        return handler(
+            fit, data, predictor, attributes=attributes, n_samples=n_samples,
+            tolerance=tolerance, interval=interval, condition_on=condition_on, seed=seed,
+            abduction=abduction, response=response, do=do, coupling=coupling,
+            unfair_paths=unfair_paths, rows_out=rows_out, overwrite=overwrite,
+        )
+    if rows_out is not None or overwrite:
+        raise ValueError(
+            "rows_out= and overwrite= are for a Dask DataFrame (parquet partitions); an "
+            "in-memory audit keeps its changes in report.changes"
+        )
+    stream, paths = audit_stream(
+        fit, data, predictor, attributes=attributes, n_samples=n_samples,
+        tolerance=tolerance, interval=interval, condition_on=condition_on, seed=seed,
+        abduction=abduction, response=response, do=do, coupling=coupling,
+        unfair_paths=unfair_paths, keep_samples=keep_samples,
+    )
+    by_group, overall, row_frame, changes = stream.result(multiclass_labels(predictor, response))
+    return CounterfactualReport(
+        by_group=by_group,
+        overall=overall,
+        rows=row_frame,
+        changes=changes,
+        tolerance=tolerance,
+        interval=interval,
+        unfair_paths=paths,
+    )
+
+
+def audit_stream(
+    fit: Fit,
+    data: pd.DataFrame,
+    predictor: Any,
+    *,
+    attributes: Sequence[str] | None = None,
+    n_samples: int | None = None,
+    tolerance: float = 0.05,
+    interval: float = 0.9,
+    condition_on: Sequence[str] | None = None,
+    seed: int | None = 0,
+    abduction: Abduction | None = None,
+    response: Literal["prediction", "probability"] = "prediction",
+    do: Mapping[str, DoValue] | None = None,
+    coupling: Coupling = DEFAULT_COUPLING,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+    keep_samples: bool = False,
+) -> tuple[AuditStream, tuple[tuple[str, ...], ...] | None]:
+    """The statistics of :func:`counterfactual_fairness` on in-memory rows, before the report.
+
+    The arguments are those of :func:`counterfactual_fairness`. The returned
+    :class:`~counterfair.audit.streaming.AuditStream` holds one mergeable
+    :class:`~counterfair.audit.streaming.ChangeStats` per group (what a partitioned
+    run merges, :mod:`counterfair.dask.summary`) and the per-row summaries; the
+    second value is the checked ``unfair_paths``.
+    """
+    if not 0 < interval < 1:
+        raise ValueError(f"interval must be in (0, 1), got {interval}")
+    if tolerance < 0:
+        raise ValueError(f"tolerance must be non-negative, got {tolerance}")
+    if not data.index.is_unique:
+        raise ValueError("data has a duplicated index label; reset_index() it first")
+    if response not in RESPONSES:
+        raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
+    coupling = check_coupling(coupling)
+    scm = fit.scm
+    if do is not None and attributes is not None:
+        raise ValueError(DO_WITH_ATTRIBUTES)
+    if do is not None and not do:
+        raise ValueError("do= is empty: name at least one node to intervene on")
+    categorical = [a for a in scm.protected if not fit.encoding.is_continuous(a)]
+    chosen = [] if do is not None else list(categorical if attributes is None else attributes)
+    unknown = [a for a in chosen if a not in scm.protected]
+    if unknown:
+        raise ValueError(
+            f"attribute {unknown[0]!r} is not a protected node; protected: {list(scm.protected)}"
+        )
+    paths: tuple[tuple[str, ...], ...] | None = None
+    if unfair_paths is not None:
+        if coupling != "monotone":
+            raise SCMError(PATHS_REDRAW)
+        source = path_source(scm, unfair_paths)
+        paths = check_paths(scm, source, unfair_paths)
+        other = [a for a in chosen if a != source]
+        if attributes is not None and other:
+            raise ValueError(PATHS_ATTRIBUTES.format(source=source, other=other[0]))
+        if do is not None and list(do) != [source]:
+            raise SCMError(PATHS_DO.format(nodes=list(do)))
+        if do is None:
+            chosen = [source]
+    continuous = [a for a in chosen if fit.encoding.is_continuous(a)]
+    if continuous:
+        raise ValueError(
+            f"attribute {continuous[0]!r} is continuous: this audit swaps levels of categorical "
+            f"attributes; use fit.counterfactual(data, do={{{continuous[0]!r}: value}}) for it"
+        )
+    if abduction is not None:
+        ignored = [
+            name
+            for name, value in (("n_samples", n_samples), ("condition_on", condition_on))
+            if value is not None
+        ]
+        if ignored:
+            raise ValueError(ABDUCTION_WITH_SETTINGS.format(names=" and ".join(ignored)))
+        if len(abduction.data) != len(data) or not abduction.data.index.equals(data.index):
+            raise ValueError(
+                ABDUCTION_ROWS.format(
+                    got=len(abduction.data),
+                    got_index=_short(abduction.data.index),
+                    expected=len(data),
+                    expected_index=_short(data.index),
+                )
+            )
+    samples = abduction.n_samples if abduction is not None else (
+        DEFAULT_AUDIT_SAMPLES if n_samples is None else int(n_samples)
+    )
+    abduct_args: dict[str, Any] = {}
+    if abduction is None:
+        abduct_args = {
+            "condition_on": condition_on,
+            "method": "draws",
+            "n_param_draws": min(samples, 20),
+            "n_samples": samples,
+            "seed": seed,
+        }
+    factual_prediction = predict_output(predictor, data, response)
+    n_rows = len(data)
+    # one value per row (not per sample): the flip test and the factual levels, whole
+    targets: list[tuple[str, str, dict[str, DoValue]]] = []
+    flips: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
+    if do is not None:
+        label = do_label(do)
+        targets.append((label, label, dict(do)))
+        flips.append(
+            _difference(
+                predictor, response, predict_output(predictor, _set_columns(data, do), response),
+                factual_prediction,
+            )
+        )
+        masks.append(np.ones(n_rows, dtype=bool))
+    for attribute in chosen:
+        factual_levels = data[attribute].astype(str).to_numpy()
+        for level in fit.encoding.levels[attribute]:
+            mask = factual_levels != level
+            if not mask.any():
+                continue
+            flipped = data[mask].copy()
+            flipped[attribute] = (
+                pd.Categorical([level] * len(flipped), categories=data[attribute].cat.categories)
+                if isinstance(data[attribute].dtype, pd.CategoricalDtype)
+                else level
+            )
+            flip = np.full(n_rows, np.nan)
+            flip[mask] = _difference(
+                predictor, response, predict_output(predictor, flipped, response),
+                factual_prediction[mask],
+            )
+            targets.append((attribute, level, {attribute: level}))
+            flips.append(flip)
+            masks.append(mask)
+    stream = AuditStream(
+        n_samples=samples,
+        tolerance=tolerance,
+        interval=interval,
+        paths=paths,
+        keep_samples=keep_samples,
+        n_targets=len(targets),
+    )
+    per_row = chunking.bytes_per_row(samples, 8 * len(scm.specs))
+    chunks = abduct_chunks(
+        fit,
+        None if abduction is not None else Rows.from_frame(data),
+        bytes_per_row=per_row,
+        abduction=abduction,
+        **abduct_args,
+    )
+    by_world = paths is None and not needs_both_worlds(predictor, fit)
+    for where, chunk in progress(chunks, desc="counterfactual audit"):
+        positions = chunk.row_positions  # global (a Dask partition's rows start anywhere)
+        local = np.arange(n_rows)[where]  # this call's rows, for its own per-row arrays
+        if by_world:
+            _audit_chunk(
+                fit, chunk, predictor, targets=targets, masks=[m[where] for m in masks],
+                flips=[f[local] for f in flips], do=None if do is None else slice_do(
+                    do, where, n_rows), seed=seed, coupling=coupling, response=response,
+                stream=stream,
+            )
+            continue
+        for t, (attribute, level, action) in enumerate(targets):
+            mask = masks[t][where]
+            if not mask.any():
+                continue
+            is_do = do is not None and t == 0
+            subset = chunk if is_do else chunk.take_rows(mask)
+            rows = data.iloc[where][mask]
+            chunk_do = slice_do(action, where, n_rows) if is_do else action
+            frame = counterfactual_frame(fit, subset, chunk_do, seed=seed, coupling=coupling)
+            result = counterfactual_predictions(
+                fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
+            )
+            if paths is not None:
+                result["path_specific_change"] = _path_change(
+                    fit, rows, predictor, chunk_do, subset, paths, response, seed
+                )
+            result["attribute"] = attribute
+            result["from_level"] = (
+                "factual" if is_do else result[attribute].astype(str).to_numpy()
+            )
+            result["to_level"] = level
+            result["flip_change"] = np.tile(flips[t][local[mask]], samples)
+            result["position"] = np.tile(positions[mask], samples)
+            stream.update(t, TargetChanges.from_frame(result, samples))
+    return stream, paths
+
+
+def counterfactual_html(
+    reports: dict[str, CounterfactualReport],
+    figure: Path | None = None,
+    *,
+    densities: bool = True,
+    bins: int = 40,
+) -> str:
+    """HTML fragment: per predictor and attribute, causal vs flip-test change.
+
+    A sortable table (rows carry ``data-attribute`` for the report's group selector) and,
+    with ``densities``, inline SVG histogram densities of the change of the output under
+    ``do(A = a')`` beside the flip test's change (and the path-specific change of a
+    path-specific audit), over every row and sample of a report with samples
+    (``keep_samples=True``), else over the rows' posterior mean changes, on ``bins``
+    common bins. ``figure``
+    embeds an existing PNG file as well.
+    """
+    if bins < 1:
+        raise ValueError(f"bins must be a positive integer, got {bins}")
+    records = []
+    for name, report in reports.items():
+        for r in report.overall.itertuples(index=False):
+            record: dict[str, Any] = {
+                "predictor": name,
+                "attribute": str(r.attribute),
+                "mean |change|": r.mean_abs_change,
+                "interval": f"[{r.ci_lower:.4f}, {r.ci_upper:.4f}]",
+                "max |change|": r.max_abs_change,
+                "share of rows above tolerance": r.share_above_tolerance,
+                "Wasserstein": r.wasserstein,
+                "flip test mean |change|": r.flip_mean_abs_change,
+                "flip test share above tolerance": r.flip_share_above_tolerance,
+            }
+            if report.unfair_paths is not None:
+                record["path-specific mean |change|"] = r.path_specific_mean_abs_change
+            records.append(record)
+    tolerance = next(iter(reports.values())).tolerance if reports else 0.0
+    parts = [
+        "<p class=\"meta\">Causal: prediction under do(A = a') for every other level a', "
+        "with abducted latents and noise (posterior interval of the mean |change| in "
+        f"brackets). Flip test: only the protected column swapped. Tolerance {tolerance:g}.</p>",
+        table_html(pd.DataFrame(records).set_index(["predictor", "attribute"]), digits=4)
+        if records else '<p class="meta">No counterfactual audit was given.</p>',
+    ]
+    if densities:
+        charts = []
+        for name, report in reports.items():
+            # every row and sample with keep_samples=True, else each row's posterior mean
+            changes = report.changes if report.changes is not None else report.rows.rename(
+                columns={"mean_change": "change"}
+            )
+            for attribute, block in changes.groupby("attribute", sort=False):
+                samples = {
+                    "causal change": block["change"].to_numpy(dtype=np.float64),
+                    "flip test change": block["flip_change"].to_numpy(dtype=np.float64),
+                }
+                if "path_specific_change" in block.columns:
+                    samples["path-specific change"] = block["path_specific_change"].to_numpy(
+                        dtype=np.float64
+                    )
+                svg = density_chart(samples, title=f"{name}: {attribute}", bins=bins)
+                charts.append(
+                    f'<div class="chart-block" data-attribute="{esc(attribute)}">{svg}</div>'
+                )
+        if charts:
+            parts.append(
+                "<h3>Densities of the change</h3><p class=\"explain\">Histogram densities "
+                "of the change of the output over every row and posterior sample, or over the "
+                "rows' posterior mean changes without keep_samples (flip test: "
+                "one change per row); a predictor that never changes is one spike at 0.</p>"
+                f'<div class="densities">{"".join(charts)}</div>'
+            )
+    if figure is not None and Path(figure).exists():
+        encoded = base64.b64encode(Path(figure).read_bytes()).decode()
+        parts.append(f'<img alt="counterfactual densities" src="data:image/png;base64,{encoded}"/>')
+    return "\n".join(parts)

@@ -1,0 +1,309 @@
+"""Command line entry point.
+
+* ``counterfair law-school ...`` -- reproduce the law school study;
+* ``counterfair audit data.csv --label y --predictions p --protected race sex`` --
+  group-fairness HTML report of any predictions;
+* ``counterfair compile`` -- compile the shipped Stan programs ahead of time;
+* ``counterfair compas [--quick] [--out DIR]`` -- the COMPAS study: a counterfactually
+  fair recidivism classifier beside Full and Unaware, with its audit;
+* ``counterfair explanations --out DIR`` -- the explanation-based discrimination study
+  (fairness measures against SHAP measures on Adult and COMPAS);
+* ``counterfair fit | learn | counterfactual`` and ``counterfair audit RUN/ ...`` -- your
+  own SCM file and CSV data (:mod:`counterfair.cli.run`).
+* ``counterfair adult-pscf [--data-dir DIR] [--out DIR] [--quick] [--force]`` -- the
+  Adult path-specific counterfactual fairness study (Chiappa, 2019).
+* ``counterfair law-school-worlds [--quick] [--out DIR]`` -- one predictor fair with
+  respect to race in three law school SCMs at once (Russell et al. 2017).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from counterfair.cli import run as cli_run
+from counterfair.experiments.arguments import check_data_dir, output_folder
+from counterfair.logs import console
+
+logger = logging.getLogger(__name__)
+
+
+def _law_school_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "law-school",
+        help="reproduce the law school study of Kusner et al. (2017)",
+        description="Fit the level 2 and level 3 SCMs, train Full / Unaware / Fair K / "
+        "Fair Add, report test RMSE beside the paper's and plot counterfactual densities.",
+    )
+    p.add_argument("--data-dir", default=None, help="folder holding law_data.csv")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default: results/law_school for a full run; a fresh temporary "
+        "folder for --quick, so that a smoke test never overwrites the tracked results)",
+    )
+    p.add_argument("--quick", action="store_true", help="smoke test: subset, short chains")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chains", type=int, default=None)
+    p.add_argument("--warmup", type=int, default=None)
+    p.add_argument("--draws", type=int, default=None)
+    p.add_argument("--n-samples", type=int, default=None, help="m, draws of K per row")
+    p.add_argument("--cf-samples", type=int, default=None, help="samples per test row")
+    p.add_argument("--train-rows", type=int, default=None)
+    p.add_argument("--test-rows", type=int, default=None)
+    p.add_argument(
+        "--no-audit", dest="audit", action="store_false", help="skip the audit report"
+    )
+
+
+def _run_law_school(args: argparse.Namespace) -> int:
+    from counterfair.experiments.law_school import LawSchoolConfig, run
+
+    overrides = {
+        key: getattr(args, key)
+        for key in (
+            "chains",
+            "warmup",
+            "draws",
+            "n_samples",
+            "cf_samples",
+            "train_rows",
+            "test_rows",
+        )
+        if getattr(args, key) is not None
+    }
+    check_data_dir(args.data_dir)
+    common = {
+        "data_dir": args.data_dir,
+        "out": output_folder(args.out, quick=args.quick, study="law-school"),
+        "seed": args.seed,
+        "audit": args.audit,
+    }
+    if args.quick:
+        config = LawSchoolConfig.quick_mode(**common, **overrides)
+    else:
+        config = LawSchoolConfig(**common, **overrides)
+    run(config)
+    return 0
+
+
+def _audit_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "audit",
+        help="group-fairness audit of predictions in a CSV file (HTML report)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Read labels, predictions and protected attributes from a CSV file and "
+        "write a self-contained HTML report of group fairness measures. Given a run folder "
+        "(from 'counterfair fit') instead of a CSV file, --predictions is a CSV with one "
+        "column per model and one row per row of the run's data, the labels and protected "
+        "columns come from the run's data, and the report adds the counterfactual audit of "
+        "the run's learner (from 'counterfair learn') when there is one.",
+        epilog="examples:\n  counterfair audit data.csv --label y --predictions p1 p2 "
+        "--protected race sex\n  counterfair audit run/ --predictions preds.csv "
+        "--protected race,sex --label ZFYA",
+    )
+    p.add_argument("csv", help="CSV file with one row per individual, or a run folder")
+    p.add_argument(
+        "--label", default=None,
+        help="column of actual outcomes (with a run folder: default the learner's target)",
+    )
+    p.add_argument(
+        "--predictions", nargs="+", required=True,
+        help="prediction column(s), one per model; with a run folder: a predictions CSV",
+    )
+    p.add_argument(
+        "--protected", nargs="+", required=True,
+        help="protected attribute columns (space- or comma-separated)",
+    )
+    p.add_argument(
+        "--task", choices=("classification", "regression"), default=None,
+        help="default classification (with a run folder: from the label's values)",
+    )
+    p.add_argument("--threshold", type=float, default=0.5, help="score threshold")
+    p.add_argument("--tau", type=float, default=0.8, help="parity band [tau, 1/tau]")
+    p.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples (0: none)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="audit.html", help="output HTML file")
+    p.add_argument(
+        "--overwrite", "--force", action="store_true",
+        help="replace the output file if it exists",
+    )
+    p.add_argument(
+        "--cf-samples", type=int, default=None,
+        help="with a run folder: posterior samples per row of the counterfactual audit",
+    )
+
+
+def _run_audit(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from counterfair.audit import write_report
+
+    if cli_run.is_run_folder(args.csv):
+        args.force = args.overwrite
+        return cli_run.guarded(cli_run.run_audit, args)
+    if args.label is None:
+        raise SystemExit("counterfair audit: --label is required with a CSV file")
+    args.protected = [p for item in args.protected for p in item.split(",") if p]
+    args.task = args.task or "classification"
+    frame = pd.read_csv(args.csv)
+    wanted = [args.label, *args.predictions, *args.protected]
+    missing = [c for c in wanted if c not in frame.columns]
+    if missing:
+        raise SystemExit(
+            f"counterfair audit: column {missing[0]!r} is not in {args.csv}; "
+            f"columns: {list(frame.columns)}"
+        )
+    if Path(args.out).exists() and not args.overwrite:
+        raise SystemExit(
+            f"counterfair audit: {args.out} already exists; pass --overwrite to replace it"
+        )
+    path = write_report(
+        args.out,
+        y_true=frame[args.label].to_numpy(),
+        y_pred={name: frame[name].to_numpy() for name in args.predictions},
+        protected=frame[args.protected].astype(str),
+        task=args.task,
+        threshold=args.threshold,
+        tau=args.tau,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        overwrite=args.overwrite,
+    )
+    logger.info("wrote %s", path)
+    return 0
+
+
+def _compile_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compile",
+        help="compile the shipped Stan programs ahead of time (cached per machine)",
+        description="Compile the Stan programs of the ready-made models (law school level 2 "
+        "fit and abduction, level 3 fit) so that the first fit does not wait for the C++ "
+        "compiler. Programs already in the cache are skipped.",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "pystan", "cmdstanpy", "all"),
+        default="auto",
+        help="back end whose cache to fill ('all': every back end found)",
+    )
+    p.add_argument("--jobs", type=int, default=2, help="programs compiled at once (CmdStan)")
+
+
+def _run_compile(args: argparse.Namespace) -> int:
+    from counterfair.datasets.law_school_models import shipped_programs
+    from counterfair.stan.backend import available_backends
+    from counterfair.stan.precompile import compile_programs
+
+    backends = available_backends() if args.backend == "all" else [args.backend]
+    programs = shipped_programs()
+    for backend in backends:
+        compile_programs(programs, backend=backend, jobs=args.jobs, report=print)
+    return 0
+
+
+def _explanations_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "explanations",
+        add_help=False,  # the study's own parser answers --help
+        help="fairness measures against SHAP measures on Adult and COMPAS (Cesaro's study)",
+    )
+    p.add_argument("arguments", nargs=argparse.REMAINDER)
+
+
+def _compas_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compas",
+        add_help=False,  # the study's own parser answers --help
+        help="COMPAS: counterfactually fair recidivism classifier, Full / Unaware, audit",
+    )
+    p.add_argument("arguments", nargs=argparse.REMAINDER)
+
+
+def _adult_pscf_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "adult-pscf",
+        add_help=False,  # the study's own parser answers --help
+        help="Adult: path-specific counterfactual fairness (Chiappa 2019) beside Full, "
+        "Unaware and Kusner's level 2",
+    )
+    p.add_argument("arguments", nargs=argparse.REMAINDER)
+
+
+def _law_school_worlds_parser(sub: argparse._SubParsersAction) -> None:
+    from counterfair.experiments.law_school_worlds import add_arguments
+
+    p = sub.add_parser(
+        "law-school-worlds",
+        help="law school: one predictor fair under three candidate SCMs (Russell et al. 2017)",
+        description="Fit three law school SCMs, sweep the multi-world penalty lam and write "
+        "test RMSE against the worst world's counterfactual change (table and plot).",
+    )
+    add_arguments(p)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``counterfair`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="counterfair", description="Bayesian counterfactual fairness on Stan."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _law_school_parser(sub)
+    _audit_parser(sub)
+    _compile_parser(sub)
+    _explanations_parser(sub)
+    _compas_parser(sub)
+    cli_run.add_fit_parser(sub)
+    cli_run.add_learn_parser(sub)
+    cli_run.add_counterfactual_parser(sub)
+    _adult_pscf_parser(sub)
+    _law_school_worlds_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        console()  # counterfair's messages on standard error, at the level of COUNTERFAIR_LOG
+    except ValueError as error:
+        print(f"counterfair: {error}", file=sys.stderr)
+        return 2
+    if arguments[:1] == ["explanations"]:  # the study parses (and documents) its own options
+        from counterfair.experiments.explanations import main as explanations_main
+
+        return int(explanations_main(arguments[1:]))
+    if arguments[:1] == ["compas"]:
+        from counterfair.experiments.compas import main as compas_main
+
+        return int(compas_main(arguments[1:]))
+    if arguments[:1] == ["adult-pscf"]:
+        from counterfair.experiments.adult_pscf import main as adult_pscf_main
+
+        return int(adult_pscf_main(arguments[1:]))
+    args = build_parser().parse_args(arguments)
+    if args.command == "law-school":
+        return _run_law_school(args)
+    if args.command == "audit":
+        return _run_audit(args)
+    if args.command == "compile":
+        return _run_compile(args)
+    if args.command == "fit":
+        return cli_run.guarded(cli_run.run_fit, args)
+    if args.command == "learn":
+        return cli_run.guarded(cli_run.run_learn, args)
+    if args.command == "counterfactual":
+        return cli_run.guarded(cli_run.run_counterfactual, args)
+    if args.command == "law-school-worlds":
+        from counterfair.experiments.law_school_worlds import run_from_arguments
+
+        return run_from_arguments(args)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,362 @@
+"""Command line for a user's own data: fit, learn, audit and counterfactual on a run folder.
+
+* ``counterfair fit model.yaml --data my.csv --out run/`` -- validate the SCM file
+  and the data, fit by NUTS, print the diagnostics and the posterior predictive
+  check, save everything in ``run/`` (``run/fit/`` is a saved fit);
+* ``counterfair learn run/ --target y --features latent --estimator logistic`` --
+  train a counterfactually fair predictor on the run's data, save it in
+  ``run/learner/`` and its predictions for the data in ``run/predictions.csv``;
+* ``counterfair audit run/ --predictions preds.csv --protected race,sex`` -- HTML
+  report of the predictions' group fairness on the run's rows, with the
+  counterfactual audit of the saved learner when there is one;
+* ``counterfair counterfactual run/ --rows new.csv --do race=White`` -- both worlds
+  of every row as CSV.
+
+Exit codes: 0 success; 2 bad input (a missing or invalid file, an unknown node or
+column, an output that exists without ``--force``), with a one-line message on
+standard error; 1 anything unexpected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from counterfair import errors
+from counterfair.inference.fit import Fit
+from counterfair.io.fit_folder import check_target, default_mode, write_folder
+from counterfair.io.load import load
+from counterfair.io.scm_file import check_data_columns, read_scm
+from counterfair.learn.fair import FairLearner
+
+BAD_INPUT = 2
+"""Exit code of a refused command (bad input, existing output)."""
+
+ESTIMATORS = ("auto", "linear", "ridge", "logistic")
+FEATURES = ("non_descendants", "latent", "additive_noise", "path_specific")
+
+
+class CommandError(Exception):
+    """A refused command: its message is printed and the exit code is :data:`BAD_INPUT`."""
+
+
+def _formatter(prog: str) -> argparse.RawDescriptionHelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def _read_csv(path: str, what: str) -> pd.DataFrame:
+    if not Path(path).is_file():
+        raise CommandError(f"{what} file {path} does not exist")
+    try:
+        return pd.read_csv(path)
+    except (ValueError, OSError) as error:
+        raise CommandError(f"cannot read {what} file {path}: {error}") from error
+
+
+def _output_file(path: Path, force: bool) -> None:
+    if path.exists() and not force:
+        raise CommandError(f"{path} already exists; pass --force to replace it")
+
+
+def _load_fit(run: str) -> Fit:
+    folder = Path(run) / "fit"
+    if not folder.is_dir():
+        raise CommandError(
+            f"{run} is not a run folder (no fit/ inside); make one with "
+            "'counterfair fit model.yaml --data my.csv --out RUN'"
+        )
+    fit = load(folder)
+    assert isinstance(fit, Fit)
+    return fit
+
+
+# ---------------------------------------------------------------------- fit
+def add_fit_parser(sub: Any) -> None:
+    """The ``fit`` subcommand."""
+    p = sub.add_parser(
+        "fit",
+        help="fit an SCM file to your CSV data and save the run",
+        formatter_class=_formatter,
+        description="Validate the SCM file (JSON or YAML) and the data, fit the SCM by NUTS, "
+        "print the diagnostics and the posterior predictive check, and save the run folder.",
+        epilog="example:\n  counterfair fit examples/law_school.yaml --data law_data.csv "
+        "--out run/ --chains 4 --draws 500",
+    )
+    p.add_argument("scm", help="SCM file (.json, .yaml or .yml)")
+    p.add_argument("--data", required=True, help="CSV file, one column per node of the SCM")
+    p.add_argument("--out", required=True, help="run folder to write (must be new or empty)")
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--warmup", type=int, default=500)
+    p.add_argument("--draws", type=int, default=500)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backend", choices=("auto", "pystan", "cmdstanpy"), default="auto")
+    p.add_argument("--force", action="store_true", help="replace a non-empty --out")
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    """Fit, print diagnostics and the posterior predictive check, save the run folder."""
+    out = Path(args.out)
+    if out.is_dir() and any(out.iterdir()) and not args.force:
+        raise CommandError(f"{out} exists and is not empty; pass --force to replace it")
+    check_target(out, overwrite=args.force)
+    scm = read_scm(args.scm)
+    data = _read_csv(args.data, "data")
+    check_data_columns(scm, data.columns, source=f"data file {args.data}")
+    columns = [c for c in data.columns if c in scm.specs]
+    with warnings.catch_warnings():  # the diagnostics printed below say the same
+        warnings.simplefilter("ignore", errors.ConvergenceWarning)
+        fit = scm.fit(
+            data[columns],
+            chains=args.chains,
+            warmup=args.warmup,
+            draws=args.draws,
+            seed=args.seed,
+            backend=args.backend,
+            progress=False,
+        )
+    print(fit.diagnostics)
+    check = fit.ppc(seed=args.seed)
+    print(check)
+
+    def fill(folder: Path) -> None:
+        fit.save(folder / "fit")
+        check.table.to_csv(folder / "ppc.csv", index=False)
+        (folder / "diagnostics.txt").write_text(f"{fit.diagnostics}\n\n{check}\n")
+
+    write_folder(out, "run", fill, overwrite=args.force)
+    print(f"saved the run in {out}")
+    return 0
+
+
+# ---------------------------------------------------------------------- learn
+def add_learn_parser(sub: Any) -> None:
+    """The ``learn`` subcommand."""
+    p = sub.add_parser(
+        "learn",
+        help="train a counterfactually fair predictor on a run's data",
+        formatter_class=_formatter,
+        description="Train a FairLearner on the rows of a run (the saved fit is reused; no "
+        "new MCMC) and save it in RUN/learner/, with its predictions for the rows in "
+        "RUN/predictions.csv.",
+        epilog="example:\n  counterfair learn run/ --target ZFYA --features latent "
+        "--estimator linear",
+    )
+    p.add_argument("run", help="run folder written by 'counterfair fit'")
+    p.add_argument("--target", required=True, help="column to predict")
+    p.add_argument("--features", choices=FEATURES, default="latent", help="fair inputs")
+    p.add_argument("--estimator", choices=ESTIMATORS, default="auto",
+                   help="auto: linear regression, or logistic for a binary target")
+    p.add_argument("--n-samples", type=int, default=50, help="draws of the latents per row")
+    p.add_argument("--unfair-path", action="append", default=None, metavar="A>M",
+                   help="with --features path_specific: an unfair path, nodes joined by '>'")
+    p.add_argument("--baseline", default=None,
+                   help="with --features path_specific: the level the unfair paths see")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--force", action="store_true", help="replace an existing learner")
+
+
+def _estimator(name: str) -> Any:
+    from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
+
+    return {"auto": None, "linear": LinearRegression(), "ridge": Ridge(),
+            "logistic": LogisticRegression()}[name]
+
+
+def run_learn(args: argparse.Namespace) -> int:
+    """Train and save a FairLearner on the run's rows."""
+    fit = _load_fit(args.run)
+    run = Path(args.run)
+    for path in (run / "learner", run / "predictions.csv"):
+        if path.exists() and not args.force:
+            raise CommandError(f"{path} already exists; pass --force to replace it")
+    if args.target not in fit.data.columns:
+        raise CommandError(
+            f"target {args.target!r} is not a column of the run's data; columns: "
+            f"{list(fit.data.columns)}"
+        )
+    path_specific = args.features == "path_specific"
+    if path_specific != (args.unfair_path is not None) or path_specific != (
+        args.baseline is not None
+    ):
+        raise CommandError(
+            "--unfair-path and --baseline go together with --features path_specific, and only "
+            "with it"
+        )
+    learner = FairLearner(
+        fit.scm,
+        target=args.target,
+        features=args.features,
+        estimator=_estimator(args.estimator),
+        n_samples=args.n_samples,
+        scm_fit=fit,
+        seed=args.seed,
+        unfair_paths=[tuple(p.split(">")) for p in args.unfair_path] if path_specific else None,
+        baseline=args.baseline,
+    ).fit(fit.data)
+    predictions = pd.DataFrame({"prediction": learner.predict(fit.data)})
+    learner.save(run / "learner", overwrite=args.force)
+    _write_csv(predictions, run / "predictions.csv")
+    print(f"trained on {len(fit.data)} rows with inputs {learner.feature_names_}; "
+          f"score {learner.score(fit.data):.4f}")
+    print(f"saved {run / 'learner'} and {run / 'predictions.csv'}")
+    return 0
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    os.chmod(tmp, default_mode(directory=False))
+    try:
+        frame.to_csv(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------------- audit
+def is_run_folder(path: str) -> bool:
+    """Whether ``path`` is a run folder (the new form of ``counterfair audit``)."""
+    return Path(path).is_dir() and (Path(path) / "fit").is_dir()
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """HTML report of a predictions CSV on a run's rows (and of the saved learner)."""
+    from counterfair.audit import counterfactual_fairness, write_report
+
+    fit = _load_fit(args.csv)
+    run = Path(args.csv)
+    predictions = _read_csv(args.predictions[0], "predictions")
+    if len(args.predictions) > 1:
+        raise CommandError("give one predictions CSV (one column per model) with a run folder")
+    if len(predictions) != len(fit.data):
+        raise CommandError(
+            f"{args.predictions[0]} has {len(predictions)} rows but the run's data has "
+            f"{len(fit.data)}; give one prediction per row of the data, in the same order"
+        )
+    protected = [p for item in args.protected for p in item.split(",") if p]
+    unknown = [p for p in protected if p not in fit.data.columns]
+    if unknown:
+        raise CommandError(
+            f"protected column {unknown[0]!r} is not in the run's data; columns: "
+            f"{list(fit.data.columns)}"
+        )
+    learner = load(run / "learner") if (run / "learner").is_dir() else None
+    label = args.label or (learner.target if isinstance(learner, FairLearner) else None)
+    if label is None or label not in fit.data.columns:
+        raise CommandError(
+            f"--label {label!r}: give the column of actual outcomes; columns: "
+            f"{list(fit.data.columns)}"
+        )
+    y_true = fit.data[label].to_numpy()
+    task: Literal["classification", "regression"] = args.task or (
+        "classification" if len(set(y_true.tolist())) <= 2 else "regression"
+    )
+    out = Path(args.out) if args.out != "audit.html" else run / "audit.html"
+    _output_file(out, args.force or args.overwrite)
+    counterfactual = None
+    if isinstance(learner, FairLearner):
+        counterfactual = {
+            "fair learner": counterfactual_fairness(
+                fit, fit.data, learner, attributes=protected, seed=args.seed,
+                n_samples=args.cf_samples,
+            )
+        }
+    path = write_report(
+        out,
+        y_true=y_true,
+        y_pred={str(c): predictions[c].to_numpy() for c in predictions.columns},
+        protected=fit.data[protected].astype(str),
+        task=task,
+        threshold=args.threshold,
+        tau=args.tau,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        counterfactual=counterfactual,
+        overwrite=True,
+    )
+    print(f"wrote {path}")
+    return 0
+
+
+# ---------------------------------------------------------------------- counterfactual
+def add_counterfactual_parser(sub: Any) -> None:
+    """The ``counterfactual`` subcommand."""
+    p = sub.add_parser(
+        "counterfactual",
+        help="counterfactual values of new rows under do(...), both worlds as CSV",
+        formatter_class=_formatter,
+        description="Abduct the latents of the rows with the run's fit (exactly, without "
+        "Stan, wherever that applies), set the nodes of --do, and write the factual and "
+        "counterfactual values of every node, per row and posterior sample, as CSV "
+        "(columns row, sample, world, then the nodes).",
+        epilog="example:\n  counterfair counterfactual run/ --rows new.csv --do race=White "
+        "--out counterfactuals.csv",
+    )
+    p.add_argument("run", help="run folder written by 'counterfair fit'")
+    p.add_argument("--rows", required=True, help="CSV of rows (protected and observed columns)")
+    p.add_argument("--do", action="append", required=True, metavar="NODE=VALUE",
+                   help="intervention, e.g. race=White (repeat for several nodes)")
+    p.add_argument("--n-samples", type=int, default=20, help="posterior samples per row")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="CSV to write (default RUN/counterfactuals.csv)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out")
+
+
+def _parse_do(items: list[str], fit: Fit) -> dict[str, Any]:
+    do: dict[str, Any] = {}
+    for item in items:
+        node, sep, value = item.partition("=")
+        if not sep or not node:
+            raise CommandError(f"--do {item!r}: write NODE=VALUE, e.g. race=White")
+        if node not in fit.scm.specs:
+            raise CommandError(
+                f"--do {item!r}: {node!r} is not a node of the SCM; nodes: {list(fit.scm.nodes)}"
+            )
+        levels = fit.encoding.levels.get(node)
+        if levels is not None:
+            if value not in levels:
+                raise CommandError(f"--do {item!r}: {value!r} is not a level of {node}; "
+                                   f"levels: {list(levels)}")
+            do[node] = value
+        else:
+            try:
+                do[node] = float(value)
+            except ValueError as error:
+                raise CommandError(f"--do {item!r}: {node} takes a number") from error
+    return do
+
+
+def run_counterfactual(args: argparse.Namespace) -> int:
+    """Write both worlds of the rows under ``--do`` as CSV."""
+    fit = _load_fit(args.run)
+    do = _parse_do(args.do, fit)
+    out = Path(args.out) if args.out else Path(args.run) / "counterfactuals.csv"
+    _output_file(out, args.force)
+    rows = _read_csv(args.rows, "rows")
+    frame = fit.counterfactual(rows, do=do, n_samples=args.n_samples, seed=args.seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _write_csv(frame, out)
+    print(f"wrote {out}: {len(rows)} rows x {args.n_samples} samples x 2 worlds")
+    return 0
+
+
+def guarded(function: Any, args: argparse.Namespace) -> int:
+    """Run a command; a refused one prints its reason and returns :data:`BAD_INPUT`."""
+    try:
+        return int(function(args))
+    except (CommandError, errors.SCMError, errors.DataError, errors.FairnessError,
+            FileExistsError) as error:
+        print(f"counterfair {args.command}: {error}", file=sys.stderr)
+        return BAD_INPUT
+
+
+__all__ = ["add_counterfactual_parser", "add_fit_parser", "add_learn_parser", "guarded",
+           "is_run_folder", "run_audit", "run_counterfactual", "run_fit", "run_learn"]

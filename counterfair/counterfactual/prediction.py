@@ -1,0 +1,467 @@
+"""Any predictor's output, and its counterfactual predictions under ``do``, per row and sample.
+
+:func:`predict_output` turns what a predictor gives (labels, probabilities, a callable's
+array) into numbers; :func:`counterfactual_predictions` runs a predictor in the
+factual world and under an intervention with a fitted SCM, chunk by chunk
+(:func:`counterfactual_predictions_chunk`, :func:`iter_counterfactual_predictions`).
+A ``FairLearner`` of the same fit is recognised by its
+attributes (``scm_fit_``), so this module does not import the learners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from counterfair import errors
+from counterfair.counterfactual.action import Coupling, DoValue, check_coupling
+from counterfair.counterfactual.world import World
+from counterfair.inference.fit import Abduction, Fit
+from counterfair.learn.path_features import (
+    learner_worlds,
+)
+from counterfair.rows import chunking, dispatch
+from counterfair.rows.rows import Rows, abduct_chunks, slice_do
+
+MULTICLASS_PROBABILITY = (
+    "response='probability' compares one number per row, the probability of the positive "
+    "class, but {name} has {n} classes {classes}; audit labels (response='prediction', a "
+    "change is a different label) or pass a function returning the probability of the "
+    "class you mean"
+)
+
+Predictor = Any  # an estimator / pipeline with .predict(DataFrame), or a callable -> array
+Response = Literal["prediction", "probability"]
+RESPONSES: tuple[str, ...] = ("prediction", "probability")
+
+NO_FEATURE_COLUMN = (
+    "predictor {name} was fitted on column {column!r}, which the rows do not have; "
+    "columns: {columns}"
+)
+NO_PREDICT_PROBA = (
+    "response='probability' needs a predictor with predict_proba; {name} has none "
+    "(pass a function returning probabilities instead)"
+)
+
+
+def _estimator_input(predictor: Any, frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns a fitted scikit-learn estimator was trained on (``feature_names_in_``)."""
+    names = getattr(predictor, "feature_names_in_", None)
+    if names is None:
+        return frame
+    missing = [str(c) for c in names if c not in frame.columns]
+    if missing:
+        raise errors.DataError(
+            NO_FEATURE_COLUMN.format(
+                name=type(predictor).__name__, column=missing[0], columns=list(frame.columns)
+            )
+        )
+    return frame[list(names)]
+
+
+def _no_rows_out(rows_out: object, overwrite: bool) -> None:
+    """``rows_out=`` / ``overwrite=`` are for a Dask frame; refuse them for in-memory rows."""
+    if rows_out is not None or overwrite:
+        raise ValueError(
+            "rows_out= and overwrite= write a Dask frame's predictions as parquet partitions; "
+            "in-memory rows get the predictions returned"
+        )
+
+
+def predict_output(
+    predictor: Predictor, frame: pd.DataFrame, response: Response = "prediction"
+) -> np.ndarray:
+    """One number per row of ``frame``: a prediction, or the probability of the positive class.
+
+    Parameters
+    ----------
+    predictor : estimator, pipeline or callable
+        A fitted scikit-learn estimator or pipeline (its columns are chosen by
+        ``feature_names_in_`` when it has them), a ``FairLearner``, a
+        baseline, or a function of a DataFrame returning one number per row.
+    frame : pandas.DataFrame
+        Rows.
+    response : {"prediction", "probability"}
+        ``"probability"`` calls ``predict_proba`` and keeps the column of the
+        last class (the positive class of a binary classifier); a function is
+        taken to return probabilities already. A two-column output (a bound
+        ``predict_proba``) is reduced to its last column; ``predict_proba``
+        with more than two classes is an error (one number per row is compared).
+        Predicted labels that are not numbers become their index in the
+        predictor's ``classes_``.
+    """
+    if response not in RESPONSES:
+        raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
+    name = type(predictor).__name__
+    if response == "probability" and hasattr(predictor, "predict_proba"):
+        proba = np.asarray(predictor.predict_proba(_estimator_input(predictor, frame)))
+        if proba.ndim == 2 and proba.shape[1] > 2:
+            classes = list(getattr(predictor, "classes_", range(proba.shape[1])))
+            raise ValueError(
+                MULTICLASS_PROBABILITY.format(name=name, n=proba.shape[1], classes=classes)
+            )
+        return np.asarray(proba[:, -1] if proba.ndim == 2 else proba, dtype=float)
+    if hasattr(predictor, "predict"):
+        if response == "probability":
+            raise TypeError(NO_PREDICT_PROBA.format(name=name))
+        labels = np.asarray(predictor.predict(_estimator_input(predictor, frame)))
+        return _as_numbers(predictor, labels)
+    if callable(predictor):
+        owner = getattr(predictor, "__self__", None)  # a bound method of an estimator
+        out = np.asarray(predictor(frame))
+        if out.ndim == 2 and out.shape[1] > 2:
+            classes = list(getattr(owner, "classes_", range(out.shape[1])))
+            raise ValueError(
+                MULTICLASS_PROBABILITY.format(
+                    name=type(owner).__name__ if owner is not None else name,
+                    n=out.shape[1],
+                    classes=classes,
+                )
+            )
+        if out.ndim == 2:  # a bound predict_proba
+            return np.asarray(out[:, -1], dtype=float)
+        return _as_numbers(owner if owner is not None else predictor, out)
+    raise TypeError(f"predictor must have .predict or be callable, got {name}")
+
+
+def _as_numbers(predictor: Predictor, labels: np.ndarray) -> np.ndarray:
+    """Predictions as floats; class labels that are not numbers become their index in
+    ``classes_`` (so that two worlds' labels can be compared)."""
+    if labels.dtype.kind in "biuf":
+        return labels.astype(float)
+    classes = getattr(predictor, "classes_", None)
+    if classes is None:
+        raise TypeError(
+            f"{type(predictor).__name__} predicts non-numeric values and has no classes_; "
+            "pass a function returning one number per row"
+        )
+    lookup = {str(c): i for i, c in enumerate(np.asarray(classes))}
+    return np.array([lookup[str(label)] for label in labels], dtype=float)
+
+
+def multiclass_labels(predictor: Predictor, response: Response) -> bool:
+    """Whether the outputs compared are labels of more than two classes (a change is then
+    0 or 1: the label differs or not). A bound ``predict_proba`` gives probabilities."""
+    owner = getattr(predictor, "__self__", predictor)
+    if getattr(predictor, "__name__", "") == "predict_proba":
+        return False
+    return response == "prediction" and len(getattr(owner, "classes_", ())) > 2
+
+
+def _predict(predictor: Predictor, frame: pd.DataFrame) -> np.ndarray:
+    return predict_output(predictor, frame)
+
+
+def _shared_learner(predictor: Predictor, fit: Fit) -> bool:
+    """Whether the predictor (or the object of a bound method) is a FairLearner of ``fit``."""
+    owner = getattr(predictor, "__self__", predictor)
+    # a FairLearner, recognised by what it has (this module does not import the learners)
+    return hasattr(owner, "predict_abduction") and getattr(owner, "scm_fit_", None) is fit
+
+
+def counterfactual_predictions(
+    fit: Fit,
+    data: pd.DataFrame,
+    do: Mapping[str, DoValue],
+    predictor: Predictor,
+    *,
+    n_samples: int = 100,
+    seed: int | None = None,
+    frame: pd.DataFrame | None = None,
+    response: Response = "prediction",
+    coupling: Coupling | None = None,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+    abduction: Abduction | None = None,
+    **abduct_args: Any,
+) -> pd.DataFrame:
+    """Predictions of any predictor in the factual world and under ``do``, per row and sample.
+
+    Parameters
+    ----------
+    fit : Fit
+        Fitted SCM taken as the true world.
+    data : pandas.DataFrame
+        Rows (every observed column known).
+    do : mapping
+        The intervention, as for :meth:`Fit.counterfactual`.
+    predictor : estimator or callable
+        Anything with ``predict(DataFrame)``, or a function of a DataFrame. A
+        ``FairLearner`` whose SCM fit is ``fit`` reads its inputs (latents,
+        abducted noise) from the shared samples, so its predictions do not move.
+    n_samples : int
+        Joint samples per row.
+    seed : int, optional
+        Seed of abduction and of the counterfactual draws.
+    frame : pandas.DataFrame, optional
+        A counterfactual frame from :meth:`Fit.counterfactual` to reuse; giving
+        ``abduct_args`` with it is an error, as they would be ignored.
+    response : {"prediction", "probability"}
+        What to compare: predictions, or the probability of the positive class
+        (see :func:`predict_output`). A ``FairLearner`` of ``fit`` (or its
+        bound ``predict`` / ``predict_proba``) reads its inputs from the shared
+        samples in both worlds.
+    coupling : {"monotone", "redraw"}, optional
+        Coupling of discrete nodes across worlds (:meth:`Fit.counterfactual`;
+        default ``"monotone"``). With ``frame=``, the frame's own coupling
+        (``frame.attrs["coupling"]``); giving another one is an error.
+    unfair_paths : list of tuple, optional
+        A path-specific intervention (:mod:`counterfair.counterfactual.paths`): only paths
+        beginning with one of these tuples see ``do``'s level. Not with ``frame=``
+        (the frame says its own paths).
+    abduction : Abduction, optional
+        The joint samples of the rows (those the frame was computed from, with
+        ``frame=``). A path-specific ``FairLearner`` of ``fit`` recomputes
+        its corrected inputs from them in each world and needs them with
+        ``frame=``; without ``frame=`` they are reused instead of abducting.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``row``, ``sample``, ``factual``, ``counterfactual``, ``change``
+        (counterfactual minus factual; for labels of more than two classes,
+        which are class indices here, 1 where the label differs and 0 where it
+        does not) and the factual protected attributes.
+
+    A Dask DataFrame ``data`` runs partition by partition
+    (:func:`counterfair.dask.rows.dask_counterfactual_predictions`): give
+    ``rows_out=`` a folder for the parquet partitions (and ``overwrite=True`` to
+    replace a non-empty one); a Dask frame reading them is returned.
+    """
+    if (handler := dispatch.handler_for("counterfactual_predictions", data)) is not None:
+        return handler(
+            fit, data, do, predictor, n_samples=n_samples, seed=seed, frame=frame,
+            response=response, coupling=coupling, unfair_paths=unfair_paths,
+            abduction=abduction, **abduct_args,
+        )
+    if coupling is not None:
+        check_coupling(coupling)
+    if frame is None:
+        parts = list(
+            iter_counterfactual_predictions(
+                fit,
+                data,
+                do,
+                predictor,
+                n_samples=n_samples,
+                seed=seed,
+                response=response,
+                coupling=coupling,
+                unfair_paths=unfair_paths,
+                abduction=abduction,
+                **abduct_args,
+            )
+        )
+        return merge_prediction_chunks(parts, do)
+    if unfair_paths is not None:
+        raise ValueError(
+            "unfair_paths= is ignored when frame= is given: the frame holds its own paths "
+            "(fit.counterfactual(..., unfair_paths=...))"
+        )
+    elif abduct_args:
+        raise TypeError(
+            f"abduction arguments {sorted(abduct_args)} are ignored when frame= is given"
+        )
+    elif coupling is not None and coupling != frame.attrs.get("coupling", coupling):
+        raise ValueError(
+            f"coupling={coupling!r} but the frame was computed with "
+            f"coupling={frame.attrs['coupling']!r}; drop coupling= or recompute the frame"
+        )
+    return _frame_predictions(fit, frame, do, predictor, response, abduction)
+
+
+def predict_world(
+    fit: Fit, predictor: Predictor, world: World, response: Response = "prediction"
+) -> np.ndarray:
+    """The predictor's output for every sample and row of a world, sample-major ``(S * N,)``.
+
+    A :class:`~counterfair.FairLearner` of ``fit`` reads the world's latents and
+    noise (the same in every world of the rows); any other predictor reads the
+    protected and observed columns. A path-specific learner needs both worlds at
+    once (:func:`counterfair.learn.path_features.learner_worlds`) and is refused here.
+    """
+    if needs_both_worlds(predictor, fit):
+        raise ValueError(
+            "a path-specific FairLearner reads the factual and counterfactual worlds "
+            "together; use counterfactual_predictions for it"
+        )
+    frame = world.frame(fit.scm, fit.encoding, latents=_shared_learner(predictor, fit))
+    return predict_output(predictor, frame, response)
+
+
+def needs_both_worlds(predictor: Predictor, fit: Fit) -> bool:
+    """Whether the predictor reads the factual and counterfactual worlds together (a
+    path-specific FairLearner of ``fit``), so :func:`predict_world` cannot serve it."""
+    return _is_path_learner(predictor, fit)
+
+
+def _is_path_learner(predictor: Predictor, fit: Fit) -> bool:
+    return _shared_learner(predictor, fit) and (
+        getattr(getattr(predictor, "__self__", predictor), "features", None) == "path_specific"
+    )
+
+
+def _frame_predictions(
+    fit: Fit,
+    frame: pd.DataFrame,
+    do: Mapping[str, DoValue],
+    predictor: Predictor,
+    response: Response,
+    abduction: Abduction | None,
+) -> pd.DataFrame:
+    """The predictions frame of :func:`counterfactual_predictions` from a counterfactual frame."""
+    path_learner = _is_path_learner(predictor, fit)
+    factual = frame[frame["world"] == "factual"].reset_index(drop=True)
+    counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
+    if path_learner:
+        before, after = learner_worlds(predictor, fit, frame, abduction, response)
+    elif _shared_learner(predictor, fit):
+        before = predict_output(predictor, factual, response)
+        after = predict_output(predictor, counter, response)
+    else:
+        drop: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f.drop(  # noqa: E731
+            columns=[c for c in f.columns if c.endswith(":noise") or c in fit.scm.latents]
+        )
+        before = predict_output(predictor, drop(factual), response)
+        after = predict_output(predictor, drop(counter), response)
+    out = pd.DataFrame(
+        {
+            "row": factual["row"].to_numpy(),
+            "sample": factual["sample"].to_numpy(),
+            "factual": before,
+            "counterfactual": after,
+            "change": (
+                (after != before).astype(float)
+                if multiclass_labels(predictor, response)
+                else after - before
+            ),
+        }
+    )
+    for node in fit.scm.protected:
+        out[node] = factual[node].to_numpy()
+    out.attrs["do"] = frame.attrs.get("do", dict(do))
+    return out
+
+
+def counterfactual_predictions_chunk(
+    fit: Fit,
+    rows: Rows | None,
+    do: Mapping[str, DoValue],
+    predictor: Predictor,
+    *,
+    n_samples: int = 100,
+    seed: int | None = None,
+    response: Response = "prediction",
+    coupling: Coupling | None = None,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+    abduction: Abduction | None = None,
+    **abduct_args: Any,
+) -> pd.DataFrame:
+    """:func:`counterfactual_predictions` of one chunk of rows, with a ``position`` column.
+
+    Parameters
+    ----------
+    rows : Rows or None
+        The chunk's rows and their global positions (:class:`counterfair.rows.rows.Rows`);
+        ``None`` with ``abduction`` given (the chunk's joint samples).
+    do : mapping
+        The intervention for these rows (per-row values already cut to the chunk,
+        :func:`counterfair.rows.rows.slice_do`).
+    n_samples, seed, response, coupling, unfair_paths, abduct_args
+        As in :func:`counterfactual_predictions`.
+    abduction : Abduction, optional
+        The chunk's joint samples (e.g. cut from an MCMC abduction of all rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`counterfactual_predictions` and ``position``, the
+        row's global position. The values do not depend on how rows are chunked:
+        every draw is keyed by the seed and the position.
+    """
+    if abduction is None:
+        abduction = fit.abduct(rows, n_samples=n_samples, seed=seed, **abduct_args)
+    frame = fit.counterfactual(
+        None,
+        do,
+        n_samples=n_samples,
+        seed=seed,
+        coupling=coupling if coupling is not None else "monotone",
+        abduction=abduction,
+        unfair_paths=unfair_paths,
+    )
+    out = _frame_predictions(fit, frame, do, predictor, response, abduction)
+    out["position"] = np.tile(abduction.row_positions, abduction.n_samples)
+    return out
+
+
+def iter_counterfactual_predictions(
+    fit: Fit,
+    data: pd.DataFrame | Rows | None,
+    do: Mapping[str, DoValue],
+    predictor: Predictor,
+    *,
+    n_samples: int = 100,
+    seed: int | None = None,
+    response: Response = "prediction",
+    coupling: Coupling | None = None,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+    abduction: Abduction | None = None,
+    **abduct_args: Any,
+) -> Iterator[pd.DataFrame]:
+    """Per-chunk frames of :func:`counterfactual_predictions_chunk`, in row order.
+
+    Rows are cut into chunks of :func:`counterfair.options.chunk_bytes` of working
+    memory; exact abduction runs per chunk, MCMC abduction (and a given
+    ``abduction``) once for all rows and is then cut (not chunk-invariant for MCMC,
+    see :meth:`Fit.abduct`). Each frame is sample-major within its chunk and has a
+    ``position`` column.
+    """
+    if coupling is not None:
+        check_coupling(coupling)
+    rows = None if data is None else Rows.from_frame(data)
+    n_rows = len(fit.data) if rows is None else len(rows)
+    if abduction is not None:
+        n_rows = len(abduction.data)
+    per_row = chunking.bytes_per_row(n_samples, 8 * len(fit.scm.specs))
+    for where, chunk in abduct_chunks(
+        fit,
+        None if abduction is not None else rows,
+        bytes_per_row=per_row,
+        abduction=abduction,
+        n_samples=n_samples,
+        seed=seed,
+        **abduct_args,
+    ):
+        yield counterfactual_predictions_chunk(
+            fit,
+            None,
+            slice_do(do, where, n_rows),
+            predictor,
+            n_samples=n_samples,
+            seed=seed,
+            response=response,
+            coupling=coupling,
+            unfair_paths=unfair_paths,
+            abduction=chunk,
+        )
+
+
+def merge_prediction_chunks(parts: Sequence[pd.DataFrame], do: Mapping[str, Any]) -> pd.DataFrame:
+    """The frame of :func:`counterfactual_predictions` from its per-chunk frames.
+
+    Rows are ordered by sample, then global position (as one call on all rows
+    orders them), and the ``position`` column is dropped.
+    """
+    joined = pd.concat(list(parts), ignore_index=True) if len(parts) > 1 else parts[0]
+    order = np.lexsort((joined["position"].to_numpy(), joined["sample"].to_numpy()))
+    out = joined.iloc[order].drop(columns="position").reset_index(drop=True)
+    out.attrs["do"] = parts[0].attrs.get("do", dict(do))
+    if len(parts) > 1:
+        out.attrs["do"] = {
+            k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
+            for k, v in do.items()
+        }
+    return out

@@ -1,0 +1,737 @@
+"""A fitted SCM: posterior draws of parameters and latents, and abduction for new rows."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import arviz as az
+import numpy as np
+import pandas as pd
+
+from counterfair import errors
+from counterfair.counterfactual.action import (
+    Coupling,
+    DoValue,
+    check_coupling,
+    counterfactual_frame,
+    interventional_frame,
+    merge_chunk_frames,
+)
+from counterfair.counterfactual.paths import path_specific_frame
+from counterfair.inference import exact_abduction
+from counterfair.inference.abduction import Abduction as Abduction
+from counterfair.inference.abduction import AbductionEngineUsed as AbductionEngineUsed
+from counterfair.inference.diagnostics import Diagnostics, warn_on_divergences
+from counterfair.inference.ppc import posterior_predictive_check
+from counterfair.io.fit_folder import save_fit
+from counterfair.logs import progress_enabled
+from counterfair.model import checks as validation
+from counterfair.model.encoding import Encoding
+from counterfair.model.params import ParamDraws
+from counterfair.rng import RowRandom
+from counterfair.rows import chunking, dispatch
+from counterfair.rows.rows import Rows, abduct_chunks, slice_do
+from counterfair.stan.backend import get_backend
+from counterfair.stan.data import abduction_data, conditioning_nodes, observed_values
+from counterfair.stan.warm_start import WarmStart
+
+logger = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from counterfair.inference.ppc_result import PosteriorPredictiveCheck
+    from counterfair.model.scm import SCM
+
+AbductionMethod = Literal["mean", "draws"]
+AbductionEngine = Literal["auto", "exact", "mcmc"]
+
+DEFAULT_CHAINS = 2
+"""Chains of the MCMC abduction program unless given."""
+
+DEFAULT_WARMUP = 300
+"""Warm-up iterations per chain of the MCMC abduction program unless given."""
+
+MIN_DRAWS_PER_CHAIN = 100
+"""Fewest draws per chain of the MCMC abduction program when ``draws`` is not given."""
+
+EXACT_DRAWS_PER_SET = DEFAULT_CHAINS * MIN_DRAWS_PER_CHAIN
+"""Draws per parameter set of exact abduction without ``n_samples`` (as many as MCMC's default)."""
+
+LOADED_BACKEND = "none (loaded from a saved folder)"
+"""Back end name of a fit loaded by :func:`counterfair.load`: it runs no Stan program."""
+
+NEEDS_MCMC = (
+    "abducting these rows needs MCMC (the Stan abduction program), conditioning on "
+    "{conditioned}: engine='mcmc' was asked for or exact abduction does not apply; this fit "
+    "was loaded from a saved folder and runs no Stan program. Use engine='auto' or 'exact' "
+    "with nodes exact abduction supports (counterfair.inference.exact_abduction), or refit the SCM"
+)
+"""Error when a loaded fit would need MCMC to abduct new rows."""
+
+MISSING_CONDITIONING_COLUMN = (
+    "cannot condition the latents on {node!r}: data has no column {column!r}; "
+    "columns: {columns}. Pass condition_on= without {node!r} (e.g. condition_on={suggestion})"
+)
+"""Error when a conditioning node, or one of its observed parents, is not in the data."""
+
+
+def default_conditioning(scm: SCM, data: pd.DataFrame) -> tuple[str, ...]:
+    """The default conditioning set: the latents' children present in ``data``.
+
+    A child counts as present when its column and the columns of its observed
+    parents are all in ``data``. Every function that abducts (:meth:`Fit.abduct`,
+    :meth:`Fit.latents`, :meth:`Fit.counterfactual`,
+    :func:`counterfair.audit.counterfactual_fairness`, :class:`FairLearner`'s
+    predictions) uses this same rule when ``condition_on`` is not given, so rows
+    without the outcome (a test set, a production payload) are abducted from
+    what they hold.
+    """
+    return tuple(
+        node
+        for node in conditioning_nodes(scm, None)
+        if node in data.columns
+        and all(t.parent in data.columns for t in scm.equations[node].observed)
+    )
+
+
+def _check_conditioning(scm: SCM, data: pd.DataFrame, conditioned: Sequence[str]) -> None:
+    """Every conditioning node and its observed parents must be columns of ``data``."""
+    present = default_conditioning(scm, data)
+    for node in conditioned:
+        for column in (node, *(t.parent for t in scm.equations[node].observed)):
+            if column not in data.columns:
+                raise errors.DataError(
+                    MISSING_CONDITIONING_COLUMN.format(
+                        node=node,
+                        column=column,
+                        columns=list(map(str, data.columns)),
+                        suggestion=list(present),
+                    )
+                )
+
+
+def _row_coord(data: pd.DataFrame) -> list[Any]:
+    return list(data.index) if data.index.is_unique else list(range(len(data)))
+
+
+def _coords_and_dims(
+    scm: SCM, encoding: Encoding, data: pd.DataFrame, latent_dims: list[str]
+) -> tuple[dict[str, list[Any]], dict[str, list[str]]]:
+    coords: dict[str, list[Any]] = {"row": _row_coord(data)}
+    dims: dict[str, list[str]] = {latent: latent_dims for latent in scm.latents}
+    dims.update({f"z_{latent}": latent_dims for latent in scm.latents})
+    for eq in scm.equations.values():
+        if eq.family.declares_coefficients:  # matrices: arviz names their dims
+            continue
+        for term in eq.protected:
+            if term.continuous:
+                continue
+            levels = list(encoding.levels[term.parent])
+            coords[f"{term.parent}_effect"] = levels[1:] if scm.coding == "reference" else levels
+            dims[term.param] = [f"{term.parent}_effect"]
+    return coords, dims
+
+
+def _thin(
+    params: ParamDraws, latents: dict[str, np.ndarray], n_samples: int, seed: int | None
+) -> tuple[ParamDraws, dict[str, np.ndarray]]:
+    """Keep ``n_samples`` joint samples (the same ones for parameters and latents), seeded."""
+    pick = np.sort(np.random.default_rng(seed).choice(params.n, n_samples, replace=False))
+    return params.take(pick), {k: v[pick] for k, v in latents.items()}
+
+
+def _given_mcmc_settings(**settings: int | None) -> list[str]:
+    """Names of the MCMC settings given (not None)."""
+    return [name for name, value in settings.items() if value is not None]
+
+
+def _check_engine(engine: str, mcmc_settings: list[str]) -> None:
+    """Reject an unknown engine, and MCMC settings that ``engine="exact"`` would ignore."""
+    if engine not in ("auto", "exact", "mcmc"):
+        raise ValueError(f"engine must be 'auto', 'exact' or 'mcmc', got {engine!r}")
+    if engine == "exact" and mcmc_settings:
+        names = ", ".join(mcmc_settings)
+        raise ValueError(
+            f"MCMC setting(s) {names} given with engine='exact', which would ignore them; "
+            "drop them or use engine='mcmc'"
+        )
+
+
+@dataclass
+class Fit:
+    """An SCM fitted by NUTS (or, with ``method="pathfinder"``, by Pathfinder).
+
+    Attributes
+    ----------
+    scm : SCM
+        The model.
+    idata : arviz.InferenceData
+        Posterior of the structural parameters and of every training row's
+        latents (dims ``row``), and the sampler statistics.
+    encoding : Encoding
+        Levels of the protected attributes, fixed at fit time.
+    data : pandas.DataFrame
+        The training rows.
+    seconds : float
+        Wall time of compilation and sampling.
+    backend : str
+        The Stan interface used.
+    seed : int or None
+        The seed of the fit.
+    diagnostics : Diagnostics
+        R-hat, ESS and divergences.
+    method : {"nuts", "pathfinder"}
+        How the posterior was obtained: NUTS, or Pathfinder's approximate draws
+        kept as one chain (:mod:`counterfair.inference.pathfinder`).
+    subsample : dict or None
+        When NUTS ran on a stratified subsample (``SCM.fit(subsample=...)`` or
+        more rows than ``max_rows``): ``size``, ``total``, ``strata`` (the
+        columns), ``n_strata`` and ``reason``; ``data`` then holds the subsample
+        only, and the other rows are abducted as new rows with :meth:`abduct`.
+    """
+
+    scm: SCM
+    idata: az.InferenceData
+    encoding: Encoding
+    data: pd.DataFrame
+    seconds: float
+    backend: str
+    seed: int | None
+    diagnostics: Diagnostics
+    _backend_name: str = field(default="auto", repr=False)
+    warm_start: WarmStart | None = None
+    subsample: dict[str, Any] | None = None
+    method: str = "nuts"
+
+    # ------------------------------------------------------------------ saving
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Save the fit to a folder, without pickle; read it back with :func:`counterfair.load`.
+
+        The folder holds the SCM as JSON, the posterior as netCDF, the training
+        rows, the Stan program and a manifest with the sha256 of every file
+        (:mod:`counterfair.io.fit_folder`). A loaded fit abducts new rows, builds
+        counterfactuals and audits without Stan wherever exact abduction applies.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The folder to write; it is written to a temporary sibling and renamed.
+        overwrite : bool
+            Replace ``path`` if it exists and is not empty (refused otherwise).
+
+        Returns
+        -------
+        pathlib.Path
+            The folder written.
+        """
+
+        return save_fit(self, path, overwrite=overwrite)
+
+    # ------------------------------------------------------------------ posterior
+    def summary(self, **kwargs: Any) -> pd.DataFrame:
+        """``arviz.summary`` of the structural parameters (R-hat, ESS, intervals).
+
+        The number of divergent transitions is in ``fit.diagnostics.divergences``
+        and is attached to the returned frame as ``attrs["divergences"]``.
+        """
+        table = az.summary(self.idata, var_names=self.scm.parameter_names(), **kwargs)
+        table.attrs["divergences"] = self.diagnostics.divergences
+        return table
+
+    def loo(self, **options: Any) -> pd.DataFrame:
+        """PSIS-LOO with each row's latents integrated out (:func:`counterfair.inference.loo.loo`).
+
+        ``options``: ``method`` (``"quadrature"`` or ``"importance"``), ``nodes``,
+        ``n_draws``, ``seed``. Returns a one-row frame with ``elpd_loo``, ``se``,
+        ``p_loo``, ``n_bad_k`` and ``integration``.
+        """
+        if _LOO is None:  # pragma: no cover - set whenever the package is imported
+            raise RuntimeError("counterfair.inference.loo has not been imported")
+        return _LOO(self, **options)
+
+    def params(self) -> ParamDraws:
+        """Every posterior draw of the structural parameters (chains stacked)."""
+        return ParamDraws.from_posterior(self.idata.posterior, self.scm.parameter_names())
+
+    def _training_abduction(self, n_samples: int | None, seed: int | None) -> Abduction:
+        params = self.params()
+        latents = {
+            name: np.asarray(self.idata.posterior[name].values).reshape(params.n, -1)
+            for name in self.scm.latents
+        }
+        if n_samples is not None and n_samples < params.n:
+            params, latents = _thin(params, latents, n_samples, seed)
+        observed = observed_values(self.scm, self.data)
+        return Abduction(
+            data=self.data,
+            params=params,
+            latents=latents,
+            codes=self.encoding.codes(self.data),
+            observed=observed,
+            conditioned_on=self.scm.observed,
+        )
+
+    # ------------------------------------------------------------------ model checking
+    def ppc(
+        self,
+        n_draws: int | Literal["all"] | None = None,
+        *,
+        seed: int | None = None,
+        nodes: Sequence[str] | str | None = None,
+        replication: Literal["conditional", "marginal"] = "conditional",
+    ) -> PosteriorPredictiveCheck:
+        """Posterior predictive check of every observed node on the training rows.
+
+        For ``n_draws`` joint posterior draws of the parameters and of the
+        training rows' latents, each node is redrawn from its family given the
+        rows' protected attributes, the latent draws and the **observed** values
+        of its observed parents (conditional, one-step replication: a misfit
+        shows at the node whose family is wrong). Its statistics (mean and
+        variance; share of zeros for counts and 0/1 nodes; share of each level
+        for ordinal and categorical nodes) on the data are compared with their
+        replicated distribution. See :mod:`counterfair.inference.ppc`.
+
+        Parameters
+        ----------
+        n_draws : int, "all" or None
+            Replications: a number (at most the fit's number of draws),
+            ``"all"`` (one per posterior draw), or None (default: 200, or every
+            draw when the fit has fewer).
+        seed : int, optional
+            Seed of the choice of draws and of the replications (default: the
+            fit's seed).
+        nodes : str or sequence of str, optional
+            Observed nodes to check (default: all of them).
+        replication : {"conditional", "marginal"}
+            ``"conditional"`` (default) as above. ``"marginal"``: latents drawn
+            afresh from their priors and every node replicated from its
+            replicated parents (the model as a generator of new individuals with
+            these protected attributes). Each row's latent absorbs part of a
+            child's misfit in the conditional check (a Poisson child of a
+            latent is overdispersed); the marginal check does not let it.
+
+        Returns
+        -------
+        PosteriorPredictiveCheck
+            ``.table`` (tidy, one row per node and statistic, with the
+            replicated 90 % interval, a posterior predictive p-value and an
+            ``outside_90`` flag), ``.plot()`` (one ``az.plot_ppc`` panel per
+            node), ``.to_csv(path)``; ``print(check)`` shows the table.
+
+        Raises
+        ------
+        SCMError
+            If ``nodes`` names something other than an observed node.
+        ValueError
+            If ``n_draws`` is not a positive integer or exceeds the fit's draws,
+            or ``replication`` is unknown.
+
+        Examples
+        --------
+        >>> check = fit.ppc(nodes=["LSAT"])  # doctest: +SKIP
+        >>> check.statistic("LSAT", "variance")["outside_90"]  # doctest: +SKIP
+        """
+
+        return posterior_predictive_check(
+            self, n_draws=n_draws, seed=seed, nodes=nodes, replication=replication
+        )
+
+    # ------------------------------------------------------------------ abduction
+    def abduct(
+        self,
+        data: pd.DataFrame | Rows | None = None,
+        *,
+        condition_on: Collection[str] | None = None,
+        method: AbductionMethod = "mean",
+        n_samples: int | None = None,
+        n_param_draws: int = 20,
+        engine: AbductionEngine = "auto",
+        chains: int | None = None,
+        warmup: int | None = None,
+        draws: int | None = None,
+        seed: int | None = None,
+        progress: bool | None = None,
+        positions: np.ndarray | None = None,
+    ) -> Abduction:
+        """Sample latents (and pair them with parameters) for rows.
+
+        New rows abducted exactly (``engine`` ``"exact"``, the default where it
+        applies) are processed in chunks of :func:`counterfair.options.chunk_bytes`
+        of working memory, with random draws keyed by the seed and each row's
+        global position: the result is the same for any chunk size
+        (``cf.set_options(chunk_bytes=...)``). MCMC abduction of new rows runs
+        one Stan program on all the rows at once and is not chunk-invariant:
+        a row's draws depend on the other rows given with it.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame or Rows, optional
+            Rows to abduct (a :class:`~counterfair.rows.rows.Rows` carries its global
+            positions and is not validated again). ``None`` means the training rows: with
+            ``condition_on=None`` and ``engine="auto"`` their latents come from
+            the joint posterior of the fit itself (``engine`` ``"fit"`` on the
+            result); otherwise they are abducted like new rows.
+        condition_on : collection of str, optional
+            Observed nodes that condition the latents. Default: the latents'
+            children present in ``data`` (:func:`default_conditioning`), so rows
+            without the outcome are abducted from the columns they have. Leave
+            the outcome out to follow Kusner et al.'s Algorithm 1,
+            ``U ~ P(U | x, a)``; naming a node that is not in ``data`` raises
+            :class:`~counterfair.DataError`.
+        method : {"mean", "draws"}
+            ``"mean"``: parameters fixed at their posterior means, as the paper
+            does; ``"draws"``: integrate over ``n_param_draws`` posterior draws.
+        n_samples : int, optional
+            Number of joint samples to return (default: all that were drawn;
+            exact abduction draws 200 per parameter set).
+        n_param_draws : int
+            Parameter draws to integrate over with ``method="draws"``.
+        engine : {"auto", "exact", "mcmc"}
+            ``"exact"``: the latents' posterior given each parameter set on a
+            grid per row (:mod:`counterfair.inference.exact_abduction`), for one-dimensional
+            latents independent given the data; ``"mcmc"``: the Stan abduction
+            program; ``"auto"``: exact when it applies and no MCMC setting
+            (``chains``, ``warmup``, ``draws``) is given, else MCMC.
+        chains, warmup, draws : int, optional
+            MCMC settings of the abduction program (defaults 2 chains, 300
+            warm-up iterations; ``draws`` per chain defaults to enough for
+            ``n_samples``, at least 100). Giving one with ``engine="exact"`` is
+            an error, as it would be ignored.
+        seed : int, optional
+            Random seed (defaults to the fit's seed).
+        progress : bool, optional
+            Show the sampler's progress bars (MCMC only); default: where a person
+            watches (:mod:`counterfair.logs`).
+        positions : numpy.ndarray, optional
+            Global 0-based positions of the rows in the whole data set (default
+            ``0..N-1``): give them when abducting one chunk or partition of a
+            larger data set, so its draws are those of the rows in the whole.
+
+        Returns
+        -------
+        Abduction
+            Its ``engine`` attribute says which engine produced the latents.
+
+        Raises
+        ------
+        ValueError
+            If ``engine="exact"`` is asked for an SCM it does not apply to (the
+            message names the node that prevents it), or together with MCMC
+            settings; or if ``method`` or ``engine`` is unknown.
+        """
+        seed = self.seed if seed is None else seed
+        mcmc_settings = _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws)
+        _check_engine(engine, mcmc_settings)
+        if data is None and condition_on is None and engine == "auto":
+            return self._training_abduction(n_samples, seed)
+        if isinstance(data, Rows):
+            if positions is not None:
+                raise ValueError("positions= is given twice: the Rows carry their positions")
+            rows, positions = data.frame, data.positions
+        else:
+            rows = self.data if data is None else validation.validate_frame(data)
+        validation.validate_columns(rows, self.scm.protected)
+        if positions is not None:
+            positions = np.asarray(positions, dtype=np.int64)
+            if positions.shape != (len(rows),):
+                raise ValueError(
+                    f"positions has shape {positions.shape}, expected ({len(rows)},): one "
+                    "global position per row"
+                )
+        if condition_on is None:
+            conditioned = default_conditioning(self.scm, rows)
+        else:
+            conditioned = conditioning_nodes(self.scm, condition_on)
+            _check_conditioning(self.scm, rows, conditioned)
+        codes = self.encoding.codes(rows)
+        known = [n for n in self.scm.observed if n in rows.columns]
+        observed = observed_values(self.scm, rows, known)
+        param_sets = self._parameter_sets(method, n_param_draws, seed)
+        if not self.scm.latents:
+            size = n_samples or 1
+            index = np.arange(size) % param_sets.n
+            return Abduction(
+                rows,
+                param_sets.take(index),
+                {},
+                codes,
+                observed,
+                conditioned,
+                engine="none",
+                positions=positions,
+            )
+        if engine == "exact":
+            exact_abduction.require_exact(self.scm, conditioned)
+        use_exact = engine == "exact" or (
+            engine == "auto"
+            and not mcmc_settings
+            and exact_abduction.supports_exact(self.scm, conditioned)
+        )
+        if use_exact:
+            return self._exact_abduction(
+                rows, param_sets, codes, observed, conditioned, n_samples, seed, positions
+            )
+        return self._mcmc_abduction(
+            rows,
+            param_sets,
+            codes,
+            observed,
+            conditioned,
+            n_samples=n_samples,
+            chains=DEFAULT_CHAINS if chains is None else chains,
+            warmup=DEFAULT_WARMUP if warmup is None else warmup,
+            draws=draws,
+            seed=seed,
+            progress=progress,
+            positions=positions,
+        )
+
+    def abduction_is_exact(
+        self,
+        data: pd.DataFrame | Rows,
+        *,
+        condition_on: Collection[str] | None = None,
+        engine: AbductionEngine = "auto",
+        chains: int | None = None,
+        warmup: int | None = None,
+        draws: int | None = None,
+        **_: Any,
+    ) -> bool:
+        """Whether :meth:`abduct` of these new rows with these options runs chunk by chunk.
+
+        True for exact abduction and for an SCM without latents (the result does not
+        depend on the chunking); False when it would run the MCMC abduction program.
+        Other options of :meth:`abduct` are accepted and ignored.
+        """
+        _check_engine(engine, _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws))
+        if not self.scm.latents or engine == "exact":
+            return True
+        if engine == "mcmc" or _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws):
+            return False
+        frame = data.frame if isinstance(data, Rows) else data
+        conditioned = (
+            default_conditioning(self.scm, frame)
+            if condition_on is None
+            else conditioning_nodes(self.scm, condition_on)
+        )
+        return exact_abduction.supports_exact(self.scm, conditioned)
+
+    def _parameter_sets(self, method: str, n_param_draws: int, seed: int | None) -> ParamDraws:
+        """The parameter sets abduction conditions on: their mean, or seeded posterior draws."""
+        all_params = self.params()
+        if method == "mean":
+            return all_params.mean()
+        if method == "draws":
+            rng = np.random.default_rng(seed)
+            count = min(n_param_draws, all_params.n)
+            return all_params.take(np.sort(rng.choice(all_params.n, count, replace=False)))
+        raise ValueError(f"method must be 'mean' or 'draws', got {method!r}")
+
+    def _exact_abduction(
+        self,
+        rows: pd.DataFrame,
+        param_sets: ParamDraws,
+        codes: dict[str, np.ndarray],
+        observed: dict[str, np.ndarray],
+        conditioned: tuple[str, ...],
+        n_samples: int | None,
+        seed: int | None,
+        positions: np.ndarray | None = None,
+    ) -> Abduction:
+        """Latents drawn exactly given each parameter set; ``n_samples`` balanced over the sets.
+
+        Runs chunk by chunk (:mod:`counterfair.rows.chunking`); the uniforms are keyed by
+        the rows' global positions, so the result does not depend on the chunk size.
+        """
+        needed = set(conditioned)
+        for node in conditioned:
+            needed.update(t.parent for t in self.scm.equations[node].observed)
+        values = observed_values(self.scm, rows, needed)
+        total = EXACT_DRAWS_PER_SET * param_sets.n if n_samples is None else n_samples
+        per_set = -(-total // param_sets.n)
+        where = np.arange(len(rows), dtype=np.int64) if positions is None else positions
+        per_row = chunking.bytes_per_row(per_set * param_sets.n, len(self.scm.latents))
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in self.scm.latents}
+        for chunk in chunking.row_chunks(len(rows), bytes_per_row=per_row, positions=where):
+            drawn = exact_abduction.sample_latents(
+                self.scm,
+                param_sets,
+                {k: v[chunk.rows] for k, v in codes.items()},
+                {k: v[chunk.rows] for k, v in values.items()},
+                conditioned,
+                draws_per_set=per_set,
+                rng=RowRandom(seed, chunk.positions),
+            )
+            for name, array in drawn.items():
+                parts[name].append(array[:total])
+        latents = {name: chunking.concat_rows(p, axis=1) for name, p in parts.items()}
+        params = param_sets.take(np.arange(total) % param_sets.n)
+        return Abduction(
+            rows,
+            params,
+            latents,
+            codes,
+            observed,
+            conditioned,
+            engine="exact",
+            positions=positions,
+        )
+
+    def _mcmc_abduction(
+        self,
+        rows: pd.DataFrame,
+        param_sets: ParamDraws,
+        codes: dict[str, np.ndarray],
+        observed: dict[str, np.ndarray],
+        conditioned: tuple[str, ...],
+        *,
+        n_samples: int | None,
+        chains: int,
+        warmup: int,
+        draws: int | None,
+        seed: int | None,
+        progress: bool | None,
+        positions: np.ndarray | None = None,
+    ) -> Abduction:
+        """Latents sampled by the Stan abduction program given the parameter sets.
+
+        One program for all the rows: not chunked, and not chunk-invariant.
+        """
+        if self._backend_name == LOADED_BACKEND:
+            raise errors.FairnessError(NEEDS_MCMC.format(conditioned=list(conditioned)))
+        per_chain = draws or max(
+            MIN_DRAWS_PER_CHAIN, -(-(n_samples or 0) // (chains * param_sets.n))
+        )
+        if n_samples is not None and n_samples > chains * per_chain * param_sets.n:
+            raise ValueError(
+                f"n_samples={n_samples} is more than chains * draws * parameter sets = "
+                f"{chains} * {per_chain} * {param_sets.n}; raise draws or lower n_samples"
+            )
+        program = self.scm.abduction_code()
+        stan_data = abduction_data(self.scm, rows, self.encoding, param_sets, conditioned)
+        coords, dims = _coords_and_dims(self.scm, self.encoding, rows, ["param_set", "row"])
+        run = get_backend(self._backend_name).sample(
+            program,
+            stan_data,
+            chains=chains,
+            warmup=warmup,
+            draws=per_chain,
+            seed=seed,
+            progress=progress_enabled(progress),
+            coords=coords,
+            dims={k: v for k, v in dims.items() if k in self.scm.latents},
+        )
+        latents: dict[str, np.ndarray] = {}
+        set_index = np.array([])
+        for name in self.scm.latents:
+            array = np.asarray(run.idata.posterior[name].values)  # (chain, draw, S, N)
+            c, d, s, n = array.shape
+            latents[name] = array.reshape(c * d * s, n)
+            set_index = np.tile(np.arange(s), c * d)
+        warn_on_divergences(run.idata, "abduction of new rows")
+        params = param_sets.take(set_index)
+        if n_samples is not None and n_samples < params.n:
+            params, latents = _thin(params, latents, n_samples, seed)
+        return Abduction(
+            rows, params, latents, codes, observed, conditioned, engine="mcmc", positions=positions
+        )
+
+    def latents(self, data: pd.DataFrame | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
+        """Posterior draws of every latent for rows, shape ``(S, N)`` per latent.
+
+        With ``data=None`` the draws of the training rows from the fit; otherwise
+        abduction for new rows (see :meth:`abduct` for the options). A Dask
+        DataFrame is abducted partition by partition (:mod:`counterfair.dask.rows`).
+        """
+        if (handler := dispatch.handler_for("Fit.latents", data)) is not None:
+            return handler(self, data, **kwargs)
+        return self.abduct(data, **kwargs).latents
+
+    # ------------------------------------------------------------------ counterfactuals
+    def counterfactual(
+        self,
+        data: pd.DataFrame | None,
+        do: Mapping[str, DoValue],
+        *,
+        n_samples: int | None = 100,
+        seed: int | None = None,
+        abduction: Abduction | None = None,
+        coupling: Coupling = "monotone",
+        unfair_paths: Sequence[Sequence[str]] | None = None,
+        **abduct_args: Any,
+    ) -> pd.DataFrame:
+        """Counterfactual values of every node under ``do(...)``, per row and sample.
+
+        ``do`` sets protected attributes and/or observed nodes (one value for
+        every row, or one per row). ``coupling`` says how a discrete node whose
+        parents changed shares its noise with the factual world: ``"monotone"``
+        (default; inverse-CDF coupling, Gumbel-max for a categorical node) or
+        ``"redraw"`` (a fresh draw); an unknown name raises ValueError.
+
+        See :func:`counterfair.counterfactual.action.counterfactual_frame` for the
+        semantics and the layout of the returned long DataFrame.
+
+        ``unfair_paths`` (node tuples starting at the one protected attribute of
+        ``do``) makes it a path-specific counterfactual: only paths beginning
+        with one of the tuples see the new level, see
+        :mod:`counterfair.counterfactual.paths`; ``[]`` gives the factual world.
+
+        Without ``abduction=``, rows are processed in chunks of
+        :func:`counterfair.options.chunk_bytes` (abduction, then the worlds), and
+        every draw is keyed by the seed and the row's position: the frame is the
+        same for any chunk size, except with MCMC abduction of new rows, which is
+        run once on all the rows (see :meth:`abduct`).
+        """
+
+        coupling = check_coupling(coupling)
+        seed = self.seed if seed is None else seed
+
+        def frame_of(rows_abduction: Abduction, rows_do: Mapping[str, DoValue]) -> pd.DataFrame:
+            if unfair_paths is not None:
+                return path_specific_frame(
+                    self, rows_abduction, rows_do, unfair_paths, seed=seed, coupling=coupling
+                )
+            return counterfactual_frame(self, rows_abduction, rows_do, seed=seed, coupling=coupling)
+
+        if abduction is not None:
+            return frame_of(abduction, do)
+        rows = None if data is None else Rows.from_frame(data)
+        n_rows = len(self.data) if rows is None else len(rows)
+        per_row = chunking.bytes_per_row(n_samples or EXACT_DRAWS_PER_SET, 4 * len(self.scm.specs))
+        parts = [
+            (chunk, frame_of(chunk, slice_do(do, where, n_rows)))
+            for where, chunk in abduct_chunks(
+                self, rows, bytes_per_row=per_row, n_samples=n_samples, seed=seed, **abduct_args
+            )
+        ]
+        return merge_chunk_frames(parts, do)
+
+    def interventional(
+        self,
+        n: int,
+        do: Mapping[str, str | float],
+        *,
+        n_samples: int = 100,
+        seed: int | None = None,
+    ) -> pd.DataFrame:
+        """Population-level samples under ``do(...)`` (protected or observed nodes).
+
+        See :func:`counterfair.counterfactual.action.interventional_frame`.
+        """
+
+        return interventional_frame(self, n, do, n_samples=n_samples, seed=seed)
+
+
+_LOO: Callable[..., pd.DataFrame] | None = None
+"""``counterfair.inference.loo.loo``, registered by that module when the package is imported: it
+imports this module (the pipeline's order), so this module does not import it back."""
+
+
+def register_loo(function: Callable[..., pd.DataFrame]) -> None:
+    """Make :meth:`Fit.loo` call ``function`` (done by :mod:`counterfair.inference.loo`)."""
+    global _LOO
+    _LOO = function

@@ -1,0 +1,181 @@
+"""Fitting an SCM: NUTS (or Pathfinder) on the rows, with a warm start for many rows.
+
+:func:`fit_scm` is what :meth:`counterfair.SCM.fit` runs: it validates and encodes
+the rows (a stratified subsample above ``max_rows``), generates the Stan data,
+samples, checks scales and convergence, and returns a :class:`~counterfair.Fit`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+
+from counterfair.inference import scales
+from counterfair.inference.diagnostics import diagnose, warn_on_problems
+from counterfair.inference.fit import Fit, _coords_and_dims
+from counterfair.inference.pathfinder import run_pathfinder
+from counterfair.logs import progress_enabled
+from counterfair.model import checks as validation
+from counterfair.model.encoding import Encoding
+from counterfair.model.identification import convergence_hint
+from counterfair.model.specs import Protected
+from counterfair.rows.subsample import DEFAULT_MAX_ROWS, fit_rows
+from counterfair.stan.anchored import add_anchored_latents
+from counterfair.stan.backend import get_backend, resolve_backend_name
+from counterfair.stan.data import fit_data
+from counterfair.stan.inits import latent_inits
+from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
+
+logger = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from counterfair.model.scm import SCM
+
+_ADAPTATION_ARGS = ("stepsize", "init_phase", "metric_window", "term_phase", "inv_metric")
+
+
+def _warm_start(
+    scm: SCM,
+    data: pd.DataFrame,
+    encoding: Encoding,
+    stan_data: dict[str, Any],
+    warm_start: bool | Literal["auto"],
+    backend: str,
+    chains: int,
+    warmup: int,
+    seed: int | None,
+    sampler_args: dict[str, Any],
+) -> WarmStart | None:
+    """Run the pilot fit of :mod:`counterfair.stan.warm_start` when asked or worth it."""
+    if warm_start not in (True, False, "auto"):
+        raise ValueError(f"warm_start must be True, False or 'auto', got {warm_start!r}")
+    if warm_start is False:
+        return None
+    explicit = [k for k in _ADAPTATION_ARGS if k in sampler_args]
+    on_cmdstan = resolve_backend_name(backend) == "cmdstanpy"
+    if warm_start == "auto":
+        if explicit or not on_cmdstan or len(data) < MIN_ROWS or warmup < MIN_WARMUP:
+            return None
+    else:
+        if not on_cmdstan:
+            raise ValueError(
+                "warm_start=True needs the cmdstanpy back end (PyStan cannot be given an "
+                "initial metric); use backend='cmdstanpy' or warm_start=False"
+            )
+        if explicit:
+            raise ValueError(
+                f"warm_start=True sets {explicit} itself; pass warm_start=False to set them"
+            )
+    return pilot_fit(scm, data, encoding, stan_data, chains=chains, seed=seed)
+
+
+def fit_scm(
+    scm: SCM,
+    data: pd.DataFrame,
+    *,
+    chains: int,
+    warmup: int,
+    draws: int,
+    seed: int | None,
+    backend: str,
+    progress: bool | None,
+    warm_start: bool | Literal["auto"] = "auto",
+    subsample: int | None = None,
+    max_rows: int | None = DEFAULT_MAX_ROWS,
+    method: str = "nuts",
+    **sampler_args: Any,
+) -> Fit:
+    """Fit ``scm`` to ``data`` by NUTS (or Pathfinder); see :meth:`counterfair.SCM.fit`.
+
+    With ``method="pathfinder"`` (options checked by ``SCM.fit``), ``draws`` is the
+    number of approximate draws and ``chains``, ``warmup`` and the sampler
+    arguments are not used.
+    """
+    validation.validate_frame(data)
+    validation.validate_columns(data, scm.protected)
+    data, subsample_info = fit_rows(
+        data, strata_columns(scm, data), subsample=subsample, max_rows=max_rows, seed=seed
+    )
+    protected_specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
+    encoding = Encoding.from_data(protected_specs, data)
+    stan_data = fit_data(scm, data, encoding)
+    scales.warn_on_scales(scm, data)
+    coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
+    if method == "pathfinder":
+        run = run_pathfinder(
+            scm.stan_code(), stan_data, draws=draws, seed=seed, coords=coords, dims=dims,
+            init=latent_inits(scm, stan_data, 1, seed)[0],
+        )
+        add_anchored_latents(scm, run.idata, stan_data, encoding)
+        return Fit(
+            scm=scm,
+            idata=run.idata,
+            encoding=encoding,
+            data=data.copy(),
+            seconds=run.seconds,
+            backend=run.backend,
+            seed=seed,
+            diagnostics=diagnose(run.idata, scm.parameter_names(), scm.latents),
+            _backend_name=backend,
+            subsample=subsample_info,
+            method="pathfinder",
+        )
+    start = _warm_start(scm, data, encoding, stan_data, warm_start, backend, chains, warmup,
+                        seed, sampler_args)
+    if "init" not in sampler_args:
+        sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
+        if start is not None:
+            sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
+    if start is not None:
+        sampler_args.update(start.sampler_args(warmup))
+    progress = progress_enabled(progress)  # never a bar in a log file, a pipe or CI
+    run = get_backend(backend).sample(
+        scm.stan_code(),
+        stan_data,
+        chains=chains,
+        warmup=warmup,
+        draws=draws,
+        seed=seed,
+        progress=progress,
+        coords=coords,
+        dims=dims,
+        **sampler_args,
+    )
+    add_anchored_latents(scm, run.idata, stan_data, encoding)
+    diagnostics = diagnose(
+        run.idata,
+        scm.parameter_names(),
+        scm.latents,
+        max_depth=int(sampler_args.get("max_depth", 10)),
+    )
+    warn_on_problems(diagnostics, rhat_hint=convergence_hint(scm))
+    summary, *details = str(diagnostics).splitlines()
+    logger.info("%s", summary)  # the problems themselves are warned (ConvergenceWarning)
+    for line in details:
+        logger.debug("%s", line)
+    return Fit(
+        scm=scm,
+        idata=run.idata,
+        encoding=encoding,
+        data=data.copy(),
+        seconds=run.seconds + (start.seconds if start is not None else 0.0),
+        backend=run.backend,
+        seed=seed,
+        diagnostics=diagnostics,
+        _backend_name=backend,
+        warm_start=start,
+        subsample=subsample_info,
+    )
+
+
+def strata_columns(scm: SCM, data: pd.DataFrame) -> list[str]:
+    """Columns a subsample of ``data`` is stratified on: protected x sink observed nodes.
+
+    The sink observed nodes (observed nodes without children, the outcomes) that
+    are columns of ``data``; continuous ones are cut into quantile bins
+    (:func:`counterfair.rows.subsample.stratum_codes`).
+    """
+    sinks = [n for n in scm.observed if not scm.children(n) and n in data.columns]
+    return [*scm.protected, *sinks]

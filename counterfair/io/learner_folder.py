@@ -1,0 +1,103 @@
+"""Write fitted learners to folders without pickle (read back by :func:`counterfair.load`).
+
+``learner.save(path)`` writes a folder like a saved fit's
+(:mod:`counterfair.io.fit_folder`): ``manifest.json`` with the sha256 of every file,
+``learner.json`` (the learner's settings), ``estimators.skops`` (the wrapped
+scikit-learn estimator, unfitted and fitted, via skops, not pickle) and, for a
+:class:`~counterfair.FairLearner`, its SCM fit under ``fit/``. This module does not
+import :mod:`counterfair.learn.fair` (whose ``save`` methods call it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import skops.io as sio
+
+from counterfair import errors
+from counterfair.io.fit_folder import fill_fit, write_folder, write_json
+
+if TYPE_CHECKING:
+    from counterfair.learn.baselines import BaselinePredictor
+    from counterfair.learn.fair import FairLearner
+
+ESTIMATORS = "estimators.skops"
+"""The skops file of a saved learner."""
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _learner_settings(learner: FairLearner) -> dict[str, Any]:
+    settings = {
+        "target": learner.target,
+        "features": learner.features,
+        "n_samples": learner.n_samples,
+        "condition_on_target": learner.condition_on_target,
+        "training_inputs": learner.training_inputs,
+        "fit_args": learner.fit_args,
+        "abduction_args": learner.abduction_args,
+        "seed": learner.seed,
+        "unfair_paths": learner.unfair_paths,
+        "baseline": learner.baseline,
+    }
+    plain = _plain(settings)
+    try:
+        json.dumps(plain)
+    except TypeError as error:
+        raise errors.DataError(f"cannot save this learner's settings as JSON: {error}") from error
+    return {"type": "FairLearner", **plain, "feature_names_": list(learner.feature_names_)}
+
+
+def save_learner(
+    learner: FairLearner | BaselinePredictor,
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+) -> Path:
+    """Save a fitted :class:`FairLearner` or :class:`BaselinePredictor` to a folder.
+
+    Raises
+    ------
+    ValueError
+        If the learner is not fitted.
+    """
+    if not hasattr(learner, "estimator_"):
+        raise ValueError(f"this {type(learner).__name__} is not fitted; call fit() first")
+
+    def fill(folder: Path) -> None:
+        estimators: dict[str, Any] = {
+            "estimator": learner.estimator,
+            "estimator_": learner.estimator_,
+        }
+        if type(learner).__name__ == "FairLearner":
+            settings = _learner_settings(learner)
+            if hasattr(learner, "classes_"):
+                estimators["classes_"] = np.asarray(learner.classes_)
+            (folder / "fit").mkdir()
+            fill_fit(learner.scm_fit_, folder / "fit")
+        else:
+            settings = {
+                "type": "BaselinePredictor",
+                "columns": list(learner.columns),
+                "target": learner.target,
+                "categorical": list(learner.categorical),
+                "levels_": {k: list(v) for k, v in learner.levels_.items()},
+            }
+        write_json(folder / "learner.json", settings)
+        sio.dump(estimators, folder / ESTIMATORS)
+
+    return write_folder(path, "learner", fill, overwrite=overwrite)
+
+

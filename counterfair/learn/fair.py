@@ -1,0 +1,593 @@
+"""FairLearning (Kusner et al. 2017, Algorithm 1).
+
+:class:`FairLearner` is a scikit-learn estimator. ``fit`` fits the SCM by NUTS
+on the training rows, draws ``m = n_samples`` joint samples of each row's
+exogenous inputs (latents, and for ``features="additive_noise"`` the abducted
+noise of Normal nodes), repeats each row ``m`` times with its draws, and fits the
+wrapped estimator on that augmented set together with any observed
+non-descendants of the protected attributes. ``predict`` abducts the same inputs
+for new rows and returns the mean of the estimator's prediction over the draws.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, clone, is_classifier
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.metrics import accuracy_score, r2_score
+
+from counterfair import errors
+from counterfair.counterfactual.action import noise_column
+from counterfair.counterfactual.paths import check_paths
+from counterfair.counterfactual.prediction import MULTICLASS_PROBABILITY, _as_numbers, _no_rows_out
+from counterfair.inference.fit import Abduction, Fit, default_conditioning
+from counterfair.learn.path_features import (
+    check_options,
+    corrected_inputs,
+    input_names,
+)
+from counterfair.model.families import family_of
+from counterfair.model.scm import SCM
+from counterfair.model.specs import Observed
+from counterfair.rows import chunking, dispatch
+from counterfair.rows.rows import Rows, abduct_chunks
+
+FeatureSet = Literal["non_descendants", "latent", "additive_noise", "path_specific"]
+FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise", "path_specific")
+
+TARGET_NOT_IN_SCM = (
+    "target {target!r} is neither a node of the SCM (nodes: {nodes}) nor a column of the "
+    "data (columns: {columns}); name a node, or give y= for a target outside the SCM "
+    "(the paper's level 3 model)"
+)
+PROTECTED_TARGET = (
+    "target {target!r} is a protected attribute of the SCM; a FairLearner predicts an "
+    "outcome, not a protected attribute"
+)
+LATENT_TARGET = "target {target!r} is a latent node of the SCM; it has no observed values"
+FIT_ARGS_SEED = (
+    "fit_args contains 'seed' and seed={seed!r} is given too; pass the seed once, as seed="
+)
+
+NO_FAIR_FEATURES = (
+    "features={features!r} gives no input for target {target!r}: the SCM has no {what}"
+)
+DESCENDANT_FEATURE = (
+    "feature {node!r} is a descendant of protected attribute {source!r} "
+    "(path {path}); a counterfactually fair predictor cannot use it"
+)
+
+
+class FairLearner(BaseEstimator):  # type: ignore[misc]
+    """A counterfactually fair predictor (Kusner et al. 2017, Algorithm 1).
+
+    Parameters
+    ----------
+    scm : SCM
+        The structural causal model. It may contain the target (e.g. ZFYA with
+        the latent K as a parent, the paper's level 2 model) or not (the level 3
+        model of UGPA and LSAT).
+    target : str
+        Column to predict.
+    features : {"non_descendants", "latent", "additive_noise"} or list of str
+        Fair inputs. ``"non_descendants"`` (level 1): observed non-descendants
+        of the protected attributes; ``"latent"`` (level 2, Fair K): the
+        latents' posterior draws plus non-descendants; ``"additive_noise"``
+        (level 3, Fair Add): the abducted noise of every Normal node other than
+        the target, plus latents and non-descendants. A list names nodes
+        explicitly; naming a descendant of a protected attribute raises
+        :class:`~counterfair.FairnessError`. ``"path_specific"`` (Chiappa,
+        2019): the latents and every observed node other than the target (and
+        its descendants) with its descendants along ``unfair_paths`` recomputed
+        with the protected attribute at ``baseline`` and the abducted noise,
+        fair paths keeping the row's own level (:mod:`counterfair.learn.path_features`).
+    estimator : scikit-learn estimator, optional
+        Default ``LinearRegression()``, or ``LogisticRegression()`` for a
+        Bernoulli target.
+    n_samples : int
+        ``m``, draws of the exogenous inputs per training row.
+    condition_on_target : bool
+        ``False`` (default, Algorithm 1): training latents are drawn from
+        ``P(U | x, a)`` with the parameters at their posterior means.
+        ``True`` (the authors' code): training latents come from the joint
+        posterior of the SCM fit, which also conditions on the target.
+    training_inputs : {"samples", "mean"}
+        ``"samples"`` repeats each training row ``m`` times with its draws
+        (Algorithm 1); ``"mean"`` uses each row's posterior mean once, as the
+        authors' code does.
+    fit_args : dict, optional
+        Passed to :meth:`SCM.fit` (``chains``, ``warmup``, ``draws``, ...;
+        ``progress`` defaults to ``False``). A ``seed`` here is used when
+        ``seed`` is not given; two different seeds are an error. Giving
+        ``fit_args`` together with ``scm_fit`` is an error (they would be ignored).
+    abduction_args : dict, optional
+        Passed to :meth:`Fit.abduct` for new rows (``method``, ``chains``, ...).
+    scm_fit : Fit, optional
+        A fit of ``scm`` to reuse instead of fitting again.
+    seed : int, optional
+        Seed of the SCM fit, abduction and draws.
+    unfair_paths : list of tuple, optional
+        With ``features="path_specific"`` only: node tuples ``(A, V, ...)``
+        from one protected attribute; every path beginning with one is unfair
+        (:mod:`counterfair.counterfactual.paths`).
+    baseline : str or float, optional
+        With ``features="path_specific"`` only: the level of ``A`` the unfair
+        paths see.
+
+    Attributes
+    ----------
+    scm_fit_ : Fit
+        The fitted SCM.
+    estimator_ : estimator
+        The fitted wrapped estimator.
+    feature_names_ : list of str
+        Inputs of the wrapped estimator, in order.
+    """
+
+    def __init__(
+        self,
+        scm: SCM | None = None,
+        target: str | None = None,
+        features: FeatureSet | Sequence[str] = "latent",
+        estimator: Any = None,
+        n_samples: int = 50,
+        condition_on_target: bool = False,
+        training_inputs: Literal["samples", "mean"] = "samples",
+        fit_args: Mapping[str, Any] | None = None,
+        abduction_args: Mapping[str, Any] | None = None,
+        scm_fit: Fit | None = None,
+        seed: int | None = None,
+        unfair_paths: Sequence[Sequence[str]] | None = None,
+        baseline: str | float | None = None,
+    ) -> None:
+        self.scm = scm
+        self.target = target
+        self.features = features
+        self.estimator = estimator
+        self.n_samples = n_samples
+        self.condition_on_target = condition_on_target
+        self.training_inputs = training_inputs
+        self.fit_args = fit_args
+        self.abduction_args = abduction_args
+        self.scm_fit = scm_fit
+        self.seed = seed
+        self.unfair_paths = unfair_paths
+        self.baseline = baseline
+
+    # ------------------------------------------------------------------ scikit-learn
+    def _is_classifier(self) -> bool:
+        if self.scm is not None and self.target in self.scm.specs:
+            spec = self.scm.specs[self.target]
+            return isinstance(spec, Observed) and family_of(spec).task == "classifier"
+        return self.estimator is not None and bool(is_classifier(self.estimator))
+
+    def __sklearn_tags__(self) -> Any:
+        from sklearn.utils import ClassifierTags, RegressorTags
+
+        tags = super().__sklearn_tags__()
+        if self._is_classifier():
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags()
+        else:
+            tags.estimator_type = "regressor"
+            tags.regressor_tags = RegressorTags()
+        tags.non_deterministic = True
+        return tags
+
+    # ------------------------------------------------------------------ inputs
+    def _check_setup(self) -> SCM:
+        if self.scm is None or self.target is None:
+            raise ValueError("FairLearner needs an scm and a target")
+        scm = self.scm
+        target = self.target
+        if target in scm.protected:
+            raise errors.FairnessError(PROTECTED_TARGET.format(target=target))
+        if target in scm.latents:
+            raise errors.SCMError(LATENT_TARGET.format(target=target))
+        fit_args = dict(self.fit_args or {})
+        if "seed" in fit_args and self.seed is not None and fit_args["seed"] != self.seed:
+            raise ValueError(FIT_ARGS_SEED.format(seed=self.seed))
+        if fit_args and self.scm_fit is not None:
+            raise ValueError(
+                f"fit_args {sorted(fit_args)} would be ignored: scm_fit is given, so the "
+                "SCM is not fitted again; drop fit_args or scm_fit"
+            )
+        if isinstance(self.features, str) and self.features not in FEATURE_SETS:
+            raise ValueError(
+                f"features must be one of {FEATURE_SETS} or a list of node names, "
+                f"got {self.features!r}"
+            )
+        check_options(scm, self.features, self.unfair_paths, self.baseline)
+        if self.training_inputs not in ("samples", "mean"):
+            raise ValueError(
+                f"training_inputs must be 'samples' or 'mean', got {self.training_inputs!r}"
+            )
+        return self.scm
+
+    def _input_plan(self, scm: SCM) -> tuple[list[str], list[str], list[str]]:
+        """(latents, Normal nodes whose noise is used, observed non-descendants)."""
+        target = str(self.target)
+        fair_observed = [n for n in scm.non_descendants() if n != target]
+        if not isinstance(self.features, str):
+            latents, observed = [], []
+            for node in self.features:
+                if node in scm.latents:
+                    latents.append(node)
+                    continue
+                path = scm.path_from_protected(node)
+                if path is not None or node in scm.protected:
+                    source = path[0] if path else node
+                    raise errors.FairnessError(
+                        DESCENDANT_FEATURE.format(
+                            node=node, source=source, path=" -> ".join(path or [node])
+                        )
+                    )
+                observed.append(node)
+            return latents, [], observed
+        if self.features == "path_specific":
+            return [], [], input_names(scm, target)
+        if self.features == "non_descendants":
+            if not fair_observed:
+                raise errors.FairnessError(
+                    NO_FAIR_FEATURES.format(
+                        features=self.features,
+                        target=target,
+                        what="observed non-descendants of the protected attributes",
+                    )
+                )
+            return [], [], fair_observed
+        if self.features == "latent":
+            if not scm.latents:
+                raise errors.FairnessError(
+                    NO_FAIR_FEATURES.format(
+                        features=self.features, target=target, what="latent node"
+                    )
+                )
+            return list(scm.latents), [], fair_observed
+        noise_nodes = [
+            n for n in scm.observed if n != target and scm.equations[n].family.additive_noise
+        ]
+        if not noise_nodes and not scm.latents:
+            raise errors.FairnessError(
+                NO_FAIR_FEATURES.format(
+                    features=self.features, target=target, what="Normal node besides the target"
+                )
+            )
+        return list(scm.latents), noise_nodes, fair_observed
+
+    def _conditioning(self, scm: SCM) -> list[str]:
+        return [n for n in scm.observed if n != self.target]
+
+    def _feature_matrix(self, scm: SCM, abduction: Abduction) -> np.ndarray:
+        """Inputs of the wrapped estimator, shape ``(S, N, p)``."""
+        if self.features == "path_specific":
+            return self._path_inputs(abduction)
+        latents, noise_nodes, observed = self._input_plan(scm)
+        s, n = abduction.n_samples, len(abduction.data)
+        columns = [abduction.latents[name] for name in latents]
+        if noise_nodes:
+            noise = abduction.noise(scm, noise_nodes)
+            columns += [noise[name] for name in noise_nodes]
+        columns += [np.broadcast_to(abduction.observed[name], (s, n)) for name in observed]
+        return np.stack(columns, axis=-1)
+
+    def _path_inputs(
+        self,
+        abduction: Abduction,
+        world: Mapping[str, np.ndarray] | None = None,
+        world_paths: Sequence[tuple[str, ...]] | None = None,
+    ) -> np.ndarray:
+        scm = self._check_setup()
+        checked = check_options(scm, self.features, self.unfair_paths, self.baseline)
+        assert checked is not None  # features == "path_specific"
+        source, paths = checked
+        return corrected_inputs(
+            self.scm_fit_,
+            abduction,
+            target=str(self.target),
+            source=source,
+            unfair_paths=paths,
+            baseline=self.baseline,
+            seed=self.seed,
+            world=world,
+            world_paths=world_paths,
+        )
+
+    def path_specific_output(
+        self,
+        abduction: Abduction,
+        *,
+        response: Literal["prediction", "probability"] = "prediction",
+        world: Mapping[str, np.ndarray] | None = None,
+        world_paths: Sequence[Sequence[str]] | None = None,
+    ) -> np.ndarray:
+        """One output per row and sample (sample-major, as a counterfactual frame) in a world.
+
+        Only for ``features="path_specific"``. ``world`` holds the protected
+        codes of the world (default: the rows' own) and ``world_paths`` the
+        paths along which ``world`` holds (default: all of them, a total
+        intervention); the corrected inputs are recomputed from the abduction's
+        latents and noise, so the unit is the same in every world.
+        ``response="probability"`` gives the probability of the positive class
+        of a classifier; ``"prediction"`` a regressor's prediction or the class
+        label (as :func:`predict_output` compares it).
+        """
+        scm = self._check_setup()
+        if self.features != "path_specific":
+            raise ValueError(
+                f"path_specific_output needs features='path_specific', got {self.features!r}"
+            )
+        checked = check_options(scm, self.features, self.unfair_paths, self.baseline)
+        assert checked is not None
+        paths = None if world_paths is None else check_paths(scm, checked[0], world_paths)
+        scores = self._predict_inputs(self._path_inputs(abduction, world, paths))
+        if self._multiclass():
+            if response == "probability":
+                raise ValueError(
+                    MULTICLASS_PROBABILITY.format(
+                        name=type(self).__name__, n=len(self.classes_), classes=list(self.classes_)
+                    )
+                )
+            labels = np.asarray(self.classes_)[np.argmax(scores, axis=-1)]
+            return _as_numbers(self, labels.reshape(-1))
+        if response == "probability" or not self._is_classifier():
+            return np.asarray(scores, dtype=float).reshape(-1)
+        labels = np.where(scores >= 0.5, self.classes_[-1], self.classes_[0])
+        return _as_numbers(self, labels.reshape(-1))
+
+    def _frame_features(self, scm: SCM, frame: pd.DataFrame) -> np.ndarray | None:
+        """Inputs read from a counterfactual frame of this learner's own fit, if present."""
+        if not {"world", "sample", "row"} <= set(frame.columns):
+            return None  # not a counterfactual frame: abduct the inputs
+        if self.features == "path_specific":
+            return None  # recomputed from the abduction (path_specific_output)
+        latents, noise_nodes, observed = self._input_plan(scm)
+        names = [*latents, *(noise_column(n) for n in noise_nodes), *observed]
+        if not all(name in frame.columns for name in names):
+            return None
+        return frame[names].to_numpy(dtype=float)
+
+    # ------------------------------------------------------------------ fit / predict
+    def fit(self, X: pd.DataFrame, y: Any = None) -> FairLearner:
+        """Fit the SCM (unless ``scm_fit`` is given) and the wrapped estimator.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame
+            Training rows with every protected and observed column of the SCM.
+        y : array-like, optional
+            Target values; default ``X[target]``.
+        """
+        scm = self._check_setup()
+        if not isinstance(X, pd.DataFrame):
+            raise errors.DataError(errors.NOT_A_DATAFRAME.format(type=type(X).__name__))
+        target = str(self.target)
+        if y is None:
+            if target not in X.columns and target not in scm.specs:
+                raise errors.SCMError(
+                    TARGET_NOT_IN_SCM.format(
+                        target=target, nodes=sorted(scm.specs), columns=list(X.columns)
+                    )
+                )
+            if target not in X.columns:
+                raise errors.DataError(
+                    errors.MISSING_COLUMN.format(column=target, columns=list(X.columns))
+                )
+            y = X[target]
+        y_values = np.asarray(y)
+        if y_values.shape[0] != len(X):
+            raise errors.DataError(f"y has {y_values.shape[0]} values for {len(X)} rows of X")
+        self._input_plan(scm)  # validates features before any MCMC
+        data = X if target in X.columns else X.assign(**{target: y_values})
+        if self.scm_fit is not None:
+            self.scm_fit_ = self.scm_fit
+        else:
+            args = {"chains": 4, "warmup": 500, "draws": 500, **(self.fit_args or {})}
+            if self.seed is not None:
+                args["seed"] = self.seed
+            args.setdefault("progress", False)
+            self.scm_fit_ = scm.fit(data, **args)
+        m = int(self.n_samples)
+        if self.condition_on_target or target not in scm.observed:
+            if _same_rows(self.scm_fit_.data, data):
+                abduction = self.scm_fit_.abduct(None, n_samples=m, seed=self.seed)
+            else:
+                abduction = self.scm_fit_.abduct(
+                    data, n_samples=m, seed=self.seed, **(self.abduction_args or {})
+                )
+        else:
+            abduction = self.scm_fit_.abduct(
+                data,
+                condition_on=self._conditioning(scm),
+                n_samples=m,
+                seed=self.seed,
+                **(self.abduction_args or {}),
+            )
+        inputs = self._feature_matrix(scm, abduction)  # (S, N, p)
+        if self.training_inputs == "mean":
+            design, response = inputs.mean(axis=0), y_values
+        else:
+            s = inputs.shape[0]
+            design = inputs.reshape(-1, inputs.shape[-1])
+            response = np.tile(y_values, s)
+        base = self.estimator
+        if base is None:
+            base = LogisticRegression() if self._is_classifier() else LinearRegression()
+        self.estimator_ = clone(base).fit(design, response)
+        latents, noise_nodes, observed = self._input_plan(scm)
+        self.feature_names_ = [*latents, *(noise_column(n) for n in noise_nodes), *observed]
+        if self.features == "path_specific":  # latents first, then the corrected nodes
+            self.feature_names_ = input_names(scm, target)
+        if self._is_classifier():
+            self.classes_ = self.estimator_.classes_
+        return self
+
+    def _abduct_args(self, scm: SCM, X: pd.DataFrame) -> dict[str, Any]:
+        args = {"n_samples": int(self.n_samples), "seed": self.seed, **(self.abduction_args or {})}
+        if not scm.latents and args.get("method", "mean") == "mean":
+            args["n_samples"] = 1  # inputs are deterministic given the mean parameters
+        args["condition_on"] = [n for n in default_conditioning(scm, X) if n != self.target]
+        return args
+
+    def _chunk_draws(self, X: pd.DataFrame | Rows) -> Iterator[np.ndarray]:
+        """:meth:`predict_draws` chunk by chunk (:func:`counterfair.rows.rows.abduct_chunks`)."""
+        scm = self._check_setup()
+        rows = Rows.from_frame(X)
+        args = self._abduct_args(scm, rows.frame)
+        per_row = chunking.bytes_per_row(args["n_samples"], 2 * len(scm.specs))
+        for _, abduction in abduct_chunks(self.scm_fit_, rows, bytes_per_row=per_row, **args):
+            yield self._predict_inputs(self._feature_matrix(scm, abduction))
+
+    def _multiclass(self) -> bool:
+        return self._is_classifier() and len(getattr(self, "classes_", ())) > 2
+
+    def _predict_inputs(self, inputs: np.ndarray) -> np.ndarray:
+        flat = inputs.reshape(-1, inputs.shape[-1])
+        if self._multiclass():
+            proba = np.asarray(self.estimator_.predict_proba(flat), dtype=float)
+            return proba.reshape(*inputs.shape[:-1], proba.shape[-1])
+        if self._is_classifier():
+            out = self.estimator_.predict_proba(flat)[:, 1]
+        else:
+            out = self.estimator_.predict(flat)
+        return np.asarray(out, dtype=float).reshape(inputs.shape[:-1])
+
+    def _probabilities(self, X: pd.DataFrame | Rows) -> np.ndarray:
+        """Class probabilities per row, averaged over the draws: ``(N,)`` binary, ``(N, K)``."""
+        scm = self._check_setup()
+        direct = None if isinstance(X, Rows) else self._frame_features(scm, X)
+        if direct is not None:
+            return self._predict_inputs(direct[None, :, :])[0]
+        return chunking.concat_rows([d.mean(axis=0) for d in self._chunk_draws(X)], axis=0)
+
+    def predict_draws(self, X: pd.DataFrame | Rows) -> np.ndarray:
+        """Predictions for every draw of each row's fair inputs, shape ``(S, N)``.
+
+        For a classifier, the probability of the positive class; for a
+        multi-class target (a categorical or ordinal node with more than two
+        levels), the probability of every class, shape ``(S, N, K)``.
+
+        Rows are processed in chunks of :func:`counterfair.options.chunk_bytes`
+        (abduction, inputs, estimator); with exact abduction (the default where it
+        applies) the result is the same for any chunk size. MCMC abduction of new
+        rows runs once on all rows and is not chunk-invariant.
+
+        ``X`` may be a :class:`counterfair.rows.rows.Rows` (one partition of a larger
+        data set with its global positions): its rows then get the numbers they
+        get in the whole data set. So may ``X`` of :meth:`predict` and
+        :meth:`predict_proba`.
+        """
+        return chunking.concat_rows(list(self._chunk_draws(X)), axis=1)
+
+    def predict_abduction(self, abduction: Abduction) -> np.ndarray:
+        """Predictions from given joint samples (shared across worlds), shape ``(S, N)``."""
+        scm = self._check_setup()
+        return self._predict_inputs(self._feature_matrix(scm, abduction))
+
+    def predict(
+        self,
+        X: pd.DataFrame | Rows,
+        *,
+        rows_out: str | os.PathLike[str] | None = None,
+        overwrite: bool = False,
+    ) -> np.ndarray:
+        """Posterior expectation of the prediction for each row (class labels for a classifier).
+
+        When ``X`` is a counterfactual frame (from :meth:`Fit.counterfactual`,
+        with ``row``, ``sample`` and ``world`` columns) of this learner's own SCM
+        fit, its latent and ``<node>:noise`` columns are used directly, one
+        prediction per frame row; otherwise the inputs are abducted for each row
+        (a plain latent column in ``X``, such as the true K of simulated data,
+        is ignored), chunk by chunk, with the same result for any chunk size
+        (see :meth:`predict_draws`). A Dask DataFrame is predicted partition by
+        partition (:mod:`counterfair.dask.rows`) and gives the same NumPy array;
+        with ``rows_out=`` a folder, the predictions are written there as parquet
+        partitions (columns ``row``, ``position``, ``prediction``; a non-empty folder
+        is replaced only with ``overwrite=True``) and a Dask frame reading them is
+        returned.
+        """
+        if (handler := dispatch.handler_for("FairLearner.predict", X)) is not None:
+            return handler(self, X, rows_out=rows_out, overwrite=overwrite)
+        _no_rows_out(rows_out, overwrite)
+        scores = self._probabilities(X)
+        if self._multiclass():  # the class of highest posterior expected probability
+            return np.asarray(self.classes_)[np.argmax(scores, axis=-1)]
+        if self._is_classifier():
+            return np.where(scores >= 0.5, self.classes_[-1], self.classes_[0])
+        return scores
+
+    def predict_proba(self, X: pd.DataFrame | Rows) -> np.ndarray:
+        """Class probabilities, averaged over the draws, shape ``(N, n_classes)``.
+
+        Columns follow ``classes_``. Available for classification targets
+        (Bernoulli, ordinal and categorical nodes). A Dask DataFrame is predicted
+        partition by partition (:mod:`counterfair.dask.rows`).
+        """
+        if (handler := dispatch.handler_for("FairLearner.predict_proba", X)) is not None:
+            return handler(self, X)
+        if not self._is_classifier():
+            raise AttributeError(
+                "predict_proba is available for a classification target only "
+                "(a Bernoulli, ordinal or categorical node)"
+            )
+        scores = self._probabilities(X)
+        if self._multiclass():
+            return np.asarray(scores)
+        return np.column_stack([1.0 - scores, scores])
+
+    def score(self, X: pd.DataFrame, y: Any = None) -> float:
+        """R^2 for a regressor, accuracy for a classifier."""
+        truth = np.asarray(X[str(self.target)] if y is None else y)
+        predicted = self.predict(X)
+        if self._is_classifier():
+            return float(accuracy_score(truth, predicted))
+        return float(r2_score(truth, predicted))
+
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Save the fitted predictor to a folder without pickle (read by :func:`counterfair.load`).
+
+        See :mod:`counterfair.io.learner_folder`. ``overwrite`` replaces a non-empty
+        ``path`` (refused otherwise). Returns the folder written.
+        """
+        from counterfair.io.learner_folder import save_learner
+
+        return save_learner(self, path, overwrite=overwrite)
+
+
+def _same_rows(fitted: pd.DataFrame, data: pd.DataFrame) -> bool:
+    """Whether ``data`` holds the rows a fit was made on (then its posterior serves them)."""
+    if fitted is data:
+        return True
+    if fitted.shape[0] != data.shape[0] or not fitted.index.equals(data.index):
+        return False
+    shared = [c for c in fitted.columns if c in data.columns]
+    return bool(fitted[shared].astype(str).equals(data[shared].astype(str)))
+
+
+# the unfair baselines and counterfactual predictions have their own modules; their
+# names stay importable from here, where users and older code import them
+from counterfair.counterfactual.prediction import RESPONSES as RESPONSES  # noqa: E402
+from counterfair.counterfactual.prediction import Predictor as Predictor  # noqa: E402
+from counterfair.counterfactual.prediction import (  # noqa: E402
+    counterfactual_predictions as counterfactual_predictions,
+)
+from counterfair.counterfactual.prediction import (  # noqa: E402
+    counterfactual_predictions_chunk as counterfactual_predictions_chunk,
+)
+from counterfair.counterfactual.prediction import (  # noqa: E402
+    iter_counterfactual_predictions as iter_counterfactual_predictions,
+)
+from counterfair.counterfactual.prediction import (  # noqa: E402
+    merge_prediction_chunks as merge_prediction_chunks,
+)
+from counterfair.counterfactual.prediction import multiclass_labels as multiclass_labels  # noqa: E402
+from counterfair.counterfactual.prediction import predict_output as predict_output  # noqa: E402
+from counterfair.learn.baselines import BaselinePredictor as BaselinePredictor  # noqa: E402
+from counterfair.learn.baselines import full_predictor as full_predictor  # noqa: E402
+from counterfair.learn.baselines import unaware_predictor as unaware_predictor  # noqa: E402

@@ -1,0 +1,168 @@
+"""What level-valued families (ordinal, categorical) share: levels, codes and indicators.
+
+A level-valued node holds one of ``K`` declared levels. Internally (numpy, the
+forward simulator, counterfactual frames' arithmetic) its values are the codes
+``0 .. K-1`` in declared order; the Stan data holds ``1 .. K`` with
+``n_levels_<node>`` beside it, so programs stay data-independent. Levels are
+declared on the spec, as labels (``levels=("low", "mid", "high")``, compared
+with the column's values as strings) or as a count (``levels=3``: the column
+holds the codes ``0, 1, 2``), so validation, simulation and parameter shapes
+never need the data.
+
+As a parent, a level-valued node enters its children's linear predictors as
+reference-coded indicators: one column per level other than code 0, with a
+vector of effects ``beta_<child>_<node>``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from counterfair import errors
+from counterfair.model.families.base import Family, Statistic, row_label, share_statistic
+from counterfair.model.nodes import Observed
+
+if TYPE_CHECKING:
+    from counterfair.model.equation import NodeEquation
+
+UNKNOWN_LEVEL = (
+    "column {column!r} is {family} node with levels {levels}; value {value!r} at row "
+    "{row!r} is not one of them"
+)
+"""Error when a level-valued column holds a value outside its declared levels."""
+
+NO_LEVELS = (
+    "{family} node needs its levels: levels=('a', 'b', 'c') lists them (in order), "
+    "levels=K means integer codes 0 .. K-1; got {levels!r}"
+)
+"""Error when a level-valued spec is declared without (valid) levels."""
+
+
+class LevelSpec(Protocol):
+    """What a level-valued spec provides."""
+
+    @property
+    def n_levels(self) -> int: ...
+
+    @property
+    def labels(self) -> tuple[str, ...] | None: ...
+
+
+def normalise_levels(levels: object, family: str) -> tuple[str, ...] | int:
+    """Check declared levels: a count of at least 2, or at least 2 distinct labels.
+
+    Raises
+    ------
+    ValueError
+        Saying how to declare the levels.
+    """
+    if isinstance(levels, int) and not isinstance(levels, bool):
+        if levels < 2:
+            raise ValueError(NO_LEVELS.format(family=family, levels=levels))
+        return levels
+    if levels is None or isinstance(levels, str | bool) or not hasattr(levels, "__iter__"):
+        raise ValueError(NO_LEVELS.format(family=family, levels=levels))
+    labels = tuple(str(level) for level in levels)
+    if len(labels) < 2 or len(set(labels)) != len(labels):
+        raise ValueError(NO_LEVELS.format(family=family, levels=levels))
+    return labels
+
+
+def _spec(spec: Observed) -> LevelSpec:
+    assert hasattr(spec, "n_levels") and hasattr(spec, "labels")
+    return spec
+
+
+def _article(spec: Observed) -> str:
+    name = type(spec).__name__
+    return f"{'an' if name[0] in 'AEIOU' else 'a'} {name}"
+
+
+class LevelFamily(Family):
+    """Base of level-valued families: codes, Stan data and indicator columns."""
+
+    ordered_levels: bool = False
+    """Whether data frame columns are ordered Categoricals."""
+
+    def column_values(self, spec: Observed, series: pd.Series, column: str) -> np.ndarray:
+        level_spec = _spec(spec)
+        labels = level_spec.labels
+        if labels is None:
+            values = super().column_values(spec, series, column)
+            bad = (values < 0) | (values >= level_spec.n_levels) | (values != np.round(values))
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise errors.DataError(
+                    UNKNOWN_LEVEL.format(
+                        column=column,
+                        family=_article(spec),
+                        levels=list(range(level_spec.n_levels)),
+                        value=float(values[i]),
+                        row=row_label(series.index, i),
+                    )
+                )
+            return values
+        lookup = {label: code for code, label in enumerate(labels)}
+        raw = series.to_numpy(dtype=object)
+        codes = np.empty(raw.shape[0])
+        for i, value in enumerate(raw):
+            code = lookup.get(str(value))
+            if code is None:
+                item = getattr(value, "item", None)
+                raise errors.DataError(
+                    UNKNOWN_LEVEL.format(
+                        column=column,
+                        family=_article(spec),
+                        levels=list(labels),
+                        value=item() if callable(item) else value,
+                        row=row_label(series.index, i),
+                    )
+                )
+            codes[i] = code
+        return codes
+
+    def n_levels(self, spec: Observed) -> int | None:
+        return _spec(spec).n_levels
+
+    def stan_values(self, spec: Observed, values: np.ndarray) -> np.ndarray:
+        return np.rint(values).astype(np.int64) + 1
+
+    def stan_data(self, eq: NodeEquation) -> dict[str, object]:
+        return {str(eq.levels): _spec(eq.spec).n_levels}
+
+    def data_declarations(self, eq: NodeEquation) -> list[str]:
+        first = "lowest" if self.ordered_levels else "reference"
+        return [
+            f"int<lower=2> {eq.levels};  // number of levels of {self.name} {eq.node}",
+            f"array[N] int<lower=1, upper={eq.levels}> {eq.node};"
+            f"  // observed {eq.node} (level 1 = {first})",
+        ]
+
+    def coefficient_scale(self, values: np.ndarray) -> float:
+        return float(2.0 / np.sqrt(max(values.shape[0], 1)))
+
+    def frame_column(self, spec: Observed, values: np.ndarray) -> Any:
+        codes = np.asarray(values).astype(np.int64)
+        labels = _spec(spec).labels
+        if labels is None:
+            return codes
+        return pd.Categorical.from_codes(
+            codes, categories=list(labels), ordered=self.ordered_levels
+        )
+
+    def check_statistics(self, spec: Observed) -> dict[str, Statistic]:
+        level_spec = _spec(spec)
+        labels = level_spec.labels or tuple(str(k) for k in range(level_spec.n_levels))
+        return {f"share of {label}": share_statistic(code) for code, label in enumerate(labels)}
+
+    def design_column(self, eq: NodeEquation) -> str:
+        return f"indicators({eq.node}, {eq.levels}, 1)"
+
+    def design_width(self, eq: NodeEquation) -> str:
+        return f"({eq.levels} - 1)"
+
+    def parent_levels(self, spec: Observed) -> int | None:
+        return _spec(spec).n_levels

@@ -1,0 +1,119 @@
+"""The Normal family: identity link, additive Gaussian noise with a learned or fixed sd."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from counterfair.model.families.base import (
+    Family,
+    Index,
+    Statistic,
+    mean_statistic,
+    variance_statistic,
+)
+from counterfair.model.nodes import Observed, Prior, _stan_real, inv_gamma_prior
+from counterfair.rng import RandomSource
+
+if TYPE_CHECKING:
+    from counterfair.model.equation import NodeEquation
+    from counterfair.model.params import ParamDraws
+
+
+@dataclass(frozen=True)
+class Normal(Observed):
+    """A Normal node with identity link: ``x = mu(parents) + sigma * eps``.
+
+    Parameters
+    ----------
+    sigma : float, optional
+        Fix the residual standard deviation (e.g. ``1.0`` for ZFYA in the paper);
+        when omitted, sigma is learned with an inverse-gamma prior on sigma^2.
+    prior_variance : Prior
+        Prior of sigma^2 when learned (default inverse-gamma(1, 1)).
+    """
+
+    family: ClassVar[str] = "normal"
+    link: ClassVar[str] = "identity"
+    sigma: float | None = None
+    prior_variance: Prior = field(default_factory=inv_gamma_prior)
+
+    def __post_init__(self) -> None:
+        if self.sigma is not None and not (math.isfinite(self.sigma) and self.sigma > 0):
+            raise ValueError(f"a fixed sigma must be positive and finite, got {self.sigma}")
+
+
+def sigma_of(eq: NodeEquation, params: ParamDraws) -> np.ndarray:
+    """Residual sd of a Normal node per set, shape ``(S, 1)``."""
+    fixed = eq.sigma_fixed
+    if fixed is not None:
+        return np.full((params.n, 1), fixed)
+    assert eq.sigma is not None
+    return params[eq.sigma][:, None]
+
+
+class NormalFamily(Family):
+    """Normal nodes: ``normal_id_glm``; noise abducted exactly and reused across worlds."""
+
+    name = "normal"
+    spec = Normal
+    task = "regressor"
+    additive_noise = True
+    glm = "normal_id_glm"
+    plain = "normal"
+
+    def stan_values(self, spec: Observed, values: np.ndarray) -> np.ndarray:
+        return values.astype(float)
+
+    def data_declarations(self, eq: NodeEquation) -> list[str]:
+        return [f"vector[N] {eq.node};  // observed {eq.node}"]
+
+    def frame_column(self, spec: Observed, values: np.ndarray) -> Any:
+        return values
+
+    def check_statistics(self, spec: Observed) -> dict[str, Statistic]:
+        return {"mean": mean_statistic, "variance": variance_statistic}
+
+    def design_column(self, eq: NodeEquation) -> str:
+        return f"to_matrix({eq.node})"
+
+    def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
+        if eq.sigma is None or eq.sigma_fixed is not None:
+            return []
+        if array_prefix:
+            return [(f"{array_prefix}real<lower=0> {eq.sigma}", f"residual sd of {eq.node}")]
+        return [(f"real<lower=0> {eq.variance}", f"residual variance of {eq.node}")]
+
+    def transformed_parameters(self, eq: NodeEquation) -> list[tuple[str, str]]:
+        if eq.sigma is None or eq.sigma_fixed is not None:
+            return []
+        return [
+            (f"real<lower=0> {eq.sigma} = sqrt({eq.variance})", f"residual sd of {eq.node}")
+        ]
+
+    def priors(self, eq: NodeEquation) -> list[str]:
+        spec = eq.spec
+        assert isinstance(spec, Normal)
+        if eq.sigma is None or eq.sigma_fixed is not None:
+            return []
+        return [f"{eq.variance} ~ {spec.prior_variance.stan()};"]
+
+    def statement_arguments(self, eq: NodeEquation, index: Index) -> list[str]:
+        if eq.sigma_fixed is not None:
+            return [_stan_real(eq.sigma_fixed)]
+        assert eq.sigma is not None
+        return [index(eq.sigma)]
+
+    def check_parameter(self, eq: NodeEquation, name: str, value: np.ndarray) -> str | None:
+        return None
+
+    def mean(self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:
+        return eta
+
+    def draw(
+        self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray, rng: RandomSource
+    ) -> np.ndarray:
+        return eta + sigma_of(eq, params) * rng.standard_normal(eta.shape)

@@ -1,0 +1,159 @@
+"""Structural identification checks of an SCM's latents (run when an SCM is built).
+
+A latent ``L ~ Normal(loc, scale)`` enters each child's linear predictor as
+``lambda_child * L``. Whether the loadings (and so the latent) are identified
+follows from the moments the children give about ``L``, counted per latent:
+
+* every pair of children gives one covariance, unless one is a parent of the
+  other (then the pair's direct coefficient explains the same covariance);
+* a Normal child with a fixed ``sigma`` gives its variance (its residual
+  variance is not free); a Poisson child gives its overdispersion (its
+  variance is fixed by its mean); a Normal child with a free ``sigma``,
+  a negative binomial, Bernoulli, ordinal or categorical child gives none;
+
+against one loading per child. With fewer moments than loadings the latent is
+**not identified**: two Normal indicators with free residual sds identify
+only the product of their loadings (the classic factor-analysis rule needs
+three), a single child's loading is confounded with its noise. Moreover:
+
+* a latent with a **single child** is at best weakly identified (only through
+  that child's family, e.g. Poisson overdispersion);
+* two latents with the **same children** can be rotated into each other:
+  only their joint effect is identified;
+* **sign**: counterfair constrains the loading of each latent's first
+  non-categorical child (in graph order) to be positive, which removes the
+  reflection ``(L, lambda) -> (-L, -lambda)``; an SCM without such a child is
+  refused (:data:`counterfair.errors.NO_SIGN_CHILD`). The reflection returns
+  (a bimodal posterior, bad R-hat) only if that loading's true value is near 0:
+  then order the nodes so that a strong indicator comes first.
+
+:func:`findings` lists the problems; :class:`counterfair.SCM` warns
+(:class:`counterfair.errors.IdentificationWarning`) for each when built.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from counterfair.errors import IdentificationWarning
+from counterfair.model.families import family_of
+from counterfair.model.specs import Observed
+
+if TYPE_CHECKING:
+    from counterfair.model.scm import SCM
+
+COLUMNS = ["latent", "problem", "reason", "remedy"]
+
+_REMEDY = (
+    "add a third indicator (child) of {latent!r}, fix a child's residual sd "
+    "(e.g. cf.Normal(sigma=1.0)) or a loading, or give the loadings an informative prior"
+)
+
+
+def _moments(scm: SCM, latent: str) -> tuple[int, int]:
+    """Moments the children of ``latent`` give about it, and its loadings to identify."""
+    children = scm.children(latent)
+    graph = scm.graph
+    pairs = 0
+    for i, a in enumerate(children):
+        for b in children[i + 1 :]:
+            if not (graph.has_edge(a, b) or graph.has_edge(b, a)):
+                pairs += 1
+    own = 0
+    for child in children:
+        spec = scm.specs[child]
+        assert isinstance(spec, Observed)
+        family = family_of(spec)
+        if (
+            family.additive_noise and getattr(spec, "sigma", None) is not None
+        ) or family.name == "poisson":
+            own += 1
+    return pairs + own, len(children)
+
+
+def findings(scm: SCM) -> pd.DataFrame:
+    """Identification problems of the SCM's latents, one row each (empty when none).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``latent``, ``problem`` (``"not identified"`` or ``"weak"``),
+        ``reason`` and ``remedy``.
+    """
+    rows: list[dict[str, str]] = []
+    for latent in scm.latents:
+        children = scm.children(latent)
+        moments, loadings = _moments(scm, latent)
+        remedy = _REMEDY.format(latent=latent)
+        if len(children) == 1:
+            rows.append(
+                {
+                    "latent": latent,
+                    "problem": "not identified" if moments < loadings else "weak",
+                    "reason": f"a single child ({children[0]!r}): its loading is confounded "
+                    "with the child's own noise",
+                    "remedy": remedy,
+                }
+            )
+        elif moments < loadings:
+            normal = [
+                c
+                for c in children
+                if family_of(scm.specs[c]).additive_noise  # type: ignore[arg-type]
+            ]
+            detail = (
+                f"{len(normal)} Normal indicators with free residual sds identify only the "
+                "product of their loadings"
+                if len(normal) == len(children) == 2 and moments == 1
+                else f"its {len(children)} children give {moments} moment(s) for "
+                f"{loadings} loadings"
+            )
+            rows.append(
+                {"latent": latent, "problem": "not identified", "reason": detail, "remedy": remedy}
+            )
+    seen: dict[frozenset[str], str] = {}
+    for latent in scm.latents:
+        key = frozenset(scm.children(latent))
+        if key in seen:
+            rows.append(
+                {
+                    "latent": latent,
+                    "problem": "not identified",
+                    "reason": f"same children as latent {seen[key]!r} ({sorted(key)}): the two "
+                    "can be rotated into each other",
+                    "remedy": f"merge {latent!r} and {seen[key]!r}, or give one of them a "
+                    "child the other lacks",
+                }
+            )
+        else:
+            seen[key] = latent
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def message(row: pd.Series) -> str:
+    """One finding as a sentence: latent, reason and remedy."""
+    return (
+        f"latent {row['latent']!r} is {row['problem']}: {row['reason']}; "
+        f"to identify it, {row['remedy']}"
+    )
+
+
+def warn(scm: SCM) -> None:
+    """Emit one :class:`IdentificationWarning` per finding."""
+    for _, row in findings(scm).iterrows():
+        warnings.warn(message(row), IdentificationWarning, stacklevel=4)
+
+
+def convergence_hint(scm: SCM) -> str | None:
+    """A sentence for a convergence warning when some latent is not identified."""
+    table = findings(scm)
+    if table.empty:
+        return None
+    names = sorted(set(table["latent"]))
+    return (
+        f"the SCM has identification problems ({names}; see scm.identification()), "
+        "which can cause this"
+    )
