@@ -53,8 +53,8 @@ import numpy as np
 import pandas as pd
 
 import counterfair as cf
+from counterfair.datasets import DATA_ENV_VAR
 from counterfair.datasets.law_school import (
-    DATA_ENV_VAR,
     RACE_LEVELS,
     SEX_LEVELS,
     law_school_subsample,

@@ -82,14 +82,14 @@ _ATTRIBUTES: dict[str, str] = {
     "law_school_split": "counterfair.datasets.law_school",
     "law_school_subsample": "counterfair.datasets.law_school",
     "load_law_school": "counterfair.datasets.law_school",
-    "load_adult": "counterfair.datasets.tabular",
-    "load_compas": "counterfair.datasets.tabular",
+    "load_adult": "counterfair.datasets.adult",
+    "load_compas": "counterfair.datasets.compas",
 }
 
 _MODULES: dict[str, str] = {
     "audit": "counterfair.audit",
     "datasets": "counterfair.datasets",
-    "datasets_tabular": "counterfair.datasets.tabular",
+    "datasets_tabular": "counterfair.datasets",
     "models": "counterfair.datasets.law_school_models",
     "options": "counterfair.options",
 }

@@ -27,6 +27,9 @@ DEFAULT_CHUNK_BYTES = 128 * 2**20
 MIN_CHUNK_BYTES = 2**16
 """Smallest chunk accepted (64 KiB): smaller chunks only add overhead."""
 
+DEFAULT_MAX_ROWS = 100_000
+"""Above this many rows ``SCM.fit`` runs NUTS on a stratified subsample of this size."""
+
 _OPTIONS: dict[str, Any] = {"chunk_bytes": DEFAULT_CHUNK_BYTES}
 
 

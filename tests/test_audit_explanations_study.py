@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.datasets.tabular import find_data_file, load_adult, load_compas
+from counterfair.datasets import find_data_file, load_adult, load_compas
 from counterfair.experiments import explanations as study
 
 DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", Path(__file__).parents[2] / "shared" / "data"))

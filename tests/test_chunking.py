@@ -27,6 +27,7 @@ from sklearn.linear_model import LogisticRegression
 
 import counterfair as cf
 from counterfair import options
+from counterfair.counterfactual.action import slice_do
 from counterfair.learn.fair import (
     BaselinePredictor,
     FairLearner,
@@ -35,7 +36,7 @@ from counterfair.learn.fair import (
 )
 from counterfair.rng import RowRandom, _poisson_quantile, label_key
 from counterfair.rows import chunking, rows
-from counterfair.rows.rows import Rows, slice_do
+from counterfair.rows.rows import Rows
 
 Z_MAX = 4.0
 """Largest |z| of a Monte Carlo moment against its closed form."""

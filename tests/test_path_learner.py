@@ -20,8 +20,8 @@ from _models import aux_data, aux_fit, aux_scm, mediation_data, mediation_fit, m
 
 import counterfair as cf
 from counterfair import errors
+from counterfair.counterfactual.path_features import corrected_inputs
 from counterfair.learn.fair import counterfactual_predictions
-from counterfair.learn.path_features import corrected_inputs
 
 pytestmark = pytest.mark.stan
 

@@ -25,7 +25,7 @@ from _models import (
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair.counterfactual.action import counterfactual_frame
+from counterfair.counterfactual.frames import counterfactual_frame
 from counterfair.counterfactual.sensitivity import prior_scale_weights, shifted_frame
 
 pytestmark = pytest.mark.stan

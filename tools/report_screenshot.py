@@ -23,7 +23,7 @@ import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
 from counterfair.audit import write_report
-from counterfair.datasets.tabular import load_compas
+from counterfair.datasets import load_compas
 
 RACES = ["Caucasian", "African-American", "Hispanic"]
 

@@ -33,11 +33,12 @@ from counterfair.counterfactual.action import (
     Coupling,
     DoValue,
     check_coupling,
-    counterfactual_frame,
     counterfactual_world,
     coupled_noise,
     factual_world,
+    slice_do,
 )
+from counterfair.counterfactual.frames import counterfactual_frame
 from counterfair.counterfactual.paths import (
     PATHS_DO,
     PATHS_REDRAW,
@@ -54,10 +55,11 @@ from counterfair.counterfactual.prediction import (
     predict_world,
 )
 from counterfair.errors import SCMError
+from counterfair.inference.chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.logs import progress
 from counterfair.rows import chunking, dispatch
-from counterfair.rows.rows import Rows, abduct_chunks, slice_do
+from counterfair.rows.rows import Rows
 
 from ._html import esc, table_html
 from ._svg import density_chart
@@ -244,7 +246,7 @@ def _audit_chunk(
     The factual world, its predictions and the noise of discrete descendants
     (``"monotone"``) are computed once for the chunk; each target then builds its
     counterfactual world on its rows and predicts it. The draws are those of
-    :func:`counterfair.counterfactual.action.counterfactual_frame` on the same rows (keyed by
+    :func:`counterfair.counterfactual.frames.counterfactual_frame` on the same rows (keyed by
     row position), so the numbers are the same.
     """
     scm = fit.scm

@@ -7,10 +7,9 @@ from counterfair.counterfactual.action import (
     WORLD_COUNTERFACTUAL,
     WORLD_FACTUAL,
     check_coupling,
-    counterfactual_frame,
     coupled_noise,
-    interventional_frame,
 )
+from counterfair.counterfactual.frames import counterfactual_frame, interventional_frame
 
 __all__ = [
     "COUPLINGS",

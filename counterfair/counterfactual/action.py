@@ -1,4 +1,4 @@
-"""Action and prediction: counterfactual and interventional samples from a fitted SCM.
+"""Action and prediction: the factual and counterfactual worlds of abducted rows.
 
 Semantics (Pearl's three steps, per joint sample of parameters and latents):
 
@@ -71,13 +71,11 @@ import pandas as pd
 from counterfair import errors
 from counterfair.counterfactual.world import NOISE_SUFFIX, World, noise_column
 from counterfair.model.evaluate import draw_node, linear_predictor
-from counterfair.model.params import ParamDraws
 from counterfair.rng import RandomSource, RowRandom
 
 __all__ = [
     "NOISE_SUFFIX",
     "World",
-    "counterfactual_frame",
     "counterfactual_world",
     "coupled_noise",
     "factual_world",
@@ -510,203 +508,24 @@ def counterfactual_world(
     )
 
 
-def _long_frame(
-    scm: SCM,
-    fit: Fit,
-    abduction: Abduction,
-    world: str,
-    codes: Mapping[str, np.ndarray],
-    values: Mapping[str, np.ndarray],
-    noise: Mapping[str, np.ndarray],
-) -> pd.DataFrame:
-    return World(
-        name=world, abduction=abduction, codes=codes, values=values, noise=noise
-    ).frame(scm, fit.encoding)
-
-
-def counterfactual_frame(
-    fit: Fit,
-    abduction: Abduction,
-    do: Mapping[str, DoValue],
-    *,
-    seed: int | None = None,
-    coupling: Coupling = DEFAULT_COUPLING,
-    latent_shift: Mapping[str, np.ndarray] | None = None,
-) -> pd.DataFrame:
-    """Factual and counterfactual values of every node, per row and sample.
-
-    Parameters
-    ----------
-    fit : Fit
-        The fitted SCM taken as the true world.
-    abduction : Abduction
-        Joint samples of parameters and latents for the rows (from
-        :meth:`Fit.abduct`). Observed nodes absent from the rows (the outcome
-        of a test set, say) are simulated in both worlds from the abducted
-        inputs (:func:`simulate_missing`); ``frame.attrs["simulated"]`` lists
-        them.
-    do : mapping
-        Node -> value for every row, or a sequence of values, one per row: a
-        level (or a number, for a continuous attribute) of a protected
-        attribute, or a value of an observed node as its column would hold it.
-        Several nodes may be intervened on at once; latents cannot be.
-    seed : int, optional
-        Seed of the simulated absent nodes and of the abducted noise (or fresh
-        draws) of discrete descendants. The draws are keyed by the seed and the
-        rows' global positions (``abduction.positions``), so a chunk of rows gives
-        the rows of the whole frame.
-    coupling : {"monotone", "redraw"}
-        How discrete descendants whose parents changed share their noise with
-        the factual world: abducted from the factual value and reused (default),
-        or drawn afresh (see the module docstring).
-    latent_shift : mapping, optional
-        Latent -> shift per row, ``(N,)`` or ``(S, N)``, added to the latent in the
-        counterfactual world only (a path from the intervened attribute to the latent
-        that the SCM assumed away; :func:`counterfair.counterfactual.sensitivity.sensitivity`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Long format, ``2 * S * N`` rows with columns ``row`` (the data's index
-        label), ``sample`` (0..S-1), ``world`` (``"factual"`` or
-        ``"counterfactual"``), one column per node (protected attributes as
-        categoricals, latents, observed nodes) and ``<node>:noise`` for the
-        abducted additive noise of each Normal node. Rows with the same
-        ``(row, sample)`` in the two worlds share latents and noise.
-        ``frame.attrs["do"]`` records the intervention and
-        ``frame.attrs["coupling"]`` the coupling.
+def slice_do(do: Mapping[str, Any], rows: slice, n_rows: int) -> dict[str, Any]:
+    """``do`` for a slice of the rows: per-row sequences are sliced, single values kept.
 
     Raises
     ------
     ValueError
-        If ``coupling`` is not one of :data:`COUPLINGS`.
+        If a per-row sequence does not have ``n_rows`` values.
     """
-    coupling = check_coupling(coupling)
-    rng = abduction.row_random(seed)
-    factual = factual_world(fit, abduction, rng)
-    counter = counterfactual_world(
-        fit, factual, do, rng, coupling=coupling, latent_shift=latent_shift
-    )
-    simulated = missing_nodes(fit.scm, abduction)
-    frame = pd.concat(
-        [factual.frame(fit.scm, fit.encoding), counter.frame(fit.scm, fit.encoding)],
-        ignore_index=True,
-    )
-    frame.attrs["do"] = {
-        k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
-        for k, v in do.items()
-    }
-    frame.attrs["simulated"] = sorted(simulated)
-    frame.attrs["coupling"] = coupling
-    return frame
-
-
-def merge_chunk_frames(
-    parts: Sequence[tuple[Abduction, pd.DataFrame]], do: Mapping[str, DoValue]
-) -> pd.DataFrame:
-    """One counterfactual frame from the frames of chunks of rows, in the whole frame's order.
-
-    Parameters
-    ----------
-    parts : sequence of (Abduction, DataFrame)
-        Each chunk's abduction (its rows' global positions) and its frame from
-        :func:`counterfactual_frame` or
-        :func:`counterfair.counterfactual.paths.path_specific_frame`.
-    do : mapping
-        The intervention on all the rows (recorded in ``attrs["do"]``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        The rows ordered by world, sample and global position, as one call on all
-        the rows orders them; the attributes of the first chunk's frame, with ``do``.
-    """
-    if len(parts) == 1:
-        return parts[0][1]
-    keys: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for abduction, _ in parts:
-        s, positions = abduction.n_samples, abduction.row_positions
-        n = len(positions)
-        keys.append(
-            (
-                np.repeat([0, 1], s * n),
-                np.tile(np.repeat(np.arange(s), n), 2),
-                np.tile(positions, 2 * s),
-            )
-        )
-    world, sample, position = (np.concatenate([k[i] for k in keys]) for i in range(3))
-    order = np.lexsort((position, sample, world))
-    frame = pd.concat([f for _, f in parts], ignore_index=True).iloc[order]
-    frame = frame.reset_index(drop=True)
-    frame.attrs = dict(parts[0][1].attrs)
-    frame.attrs["do"] = {
-        k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
-        for k, v in do.items()
-    }
-    return frame
-
-
-def interventional_frame(
-    fit: Fit,
-    n: int,
-    do: Mapping[str, str | float],
-    *,
-    n_samples: int = 100,
-    seed: int | None = None,
-) -> pd.DataFrame:
-    """Population-level samples under ``do(...)``, conditioning on no row.
-
-    For each of ``n_samples`` posterior parameter draws, ``n`` new units are
-    simulated forward: intervened nodes (protected or observed) are set, other
-    protected attributes are resampled from the training rows, latents come from
-    their prior and every other observed node is drawn from its conditional
-    distribution.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``sample``, ``unit`` and one per node; ``n_samples * n`` rows.
-    """
-    scm = fit.scm
-    posterior = fit.params()
-    pick = np.random.default_rng(seed).choice(
-        posterior.n, size=min(n_samples, posterior.n), replace=False
-    )
-    units = RowRandom.for_rows(seed, n)
-    params: ParamDraws = posterior.take(np.sort(pick))
-    s = params.n
-    _check_do_nodes(scm, do)
-    set_values = do_values(scm, do, pd.RangeIndex(n))
-    training_codes = fit.encoding.codes(fit.data)
-    codes: dict[str, np.ndarray] = {}
-    for node in scm.protected:
-        if node in do:
-            level = fit.encoding.code(node, [do[node]])[0]
-            codes[node] = np.full((s, n), level)
-        else:
-            codes[node] = units.child("protected", node).choice(training_codes[node], size=(s, n))
-    values: dict[str, np.ndarray] = {}
-    for node in scm.latents:
-        spec = scm.specs[node]
-        values[node] = getattr(spec, "loc", 0.0) + getattr(spec, "scale", 1.0) * units.child(
-            "latent", node
-        ).standard_normal((s, n))
-    reference = scm.coding == "reference"
-    for node in scm.observed:
-        if node in set_values:
-            values[node] = np.broadcast_to(set_values[node], (s, n)).astype(float)
+    out: dict[str, Any] = {}
+    for node, value in do.items():
+        if isinstance(value, str) or np.ndim(value) == 0:
+            out[node] = value
             continue
-        eq = scm.equations[node]
-        eta = linear_predictor(eq, params, values, codes, reference_coding=reference, n_rows=n)
-        values[node] = draw_node(eq, params, eta, units.child("draw", node))
-    frame: dict[str, Any] = {
-        "sample": np.repeat(np.arange(s), n),
-        "unit": np.tile(np.arange(n), s),
-    }
-    for node in scm.protected:
-        frame[node] = fit.encoding.column(node, codes[node].reshape(-1))
-    for node in (*scm.latents, *scm.observed):
-        frame[node] = values[node].reshape(-1)
-    out = pd.DataFrame(frame)
-    out.attrs["do"] = dict(do)
+        values = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
+        if len(values) != n_rows:
+            raise ValueError(
+                f"do[{node!r}] has {len(values)} values for {n_rows} rows: give one value, "
+                "or one per row"
+            )
+        out[node] = values[rows]
     return out

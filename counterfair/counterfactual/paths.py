@@ -28,7 +28,7 @@ and an unfair path is computed once per context: with
 ``Y = f_Y(a, M(a'), Z(a, M(a)))`` -- ``M`` enters ``Y`` directly with ``a'``
 and through ``Z`` with ``a``. Nodes reached from ``A`` through fair paths only
 keep their factual values; listing every edge out of ``A`` gives the total
-counterfactual of :func:`counterfair.counterfactual.action.counterfactual_frame`, and
+counterfactual of :func:`counterfair.counterfactual.frames.counterfactual_frame`, and
 an empty list gives the factual world.
 
 A tuple covers the paths that *begin* with it, so a path that ends before the
@@ -58,11 +58,11 @@ from counterfair.counterfactual.action import (
     WORLD_FACTUAL,
     Coupling,
     DoValue,
-    _long_frame,
     check_coupling,
     do_codes,
     simulate_missing,
 )
+from counterfair.counterfactual.world import World
 from counterfair.model.evaluate import linear_predictor
 from counterfair.rng import RandomSource, RowRandom
 
@@ -277,7 +277,7 @@ def path_specific_frame(
 ) -> pd.DataFrame:
     """Factual and path-specific counterfactual values of every node, per row and sample.
 
-    The layout is that of :func:`counterfair.counterfactual.action.counterfactual_frame`:
+    The layout is that of :func:`counterfair.counterfactual.frames.counterfactual_frame`:
     the counterfactual world holds, for every node, its path-specific value (the
     module docstring), and the protected column holds ``a'``, the level seen
     along the unfair paths (a predictor reading ``A`` directly reads it along
@@ -315,8 +315,14 @@ def path_specific_frame(
     )
     frame = pd.concat(
         [
-            _long_frame(scm, fit, abduction, WORLD_FACTUAL, abduction.codes, factual_values, noise),
-            _long_frame(scm, fit, abduction, WORLD_COUNTERFACTUAL, cf_codes, cf_values, noise),
+            World(
+                name=WORLD_FACTUAL, abduction=abduction, codes=abduction.codes,
+                values=factual_values, noise=noise,
+            ).frame(scm, fit.encoding),
+            World(
+                name=WORLD_COUNTERFACTUAL, abduction=abduction, codes=cf_codes,
+                values=cf_values, noise=noise,
+            ).frame(scm, fit.encoding),
         ],
         ignore_index=True,
     )

@@ -17,14 +17,15 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
-from counterfair.counterfactual.action import Coupling, DoValue, check_coupling
-from counterfair.counterfactual.world import World
-from counterfair.inference.fit import Abduction, Fit
-from counterfair.learn.path_features import (
+from counterfair.counterfactual.action import Coupling, DoValue, check_coupling, slice_do
+from counterfair.counterfactual.path_features import (
     learner_worlds,
 )
+from counterfair.counterfactual.world import World
+from counterfair.inference.chunks import abduct_chunks
+from counterfair.inference.fit import Abduction, Fit
 from counterfair.rows import chunking, dispatch
-from counterfair.rows.rows import Rows, abduct_chunks, slice_do
+from counterfair.rows.rows import Rows
 
 MULTICLASS_PROBABILITY = (
     "response='probability' compares one number per row, the probability of the positive "
@@ -280,7 +281,7 @@ def predict_world(
     A :class:`~counterfair.FairLearner` of ``fit`` reads the world's latents and
     noise (the same in every world of the rows); any other predictor reads the
     protected and observed columns. A path-specific learner needs both worlds at
-    once (:func:`counterfair.learn.path_features.learner_worlds`) and is refused here.
+    once (:func:`counterfair.counterfactual.path_features.learner_worlds`) and is refused here.
     """
     if needs_both_worlds(predictor, fit):
         raise ValueError(
@@ -368,7 +369,7 @@ def counterfactual_predictions_chunk(
         ``None`` with ``abduction`` given (the chunk's joint samples).
     do : mapping
         The intervention for these rows (per-row values already cut to the chunk,
-        :func:`counterfair.rows.rows.slice_do`).
+        :func:`counterfair.counterfactual.action.slice_do`).
     n_samples, seed, response, coupling, unfair_paths, abduct_args
         As in :func:`counterfactual_predictions`.
     abduction : Abduction, optional

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
-from counterfair.counterfactual.action import counterfactual_frame
+from counterfair.counterfactual.frames import counterfactual_frame
 from counterfair.counterfactual.prediction import Predictor, counterfactual_predictions
 from counterfair.inference.fit import Abduction, Fit
 
@@ -76,13 +76,13 @@ def shifted_frame(
     shift : mapping
         Latent -> shift per row, shape ``(N,)`` (or ``(S, N)``).
     seed : int, optional
-        As for :func:`counterfair.counterfactual.action.counterfactual_frame`; with every shift 0
+        As for :func:`counterfair.counterfactual.frames.counterfactual_frame`; with every shift 0
         the frame equals it.
 
     Returns
     -------
     pandas.DataFrame
-        The long frame of :func:`counterfair.counterfactual.action.counterfactual_frame`.
+        The long frame of :func:`counterfair.counterfactual.frames.counterfactual_frame`.
     """
     return counterfactual_frame(
         fit, abduction, do, seed=seed, coupling="monotone", latent_shift=shift

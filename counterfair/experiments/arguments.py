@@ -11,7 +11,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from counterfair.datasets.law_school import check_data_home
+from counterfair.datasets import check_data_home
 
 logger = logging.getLogger(__name__)
 

@@ -60,8 +60,7 @@ from counterfair.audit import (
     two_group_measures,
     undersample,
 )
-from counterfair.datasets.law_school import DATA_ENV_VAR
-from counterfair.datasets.tabular import load_adult, load_compas
+from counterfair.datasets import DATA_ENV_VAR, load_adult, load_compas
 
 EQUAL_TOLERANCE = 1e-3
 """A measure within this distance of its fair value classifies a case as "equal"."""

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterfair.counterfactual.action import counterfactual_frame
+from counterfair.counterfactual.frames import counterfactual_frame
 from counterfair.counterfactual.prediction import counterfactual_predictions
 from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets.law_school_models import law_school_level2, law_school_level3

@@ -18,6 +18,19 @@ from counterfair.model.evaluate import linear_predictor
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
 
+DEFAULT_CHAINS = 2
+"""Chains of the MCMC abduction program unless given."""
+
+DEFAULT_WARMUP = 300
+"""Warm-up iterations per chain of the MCMC abduction program unless given."""
+
+MIN_DRAWS_PER_CHAIN = 100
+"""Fewest draws per chain of the MCMC abduction program when ``draws`` is not given."""
+
+EXACT_DRAWS_PER_SET = DEFAULT_CHAINS * MIN_DRAWS_PER_CHAIN
+"""Draws per parameter set of exact abduction without ``n_samples`` (as many as MCMC's default)."""
+
+
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -14,52 +14,38 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
-from counterfair.counterfactual.action import (
-    Coupling,
-    DoValue,
-    check_coupling,
-    counterfactual_frame,
-    interventional_frame,
-    merge_chunk_frames,
-)
-from counterfair.counterfactual.paths import path_specific_frame
 from counterfair.inference import exact_abduction
+from counterfair.inference.abduction import (
+    DEFAULT_CHAINS,
+    DEFAULT_WARMUP,
+    EXACT_DRAWS_PER_SET,
+    MIN_DRAWS_PER_CHAIN,
+)
 from counterfair.inference.abduction import Abduction as Abduction
 from counterfair.inference.abduction import AbductionEngineUsed as AbductionEngineUsed
 from counterfair.inference.diagnostics import Diagnostics, warn_on_divergences
 from counterfair.inference.ppc import posterior_predictive_check
-from counterfair.io.fit_folder import save_fit
+from counterfair.inference.ppc_result import PosteriorPredictiveCheck
 from counterfair.logs import progress_enabled
 from counterfair.model import checks as validation
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
 from counterfair.rows import chunking, dispatch
-from counterfair.rows.rows import Rows, abduct_chunks, slice_do
+from counterfair.rows.rows import Rows
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import abduction_data, conditioning_nodes, observed_values
 from counterfair.stan.warm_start import WarmStart
 
 logger = logging.getLogger(__name__)
 
-if TYPE_CHECKING:
-    from counterfair.inference.ppc_result import PosteriorPredictiveCheck
+if TYPE_CHECKING:  # types only: SCM.fit delegates down to this module's importers
+    from counterfair.counterfactual.frames import Coupling, DoValue
     from counterfair.model.scm import SCM
 
 AbductionMethod = Literal["mean", "draws"]
 AbductionEngine = Literal["auto", "exact", "mcmc"]
 
-DEFAULT_CHAINS = 2
-"""Chains of the MCMC abduction program unless given."""
-
-DEFAULT_WARMUP = 300
-"""Warm-up iterations per chain of the MCMC abduction program unless given."""
-
-MIN_DRAWS_PER_CHAIN = 100
-"""Fewest draws per chain of the MCMC abduction program when ``draws`` is not given."""
-
-EXACT_DRAWS_PER_SET = DEFAULT_CHAINS * MIN_DRAWS_PER_CHAIN
-"""Draws per parameter set of exact abduction without ``n_samples`` (as many as MCMC's default)."""
 
 LOADED_BACKEND = "none (loaded from a saved folder)"
 """Back end name of a fit loaded by :func:`counterfair.load`: it runs no Stan program."""
@@ -229,6 +215,8 @@ class Fit:
             The folder written.
         """
 
+        from counterfair.io.fit_folder import save_fit  # the io stage: a delegate
+
         return save_fit(self, path, overwrite=overwrite)
 
     # ------------------------------------------------------------------ posterior
@@ -249,9 +237,9 @@ class Fit:
         ``n_draws``, ``seed``. Returns a one-row frame with ``elpd_loo``, ``se``,
         ``p_loo``, ``n_bad_k`` and ``integration``.
         """
-        if _LOO is None:  # pragma: no cover - set whenever the package is imported
-            raise RuntimeError("counterfair.inference.loo has not been imported")
-        return _LOO(self, **options)
+        from counterfair.inference.loo import loo
+
+        return loo(self, **options)
 
     def params(self) -> ParamDraws:
         """Every posterior draw of the structural parameters (chains stacked)."""
@@ -672,7 +660,7 @@ class Fit:
         (default; inverse-CDF coupling, Gumbel-max for a categorical node) or
         ``"redraw"`` (a fresh draw); an unknown name raises ValueError.
 
-        See :func:`counterfair.counterfactual.action.counterfactual_frame` for the
+        See :func:`counterfair.counterfactual.frames.counterfactual_frame` for the
         semantics and the layout of the returned long DataFrame.
 
         ``unfair_paths`` (node tuples starting at the one protected attribute of
@@ -687,28 +675,12 @@ class Fit:
         run once on all the rows (see :meth:`abduct`).
         """
 
-        coupling = check_coupling(coupling)
-        seed = self.seed if seed is None else seed
+        from counterfair.counterfactual.frames import counterfactual  # a delegate
 
-        def frame_of(rows_abduction: Abduction, rows_do: Mapping[str, DoValue]) -> pd.DataFrame:
-            if unfair_paths is not None:
-                return path_specific_frame(
-                    self, rows_abduction, rows_do, unfair_paths, seed=seed, coupling=coupling
-                )
-            return counterfactual_frame(self, rows_abduction, rows_do, seed=seed, coupling=coupling)
-
-        if abduction is not None:
-            return frame_of(abduction, do)
-        rows = None if data is None else Rows.from_frame(data)
-        n_rows = len(self.data) if rows is None else len(rows)
-        per_row = chunking.bytes_per_row(n_samples or EXACT_DRAWS_PER_SET, 4 * len(self.scm.specs))
-        parts = [
-            (chunk, frame_of(chunk, slice_do(do, where, n_rows)))
-            for where, chunk in abduct_chunks(
-                self, rows, bytes_per_row=per_row, n_samples=n_samples, seed=seed, **abduct_args
-            )
-        ]
-        return merge_chunk_frames(parts, do)
+        return counterfactual(
+            self, data, do, n_samples=n_samples, seed=seed, abduction=abduction,
+            coupling=coupling, unfair_paths=unfair_paths, **abduct_args,
+        )
 
     def interventional(
         self,
@@ -720,18 +692,9 @@ class Fit:
     ) -> pd.DataFrame:
         """Population-level samples under ``do(...)`` (protected or observed nodes).
 
-        See :func:`counterfair.counterfactual.action.interventional_frame`.
+        See :func:`counterfair.counterfactual.frames.interventional_frame`.
         """
 
+        from counterfair.counterfactual.frames import interventional_frame  # a delegate
+
         return interventional_frame(self, n, do, n_samples=n_samples, seed=seed)
-
-
-_LOO: Callable[..., pd.DataFrame] | None = None
-"""``counterfair.inference.loo.loo``, registered by that module when the package is imported: it
-imports this module (the pipeline's order), so this module does not import it back."""
-
-
-def register_loo(function: Callable[..., pd.DataFrame]) -> None:
-    """Make :meth:`Fit.loo` call ``function`` (done by :mod:`counterfair.inference.loo`)."""
-    global _LOO
-    _LOO = function

@@ -15,13 +15,20 @@ import pandas as pd
 from counterfair.inference import scales
 from counterfair.inference.diagnostics import diagnose, warn_on_problems
 from counterfair.inference.fit import Fit, _coords_and_dims
-from counterfair.inference.pathfinder import run_pathfinder
+from counterfair.inference.pathfinder import (
+    check_method,
+    check_pathfinder_backend,
+    pathfinder_draws,
+    refuse_nuts_options,
+    run_pathfinder,
+)
 from counterfair.logs import progress_enabled
 from counterfair.model import checks as validation
 from counterfair.model.encoding import Encoding
 from counterfair.model.identification import convergence_hint
 from counterfair.model.specs import Protected
-from counterfair.rows.subsample import DEFAULT_MAX_ROWS, fit_rows
+from counterfair.options import DEFAULT_MAX_ROWS
+from counterfair.rows.subsample import fit_rows
 from counterfair.stan.anchored import add_anchored_latents
 from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import fit_data
@@ -32,6 +39,8 @@ logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
+
+__all__ = ["Fit", "fit", "fit_scm", "strata_columns"]
 
 _ADAPTATION_ARGS = ("stepsize", "init_phase", "metric_window", "term_phase", "inv_metric")
 
@@ -69,6 +78,60 @@ def _warm_start(
                 f"warm_start=True sets {explicit} itself; pass warm_start=False to set them"
             )
     return pilot_fit(scm, data, encoding, stan_data, chains=chains, seed=seed)
+
+
+def fit(
+    scm: SCM,
+    data: pd.DataFrame,
+    *,
+    chains: int | None = None,
+    warmup: int | None = None,
+    draws: int | None = None,
+    seed: int | None = None,
+    backend: str = "auto",
+    progress: bool | None = None,
+    warm_start: bool | Literal["auto"] = "auto",
+    subsample: int | None = None,
+    max_rows: int | None = DEFAULT_MAX_ROWS,
+    method: Literal["nuts", "pathfinder"] = "nuts",
+    **sampler_args: Any,
+) -> Fit:
+    """Fit ``scm`` to ``data``: what :meth:`counterfair.SCM.fit` runs (see it for the options).
+
+    Checks the options of the method first: NUTS defaults to 4 chains of 500 + 500
+    iterations; Pathfinder refuses NUTS-only options and the PyStan back end.
+    """
+    check_method(method)
+    if method == "pathfinder":
+        refuse_nuts_options(
+            {
+                "chains": chains,
+                "warmup": warmup,
+                "warm_start": True if warm_start is True else None,
+                "progress": True if progress else None,
+                **sampler_args,
+            }
+        )
+        check_pathfinder_backend(backend)
+        return fit_scm(
+            scm, data, chains=1, warmup=0, draws=pathfinder_draws(draws), seed=seed,
+            backend=backend, progress=False, warm_start=False, subsample=subsample,
+            max_rows=max_rows, method="pathfinder",
+        )
+    return fit_scm(
+        scm,
+        data,
+        chains=4 if chains is None else chains,
+        warmup=500 if warmup is None else warmup,
+        draws=500 if draws is None else draws,
+        seed=seed,
+        backend=backend,
+        progress=progress,
+        warm_start=warm_start,
+        subsample=subsample,
+        max_rows=max_rows,
+        **sampler_args,
+    )
 
 
 def fit_scm(

@@ -45,13 +45,15 @@ from scipy.stats import norm
 
 from counterfair import errors
 from counterfair.inference import exact_abduction
-from counterfair.inference.fit import Fit, register_loo
 from counterfair.model.evaluate import linear_predictor, sigma_of
 from counterfair.model.families.base import CountFamily
 from counterfair.model.params import ParamDraws
-from counterfair.model.scm import SCM
 from counterfair.model.specs import Latent
 from counterfair.stan.data import observed_values
+
+if TYPE_CHECKING:  # types only: Fit.loo delegates here
+    from counterfair.inference.fit import Fit
+    from counterfair.model.scm import SCM
 
 if TYPE_CHECKING:
     from counterfair.model.equation import NodeEquation
@@ -399,4 +401,3 @@ def compare(fits: Mapping[str, Fit], **options: Any) -> pd.DataFrame:
     return table
 
 
-register_loo(loo)  # Fit.loo calls it; counterfair.inference.fit does not import this module

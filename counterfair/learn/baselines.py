@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ from sklearn.linear_model import LinearRegression
 
 from counterfair import errors
 from counterfair.counterfactual.prediction import _no_rows_out
+from counterfair.learn.saving import Savable
 from counterfair.model.families import family_of
 from counterfair.model.scm import SCM
 from counterfair.model.specs import Observed, Protected
@@ -52,7 +52,7 @@ def _design(
     return out
 
 
-class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
+class BaselinePredictor(Savable, BaseEstimator):  # type: ignore[misc]
     """A plain scikit-learn model on chosen columns (protected ones one-hot encoded).
 
     Parameters
@@ -158,16 +158,6 @@ class BaselinePredictor(BaseEstimator):  # type: ignore[misc]
     def classes_(self) -> np.ndarray:
         """Classes of the wrapped classifier."""
         return np.asarray(self.estimator_.classes_)
-
-    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Save the fitted predictor to a folder without pickle (read by :func:`counterfair.load`).
-
-        See :mod:`counterfair.io.learner_folder`. ``overwrite`` replaces a non-empty
-        ``path`` (refused otherwise). Returns the folder written.
-        """
-        from counterfair.io.learner_folder import save_learner
-
-        return save_learner(self, path, overwrite=overwrite)
 
 
 def full_predictor(

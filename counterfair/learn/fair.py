@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -24,19 +23,21 @@ from sklearn.metrics import accuracy_score, r2_score
 
 from counterfair import errors
 from counterfair.counterfactual.action import noise_column
-from counterfair.counterfactual.paths import check_paths
-from counterfair.counterfactual.prediction import MULTICLASS_PROBABILITY, _as_numbers, _no_rows_out
-from counterfair.inference.fit import Abduction, Fit, default_conditioning
-from counterfair.learn.path_features import (
+from counterfair.counterfactual.path_features import (
     check_options,
     corrected_inputs,
     input_names,
 )
+from counterfair.counterfactual.paths import check_paths
+from counterfair.counterfactual.prediction import MULTICLASS_PROBABILITY, _as_numbers, _no_rows_out
+from counterfair.inference.chunks import abduct_chunks
+from counterfair.inference.fit import Abduction, Fit, default_conditioning
+from counterfair.learn.saving import Savable
 from counterfair.model.families import family_of
 from counterfair.model.scm import SCM
 from counterfair.model.specs import Observed
 from counterfair.rows import chunking, dispatch
-from counterfair.rows.rows import Rows, abduct_chunks
+from counterfair.rows.rows import Rows
 
 FeatureSet = Literal["non_descendants", "latent", "additive_noise", "path_specific"]
 FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise", "path_specific")
@@ -64,7 +65,7 @@ DESCENDANT_FEATURE = (
 )
 
 
-class FairLearner(BaseEstimator):  # type: ignore[misc]
+class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
     """A counterfactually fair predictor (Kusner et al. 2017, Algorithm 1).
 
     Parameters
@@ -86,7 +87,7 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         2019): the latents and every observed node other than the target (and
         its descendants) with its descendants along ``unfair_paths`` recomputed
         with the protected attribute at ``baseline`` and the abducted noise,
-        fair paths keeping the row's own level (:mod:`counterfair.learn.path_features`).
+        fair paths keeping the row's own level (:mod:`counterfair.counterfactual.path_features`).
     estimator : scikit-learn estimator, optional
         Default ``LinearRegression()``, or ``LogisticRegression()`` for a
         Bernoulli target.
@@ -436,7 +437,7 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         return args
 
     def _chunk_draws(self, X: pd.DataFrame | Rows) -> Iterator[np.ndarray]:
-        """:meth:`predict_draws` chunk by chunk (:func:`counterfair.rows.rows.abduct_chunks`)."""
+        """:meth:`predict_draws` chunk by chunk (:mod:`counterfair.inference.chunks`)."""
         scm = self._check_setup()
         rows = Rows.from_frame(X)
         args = self._abduct_args(scm, rows.frame)
@@ -548,16 +549,6 @@ class FairLearner(BaseEstimator):  # type: ignore[misc]
         if self._is_classifier():
             return float(accuracy_score(truth, predicted))
         return float(r2_score(truth, predicted))
-
-    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Save the fitted predictor to a folder without pickle (read by :func:`counterfair.load`).
-
-        See :mod:`counterfair.io.learner_folder`. ``overwrite`` replaces a non-empty
-        ``path`` (refused otherwise). Returns the folder written.
-        """
-        from counterfair.io.learner_folder import save_learner
-
-        return save_learner(self, path, overwrite=overwrite)
 
 
 def _same_rows(fitted: pd.DataFrame, data: pd.DataFrame) -> bool:

@@ -9,13 +9,6 @@ import networkx as nx
 import pandas as pd
 
 from counterfair import errors
-from counterfair.inference.fitting import fit_scm
-from counterfair.inference.pathfinder import (
-    check_method,
-    check_pathfinder_backend,
-    pathfinder_draws,
-    refuse_nuts_options,
-)
 from counterfair.model import checks as validation
 from counterfair.model import identification
 from counterfair.model.discrete import Deterministic, DiscreteNoise
@@ -24,11 +17,10 @@ from counterfair.model.equation import LatentTerm, NodeEquation, ObservedTerm, P
 from counterfair.model.families import family_of
 from counterfair.model.simulate import simulate
 from counterfair.model.specs import SPEC_KEY, Latent, NodeSpec, Observed, Protected
-from counterfair.rows.subsample import DEFAULT_MAX_ROWS
-from counterfair.stan.codegen import abduction_program, fit_program
+from counterfair.options import DEFAULT_MAX_ROWS
 
-if TYPE_CHECKING:
-    from counterfair.inference.fit import Fit
+if TYPE_CHECKING:  # the return type of the fit delegate below
+    from counterfair.inference.fitting import Fit
 
 Coding = Literal["reference", "onehot"]
 
@@ -305,12 +297,20 @@ class SCM:
 
     # ------------------------------------------------------------------ Stan
     def stan_code(self) -> str:
-        """The Stan program that fits this SCM (parameters and per-row latents)."""
+        """The Stan program that fits this SCM (parameters and per-row latents).
+
+        A delegate to :func:`counterfair.stan.codegen.fit_program`, the stage above.
+        """
+        from counterfair.stan.codegen import fit_program
 
         return fit_program(self)
 
     def abduction_code(self) -> str:
-        """The Stan program that samples latents of new rows given parameter values."""
+        """The Stan program that samples latents of new rows given parameter values.
+
+        A delegate to :func:`counterfair.stan.codegen.abduction_program`.
+        """
+        from counterfair.stan.codegen import abduction_program
 
         return abduction_program(self)
 
@@ -391,36 +391,12 @@ class SCM:
             ``warm_start=True``, ``progress=True``, sampler arguments).
         """
 
-        check_method(method)
-        if method == "pathfinder":
-            refuse_nuts_options(
-                {
-                    "chains": chains,
-                    "warmup": warmup,
-                    "warm_start": True if warm_start is True else None,
-                    "progress": True if progress else None,
-                    **sampler_args,
-                }
-            )
-            check_pathfinder_backend(backend)
-            return fit_scm(
-                self, data, chains=1, warmup=0, draws=pathfinder_draws(draws), seed=seed,
-                backend=backend, progress=False, warm_start=False, subsample=subsample,
-                max_rows=max_rows, method="pathfinder",
-            )
-        return fit_scm(
-            self,
-            data,
-            chains=4 if chains is None else chains,
-            warmup=500 if warmup is None else warmup,
-            draws=500 if draws is None else draws,
-            seed=seed,
-            backend=backend,
-            progress=progress,
-            warm_start=warm_start,
-            subsample=subsample,
-            max_rows=max_rows,
-            **sampler_args,
+        from counterfair.inference.fitting import fit  # the stage above: a delegate
+
+        return fit(
+            self, data, chains=chains, warmup=warmup, draws=draws, seed=seed, backend=backend,
+            progress=progress, warm_start=warm_start, subsample=subsample, max_rows=max_rows,
+            method=method, **sampler_args,
         )
 
     # ------------------------------------------------------------------ simulation

@@ -6,23 +6,20 @@ abduction, then action, then prediction. :meth:`Rows.chunks` cuts it into chunks
 of :func:`counterfair.options.chunk_bytes` of working memory; each chunk keeps the
 global 0-based positions of its rows, by which every random draw is keyed
 (:class:`counterfair.rng.RowRandom`), so results do not depend on the
-chunking. :func:`abduct_chunks` pairs each chunk with its abduction.
+chunking. :func:`counterfair.inference.chunks.abduct_chunks` pairs each chunk with its
+abduction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from counterfair.model import checks as validation
 from counterfair.rows import chunking
-
-if TYPE_CHECKING:
-    from counterfair.inference.fit import Abduction, Fit
 
 
 @dataclass(frozen=True)
@@ -82,55 +79,3 @@ class Rows:
             len(self), bytes_per_row=bytes_per_row, positions=self.positions
         ):
             yield part.rows, self.chunk(part.rows)
-
-
-def slice_do(do: Mapping[str, Any], rows: slice, n_rows: int) -> dict[str, Any]:
-    """``do`` for a slice of the rows: per-row sequences are sliced, single values kept.
-
-    Raises
-    ------
-    ValueError
-        If a per-row sequence does not have ``n_rows`` values.
-    """
-    out: dict[str, Any] = {}
-    for node, value in do.items():
-        if isinstance(value, str) or np.ndim(value) == 0:
-            out[node] = value
-            continue
-        values = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
-        if len(values) != n_rows:
-            raise ValueError(
-                f"do[{node!r}] has {len(values)} values for {n_rows} rows: give one value, "
-                "or one per row"
-            )
-        out[node] = values[rows]
-    return out
-
-
-def abduct_chunks(
-    fit: Fit,
-    rows: Rows | None,
-    *,
-    bytes_per_row: float,
-    abduction: Abduction | None = None,
-    **abduct_args: Any,
-) -> Iterator[tuple[slice, Abduction]]:
-    """``(slice, abduction)`` for each chunk of the rows, in order.
-
-    Exact abduction (and an SCM without latents) runs chunk by chunk, each chunk
-    keyed by its rows' global positions, so the abductions do not depend on the
-    chunk size. MCMC abduction of new rows, and the training rows' own draws
-    (``rows=None``), are computed once for all the rows and then cut: MCMC
-    abduction is not chunk-invariant (one Stan program samples all rows at once).
-    A given ``abduction`` is cut likewise.
-    """
-    if abduction is None and (rows is None or not fit.abduction_is_exact(rows, **abduct_args)):
-        abduction = fit.abduct(rows, **abduct_args)
-    if abduction is not None:
-        n = len(abduction.data)
-        for part in chunking.row_chunks(n, bytes_per_row=bytes_per_row):
-            yield part.rows, abduction.take_rows(np.arange(n)[part.rows])
-        return
-    assert rows is not None
-    for where, chunk in rows.chunks(bytes_per_row):
-        yield where, fit.abduct(chunk, **abduct_args)

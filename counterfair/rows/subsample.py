@@ -149,10 +149,6 @@ def stratified_subsample(
     return df.iloc[stratified_positions(codes, n, seed=seed)]
 
 
-DEFAULT_MAX_ROWS = 100_000
-"""Above this many rows ``SCM.fit`` runs NUTS on a stratified subsample of this size."""
-
-
 def fit_rows(
     data: pd.DataFrame,
     columns: Sequence[str],
