@@ -1,4 +1,5 @@
-"""Tests of counterfair.datasets.law_school (law school data loader).
+"""Tests of counterfair.datasets: the law school loader and the data-folder search
+(counterfair.datasets._files) that every data set shares.
 
 Tests on the real data read ``law_data.csv`` from ``$COUNTERFAIR_DATA`` (falling back to
 ``<repo>/../shared/data``) and are skipped if it is absent. No test touches the network: the
@@ -17,7 +18,15 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.datasets import law_school as datasets
+from counterfair.datasets import (
+    _files,
+    default_data_home,
+    find_data_file,
+    law_school,
+    load_adult,
+    load_compas,
+)
+from counterfair.datasets.compas import COMPAS_FILENAME, COMPAS_URL
 from counterfair.datasets.law_school import (
     LAW_SCHOOL_COLUMNS,
     LAW_SCHOOL_FILENAME,
@@ -25,7 +34,6 @@ from counterfair.datasets.law_school import (
     LAW_SCHOOL_URL,
     RACE_LEVELS,
     SEX_LEVELS,
-    default_data_home,
     find_law_school_file,
     law_school_split,
     law_school_subsample,
@@ -56,7 +64,7 @@ def cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     def no_network(url: str, dest: Path, *, timeout: float = 0.0) -> None:
         raise AssertionError(f"a test tried to download {url}")
 
-    monkeypatch.setattr(datasets, "_download", no_network)
+    monkeypatch.setattr(_files, "_download", no_network)
     return cache_base / "counterfair"
 
 
@@ -285,6 +293,53 @@ def test_data_home_beats_env_var_on_load(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert len(load_law_school(download=False)) == len(small) - 1
 
 
+def test_one_search_for_every_data_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cache_dir: Path
+) -> None:
+    # Adult and COMPAS files are looked for where law_data.csv is: data_home, $COUNTERFAIR_DATA,
+    # then the per-user cache
+    env_dir = tmp_path / "env"
+    for folder in (env_dir, cache_dir):
+        folder.mkdir(parents=True)
+        (folder / "adult.data").write_text(folder.name)
+    monkeypatch.setenv("COUNTERFAIR_DATA", str(env_dir))
+    assert find_data_file("adult.data") == env_dir / "adult.data"
+    monkeypatch.delenv("COUNTERFAIR_DATA")
+    assert find_data_file("adult.data") == cache_dir / "adult.data"
+    # a single-file data set's data_home may be the file itself
+    compas = tmp_path / "mine.csv"
+    compas.write_text("x")
+    assert find_data_file(COMPAS_FILENAME, compas, url=COMPAS_URL) == compas
+
+
+def test_not_found_without_download(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # the autouse fixture makes any download attempt fail the test
+    env_dir = tmp_path / "env"
+    monkeypatch.setenv("COUNTERFAIR_DATA", str(env_dir))
+    with pytest.raises(FileNotFoundError, match=r"not found\. Folders searched: ") as info:
+        find_data_file(COMPAS_FILENAME, tmp_path, url=COMPAS_URL)
+    message = str(info.value)
+    for folder in (tmp_path, env_dir, default_data_home()):
+        assert str(folder) in message
+    assert "$COUNTERFAIR_DATA" in message
+    assert COMPAS_URL in message
+    assert "download=False" not in message  # COMPAS is never downloaded
+    with pytest.raises(ValueError, match="sha256"):
+        find_data_file(COMPAS_FILENAME, url=COMPAS_URL, download=True)
+
+
+def test_tabular_loaders_check_data_home(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_compas(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_adult(tmp_path / "missing")
+    (tmp_path / "adult.data").write_text("x")
+    with pytest.raises(FileNotFoundError, match="is a file"):
+        load_adult(tmp_path / "adult.data")  # two files: data_home must be their folder
+    with pytest.raises(FileNotFoundError, match=r"adult\.test not found"):
+        load_adult(tmp_path)
+
+
 # ---------------------------------------------------------------- download path (no network)
 
 
@@ -311,7 +366,7 @@ def test_offline_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cache_
         calls.append(url)
         raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
 
-    monkeypatch.setattr(datasets, "_download", offline)
+    monkeypatch.setattr(_files, "_download", offline)
     arg_dir, env_dir = tmp_path / "arg", tmp_path / "env"
     arg_dir.mkdir()  # exists, without the file (a missing data_home is its own error)
     monkeypatch.setenv("COUNTERFAIR_DATA", str(env_dir))
@@ -336,7 +391,7 @@ def test_download_timeout_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
         dest.write_bytes(b"partial")
         raise TimeoutError("timed out")
 
-    monkeypatch.setattr(datasets, "_download", slow)
+    monkeypatch.setattr(_files, "_download", slow)
     with pytest.raises(FileNotFoundError, match="timed out"):
         find_law_school_file()
     assert list(default_data_home().iterdir()) == []
@@ -346,7 +401,7 @@ def test_sha256_mismatch_deletes_download(monkeypatch: pytest.MonkeyPatch, cache
     def wrong_file(url: str, dest: Path, *, timeout: float = 0.0) -> None:
         dest.write_bytes(b"<html>not the data</html>")
 
-    monkeypatch.setattr(datasets, "_download", wrong_file)
+    monkeypatch.setattr(_files, "_download", wrong_file)
     with pytest.raises(FileNotFoundError, match="sha256") as info:
         find_law_school_file()
     assert LAW_SCHOOL_SHA256 in str(info.value)
@@ -360,15 +415,15 @@ def test_download_success(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> N
     def fake(url: str, dest: Path, *, timeout: float = 0.0) -> None:
         dest.write_bytes(content)
 
-    monkeypatch.setattr(datasets, "_download", fake)
-    monkeypatch.setattr(datasets, "LAW_SCHOOL_SHA256", hashlib.sha256(content).hexdigest())
+    monkeypatch.setattr(_files, "_download", fake)
+    monkeypatch.setattr(law_school, "LAW_SCHOOL_SHA256", hashlib.sha256(content).hexdigest())
     df = load_law_school()
     assert len(df) == len(_small_raw()) - 1
     target = cache_dir / LAW_SCHOOL_FILENAME
     assert target.read_bytes() == content
     assert list(cache_dir.iterdir()) == [target]
     # a second call finds the cached copy without downloading
-    monkeypatch.setattr(datasets, "_download", None)
+    monkeypatch.setattr(_files, "_download", None)
     assert find_law_school_file() == target
 
 
@@ -377,7 +432,7 @@ def test_download_success_real_checksum(monkeypatch: pytest.MonkeyPatch, cache_d
     def fake(url: str, dest: Path, *, timeout: float = 0.0) -> None:
         dest.write_bytes(_SHARED_FILE.read_bytes())
 
-    monkeypatch.setattr(datasets, "_download", fake)
+    monkeypatch.setattr(_files, "_download", fake)
     assert find_law_school_file() == cache_dir / LAW_SCHOOL_FILENAME
 
 

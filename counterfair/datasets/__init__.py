@@ -1,22 +1,34 @@
 """The study data sets, read from a folder the user names: law school (Kusner et al. 2017),
-UCI Adult and ProPublica COMPAS; and the law school study's ready-made SCMs."""
+UCI Adult and ProPublica COMPAS; and the law school study's ready-made SCMs.
 
-from counterfair.datasets.law_school import (
+One module per data set (``law_school``, ``adult``, ``compas``), all finding their files
+through the one data-folder search of ``_files`` (:func:`find_data_file`)."""
+
+from counterfair.datasets._files import (
     DATA_ENV_VAR,
+    check_data_home,
+    default_data_home,
+    find_data_file,
+)
+from counterfair.datasets.adult import ADULT_COLUMNS, ADULT_URL, load_adult
+from counterfair.datasets.compas import COMPAS_COLUMNS, COMPAS_FILENAME, COMPAS_URL, load_compas
+from counterfair.datasets.law_school import (
     LAW_SCHOOL_COLUMNS,
     LAW_SCHOOL_FILENAME,
     RACE_LEVELS,
     SEX_LEVELS,
-    check_data_home,
-    default_data_home,
     find_law_school_file,
     law_school_split,
     law_school_subsample,
     load_law_school,
 )
-from counterfair.datasets.tabular import load_adult, load_compas
 
 __all__ = [
+    "ADULT_COLUMNS",
+    "ADULT_URL",
+    "COMPAS_COLUMNS",
+    "COMPAS_FILENAME",
+    "COMPAS_URL",
     "DATA_ENV_VAR",
     "LAW_SCHOOL_COLUMNS",
     "LAW_SCHOOL_FILENAME",
@@ -24,6 +36,7 @@ __all__ = [
     "SEX_LEVELS",
     "check_data_home",
     "default_data_home",
+    "find_data_file",
     "find_law_school_file",
     "law_school_split",
     "law_school_subsample",

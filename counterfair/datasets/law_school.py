@@ -1,14 +1,11 @@
-"""Loader for the LSAC law school data used by Kusner et al. (2017).
+"""Loader, split and subsample of the LSAC law school data used by Kusner et al. (2017).
 
 The data (``law_data.csv``, 21,791 rows) is never stored in the repository. It is looked for
-in, in order,
-
-1. the ``data_home`` argument,
-2. the folder named by the ``COUNTERFAIR_DATA`` environment variable,
-3. the per-user cache folder :func:`default_data_home`,
-
-and, if absent everywhere, it is downloaded from :data:`LAW_SCHOOL_URL` into the cache folder
-and checked against :data:`LAW_SCHOOL_SHA256`.
+by the data-folder search shared by every data set
+(:func:`counterfair.datasets.find_data_file`): in the ``data_home`` argument, the folder named
+by the ``COUNTERFAIR_DATA`` environment variable, then the per-user cache folder
+(:func:`counterfair.datasets.default_data_home`); if absent everywhere, it is downloaded from
+:data:`LAW_SCHOOL_URL` into the cache folder and checked against :data:`LAW_SCHOOL_SHA256`.
 
 References
 ----------
@@ -21,28 +18,23 @@ Admission Council.
 
 from __future__ import annotations
 
-import hashlib
-import http.client
 import os
-import tempfile
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
+from counterfair.datasets._files import find_data_file
 from counterfair.rows.subsample import stratified_positions
 
 __all__ = [
-    "DATA_ENV_VAR",
     "LAW_SCHOOL_COLUMNS",
     "LAW_SCHOOL_FILENAME",
     "LAW_SCHOOL_SHA256",
     "LAW_SCHOOL_URL",
     "RACE_LEVELS",
     "SEX_LEVELS",
-    "default_data_home",
     "find_law_school_file",
     "law_school_split",
     "law_school_subsample",
@@ -57,9 +49,6 @@ LAW_SCHOOL_SHA256 = "778f7e055d7be170197b73c98d6ce7f18b4f38d5ca1093c6af10bb9fcd7
 
 LAW_SCHOOL_URL = "https://www.dropbox.com/s/ca74he84aw6ed3z/law_data.csv?dl=1"
 """Public copy of ``law_data.csv`` used by Kusner et al. (2017)."""
-
-DATA_ENV_VAR = "COUNTERFAIR_DATA"
-"""Environment variable naming a folder that holds ``law_data.csv``."""
 
 RACE_LEVELS: tuple[str, ...] = (
     "White",
@@ -91,108 +80,7 @@ LAW_SCHOOL_COLUMNS: tuple[str, ...] = (
 _SEX_CODES: dict[int, str] = {1: "Female", 2: "Male"}
 _FLOAT_COLUMNS = ("UGPA", "ZFYA", "sander_index")
 _EXCLUDED_REGION = "PO"
-_DOWNLOAD_TIMEOUT = 30.0  # seconds, per blocking socket operation
 _STRATIFY_COLUMN = "first_pf"
-
-
-class _ChecksumError(ValueError):
-    """A downloaded file does not have the expected sha256."""
-
-
-def default_data_home() -> Path:
-    """Return the per-user cache folder where a downloaded ``law_data.csv`` is kept.
-
-    Returns
-    -------
-    pathlib.Path
-        ``$XDG_CACHE_HOME/counterfair`` if ``XDG_CACHE_HOME`` is set to a non-empty value,
-        otherwise ``~/.cache/counterfair``. The folder is not created.
-    """
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return (base / "counterfair").absolute()
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
-def _download(url: str, dest: Path, *, timeout: float = _DOWNLOAD_TIMEOUT) -> None:
-    """Write the body of ``url`` to ``dest`` (tests replace this function)."""
-    request = urllib.request.Request(url, headers={"User-Agent": "counterfair"})
-    with urllib.request.urlopen(request, timeout=timeout) as response, open(dest, "wb") as fh:
-        while chunk := response.read(1 << 16):
-            fh.write(chunk)
-
-
-def _download_law_school(dest_dir: Path) -> Path:
-    """Download ``law_data.csv`` into ``dest_dir`` and verify its sha256.
-
-    The body goes to a temporary file in ``dest_dir``, which is moved into place only if its
-    sha256 matches :data:`LAW_SCHOOL_SHA256` and deleted otherwise.
-    """
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".law_data.", suffix=".part", dir=dest_dir)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        _download(LAW_SCHOOL_URL, tmp, timeout=_DOWNLOAD_TIMEOUT)
-        digest = _sha256(tmp)
-        if digest != LAW_SCHOOL_SHA256:
-            raise _ChecksumError(
-                f"the downloaded file has sha256 {digest}, expected {LAW_SCHOOL_SHA256}; "
-                "it was deleted"
-            )
-        target = dest_dir / LAW_SCHOOL_FILENAME
-        os.replace(tmp, target)
-        return target
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-MISSING_DATA_HOME = (
-    "data folder {path} does not exist (given as data_home / --data-dir); give an existing "
-    "folder, or leave it out to use ${env} ({env_value})"
-)
-"""Error when an explicitly given data folder does not exist (it is never silently skipped)."""
-
-
-def check_data_home(data_home: str | os.PathLike[str] | None) -> None:
-    """Raise if ``data_home`` is given but does not exist.
-
-    Raises
-    ------
-    FileNotFoundError
-        Naming the folder and the ``COUNTERFAIR_DATA`` fallback that was not used.
-    """
-    if data_home is None:
-        return
-    path = Path(data_home).expanduser()
-    if not path.exists():
-        raise FileNotFoundError(
-            MISSING_DATA_HOME.format(
-                path=path.absolute(),
-                env=DATA_ENV_VAR,
-                env_value=os.environ.get(DATA_ENV_VAR) or "not set",
-            )
-        )
-
-
-def _candidate_folders(data_home: str | os.PathLike[str] | None) -> list[tuple[Path, str]]:
-    """Folders to search, in order, each with a label saying where it came from."""
-    candidates: list[tuple[Path, str]] = []
-    if data_home is not None:
-        candidates.append((Path(data_home).expanduser().absolute(), "data_home argument"))
-    env = os.environ.get(DATA_ENV_VAR, "")
-    if env:
-        candidates.append((Path(env).expanduser().absolute(), f"${DATA_ENV_VAR}"))
-    candidates.append((default_data_home(), "per-user cache, where downloads go"))
-    unique: list[tuple[Path, str]] = []
-    for folder, label in candidates:
-        if all(folder != seen for seen, _ in unique):
-            unique.append((folder, label))
-    return unique
 
 
 def find_law_school_file(
@@ -207,55 +95,35 @@ def find_law_school_file(
         Searched first.
     download : bool, default True
         If the file is in none of the searched folders, download :data:`LAW_SCHOOL_URL` into
-        :func:`default_data_home` and verify its sha256. If False, never touch the network.
+        :func:`~counterfair.datasets.default_data_home` and verify its sha256. If False,
+        never touch the network.
 
     Returns
     -------
     pathlib.Path
         Path of the file, from the first of these that holds it: ``data_home``, the folder in
-        the ``COUNTERFAIR_DATA`` environment variable, :func:`default_data_home`.
+        the ``COUNTERFAIR_DATA`` environment variable,
+        :func:`~counterfair.datasets.default_data_home` (see
+        :func:`~counterfair.datasets.find_data_file`, which this calls).
 
     Raises
     ------
     FileNotFoundError
-        If the file is in none of the folders and ``download`` is False or the download fails
-        (no network, HTTP error, timeout, sha256 mismatch, unwritable cache...). The message
-        lists every folder searched, the file name and the URL.
+        If ``data_home`` is given but does not exist; or if the file is in none of the folders
+        and ``download`` is False or the download fails (no network, HTTP error, timeout,
+        sha256 mismatch, unwritable cache...). The message lists every folder searched, the
+        file name and the URL.
 
     Notes
     -----
     Files found locally are not checksummed; only downloads are.
     """
-    check_data_home(data_home)
-    if data_home is not None:
-        direct = Path(data_home).expanduser()
-        if direct.is_file():
-            return direct.absolute()
-    folders = _candidate_folders(data_home)
-    for folder, _ in folders:
-        path = folder / LAW_SCHOOL_FILENAME
-        if path.is_file():
-            return path
-    if not download:
-        raise FileNotFoundError(
-            _not_found_message(folders, "Automatic download is off (download=False).")
-        )
-    cache = default_data_home()
-    try:
-        return _download_law_school(cache)
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        reason = f"Downloading it from {LAW_SCHOOL_URL} into {cache} failed: {exc!r}."
-        raise FileNotFoundError(_not_found_message(folders, reason)) from exc
-
-
-def _not_found_message(folders: list[tuple[Path, str]], reason: str) -> str:
-    listed = "\n".join(f"  - {folder}  ({label})" for folder, label in folders)
-    return (
-        f"{LAW_SCHOOL_FILENAME} was not found in any of these folders:\n{listed}\n"
-        f"{reason}\n"
-        f"Put {LAW_SCHOOL_FILENAME} (public copy: {LAW_SCHOOL_URL}, "
-        f"sha256 {LAW_SCHOOL_SHA256}) in one of these folders, "
-        f"or set the {DATA_ENV_VAR} environment variable to the folder that holds it."
+    return find_data_file(
+        LAW_SCHOOL_FILENAME,
+        data_home,
+        url=LAW_SCHOOL_URL,
+        sha256=LAW_SCHOOL_SHA256,
+        download=download,
     )
 
 
