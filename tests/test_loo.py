@@ -25,7 +25,7 @@ from scipy.stats import bernoulli, multivariate_normal, poisson
 import counterfair as cf
 from counterfair.inference.loo import integration_method, node_log_density, pointwise_log_likelihood
 from counterfair.model.evaluate import linear_predictor
-from counterfair.stan.data import observed_values
+from counterfair.rows.rows import observed_values
 
 
 def _inputs(fit: cf.Fit, rows: slice, draws: int) -> tuple:

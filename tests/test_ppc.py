@@ -36,7 +36,7 @@ from counterfair.inference.ppc_result import PosteriorPredictiveCheck
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Protected
-from counterfair.stan.data import observed_values
+from counterfair.rows.rows import observed_values
 
 matplotlib.use("Agg")  # figures are drawn off screen
 

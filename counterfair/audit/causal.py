@@ -58,7 +58,7 @@ from counterfair.errors import SCMError
 from counterfair.inference.chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.logs import progress
-from counterfair.rows import chunking, dispatch
+from counterfair.rows import dispatch
 from counterfair.rows.rows import Rows
 
 from ._html import esc, table_html
@@ -584,11 +584,9 @@ def audit_stream(
         keep_samples=keep_samples,
         n_targets=len(targets),
     )
-    per_row = chunking.bytes_per_row(samples, 8 * len(scm.specs))
     chunks = abduct_chunks(
         fit,
-        None if abduction is not None else Rows.from_frame(data),
-        bytes_per_row=per_row,
+        None if abduction is not None else Rows.check(data, fit.scm, fit.encoding),
         abduction=abduction,
         **abduct_args,
     )

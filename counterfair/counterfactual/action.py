@@ -117,7 +117,7 @@ def check_coupling(coupling: str) -> Coupling:
     return coupling
 
 
-def _check_do_nodes(scm: SCM, do: Mapping[str, object]) -> None:
+def check_do_nodes(scm: SCM, do: Mapping[str, object]) -> None:
     """Every node of ``do`` must be protected or observed (latents are abducted, not set)."""
     for node in do:
         if node in scm.latents:
@@ -144,7 +144,7 @@ def do_codes(fit: Fit, do: Mapping[str, DoValue], rows: pd.DataFrame) -> dict[st
         fit time.
     """
     scm = fit.scm
-    _check_do_nodes(scm, do)
+    check_do_nodes(scm, do)
     codes = fit.encoding.codes(rows)
     n = len(rows)
     for node, value in do.items():
@@ -176,7 +176,7 @@ def do_values(scm: SCM, do: Mapping[str, DoValue], index: pd.Index) -> dict[str,
         wrong number of values, or a value the node's family does not allow (the
         message names the node and the value).
     """
-    _check_do_nodes(scm, do)
+    check_do_nodes(scm, do)
     n = len(index)
     out: dict[str, np.ndarray] = {}
     for node, value in do.items():

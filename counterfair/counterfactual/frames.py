@@ -21,8 +21,8 @@ from counterfair.counterfactual.action import (
     DEFAULT_COUPLING,
     Coupling,
     DoValue,
-    _check_do_nodes,
     check_coupling,
+    check_do_nodes,
     counterfactual_world,
     do_values,
     factual_world,
@@ -30,12 +30,11 @@ from counterfair.counterfactual.action import (
     slice_do,
 )
 from counterfair.counterfactual.paths import path_specific_frame
-from counterfair.inference.abduction import EXACT_DRAWS_PER_SET, Abduction
+from counterfair.inference.abduction import Abduction
 from counterfair.inference.chunks import abduct_chunks
 from counterfair.model.evaluate import draw_node, linear_predictor
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
-from counterfair.rows import chunking
 from counterfair.rows.rows import Rows
 
 if TYPE_CHECKING:  # Fit.counterfactual and Fit.interventional delegate here
@@ -79,13 +78,12 @@ def counterfactual(
 
     if abduction is not None:
         return frame_of(abduction, do)
-    rows = None if data is None else Rows.from_frame(data)
+    rows = None if data is None else Rows.check(data, fit.scm, fit.encoding)
     n_rows = len(fit.data) if rows is None else len(rows)
-    per_row = chunking.bytes_per_row(n_samples or EXACT_DRAWS_PER_SET, 4 * len(fit.scm.specs))
     parts = [
         (chunk, frame_of(chunk, slice_do(do, where, n_rows)))
         for where, chunk in abduct_chunks(
-            fit, rows, bytes_per_row=per_row, n_samples=n_samples, seed=seed, **abduct_args
+            fit, rows, n_samples=n_samples, seed=seed, **abduct_args
         )
     ]
     return merge_chunk_frames(parts, do)
@@ -242,7 +240,7 @@ def interventional_frame(
     units = RowRandom.for_rows(seed, n)
     params: ParamDraws = posterior.take(np.sort(pick))
     s = params.n
-    _check_do_nodes(scm, do)
+    check_do_nodes(scm, do)
     set_values = do_values(scm, do, pd.RangeIndex(n))
     training_codes = fit.encoding.codes(fit.data)
     codes: dict[str, np.ndarray] = {}

@@ -24,7 +24,7 @@ from counterfair.counterfactual.path_features import (
 from counterfair.counterfactual.world import World
 from counterfair.inference.chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
-from counterfair.rows import chunking, dispatch
+from counterfair.rows import dispatch
 from counterfair.rows.rows import Rows
 
 MULTICLASS_PROBABILITY = (
@@ -63,7 +63,7 @@ def _estimator_input(predictor: Any, frame: pd.DataFrame) -> pd.DataFrame:
     return frame[list(names)]
 
 
-def _no_rows_out(rows_out: object, overwrite: bool) -> None:
+def refuse_rows_out(rows_out: object, overwrite: bool) -> None:
     """``rows_out=`` / ``overwrite=`` are for a Dask frame; refuse them for in-memory rows."""
     if rows_out is not None or overwrite:
         raise ValueError(
@@ -109,7 +109,7 @@ def predict_output(
         if response == "probability":
             raise TypeError(NO_PREDICT_PROBA.format(name=name))
         labels = np.asarray(predictor.predict(_estimator_input(predictor, frame)))
-        return _as_numbers(predictor, labels)
+        return as_numbers(predictor, labels)
     if callable(predictor):
         owner = getattr(predictor, "__self__", None)  # a bound method of an estimator
         out = np.asarray(predictor(frame))
@@ -124,11 +124,11 @@ def predict_output(
             )
         if out.ndim == 2:  # a bound predict_proba
             return np.asarray(out[:, -1], dtype=float)
-        return _as_numbers(owner if owner is not None else predictor, out)
+        return as_numbers(owner if owner is not None else predictor, out)
     raise TypeError(f"predictor must have .predict or be callable, got {name}")
 
 
-def _as_numbers(predictor: Predictor, labels: np.ndarray) -> np.ndarray:
+def as_numbers(predictor: Predictor, labels: np.ndarray) -> np.ndarray:
     """Predictions as floats; class labels that are not numbers become their index in
     ``classes_`` (so that two worlds' labels can be compared)."""
     if labels.dtype.kind in "biuf":
@@ -150,10 +150,6 @@ def multiclass_labels(predictor: Predictor, response: Response) -> bool:
     if getattr(predictor, "__name__", "") == "predict_proba":
         return False
     return response == "prediction" and len(getattr(owner, "classes_", ())) > 2
-
-
-def _predict(predictor: Predictor, frame: pd.DataFrame) -> np.ndarray:
-    return predict_output(predictor, frame)
 
 
 def _shared_learner(predictor: Predictor, fit: Fit) -> bool:
@@ -422,15 +418,13 @@ def iter_counterfactual_predictions(
     """
     if coupling is not None:
         check_coupling(coupling)
-    rows = None if data is None else Rows.from_frame(data)
+    rows = None if data is None else Rows.check(data, fit.scm, fit.encoding)
     n_rows = len(fit.data) if rows is None else len(rows)
     if abduction is not None:
         n_rows = len(abduction.data)
-    per_row = chunking.bytes_per_row(n_samples, 8 * len(fit.scm.specs))
     for where, chunk in abduct_chunks(
         fit,
         None if abduction is not None else rows,
-        bytes_per_row=per_row,
         abduction=abduction,
         n_samples=n_samples,
         seed=seed,

@@ -27,14 +27,13 @@ from counterfair.inference.diagnostics import Diagnostics, warn_on_divergences
 from counterfair.inference.ppc import posterior_predictive_check
 from counterfair.inference.ppc_result import PosteriorPredictiveCheck
 from counterfair.logs import progress_enabled
-from counterfair.model import checks as validation
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
 from counterfair.rows import chunking, dispatch
 from counterfair.rows.rows import Rows
 from counterfair.stan.backend import get_backend
-from counterfair.stan.data import abduction_data, conditioning_nodes, observed_values
+from counterfair.stan.data import abduction_data, conditioning_nodes
 from counterfair.stan.warm_start import WarmStart
 
 logger = logging.getLogger(__name__)
@@ -104,7 +103,7 @@ def _row_coord(data: pd.DataFrame) -> list[Any]:
     return list(data.index) if data.index.is_unique else list(range(len(data)))
 
 
-def _coords_and_dims(
+def coords_and_dims(
     scm: SCM, encoding: Encoding, data: pd.DataFrame, latent_dims: list[str]
 ) -> tuple[dict[str, list[Any]], dict[str, list[str]]]:
     coords: dict[str, list[Any]] = {"row": _row_coord(data)}
@@ -192,6 +191,15 @@ class Fit:
     warm_start: WarmStart | None = None
     subsample: dict[str, Any] | None = None
     method: str = "nuts"
+    _rows: Rows | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def rows(self) -> Rows:
+        """The training rows as checked at their door (:meth:`Rows.check`), once."""
+        if self._rows is None:  # a fit read back from a folder: its rows are checked here
+            object.__setattr__(self, "_rows", Rows.check(self.data, self.scm, self.encoding))
+        assert self._rows is not None
+        return self._rows
 
     # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
@@ -253,13 +261,12 @@ class Fit:
         }
         if n_samples is not None and n_samples < params.n:
             params, latents = _thin(params, latents, n_samples, seed)
-        observed = observed_values(self.scm, self.data)
         return Abduction(
             data=self.data,
             params=params,
             latents=latents,
-            codes=self.encoding.codes(self.data),
-            observed=observed,
+            codes=dict(self.rows.codes),
+            observed=self.rows.values(),
             conditioned_on=self.scm.observed,
         )
 
@@ -416,28 +423,17 @@ class Fit:
         _check_engine(engine, mcmc_settings)
         if data is None and condition_on is None and engine == "auto":
             return self._training_abduction(n_samples, seed)
-        if isinstance(data, Rows):
-            if positions is not None:
-                raise ValueError("positions= is given twice: the Rows carry their positions")
-            rows, positions = data.frame, data.positions
-        else:
-            rows = self.data if data is None else validation.validate_frame(data)
-        validation.validate_columns(rows, self.scm.protected)
-        if positions is not None:
-            positions = np.asarray(positions, dtype=np.int64)
-            if positions.shape != (len(rows),):
-                raise ValueError(
-                    f"positions has shape {positions.shape}, expected ({len(rows)},): one "
-                    "global position per row"
-                )
+        checked = self._checked(data, positions)
+        if isinstance(data, Rows) or positions is not None:
+            positions = checked.positions
+        rows = checked.frame
         if condition_on is None:
             conditioned = default_conditioning(self.scm, rows)
         else:
             conditioned = conditioning_nodes(self.scm, condition_on)
             _check_conditioning(self.scm, rows, conditioned)
-        codes = self.encoding.codes(rows)
-        known = [n for n in self.scm.observed if n in rows.columns]
-        observed = observed_values(self.scm, rows, known)
+        codes = dict(checked.codes)
+        observed = checked.values(checked.present())
         param_sets = self._parameter_sets(method, n_param_draws, seed)
         if not self.scm.latents:
             size = n_samples or 1
@@ -461,10 +457,10 @@ class Fit:
         )
         if use_exact:
             return self._exact_abduction(
-                rows, param_sets, codes, observed, conditioned, n_samples, seed, positions
+                checked, param_sets, observed, conditioned, n_samples, seed, positions
             )
         return self._mcmc_abduction(
-            rows,
+            checked,
             param_sets,
             codes,
             observed,
@@ -519,11 +515,33 @@ class Fit:
             return all_params.take(np.sort(rng.choice(all_params.n, count, replace=False)))
         raise ValueError(f"method must be 'mean' or 'draws', got {method!r}")
 
+    def _checked(self, data: pd.DataFrame | Rows | None, positions: np.ndarray | None) -> Rows:
+        """The rows to abduct, through their door (the training rows when ``data`` is None).
+
+        Raises
+        ------
+        ValueError
+            If ``positions`` is given with Rows (which carry theirs), or does not hold
+            one global position per row.
+        """
+        if data is None:
+            data = self.rows if positions is None else self.rows.frame
+        if isinstance(data, Rows) and positions is not None:
+            raise ValueError("positions= is given twice: the Rows carry their positions")
+        if positions is not None:
+            positions = np.asarray(positions, dtype=np.int64)
+            n = len(data)
+            if positions.shape != (n,):
+                raise ValueError(
+                    f"positions has shape {positions.shape}, expected ({n},): one "
+                    "global position per row"
+                )
+        return Rows.check(data, self.scm, self.encoding, positions=positions)
+
     def _exact_abduction(
         self,
-        rows: pd.DataFrame,
+        checked: Rows,
         param_sets: ParamDraws,
-        codes: dict[str, np.ndarray],
         observed: dict[str, np.ndarray],
         conditioned: tuple[str, ...],
         n_samples: int | None,
@@ -538,18 +556,19 @@ class Fit:
         needed = set(conditioned)
         for node in conditioned:
             needed.update(t.parent for t in self.scm.equations[node].observed)
-        values = observed_values(self.scm, rows, needed)
+        values = checked.values(needed)
+        codes = dict(checked.codes)
+        rows = checked.frame
         total = EXACT_DRAWS_PER_SET * param_sets.n if n_samples is None else n_samples
         per_set = -(-total // param_sets.n)
-        where = np.arange(len(rows), dtype=np.int64) if positions is None else positions
         per_row = chunking.bytes_per_row(per_set * param_sets.n, len(self.scm.latents))
         parts: dict[str, list[np.ndarray]] = {name: [] for name in self.scm.latents}
-        for chunk in chunking.row_chunks(len(rows), bytes_per_row=per_row, positions=where):
+        for where, chunk in checked.chunks(per_row):
             drawn = exact_abduction.sample_latents(
                 self.scm,
                 param_sets,
-                {k: v[chunk.rows] for k, v in codes.items()},
-                {k: v[chunk.rows] for k, v in values.items()},
+                {k: v[where] for k, v in codes.items()},
+                {k: v[where] for k, v in values.items()},
                 conditioned,
                 draws_per_set=per_set,
                 rng=RowRandom(seed, chunk.positions),
@@ -571,7 +590,7 @@ class Fit:
 
     def _mcmc_abduction(
         self,
-        rows: pd.DataFrame,
+        checked: Rows,
         param_sets: ParamDraws,
         codes: dict[str, np.ndarray],
         observed: dict[str, np.ndarray],
@@ -600,8 +619,9 @@ class Fit:
                 f"{chains} * {per_chain} * {param_sets.n}; raise draws or lower n_samples"
             )
         program = self.scm.abduction_code()
-        stan_data = abduction_data(self.scm, rows, self.encoding, param_sets, conditioned)
-        coords, dims = _coords_and_dims(self.scm, self.encoding, rows, ["param_set", "row"])
+        rows = checked.frame
+        stan_data = abduction_data(self.scm, checked, self.encoding, param_sets, conditioned)
+        coords, dims = coords_and_dims(self.scm, self.encoding, rows.frame, ["param_set", "row"])
         run = get_backend(self._backend_name).sample(
             program,
             stan_data,

@@ -1,20 +1,23 @@
 """Fitting an SCM: NUTS (or Pathfinder) on the rows, with a warm start for many rows.
 
-:func:`fit_scm` is what :meth:`counterfair.SCM.fit` runs: it validates and encodes
-the rows (a stratified subsample above ``max_rows``), generates the Stan data,
-samples, checks scales and convergence, and returns a :class:`~counterfair.Fit`.
+:func:`fit` is what :meth:`counterfair.SCM.fit` runs: it checks the options, then
+:func:`fit_scm` checks and encodes the rows at their door (a stratified subsample
+above ``max_rows``), generates the Stan data, samples, checks scales and
+convergence, and returns a :class:`~counterfair.Fit`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from counterfair.inference import scales
 from counterfair.inference.diagnostics import diagnose, warn_on_problems
-from counterfair.inference.fit import Fit, _coords_and_dims
+from counterfair.inference.fit import Fit, coords_and_dims
 from counterfair.inference.pathfinder import (
     check_method,
     check_pathfinder_backend,
@@ -23,16 +26,16 @@ from counterfair.inference.pathfinder import (
     run_pathfinder,
 )
 from counterfair.logs import progress_enabled
-from counterfair.model import checks as validation
 from counterfair.model.encoding import Encoding
 from counterfair.model.identification import convergence_hint
-from counterfair.model.specs import Protected
 from counterfair.options import DEFAULT_MAX_ROWS
+from counterfair.rows.rows import Rows
 from counterfair.rows.subsample import fit_rows
 from counterfair.stan.anchored import add_anchored_latents
 from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import fit_data
 from counterfair.stan.inits import latent_inits
+from counterfair.stan.interface import SamplerRun
 from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
 
 logger = logging.getLogger(__name__)
@@ -40,15 +43,14 @@ logger = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
 
-__all__ = ["Fit", "fit", "fit_scm", "strata_columns"]
+__all__ = ["Fit", "fit", "fit_scm", "strata_columns", "training_rows"]
 
 _ADAPTATION_ARGS = ("stepsize", "init_phase", "metric_window", "term_phase", "inv_metric")
 
 
 def _warm_start(
     scm: SCM,
-    data: pd.DataFrame,
-    encoding: Encoding,
+    rows: Rows,
     stan_data: dict[str, Any],
     warm_start: bool | Literal["auto"],
     backend: str,
@@ -65,7 +67,7 @@ def _warm_start(
     explicit = [k for k in _ADAPTATION_ARGS if k in sampler_args]
     on_cmdstan = resolve_backend_name(backend) == "cmdstanpy"
     if warm_start == "auto":
-        if explicit or not on_cmdstan or len(data) < MIN_ROWS or warmup < MIN_WARMUP:
+        if explicit or not on_cmdstan or len(rows) < MIN_ROWS or warmup < MIN_WARMUP:
             return None
     else:
         if not on_cmdstan:
@@ -77,7 +79,7 @@ def _warm_start(
             raise ValueError(
                 f"warm_start=True sets {explicit} itself; pass warm_start=False to set them"
             )
-    return pilot_fit(scm, data, encoding, stan_data, chains=chains, seed=seed)
+    return pilot_fit(scm, rows, stan_data, chains=chains, seed=seed)
 
 
 def fit(
@@ -152,61 +154,21 @@ def fit_scm(
 ) -> Fit:
     """Fit ``scm`` to ``data`` by NUTS (or Pathfinder); see :meth:`counterfair.SCM.fit`.
 
-    With ``method="pathfinder"`` (options checked by ``SCM.fit``), ``draws`` is the
+    With ``method="pathfinder"`` (options checked by :func:`fit`), ``draws`` is the
     number of approximate draws and ``chains``, ``warmup`` and the sampler
     arguments are not used.
     """
-    validation.validate_frame(data)
-    validation.validate_columns(data, scm.protected)
-    data, subsample_info = fit_rows(
-        data, strata_columns(scm, data), subsample=subsample, max_rows=max_rows, seed=seed
+    rows, subsample_info = training_rows(
+        scm, data, subsample=subsample, max_rows=max_rows, seed=seed
     )
-    protected_specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
-    encoding = Encoding.from_data(protected_specs, data)
-    stan_data = fit_data(scm, data, encoding)
-    scales.warn_on_scales(scm, data)
-    coords, dims = _coords_and_dims(scm, encoding, data, ["row"])
+    stan_data = fit_data(scm, rows)
+    scales.warn_on_scales(scm, rows)
     if method == "pathfinder":
-        run = run_pathfinder(
-            scm.stan_code(), stan_data, draws=draws, seed=seed, coords=coords, dims=dims,
-            init=latent_inits(scm, stan_data, 1, seed)[0],
-        )
-        add_anchored_latents(scm, run.idata, stan_data, encoding)
-        return Fit(
-            scm=scm,
-            idata=run.idata,
-            encoding=encoding,
-            data=data.copy(),
-            seconds=run.seconds,
-            backend=run.backend,
-            seed=seed,
-            diagnostics=diagnose(run.idata, scm.parameter_names(), scm.latents),
-            _backend_name=backend,
-            subsample=subsample_info,
-            method="pathfinder",
-        )
-    start = _warm_start(scm, data, encoding, stan_data, warm_start, backend, chains, warmup,
+        return _pathfinder_fit(scm, rows, stan_data, draws, seed, backend, subsample_info)
+    start = _warm_start(scm, rows, stan_data, warm_start, backend, chains, warmup,
                         seed, sampler_args)
-    if "init" not in sampler_args:
-        sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
-        if start is not None:
-            sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
-    if start is not None:
-        sampler_args.update(start.sampler_args(warmup))
-    progress = progress_enabled(progress)  # never a bar in a log file, a pipe or CI
-    run = get_backend(backend).sample(
-        scm.stan_code(),
-        stan_data,
-        chains=chains,
-        warmup=warmup,
-        draws=draws,
-        seed=seed,
-        progress=progress,
-        coords=coords,
-        dims=dims,
-        **sampler_args,
-    )
-    add_anchored_latents(scm, run.idata, stan_data, encoding)
+    run = _sample(scm, rows, stan_data, start, backend, chains=chains, warmup=warmup,
+                  draws=draws, seed=seed, progress=progress, sampler_args=sampler_args)
     diagnostics = diagnose(
         run.idata,
         scm.parameter_names(),
@@ -221,8 +183,8 @@ def fit_scm(
     return Fit(
         scm=scm,
         idata=run.idata,
-        encoding=encoding,
-        data=data.copy(),
+        encoding=_encoding(rows),
+        data=rows.frame,
         seconds=run.seconds + (start.seconds if start is not None else 0.0),
         backend=run.backend,
         seed=seed,
@@ -230,7 +192,105 @@ def fit_scm(
         _backend_name=backend,
         warm_start=start,
         subsample=subsample_info,
+        _rows=rows,
     )
+
+
+def training_rows(
+    scm: SCM,
+    data: pd.DataFrame,
+    *,
+    subsample: int | None,
+    max_rows: int | None,
+    seed: int | None,
+) -> tuple[Rows, dict[str, Any] | None]:
+    """The rows NUTS runs on, checked at the door (:meth:`Rows.check`) and copied.
+
+    The protected attributes' encoding is learned from all the rows given, so that
+    every level of the user's data is known to the fit even when NUTS runs on a
+    stratified subsample (:func:`counterfair.rows.subsample.fit_rows`).
+    """
+    rows = Rows.check(data, scm)
+    rows, info = fit_rows(
+        rows, strata_columns(scm, rows.frame), subsample=subsample, max_rows=max_rows, seed=seed
+    )
+    # NUTS's rows are numbered 0..n-1, as the fit's own rows always were
+    return dataclasses.replace(rows, positions=np.arange(len(rows), dtype=np.int64)).copy(), info
+
+
+def _encoding(rows: Rows) -> Encoding:
+    assert rows.encoding is not None  # rows checked for an SCM carry their encoding
+    return rows.encoding
+
+
+def _pathfinder_fit(
+    scm: SCM,
+    rows: Rows,
+    stan_data: dict[str, Any],
+    draws: int,
+    seed: int | None,
+    backend: str,
+    subsample_info: dict[str, Any] | None,
+) -> Fit:
+    """The fit by Pathfinder: its draws kept as one chain, no convergence warnings."""
+    coords, dims = coords_and_dims(scm, _encoding(rows), rows.frame, ["row"])
+    run = run_pathfinder(
+        scm.stan_code(), stan_data, draws=draws, seed=seed, coords=coords, dims=dims,
+        init=latent_inits(scm, stan_data, 1, seed)[0],
+    )
+    add_anchored_latents(scm, run.idata, stan_data, _encoding(rows))
+    return Fit(
+        scm=scm,
+        idata=run.idata,
+        encoding=_encoding(rows),
+        data=rows.frame,
+        seconds=run.seconds,
+        backend=run.backend,
+        seed=seed,
+        diagnostics=diagnose(run.idata, scm.parameter_names(), scm.latents),
+        _backend_name=backend,
+        subsample=subsample_info,
+        method="pathfinder",
+        _rows=rows,
+    )
+
+
+def _sample(
+    scm: SCM,
+    rows: Rows,
+    stan_data: dict[str, Any],
+    start: WarmStart | None,
+    backend: str,
+    *,
+    chains: int,
+    warmup: int,
+    draws: int,
+    seed: int | None,
+    progress: bool | None,
+    sampler_args: dict[str, Any],
+) -> SamplerRun:
+    """NUTS on the fit program, from the latents' inits and the warm start if any."""
+    if "init" not in sampler_args:
+        sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
+        if start is not None:
+            sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
+    if start is not None:
+        sampler_args.update(start.sampler_args(warmup))
+    coords, dims = coords_and_dims(scm, _encoding(rows), rows.frame, ["row"])
+    run = get_backend(backend).sample(
+        scm.stan_code(),
+        stan_data,
+        chains=chains,
+        warmup=warmup,
+        draws=draws,
+        seed=seed,
+        progress=progress_enabled(progress),  # never a bar in a log file, a pipe or CI
+        coords=coords,
+        dims=dims,
+        **sampler_args,
+    )
+    add_anchored_latents(scm, run.idata, stan_data, _encoding(rows))
+    return run
 
 
 def strata_columns(scm: SCM, data: pd.DataFrame) -> list[str]:

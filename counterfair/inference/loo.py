@@ -49,7 +49,6 @@ from counterfair.model.evaluate import linear_predictor, sigma_of
 from counterfair.model.families.base import CountFamily
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Latent
-from counterfair.stan.data import observed_values
 
 if TYPE_CHECKING:  # types only: Fit.loo delegates here
     from counterfair.inference.fit import Fit
@@ -265,8 +264,8 @@ def pointwise_log_likelihood(
 # ---------------------------------------------------------------------- arviz
 def _log_likelihood_idata(fit: Fit, **options: Any) -> tuple[az.InferenceData, str]:
     params = fit.params()
-    codes = fit.encoding.codes(fit.data)
-    observed = observed_values(fit.scm, fit.data)
+    codes = dict(fit.rows.codes)
+    observed = fit.rows.values()
     method = options.pop("method", None) or integration_method(fit.scm)
     values = pointwise_log_likelihood(fit.scm, params, codes, observed, method=method, **options)
     posterior = fit.idata.posterior
@@ -348,10 +347,7 @@ def _check_comparable(fits: Mapping[str, Fit]) -> None:
                 f"({len(first.data)} vs {len(other.data)} rows; e.g. {list(missing[:5])} "
                 "in only one)"
             )
-        mine, theirs = (
-            observed_values(first.scm, first.data),
-            observed_values(other.scm, other.data),
-        )
+        mine, theirs = first.rows.values(), other.rows.values()
         for column in sorted(a):
             if not np.array_equal(mine[column], theirs[column]):
                 raise errors.DataError(

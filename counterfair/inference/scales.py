@@ -47,6 +47,7 @@ import pandas as pd
 
 from counterfair.errors import ScaleWarning
 from counterfair.model.specs import Observed, Prior, Protected
+from counterfair.rows.rows import Rows
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -217,9 +218,22 @@ def check_scales(scm: SCM, values: Mapping[str, np.ndarray]) -> list[ScaleProble
     return problems
 
 
-def scale_values(scm: SCM, data: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Values of the nodes :func:`check_scales` looks at, from a validated data frame."""
+def scale_values(scm: SCM, data: Rows | pd.DataFrame) -> dict[str, np.ndarray]:
+    """Values of the nodes :func:`check_scales` looks at.
+
+    From checked rows, their parsed values (no column is read again); from a frame
+    (as the tests give), its columns as numbers.
+    """
     out: dict[str, np.ndarray] = {}
+    if isinstance(data, Rows):
+        present = set(data.present())
+        for node in scm.nodes:
+            spec = scm.specs[node]
+            if isinstance(spec, Protected) and spec.continuous and node in data.codes:
+                out[node] = np.asarray(data.codes[node], dtype=float)
+            elif node in present and scm.equations[node].family.additive_noise:
+                out[node] = data.values([node])[node]
+        return out
     for node in scm.nodes:
         spec = scm.specs[node]
         if node not in data.columns:
@@ -231,7 +245,9 @@ def scale_values(scm: SCM, data: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
-def warn_on_scales(scm: SCM, data: pd.DataFrame, stacklevel: int = 4) -> list[ScaleProblem]:
+def warn_on_scales(
+    scm: SCM, data: Rows | pd.DataFrame, stacklevel: int = 4
+) -> list[ScaleProblem]:
     """Emit one :class:`~counterfair.errors.ScaleWarning` per offending node; return them.
 
     Called once per fit by :func:`counterfair.inference.fitting.fit_scm` after the data

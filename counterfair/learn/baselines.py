@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.linear_model import LinearRegression
 
 from counterfair import errors
-from counterfair.counterfactual.prediction import _no_rows_out
+from counterfair.counterfactual.prediction import refuse_rows_out
 from counterfair.learn.saving import Savable
 from counterfair.model.families import family_of
 from counterfair.model.scm import SCM
@@ -125,7 +125,7 @@ class BaselinePredictor(Savable, BaseEstimator):  # type: ignore[misc]
         """
         if (handler := dispatch.handler_for("BaselinePredictor.predict", X)) is not None:
             return handler(self, X, rows_out=rows_out, overwrite=overwrite)
-        _no_rows_out(rows_out, overwrite)
+        refuse_rows_out(rows_out, overwrite)
         out = chunking.apply_by_rows(
             lambda part: np.asarray(self.estimator_.predict(self._matrix(part))),
             X,

@@ -29,7 +29,11 @@ from counterfair.counterfactual.path_features import (
     input_names,
 )
 from counterfair.counterfactual.paths import check_paths
-from counterfair.counterfactual.prediction import MULTICLASS_PROBABILITY, _as_numbers, _no_rows_out
+from counterfair.counterfactual.prediction import (
+    MULTICLASS_PROBABILITY,
+    as_numbers,
+    refuse_rows_out,
+)
 from counterfair.inference.chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit, default_conditioning
 from counterfair.learn.saving import Savable
@@ -336,11 +340,11 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
                     )
                 )
             labels = np.asarray(self.classes_)[np.argmax(scores, axis=-1)]
-            return _as_numbers(self, labels.reshape(-1))
+            return as_numbers(self, labels.reshape(-1))
         if response == "probability" or not self._is_classifier():
             return np.asarray(scores, dtype=float).reshape(-1)
         labels = np.where(scores >= 0.5, self.classes_[-1], self.classes_[0])
-        return _as_numbers(self, labels.reshape(-1))
+        return as_numbers(self, labels.reshape(-1))
 
     def _frame_features(self, scm: SCM, frame: pd.DataFrame) -> np.ndarray | None:
         """Inputs read from a counterfactual frame of this learner's own fit, if present."""
@@ -439,10 +443,10 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
     def _chunk_draws(self, X: pd.DataFrame | Rows) -> Iterator[np.ndarray]:
         """:meth:`predict_draws` chunk by chunk (:mod:`counterfair.inference.chunks`)."""
         scm = self._check_setup()
-        rows = Rows.from_frame(X)
+        fit = self.scm_fit_
+        rows = Rows.check(X, fit.scm, fit.encoding)
         args = self._abduct_args(scm, rows.frame)
-        per_row = chunking.bytes_per_row(args["n_samples"], 2 * len(scm.specs))
-        for _, abduction in abduct_chunks(self.scm_fit_, rows, bytes_per_row=per_row, **args):
+        for _, abduction in abduct_chunks(fit, rows, **args):
             yield self._predict_inputs(self._feature_matrix(scm, abduction))
 
     def _multiclass(self) -> bool:
@@ -515,7 +519,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         """
         if (handler := dispatch.handler_for("FairLearner.predict", X)) is not None:
             return handler(self, X, rows_out=rows_out, overwrite=overwrite)
-        _no_rows_out(rows_out, overwrite)
+        refuse_rows_out(rows_out, overwrite)
         scores = self._probabilities(X)
         if self._multiclass():  # the class of highest posterior expected probability
             return np.asarray(self.classes_)[np.argmax(scores, axis=-1)]

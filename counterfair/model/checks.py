@@ -1,18 +1,19 @@
-"""Small composable checks of graphs and data, each raising an error that names the culprit."""
+"""Small composable checks of an SCM's graph and specs, each raising an error naming the culprit.
+
+The checks of rows live at their one door, :meth:`counterfair.rows.Rows.check`.
+"""
 
 from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 import networkx as nx
-import numpy as np
-import pandas as pd
 
 from counterfair import errors
 from counterfair.model.discrete import Deterministic, DiscreteNoise
-from counterfair.model.families import FAMILIES, family_of
+from counterfair.model.families import FAMILIES
 from counterfair.model.specs import SPEC_KEY, Latent, NodeSpec, Observed, Protected
 
 _IDENTIFIER = re.compile(r"^[A-Za-z](?:[A-Za-z0-9]|_(?!_))*$")
@@ -102,35 +103,3 @@ def validate_unique_identifiers(owners: Mapping[str, str], name: str, owner: str
     """Record that Stan identifier ``name`` belongs to ``owner``; fail on a clash."""
     if name in owners and owners[name] != owner:
         raise errors.SCMError(errors.NAME_CLASH.format(first=owners[name], second=owner, name=name))
-
-
-def validate_frame(data: object) -> pd.DataFrame:
-    """Check that ``data`` is a non-empty DataFrame."""
-    if not isinstance(data, pd.DataFrame):
-        raise errors.DataError(errors.NOT_A_DATAFRAME.format(type=type(data).__name__))
-    if len(data) == 0:
-        raise errors.DataError(errors.EMPTY_DATA)
-    return data
-
-
-def validate_columns(data: pd.DataFrame, columns: Sequence[str]) -> None:
-    """Check that every column is present and has no missing values."""
-    for column in columns:
-        if column not in data.columns:
-            raise errors.DataError(
-                errors.MISSING_COLUMN.format(column=column, columns=list(map(str, data.columns)))
-            )
-        missing = data[column].isna().to_numpy()
-        if missing.any():
-            row = _label(data.index[int(np.argmax(missing))])
-            raise errors.DataError(
-                errors.NAN_VALUES.format(column=column, count=int(missing.sum()), row=row)
-            )
-
-
-def numeric_column(data: pd.DataFrame, column: str, spec: Observed) -> np.ndarray:
-    """Return an observed column as float64, checking the values its family allows.
-
-    Level-valued families (ordinal) return level codes from 0.
-    """
-    return family_of(spec).column_values(spec, data[column], column)

@@ -119,21 +119,19 @@ class Encoding:
         """
         if node in self.continuous:
             return self._numbers(node, values, index)
-        lookup = {level: i for i, level in enumerate(self.levels[node])}
         raw = np.asarray(values, dtype=object).ravel()
-        codes = np.empty(raw.shape[0], dtype=np.int64)
-        for i, value in enumerate(raw):
-            key = str(value)
-            if key not in lookup:
-                row = index[i] if index is not None else i
-                row = row.item() if hasattr(row, "item") else row
-                value = value.item() if hasattr(value, "item") else value
-                raise errors.DataError(
-                    errors.UNSEEN_LEVEL.format(
-                        node=node, value=value, row=row, levels=list(self.levels[node])
-                    )
+        keys = pd.Series(raw, dtype=object).astype(str)  # str() of each value, as levels are
+        codes = pd.Categorical(keys, categories=list(self.levels[node])).codes.astype(np.int64)
+        if (codes < 0).any():
+            i = int(np.argmax(codes < 0))
+            row = index[i] if index is not None else i
+            row = row.item() if hasattr(row, "item") else row
+            value = raw[i].item() if hasattr(raw[i], "item") else raw[i]
+            raise errors.DataError(
+                errors.UNSEEN_LEVEL.format(
+                    node=node, value=value, row=row, levels=list(self.levels[node])
                 )
-            codes[i] = lookup[key]
+            )
         return codes
 
     def _numbers(self, node: str, values: object, index: pd.Index | None) -> np.ndarray:

@@ -122,11 +122,6 @@ class NodeEquation:
         raise KeyError(f"node {self.node!r} ({self.spec.family}) has no {role!r} parameter")
 
     @property
-    def has_design(self) -> bool:
-        """Whether the equation has data columns (protected or observed parents)."""
-        return bool(self.protected or self.observed)
-
-    @property
     def sigma_fixed(self) -> float | None:
         """The fixed residual sd, or None when it is learned or not a Normal node."""
         sigma = getattr(self.spec, "sigma", None) if self.sigma else None

@@ -38,7 +38,7 @@ PRIOR_FAMILIES: dict[str, int] = {
 """Stan distributions allowed as priors, with their number of arguments."""
 
 
-def _stan_real(value: float) -> str:
+def stan_real(value: float) -> str:
     """Format a number as a Stan real literal (always with a decimal point).
 
     Stan's GLM functions in the Stan bundled with httpstan 4.13 fail at run time
@@ -83,7 +83,7 @@ class Prior:
 
     def stan(self) -> str:
         """Return the right-hand side of a Stan sampling statement."""
-        return f"{self.family}({', '.join(_stan_real(a) for a in self.args)})"
+        return f"{self.family}({', '.join(stan_real(a) for a in self.args)})"
 
 
 def normal_prior(loc: float = 0.0, scale: float = 1.0) -> Prior:

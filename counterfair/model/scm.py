@@ -292,9 +292,6 @@ class SCM:
         assert isinstance(spec, Observed)
         return spec
 
-    def _observed_set(self) -> frozenset[str]:
-        return frozenset(n for n, s in self._specs.items() if isinstance(s, Observed))
-
     # ------------------------------------------------------------------ Stan
     def stan_code(self) -> str:
         """The Stan program that fits this SCM (parameters and per-row latents).

@@ -30,10 +30,10 @@ from counterfair.model.nodes import (
     Observed,
     Prior,
     Protected,
-    _stan_real,
     inv_gamma_prior,
     levels_tuple,
     normal_prior,
+    stan_real,
 )
 
 __all__ = [
@@ -53,8 +53,8 @@ __all__ = [
     "Poisson",
     "Prior",
     "Protected",
-    "_stan_real",
     "inv_gamma_prior",
     "levels_tuple",
     "normal_prior",
+    "stan_real",
 ]

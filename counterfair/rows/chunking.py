@@ -14,7 +14,7 @@ same for any chunk size, any number of workers and any order of the chunks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -97,18 +97,6 @@ def row_chunks(
         Chunk(slice(a, min(a + rows_per_chunk, n_rows)), positions[a : a + rows_per_chunk])
         for a in starts
     ]
-
-
-def map_chunks(
-    stage: Callable[[Chunk], T],
-    n_rows: int,
-    *,
-    bytes_per_row: float,
-    positions: np.ndarray | None = None,
-) -> Iterator[T]:
-    """``stage(chunk)`` for each chunk of the rows, in row order (a generator)."""
-    for chunk in row_chunks(n_rows, bytes_per_row=bytes_per_row, positions=positions):
-        yield stage(chunk)
 
 
 def concat_rows(parts: list[np.ndarray], *, axis: int) -> np.ndarray:

@@ -5,13 +5,16 @@ Public functions that take rows (``FairLearner.predict``, baselines,
 :func:`counterfair.audit.counterfactual_fairness`) ask :func:`handler_for` at
 their top whether another module handles rows of this type (a
 ``dask.dataframe.DataFrame``, say). Such a module registers its handlers when it
-is imported (:mod:`counterfair.dask.rows` does, without importing dask), so this
-module imports nothing from the pipeline and the pipeline imports no back end:
-no import cycle, and the package imports without dask.
+is imported (:mod:`counterfair.dask` does). It is a plug-in, loaded by name the
+first time rows of its library arrive (:data:`PLUGINS`, as xarray loads its chunk
+managers by entry point): this module imports nothing from the pipeline, the
+pipeline imports no back end, and ``import counterfair`` imports no dask.
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +25,9 @@ Accepts = Callable[[object], bool]
 """Whether a handler takes these rows."""
 
 _HANDLERS: dict[str, list[tuple[Accepts, Handler]]] = {}
+
+PLUGINS: dict[str, str] = {"dask": "counterfair.dask"}
+"""Top-level package of a rows type -> the counterfair module that handles such rows."""
 
 
 def register(operation: str, accepts: Accepts, handler: Handler) -> None:
@@ -43,6 +49,9 @@ def register(operation: str, accepts: Accepts, handler: Handler) -> None:
 
 def handler_for(operation: str, rows: object) -> Handler | None:
     """The handler registered for ``operation`` that takes ``rows``, or ``None``."""
+    plugin = PLUGINS.get(type(rows).__module__.partition(".")[0])
+    if plugin is not None and plugin not in sys.modules:
+        importlib.import_module(plugin)  # registers its handlers
     for accepts, handler in _HANDLERS.get(operation, ()):
         if accepts(rows):
             return handler

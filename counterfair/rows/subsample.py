@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
+
+from counterfair.rows.rows import Rows
+
+RowsOrFrame = TypeVar("RowsOrFrame", Rows, pd.DataFrame)
 
 logger = logging.getLogger(__name__)
 
@@ -111,52 +115,14 @@ def stratum_codes(
     return np.asarray(codes, dtype=np.int64).reshape(-1)
 
 
-def stratified_subsample(
-    df: pd.DataFrame,
-    columns: Sequence[str],
-    n: int,
-    *,
-    seed: int | None = 0,
-    bins: int = DEFAULT_BINS,
-) -> pd.DataFrame:
-    """Draw ``n`` rows of ``df`` stratified on ``columns`` (see the module docstring).
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        The table.
-    columns : sequence of str
-        Columns defining the strata.
-    n : int
-        Rows wanted, ``1 <= n <= len(df)``.
-    seed : int, optional
-        Seed of the generator; the same seed draws the same rows.
-    bins : int
-        Quantile bins of a continuous column.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The rows drawn, in their original order, with their original index.
-
-    Raises
-    ------
-    ValueError
-        If ``n`` is not an integer in ``1..len(df)`` or a column is missing.
-    """
-    n = check_size(n, "n", total=len(df))
-    codes = stratum_codes(df, columns, bins=bins)
-    return df.iloc[stratified_positions(codes, n, seed=seed)]
-
-
 def fit_rows(
-    data: pd.DataFrame,
+    rows: RowsOrFrame,
     columns: Sequence[str],
     *,
     subsample: int | None,
     max_rows: int | None,
     seed: int | None,
-) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+) -> tuple[RowsOrFrame, dict[str, Any] | None]:
     """The rows NUTS runs on, and the record of the subsample (``None`` if all rows).
 
     With ``subsample=n`` the fit uses ``n`` rows; otherwise, when ``max_rows`` is
@@ -170,7 +136,7 @@ def fit_rows(
         If ``subsample`` is not an integer in ``1..len(data)`` or ``max_rows`` is
         not ``None`` nor a positive integer.
     """
-    total = len(data)
+    total = len(rows)
     if max_rows is not None:
         max_rows = check_size(max_rows, "max_rows")
     if subsample is not None:
@@ -180,9 +146,11 @@ def fit_rows(
         size = max_rows
         reason = f"the data have more than max_rows={max_rows} rows; pass max_rows=None to fit all"
     else:
-        return data, None
-    codes = stratum_codes(data, columns)
-    rows = data.iloc[stratified_positions(codes, size, seed=seed)]
+        return rows, None
+    frame = rows.frame if isinstance(rows, Rows) else rows
+    codes = stratum_codes(frame, columns)
+    where = stratified_positions(codes, size, seed=seed)
+    chosen = rows.take(where) if isinstance(rows, Rows) else rows.iloc[where]
     info: dict[str, Any] = {
         "size": size,
         "total": total,
@@ -195,4 +163,4 @@ def fit_rows(
         "abduct all rows afterwards with fit.abduct(data)",
         size, total, info["n_strata"], ", ".join(columns) or "nothing", reason,
     )
-    return rows, info
+    return chosen, info

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from counterfair.model.equation import NodeEquation
-from counterfair.model.specs import Latent, _stan_real
+from counterfair.model.specs import Latent, stan_real
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -86,13 +86,13 @@ def _over_variance(eq: NodeEquation, numerator: str) -> str:
         return f"{numerator} / square({eq.sigma})"
     if fixed == 1.0:
         return numerator
-    return f"{numerator} / {_stan_real(fixed**2)}"
+    return f"{numerator} / {stan_real(fixed**2)}"
 
 
 def precision_lines(scm: SCM, latent: str, anchors: tuple[NodeEquation, ...]) -> list[str]:
     """Declarations of ``g_1 .. g_J`` and ``P_1 .. P_J`` of an anchored latent (model block)."""
     spec = _latent_spec(scm, latent)
-    previous = _stan_real(1.0 / spec.scale**2)
+    previous = stan_real(1.0 / spec.scale**2)
     lines = []
     seen: list[str] = []
     for eq in anchors:
@@ -165,11 +165,11 @@ def _conditional_mean_terms(
     spec = _latent_spec(scm, latent)
     if not conditioning:
         if spec.loc != 0.0:
-            predictor.intercept.append(f"+ {loading} * {_stan_real(spec.loc)}")
+            predictor.intercept.append(f"+ {loading} * {stan_real(spec.loc)}")
         return
     precision = precision_name(latent, conditioning[-1].node)
     if spec.loc != 0.0:
-        prior_information = _stan_real(spec.loc / spec.scale**2)
+        prior_information = stan_real(spec.loc / spec.scale**2)
         predictor.intercept.append(f"+ {loading} * {prior_information} / {precision}")
     for anchor in conditioning:
         coefficient = f"{loading} * {weight_name(latent, anchor.node)} / {precision}"
@@ -207,16 +207,16 @@ def fit_predictor(
             spread = (
                 f"square({loading})"
                 if spec.scale == 1.0
-                else f"square({loading} * {_stan_real(spec.scale)})"
+                else f"square({loading} * {stan_real(spec.scale)})"
             )
         else:
             spread = f"square({loading}) / {precision_name(latent, chain[k - 1].node)}"
         if eq.sigma_fixed is not None:
-            predictor.sd = f"sqrt({spread} + {_stan_real(eq.sigma_fixed**2)})"
+            predictor.sd = f"sqrt({spread} + {stan_real(eq.sigma_fixed**2)})"
         else:
             predictor.sd = f"sqrt({spread} + square({eq.sigma}))"
     if predictor.sd is None and eq.sigma is not None:
-        predictor.sd = _stan_real(eq.sigma_fixed) if eq.sigma_fixed is not None else eq.sigma
+        predictor.sd = stan_real(eq.sigma_fixed) if eq.sigma_fixed is not None else eq.sigma
     return predictor
 
 

@@ -36,7 +36,7 @@ from counterfair._version import __version__
 from counterfair.model.equation import NodeEquation
 from counterfair.model.families import family_of
 from counterfair.model.families.base import append_rows
-from counterfair.model.specs import Latent, Observed, Protected, _stan_real
+from counterfair.model.specs import Latent, Observed, Protected, stan_real
 from counterfair.stan.anchoring import (
     Predictor,
     anchors_of,
@@ -345,7 +345,7 @@ def _latent_prior(scm: SCM, latent: str, target: str) -> str:
     assert isinstance(spec, Latent)
     if spec.loc == 0.0 and spec.scale == 1.0:
         return f"{target} ~ std_normal();"
-    return f"{target} ~ normal({_stan_real(spec.loc)}, {_stan_real(spec.scale)});"
+    return f"{target} ~ normal({stan_real(spec.loc)}, {stan_real(spec.scale)});"
 
 
 def _fit_statement(scm: SCM, eq: NodeEquation, predictor: Predictor, design: str | None) -> str:

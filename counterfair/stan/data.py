@@ -1,4 +1,4 @@
-"""Turn a validated data frame into the data dictionary of the generated Stan programs."""
+"""Turn checked rows (:class:`~counterfair.rows.Rows`) into the data of the Stan programs."""
 
 from __future__ import annotations
 
@@ -9,28 +9,13 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
-from counterfair.model import checks as validation
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
-from counterfair.model.specs import Observed
+from counterfair.rows.rows import Rows
 from counterfair.stan.codegen import abduction_equations
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
-
-
-def observed_values(
-    scm: SCM, data: pd.DataFrame, nodes: Collection[str] | None = None
-) -> dict[str, np.ndarray]:
-    """Validated float values of observed columns (all observed nodes by default)."""
-    wanted = scm.observed if nodes is None else tuple(n for n in scm.observed if n in nodes)
-    validation.validate_columns(data, wanted)
-    values: dict[str, np.ndarray] = {}
-    for node in wanted:
-        spec = scm.specs[node]
-        assert isinstance(spec, Observed)
-        values[node] = validation.numeric_column(data, node, spec)
-    return values
 
 
 def _as_stan_column(scm: SCM, node: str, values: np.ndarray) -> np.ndarray:
@@ -38,12 +23,11 @@ def _as_stan_column(scm: SCM, node: str, values: np.ndarray) -> np.ndarray:
     return eq.family.stan_values(eq.spec, values)
 
 
-def _base_data(
-    scm: SCM, data: pd.DataFrame, encoding: Encoding, values: Mapping[str, np.ndarray]
-) -> dict[str, object]:
-    n = len(data)
+def _base_data(scm: SCM, rows: Rows, values: Mapping[str, np.ndarray]) -> dict[str, object]:
+    n = len(rows)
     out: dict[str, object] = {"N": n}
-    codes = encoding.codes(data)
+    codes, encoding = rows.codes, rows.encoding
+    assert encoding is not None
     for node in scm.protected:
         if encoding.is_continuous(node):
             out[node] = codes[node].astype(float)
@@ -60,12 +44,17 @@ def _base_data(
     return out
 
 
-def fit_data(scm: SCM, data: pd.DataFrame, encoding: Encoding) -> dict[str, object]:
-    """Data for the fit program: every protected and observed column, validated."""
-    validation.validate_frame(data)
-    validation.validate_columns(data, scm.protected)
-    values = observed_values(scm, data)
-    out = _base_data(scm, data, encoding, values)
+def fit_data(
+    scm: SCM, data: Rows | pd.DataFrame, encoding: Encoding | None = None
+) -> dict[str, object]:
+    """Data for the fit program: every protected and observed column of the rows.
+
+    ``data``: rows checked at their door (:meth:`~counterfair.rows.Rows.check`), or a
+    frame, which is checked there first (under ``encoding``, or one learned from it).
+    """
+    rows = Rows.check(data, scm, encoding)
+    values = rows.values()
+    out = _base_data(scm, rows, values)
     for node in scm.observed:
         eq = scm.equations[node]
         out[f"scale_{node}"] = eq.family.coefficient_scale(values[node])
@@ -87,19 +76,21 @@ def conditioning_nodes(scm: SCM, condition_on: Collection[str] | None) -> tuple[
 
 def abduction_data(
     scm: SCM,
-    data: pd.DataFrame,
-    encoding: Encoding,
+    data: Rows | pd.DataFrame,
+    encoding: Encoding | None,
     params: ParamDraws,
     condition_on: Collection[str],
 ) -> dict[str, object]:
-    """Data for the abduction program: rows, parameter sets and conditioning flags."""
-    validation.validate_frame(data)
-    validation.validate_columns(data, scm.protected)
+    """Data for the abduction program: rows, parameter sets and conditioning flags.
+
+    ``data``: checked rows, or a frame checked at the door under ``encoding``.
+    """
+    rows = Rows.check(data, scm, encoding)
     needed: set[str] = set()
     for node in condition_on:
         needed.add(node)
         needed.update(t.parent for t in scm.equations[node].observed)
-    out = _base_data(scm, data, encoding, observed_values(scm, data, needed))
+    out = _base_data(scm, rows, rows.values(needed))
     out["S"] = params.n
     for eq in abduction_equations(scm):
         out[f"observe_{eq.node}"] = int(eq.node in condition_on)

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from counterfair.model.encoding import Encoding
+from counterfair.rows.rows import Rows
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import fit_data
 
@@ -136,8 +135,7 @@ def full_data_metric(
 
 def pilot_fit(
     scm: SCM,
-    data: pd.DataFrame,
-    encoding: Encoding,
+    data: Rows,
     full_data: Mapping[str, Any],
     *,
     chains: int,
@@ -149,8 +147,8 @@ def pilot_fit(
     from counterfair.stan.inits import latent_inits
 
     start = time.perf_counter()
-    rows = data.iloc[pilot_rows(len(data), size, seed)]
-    pilot_data = fit_data(scm, rows, encoding)
+    rows = data.take(pilot_rows(len(data), size, seed))
+    pilot_data = fit_data(scm, rows)
     for key, value in full_data.items():  # the same coefficient scales as the main fit
         if key.startswith("scale_"):
             pilot_data[key] = value

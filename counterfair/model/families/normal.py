@@ -15,7 +15,7 @@ from counterfair.model.families.base import (
     mean_statistic,
     variance_statistic,
 )
-from counterfair.model.nodes import Observed, Prior, _stan_real, inv_gamma_prior
+from counterfair.model.nodes import Observed, Prior, inv_gamma_prior, stan_real
 from counterfair.rng import RandomSource
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class NormalFamily(Family):
 
     def statement_arguments(self, eq: NodeEquation, index: Index) -> list[str]:
         if eq.sigma_fixed is not None:
-            return [_stan_real(eq.sigma_fixed)]
+            return [stan_real(eq.sigma_fixed)]
         assert eq.sigma is not None
         return [index(eq.sigma)]
 
