@@ -15,6 +15,21 @@ class DataError(ValueError):
     """A data frame does not fit the SCM (missing column, bad values, unseen level)."""
 
 
+class TargetError(FileExistsError, DataError):
+    """An output folder cannot be written: the path is a file, or a non-empty folder and
+    ``overwrite`` is false (:func:`counterfair.io.fit_folder.check_target`)."""
+
+
+TARGET_NOT_A_FOLDER = "{label}{path!s} exists and is not a folder; give a folder path"
+"""Error when an output folder's path is a file."""
+
+TARGET_NOT_EMPTY = (
+    "{label}{path!s} exists and is not empty; choose a new folder or pass overwrite=True "
+    "to replace it"
+)
+"""Error when an output folder exists, holds files and ``overwrite`` is false."""
+
+
 class FairnessError(ValueError):
     """A predictor would use a descendant of a protected attribute."""
 

@@ -4,10 +4,12 @@ A small walk over each module's syntax tree collects the package-internal import
 those inside functions included (they run too) and those under ``if TYPE_CHECKING:``
 left out (they never run). Strongly connected components of that graph are cycles.
 
-There is none: the later stages import ``SCM`` for type annotations only (under
-``if TYPE_CHECKING:``), so ``SCM``'s convenience methods (``SCM.fit``, ``SCM.stan_code``,
-``SCM.sample``) and ``Fit``'s (``Fit.counterfactual``, ``Fit.ppc``, ``Fit.save``) call the
-later stages through ordinary top-level imports, in one direction.
+There is none. ``SCM`` and ``Fit`` keep one-line convenience delegates that import
+the stage above them inside the method (``SCM.fit`` -> ``inference.fitting``,
+``Fit.counterfactual`` -> ``counterfactual.frames``, ``Fit.save`` -> ``io``); the
+modules those delegates reach name ``SCM`` and ``Fit`` in annotations only, so no
+delegate closes a loop. The layers themselves are held by the import-linter contract
+in ``pyproject.toml`` (``tests/test_layers.py``).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from counterfair.audit import (
     reference_levels,
 )
 from counterfair.audit.causal import ABDUCTION_WITH_SETTINGS
-from counterfair.inference.fit import MISSING_CONDITIONING_COLUMN
+from counterfair.inference.abduct import MISSING_CONDITIONING_COLUMN
 from counterfair.learn import fair as learning
 from counterfair.learn.fair import predict_output
 

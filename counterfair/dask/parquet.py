@@ -24,30 +24,24 @@ from pathlib import Path
 import pandas as pd
 
 from counterfair import errors
+from counterfair.io.fit_folder import check_target as folder_target
 
 PARTIAL_MARK = ".partial-"
 """Part of the temporary folder's name: ``.<name>.partial-<random>``."""
-
-NON_EMPTY_TARGET = (
-    "rows_out={path!s} exists and is not empty; choose a new folder or pass overwrite=True"
-)
-NOT_A_FOLDER = "rows_out={path!s} exists and is not a folder"
-
 
 def check_target(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
     """``path`` as a folder the run may write, checked before any task is sent.
 
     Raises
     ------
+    TargetError
+        If ``path`` is a file, or a non-empty folder and ``overwrite`` is false
+        (:func:`counterfair.io.fit_folder.check_target`, the one check of a target).
     DataError
-        If ``path`` is a file, or a non-empty folder and ``overwrite`` is false.
+        If its parent folder does not exist.
     """
-    target = Path(path).expanduser().absolute()
-    if target.exists():
-        if not target.is_dir():
-            raise errors.DataError(NOT_A_FOLDER.format(path=target))
-        if any(target.iterdir()) and not overwrite:
-            raise errors.DataError(NON_EMPTY_TARGET.format(path=target))
+    target = folder_target(Path(path).expanduser().absolute(), overwrite=overwrite,
+                           label="rows_out=")
     if not target.parent.is_dir():
         raise errors.DataError(f"rows_out={target!s}: its parent folder does not exist")
     return target
@@ -89,7 +83,9 @@ def finish(partial: Path, target: Path, n_parts: int, *, overwrite: bool) -> Pat
         )
     if target.exists():
         if any(target.iterdir()) and not overwrite:  # appeared while the run went on
-            raise errors.DataError(NON_EMPTY_TARGET.format(path=target))
+            raise errors.TargetError(
+                errors.TARGET_NOT_EMPTY.format(label="rows_out=", path=target)
+            )
         old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:12]}"
         os.replace(target, old)
         os.replace(partial, target)

@@ -13,27 +13,16 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from counterfair import errors
-from counterfair.inference import exact_abduction
-from counterfair.inference.abduction import (
-    DEFAULT_CHAINS,
-    DEFAULT_WARMUP,
-    EXACT_DRAWS_PER_SET,
-    MIN_DRAWS_PER_CHAIN,
-)
+from counterfair.inference import abduct
 from counterfair.inference.abduction import Abduction as Abduction
 from counterfair.inference.abduction import AbductionEngineUsed as AbductionEngineUsed
-from counterfair.inference.diagnostics import Diagnostics, warn_on_divergences
+from counterfair.inference.diagnostics import Diagnostics
 from counterfair.inference.ppc import posterior_predictive_check
 from counterfair.inference.ppc_result import PosteriorPredictiveCheck
-from counterfair.logs import progress_enabled
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
-from counterfair.rng import RowRandom
-from counterfair.rows import chunking, dispatch
+from counterfair.rows import dispatch
 from counterfair.rows.rows import Rows
-from counterfair.stan.backend import get_backend
-from counterfair.stan.data import abduction_data, conditioning_nodes
 from counterfair.stan.warm_start import WarmStart
 
 logger = logging.getLogger(__name__)
@@ -46,104 +35,6 @@ AbductionMethod = Literal["mean", "draws"]
 AbductionEngine = Literal["auto", "exact", "mcmc"]
 
 
-LOADED_BACKEND = "none (loaded from a saved folder)"
-"""Back end name of a fit loaded by :func:`counterfair.load`: it runs no Stan program."""
-
-NEEDS_MCMC = (
-    "abducting these rows needs MCMC (the Stan abduction program), conditioning on "
-    "{conditioned}: engine='mcmc' was asked for or exact abduction does not apply; this fit "
-    "was loaded from a saved folder and runs no Stan program. Use engine='auto' or 'exact' "
-    "with nodes exact abduction supports (counterfair.inference.exact_abduction), or refit the SCM"
-)
-"""Error when a loaded fit would need MCMC to abduct new rows."""
-
-MISSING_CONDITIONING_COLUMN = (
-    "cannot condition the latents on {node!r}: data has no column {column!r}; "
-    "columns: {columns}. Pass condition_on= without {node!r} (e.g. condition_on={suggestion})"
-)
-"""Error when a conditioning node, or one of its observed parents, is not in the data."""
-
-
-def default_conditioning(scm: SCM, data: pd.DataFrame) -> tuple[str, ...]:
-    """The default conditioning set: the latents' children present in ``data``.
-
-    A child counts as present when its column and the columns of its observed
-    parents are all in ``data``. Every function that abducts (:meth:`Fit.abduct`,
-    :meth:`Fit.latents`, :meth:`Fit.counterfactual`,
-    :func:`counterfair.audit.counterfactual_fairness`, :class:`FairLearner`'s
-    predictions) uses this same rule when ``condition_on`` is not given, so rows
-    without the outcome (a test set, a production payload) are abducted from
-    what they hold.
-    """
-    return tuple(
-        node
-        for node in conditioning_nodes(scm, None)
-        if node in data.columns
-        and all(t.parent in data.columns for t in scm.equations[node].observed)
-    )
-
-
-def _check_conditioning(scm: SCM, data: pd.DataFrame, conditioned: Sequence[str]) -> None:
-    """Every conditioning node and its observed parents must be columns of ``data``."""
-    present = default_conditioning(scm, data)
-    for node in conditioned:
-        for column in (node, *(t.parent for t in scm.equations[node].observed)):
-            if column not in data.columns:
-                raise errors.DataError(
-                    MISSING_CONDITIONING_COLUMN.format(
-                        node=node,
-                        column=column,
-                        columns=list(map(str, data.columns)),
-                        suggestion=list(present),
-                    )
-                )
-
-
-def _row_coord(data: pd.DataFrame) -> list[Any]:
-    return list(data.index) if data.index.is_unique else list(range(len(data)))
-
-
-def coords_and_dims(
-    scm: SCM, encoding: Encoding, data: pd.DataFrame, latent_dims: list[str]
-) -> tuple[dict[str, list[Any]], dict[str, list[str]]]:
-    coords: dict[str, list[Any]] = {"row": _row_coord(data)}
-    dims: dict[str, list[str]] = {latent: latent_dims for latent in scm.latents}
-    dims.update({f"z_{latent}": latent_dims for latent in scm.latents})
-    for eq in scm.equations.values():
-        if eq.family.declares_coefficients:  # matrices: arviz names their dims
-            continue
-        for term in eq.protected:
-            if term.continuous:
-                continue
-            levels = list(encoding.levels[term.parent])
-            coords[f"{term.parent}_effect"] = levels[1:] if scm.coding == "reference" else levels
-            dims[term.param] = [f"{term.parent}_effect"]
-    return coords, dims
-
-
-def _thin(
-    params: ParamDraws, latents: dict[str, np.ndarray], n_samples: int, seed: int | None
-) -> tuple[ParamDraws, dict[str, np.ndarray]]:
-    """Keep ``n_samples`` joint samples (the same ones for parameters and latents), seeded."""
-    pick = np.sort(np.random.default_rng(seed).choice(params.n, n_samples, replace=False))
-    return params.take(pick), {k: v[pick] for k, v in latents.items()}
-
-
-def _given_mcmc_settings(**settings: int | None) -> list[str]:
-    """Names of the MCMC settings given (not None)."""
-    return [name for name, value in settings.items() if value is not None]
-
-
-def _check_engine(engine: str, mcmc_settings: list[str]) -> None:
-    """Reject an unknown engine, and MCMC settings that ``engine="exact"`` would ignore."""
-    if engine not in ("auto", "exact", "mcmc"):
-        raise ValueError(f"engine must be 'auto', 'exact' or 'mcmc', got {engine!r}")
-    if engine == "exact" and mcmc_settings:
-        names = ", ".join(mcmc_settings)
-        raise ValueError(
-            f"MCMC setting(s) {names} given with engine='exact', which would ignore them; "
-            "drop them or use engine='mcmc'"
-        )
 
 
 @dataclass
@@ -253,22 +144,6 @@ class Fit:
         """Every posterior draw of the structural parameters (chains stacked)."""
         return ParamDraws.from_posterior(self.idata.posterior, self.scm.parameter_names())
 
-    def _training_abduction(self, n_samples: int | None, seed: int | None) -> Abduction:
-        params = self.params()
-        latents = {
-            name: np.asarray(self.idata.posterior[name].values).reshape(params.n, -1)
-            for name in self.scm.latents
-        }
-        if n_samples is not None and n_samples < params.n:
-            params, latents = _thin(params, latents, n_samples, seed)
-        return Abduction(
-            data=self.data,
-            params=params,
-            latents=latents,
-            codes=dict(self.rows.codes),
-            observed=self.rows.values(),
-            conditioned_on=self.scm.observed,
-        )
 
     # ------------------------------------------------------------------ model checking
     def ppc(
@@ -418,60 +293,10 @@ class Fit:
             message names the node that prevents it), or together with MCMC
             settings; or if ``method`` or ``engine`` is unknown.
         """
-        seed = self.seed if seed is None else seed
-        mcmc_settings = _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws)
-        _check_engine(engine, mcmc_settings)
-        if data is None and condition_on is None and engine == "auto":
-            return self._training_abduction(n_samples, seed)
-        checked = self._checked(data, positions)
-        if isinstance(data, Rows) or positions is not None:
-            positions = checked.positions
-        rows = checked.frame
-        if condition_on is None:
-            conditioned = default_conditioning(self.scm, rows)
-        else:
-            conditioned = conditioning_nodes(self.scm, condition_on)
-            _check_conditioning(self.scm, rows, conditioned)
-        codes = dict(checked.codes)
-        observed = checked.values(checked.present())
-        param_sets = self._parameter_sets(method, n_param_draws, seed)
-        if not self.scm.latents:
-            size = n_samples or 1
-            index = np.arange(size) % param_sets.n
-            return Abduction(
-                rows,
-                param_sets.take(index),
-                {},
-                codes,
-                observed,
-                conditioned,
-                engine="none",
-                positions=positions,
-            )
-        if engine == "exact":
-            exact_abduction.require_exact(self.scm, conditioned)
-        use_exact = engine == "exact" or (
-            engine == "auto"
-            and not mcmc_settings
-            and exact_abduction.supports_exact(self.scm, conditioned)
-        )
-        if use_exact:
-            return self._exact_abduction(
-                checked, param_sets, observed, conditioned, n_samples, seed, positions
-            )
-        return self._mcmc_abduction(
-            checked,
-            param_sets,
-            codes,
-            observed,
-            conditioned,
-            n_samples=n_samples,
-            chains=DEFAULT_CHAINS if chains is None else chains,
-            warmup=DEFAULT_WARMUP if warmup is None else warmup,
-            draws=draws,
-            seed=seed,
-            progress=progress,
-            positions=positions,
+        return abduct.abduct(
+            self, data, condition_on=condition_on, method=method, n_samples=n_samples,
+            n_param_draws=n_param_draws, engine=engine, chains=chains, warmup=warmup,
+            draws=draws, seed=seed, progress=progress, positions=positions,
         )
 
     def abduction_is_exact(
@@ -491,161 +316,9 @@ class Fit:
         depend on the chunking); False when it would run the MCMC abduction program.
         Other options of :meth:`abduct` are accepted and ignored.
         """
-        _check_engine(engine, _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws))
-        if not self.scm.latents or engine == "exact":
-            return True
-        if engine == "mcmc" or _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws):
-            return False
-        frame = data.frame if isinstance(data, Rows) else data
-        conditioned = (
-            default_conditioning(self.scm, frame)
-            if condition_on is None
-            else conditioning_nodes(self.scm, condition_on)
-        )
-        return exact_abduction.supports_exact(self.scm, conditioned)
-
-    def _parameter_sets(self, method: str, n_param_draws: int, seed: int | None) -> ParamDraws:
-        """The parameter sets abduction conditions on: their mean, or seeded posterior draws."""
-        all_params = self.params()
-        if method == "mean":
-            return all_params.mean()
-        if method == "draws":
-            rng = np.random.default_rng(seed)
-            count = min(n_param_draws, all_params.n)
-            return all_params.take(np.sort(rng.choice(all_params.n, count, replace=False)))
-        raise ValueError(f"method must be 'mean' or 'draws', got {method!r}")
-
-    def _checked(self, data: pd.DataFrame | Rows | None, positions: np.ndarray | None) -> Rows:
-        """The rows to abduct, through their door (the training rows when ``data`` is None).
-
-        Raises
-        ------
-        ValueError
-            If ``positions`` is given with Rows (which carry theirs), or does not hold
-            one global position per row.
-        """
-        if data is None:
-            data = self.rows if positions is None else self.rows.frame
-        if isinstance(data, Rows) and positions is not None:
-            raise ValueError("positions= is given twice: the Rows carry their positions")
-        if positions is not None:
-            positions = np.asarray(positions, dtype=np.int64)
-            n = len(data)
-            if positions.shape != (n,):
-                raise ValueError(
-                    f"positions has shape {positions.shape}, expected ({n},): one "
-                    "global position per row"
-                )
-        return Rows.check(data, self.scm, self.encoding, positions=positions)
-
-    def _exact_abduction(
-        self,
-        checked: Rows,
-        param_sets: ParamDraws,
-        observed: dict[str, np.ndarray],
-        conditioned: tuple[str, ...],
-        n_samples: int | None,
-        seed: int | None,
-        positions: np.ndarray | None = None,
-    ) -> Abduction:
-        """Latents drawn exactly given each parameter set; ``n_samples`` balanced over the sets.
-
-        Runs chunk by chunk (:mod:`counterfair.rows.chunking`); the uniforms are keyed by
-        the rows' global positions, so the result does not depend on the chunk size.
-        """
-        needed = set(conditioned)
-        for node in conditioned:
-            needed.update(t.parent for t in self.scm.equations[node].observed)
-        values = checked.values(needed)
-        codes = dict(checked.codes)
-        rows = checked.frame
-        total = EXACT_DRAWS_PER_SET * param_sets.n if n_samples is None else n_samples
-        per_set = -(-total // param_sets.n)
-        per_row = chunking.bytes_per_row(per_set * param_sets.n, len(self.scm.latents))
-        parts: dict[str, list[np.ndarray]] = {name: [] for name in self.scm.latents}
-        for where, chunk in checked.chunks(per_row):
-            drawn = exact_abduction.sample_latents(
-                self.scm,
-                param_sets,
-                {k: v[where] for k, v in codes.items()},
-                {k: v[where] for k, v in values.items()},
-                conditioned,
-                draws_per_set=per_set,
-                rng=RowRandom(seed, chunk.positions),
-            )
-            for name, array in drawn.items():
-                parts[name].append(array[:total])
-        latents = {name: chunking.concat_rows(p, axis=1) for name, p in parts.items()}
-        params = param_sets.take(np.arange(total) % param_sets.n)
-        return Abduction(
-            rows,
-            params,
-            latents,
-            codes,
-            observed,
-            conditioned,
-            engine="exact",
-            positions=positions,
-        )
-
-    def _mcmc_abduction(
-        self,
-        checked: Rows,
-        param_sets: ParamDraws,
-        codes: dict[str, np.ndarray],
-        observed: dict[str, np.ndarray],
-        conditioned: tuple[str, ...],
-        *,
-        n_samples: int | None,
-        chains: int,
-        warmup: int,
-        draws: int | None,
-        seed: int | None,
-        progress: bool | None,
-        positions: np.ndarray | None = None,
-    ) -> Abduction:
-        """Latents sampled by the Stan abduction program given the parameter sets.
-
-        One program for all the rows: not chunked, and not chunk-invariant.
-        """
-        if self._backend_name == LOADED_BACKEND:
-            raise errors.FairnessError(NEEDS_MCMC.format(conditioned=list(conditioned)))
-        per_chain = draws or max(
-            MIN_DRAWS_PER_CHAIN, -(-(n_samples or 0) // (chains * param_sets.n))
-        )
-        if n_samples is not None and n_samples > chains * per_chain * param_sets.n:
-            raise ValueError(
-                f"n_samples={n_samples} is more than chains * draws * parameter sets = "
-                f"{chains} * {per_chain} * {param_sets.n}; raise draws or lower n_samples"
-            )
-        program = self.scm.abduction_code()
-        rows = checked.frame
-        stan_data = abduction_data(self.scm, checked, self.encoding, param_sets, conditioned)
-        coords, dims = coords_and_dims(self.scm, self.encoding, rows.frame, ["param_set", "row"])
-        run = get_backend(self._backend_name).sample(
-            program,
-            stan_data,
-            chains=chains,
-            warmup=warmup,
-            draws=per_chain,
-            seed=seed,
-            progress=progress_enabled(progress),
-            coords=coords,
-            dims={k: v for k, v in dims.items() if k in self.scm.latents},
-        )
-        latents: dict[str, np.ndarray] = {}
-        set_index = np.array([])
-        for name in self.scm.latents:
-            array = np.asarray(run.idata.posterior[name].values)  # (chain, draw, S, N)
-            c, d, s, n = array.shape
-            latents[name] = array.reshape(c * d * s, n)
-            set_index = np.tile(np.arange(s), c * d)
-        warn_on_divergences(run.idata, "abduction of new rows")
-        params = param_sets.take(set_index)
-        if n_samples is not None and n_samples < params.n:
-            params, latents = _thin(params, latents, n_samples, seed)
-        return Abduction(
-            rows, params, latents, codes, observed, conditioned, engine="mcmc", positions=positions
+        return abduct.abduction_is_exact(
+            self, data, condition_on=condition_on, engine=engine, chains=chains,
+            warmup=warmup, draws=draws,
         )
 
     def latents(self, data: pd.DataFrame | None = None, **kwargs: Any) -> dict[str, np.ndarray]:

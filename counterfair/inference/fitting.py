@@ -17,7 +17,7 @@ import pandas as pd
 
 from counterfair.inference import scales
 from counterfair.inference.diagnostics import diagnose, warn_on_problems
-from counterfair.inference.fit import Fit, coords_and_dims
+from counterfair.inference.fit import Fit
 from counterfair.inference.pathfinder import (
     check_method,
     check_pathfinder_backend,
@@ -33,7 +33,7 @@ from counterfair.rows.rows import Rows
 from counterfair.rows.subsample import fit_rows
 from counterfair.stan.anchored import add_anchored_latents
 from counterfair.stan.backend import get_backend, resolve_backend_name
-from counterfair.stan.data import fit_data
+from counterfair.stan.data import coords_and_dims, fit_data
 from counterfair.stan.inits import latent_inits
 from counterfair.stan.interface import SamplerRun
 from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit

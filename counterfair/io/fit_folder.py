@@ -68,14 +68,27 @@ def default_mode(directory: bool) -> int:
     return (0o777 if directory else 0o666) & ~umask
 
 
-def check_target(path: Path, *, overwrite: bool) -> None:
-    """Refuse a target that is a file, or a non-empty folder unless ``overwrite``."""
-    if path.is_file():
-        raise FileExistsError(f"{path} is a file; give a folder path")
-    if path.is_dir() and any(path.iterdir()) and not overwrite:
-        raise FileExistsError(
-            f"{path} exists and is not empty; pass overwrite=True to replace it"
-        )
+def check_target(
+    path: str | os.PathLike[str], *, overwrite: bool, label: str = ""
+) -> Path:
+    """The one check of an output folder, before anything is written; returns its path.
+
+    Every writer of a folder (saved fits and learners, the command line's run folders,
+    a Dask run's ``rows_out=``) asks it first.
+
+    Raises
+    ------
+    TargetError
+        If ``path`` is a file, or a non-empty folder and ``overwrite`` is false (the
+        message starts with ``label``, e.g. ``"rows_out="``). It is a
+        ``FileExistsError`` and a :class:`~counterfair.DataError`.
+    """
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise errors.TargetError(errors.TARGET_NOT_A_FOLDER.format(label=label, path=target))
+    if target.is_dir() and any(target.iterdir()) and not overwrite:
+        raise errors.TargetError(errors.TARGET_NOT_EMPTY.format(label=label, path=target))
+    return target
 
 
 def write_folder(

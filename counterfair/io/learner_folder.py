@@ -20,6 +20,7 @@ import skops.io as sio
 
 from counterfair import errors
 from counterfair.io.fit_folder import fill_fit, write_folder, write_json
+from counterfair.model.nodes import plain
 
 if TYPE_CHECKING:
     from counterfair.learn.baselines import BaselinePredictor
@@ -29,14 +30,6 @@ ESTIMATORS = "estimators.skops"
 """The skops file of a saved learner."""
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
 
 
 def _learner_settings(learner: FairLearner) -> dict[str, Any]:
@@ -52,12 +45,12 @@ def _learner_settings(learner: FairLearner) -> dict[str, Any]:
         "unfair_paths": learner.unfair_paths,
         "baseline": learner.baseline,
     }
-    plain = _plain(settings)
+    document = plain(settings)
     try:
-        json.dumps(plain)
+        json.dumps(document)
     except TypeError as error:
         raise errors.DataError(f"cannot save this learner's settings as JSON: {error}") from error
-    return {"type": "FairLearner", **plain, "feature_names_": list(learner.feature_names_)}
+    return {"type": "FairLearner", **document, "feature_names_": list(learner.feature_names_)}
 
 
 def save_learner(

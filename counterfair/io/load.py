@@ -19,8 +19,9 @@ import arviz as az
 import skops.io as sio
 
 from counterfair import errors
+from counterfair.inference.abduct import LOADED_BACKEND
 from counterfair.inference.diagnostics import diagnose
-from counterfair.inference.fit import LOADED_BACKEND, Fit
+from counterfair.inference.fit import Fit
 from counterfair.io.fit_folder import (
     NETCDF_ENGINE,
     read_data,

@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from counterfair._version import __version__
 from counterfair.model.families import OBSERVED_FAMILIES
+from counterfair.model.nodes import plain
 from counterfair.model.specs import (
     PRIOR_FAMILIES,
     PROTECTED_KINDS,
     Latent,
     NodeSpec,
-    Prior,
     Protected,
 )
 
@@ -55,12 +55,6 @@ def node_families() -> list[str]:
     return [*SPECIAL_FAMILIES, *OBSERVED_FAMILIES]
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Prior):
-        return {"family": value.family, "args": list(value.args)}
-    if isinstance(value, tuple):
-        return list(value)
-    return value
 
 
 def spec_to_dict(spec: NodeSpec) -> dict[str, Any]:
@@ -73,7 +67,7 @@ def spec_to_dict(spec: NodeSpec) -> dict[str, Any]:
         family = str(getattr(spec, "family"))  # noqa: B009 (class attribute of Observed)
     out: dict[str, Any] = {"family": family}
     for item in dataclasses.fields(spec):
-        out[item.name] = _plain(getattr(spec, item.name))
+        out[item.name] = plain(getattr(spec, item.name))
     return out
 
 

@@ -34,8 +34,9 @@ from counterfair.counterfactual.prediction import (
     as_numbers,
     refuse_rows_out,
 )
+from counterfair.inference.abduct import default_conditioning
 from counterfair.inference.chunks import abduct_chunks
-from counterfair.inference.fit import Abduction, Fit, default_conditioning
+from counterfair.inference.fit import Abduction, Fit
 from counterfair.learn.saving import Savable
 from counterfair.model.families import family_of
 from counterfair.model.scm import SCM

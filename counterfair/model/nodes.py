@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 SPEC_KEY = "spec"
 """Name of the node attribute that holds a node's spec."""
@@ -222,3 +222,20 @@ class Observed(NodeSpec):
 def levels_tuple(values: Sequence[object]) -> tuple[str, ...]:
     """Return levels as a tuple of strings (the form specs and fits store)."""
     return tuple(str(v) for v in values)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as plain Python, for JSON files and Stan's data: the one converter.
+
+    A :class:`Prior` becomes ``{"family", "args"}``; numpy arrays and scalars become
+    lists and numbers; tuples become lists and mappings get string keys, recursively.
+    """
+    if isinstance(value, Prior):
+        return {"family": value.family, "args": list(value.args)}
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy arrays and scalars
+        return value.tolist()
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    return value

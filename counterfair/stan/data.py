@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -97,3 +97,25 @@ def abduction_data(
         for name in eq.parameter_names():
             out[name] = params[name]
     return out
+
+
+def _row_coord(data: pd.DataFrame) -> list[Any]:
+    return list(data.index) if data.index.is_unique else list(range(len(data)))
+
+
+def coords_and_dims(
+    scm: SCM, encoding: Encoding, data: pd.DataFrame, latent_dims: list[str]
+) -> tuple[dict[str, list[Any]], dict[str, list[str]]]:
+    coords: dict[str, list[Any]] = {"row": _row_coord(data)}
+    dims: dict[str, list[str]] = {latent: latent_dims for latent in scm.latents}
+    dims.update({f"z_{latent}": latent_dims for latent in scm.latents})
+    for eq in scm.equations.values():
+        if eq.family.declares_coefficients:  # matrices: arviz names their dims
+            continue
+        for term in eq.protected:
+            if term.continuous:
+                continue
+            levels = list(encoding.levels[term.parent])
+            coords[f"{term.parent}_effect"] = levels[1:] if scm.coding == "reference" else levels
+            dims[term.param] = [f"{term.parent}_effect"]
+    return coords, dims

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import arviz as az
 
+from counterfair.model.nodes import plain
 from counterfair.stan.interface import PYSTAN_ARGS, SamplerRun, translate_sampler_args
 
 T = TypeVar("T")
@@ -253,12 +254,10 @@ class PyStanBackend:
         def run() -> float:
             with _silenced(True):
                 model = _build(code, data, None)
-            values = {k: _plain(v) for k, v in params.items()}
+            values = {k: plain(v) for k, v in params.items()}
             unconstrained = model.unconstrain_pars(values)
             return float(model.log_prob(unconstrained, adjust_transform=jacobian))
 
         return outside_event_loop(run)
 
 
-def _plain(value: Any) -> Any:
-    return value.tolist() if hasattr(value, "tolist") else value

@@ -1,0 +1,391 @@
+"""Abduction: latents (paired with parameter sets) for rows, exactly or by MCMC.
+
+What :meth:`counterfair.Fit.abduct` runs. The rows come through their door
+(:meth:`counterfair.rows.Rows.check`; the training rows are the fit's own,
+:attr:`counterfair.Fit.rows`), then one of three engines draws the latents: the
+fit's own posterior draws for its training rows; exact abduction on a grid per row
+(:mod:`counterfair.inference.exact_abduction`), chunk by chunk with draws keyed by
+the rows' global positions; or the Stan abduction program (MCMC) on all rows at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from counterfair import errors
+from counterfair.inference import exact_abduction
+from counterfair.inference.abduction import (
+    DEFAULT_CHAINS,
+    DEFAULT_WARMUP,
+    EXACT_DRAWS_PER_SET,
+    MIN_DRAWS_PER_CHAIN,
+    Abduction,
+)
+from counterfair.inference.diagnostics import warn_on_divergences
+from counterfair.logs import progress_enabled
+from counterfair.model.params import ParamDraws
+from counterfair.rng import RowRandom
+from counterfair.rows import chunking
+from counterfair.rows.rows import Rows
+from counterfair.stan.backend import get_backend
+from counterfair.stan.data import abduction_data, conditioning_nodes, coords_and_dims
+
+if TYPE_CHECKING:  # types only: Fit.abduct delegates here
+    from counterfair.inference.fit import AbductionEngine, AbductionMethod, Fit
+    from counterfair.model.scm import SCM
+
+LOADED_BACKEND = "none (loaded from a saved folder)"
+"""Back end name of a fit loaded by :func:`counterfair.load`: it runs no Stan program."""
+
+
+NEEDS_MCMC = (
+    "abducting these rows needs MCMC (the Stan abduction program), conditioning on "
+    "{conditioned}: engine='mcmc' was asked for or exact abduction does not apply; this fit "
+    "was loaded from a saved folder and runs no Stan program. Use engine='auto' or 'exact' "
+    "with nodes exact abduction supports (counterfair.inference.exact_abduction), or refit the SCM"
+)
+"""Error when a loaded fit would need MCMC to abduct new rows."""
+
+
+MISSING_CONDITIONING_COLUMN = (
+    "cannot condition the latents on {node!r}: data has no column {column!r}; "
+    "columns: {columns}. Pass condition_on= without {node!r} (e.g. condition_on={suggestion})"
+)
+"""Error when a conditioning node, or one of its observed parents, is not in the data."""
+
+
+def default_conditioning(scm: SCM, data: pd.DataFrame) -> tuple[str, ...]:
+    """The default conditioning set: the latents' children present in ``data``.
+
+    A child counts as present when its column and the columns of its observed
+    parents are all in ``data``. Every function that abducts (:meth:`Fit.abduct`,
+    :meth:`Fit.latents`, :meth:`Fit.counterfactual`,
+    :func:`counterfair.audit.counterfactual_fairness`, :class:`FairLearner`'s
+    predictions) uses this same rule when ``condition_on`` is not given, so rows
+    without the outcome (a test set, a production payload) are abducted from
+    what they hold.
+    """
+    return tuple(
+        node
+        for node in conditioning_nodes(scm, None)
+        if node in data.columns
+        and all(t.parent in data.columns for t in scm.equations[node].observed)
+    )
+
+
+def _check_conditioning(scm: SCM, data: pd.DataFrame, conditioned: Sequence[str]) -> None:
+    """Every conditioning node and its observed parents must be columns of ``data``."""
+    present = default_conditioning(scm, data)
+    for node in conditioned:
+        for column in (node, *(t.parent for t in scm.equations[node].observed)):
+            if column not in data.columns:
+                raise errors.DataError(
+                    MISSING_CONDITIONING_COLUMN.format(
+                        node=node,
+                        column=column,
+                        columns=list(map(str, data.columns)),
+                        suggestion=list(present),
+                    )
+                )
+
+
+def _thin(
+    params: ParamDraws, latents: dict[str, np.ndarray], n_samples: int, seed: int | None
+) -> tuple[ParamDraws, dict[str, np.ndarray]]:
+    """Keep ``n_samples`` joint samples (the same ones for parameters and latents), seeded."""
+    pick = np.sort(np.random.default_rng(seed).choice(params.n, n_samples, replace=False))
+    return params.take(pick), {k: v[pick] for k, v in latents.items()}
+
+
+def _given_mcmc_settings(**settings: int | None) -> list[str]:
+    """Names of the MCMC settings given (not None)."""
+    return [name for name, value in settings.items() if value is not None]
+
+
+def _check_engine(engine: str, mcmc_settings: list[str]) -> None:
+    """Reject an unknown engine, and MCMC settings that ``engine="exact"`` would ignore."""
+    if engine not in ("auto", "exact", "mcmc"):
+        raise ValueError(f"engine must be 'auto', 'exact' or 'mcmc', got {engine!r}")
+    if engine == "exact" and mcmc_settings:
+        names = ", ".join(mcmc_settings)
+        raise ValueError(
+            f"MCMC setting(s) {names} given with engine='exact', which would ignore them; "
+            "drop them or use engine='mcmc'"
+        )
+
+
+def training_abduction(
+    fit: Fit, n_samples: int | None, seed: int | None) -> Abduction:
+    params = fit.params()
+    latents = {
+        name: np.asarray(fit.idata.posterior[name].values).reshape(params.n, -1)
+        for name in fit.scm.latents
+    }
+    if n_samples is not None and n_samples < params.n:
+        params, latents = _thin(params, latents, n_samples, seed)
+    return Abduction(
+        data=fit.data,
+        params=params,
+        latents=latents,
+        codes=dict(fit.rows.codes),
+        observed=fit.rows.values(),
+        conditioned_on=fit.scm.observed,
+    )
+
+
+def parameter_sets(
+    fit: Fit, method: str, n_param_draws: int, seed: int | None) -> ParamDraws:
+    """The parameter sets abduction conditions on: their mean, or seeded posterior draws."""
+    all_params = fit.params()
+    if method == "mean":
+        return all_params.mean()
+    if method == "draws":
+        rng = np.random.default_rng(seed)
+        count = min(n_param_draws, all_params.n)
+        return all_params.take(np.sort(rng.choice(all_params.n, count, replace=False)))
+    raise ValueError(f"method must be 'mean' or 'draws', got {method!r}")
+
+
+def checked_rows(
+    fit: Fit, data: pd.DataFrame | Rows | None, positions: np.ndarray | None) -> Rows:
+    """The rows to abduct, through their door (the training rows when ``data`` is None).
+
+    Raises
+    ------
+    ValueError
+        If ``positions`` is given with Rows (which carry theirs), or does not hold
+        one global position per row.
+    """
+    if data is None:
+        data = fit.rows if positions is None else fit.rows.frame
+    if isinstance(data, Rows) and positions is not None:
+        raise ValueError("positions= is given twice: the Rows carry their positions")
+    if positions is not None:
+        positions = np.asarray(positions, dtype=np.int64)
+        n = len(data)
+        if positions.shape != (n,):
+            raise ValueError(
+                f"positions has shape {positions.shape}, expected ({n},): one "
+                "global position per row"
+            )
+    return Rows.check(data, fit.scm, fit.encoding, positions=positions)
+
+
+def exact(
+    fit: Fit,
+    checked: Rows,
+    param_sets: ParamDraws,
+    observed: dict[str, np.ndarray],
+    conditioned: tuple[str, ...],
+    n_samples: int | None,
+    seed: int | None,
+    positions: np.ndarray | None = None,
+) -> Abduction:
+    """Latents drawn exactly given each parameter set; ``n_samples`` balanced over the sets.
+
+    Runs chunk by chunk (:mod:`counterfair.rows.chunking`); the uniforms are keyed by
+    the rows' global positions, so the result does not depend on the chunk size.
+    """
+    needed = set(conditioned)
+    for node in conditioned:
+        needed.update(t.parent for t in fit.scm.equations[node].observed)
+    values = checked.values(needed)
+    codes = dict(checked.codes)
+    rows = checked.frame
+    total = EXACT_DRAWS_PER_SET * param_sets.n if n_samples is None else n_samples
+    per_set = -(-total // param_sets.n)
+    per_row = chunking.bytes_per_row(per_set * param_sets.n, len(fit.scm.latents))
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in fit.scm.latents}
+    for where, chunk in checked.chunks(per_row):
+        drawn = exact_abduction.sample_latents(
+            fit.scm,
+            param_sets,
+            {k: v[where] for k, v in codes.items()},
+            {k: v[where] for k, v in values.items()},
+            conditioned,
+            draws_per_set=per_set,
+            rng=RowRandom(seed, chunk.positions),
+        )
+        for name, array in drawn.items():
+            parts[name].append(array[:total])
+    latents = {name: chunking.concat_rows(p, axis=1) for name, p in parts.items()}
+    params = param_sets.take(np.arange(total) % param_sets.n)
+    return Abduction(
+        rows,
+        params,
+        latents,
+        codes,
+        observed,
+        conditioned,
+        engine="exact",
+        positions=positions,
+    )
+
+
+def mcmc(
+    fit: Fit,
+    checked: Rows,
+    param_sets: ParamDraws,
+    codes: dict[str, np.ndarray],
+    observed: dict[str, np.ndarray],
+    conditioned: tuple[str, ...],
+    *,
+    n_samples: int | None,
+    chains: int,
+    warmup: int,
+    draws: int | None,
+    seed: int | None,
+    progress: bool | None,
+    positions: np.ndarray | None = None,
+) -> Abduction:
+    """Latents sampled by the Stan abduction program given the parameter sets.
+
+    One program for all the rows: not chunked, and not chunk-invariant.
+    """
+    if fit._backend_name == LOADED_BACKEND:
+        raise errors.FairnessError(NEEDS_MCMC.format(conditioned=list(conditioned)))
+    per_chain = draws or max(
+        MIN_DRAWS_PER_CHAIN, -(-(n_samples or 0) // (chains * param_sets.n))
+    )
+    if n_samples is not None and n_samples > chains * per_chain * param_sets.n:
+        raise ValueError(
+            f"n_samples={n_samples} is more than chains * draws * parameter sets = "
+            f"{chains} * {per_chain} * {param_sets.n}; raise draws or lower n_samples"
+        )
+    program = fit.scm.abduction_code()
+    rows = checked.frame
+    stan_data = abduction_data(fit.scm, checked, fit.encoding, param_sets, conditioned)
+    coords, dims = coords_and_dims(fit.scm, fit.encoding, rows, ["param_set", "row"])
+    run = get_backend(fit._backend_name).sample(
+        program,
+        stan_data,
+        chains=chains,
+        warmup=warmup,
+        draws=per_chain,
+        seed=seed,
+        progress=progress_enabled(progress),
+        coords=coords,
+        dims={k: v for k, v in dims.items() if k in fit.scm.latents},
+    )
+    latents: dict[str, np.ndarray] = {}
+    set_index = np.array([])
+    for name in fit.scm.latents:
+        array = np.asarray(run.idata.posterior[name].values)  # (chain, draw, S, N)
+        c, d, s, n = array.shape
+        latents[name] = array.reshape(c * d * s, n)
+        set_index = np.tile(np.arange(s), c * d)
+    warn_on_divergences(run.idata, "abduction of new rows")
+    params = param_sets.take(set_index)
+    if n_samples is not None and n_samples < params.n:
+        params, latents = _thin(params, latents, n_samples, seed)
+    return Abduction(
+        rows, params, latents, codes, observed, conditioned, engine="mcmc", positions=positions
+    )
+
+
+def abduct(
+    fit: Fit,
+    data: pd.DataFrame | Rows | None = None,
+    *,
+    condition_on: Collection[str] | None = None,
+    method: AbductionMethod = "mean",
+    n_samples: int | None = None,
+    n_param_draws: int = 20,
+    engine: AbductionEngine = "auto",
+    chains: int | None = None,
+    warmup: int | None = None,
+    draws: int | None = None,
+    seed: int | None = None,
+    progress: bool | None = None,
+    positions: np.ndarray | None = None,
+) -> Abduction:
+    """Abduction of rows: what :meth:`counterfair.Fit.abduct` runs (see it for the options)."""
+    seed = fit.seed if seed is None else seed
+    mcmc_settings = _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws)
+    _check_engine(engine, mcmc_settings)
+    if data is None and condition_on is None and engine == "auto":
+        return training_abduction(fit, n_samples, seed)
+    checked = checked_rows(fit, data, positions)
+    if isinstance(data, Rows) or positions is not None:
+        positions = checked.positions
+    rows = checked.frame
+    if condition_on is None:
+        conditioned = default_conditioning(fit.scm, rows)
+    else:
+        conditioned = conditioning_nodes(fit.scm, condition_on)
+        _check_conditioning(fit.scm, rows, conditioned)
+    codes = dict(checked.codes)
+    observed = checked.values(checked.present())
+    param_sets = parameter_sets(fit, method, n_param_draws, seed)
+    if not fit.scm.latents:
+        size = n_samples or 1
+        index = np.arange(size) % param_sets.n
+        return Abduction(
+            rows,
+            param_sets.take(index),
+            {},
+            codes,
+            observed,
+            conditioned,
+            engine="none",
+            positions=positions,
+        )
+    if engine == "exact":
+        exact_abduction.require_exact(fit.scm, conditioned)
+    use_exact = engine == "exact" or (
+        engine == "auto"
+        and not mcmc_settings
+        and exact_abduction.supports_exact(fit.scm, conditioned)
+    )
+    if use_exact:
+        return exact(
+            fit, checked, param_sets, observed, conditioned, n_samples, seed, positions
+        )
+    return mcmc(
+        fit,
+        checked,
+        param_sets,
+        codes,
+        observed,
+        conditioned,
+        n_samples=n_samples,
+        chains=DEFAULT_CHAINS if chains is None else chains,
+        warmup=DEFAULT_WARMUP if warmup is None else warmup,
+        draws=draws,
+        seed=seed,
+        progress=progress,
+        positions=positions,
+    )
+
+
+def abduction_is_exact(
+    fit: Fit,
+    data: pd.DataFrame | Rows,
+    *,
+    condition_on: Collection[str] | None = None,
+    engine: AbductionEngine = "auto",
+    chains: int | None = None,
+    warmup: int | None = None,
+    draws: int | None = None,
+    **_: Any,
+) -> bool:
+    """Whether :func:`abduct` of these rows runs chunk by chunk.
+
+    What :meth:`counterfair.Fit.abduction_is_exact` runs.
+    """
+    _check_engine(engine, _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws))
+    if not fit.scm.latents or engine == "exact":
+        return True
+    if engine == "mcmc" or _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws):
+        return False
+    frame = data.frame if isinstance(data, Rows) else data
+    conditioned = (
+        default_conditioning(fit.scm, frame)
+        if condition_on is None
+        else conditioning_nodes(fit.scm, condition_on)
+    )
+    return exact_abduction.supports_exact(fit.scm, conditioned)
