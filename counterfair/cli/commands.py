@@ -14,6 +14,11 @@
   Adult path-specific counterfactual fairness study (Chiappa, 2019).
 * ``counterfair law-school-worlds [--quick] [--out DIR]`` -- one predictor fair with
   respect to race in three law school SCMs at once (Russell et al. 2017).
+
+At the top, this module imports the standard library and counterfair modules that import
+no more (:mod:`counterfair.cli.run`, :mod:`counterfair.logs`): ``counterfair --help`` and a
+mistyped command answer without loading pandas, arviz or the pipeline. Each command
+imports what it needs when it runs.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from counterfair.cli import run as cli_run
-from counterfair.experiments.arguments import check_data_dir, output_folder
 from counterfair.logs import console
 
 logger = logging.getLogger(__name__)
@@ -60,6 +64,7 @@ def _law_school_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_law_school(args: argparse.Namespace) -> int:
+    from counterfair.experiments.arguments import check_data_dir, output_folder
     from counterfair.experiments.law_school import LawSchoolConfig, run
 
     overrides = {
@@ -234,20 +239,27 @@ def _adult_pscf_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("arguments", nargs=argparse.REMAINDER)
 
 
-def _law_school_worlds_parser(sub: argparse._SubParsersAction) -> None:
-    from counterfair.experiments.law_school_worlds import add_arguments
-
+def _law_school_worlds_parser(sub: argparse._SubParsersAction, *, options: bool) -> None:
     p = sub.add_parser(
         "law-school-worlds",
         help="law school: one predictor fair under three candidate SCMs (Russell et al. 2017)",
         description="Fit three law school SCMs, sweep the multi-world penalty lam and write "
         "test RMSE against the worst world's counterfactual change (table and plot).",
     )
-    add_arguments(p)
+    if options:  # the study module defines them, and importing it imports the pipeline
+        from counterfair.experiments.law_school_worlds import add_arguments
+
+        add_arguments(p)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``counterfair`` argument parser."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``counterfair`` argument parser.
+
+    Every command's options are defined without importing the pipeline, except those of
+    ``law-school-worlds``, which its study module defines: they are added unless
+    ``command`` names another command (:func:`main` passes the command it runs, so that
+    ``counterfair --help`` and the other commands do not wait for that import).
+    """
     parser = argparse.ArgumentParser(
         prog="counterfair", description="Bayesian counterfactual fairness on Stan."
     )
@@ -261,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_run.add_learn_parser(sub)
     cli_run.add_counterfactual_parser(sub)
     _adult_pscf_parser(sub)
-    _law_school_worlds_parser(sub)
+    _law_school_worlds_parser(sub, options=command in (None, "law-school-worlds"))
     return parser
 
 
@@ -285,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from counterfair.experiments.adult_pscf import main as adult_pscf_main
 
         return int(adult_pscf_main(arguments[1:]))
-    args = build_parser().parse_args(arguments)
+    args = build_parser(arguments[0] if arguments else "").parse_args(arguments)
     if args.command == "law-school":
         return _run_law_school(args)
     if args.command == "audit":

@@ -25,16 +25,17 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from counterfair import errors
-from counterfair.inference.fit import Fit
-from counterfair.io.fit_folder import check_target, default_mode, write_folder
-from counterfair.io.load import load
-from counterfair.io.scm_file import check_data_columns, read_scm
-from counterfair.learn.fair import FairLearner
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from counterfair.inference.fit import Fit
+
+# The parsers below (``add_*_parser``) build ``counterfair --help``, which must not wait
+# for pandas, arviz and the pipeline: the commands import them when they run.
 
 BAD_INPUT = 2
 """Exit code of a refused command (bad input, existing output)."""
@@ -52,6 +53,8 @@ def _formatter(prog: str) -> argparse.RawDescriptionHelpFormatter:
 
 
 def _read_csv(path: str, what: str) -> pd.DataFrame:
+    import pandas as pd
+
     if not Path(path).is_file():
         raise CommandError(f"{what} file {path} does not exist")
     try:
@@ -66,6 +69,9 @@ def _output_file(path: Path, force: bool) -> None:
 
 
 def _load_fit(run: str) -> Fit:
+    from counterfair.inference.fit import Fit
+    from counterfair.io.load import load
+
     folder = Path(run) / "fit"
     if not folder.is_dir():
         raise CommandError(
@@ -102,6 +108,9 @@ def add_fit_parser(sub: Any) -> None:
 
 def run_fit(args: argparse.Namespace) -> int:
     """Fit, print diagnostics and the posterior predictive check, save the run folder."""
+    from counterfair.io.fit_folder import check_target, write_folder
+    from counterfair.io.scm_file import check_data_columns, read_scm
+
     out = Path(args.out)
     if out.is_dir() and any(out.iterdir()) and not args.force:
         raise CommandError(f"{out} exists and is not empty; pass --force to replace it")
@@ -171,6 +180,10 @@ def _estimator(name: str) -> Any:
 
 def run_learn(args: argparse.Namespace) -> int:
     """Train and save a FairLearner on the run's rows."""
+    import pandas as pd
+
+    from counterfair.learn.fair import FairLearner
+
     fit = _load_fit(args.run)
     run = Path(args.run)
     for path in (run / "learner", run / "predictions.csv"):
@@ -210,6 +223,8 @@ def run_learn(args: argparse.Namespace) -> int:
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    from counterfair.io.fit_folder import default_mode
+
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(handle)
     os.chmod(tmp, default_mode(directory=False))
@@ -230,6 +245,8 @@ def is_run_folder(path: str) -> bool:
 def run_audit(args: argparse.Namespace) -> int:
     """HTML report of a predictions CSV on a run's rows (and of the saved learner)."""
     from counterfair.audit import counterfactual_fairness, write_report
+    from counterfair.io.load import load
+    from counterfair.learn.fair import FairLearner
 
     fit = _load_fit(args.csv)
     run = Path(args.csv)

@@ -1,0 +1,126 @@
+"""Types of the names ``counterfair`` loads on first use, for type checkers and editors.
+
+``import counterfair`` imports none of these modules: ``counterfair/__init__.py`` imports
+each public name's module on first use (its tables ``_ATTRIBUTES`` and ``_MODULES``, read
+by its module ``__getattr__``). Static tools cannot follow that, so this stub imports every
+name explicitly from its module. Keep it in step with the tables: ``tests/test_startup.py``
+checks that both name the same set.
+"""
+
+from counterfair import audit as audit
+from counterfair import datasets as datasets
+from counterfair import datasets as datasets_tabular
+from counterfair import options as options
+from counterfair._version import __version__ as __version__
+from counterfair.counterfactual.prediction import (
+    counterfactual_predictions as counterfactual_predictions,
+)
+from counterfair.counterfactual.sensitivity import plot_sensitivity as plot_sensitivity
+from counterfair.counterfactual.sensitivity import sensitivity as sensitivity
+from counterfair.dask.run import WORKER_CONFIG as DASK_WORKER_CONFIG
+from counterfair.dask.run import WORKER_ENV as DASK_WORKER_ENV
+from counterfair.datasets import law_school_models as models
+from counterfair.datasets.adult import load_adult as load_adult
+from counterfair.datasets.compas import load_compas as load_compas
+from counterfair.datasets.law_school import law_school_split as law_school_split
+from counterfair.datasets.law_school import law_school_subsample as law_school_subsample
+from counterfair.datasets.law_school import load_law_school as load_law_school
+from counterfair.errors import ConvergenceWarning as ConvergenceWarning
+from counterfair.errors import DataError as DataError
+from counterfair.errors import FairnessError as FairnessError
+from counterfair.errors import IdentificationWarning as IdentificationWarning
+from counterfair.errors import LOOWarning as LOOWarning
+from counterfair.errors import ScaleWarning as ScaleWarning
+from counterfair.errors import SCMError as SCMError
+from counterfair.inference.abduction import Abduction as Abduction
+from counterfair.inference.fit import Fit as Fit
+from counterfair.inference.loo import compare as compare
+from counterfair.inference.ppc_result import PosteriorPredictiveCheck as PosteriorPredictiveCheck
+from counterfair.inference.subsample_check import subsample_check as subsample_check
+from counterfair.io.load import load as load
+from counterfair.io.scm_document import scm_to_dict as scm_to_dict
+from counterfair.io.scm_file import read_scm as read_scm
+from counterfair.io.scm_file import scm_from_dict as scm_from_dict
+from counterfair.io.scm_file import write_scm as write_scm
+from counterfair.learn.baselines import BaselinePredictor as BaselinePredictor
+from counterfair.learn.baselines import full_predictor as full_predictor
+from counterfair.learn.baselines import unaware_predictor as unaware_predictor
+from counterfair.learn.fair import FairLearner as FairLearner
+from counterfair.learn.multiworld import MultiWorldLearner as MultiWorldLearner
+from counterfair.learn.noncausal import DemographicParityClassifier as DemographicParityClassifier
+from counterfair.learn.noncausal import OrderPreservingPredictor as OrderPreservingPredictor
+from counterfair.model.discrete import Deterministic as Deterministic
+from counterfair.model.discrete import DiscreteNoise as DiscreteNoise
+from counterfair.model.enumeration import DiscreteSCM as DiscreteSCM
+from counterfair.model.families import Bernoulli as Bernoulli
+from counterfair.model.families import Categorical as Categorical
+from counterfair.model.families import NegativeBinomial as NegativeBinomial
+from counterfair.model.families import Normal as Normal
+from counterfair.model.families import Ordinal as Ordinal
+from counterfair.model.families import Poisson as Poisson
+from counterfair.model.scm import SCM as SCM
+from counterfair.model.specs import SPEC_KEY as SPEC_KEY
+from counterfair.model.specs import Latent as Latent
+from counterfair.model.specs import Prior as Prior
+from counterfair.model.specs import Protected as Protected
+from counterfair.options import get_options as get_options
+from counterfair.options import set_options as set_options
+
+__all__ = [
+    "DASK_WORKER_CONFIG",
+    "DASK_WORKER_ENV",
+    "SCM",
+    "SPEC_KEY",
+    "Abduction",
+    "BaselinePredictor",
+    "Bernoulli",
+    "Categorical",
+    "ConvergenceWarning",
+    "DataError",
+    "DemographicParityClassifier",
+    "Deterministic",
+    "DiscreteNoise",
+    "DiscreteSCM",
+    "FairLearner",
+    "FairnessError",
+    "Fit",
+    "IdentificationWarning",
+    "LOOWarning",
+    "Latent",
+    "MultiWorldLearner",
+    "NegativeBinomial",
+    "Normal",
+    "OrderPreservingPredictor",
+    "Ordinal",
+    "Poisson",
+    "PosteriorPredictiveCheck",
+    "Prior",
+    "Protected",
+    "SCMError",
+    "ScaleWarning",
+    "__version__",
+    "audit",
+    "compare",
+    "counterfactual_predictions",
+    "datasets",
+    "datasets_tabular",
+    "full_predictor",
+    "get_options",
+    "law_school_split",
+    "law_school_subsample",
+    "load",
+    "load_adult",
+    "load_compas",
+    "load_law_school",
+    "models",
+    "options",
+    "plot_sensitivity",
+    "read_scm",
+    "scm_from_dict",
+    "scm_to_dict",
+    "sensitivity",
+    "set_options",
+    "subsample_check",
+    "unaware_predictor",
+    "write_scm",
+]
