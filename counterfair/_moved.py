@@ -91,6 +91,7 @@ class _Alias(importlib.abc.Loader):
 
     def __init__(self, old: str, new: str) -> None:
         self.old, self.new = old, new
+        self.spec: importlib.machinery.ModuleSpec | None = None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         warnings.warn(
@@ -98,10 +99,13 @@ class _Alias(importlib.abc.Loader):
             DeprecationWarning,
             stacklevel=8,
         )
-        return importlib.import_module(self.new)
+        module = importlib.import_module(self.new)
+        self.spec = module.__spec__  # Python sets the alias's spec on it; put it back below
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """The new module is already executed."""
+        """The new module is already executed: only its own spec is restored."""
+        module.__spec__ = self.spec
 
 
 class _MovedFinder(importlib.abc.MetaPathFinder):

@@ -22,17 +22,18 @@ def test_every_old_path_is_the_new_module_and_warns(old: str) -> None:
     with pytest.warns(DeprecationWarning, match=MOVED[old].replace(".", r"\.")):
         module = importlib.import_module(old)
     assert module is importlib.import_module(MOVED[old])
+    assert module.__spec__ is not None and module.__spec__.name == MOVED[old]  # its own
 
 
 def test_submodules_of_a_moved_package_follow_it() -> None:
     assert moved_to("counterfair.families.base") == "counterfair.model.families.base"
     assert moved_to("counterfair.stan.codegen") is None  # not moved: Python finds it
     sys.modules.pop("counterfair.families.base", None)
-    with pytest.warns(DeprecationWarning):
-        from counterfair.families import base
-    from counterfair.model.families import base as new
-
+    with pytest.warns(DeprecationWarning, match="counterfair.model.families.base"):
+        base = importlib.import_module("counterfair.families.base")
+    new = importlib.import_module("counterfair.model.families.base")
     assert base is new
+    assert new.__spec__ is not None and new.__spec__.name == "counterfair.model.families.base"
 
 
 def test_old_from_imports_of_names_work_in_a_fresh_process() -> None:
