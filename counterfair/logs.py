@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from types import FrameType
 from typing import TypeVar
 
 LOGGER_NAME = "counterfair"
@@ -108,3 +109,21 @@ def progress(
     from tqdm.auto import tqdm
 
     yield from tqdm(items, desc=desc, total=total, leave=False)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of ``warnings.warn`` that points at the caller's own code.
+
+    Counts the frames above the caller of this function that lie inside the counterfair
+    package, so that a warning names the user's line (``scm.fit(...)``) however many
+    stages the call went through (Python 3.12's ``skip_file_prefixes``, for 3.11).
+    """
+    frame: FrameType | None = sys._getframe(1)  # the function that calls warnings.warn
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level

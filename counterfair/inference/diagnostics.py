@@ -13,6 +13,7 @@ import pandas as pd
 
 from counterfair.errors import ConvergenceWarning
 from counterfair.inference.mcmc_stats import rhat_and_bulk_ess
+from counterfair.logs import user_stacklevel
 
 RHAT_MAX = 1.01
 """Largest acceptable rank-normalised split R-hat of a structural parameter."""
@@ -160,7 +161,7 @@ def warn_on_problems(
     for problem in diagnostics.problems():
         if rhat_hint is not None and "R-hat" in problem:
             problem = f"{problem}; {rhat_hint}"
-        warnings.warn(f"{what}: {problem}", ConvergenceWarning, stacklevel=3)
+        warnings.warn(f"{what}: {problem}", ConvergenceWarning, stacklevel=user_stacklevel())
 
 
 def warn_on_divergences(idata: az.InferenceData, what: str) -> int:
@@ -170,6 +171,6 @@ def warn_on_divergences(idata: az.InferenceData, what: str) -> int:
         warnings.warn(
             f"{what}: {divergences} divergent transition(s) after warm-up",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return divergences

@@ -45,6 +45,7 @@ from scipy.stats import norm
 
 from counterfair import errors
 from counterfair.inference import exact_abduction
+from counterfair.logs import user_stacklevel
 from counterfair.model.evaluate import linear_predictor, sigma_of
 from counterfair.model.families.base import CountFamily
 from counterfair.model.params import ParamDraws
@@ -289,7 +290,7 @@ def _bad_rows(fit: Fit, pareto_k: np.ndarray, name: str) -> list[Any]:
             "Draw more posterior samples, use moment matching, or K-fold cross-validation "
             "for those rows.",
             errors.LOOWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return bad
 

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair.errors import ScaleWarning
+from counterfair.logs import user_stacklevel
 from counterfair.model.specs import Observed, Prior, Protected
 from counterfair.rows.rows import Rows
 
@@ -246,7 +247,7 @@ def scale_values(scm: SCM, data: Rows | pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 def warn_on_scales(
-    scm: SCM, data: Rows | pd.DataFrame, stacklevel: int = 4
+    scm: SCM, data: Rows | pd.DataFrame, stacklevel: int | None = None
 ) -> list[ScaleProblem]:
     """Emit one :class:`~counterfair.errors.ScaleWarning` per offending node; return them.
 
@@ -255,5 +256,6 @@ def warn_on_scales(
     """
     problems = check_scales(scm, scale_values(scm, data))
     for problem in problems:
-        warnings.warn(problem.message(), ScaleWarning, stacklevel=stacklevel)
+        level = user_stacklevel() if stacklevel is None else stacklevel
+        warnings.warn(problem.message(), ScaleWarning, stacklevel=level)
     return problems

@@ -121,7 +121,7 @@ class Encoding:
             return self._numbers(node, values, index)
         raw = np.asarray(values, dtype=object).ravel()
         keys = pd.Series(raw, dtype=object).astype(str)  # str() of each value, as levels are
-        codes = pd.Categorical(keys, categories=list(self.levels[node])).codes.astype(np.int64)
+        codes = pd.Index(list(self.levels[node])).get_indexer(keys).astype(np.int64)
         if (codes < 0).any():
             i = int(np.argmax(codes < 0))
             row = index[i] if index is not None else i

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from counterfair.errors import IdentificationWarning
+from counterfair.logs import user_stacklevel
 from counterfair.model.families import family_of
 from counterfair.model.specs import Observed
 
@@ -144,7 +145,7 @@ def message(row: pd.Series) -> str:
 def warn(scm: SCM) -> None:
     """Emit one :class:`IdentificationWarning` per finding."""
     for _, row in findings(scm).iterrows():
-        warnings.warn(message(row), IdentificationWarning, stacklevel=4)
+        warnings.warn(message(row), IdentificationWarning, stacklevel=user_stacklevel())
 
 
 def convergence_hint(scm: SCM) -> str | None:
