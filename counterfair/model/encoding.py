@@ -106,6 +106,8 @@ class Encoding:
     def code(self, node: str, values: object, index: pd.Index | None = None) -> np.ndarray:
         """Map level values to 0-based integer codes, naming any unseen level.
 
+        A continuous attribute's codes are its values as floats.
+
         Parameters
         ----------
         node : str
@@ -114,8 +116,6 @@ class Encoding:
             Level values (strings or anything whose ``str()`` is a level).
         index : pandas.Index, optional
             Row labels, used in the error message.
-
-        A continuous attribute's codes are its values as floats.
         """
         if node in self.continuous:
             return self._numbers(node, values, index)

@@ -6,7 +6,7 @@ under the attribute :data:`SPEC_KEY` (``"spec"``): :class:`Protected` and
 :class:`Poisson`, :class:`Bernoulli`, :class:`NegativeBinomial`, :class:`Ordinal`,
 :class:`Categorical`). The base classes live in :mod:`counterfair.model.nodes`, the
 families in :mod:`counterfair.model.families` (which build on the base classes); this module
-gathers both, so that the arrows run one way: node_specs -> families -> specs.
+gathers both, so that the arrows run one way: nodes -> families -> specs.
 """
 
 from __future__ import annotations

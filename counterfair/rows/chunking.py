@@ -7,9 +7,10 @@ positions of its rows, and every random draw of the row path is keyed by those
 positions (:class:`counterfair.rng.RowRandom`), so the joined result is the
 same for any chunk size, any number of workers and any order of the chunks.
 
->>> import numpy as np
->>> [c.rows for c in row_chunks(5, rows_per_chunk=2)]
-[slice(0, 2, None), slice(2, 4, None), slice(4, 5, None)]
+Examples
+--------
+>>> [(c.rows.start, c.rows.stop) for c in row_chunks(5, rows_per_chunk=2)]
+[(0, 2), (2, 4), (4, 5)]
 """
 
 from __future__ import annotations

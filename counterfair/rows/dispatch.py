@@ -49,9 +49,10 @@ def register(operation: str, accepts: Accepts, handler: Handler) -> None:
 
 def handler_for(operation: str, rows: object) -> Handler | None:
     """The handler registered for ``operation`` that takes ``rows``, or ``None``."""
-    plugin = PLUGINS.get(type(rows).__module__.partition(".")[0])
-    if plugin is not None and plugin not in sys.modules:
-        importlib.import_module(plugin)  # registers its handlers
+    for item in rows if isinstance(rows, tuple | list) else (rows,):  # several inputs, too
+        plugin = PLUGINS.get(type(item).__module__.partition(".")[0])
+        if plugin is not None and plugin not in sys.modules:
+            importlib.import_module(plugin)  # registers its handlers
     for accepts, handler in _HANDLERS.get(operation, ()):
         if accepts(rows):
             return handler

@@ -23,7 +23,8 @@ Adding a family: write ``counterfair/model/families/<name>.py`` with a spec clas
 ``family`` name) and a :class:`~counterfair.model.families.base.Family` subclass that
 overrides what differs from the defaults (count or binary data, one linear
 predictor, no parameter of its own); add an instance to :data:`FAMILIES` below.
-Exporting the spec as ``cf.<Spec>`` is one more line in ``counterfair/__init__.py``.
+Exporting the spec as ``cf.<Spec>`` is one more line in ``_ATTRIBUTES`` of
+``counterfair/__init__.py`` and one in its stub ``counterfair/__init__.pyi``.
 Nothing else in the package tests a node's family by name or class.
 """
 
