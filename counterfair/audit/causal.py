@@ -105,6 +105,10 @@ PATHS_ATTRIBUTES = (
     "audit swaps the levels of the paths' attribute only"
 )
 
+_Target = tuple[str, str, dict[str, DoValue]]
+"""One audited intervention: ``(attribute, to_level, do)``; a ``do=`` audit has its label
+as both attribute and level."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class CounterfactualReport:
@@ -232,7 +236,7 @@ def _audit_chunk(
     chunk: Abduction,
     predictor: Any,
     *,
-    targets: Sequence[tuple[str, str, dict[str, DoValue]]],
+    targets: Sequence[_Target],
     masks: Sequence[np.ndarray],
     flips: Sequence[np.ndarray],
     do: Mapping[str, DoValue] | None,
@@ -445,32 +449,10 @@ def counterfactual_fairness(
     )
 
 
-def audit_stream(
-    fit: Fit,
-    data: pd.DataFrame,
-    predictor: Any,
-    *,
-    attributes: Sequence[str] | None = None,
-    n_samples: int | None = None,
-    tolerance: float = 0.05,
-    interval: float = 0.9,
-    condition_on: Sequence[str] | None = None,
-    seed: int | None = 0,
-    abduction: Abduction | None = None,
-    response: Literal["prediction", "probability"] = "prediction",
-    do: Mapping[str, DoValue] | None = None,
-    coupling: Coupling = DEFAULT_COUPLING,
-    unfair_paths: Sequence[Sequence[str]] | None = None,
-    keep_samples: bool = False,
-) -> tuple[AuditStream, tuple[tuple[str, ...], ...] | None]:
-    """The statistics of :func:`counterfactual_fairness` on in-memory rows, before the report.
-
-    The arguments are those of :func:`counterfactual_fairness`. The returned
-    :class:`~counterfair.audit.streaming.AuditStream` holds one mergeable
-    :class:`~counterfair.audit.streaming.ChangeStats` per group (what a partitioned
-    run merges, :mod:`counterfair.dask.summary`) and the per-row summaries; the
-    second value is the checked ``unfair_paths``.
-    """
+def _check_settings(
+    data: pd.DataFrame, *, interval: float, tolerance: float, response: str, coupling: str
+) -> Coupling:
+    """Check the audit's numbers, rows and options; return the checked coupling."""
     if not 0 < interval < 1:
         raise ValueError(f"interval must be in (0, 1), got {interval}")
     if tolerance < 0:
@@ -479,7 +461,13 @@ def audit_stream(
         raise ValueError("data has a duplicated index label; reset_index() it first")
     if response not in RESPONSES:
         raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
-    coupling = check_coupling(coupling)
+    return check_coupling(coupling)
+
+
+def _chosen_attributes(
+    fit: Fit, attributes: Sequence[str] | None, do: Mapping[str, DoValue] | None
+) -> list[str]:
+    """The protected attributes whose levels are swapped (none for a ``do=`` audit)."""
     scm = fit.scm
     if do is not None and attributes is not None:
         raise ValueError(DO_WITH_ATTRIBUTES)
@@ -492,42 +480,78 @@ def audit_stream(
         raise ValueError(
             f"attribute {unknown[0]!r} is not a protected node; protected: {list(scm.protected)}"
         )
-    paths: tuple[tuple[str, ...], ...] | None = None
-    if unfair_paths is not None:
-        if coupling != "monotone":
-            raise SCMError(PATHS_REDRAW)
-        source = path_source(scm, unfair_paths)
-        paths = check_paths(scm, source, unfair_paths)
-        other = [a for a in chosen if a != source]
-        if attributes is not None and other:
-            raise ValueError(PATHS_ATTRIBUTES.format(source=source, other=other[0]))
-        if do is not None and list(do) != [source]:
-            raise SCMError(PATHS_DO.format(nodes=list(do)))
-        if do is None:
-            chosen = [source]
+    return chosen
+
+
+def _checked_paths(
+    fit: Fit,
+    unfair_paths: Sequence[Sequence[str]] | None,
+    coupling: Coupling,
+    chosen: list[str],
+    *,
+    attributes: Sequence[str] | None,
+    do: Mapping[str, DoValue] | None,
+) -> tuple[tuple[tuple[str, ...], ...] | None, list[str]]:
+    """The checked unfair paths (``None`` without them) and the attributes to swap: only
+    the paths' source in a path-specific audit of levels."""
+    if unfair_paths is None:
+        return None, chosen
+    scm = fit.scm
+    if coupling != "monotone":
+        raise SCMError(PATHS_REDRAW)
+    source = path_source(scm, unfair_paths)
+    paths = check_paths(scm, source, unfair_paths)
+    other = [a for a in chosen if a != source]
+    if attributes is not None and other:
+        raise ValueError(PATHS_ATTRIBUTES.format(source=source, other=other[0]))
+    if do is not None and list(do) != [source]:
+        raise SCMError(PATHS_DO.format(nodes=list(do)))
+    return paths, [source] if do is None else chosen
+
+
+def _check_categorical(fit: Fit, chosen: Sequence[str]) -> None:
+    """Refuse to swap the levels of a continuous attribute."""
     continuous = [a for a in chosen if fit.encoding.is_continuous(a)]
     if continuous:
         raise ValueError(
             f"attribute {continuous[0]!r} is continuous: this audit swaps levels of categorical "
             f"attributes; use fit.counterfactual(data, do={{{continuous[0]!r}: value}}) for it"
         )
-    if abduction is not None:
-        ignored = [
-            name
-            for name, value in (("n_samples", n_samples), ("condition_on", condition_on))
-            if value is not None
-        ]
-        if ignored:
-            raise ValueError(ABDUCTION_WITH_SETTINGS.format(names=" and ".join(ignored)))
-        if len(abduction.data) != len(data) or not abduction.data.index.equals(data.index):
-            raise ValueError(
-                ABDUCTION_ROWS.format(
-                    got=len(abduction.data),
-                    got_index=_short(abduction.data.index),
-                    expected=len(data),
-                    expected_index=_short(data.index),
-                )
+
+
+def _check_abduction(
+    abduction: Abduction,
+    data: pd.DataFrame,
+    *,
+    n_samples: int | None,
+    condition_on: Sequence[str] | None,
+) -> None:
+    """A given abduction comes without abduction settings, for exactly the rows of ``data``."""
+    ignored = [
+        name
+        for name, value in (("n_samples", n_samples), ("condition_on", condition_on))
+        if value is not None
+    ]
+    if ignored:
+        raise ValueError(ABDUCTION_WITH_SETTINGS.format(names=" and ".join(ignored)))
+    if len(abduction.data) != len(data) or not abduction.data.index.equals(data.index):
+        raise ValueError(
+            ABDUCTION_ROWS.format(
+                got=len(abduction.data),
+                got_index=_short(abduction.data.index),
+                expected=len(data),
+                expected_index=_short(data.index),
             )
+        )
+
+
+def _abduction_plan(
+    abduction: Abduction | None,
+    n_samples: int | None,
+    condition_on: Sequence[str] | None,
+    seed: int | None,
+) -> tuple[int, dict[str, Any]]:
+    """Joint samples per row, and the arguments of the abduction (none when it is given)."""
     samples = abduction.n_samples if abduction is not None else (
         DEFAULT_AUDIT_SAMPLES if n_samples is None else int(n_samples)
     )
@@ -540,10 +564,25 @@ def audit_stream(
             "n_samples": samples,
             "seed": seed,
         }
+    return samples, abduct_args
+
+
+def _targets(
+    fit: Fit,
+    data: pd.DataFrame,
+    predictor: Any,
+    response: Literal["prediction", "probability"],
+    do: Mapping[str, DoValue] | None,
+    chosen: Sequence[str],
+) -> tuple[list[_Target], list[np.ndarray], list[np.ndarray]]:
+    """The interventions, each with its flip-test change and the rows it applies to.
+
+    One value per row (not per sample), on all rows at once: the ``do=`` intervention on
+    every row, then per attribute each level on the rows whose factual level differs.
+    """
     factual_prediction = predict_output(predictor, data, response)
     n_rows = len(data)
-    # one value per row (not per sample): the flip test and the factual levels, whole
-    targets: list[tuple[str, str, dict[str, DoValue]]] = []
+    targets: list[_Target] = []
     flips: list[np.ndarray] = []
     masks: list[np.ndarray] = []
     if do is not None:
@@ -576,6 +615,99 @@ def audit_stream(
             targets.append((attribute, level, {attribute: level}))
             flips.append(flip)
             masks.append(mask)
+    return targets, flips, masks
+
+
+def _audit_chunk_frames(
+    fit: Fit,
+    data: pd.DataFrame,
+    where: slice,
+    chunk: Abduction,
+    predictor: Any,
+    *,
+    targets: Sequence[_Target],
+    masks: Sequence[np.ndarray],
+    flips: Sequence[np.ndarray],
+    do: Mapping[str, DoValue] | None,
+    paths: tuple[tuple[str, ...], ...] | None,
+    samples: int,
+    seed: int | None,
+    coupling: Coupling,
+    response: Literal["prediction", "probability"],
+    stream: AuditStream,
+) -> None:
+    """Every target's changes on one chunk of rows, through counterfactual frames.
+
+    The path of predictors that read both worlds and of path-specific audits; ``where``
+    is the chunk's slice of ``data`` (the per-row arrays span all of ``data``).
+    """
+    n_rows = len(data)
+    positions = chunk.row_positions  # global (a Dask partition's rows start anywhere)
+    local = np.arange(n_rows)[where]  # this call's rows, for its own per-row arrays
+    for t, (attribute, level, action) in enumerate(targets):
+        mask = masks[t][where]
+        if not mask.any():
+            continue
+        is_do = do is not None and t == 0
+        subset = chunk if is_do else chunk.take_rows(mask)
+        rows = data.iloc[where][mask]
+        chunk_do = slice_do(action, where, n_rows) if is_do else action
+        frame = counterfactual_frame(fit, subset, chunk_do, seed=seed, coupling=coupling)
+        result = counterfactual_predictions(
+            fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
+        )
+        if paths is not None:
+            result["path_specific_change"] = _path_change(
+                fit, rows, predictor, chunk_do, subset, paths, response, seed
+            )
+        result["attribute"] = attribute
+        result["from_level"] = (
+            "factual" if is_do else result[attribute].astype(str).to_numpy()
+        )
+        result["to_level"] = level
+        result["flip_change"] = np.tile(flips[t][local[mask]], samples)
+        result["position"] = np.tile(positions[mask], samples)
+        stream.update(t, TargetChanges.from_frame(result, samples))
+
+
+def audit_stream(
+    fit: Fit,
+    data: pd.DataFrame,
+    predictor: Any,
+    *,
+    attributes: Sequence[str] | None = None,
+    n_samples: int | None = None,
+    tolerance: float = 0.05,
+    interval: float = 0.9,
+    condition_on: Sequence[str] | None = None,
+    seed: int | None = 0,
+    abduction: Abduction | None = None,
+    response: Literal["prediction", "probability"] = "prediction",
+    do: Mapping[str, DoValue] | None = None,
+    coupling: Coupling = DEFAULT_COUPLING,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+    keep_samples: bool = False,
+) -> tuple[AuditStream, tuple[tuple[str, ...], ...] | None]:
+    """The statistics of :func:`counterfactual_fairness` on in-memory rows, before the report.
+
+    The arguments are those of :func:`counterfactual_fairness`. The returned
+    :class:`~counterfair.audit.streaming.AuditStream` holds one mergeable
+    :class:`~counterfair.audit.streaming.ChangeStats` per group (what a partitioned
+    run merges, :mod:`counterfair.dask.summary`) and the per-row summaries; the
+    second value is the checked ``unfair_paths``.
+    """
+    coupling = _check_settings(
+        data, interval=interval, tolerance=tolerance, response=response, coupling=coupling
+    )
+    chosen = _chosen_attributes(fit, attributes, do)
+    paths, chosen = _checked_paths(
+        fit, unfair_paths, coupling, chosen, attributes=attributes, do=do
+    )
+    _check_categorical(fit, chosen)
+    if abduction is not None:
+        _check_abduction(abduction, data, n_samples=n_samples, condition_on=condition_on)
+    samples, abduct_args = _abduction_plan(abduction, n_samples, condition_on, seed)
+    targets, flips, masks = _targets(fit, data, predictor, response, do, chosen)
     stream = AuditStream(
         n_samples=samples,
         tolerance=tolerance,
@@ -590,42 +722,23 @@ def audit_stream(
         abduction=abduction,
         **abduct_args,
     )
+    n_rows = len(data)
     by_world = paths is None and not needs_both_worlds(predictor, fit)
     for where, chunk in progress(chunks, desc="counterfactual audit"):
-        positions = chunk.row_positions  # global (a Dask partition's rows start anywhere)
-        local = np.arange(n_rows)[where]  # this call's rows, for its own per-row arrays
         if by_world:
+            local = np.arange(n_rows)[where]  # this call's rows, for its own per-row arrays
             _audit_chunk(
                 fit, chunk, predictor, targets=targets, masks=[m[where] for m in masks],
                 flips=[f[local] for f in flips], do=None if do is None else slice_do(
                     do, where, n_rows), seed=seed, coupling=coupling, response=response,
                 stream=stream,
             )
-            continue
-        for t, (attribute, level, action) in enumerate(targets):
-            mask = masks[t][where]
-            if not mask.any():
-                continue
-            is_do = do is not None and t == 0
-            subset = chunk if is_do else chunk.take_rows(mask)
-            rows = data.iloc[where][mask]
-            chunk_do = slice_do(action, where, n_rows) if is_do else action
-            frame = counterfactual_frame(fit, subset, chunk_do, seed=seed, coupling=coupling)
-            result = counterfactual_predictions(
-                fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
+        else:
+            _audit_chunk_frames(
+                fit, data, where, chunk, predictor, targets=targets, masks=masks, flips=flips,
+                do=do, paths=paths, samples=samples, seed=seed, coupling=coupling,
+                response=response, stream=stream,
             )
-            if paths is not None:
-                result["path_specific_change"] = _path_change(
-                    fit, rows, predictor, chunk_do, subset, paths, response, seed
-                )
-            result["attribute"] = attribute
-            result["from_level"] = (
-                "factual" if is_do else result[attribute].astype(str).to_numpy()
-            )
-            result["to_level"] = level
-            result["flip_change"] = np.tile(flips[t][local[mask]], samples)
-            result["position"] = np.tile(positions[mask], samples)
-            stream.update(t, TargetChanges.from_frame(result, samples))
     return stream, paths
 
 

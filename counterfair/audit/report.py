@@ -30,7 +30,7 @@ import os
 import tempfile
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from numpy.typing import ArrayLike
 
@@ -62,6 +62,9 @@ from .classification import binary_decisions, group_metrics
 from .explanations import ExplanationAudit
 from .regression import regression_metrics
 from .subpopulations import SubpopulationReport
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "DEPENDENCE_EXPLANATION",
@@ -121,6 +124,123 @@ def _check_counterfactual(counterfactual: Mapping[str, CounterfactualReport] | N
             )
 
 
+def _page_data(tau: float, attributes: list[str]) -> dict[str, Any]:
+    """The page's JSON data before the predictors' entries and the extra findings."""
+    return {
+        "version": 1,
+        "tau": tau,
+        "criteria": [{"key": c, "label": c.replace("_", " "), "metrics": list(ms)}
+                     for c, ms in CRITERIA],
+        "metric_names": METRIC_NAMES,
+        "attributes": attributes,
+        "predictors": [],
+        "extra_findings": [],
+    }
+
+
+def _settings_text(frame: pd.DataFrame, task: Task, predictors: Mapping[str, ArrayLike],
+                   threshold: float, tau: float) -> str:
+    """The line under the title: individuals, task, attributes, predictors and settings."""
+    settings = (f"{len(frame)} individuals; task: {task}; protected attributes: "
+                f"{', '.join(frame.columns)}; predictors: {', '.join(map(str, predictors))}")
+    if task == "classification":
+        settings += f"; score threshold: {threshold:g}; report tau: {tau:g}"
+    return settings
+
+
+def _predictor_part(
+    task: Task,
+    position: int,
+    key: object,
+    predictions: ArrayLike,
+    *,
+    y_true: ArrayLike,
+    frame: pd.DataFrame,
+    threshold: float,
+    tau: float,
+    intersections: Intersections,
+    reference: Mapping[str, Hashable] | None,
+    n_bootstrap: int,
+    confidence: float,
+    seed: int,
+    ci_method: str,
+) -> tuple[str, dict[str, Any], list[tuple[str, bool]]]:
+    """One predictor's audit: its section, its JSON entry and its ``(finding, failed)`` pairs."""
+    name, ident = str(key), f"predictor-{position}"
+    if task == "classification":
+        report = group_metrics(y_true, predictions, frame, threshold=threshold,
+                               intersections=intersections, reference=reference, tau=tau,
+                               n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
+                               ci_method=ci_method)
+        decisions = binary_decisions(predictions, threshold)
+        section = classification_section(ident, name, report, decisions, frame, intersections)
+        entry = predictor_data(name, report, ident)
+        return section, entry, parity_findings(entry, tau)
+    reg = regression_metrics(y_true, predictions, frame, intersections=intersections,
+                             reference=reference, n_bootstrap=n_bootstrap,
+                             confidence=confidence, seed=seed, ci_method=ci_method)
+    entry = {"id": ident, "name": name, "task": "regression",
+             "findings": regression_findings(name, reg)}
+    return regression_section(name, reg, ident), entry, [(t, False) for t in entry["findings"]]
+
+
+def _optional_sections(
+    explanations: Mapping[str, ExplanationAudit] | None,
+    subpopulations: SubpopulationReport | None,
+    counterfactual: Mapping[str, CounterfactualReport] | None,
+    extra_sections: Sequence[tuple[str, str]],
+) -> list[str]:
+    """The sections after the predictors': explanations, subpopulations, counterfactual
+    audit, then the caller's own."""
+    sections = []
+    if explanations:
+        sections.append("<section><h2>Explanation-based measures</h2>\n"
+                        + explanations_html(explanations) + "</section>")
+    if subpopulations is not None:
+        sections.append("<section><h2>Affected subpopulations</h2>\n"
+                        + subpopulations_html(subpopulations) + "</section>")
+    if counterfactual:
+        sections.append("<section><h2>Counterfactual fairness</h2>\n"
+                        + counterfactual_html(dict(counterfactual)) + "</section>")
+    for heading, fragment in extra_sections:
+        sections.append(f"<section><h2>{esc(heading)}</h2>\n{fragment}</section>")
+    return sections
+
+
+def _page(
+    *,
+    title: str,
+    settings: str,
+    controls: str,
+    findings: Sequence[tuple[str, bool]],
+    tau_note: str,
+    sections: Sequence[str],
+    data: dict[str, Any],
+) -> str:
+    """The whole HTML page, with a policy that allows only its own inline script."""
+    items = "".join(('<li class="fail">' if failed else "<li>") + f"{esc(text)}</li>"
+                    for text, failed in findings)
+    script_hash = base64.b64encode(hashlib.sha256(JS.encode("utf-8")).digest()).decode()
+    policy = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+              f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'")
+    body = "\n".join(sections)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}"/>\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1"/>\n'
+        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f"<h1>{esc(title)}</h1>\n<p class=\"meta\">{esc(settings)}</p>\n"
+        + controls
+        + '\n<p class="print-only meta">Printed with groups: <span class="filter-state">'
+        "all attributes</span>.</p>\n"
+        f'<section id="findings"><h2>Findings</h2><p class="explain">One sentence per '
+        f"finding.{tau_note}</p>"
+        f'<ul class="findings" id="findings-list">{items}</ul></section>\n'
+        f"{body}\n{json_script(data, 'counterfair-data')}\n<script>{JS}</script>\n"
+        "</body>\n</html>\n"
+    )
+
+
 def render_report(
     *,
     y_true: ArrayLike,
@@ -151,79 +271,28 @@ def render_report(
     frame = protected_frame(protected)
     attributes = list(build_layout(frame, intersections).attributes)
     sections = []
-    data: dict[str, Any] = {
-        "version": 1,
-        "tau": tau,
-        "criteria": [{"key": c, "label": c.replace("_", " "), "metrics": list(ms)}
-                     for c, ms in CRITERIA],
-        "metric_names": METRIC_NAMES,
-        "attributes": attributes,
-        "predictors": [],
-        "extra_findings": [],
-    }
+    data = _page_data(tau, attributes)
     findings: list[tuple[str, bool]] = []
     for position, (key, predictions) in enumerate(predictors.items()):
-        name, ident = str(key), f"predictor-{position}"
-        if task == "classification":
-            report = group_metrics(y_true, predictions, frame, threshold=threshold,
-                                   intersections=intersections, reference=reference, tau=tau,
-                                   n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
-                                   ci_method=ci_method)
-            decisions = binary_decisions(predictions, threshold)
-            sections.append(classification_section(ident, name, report, decisions, frame,
-                                                    intersections))
-            entry = predictor_data(name, report, ident)
-            findings += parity_findings(entry, tau)
-        else:
-            reg = regression_metrics(y_true, predictions, frame, intersections=intersections,
-                                     reference=reference, n_bootstrap=n_bootstrap,
-                                     confidence=confidence, seed=seed, ci_method=ci_method)
-            sections.append(regression_section(name, reg, ident))
-            entry = {"id": ident, "name": name, "task": "regression",
-                     "findings": regression_findings(name, reg)}
-            findings += [(t, False) for t in entry["findings"]]
+        section, entry, found = _predictor_part(
+            task, position, key, predictions, y_true=y_true, frame=frame,
+            threshold=threshold, tau=tau, intersections=intersections, reference=reference,
+            n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, ci_method=ci_method,
+        )
+        sections.append(section)
         data["predictors"].append(entry)
-    if explanations:
-        sections.append("<section><h2>Explanation-based measures</h2>\n"
-                        + explanations_html(explanations) + "</section>")
-    if subpopulations is not None:
-        sections.append("<section><h2>Affected subpopulations</h2>\n"
-                        + subpopulations_html(subpopulations) + "</section>")
-    if counterfactual:
-        sections.append("<section><h2>Counterfactual fairness</h2>\n"
-                        + counterfactual_html(dict(counterfactual)) + "</section>")
-        for name, cf_report in counterfactual.items():
-            data["extra_findings"] += counterfactual_findings(str(name), cf_report)
-        findings += [(t, False) for t in data["extra_findings"]]
-    for heading, fragment in extra_sections:
-        sections.append(f"<section><h2>{esc(heading)}</h2>\n{fragment}</section>")
-    settings = (f"{len(frame)} individuals; task: {task}; protected attributes: "
-                f"{', '.join(frame.columns)}; predictors: {', '.join(map(str, predictors))}")
-    if task == "classification":
-        settings += f"; score threshold: {threshold:g}; report tau: {tau:g}"
-    items = "".join(('<li class="fail">' if failed else "<li>") + f"{esc(text)}</li>"
-                    for text, failed in findings)
+        findings += found
+    sections += _optional_sections(explanations, subpopulations, counterfactual, extra_sections)
+    for name, cf_report in (counterfactual or {}).items():
+        data["extra_findings"] += counterfactual_findings(str(name), cf_report)
+    findings += [(t, False) for t in data["extra_findings"]]
     tau_s, _ = tau_text(tau)
     tau_note = (f' Parity verdicts at tau = <span class="tau-value">{tau_s}</span>.'
                 if task == "classification" else "")
-    script_hash = base64.b64encode(hashlib.sha256(JS.encode("utf-8")).digest()).decode()
-    policy = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-              f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'")
-    body = "\n".join(sections)
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}"/>\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1"/>\n'
-        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{esc(title)}</h1>\n<p class=\"meta\">{esc(settings)}</p>\n"
-        + _controls(tau if task == "classification" else None, attributes)
-        + '\n<p class="print-only meta">Printed with groups: <span class="filter-state">'
-        "all attributes</span>.</p>\n"
-        f'<section id="findings"><h2>Findings</h2><p class="explain">One sentence per '
-        f"finding.{tau_note}</p>"
-        f'<ul class="findings" id="findings-list">{items}</ul></section>\n'
-        f"{body}\n{json_script(data, 'counterfair-data')}\n<script>{JS}</script>\n"
-        "</body>\n</html>\n"
+    return _page(
+        title=title, settings=_settings_text(frame, task, predictors, threshold, tau),
+        controls=_controls(tau if task == "classification" else None, attributes),
+        findings=findings, tau_note=tau_note, sections=sections, data=data,
     )
 
 

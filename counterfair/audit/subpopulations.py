@@ -187,6 +187,155 @@ def _holm(p: NDArray[np.float64]) -> NDArray[np.float64]:
     return out
 
 
+@dataclass(frozen=True)
+class _Encoded:
+    """The checked inputs: who is in ``s+``, who has outcome ``o``, the stratifier codes."""
+
+    s_plus: NDArray[np.bool_]
+    hit: NDArray[np.bool_]
+    z: NDArray[np.intp] | None
+    protected_group: Hashable
+    outcome_value: Hashable
+
+
+def _encode_inputs(
+    data: pd.DataFrame,
+    protected: ArrayLike,
+    outcome: ArrayLike,
+    given: ArrayLike | None,
+    protected_group: Hashable,
+    outcome_value: Hashable,
+) -> _Encoded:
+    """Check the lengths of the inputs and find ``s+`` and ``o`` among their values."""
+    s = as_1d(protected, "protected")
+    o = as_1d(outcome, "outcome")
+    named = [("data", len(data)), ("protected", s.size), ("outcome", o.size)]
+    z = None
+    if given is not None:
+        z = encode(as_1d(given, "given"), "given")[0]
+        named.append(("given", z.size))
+    check_lengths(named)
+    s_codes, s_labels = encode(s, "protected")
+    o_codes, o_labels = encode(o, "outcome")
+    a = find_label(s_labels, protected_group)
+    if a is None:
+        raise ValueError(GROUP_NOT_FOUND.format(name="protected_group", group=protected_group,
+                                                where="protected", available=shown(s_labels)))
+    v = find_label(o_labels, outcome_value)
+    if v is None:
+        raise ValueError(VALUE_NOT_FOUND.format(name="outcome_value", value=outcome_value,
+                                                where="outcome", available=shown(o_labels)))
+    return _Encoded(s_plus=s_codes == a, hit=o_codes == v, z=z,
+                    protected_group=s_labels[a], outcome_value=o_labels[v])
+
+
+def _test_half(n: int, test_fraction: float, rng: np.random.Generator) -> NDArray[np.bool_]:
+    """A random ``test_fraction`` of the ``n`` rows, as a mask."""
+    is_test = np.zeros(n, dtype=bool)
+    is_test[rng.permutation(n)[: round(test_fraction * n)]] = True
+    return is_test
+
+
+_Node = tuple[int, int, tuple[Condition, ...], NDArray[np.bool_]]
+"""``(node, parent, conditions, mask)`` of one tree node (the root's parent is -1)."""
+
+
+class _TreeSearch:
+    """Grows the tree on the search rows: at each node the candidate split whose better
+    child has the largest credible difference, if both children are big enough."""
+
+    def __init__(self, frame: pd.DataFrame, inputs: _Encoded, search: NDArray[np.bool_],
+                 max_depth: int, min_size: int) -> None:
+        self.frame = frame
+        self.s_plus, self.hit = inputs.s_plus, inputs.hit
+        self.search = search
+        self.max_depth, self.min_size = max_depth, min_size
+        self.candidates = {str(c): _candidates(frame[c]) for c in frame.columns}
+        self.masks: dict[str, dict[Condition, NDArray[np.bool_]]] = {
+            str(c): {} for c in frame.columns
+        }
+        self.nodes: list[_Node] = []
+
+    def cond_mask(self, condition: Condition) -> NDArray[np.bool_]:
+        """The rows meeting one condition (computed once)."""
+        cache = self.masks[condition[0]]
+        if condition not in cache:
+            cache[condition] = subpopulation_mask(self.frame, [condition])
+        return cache[condition]
+
+    def best_split(self, conditions: tuple[Condition, ...],
+                   mask: NDArray[np.bool_]) -> tuple[Condition, Condition] | None:
+        """The best split of the node's search rows (``None`` if no split is allowed)."""
+        best: tuple[float, Condition, Condition] | None = None
+        in_search = mask & self.search
+        for column, splits in self.candidates.items():
+            if any(c[0] == column and c[1] == "==" for c in conditions):
+                continue
+            for left, right in splits:
+                lm = in_search & self.cond_mask(left)
+                rm = in_search & self.cond_mask(right)
+                if lm.sum() < self.min_size or rm.sum() < self.min_size:
+                    continue
+                scores = [_credible_difference(self.s_plus[m], self.hit[m]) for m in (lm, rm)]
+                finite = [x for x in scores if np.isfinite(x)]
+                if finite and (best is None or max(finite) > best[0]):
+                    best = (max(finite), left, right)
+        return None if best is None else (best[1], best[2])
+
+    def grow(self, parent: int, conditions: tuple[Condition, ...],
+             mask: NDArray[np.bool_]) -> None:
+        """Add the node, then grow its children depth first (left before right)."""
+        node = len(self.nodes)
+        self.nodes.append((node, parent, conditions, mask))
+        if len(conditions) >= self.max_depth:
+            return
+        split = self.best_split(conditions, mask)
+        if split is None:
+            return
+        for cond in split:
+            self.grow(node, (*conditions, cond), mask & self.cond_mask(cond))
+
+
+def _test_node(
+    node: _Node, inputs: _Encoded, is_test: NDArray[np.bool_], test_total: int, *,
+    n_bootstrap: int, confidence: float, seed: Seed,
+) -> dict[str, object]:
+    """One node's row of the table, from the test half: difference, bootstrap interval and
+    G-test."""
+    node_id, parent, conditions, mask = node
+    rows_t = np.flatnonzero(mask & is_test)
+    sp, ht = inputs.s_plus[rows_t], inputs.hit[rows_t]
+    diff = _difference(sp, ht)
+    lower = upper = float("nan")
+    if rows_t.size and n_bootstrap:
+        samples = bootstrap(_node_statistic(sp, ht), rows_t.size, n_resamples=n_bootstrap,
+                            seed=seed, strata=sp.astype(np.intp))
+        lo, hi = percentile_interval(samples, confidence)
+        lower, upper = float(lo), float(hi)
+    if rows_t.size and sp.any() and (~sp).any():
+        test = g_test(sp, ht, given=None if inputs.z is None else inputs.z[rows_t])
+        g, p = test.statistic, test.p_value
+    else:
+        g, p = float("nan"), 1.0
+    return {"node": node_id, "parent": parent, "depth": len(conditions),
+            "description": describe(conditions), "size": int(rows_t.size),
+            "share": rows_t.size / test_total if test_total else float("nan"),
+            "n_protected": int(sp.sum()), "difference": diff, "lower": lower,
+            "upper": upper, "g": g, "p_value": p}
+
+
+def _ranked(table: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """``table`` with Holm-adjusted p-values and verdicts, strongest evidence first."""
+    table["p_adjusted"] = _holm(table["p_value"].to_numpy(dtype=np.float64))
+    table["significant"] = table["p_adjusted"] <= alpha
+    near_zero = np.where(np.sign(table["lower"]) == np.sign(table["upper"]),
+                         np.minimum(table["lower"].abs(), table["upper"].abs()), 0.0)
+    table["_strength"] = np.nan_to_num(near_zero)
+    return (table.sort_values(["significant", "_strength", "p_value"],
+                              ascending=[False, False, True], kind="stable")
+            .drop(columns="_strength").reset_index(drop=True))
+
+
 def find_subpopulations(
     data: pd.DataFrame,
     protected: ArrayLike,
@@ -237,111 +386,30 @@ def find_subpopulations(
     -------
     SubpopulationReport
     """
-    s = as_1d(protected, "protected")
-    o = as_1d(outcome, "outcome")
-    named = [("data", len(data)), ("protected", s.size), ("outcome", o.size)]
-    z = None
-    if given is not None:
-        z = encode(as_1d(given, "given"), "given")[0]
-        named.append(("given", z.size))
-    check_lengths(named)
-    s_codes, s_labels = encode(s, "protected")
-    o_codes, o_labels = encode(o, "outcome")
-    a = find_label(s_labels, protected_group)
-    if a is None:
-        raise ValueError(GROUP_NOT_FOUND.format(name="protected_group", group=protected_group,
-                                                where="protected", available=shown(s_labels)))
-    v = find_label(o_labels, outcome_value)
-    if v is None:
-        raise ValueError(VALUE_NOT_FOUND.format(name="outcome_value", value=outcome_value,
-                                                where="outcome", available=shown(o_labels)))
+    inputs = _encode_inputs(data, protected, outcome, given, protected_group, outcome_value)
     max_depth = check_count(max_depth, "max_depth")
     alpha = check_open_unit(alpha, "alpha")
     test_fraction = check_open_unit(test_fraction, "test_fraction")
     confidence = check_open_unit(confidence, "confidence")
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    n = s.size
+    n = inputs.s_plus.size
     if min_size is None:
         min_size = max(30, n // 100)
     min_size = check_count(min_size, "min_size")
     frame = data.reset_index(drop=True)
-    s_plus = s_codes == a
-    hit = o_codes == v
-
     rng = np.random.default_rng(seed)
-    is_test = np.zeros(n, dtype=bool)
-    is_test[rng.permutation(n)[: round(test_fraction * n)]] = True
-    search = ~is_test
+    is_test = _test_half(n, test_fraction, rng)
 
-    candidates = {str(c): _candidates(frame[c]) for c in frame.columns}
-    masks: dict[str, dict[Condition, NDArray[np.bool_]]] = {str(c): {} for c in frame.columns}
+    tree = _TreeSearch(frame, inputs, ~is_test, max_depth, min_size)
+    tree.grow(-1, (), np.ones(n, dtype=bool))
 
-    def cond_mask(condition: Condition) -> NDArray[np.bool_]:
-        cache = masks[condition[0]]
-        if condition not in cache:
-            cache[condition] = subpopulation_mask(frame, [condition])
-        return cache[condition]
-
-    nodes: list[tuple[int, int, tuple[Condition, ...], NDArray[np.bool_]]] = []
-
-    def grow(parent: int, conditions: tuple[Condition, ...], mask: NDArray[np.bool_]) -> None:
-        node = len(nodes)
-        nodes.append((node, parent, conditions, mask))
-        if len(conditions) >= max_depth:
-            return
-        best: tuple[float, Condition, Condition] | None = None
-        in_search = mask & search
-        for column, splits in candidates.items():
-            if any(c[0] == column and c[1] == "==" for c in conditions):
-                continue
-            for left, right in splits:
-                lm = in_search & cond_mask(left)
-                rm = in_search & cond_mask(right)
-                if lm.sum() < min_size or rm.sum() < min_size:
-                    continue
-                scores = [_credible_difference(s_plus[m], hit[m]) for m in (lm, rm)]
-                finite = [x for x in scores if np.isfinite(x)]
-                if finite and (best is None or max(finite) > best[0]):
-                    best = (max(finite), left, right)
-        if best is None:
-            return
-        _, left, right = best
-        for cond in (left, right):
-            grow(node, (*conditions, cond), mask & cond_mask(cond))
-
-    grow(-1, (), np.ones(n, dtype=bool))
-
-    rows = []
     test_total = int(is_test.sum())
-    for node, parent, conditions, mask in nodes:
-        rows_t = np.flatnonzero(mask & is_test)
-        sp, ht = s_plus[rows_t], hit[rows_t]
-        diff = _difference(sp, ht)
-        lower = upper = float("nan")
-        if rows_t.size and n_bootstrap:
-            samples = bootstrap(_node_statistic(sp, ht), rows_t.size, n_resamples=n_bootstrap,
-                                seed=seed, strata=sp.astype(np.intp))
-            lo, hi = percentile_interval(samples, confidence)
-            lower, upper = float(lo), float(hi)
-        if rows_t.size and sp.any() and (~sp).any():
-            test = g_test(sp, ht, given=None if z is None else z[rows_t])
-            g, p = test.statistic, test.p_value
-        else:
-            g, p = float("nan"), 1.0
-        rows.append({"node": node, "parent": parent, "depth": len(conditions),
-                     "description": describe(conditions), "size": int(rows_t.size),
-                     "share": rows_t.size / test_total if test_total else float("nan"),
-                     "n_protected": int(sp.sum()), "difference": diff, "lower": lower,
-                     "upper": upper, "g": g, "p_value": p})
-    table = pd.DataFrame(rows)
-    table["p_adjusted"] = _holm(table["p_value"].to_numpy(dtype=np.float64))
-    table["significant"] = table["p_adjusted"] <= alpha
-    near_zero = np.where(np.sign(table["lower"]) == np.sign(table["upper"]),
-                         np.minimum(table["lower"].abs(), table["upper"].abs()), 0.0)
-    table["_strength"] = np.nan_to_num(near_zero)
-    table = (table.sort_values(["significant", "_strength", "p_value"],
-                               ascending=[False, False, True], kind="stable")
-             .drop(columns="_strength").reset_index(drop=True))
-    return SubpopulationReport(table=table, conditions={n_: c for n_, _, c, _ in nodes},
-                               alpha=alpha, protected_group=s_labels[a],
-                               outcome_value=o_labels[v], confidence=confidence)
+    table = pd.DataFrame([
+        _test_node(node, inputs, is_test, test_total, n_bootstrap=n_bootstrap,
+                   confidence=confidence, seed=seed)
+        for node in tree.nodes
+    ])
+    return SubpopulationReport(table=_ranked(table, alpha),
+                               conditions={n_: c for n_, _, c, _ in tree.nodes},
+                               alpha=alpha, protected_group=inputs.protected_group,
+                               outcome_value=inputs.outcome_value, confidence=confidence)

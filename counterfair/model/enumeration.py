@@ -196,19 +196,47 @@ class DiscreteSCM:
         action = self._check_assignment(do, "do")
         if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
             raise DataError(f"max_states must be a positive integer, got {max_states!r}")
+        order = self._relevant_order({target, *evidence, *action})
+        noise_nodes = [n for n in order if isinstance(self._specs[n], DiscreteNoise)]
+        exact = all(
+            isinstance(spec, DiscreteNoise) and spec.exact
+            for spec in (self._specs[n] for n in noise_nodes)
+        )
+        supports, denominator = self._noise_supports(noise_nodes, evidence, exact)
+        _check_state_count(supports, noise_nodes, max_states)
+        totals, evidence_mass = self._enumerate(
+            target, order, noise_nodes, supports, evidence, action
+        )
+        if evidence:
+            if evidence_mass == 0:
+                raise DataError(
+                    f"the evidence given={dict(evidence)!r} has probability 0 under the "
+                    "model; counterfactuals conditioned on it are undefined"
+                )
+            denominator = evidence_mass
+        return _distribution(target, totals, denominator, exact)
 
-        relevant: set[Hashable] = {target, *evidence, *action}
+    def _relevant_order(self, nodes: set[Hashable]) -> list[Hashable]:
+        """``nodes`` and their ancestors, in topological order."""
+        relevant = set(nodes)
         for node in list(relevant):
             relevant |= nx.ancestors(self._graph, node)
-        order = [n for n in self._order if n in relevant]
-        noise_nodes = [n for n in order if isinstance(self._specs[n], DiscreteNoise)]
-        noise_specs = [self._specs[n] for n in noise_nodes]
-        exact = all(isinstance(spec, DiscreteNoise) and spec.exact for spec in noise_specs)
-        # Exact probabilities become integers over a per-node common denominator, so the
-        # enumeration adds and multiplies ints (fast) and divides once at the end.
+        return [n for n in self._order if n in relevant]
+
+    def _noise_supports(
+        self, noise_nodes: list[Hashable], evidence: Mapping[Hashable, Any], exact: bool
+    ) -> tuple[list[list[tuple[Hashable, Any]]], int]:
+        """Each noise root's levels of positive probability with their weights, and the
+        common denominator of the weights.
+
+        Exact probabilities become integers over a per-node common denominator, so the
+        enumeration adds and multiplies ints (fast) and divides once at the end; otherwise
+        the weights are floats and the denominator is 1.
+        """
         denominator = 1
         supports: list[list[tuple[Hashable, Any]]] = []
-        for node, spec in zip(noise_nodes, noise_specs, strict=True):
+        for node in noise_nodes:
+            spec = self._specs[node]
             assert isinstance(spec, DiscreteNoise)
             probs = spec.probabilities
             scale = math.lcm(*(Fraction(p).denominator for p in probs.values())) if exact else 1
@@ -219,13 +247,19 @@ class DiscreteSCM:
             if node in evidence:
                 keep = [(lv, p) for lv, p in keep if lv == evidence[node]]
             supports.append(keep)
-        n_states = math.prod(len(s) for s in supports)
-        if n_states > max_states:
-            raise SCMError(
-                f"the query needs {n_states} joint noise states (noise nodes "
-                f"{noise_nodes}), more than max_states={max_states}; raise max_states or "
-                "shrink the model"
-            )
+        return supports, denominator
+
+    def _enumerate(
+        self,
+        target: Hashable,
+        order: list[Hashable],
+        noise_nodes: list[Hashable],
+        supports: list[list[tuple[Hashable, Any]]],
+        evidence: Mapping[Hashable, Any],
+        action: Mapping[Hashable, Any],
+    ) -> tuple[dict[Hashable, Any], Any]:
+        """Unnormalised mass of each level of ``target`` over every joint noise state, and
+        the mass of the states consistent with ``evidence`` (0 without evidence)."""
         plan = [
             (node, spec, self._parents[node])
             for node in order
@@ -233,17 +267,6 @@ class DiscreteSCM:
         ]
         action_plan = [step for step in plan if step[0] not in action]
         cache: dict[tuple[Any, ...], Any] = {}
-
-        def solve(state: dict[Hashable, Any], steps: list) -> dict[Hashable, Any]:
-            for node, spec, parents in steps:
-                key = (node, *(state[p] for p in parents))
-                value = cache.get(key, cache)
-                if value is cache:
-                    value = spec.evaluate(node, {p: state[p] for p in parents})
-                    cache[key] = value
-                state[node] = value
-            return state
-
         totals: dict[Hashable, Any] = {level: 0 for level in self._specs[target].levels}
         evidence_mass: Any = 0
         for combo in itertools.product(*supports):
@@ -253,25 +276,53 @@ class DiscreteSCM:
                 noise_state[node] = level
                 weight *= p
             if evidence:
-                factual = solve(dict(noise_state), plan)
+                factual = _solve(dict(noise_state), plan, cache)
                 if any(factual[n] != v for n, v in evidence.items()):
                     continue
                 evidence_mass += weight
                 if not action:
                     totals[factual[target]] += weight
                     continue
-            world = solve({**noise_state, **action}, action_plan)
+            world = _solve({**noise_state, **action}, action_plan, cache)
             totals[world[target]] += weight
-        if evidence:
-            if evidence_mass == 0:
-                raise DataError(
-                    f"the evidence given={dict(evidence)!r} has probability 0 under the "
-                    "model; counterfactuals conditioned on it are undefined"
-                )
-            denominator = evidence_mass
-        if exact:
-            values: list[Any] = [Fraction(v, denominator) for v in totals.values()]
-        else:
-            values = [float(v) / denominator for v in totals.values()]
-        index = pd.Index(list(totals), name=target, dtype=object)
-        return pd.Series(values, index=index, dtype=object, name="probability")
+        return totals, evidence_mass
+
+
+def _solve(
+    state: dict[Hashable, Any], steps: list, cache: dict[tuple[Any, ...], Any]
+) -> dict[Hashable, Any]:
+    """Fill the deterministic nodes of ``state`` step by step; ``cache`` keeps each
+    mechanism's value for given parent values, so it is computed once per query."""
+    for node, spec, parents in steps:
+        key = (node, *(state[p] for p in parents))
+        value = cache.get(key, cache)
+        if value is cache:
+            value = spec.evaluate(node, {p: state[p] for p in parents})
+            cache[key] = value
+        state[node] = value
+    return state
+
+
+def _check_state_count(
+    supports: list[list[tuple[Hashable, Any]]], noise_nodes: list[Hashable], max_states: int
+) -> None:
+    """Refuse an enumeration of more than ``max_states`` joint noise states."""
+    n_states = math.prod(len(s) for s in supports)
+    if n_states > max_states:
+        raise SCMError(
+            f"the query needs {n_states} joint noise states (noise nodes "
+            f"{noise_nodes}), more than max_states={max_states}; raise max_states or "
+            "shrink the model"
+        )
+
+
+def _distribution(
+    target: Hashable, totals: dict[Hashable, Any], denominator: Any, exact: bool
+) -> pd.Series:
+    """The normalised masses as a Series over the levels of ``target``."""
+    if exact:
+        values: list[Any] = [Fraction(v, denominator) for v in totals.values()]
+    else:
+        values = [float(v) / denominator for v in totals.values()]
+    index = pd.Index(list(totals), name=target, dtype=object)
+    return pd.Series(values, index=index, dtype=object, name="probability")

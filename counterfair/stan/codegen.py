@@ -386,6 +386,127 @@ def _statement_comment(eq: NodeEquation, anchors: dict[str, tuple[NodeEquation, 
     return f"// {eq.node}: {'; '.join(notes)}" if notes else ""
 
 
+def _fit_data_block(scm: SCM, equations: list[NodeEquation]) -> list[str]:
+    """The fit program's data block: the rows, plus a sampler scale per equation."""
+    lines = _data_block(scm)
+    for eq in equations:
+        lines.append(
+            f"{_INDENT}real<lower=0> scale_{eq.node};  // rough posterior sd of the coefficients "
+            f"of {eq.node} (sampler scale only)"
+        )
+    lines.append("}")
+    return lines
+
+
+def _fit_parameters_block(
+    scm: SCM, equations: list[NodeEquation], anchors: dict[str, tuple[NodeEquation, ...]]
+) -> list[str]:
+    """The fit program's parameters: every row's latents (standardised when anchored), then
+    each equation's parameters."""
+    lines = ["parameters {"]
+    for latent in scm.latents:
+        if latent in anchors:
+            given = ", ".join(a.node for a in anchors[latent])
+            lines.append(
+                f"{_INDENT}vector[N] z_{latent};  // {latent} standardised given {given} "
+                "(see the model block)"
+            )
+        else:
+            lines.append(f"{_INDENT}vector[N] {latent};  // latent {latent} of every individual")
+    for eq in equations:
+        for declaration, comment in _parameter_declarations(scm, eq):
+            lines.append(f"{_INDENT}{declaration};  // {comment}")
+    lines.append("}")
+    return lines
+
+
+def _fit_transformed_parameters_block(equations: list[NodeEquation]) -> list[str]:
+    """The families' transformed parameters, or no block when none has any."""
+    transformed = [line for eq in equations for line in eq.family.transformed_parameters(eq)]
+    if not transformed:
+        return []
+    lines = ["transformed parameters {"]
+    for definition, comment in transformed:
+        lines.append(f"{_INDENT}{definition};  // {comment}")
+    lines.append("}")
+    return lines
+
+
+def _anchor_preamble(scm: SCM, anchors: dict[str, tuple[NodeEquation, ...]]) -> list[str]:
+    """The model block's opening: what anchoring samples, and each anchored latent's
+    precision."""
+    lines = []
+    if anchors:
+        lines.append(
+            f"{_INDENT}// Anchored latents are Normal given their Normal children (conjugate), so "
+            "the program samples z = (latent - mean) * sqrt(precision);"
+        )
+        lines.append(
+            f"{_INDENT}// the latents themselves are not written out: counterfair rebuilds them "
+            "from z and the parameters after sampling."
+        )
+    for latent, chain in anchors.items():
+        lines += [_INDENT + line for line in precision_lines(scm, latent, chain)]
+    return lines
+
+
+def _latent_priors(scm: SCM, anchors: dict[str, tuple[NodeEquation, ...]]) -> list[str]:
+    """One prior per latent: standard normal on ``z`` for an anchored latent, else its own."""
+    lines = []
+    for latent in scm.latents:
+        if latent in anchors:
+            given = ", ".join(a.node for a in anchors[latent])
+            lines.append(
+                f"{_INDENT}z_{latent} ~ std_normal();  // {latent} | {given} is Normal, "
+                f"so z_{latent} is standard normal a priori"
+            )
+        else:
+            lines.append(_INDENT + _latent_prior(scm, latent, latent))
+    return lines
+
+
+def _equation_priors(eq: NodeEquation) -> list[str]:
+    """The priors of one equation's parameters (the family's own when it declares its
+    coefficients)."""
+    if eq.family.declares_coefficients:
+        return [
+            f"{_INDENT}{line}"
+            for line in [*eq.family.coefficient_priors(eq), *eq.family.priors(eq)]
+        ]
+    spec = eq.spec
+    lines = []
+    if eq.intercept:
+        lines.append(f"{_INDENT}{eq.intercept} ~ {spec.prior_intercept.stan()};")
+    for name in [t.param for t in eq.protected] + [t.param for t in eq.observed]:
+        lines.append(f"{_INDENT}{name} ~ {spec.prior_weights.stan()};")
+    for lterm in eq.latent:
+        lines.append(f"{_INDENT}{lterm.param} ~ {spec.prior_weights.stan()};")
+    lines += [f"{_INDENT}{line}" for line in eq.family.priors(eq)]
+    return lines
+
+
+def _fit_model_block(
+    scm: SCM,
+    equations: list[NodeEquation],
+    anchors: dict[str, tuple[NodeEquation, ...]],
+    predictors: dict[str, Predictor],
+    designs: dict[str, str],
+) -> list[str]:
+    """The fit program's model block: anchoring, priors, then the structural equations."""
+    lines = ["model {", *_anchor_preamble(scm, anchors), f"{_INDENT}// priors"]
+    lines += _latent_priors(scm, anchors)
+    for eq in equations:
+        lines += _equation_priors(eq)
+    lines.append(f"{_INDENT}// structural equations")
+    for eq in equations:
+        comment = _statement_comment(eq, anchors)
+        if comment:
+            lines.append(_INDENT + comment)
+        lines.append(_INDENT + _fit_statement(scm, eq, predictors[eq.node], designs.get(eq.node)))
+    lines.append("}")
+    return lines
+
+
 def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
     """Stan program sampling the SCM's parameters and every row's latents.
 
@@ -412,79 +533,11 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
 
     lines = _header(scm, "fit of the structural causal model (parameters and latents)")
     lines.append(_functions_block(scm))
-    lines += _data_block(scm)
-    for eq in equations:
-        lines.append(
-            f"{_INDENT}real<lower=0> scale_{eq.node};  // rough posterior sd of the coefficients "
-            f"of {eq.node} (sampler scale only)"
-        )
-    lines.append("}")
+    lines += _fit_data_block(scm, equations)
     lines += _transformed_data_block(scm, columns)
-
-    lines.append("parameters {")
-    for latent in scm.latents:
-        if latent in anchors:
-            given = ", ".join(a.node for a in anchors[latent])
-            lines.append(
-                f"{_INDENT}vector[N] z_{latent};  // {latent} standardised given {given} "
-                "(see the model block)"
-            )
-        else:
-            lines.append(f"{_INDENT}vector[N] {latent};  // latent {latent} of every individual")
-    for eq in equations:
-        for declaration, comment in _parameter_declarations(scm, eq):
-            lines.append(f"{_INDENT}{declaration};  // {comment}")
-    lines.append("}")
-
-    transformed = [line for eq in equations for line in eq.family.transformed_parameters(eq)]
-    if transformed:
-        lines.append("transformed parameters {")
-        for definition, comment in transformed:
-            lines.append(f"{_INDENT}{definition};  // {comment}")
-        lines.append("}")
-
-    lines.append("model {")
-    if anchors:
-        lines.append(
-            f"{_INDENT}// Anchored latents are Normal given their Normal children (conjugate), so "
-            "the program samples z = (latent - mean) * sqrt(precision);"
-        )
-        lines.append(
-            f"{_INDENT}// the latents themselves are not written out: counterfair rebuilds them "
-            "from z and the parameters after sampling."
-        )
-    for latent, chain in anchors.items():
-        lines += [_INDENT + line for line in precision_lines(scm, latent, chain)]
-    lines.append(f"{_INDENT}// priors")
-    for latent in scm.latents:
-        if latent in anchors:
-            given = ", ".join(a.node for a in anchors[latent])
-            lines.append(
-                f"{_INDENT}z_{latent} ~ std_normal();  // {latent} | {given} is Normal, "
-                f"so z_{latent} is standard normal a priori"
-            )
-        else:
-            lines.append(_INDENT + _latent_prior(scm, latent, latent))
-    for eq in equations:
-        spec = eq.spec
-        if eq.family.declares_coefficients:
-            lines += [f"{_INDENT}{line}" for line in eq.family.coefficient_priors(eq)]
-            lines += [f"{_INDENT}{line}" for line in eq.family.priors(eq)]
-            continue
-        if eq.intercept:
-            lines.append(f"{_INDENT}{eq.intercept} ~ {spec.prior_intercept.stan()};")
-        for name in [t.param for t in eq.protected] + [t.param for t in eq.observed]:
-            lines.append(f"{_INDENT}{name} ~ {spec.prior_weights.stan()};")
-        for lterm in eq.latent:
-            lines.append(f"{_INDENT}{lterm.param} ~ {spec.prior_weights.stan()};")
-        lines += [f"{_INDENT}{line}" for line in eq.family.priors(eq)]
-    lines.append(f"{_INDENT}// structural equations")
-    for eq in equations:
-        comment = _statement_comment(eq, anchors)
-        if comment:
-            lines.append(_INDENT + comment)
-        lines.append(_INDENT + _fit_statement(scm, eq, predictors[eq.node], designs.get(eq.node)))
-    lines.append("}")
+    lines += _fit_parameters_block(scm, equations, anchors)
+    lines += _fit_transformed_parameters_block(equations)
+    lines += _fit_model_block(scm, equations, anchors, predictors, designs)
     return "\n".join(lines) + "\n"
 
 
