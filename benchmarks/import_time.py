@@ -2,8 +2,9 @@
 
 Each command runs in N fresh interpreters (default 7) after one untimed run that fills
 the bytecode cache; the script prints the median, min and max wall time of each next to
-its target and their ratio, and the peak resident set size of the processes (from the
-``rusage`` of each child, ``os.wait4``). ``python -c pass`` is timed too, as the floor
+its target and their ratio, the median CPU time (user + system, less sensitive than wall
+time to other jobs on the machine) and the peak resident set size of the processes (both
+from the ``rusage`` of each child, ``os.wait4``). ``python -c pass`` is timed too, as the floor
 no package can go under. ``counterfair --help`` runs as the console script does,
 ``from counterfair.cli import main; main(["--help"])``, so that it works for any checkout.
 
@@ -53,8 +54,8 @@ def environment(repo: Path) -> dict[str, str]:
     return env
 
 
-def run_once(python: str, code: str, repo: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one fresh ``python -c code``."""
+def run_once(python: str, code: str, repo: Path) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MB) of one fresh ``python -c code``."""
     start = time.perf_counter()
     child = subprocess.Popen(
         [python, "-c", code],
@@ -69,7 +70,7 @@ def run_once(python: str, code: str, repo: Path) -> tuple[float, float]:
     error = child.stderr.read().decode() if child.stderr else ""
     if child.returncode != 0:
         raise RuntimeError(f"python -c {code!r} failed ({child.returncode}):\n{error[-2000:]}")
-    return wall, usage.ru_maxrss / 1024  # kB on Linux
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # kB on Linux
 
 
 def import_times(python: str, code: str, repo: Path, top: int) -> list[str]:
@@ -145,26 +146,27 @@ def main(argv: list[str] | None = None) -> int:
     for line in describe(repo, args.python):
         print(line)
     load_before = os.getloadavg()[0]
-    rule = "-" * 92
+    rule = "-" * 100
     print(rule)
     print(
         f"{'command':22s} {'median s':>9s} {'min s':>7s} {'max s':>7s} {'target s':>9s} "
-        f"{'median/target':>14s} {'peak RSS MB (median, max)':>26s}"
+        f"{'median/target':>14s} {'CPU s':>7s} {'peak RSS MB (median, max)':>26s}"
     )
     print(rule)
     verdicts = []
     for label, code in COMMANDS.items():
         run_once(args.python, code, repo)  # fills __pycache__; not timed
         measured = [run_once(args.python, code, repo) for _ in range(args.runs)]
-        walls = [wall for wall, _ in measured]
-        peaks = [peak for _, peak in measured]
+        walls = [wall for wall, _, _ in measured]
+        cpus = [cpu for _, cpu, _ in measured]
+        peaks = [peak for _, _, peak in measured]
         median = statistics.median(walls)
         target = TARGETS.get(label)
         ratio = f"{median / target:13.2f}x" if target else f"{'':14s}"
         print(
             f"{label:22s} {median:9.3f} {min(walls):7.3f} {max(walls):7.3f} "
             f"{(f'{target:.1f}' if target else '-'):>9s} {ratio} "
-            f"{statistics.median(peaks):17.0f}, {max(peaks):6.0f}",
+            f"{statistics.median(cpus):7.3f} {statistics.median(peaks):18.0f}, {max(peaks):6.0f}",
             flush=True,
         )
         if target:
