@@ -28,6 +28,7 @@ from sklearn.linear_model import LogisticRegression
 import counterfair as cf
 from counterfair import options
 from counterfair.counterfactual.action import slice_do
+from counterfair.counterfactual.prediction import counterfactual_predictions_chunk
 from counterfair.learn.fair import (
     BaselinePredictor,
     FairLearner,
@@ -371,7 +372,7 @@ def test_counterfactual_predictions_do_not_depend_on_the_chunks(
     pd.testing.assert_frame_equal(merge_prediction_chunks(parts, {"A": "b"}), first)
     # a chunk computed alone, far from the others, holds the same numbers
     alone = rows.Rows.from_frame(new.iloc[50:55], positions=np.arange(50, 55))
-    chunk = cf.learning.counterfactual_predictions_chunk(
+    chunk = counterfactual_predictions_chunk(
         fit, alone, {"A": "b"}, predictor, n_samples=20, seed=shifted(5)
     )
     expected = first[first["row"].isin(new.index[50:55])].reset_index(drop=True)

@@ -162,7 +162,7 @@ def test_audit_reports_the_path_specific_change(
         fit, zeros, weighted, abduction=ab, seed=1, keep_samples=True
     )
     assert "path_specific_change" not in plain.changes.columns
-    assert list(plain.by_group.columns) == list(cf.audit.counterfactual.SUMMARY_COLUMNS)
+    assert list(plain.by_group.columns) == list(cf.audit.causal.SUMMARY_COLUMNS)
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from counterfair.rows.chunking import sample_mean
+
 SUMMARY_COLUMNS = (
     "attribute",
     "from_level",
@@ -272,7 +274,7 @@ class ChangeStats:
         self.rows += n
         self.sample_sums += absolute.sum(axis=1)
         self.max_abs = max(self.max_abs, float(absolute.max()))
-        self.above += int((absolute.mean(axis=0) > self.tolerance).sum())
+        self.above += int((sample_mean(absolute) > self.tolerance).sum())
         flip = np.abs(flip)
         self.flip_sum += float(flip.sum())
         self.flip_above += int((flip > self.tolerance).sum())
@@ -281,7 +283,7 @@ class ChangeStats:
                 raise ValueError("path-specific statistics need the path-specific changes")
             path = np.abs(path)
             self.path_sum += float(path.sum())
-            self.path_above += int((path.mean(axis=0) > self.tolerance).sum())
+            self.path_above += int((sample_mean(path) > self.tolerance).sum())
         self.sketch.update(factual.reshape(-1), counterfactual.reshape(-1))
 
     def merge(self, other: ChangeStats) -> ChangeStats:
@@ -340,10 +342,10 @@ def row_summary(
     return pd.DataFrame(
         {
             "row": rows,
-            "mean_change": change.mean(axis=0),
+            "mean_change": sample_mean(change),
             "ci_lower": low,
             "ci_upper": high,
-            "prob_above_tolerance": (np.abs(change) > tolerance).mean(axis=0),
+            "prob_above_tolerance": sample_mean(np.abs(change) > tolerance),
             "flip_change": np.asarray(flip, dtype=np.float64),
         }
     )

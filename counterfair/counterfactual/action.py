@@ -130,8 +130,11 @@ def check_do_nodes(scm: SCM, do: Mapping[str, object]) -> None:
             )
 
 
-def do_codes(fit: Fit, do: Mapping[str, DoValue], rows: pd.DataFrame) -> dict[str, np.ndarray]:
+def do_codes(fit: Fit, do: Mapping[str, DoValue], abduction: Abduction) -> dict[str, np.ndarray]:
     """Level codes of every protected attribute in the world of ``do``.
+
+    The factual codes are the abducted rows' own (coded once, at their door); ``do``
+    replaces those of the attributes it names.
 
     Observed nodes in ``do`` are checked to exist but otherwise left to
     :func:`do_values`.
@@ -145,7 +148,8 @@ def do_codes(fit: Fit, do: Mapping[str, DoValue], rows: pd.DataFrame) -> dict[st
     """
     scm = fit.scm
     check_do_nodes(scm, do)
-    codes = fit.encoding.codes(rows)
+    rows = abduction.data
+    codes = {node: np.asarray(c).copy() for node, c in abduction.codes.items()}
     n = len(rows)
     for node, value in do.items():
         if node not in scm.protected:
@@ -483,7 +487,7 @@ def counterfactual_world(
     """
     scm = fit.scm
     abduction = factual.abduction
-    cf_codes = do_codes(fit, do, abduction.data)
+    cf_codes = do_codes(fit, do, abduction)
     cf_set = do_values(scm, do, abduction.data.index)
     simulated = {k: v for k, v in factual.values.items() if k in missing_nodes(scm, abduction)}
     simulated_noise = {k: v for k, v in factual.noise.items() if k in simulated}

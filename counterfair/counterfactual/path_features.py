@@ -216,7 +216,7 @@ def learner_worlds(
     observed = [node for node in do if node not in fit.scm.protected]
     if observed:
         raise ValueError(PATH_LEARNER_OBSERVED_DO.format(nodes=observed))
-    world = do_codes(fit, do, abduction.data)
+    world = do_codes(fit, do, abduction)
     paths = frame.attrs.get("unfair_paths")
     before = owner.path_specific_output(abduction, response=response)
     after = owner.path_specific_output(

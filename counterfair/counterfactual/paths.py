@@ -297,7 +297,7 @@ def path_specific_frame(
     source = _do_source(scm, do)
     paths = check_paths(scm, source, unfair_paths)
     rng = abduction.row_random(seed)
-    cf_codes = do_codes(fit, do, abduction.data)
+    cf_codes = do_codes(fit, do, abduction)
     simulated, simulated_noise = simulate_missing(scm, abduction, rng)
     factual_values: dict[str, np.ndarray] = {**abduction.latents}
     factual_values.update({k: v[None, :] for k, v in abduction.observed.items()})

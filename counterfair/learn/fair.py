@@ -470,7 +470,9 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         direct = None if isinstance(X, Rows) else self._frame_features(scm, X)
         if direct is not None:
             return self._predict_inputs(direct[None, :, :])[0]
-        return chunking.concat_rows([d.mean(axis=0) for d in self._chunk_draws(X)], axis=0)
+        return chunking.concat_rows(
+            [chunking.sample_mean(d) for d in self._chunk_draws(X)], axis=0
+        )
 
     def predict_draws(self, X: pd.DataFrame | Rows) -> np.ndarray:
         """Predictions for every draw of each row's fair inputs, shape ``(S, N)``.

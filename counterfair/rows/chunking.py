@@ -100,6 +100,16 @@ def row_chunks(
     ]
 
 
+def sample_mean(values: np.ndarray) -> np.ndarray:
+    """Mean over the samples (axis 0) of a chunk's ``(S, n, ...)`` array, the same for any n.
+
+    numpy sums a contiguous axis pairwise and a strided one in sequence, so
+    ``values.mean(axis=0)`` of a one-row chunk differs in the last bit from the same row's
+    mean in a wider chunk. Here every row's samples are summed contiguously, always.
+    """
+    return np.ascontiguousarray(np.moveaxis(values, 0, -1)).mean(axis=-1)
+
+
 def concat_rows(parts: list[np.ndarray], *, axis: int) -> np.ndarray:
     """Per-chunk arrays joined along their row ``axis`` (one part is returned as is)."""
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
