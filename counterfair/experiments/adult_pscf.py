@@ -47,8 +47,9 @@ import os
 import platform
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +274,28 @@ def _fit_scm(scm: Any, rows: pd.DataFrame, config: AdultPSCFConfig) -> tuple[Any
     return fit, [str(w.message) for w in caught]
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """The study's rows: the training file, its two subsamples, the test file, the
+    scored test rows and the audited ones (without the outcome)."""
+
+    train: pd.DataFrame
+    scm_train: pd.DataFrame
+    learner_train: pd.DataFrame
+    test_all: pd.DataFrame
+    test: pd.DataFrame
+    audit_rows: pd.DataFrame
+
+
+def _timed(label: str, step: Callable[[], Any], timings: dict[str, float]) -> Any:
+    """Run ``step``, recording and logging its wall time under ``label``."""
+    t0 = time.perf_counter()
+    value = step()
+    timings[label] = round(time.perf_counter() - t0, 2)
+    _log(f"{label}: {timings[label]:.1f} s")
+    return value
+
+
 def run_study(config: AdultPSCFConfig) -> dict[str, Any]:
     """Run the study and return its result frames (nothing is written).
 
@@ -285,20 +308,38 @@ def run_study(config: AdultPSCFConfig) -> dict[str, Any]:
         ``"info"`` (sizes, settings, diagnostics, timings, JSON-ready).
     """
     import counterfair as cf
-    from counterfair.audit import counterfactual_fairness, group_metrics
 
     start = time.perf_counter()
     timings: dict[str, float] = {}
-
-    def timed(label: str, step: Any) -> Any:
-        t0 = time.perf_counter()
-        value = step()
-        timings[label] = round(time.perf_counter() - t0, 2)
-        _log(f"{label}: {timings[label]:.1f} s")
-        return value
-
     raw = cf.load_adult(config.data_dir)
     frame, scaling = prepare(raw)
+    rows = _subsample(frame, config)
+    scm = adult_pscf_scm()
+    fit, fit_warnings = _timed("scm fit", lambda: _fit_scm(scm, rows.scm_train, config), timings)
+    for message in fit_warnings:
+        _log(f"warning: {message}")
+    predictors = _predictors(scm, fit, config)
+    _train(predictors, rows, timings)
+    abduction = _timed(
+        "abduction of audited rows",
+        lambda: fit.abduct(rows.audit_rows, method="draws", n_samples=config.cf_samples,
+                           seed=config.seed),
+        timings,
+    )
+    metric_rows, change_frames, group_rows = _evaluate(
+        predictors, fit, abduction, rows, config, timings
+    )
+    info = _info(config, rows, scaling, fit, fit_warnings, timings, start)
+    return {
+        "metrics": pd.DataFrame(metric_rows),
+        "groups": pd.DataFrame(group_rows),
+        "changes": pd.concat(change_frames, ignore_index=True),
+        "info": info,
+    }
+
+
+def _subsample(frame: pd.DataFrame, config: AdultPSCFConfig) -> _Rows:
+    """Split the prepared rows by file and draw the seeded subsamples of the study."""
     train = frame[frame["split"] == "train"].drop(columns="split").reset_index(drop=True)
     test_all = frame[frame["split"] == "test"].drop(columns="split").reset_index(drop=True)
     rng_seed = config.seed
@@ -318,12 +359,18 @@ def run_study(config: AdultPSCFConfig) -> dict[str, Any]:
         f"{len(learner_train)} for the fair learners), {len(test)} of {len(test_all)} test "
         f"rows scored, {len(audit_rows)} audited"
     )
-    scm = adult_pscf_scm()
-    fit, fit_warnings = timed("scm fit", lambda: _fit_scm(scm, scm_train, config))
-    for message in fit_warnings:
-        _log(f"warning: {message}")
+    return _Rows(
+        train=train, scm_train=scm_train, learner_train=learner_train, test_all=test_all,
+        test=test, audit_rows=audit_rows,
+    )
+
+
+def _predictors(scm: Any, fit: Any, config: AdultPSCFConfig) -> dict[str, Any]:
+    """The four (untrained) predictors: Full, Unaware, Kusner L2 and PSCF."""
+    import counterfair as cf
+
     logistic = {"estimator": LogisticRegression(max_iter=2000)}
-    predictors: dict[str, Any] = {
+    return {
         "Full": cf.full_predictor(scm, OUTCOME, **logistic),
         "Unaware": cf.unaware_predictor(scm, OUTCOME, **logistic),
         "Kusner L2": cf.FairLearner(
@@ -336,78 +383,123 @@ def run_study(config: AdultPSCFConfig) -> dict[str, Any]:
             estimator=LogisticRegression(max_iter=2000),
         ),
     }
+
+
+def _train(predictors: dict[str, Any], rows: _Rows, timings: dict[str, float]) -> None:
+    """Train Full and Unaware on every training row, the fair learners on their subsample."""
     for name, predictor in predictors.items():
-        rows = train if name in ("Full", "Unaware") else learner_train
-        timed(f"train {name}", lambda p=predictor, r=rows: p.fit(r))
-    unlabelled = test.drop(columns=OUTCOME)
-    y_test = test[OUTCOME].to_numpy()
-    abduction = timed(
-        "abduction of audited rows",
-        lambda: fit.abduct(audit_rows, method="draws", n_samples=config.cf_samples,
-                           seed=config.seed),
-    )
+        train = rows.train if name in ("Full", "Unaware") else rows.learner_train
+        _timed(f"train {name}", partial(predictor.fit, train), timings)
+
+
+def _evaluate(
+    predictors: dict[str, Any],
+    fit: Any,
+    abduction: Any,
+    rows: _Rows,
+    config: AdultPSCFConfig,
+    timings: dict[str, float],
+) -> tuple[list[dict[str, Any]], list[pd.DataFrame], list[dict[str, Any]]]:
+    """Score, audit counterfactually and audit by group each predictor in turn.
+
+    Returns the metric rows, the per-sample change frames and the group-audit rows.
+    """
+    from counterfair.audit import counterfactual_fairness
+
+    unlabelled = rows.test.drop(columns=OUTCOME)
+    y_test = rows.test[OUTCOME].to_numpy()
     metric_rows = []
     change_frames = []
     group_rows = []
-    sexes = test[[PROTECTED]].astype(str)
+    sexes = rows.test[[PROTECTED]].astype(str)
     for name, predictor in predictors.items():
         proba = np.asarray(
-            timed(f"predict {name}", lambda p=predictor: p.predict_proba(unlabelled))
+            _timed(f"predict {name}", partial(predictor.predict_proba, unlabelled), timings)
         )[:, 1]
         labels = (proba >= 0.5).astype(int)
-        report = timed(
+        report = _timed(
             f"counterfactual audit {name}",
-            lambda p=predictor: counterfactual_fairness(
-                fit, audit_rows, p, abduction=abduction, seed=config.seed,
-                response="probability", unfair_paths=UNFAIR_PATHS, keep_samples=True
+            partial(
+                counterfactual_fairness, fit, rows.audit_rows, predictor, abduction=abduction,
+                seed=config.seed, response="probability", unfair_paths=UNFAIR_PATHS,
+                keep_samples=True,
             ),
+            timings,
         )
-        overall = report.overall.set_index("attribute").loc[PROTECTED]
         changes = report.changes.copy()
         changes.insert(0, "predictor", name)
         change_frames.append(changes)
-        metric_rows.append(
-            {
-                "predictor": name,
-                "accuracy": float(accuracy_score(y_test, labels)),
-                "auc": float(roc_auc_score(y_test, proba)),
-                "total_change": float(overall["mean_abs_change"]),
-                "path_specific_change": float(overall["path_specific_mean_abs_change"]),
-                "max_path_specific_change": float(
-                    changes["path_specific_change"].abs().max()
-                ),
-                "chiappa_2019_accuracy": CHIAPPA_2019[name],
-            }
-        )
-        group = group_metrics(y_test, labels, sexes, reference={PROTECTED: BASELINE},
-                              intersections=False)
-        ratios = group.ratios.loc[(PROTECTED, "Female")]
-        group_rows.append(
-            {
-                "predictor": name,
-                "group": "Female",
-                "reference": BASELINE,
-                "selection_rate_female": float(
-                    group.by_group.loc[(PROTECTED, "Female"), "predicted_prevalence"]
-                ),
-                "selection_rate_male": float(
-                    group.by_group.loc[(PROTECTED, BASELINE), "predicted_prevalence"]
-                ),
-                "selection_rate_ratio": float(ratios["predicted_prevalence"]),
-                "fpr_ratio": float(ratios["fpr"]),
-                "fnr_ratio": float(ratios["fnr"]),
-            }
-        )
+        metric_rows.append(_metric_row(name, y_test, proba, labels, report, changes))
+        group_rows.append(_group_row(name, y_test, labels, sexes))
+    return metric_rows, change_frames, group_rows
+
+
+def _metric_row(
+    name: str,
+    y_test: np.ndarray,
+    proba: np.ndarray,
+    labels: np.ndarray,
+    report: Any,
+    changes: pd.DataFrame,
+) -> dict[str, Any]:
+    """Accuracy, AUC and the total and path-specific counterfactual changes of a predictor."""
+    overall = report.overall.set_index("attribute").loc[PROTECTED]
+    return {
+        "predictor": name,
+        "accuracy": float(accuracy_score(y_test, labels)),
+        "auc": float(roc_auc_score(y_test, proba)),
+        "total_change": float(overall["mean_abs_change"]),
+        "path_specific_change": float(overall["path_specific_mean_abs_change"]),
+        "max_path_specific_change": float(changes["path_specific_change"].abs().max()),
+        "chiappa_2019_accuracy": CHIAPPA_2019[name],
+    }
+
+
+def _group_row(
+    name: str, y_test: np.ndarray, labels: np.ndarray, sexes: pd.DataFrame
+) -> dict[str, Any]:
+    """Selection rates by sex and the Female / Male selection-rate, FPR and FNR ratios."""
+    from counterfair.audit import group_metrics
+
+    group = group_metrics(y_test, labels, sexes, reference={PROTECTED: BASELINE},
+                          intersections=False)
+    ratios = group.ratios.loc[(PROTECTED, "Female")]
+    return {
+        "predictor": name,
+        "group": "Female",
+        "reference": BASELINE,
+        "selection_rate_female": float(
+            group.by_group.loc[(PROTECTED, "Female"), "predicted_prevalence"]
+        ),
+        "selection_rate_male": float(
+            group.by_group.loc[(PROTECTED, BASELINE), "predicted_prevalence"]
+        ),
+        "selection_rate_ratio": float(ratios["predicted_prevalence"]),
+        "fpr_ratio": float(ratios["fpr"]),
+        "fnr_ratio": float(ratios["fnr"]),
+    }
+
+
+def _info(
+    config: AdultPSCFConfig,
+    rows: _Rows,
+    scaling: dict[str, float],
+    fit: Any,
+    fit_warnings: list[str],
+    timings: dict[str, float],
+    start: float,
+) -> dict[str, Any]:
+    """Sizes, settings, scalings, fit diagnostics and timings, JSON-ready."""
     diagnostics = fit.diagnostics
-    info: dict[str, Any] = {
+    return {
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
         "rows": {
-            "train": len(train),
-            "scm_fit": len(scm_train),
-            "fair_learners": len(learner_train),
-            "test_file": len(test_all),
-            "test_scored": len(test),
-            "audited": len(audit_rows),
+            "train": len(rows.train),
+            "scm_fit": len(rows.scm_train),
+            "fair_learners": len(rows.learner_train),
+            "test_file": len(rows.test_all),
+            "test_scored": len(rows.test),
+            "audited": len(rows.audit_rows),
         },
         "unfair_paths": [list(p) for p in UNFAIR_PATHS],
         "baseline": BASELINE,
@@ -431,12 +523,6 @@ def run_study(config: AdultPSCFConfig) -> dict[str, Any]:
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
         },
-    }
-    return {
-        "metrics": pd.DataFrame(metric_rows),
-        "groups": pd.DataFrame(group_rows),
-        "changes": pd.concat(change_frames, ignore_index=True),
-        "info": info,
     }
 
 

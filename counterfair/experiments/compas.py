@@ -220,24 +220,71 @@ def _timed(label: str, step: Callable[[], Any], timings: dict[str, float]) -> An
     return value
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """The study's rows: as loaded, prepared, split and subsampled for the SCM fit."""
+
+    raw: pd.DataFrame
+    frame: pd.DataFrame
+    scaling: dict[str, float]
+    train: pd.DataFrame
+    test: pd.DataFrame
+    scm_train: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class _Evaluation:
+    """Each predictor's test probabilities and labels, and its accuracy and AUC rows."""
+
+    probabilities: dict[str, np.ndarray]
+    labels: dict[str, np.ndarray]
+    metrics_rows: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class _CounterfactualAudit:
+    """The audited rows, their abduction, the change rows and the probability reports."""
+
+    rows: pd.DataFrame
+    abduction: Any
+    change_rows: list[dict[str, Any]]
+    reports: dict[str, Any]
+
+
 def run(config: CompasConfig) -> dict[str, Any]:
     """Run the study; write its outputs under ``config.out`` and return the results."""
-    import warnings
-
-    import counterfair as cf
-    from counterfair.audit import (
-        counterfactual_fairness,
-        counterfactual_html,
-        group_metrics,
-        reference_levels,
-        write_report,
-    )
-
     start = time.perf_counter()
     timings: dict[str, float] = {}
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     _log(FAMILY_NOTE)
+    data = _load_rows(config, timings)
+    scm = compas_scm()
+    fit, fit_warnings = _fit_scm(scm, data.scm_train, config, timings)
+    predictors = _train_predictors(scm, fit, data.train, config, timings)
+    unlabelled = data.test.drop(columns=OUTCOME)  # predictions and audit never see the outcome
+    y_test = data.test[OUTCOME].to_numpy()
+    evaluation = _evaluate(predictors, unlabelled, y_test, timings)
+    audit = _counterfactual_audit(fit, unlabelled, predictors, config, timings)
+    reference, protected, group_rows = _group_audit(fit, data.test, y_test, evaluation.labels)
+    html_path = _write_html_report(
+        out, y_test, evaluation.probabilities, protected, reference, audit.reports, config,
+        timings,
+    )
+    total = round(time.perf_counter() - start, 1)
+    results = _results(
+        config, data, reference, evaluation, audit, group_rows, fit, fit_warnings, timings, total
+    )
+    text = _write_outputs(out, evaluation, audit, group_rows, results)
+    _log(f"total run time {total:.0f} s; report {html_path}; results in {out}")
+    logger.info("%s", text)
+    return results
+
+
+def _load_rows(config: CompasConfig, timings: dict[str, float]) -> _Rows:
+    """Load the data, keep the study's columns, split them and subsample the SCM's rows."""
+    import counterfair as cf
+
     raw = _timed("load", lambda: cf.load_compas(config.data_dir), timings)
     frame, scaling = prepare(raw)
     train, test = split(frame, config.test_share, config.seed)
@@ -247,7 +294,19 @@ def run(config: CompasConfig) -> dict[str, Any]:
         f"Caucasian; {len(train)} training rows ({len(scm_train)} for the SCM fit), "
         f"{len(test)} test rows"
     )
-    scm = compas_scm()
+    return _Rows(
+        raw=raw, frame=frame, scaling=scaling, train=train, test=test, scm_train=scm_train
+    )
+
+
+def _fit_scm(
+    scm: Any, scm_train: pd.DataFrame, config: CompasConfig, timings: dict[str, float]
+) -> tuple[Any, list[str]]:
+    """Fit the SCM by NUTS; return the fit and its convergence warnings (also logged)."""
+    import warnings
+
+    import counterfair as cf
+
     fit_warnings: list[str] = []
 
     def fit_scm() -> Any:
@@ -267,6 +326,15 @@ def run(config: CompasConfig) -> dict[str, Any]:
     fit = _timed("scm_fit", fit_scm, timings)
     for message in fit_warnings:
         _log(f"warning: {message}")
+    return fit, fit_warnings
+
+
+def _train_predictors(
+    scm: Any, fit: Any, train: pd.DataFrame, config: CompasConfig, timings: dict[str, float]
+) -> dict[str, Any]:
+    """Train Full, Unaware, Fair, the order-preserving baseline and (with fairlearn) DP."""
+    import counterfair as cf
+
     fair = cf.FairLearner(
         scm, target=OUTCOME, features="latent", n_samples=config.n_samples,
         scm_fit=fit, seed=config.seed,
@@ -286,8 +354,16 @@ def run(config: CompasConfig) -> dict[str, Any]:
         )
     else:
         _log(f"fairlearn is not installed: {DP_THRESHOLDS} is left out")
-    unlabelled = test.drop(columns=OUTCOME)  # predictions and audit never see the outcome
-    y_test = test[OUTCOME].to_numpy()
+    return predictors
+
+
+def _evaluate(
+    predictors: dict[str, Any],
+    unlabelled: pd.DataFrame,
+    y_test: np.ndarray,
+    timings: dict[str, float],
+) -> _Evaluation:
+    """Each predictor's test probabilities and labels, scored by accuracy and AUC."""
     probabilities: dict[str, np.ndarray] = {}
     labels: dict[str, np.ndarray] = {}
     metrics_rows = []
@@ -307,6 +383,22 @@ def run(config: CompasConfig) -> dict[str, Any]:
                 "auc": float(roc_auc_score(y_test, proba)),
             }
         )
+    return _Evaluation(probabilities=probabilities, labels=labels, metrics_rows=metrics_rows)
+
+
+def _counterfactual_audit(
+    fit: Any,
+    unlabelled: pd.DataFrame,
+    predictors: dict[str, Any],
+    config: CompasConfig,
+    timings: dict[str, float],
+) -> _CounterfactualAudit:
+    """Audit every predictor's labels and probabilities under do(race) and do(sex).
+
+    The audited test rows are abducted once, for all predictors and responses.
+    """
+    from counterfair.audit import counterfactual_fairness
+
     rows = unlabelled.sample(min(config.audit_rows, len(unlabelled)), random_state=config.seed)
     rows = rows.sort_index()
     abduction = _timed(
@@ -344,11 +436,25 @@ def run(config: CompasConfig) -> dict[str, Any]:
                         "flip_mean_abs_change": r.flip_mean_abs_change,
                     }
                 )
-    changes = pd.DataFrame(change_rows)
+    return _CounterfactualAudit(
+        rows=rows, abduction=abduction, change_rows=change_rows, reports=reports
+    )
+
+
+def _group_audit(
+    fit: Any, test: pd.DataFrame, y_test: np.ndarray, labels: dict[str, np.ndarray]
+) -> tuple[dict[str, str], pd.DataFrame, list[dict[str, Any]]]:
+    """Selection-rate, FPR and FNR ratios of each predictor's labels, per attribute.
+
+    Returns the reference groups, the test rows' protected columns and one row per
+    predictor and attribute (the other group against the reference).
+    """
+    from counterfair.audit import group_metrics, reference_levels
+
     reference = reference_levels(fit)
     protected = test[list(PROTECTED)].astype(str)
     group_rows = []
-    for name in predictors:
+    for name in labels:
         group = group_metrics(
             y_test, labels[name], protected, reference=reference, intersections=False
         )
@@ -367,8 +473,23 @@ def run(config: CompasConfig) -> dict[str, Any]:
                     "fnr_ratio": float(group.ratios.loc[(attribute, other), "fnr"]),
                 }
             )
-    groups = pd.DataFrame(group_rows)
-    html_path = _timed(
+    return reference, protected, group_rows
+
+
+def _write_html_report(
+    out: Path,
+    y_test: np.ndarray,
+    probabilities: dict[str, np.ndarray],
+    protected: pd.DataFrame,
+    reference: dict[str, str],
+    reports: dict[str, Any],
+    config: CompasConfig,
+    timings: dict[str, float],
+) -> Any:
+    """Write ``audit.html`` (group audit and counterfactual section); return its path."""
+    from counterfair.audit import counterfactual_html, write_report
+
+    return _timed(
         "html report",
         lambda: write_report(
             out / "audit.html",
@@ -390,23 +511,36 @@ def run(config: CompasConfig) -> dict[str, Any]:
         ),
         timings,
     )
-    total = round(time.perf_counter() - start, 1)
-    metrics = pd.DataFrame(metrics_rows)
-    results: dict[str, Any] = {
+
+
+def _results(
+    config: CompasConfig,
+    data: _Rows,
+    reference: dict[str, str],
+    evaluation: _Evaluation,
+    audit: _CounterfactualAudit,
+    group_rows: list[dict[str, Any]],
+    fit: Any,
+    fit_warnings: list[str],
+    timings: dict[str, float],
+    total: float,
+) -> dict[str, Any]:
+    """The study's results, JSON-ready (settings, sizes, tables, diagnostics, timings)."""
+    return {
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
         "rows": {
-            "after_filters": len(raw),
-            "two_races": len(frame),
-            "train": len(train),
-            "scm_fit": len(scm_train),
-            "test": len(test),
-            "audited": len(rows),
+            "after_filters": len(data.raw),
+            "two_races": len(data.frame),
+            "train": len(data.train),
+            "scm_fit": len(data.scm_train),
+            "test": len(data.test),
+            "audited": len(audit.rows),
         },
-        "age_scaling": scaling,
+        "age_scaling": data.scaling,
         "families_note": FAMILY_NOTE,
         "reference_groups": reference,
-        "metrics": metrics_rows,
-        "counterfactual_change": change_rows,
+        "metrics": evaluation.metrics_rows,
+        "counterfactual_change": audit.change_rows,
         "group_audit": group_rows,
         "fit": {
             "backend": fit.backend,
@@ -419,19 +553,30 @@ def run(config: CompasConfig) -> dict[str, Any]:
             "divergences": int(fit.diagnostics.divergences),
             "warnings": fit_warnings,
         },
-        "abduction_engine": abduction.engine,
+        "abduction_engine": audit.abduction.engine,
         "timings_seconds": timings,
         "total_seconds": total,
         "machine": {"platform": platform.platform(), "python": platform.python_version()},
     }
+
+
+def _write_outputs(
+    out: Path,
+    evaluation: _Evaluation,
+    audit: _CounterfactualAudit,
+    group_rows: list[dict[str, Any]],
+    results: dict[str, Any],
+) -> str:
+    """Write ``counterfactual_change.csv``, ``group_audit.csv``, ``results.json`` and
+    ``results.md``; return the Markdown."""
+    changes = pd.DataFrame(audit.change_rows)
+    groups = pd.DataFrame(group_rows)
     changes.to_csv(out / "counterfactual_change.csv", index=False)
     groups.to_csv(out / "group_audit.csv", index=False)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
-    text = results_markdown(metrics, changes, groups, results)
+    text = results_markdown(pd.DataFrame(evaluation.metrics_rows), changes, groups, results)
     (out / "results.md").write_text(text)
-    _log(f"total run time {total:.0f} s; report {html_path}; results in {out}")
-    logger.info("%s", text)
-    return results
+    return text
 
 
 def results_markdown(

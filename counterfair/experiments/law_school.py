@@ -176,15 +176,43 @@ def _predict_step(predictor: Any, rows: pd.DataFrame, log: list[str]) -> Callabl
     return step
 
 
+@dataclass
+class _Records:
+    """What the stages record as they run: wall times, convergence and scale warnings."""
+
+    timings: dict[str, float] = field(default_factory=dict)
+    convergence: list[str] = field(default_factory=list)
+    scale_warnings: list[str] = field(default_factory=list)
+
+
 def run(config: LawSchoolConfig) -> dict[str, Any]:
     """Run the experiment and write its results; return them as a dict."""
-    timings: dict[str, float] = {}
-    convergence: list[str] = []
-    scale_warnings: list[str] = []
+    records = _Records()
     start = time.perf_counter()
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
 
+    train, test = _load_split(config)
+    scm2 = law_school_level2()
+    scm3 = law_school_level3()
+    predictors = _train_baselines(scm2, train, records)
+    fit2 = _fit_level2_and_fair_k(scm2, train, predictors, config, records)
+    fit3 = _fit_level3_and_fair_add(scm3, train, predictors, config, records)
+    predictions, rmse = _score(predictors, test, records)
+    fairness, densities = _counterfactuals(fit2, test, predictors, config, records)
+    if config.audit:
+        _audit_report(out, fit2, train, test, predictors, predictions, config, records)
+    table = rmse_table(rmse)
+    baselines = baseline_table(rmse, fairness, group_gaps(test, predictions))
+    results = _results(
+        config, train, test, rmse, scm2, fit2, fit3, fairness, baselines, records
+    )
+    _draw_and_write(out, densities, table, fairness, results, baselines, start, records)
+    return results
+
+
+def _load_split(config: LawSchoolConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Load the data, split it 80/20 and take the configured subsets of either part."""
     data = load_law_school(config.data_dir)
     train, test = law_school_split(data, seed=config.seed)
     if config.train_rows is not None:
@@ -192,16 +220,22 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
     if config.test_rows is not None:
         test = law_school_subsample(test, config.test_rows, seed=config.seed)
     _log(f"{len(train)} training rows, {len(test)} test rows")
+    return train, test
 
-    scm2 = law_school_level2()
-    scm3 = law_school_level3()
-    fit_args: dict[str, Any] = {
+
+def _fit_args(config: LawSchoolConfig) -> dict[str, Any]:
+    """The MCMC settings of both SCM fits."""
+    return {
         "chains": config.chains,
         "warmup": config.warmup,
         "draws": config.draws,
         "seed": config.seed,
     }
 
+
+def _train_baselines(scm2: Any, train: pd.DataFrame, records: _Records) -> dict[str, Any]:
+    """Train Full, Unaware and the order-preserving baseline (on Full's predictions)."""
+    timings = records.timings
     predictors: dict[str, Any] = {}
     predictors["Full"] = _timed("Full", lambda: full_predictor(scm2, "ZFYA").fit(train), timings)
     predictors["Unaware"] = _timed(
@@ -214,12 +248,26 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
         ).fit(train),
         timings,
     )
+    return predictors
+
+
+def _fit_level2_and_fair_k(
+    scm2: Any,
+    train: pd.DataFrame,
+    predictors: dict[str, Any],
+    config: LawSchoolConfig,
+    records: _Records,
+) -> Any:
+    """Fit the level 2 SCM and train both Fair K predictors (added to ``predictors``).
+
+    Returns the level 2 fit.
+    """
     fit2 = _timed(
         "level 2 SCM fit (MCMC)",
         lambda: _fit_with_warnings(
-            lambda: scm2.fit(train[COLUMNS_LEVEL2], **fit_args), convergence
+            lambda: scm2.fit(train[COLUMNS_LEVEL2], **_fit_args(config)), records.convergence
         ),
-        timings,
+        records.timings,
     )
     predictors["Fair K (authors' code)"] = _timed(
         "Fair K, training K conditioned on ZFYA (posterior mean)",
@@ -233,7 +281,7 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
             scm_fit=fit2,
             seed=config.seed,
         ).fit(train[COLUMNS_LEVEL2]),
-        timings,
+        records.timings,
     )
     predictors[HEADLINE_FAIR_K] = _timed(
         "Fair K, Algorithm 1 (K ~ P(K | UGPA, LSAT, race, sex))",
@@ -247,18 +295,29 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
                 scm_fit=fit2,
                 seed=config.seed,
             ).fit(train[COLUMNS_LEVEL2]),
-            convergence,
+            records.convergence,
         ),
-        timings,
+        records.timings,
     )
+    return fit2
+
+
+def _fit_level3_and_fair_add(
+    scm3: Any,
+    train: pd.DataFrame,
+    predictors: dict[str, Any],
+    config: LawSchoolConfig,
+    records: _Records,
+) -> Any:
+    """Fit the level 3 SCM and train Fair Add (added to ``predictors``); return the fit."""
     fit3 = _timed(
         "level 3 SCM fit (MCMC)",
         lambda: _fit_with_warnings(
-            lambda: scm3.fit(train[["race", "sex", "UGPA", "LSAT"]], **fit_args),
-            convergence,
-            scale_warnings,
+            lambda: scm3.fit(train[["race", "sex", "UGPA", "LSAT"]], **_fit_args(config)),
+            records.convergence,
+            records.scale_warnings,
         ),
-        timings,
+        records.timings,
     )
     predictors["Fair Add"] = _timed(
         "Fair Add",
@@ -270,40 +329,82 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
             scm_fit=fit3,
             seed=config.seed,
         ).fit(train[COLUMNS_LEVEL2]),
-        timings,
+        records.timings,
     )
+    return fit3
 
+
+def _score(
+    predictors: dict[str, Any], test: pd.DataFrame, records: _Records
+) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Each predictor's ZFYA predictions on the test rows, and its test RMSE."""
     test_inputs = test[["race", "sex", "UGPA", "LSAT"]]
     rmse: dict[str, float] = {}
     predictions: dict[str, np.ndarray] = {}
     for name, predictor in predictors.items():
         predictions[name] = _timed(
             f"predict {name}",
-            _predict_step(predictor, test_inputs, convergence),
-            timings,
+            _predict_step(predictor, test_inputs, records.convergence),
+            records.timings,
         )
         rmse[name] = _rmse(test["ZFYA"].to_numpy(), predictions[name])
+    return predictions, rmse
 
-    fairness, densities = _timed(
+
+def _counterfactuals(
+    fit2: Any,
+    test: pd.DataFrame,
+    predictors: dict[str, Any],
+    config: LawSchoolConfig,
+    records: _Records,
+) -> tuple[pd.DataFrame, dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]]:
+    """Every predictor's change under the swaps, the level 2 fit as the world
+    (:func:`counterfactual_study`)."""
+    return _timed(
         "counterfactual predictions",
         lambda: _fit_with_warnings(
             lambda: counterfactual_study(fit2, test[COLUMNS_LEVEL2], predictors, config),
-            convergence,
+            records.convergence,
         ),
-        timings,
+        records.timings,
     )
-    if config.audit:
-        _timed(
-            "fairness audit report",
-            lambda: _fit_with_warnings(
-                lambda: write_audit(out, fit2, train, test, predictors, predictions, config),
-                convergence,
-            ),
-            timings,
-        )
-    table = rmse_table(rmse)
-    baselines = baseline_table(rmse, fairness, group_gaps(test, predictions))
-    results: dict[str, Any] = {
+
+
+def _audit_report(
+    out: Path,
+    fit2: Any,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    predictors: dict[str, Any],
+    predictions: dict[str, np.ndarray],
+    config: LawSchoolConfig,
+    records: _Records,
+) -> None:
+    """Write the fairness audit report (:func:`write_audit`)."""
+    _timed(
+        "fairness audit report",
+        lambda: _fit_with_warnings(
+            lambda: write_audit(out, fit2, train, test, predictors, predictions, config),
+            records.convergence,
+        ),
+        records.timings,
+    )
+
+
+def _results(
+    config: LawSchoolConfig,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    rmse: dict[str, float],
+    scm2: Any,
+    fit2: Any,
+    fit3: Any,
+    fairness: pd.DataFrame,
+    baselines: pd.DataFrame,
+    records: _Records,
+) -> dict[str, Any]:
+    """The results, JSON-ready; ``total_seconds`` is None until the figure is drawn."""
+    return {
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
         "rows": {"train": len(train), "test": len(test)},
         "rmse": rmse,
@@ -313,8 +414,8 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
             "level2": fit2.diagnostics.as_dict(),
             "level3": fit3.diagnostics.as_dict(),
         },
-        "convergence_warnings": convergence,
-        "scale_warnings": scale_warnings,
+        "convergence_warnings": records.convergence,
+        "scale_warnings": records.scale_warnings,
         "counterfactual_change": fairness.to_dict(orient="records"),
         "baselines": baselines.to_dict(orient="records"),
         "abduction": {
@@ -332,12 +433,27 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
             }
             for name, fit in (("level2", fit2), ("level3", fit3))
         },
-        "timings_seconds": timings,
-        "total_seconds": None,  # set below, once the figure is drawn
+        "timings_seconds": records.timings,
+        "total_seconds": None,  # set by run, once the figure is drawn
         "machine": {"platform": platform.platform(), "python": platform.python_version()},
     }
+
+
+def _draw_and_write(
+    out: Path,
+    densities: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]],
+    table: pd.DataFrame,
+    fairness: pd.DataFrame,
+    results: dict[str, Any],
+    baselines: pd.DataFrame,
+    start: float,
+    records: _Records,
+) -> None:
+    """Draw the figure, set the total run time, write the outputs and log the headline."""
     _timed(
-        "figure", lambda: plot_densities(densities, out / "counterfactual_densities.png"), timings
+        "figure",
+        lambda: plot_densities(densities, out / "counterfactual_densities.png"),
+        records.timings,
     )
     total = time.perf_counter() - start
     results["total_seconds"] = total  # every stage, the figure included
@@ -345,7 +461,6 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
     _log(f"total run time {total:.0f} s; results in {out}")
     headline = (out / "results.md").read_text().split("\n## ")[0].rstrip()
     logger.info("%s\n(the counterfactual changes and the audit: %s)", headline, out / "results.md")
-    return results
 
 
 def group_gaps(test: pd.DataFrame, predictions: dict[str, np.ndarray]) -> pd.DataFrame:
