@@ -19,6 +19,8 @@ lists the same names for type checkers and editors.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 from counterfair import _moved as _moved  # old module paths, as warning aliases
@@ -112,3 +114,20 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """The package module: an old module path never hides a public function.
+
+    Importing an old path such as ``counterfair.sensitivity`` (a module of the flat
+    layout, now an alias) makes Python set the attribute ``sensitivity`` of this package
+    to that module; the function ``cf.sensitivity`` stays, as it did in the flat layout.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _ATTRIBUTES and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -51,3 +51,14 @@ def test_old_from_imports_of_names_work_in_a_fresh_process() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "counterfair.posterior moved to counterfair.inference.fit" in done.stdout
+
+
+def test_an_old_module_path_never_hides_the_public_function_of_the_same_name() -> None:
+    import counterfair as cf
+
+    for old in ("counterfair.sensitivity", "counterfair.subsample_check"):
+        with pytest.warns(DeprecationWarning):
+            sys.modules.pop(old, None)
+            importlib.import_module(old)
+    assert callable(cf.sensitivity) and cf.sensitivity.__name__ == "sensitivity"
+    assert callable(cf.subsample_check) and cf.subsample_check.__name__ == "subsample_check"
