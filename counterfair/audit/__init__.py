@@ -45,6 +45,7 @@ from .classification import (
     binary_decisions,
     group_metrics,
 )
+from .decomposition import DECOMPOSITION_FORMS, DECOMPOSITION_TERMS, Decomposition, decompose
 from .dependence import (
     DEPENDENCE_MEASURES,
     DependenceReport,
@@ -104,6 +105,8 @@ __all__ = [
     "CI_METHODS",
     "COUNT_COLUMNS",
     "CRITERION_EXPLANATIONS",
+    "DECOMPOSITION_FORMS",
+    "DECOMPOSITION_TERMS",
     "DEPENDENCE_MEASURES",
     "EXPLANATION_MEASURES",
     "JOINT_CRITERIA",
@@ -115,6 +118,7 @@ __all__ = [
     "TWO_GROUP_MEASURES",
     "ConfusionCounts",
     "CounterfactualReport",
+    "Decomposition",
     "DependenceReport",
     "DisparateImpact",
     "EntropyIndex",
@@ -140,6 +144,7 @@ __all__ = [
     "contingency_table",
     "counterfactual_fairness",
     "counterfactual_html",
+    "decompose",
     "dependence_measures",
     "disparate_impact",
     "disparity_figure",

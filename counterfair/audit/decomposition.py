@@ -1,0 +1,910 @@
+"""Where a disparity comes from: its causal decomposition into direct, indirect and
+spurious effects, with posterior intervals, for the world (an outcome) or for a model.
+
+Causal Fairness Analysis (Plečko and Bareinboim, *Foundations and Trends in Machine
+Learning* 17(3), 2024; the R package faircause) splits the observed gap between two
+levels ``x0`` and ``x1`` of a protected attribute ``X``,
+
+    TV = E[y | x1] - E[y | x0],
+
+into what ``X`` does along the direct path, what it does through the mediators ``W``
+(its observed descendants) and what comes with it through the confounders ``Z`` (its
+non-descendants) without being caused by it. ``y`` is an observed node of the fitted SCM
+or the output of any predictor. Each term compares potential outcomes of the same units:
+``y_x`` is ``y`` under ``do(X = x)``, and ``y_{x1, W_{x0}}`` is ``y`` when ``X`` is set
+to ``x1`` but the mediators keep the values they take under ``x0``.
+
+x-specific form (the units of group ``x0``)::
+
+    Ctf-DE(y | x0) = E[y_{x1, W_{x0}} | x0] - E[y_{x0} | x0]
+    Ctf-IE(y | x0) = E[y_{x1, W_{x0}} | x0] - E[y_{x1} | x0]
+    Ctf-SE(y)      = E[y_{x1} | x0]         - E[y_{x1} | x1]
+    TV             = Ctf-DE - Ctf-IE - Ctf-SE
+
+The identity holds because ``E[y_{x0} | x0] = E[y | x0]`` and ``E[y_{x1} | x1] =
+E[y | x1]`` (consistency: the world of the factual level is the factual world).
+
+General form (all the rows)::
+
+    NDE        = E[y_{x1, W_{x0}}] - E[y_{x0}]
+    NIE        = E[y_{x1, W_{x0}}] - E[y_{x1}]
+    Exp-SE_x   = E[y | x] - E[y_x]              (for x = x0 and x = x1)
+    TV         = NDE - NIE + Exp-SE_x1 - Exp-SE_x0
+
+Here the identity is algebra: ``NDE - NIE = E[y_{x1}] - E[y_{x0}]`` and ``Exp-SE_x1 -
+Exp-SE_x0 = TV - (E[y_{x1}] - E[y_{x0}])``. The signs are faircause's: its ``ExpSE_x1``
+is ``P(y | x1) - P(y_{x1})`` and its ``ExpSE_x0`` is ``P(y | x0) - P(y_{x0})``, its
+``NIE`` is ``NIE_{x1, x0}``, and its estimates satisfy ``TV = NDE - NIE + ExpSE_x1 -
+ExpSE_x0`` (the text its ``summary`` prints names the two spurious terms in the other
+order).
+
+How the terms are computed
+--------------------------
+Every term comes from one abduction of the rows (:meth:`counterfair.Fit.abduct` with
+``method="draws"``): joint samples of parameters and latents, each row's noise abducted
+once and shared by all worlds. For each sample ``s`` the worlds of the rows are built --
+the factual world, ``do(X = x0)``, ``do(X = x1)``
+(:func:`counterfair.counterfactual.action.counterfactual_world`) and the nested world
+``y_{x1, W_{x0}}`` (:func:`counterfair.counterfactual.paths.path_specific_values`: the
+paths from ``X`` through a mediator see ``x0``, every other path sees ``x1``) -- ``y``
+is read in each (an outcome's column, or the predictor applied to the world's frame, as
+the counterfactual audit does), and each term is an average over rows: over the rows
+with ``X = x`` for a conditional expectation, over every row for ``E[y_x]``. The rows
+keep their own joint distribution of ``X`` and ``Z`` (protected attributes are roots in
+counterfair, so their dependence lives in the rows); nothing assumes them independent.
+The posterior mean and an equal-tailed interval are taken over the samples, so they
+carry the uncertainty of the parameters and of the latents, and the identities hold
+sample by sample.
+
+Without a confounder (``Z`` empty) the SCM makes ``X`` independent of every exogenous
+variable, so ``y_{x1}`` given ``x0`` has the law of ``y`` given ``x1``: the spurious
+terms are 0, reported as 0 with a note, and ``E[y_{x1} | x0]`` and ``E[y_x]`` are taken
+as ``E[y | x1]`` and ``E[y | x]`` so that the identities still hold sample by sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from counterfair import errors
+from counterfair.counterfactual.action import (
+    WORLD_COUNTERFACTUAL,
+    counterfactual_world,
+    coupled_noise,
+    factual_world,
+    missing_nodes,
+)
+from counterfair.counterfactual.paths import check_paths, path_specific_values
+from counterfair.counterfactual.prediction import (
+    RESPONSES,
+    Predictor,
+    Response,
+    multiclass_labels,
+    needs_both_worlds,
+    predict_world,
+)
+from counterfair.counterfactual.world import World
+from counterfair.inference.fit import Abduction, Fit
+from counterfair.rng import RandomSource
+from counterfair.rows.rows import Rows
+
+from ._validation import check_open_unit
+from .bootstrap import percentile_interval
+
+if TYPE_CHECKING:
+    from counterfair.model.scm import SCM
+
+__all__ = [
+    "DECOMPOSITION_FORMS",
+    "DECOMPOSITION_TERMS",
+    "Decomposition",
+    "decompose",
+    "mediator_paths",
+]
+
+DECOMPOSITION_TERMS: tuple[str, ...] = (
+    "TV",
+    "Ctf-DE",
+    "Ctf-IE",
+    "Ctf-SE",
+    "NDE",
+    "NIE",
+    "Exp-SE_x0",
+    "Exp-SE_x1",
+)
+"""Every term, the columns of :attr:`Decomposition.draws`."""
+
+DECOMPOSITION_FORMS: dict[str, tuple[str, ...]] = {
+    "x-specific": ("TV", "Ctf-DE", "Ctf-IE", "Ctf-SE"),
+    "general": ("TV", "NDE", "NIE", "Exp-SE_x1", "Exp-SE_x0"),
+}
+"""The terms of each form, in the rows of :attr:`Decomposition.table`."""
+
+TABLE_COLUMNS: tuple[str, ...] = ("term", "form", "mean", "sd", "lower", "upper")
+"""Columns of :attr:`Decomposition.table`."""
+
+DEFAULT_DECOMPOSITION_SAMPLES = 200
+"""Joint samples of parameters and latents per row unless ``n_samples`` is given."""
+
+MCMC_PARAM_DRAWS = 20
+"""Posterior parameter draws the MCMC abduction program conditions on by default (as the
+counterfactual audit); exact abduction takes one parameter draw per sample."""
+
+# ---------------------------------------------------------------------- error texts
+SAME_LEVELS = (
+    "x0 and x1 are both {level!r}: a disparity compares two different levels of {attribute!r}"
+)
+NOT_PROTECTED = (
+    "attribute {attribute!r} is not a protected attribute of the SCM{role}; the "
+    "decomposition splits the gap between two levels of one; protected: {protected}"
+)
+CONTINUOUS_ATTRIBUTE = (
+    "attribute {attribute!r} is continuous: the decomposition compares two levels of a "
+    "categorical protected attribute; declare it with levels (bin it) to decompose a gap"
+)
+UNKNOWN_LEVEL = (
+    "{name}={value!r} is not a level of {attribute!r}; its levels (fixed at fit time) are "
+    "{levels}"
+)
+NO_ROWS = (
+    "no row has {attribute}={level!r} ({name}): the rows' levels of {attribute!r} are "
+    "{present}; a conditional expectation given {name} needs rows of that group"
+)
+OUTCOME_OR_PREDICTOR = (
+    "give exactly one of outcome= (a node of the SCM: is the world fair?) and predictor= "
+    "(a model's output: is the model fair?); got {got}"
+)
+NOT_AN_OUTCOME = (
+    "outcome={outcome!r} is {what}; the outcome is an observed node of the SCM: "
+    "{observed}"
+)
+RESPONSE_WITH_OUTCOME = (
+    "response={response!r} applies to a predictor's output; the outcome {outcome!r} is "
+    "averaged as its column holds it: drop response="
+)
+BAD_RESPONSE = "response must be one of {allowed}, got {got!r}"
+PATH_LEARNER = (
+    "a FairLearner with features='path_specific' reads two worlds at once (its corrected "
+    "inputs), which the four worlds of a decomposition do not give; decompose its "
+    "predictions with predictor=lambda frame: ... on the features it reads, or audit it "
+    "with counterfair.audit.counterfactual_fairness"
+)
+MULTICLASS = (
+    "predictor {name} predicts labels of more than two classes, which have no mean to "
+    "decompose; give response='probability' for a binary classifier, or a function "
+    "returning one number per row"
+)
+PREDICTOR_NOT_NUMERIC = (
+    "predictor {name}: its output is not numeric, so it has no mean to decompose ({error})"
+)
+PREDICTOR_SHAPE = (
+    "predictor {name} returned {got} value(s) for a world of {expected} rows x samples; "
+    "it must return one number per row"
+)
+PREDICTOR_NOT_FINITE = (
+    "predictor {name} returned {count} non-finite value(s) (NaN or inf) in the {world} "
+    "world; every output must be a finite number"
+)
+UNKNOWN_ROLE_NODE = "{option} names {node!r}, which is not a node of the SCM; nodes: {nodes}"
+ROLE_IS_SPECIAL = "{option} names {node!r}, which is the {what}; it cannot be one of {role}"
+ROLE_KIND = (
+    "{option} names {node!r}, a {kind} node; {role} are {allowed} nodes"
+)
+BOTH_ROLES = (
+    "{node!r} is named both a mediator and a confounder; a node is one or the other (a "
+    "descendant of the attribute mediates, a non-descendant confounds)"
+)
+BAD_SAMPLES = "{name} must be a positive integer, got {value!r}"
+
+# ---------------------------------------------------------------------- notes
+NOTE_NO_CONFOUNDER = (
+    "no confounder: Ctf-SE, Exp-SE_x0 and Exp-SE_x1 are 0 because {why}, so in the SCM "
+    "{attribute!r} is independent of every exogenous variable and y_x1 given {attribute} = "
+    "x0 has the law of y given {attribute} = x1; E[y_x1 | x0] is taken as E[y | x1] and "
+    "E[y_x] as E[y | x], so TV = Ctf-DE - Ctf-IE = NDE - NIE"
+)
+NOTE_NO_MEDIATOR = (
+    "no mediator: Ctf-IE and NIE are 0 because no path from {attribute!r} runs through a "
+    "mediator, so y_(x1, W_x0) is y_x1"
+)
+NOTE_NOT_A_DESCENDANT = (
+    "mediator {node!r} is not a descendant of {attribute!r}: no path from {attribute!r} "
+    "runs through it, so holding it at its x0 value changes nothing"
+)
+NOTE_DIRECT = (
+    "{node!r} is a descendant of {attribute!r} but not a mediator: paths from "
+    "{attribute!r} through it count as direct (it sees x1 in y_(x1, W_x0))"
+)
+NOTE_CONFOUNDER_DESCENDANT = (
+    "confounder {node!r} is a descendant of {attribute!r}: {attribute!r} causes it, so it "
+    "does not confound; paths from {attribute!r} through it count as direct (it sees x1 "
+    "in y_(x1, W_x0))"
+)
+NOTE_OUTCOME_NOT_DESCENDANT = (
+    "the outcome {outcome!r} is not a descendant of {attribute!r}: {attribute!r} has no "
+    "effect on it in the SCM, so the direct and indirect effects are 0 and the whole gap "
+    "is spurious"
+)
+NOTE_OUTCOME_SIMULATED = (
+    "the outcome {outcome!r} is not a column of the rows: its factual values are "
+    "simulated from the abducted inputs, so TV is the model's gap, not the data's"
+)
+NOTE_OTHER_LEVELS = (
+    "{count} row(s) have another level of {attribute!r}: they enter the averages over all "
+    "rows of the general form (E[y_x], NDE, NIE), not the x-specific terms"
+)
+
+
+# ---------------------------------------------------------------------- the result
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class Decomposition:
+    """The causal decomposition of a gap between two groups, with posterior intervals.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per term and form (columns :data:`TABLE_COLUMNS`): ``term``, ``form``
+        (``"x-specific"`` or ``"general"``; TV appears in both), the posterior ``mean``
+        and ``sd`` over the samples, and the equal-tailed interval ``lower``, ``upper``
+        of mass :attr:`interval`.
+    draws : pandas.DataFrame
+        One row per joint sample of parameters and latents, one column per term
+        (:data:`DECOMPOSITION_TERMS`); each entry is the term's average over the rows
+        in that sample.
+    attribute, x0, x1 : str
+        The protected attribute and the two levels compared (TV is ``E[y | x1] -
+        E[y | x0]``).
+    target : str
+        What is decomposed: the outcome node, or ``"predictor <name>"``.
+    confounders, mediators : tuple of str
+        ``Z`` and ``W``, as chosen or given.
+    notes : tuple of str
+        What a reader should know: a term that is 0 and why, a mediator that is no
+        descendant of the attribute, rows of other levels, ...
+    interval : float
+        Mass of the intervals.
+    n_rows, n_x0, n_x1 : int
+        Rows, and rows with ``X = x0`` and with ``X = x1``.
+    """
+
+    table: pd.DataFrame
+    draws: pd.DataFrame
+    attribute: str
+    x0: str
+    x1: str
+    target: str
+    confounders: tuple[str, ...]
+    mediators: tuple[str, ...]
+    notes: tuple[str, ...]
+    interval: float
+    n_rows: int
+    n_x0: int
+    n_x1: int
+
+    def mean(self, term: str) -> float:
+        """The posterior mean of one term (a name of :data:`DECOMPOSITION_TERMS`)."""
+        return float(self.draws[_known_term(term)].mean())
+
+    def identity_residuals(self) -> pd.DataFrame:
+        """Per sample, TV minus the sum each form gives (0 up to rounding).
+
+        Columns ``x-specific`` (``TV - (Ctf-DE - Ctf-IE - Ctf-SE)``) and ``general``
+        (``TV - (NDE - NIE + Exp-SE_x1 - Exp-SE_x0)``).
+        """
+        d = self.draws
+        return pd.DataFrame(
+            {
+                "x-specific": d["TV"] - (d["Ctf-DE"] - d["Ctf-IE"] - d["Ctf-SE"]),
+                "general": d["TV"]
+                - (d["NDE"] - d["NIE"] + d["Exp-SE_x1"] - d["Exp-SE_x0"]),
+            },
+            index=d.index,
+        )
+
+    def summary(self) -> str:
+        """The decomposition in a few lines: the set-up, each form's terms with their
+        intervals, the gap's parts in plain words, and the notes."""
+        percent = f"{self.interval:.0%}"
+        lines = [
+            f"Decomposition of the gap in {self.target} between {self.attribute} = "
+            f"{self.x1!r} (x1) and {self.attribute} = {self.x0!r} (x0)",
+            f"rows: {self.n_rows} ({self.n_x0} with x0, {self.n_x1} with x1); "
+            f"{len(self.draws)} posterior samples; {percent} equal-tailed intervals",
+            f"confounders Z: {_names(self.confounders)}; mediators W: {_names(self.mediators)}",
+            "",
+        ]
+        identities = {
+            "x-specific": "TV = Ctf-DE - Ctf-IE - Ctf-SE",
+            "general": "TV = NDE - NIE + Exp-SE_x1 - Exp-SE_x0",
+        }
+        for form, terms in DECOMPOSITION_FORMS.items():
+            lines.append(f"{form}: {identities[form]}")
+            block = self.table[self.table["form"] == form].set_index("term")
+            for term in terms:
+                row = block.loc[term]
+                lines.append(
+                    f"  {term:<10} {row['mean']:>9.4f}  [{row['lower']:.4f}, {row['upper']:.4f}]"
+                )
+        lines += [
+            "",
+            f"in plain words: of the gap TV = {self.mean('TV'):.4f}, "
+            f"{self.mean('Ctf-DE'):+.4f} is direct (Ctf-DE), "
+            f"{-self.mean('Ctf-IE'):+.4f} runs through the mediators (-Ctf-IE) and "
+            f"{-self.mean('Ctf-SE'):+.4f} is spurious, through the confounders (-Ctf-SE)",
+        ]
+        if self.notes:
+            lines += ["", "notes:", *(f"  - {note}" for note in self.notes)]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        return (
+            f"<Decomposition of {self.target} by {self.attribute} ({self.x0!r} -> "
+            f"{self.x1!r}): TV {self.mean('TV'):.4f} = Ctf-DE {self.mean('Ctf-DE'):.4f} "
+            f"- Ctf-IE {self.mean('Ctf-IE'):.4f} - Ctf-SE {self.mean('Ctf-SE'):.4f}; "
+            f"{self.n_rows} rows, {len(self.draws)} samples>"
+        )
+
+
+def _known_term(term: str) -> str:
+    if term not in DECOMPOSITION_TERMS:
+        raise KeyError(f"unknown term {term!r}; terms: {list(DECOMPOSITION_TERMS)}")
+    return term
+
+
+def _names(nodes: Sequence[str]) -> str:
+    return ", ".join(nodes) if nodes else "(none)"
+
+
+# ---------------------------------------------------------------------- the checks
+def _check_levels(fit: Fit, attribute: str, x0: object, x1: object) -> tuple[str, str]:
+    """The two levels as strings, checked: a categorical protected attribute, two
+    different levels known to the fit."""
+    scm = fit.scm
+    if attribute not in scm.protected:
+        specs = scm.specs
+        role = (
+            f" (it is a {type(specs[attribute]).__name__} node)"
+            if attribute in specs
+            else " (it is not a node of the SCM)"
+        )
+        raise errors.SCMError(
+            NOT_PROTECTED.format(attribute=attribute, role=role, protected=list(scm.protected))
+        )
+    if fit.encoding.is_continuous(attribute):
+        raise ValueError(CONTINUOUS_ATTRIBUTE.format(attribute=attribute))
+    level0, level1 = str(x0), str(x1)
+    if level0 == level1:
+        raise ValueError(SAME_LEVELS.format(level=level0, attribute=attribute))
+    levels = list(fit.encoding.levels[attribute])
+    for name, value, level in (("x0", x0, level0), ("x1", x1, level1)):
+        if level not in levels:
+            raise errors.DataError(
+                UNKNOWN_LEVEL.format(name=name, value=value, attribute=attribute, levels=levels)
+            )
+    return level0, level1
+
+
+def _check_target(
+    scm: SCM, outcome: str | None, predictor: Predictor | None, response: str
+) -> None:
+    """Exactly one of outcome and predictor; an observed outcome; a known response."""
+    if (outcome is None) == (predictor is None):
+        got = "both" if outcome is not None else "neither"
+        raise ValueError(OUTCOME_OR_PREDICTOR.format(got=got))
+    if response not in RESPONSES:
+        raise ValueError(BAD_RESPONSE.format(allowed=RESPONSES, got=response))
+    if outcome is not None:
+        if outcome not in scm.observed:
+            what = (
+                f"a {type(scm.specs[outcome]).__name__} node"
+                if outcome in scm.specs
+                else "not a node of the SCM"
+            )
+            raise errors.SCMError(
+                NOT_AN_OUTCOME.format(outcome=outcome, what=what, observed=list(scm.observed))
+            )
+        if response != "prediction":
+            raise ValueError(RESPONSE_WITH_OUTCOME.format(response=response, outcome=outcome))
+
+
+def _check_samples(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(BAD_SAMPLES.format(name=name, value=value))
+    return int(value)
+
+
+def _named_nodes(
+    scm: SCM,
+    given: str | Sequence[str],
+    *,
+    option: str,
+    role: str,
+    attribute: str,
+    outcome: str | None,
+    allowed: tuple[str, ...],
+) -> tuple[str, ...]:
+    """Nodes given by hand for a role, checked, in the SCM's order, without repeats."""
+    names = [given] if isinstance(given, str) else [str(node) for node in given]
+    specs = scm.specs
+    for node in names:
+        if node not in specs:
+            raise errors.SCMError(
+                UNKNOWN_ROLE_NODE.format(option=option, node=node, nodes=list(scm.nodes))
+            )
+        if node in (attribute, outcome):
+            what = "protected attribute decomposed" if node == attribute else "outcome"
+            raise errors.SCMError(
+                ROLE_IS_SPECIAL.format(option=option, node=node, what=what, role=role)
+            )
+        kind = _kind(scm, node)
+        if kind not in allowed:
+            raise errors.SCMError(
+                ROLE_KIND.format(
+                    option=option, node=node, kind=kind, role=role, allowed=" or ".join(allowed)
+                )
+            )
+    chosen = set(names)
+    return tuple(node for node in scm.nodes if node in chosen)
+
+
+def _kind(scm: SCM, node: str) -> str:
+    if node in scm.protected:
+        return "protected"
+    if node in scm.latents:
+        return "latent"
+    return "observed"
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """The confounders and mediators, and the notes about them."""
+
+    confounders: tuple[str, ...]
+    mediators: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _roles(
+    scm: SCM,
+    attribute: str,
+    outcome: str | None,
+    mediators: str | Sequence[str] | None,
+    confounders: str | Sequence[str] | None,
+) -> _Roles:
+    """Z and W: by default the observed and protected non-descendants of the attribute and
+    its observed descendants, leaving out the outcome and what it causes (which cannot
+    mediate or confound an effect on it)."""
+    caused = scm.descendants(attribute)
+    after_outcome: frozenset[str] = (
+        scm.descendants(outcome) | {outcome} if outcome is not None else frozenset()
+    )
+    if mediators is None:
+        w = tuple(n for n in scm.observed if n in caused and n not in after_outcome)
+    else:
+        w = _named_nodes(
+            scm, mediators, option="mediators", role="the mediators", attribute=attribute,
+            outcome=outcome, allowed=("observed",),
+        )
+    if confounders is None:
+        z = tuple(
+            n
+            for n in scm.nodes
+            if n != attribute
+            and n not in caused
+            and n not in after_outcome
+            and _kind(scm, n) != "latent"
+        )
+    else:
+        z = _named_nodes(
+            scm, confounders, option="confounders", role="the confounders",
+            attribute=attribute, outcome=outcome, allowed=("observed", "protected"),
+        )
+    for node in w:
+        if node in z:
+            raise errors.SCMError(BOTH_ROLES.format(node=node))
+    notes: list[str] = []
+    if outcome is not None and outcome not in caused:
+        notes.append(NOTE_OUTCOME_NOT_DESCENDANT.format(outcome=outcome, attribute=attribute))
+    if not z:
+        why = (
+            "no confounder was given (confounders=[])"
+            if confounders is not None
+            else f"{attribute!r} has no observed or protected non-descendant"
+        )
+        notes.append(NOTE_NO_CONFOUNDER.format(why=why, attribute=attribute))
+    for node in w:
+        if node not in caused:
+            notes.append(NOTE_NOT_A_DESCENDANT.format(node=node, attribute=attribute))
+    if not any(node in caused for node in w):
+        notes.append(NOTE_NO_MEDIATOR.format(attribute=attribute))
+    for node in scm.observed:
+        if node in caused and node not in w and node not in after_outcome:
+            text = NOTE_CONFOUNDER_DESCENDANT if node in z else NOTE_DIRECT
+            notes.append(text.format(node=node, attribute=attribute))
+    return _Roles(confounders=z, mediators=w, notes=tuple(notes))
+
+
+# ---------------------------------------------------------------------- the worlds
+def mediator_paths(
+    scm: SCM, attribute: str, mediators: Sequence[str]
+) -> tuple[tuple[str, ...], ...]:
+    """The directed paths from ``attribute`` that enter a mediator, cut at the first one.
+
+    Every path from ``attribute`` that runs through a mediator begins with exactly one of
+    these tuples (the part up to its first mediator), so, given as the paths that see
+    ``x0`` (:func:`counterfair.counterfactual.paths.path_specific_values`), they hold the
+    mediators at their ``x0`` values while every other path sees ``x1``. Mediators that
+    are not descendants of ``attribute`` have no such path.
+    """
+    graph = scm.graph
+    chosen = set(mediators)
+    caused = scm.descendants(attribute)
+    found: list[tuple[str, ...]] = []
+    for mediator in (n for n in scm.nodes if n in chosen and n in caused):
+        for path in nx.all_simple_paths(graph, attribute, mediator):
+            if chosen.isdisjoint(path[1:-1]):
+                found.append(tuple(str(node) for node in path))
+    return check_paths(scm, attribute, found) if found else ()
+
+
+def _nested_world(
+    fit: Fit,
+    factual: World,
+    *,
+    attribute: str,
+    code0: int,
+    code1: int,
+    mediators: Sequence[str],
+    rng: RandomSource,
+) -> World:
+    """The world of ``y_{x1, W_{x0}}``: ``X`` at ``x1`` on every path except those through
+    a mediator, which see ``x0`` (the path-specific engine, with ``x1`` as its default)."""
+    scm = fit.scm
+    abduction = factual.abduction
+    n = len(abduction.data)
+    simulated = {node: factual.values[node] for node in missing_nodes(scm, abduction)}
+    simulated_noise = {k: v for k, v in factual.noise.items() if k in simulated}
+    at_x1 = np.full(n, code1, dtype=np.int64)
+    paths = mediator_paths(scm, attribute, mediators)
+    layers = [(paths, np.full(n, code0, dtype=np.int64))] if paths else []
+    values = path_specific_values(
+        scm,
+        abduction,
+        source=attribute,
+        layers=layers,
+        default_codes=at_x1,
+        rng=rng,
+        simulated=simulated,
+        simulated_noise=simulated_noise,
+    )
+    return World(
+        name=WORLD_COUNTERFACTUAL,
+        abduction=abduction,
+        codes={**abduction.codes, attribute: at_x1},
+        values=values,
+        noise=factual.noise,
+    )
+
+
+def _predictor_name(predictor: Predictor) -> str:
+    owner = getattr(predictor, "__self__", None)
+    if owner is not None:
+        return f"{type(owner).__name__}.{getattr(predictor, '__name__', 'method')}"
+    name = getattr(predictor, "__name__", None)
+    return str(name) if name is not None else type(predictor).__name__
+
+
+def _outputs(
+    fit: Fit,
+    abduction: Abduction,
+    *,
+    attribute: str,
+    levels: tuple[str, str],
+    mediators: Sequence[str],
+    outcome: str | None,
+    predictor: Predictor | None,
+    response: Response,
+    seed: int | None,
+) -> dict[str, np.ndarray]:
+    """``y`` in the four worlds of the rows, each ``(S, N)``: ``"factual"``, ``"x0"``,
+    ``"x1"`` and ``"x1,W_x0"``."""
+    scm = fit.scm
+    shape = (abduction.n_samples, len(abduction.data))
+    rng = abduction.row_random(seed)
+    factual = factual_world(fit, abduction, rng)
+    shared = coupled_noise(scm, factual, rng, sorted(scm.descendants(attribute)))
+    code0, code1 = (int(fit.encoding.code(attribute, [level])[0]) for level in levels)
+    worlds = {
+        "factual": factual,
+        "x0": counterfactual_world(fit, factual, {attribute: levels[0]}, rng, shared_noise=shared),
+        "x1": counterfactual_world(fit, factual, {attribute: levels[1]}, rng, shared_noise=shared),
+        "x1,W_x0": _nested_world(
+            fit, factual, attribute=attribute, code0=code0, code1=code1, mediators=mediators,
+            rng=rng,
+        ),
+    }
+    out: dict[str, np.ndarray] = {}
+    for name, world in worlds.items():
+        if outcome is not None:
+            out[name] = np.broadcast_to(world.values[outcome], shape).astype(float)
+        else:
+            out[name] = _predict(fit, predictor, world, response, name, shape)
+    return out
+
+
+def _predict(
+    fit: Fit,
+    predictor: Predictor,
+    world: World,
+    response: Response,
+    name: str,
+    shape: tuple[int, int],
+) -> np.ndarray:
+    """The predictor's output in a world, ``(S, N)``, checked to be finite numbers."""
+    label = _predictor_name(predictor)
+    try:
+        values = predict_world(fit, predictor, world, response)
+    except TypeError as error:
+        raise TypeError(PREDICTOR_NOT_NUMERIC.format(name=label, error=error)) from error
+    values = np.asarray(values)
+    if values.dtype.kind not in "biuf":
+        raise TypeError(
+            PREDICTOR_NOT_NUMERIC.format(name=label, error=f"dtype {values.dtype}")
+        )
+    if values.shape != (shape[0] * shape[1],):
+        raise ValueError(
+            PREDICTOR_SHAPE.format(name=label, got=values.size, expected=shape[0] * shape[1])
+        )
+    values = values.astype(float)
+    bad = int((~np.isfinite(values)).sum())
+    if bad:
+        raise ValueError(PREDICTOR_NOT_FINITE.format(name=label, count=bad, world=name))
+    return values.reshape(shape)
+
+
+# ---------------------------------------------------------------------- the terms
+def _row_mean(values: np.ndarray) -> np.ndarray:
+    """Mean over the rows (axis 1) of ``(S, N)`` values, summed in the rows' order for
+    every sample alike: samples with the same values get the same mean to the last bit
+    (numpy's pairwise sum along a contiguous axis depends on where each sample's row
+    starts in memory)."""
+    return np.ascontiguousarray(values.T).sum(axis=0) / values.shape[1]
+
+
+def _term_draws(
+    y: dict[str, np.ndarray], in_x0: np.ndarray, in_x1: np.ndarray, *, no_confounder: bool
+) -> dict[str, np.ndarray]:
+    """Every term per sample, from ``y`` in the four worlds (averages over rows)."""
+
+    def given(world: str, rows: np.ndarray) -> np.ndarray:
+        return _row_mean(y[world][:, rows])
+
+    def everyone(world: str) -> np.ndarray:
+        return _row_mean(y[world])
+
+    observed_x0, observed_x1 = given("factual", in_x0), given("factual", in_x1)
+    nested_x0, nested_all = given("x1,W_x0", in_x0), everyone("x1,W_x0")
+    x0_given_x0 = given("x0", in_x0)
+    x1_given_x1 = given("x1", in_x1)
+    zero = np.zeros_like(observed_x0)
+    if no_confounder:  # X independent of the exogenous variables: y_x | x' ~ y | x
+        x1_given_x0, x1_all, x0_all = observed_x1, observed_x1, observed_x0
+        se, expse_x0, expse_x1 = zero, zero, zero
+    else:
+        x1_given_x0, x1_all, x0_all = given("x1", in_x0), everyone("x1"), everyone("x0")
+        se = x1_given_x0 - x1_given_x1
+        expse_x0, expse_x1 = observed_x0 - x0_all, observed_x1 - x1_all
+    return {
+        "TV": observed_x1 - observed_x0,
+        "Ctf-DE": nested_x0 - x0_given_x0,
+        "Ctf-IE": nested_x0 - x1_given_x0,
+        "Ctf-SE": se,
+        "NDE": nested_all - x0_all,
+        "NIE": nested_all - x1_all,
+        "Exp-SE_x0": expse_x0,
+        "Exp-SE_x1": expse_x1,
+    }
+
+
+def _table(draws: pd.DataFrame, interval: float) -> pd.DataFrame:
+    """One row per form and term: posterior mean, sd and equal-tailed interval."""
+    lower, upper = percentile_interval(draws.to_numpy(dtype=float), interval)
+    at = {term: i for i, term in enumerate(draws.columns)}
+    records = []
+    for form, terms in DECOMPOSITION_FORMS.items():
+        for term in terms:
+            column = draws[term].to_numpy(dtype=float)
+            records.append(
+                {
+                    "term": term,
+                    "form": form,
+                    "mean": float(column.mean()),
+                    "sd": float(column.std(ddof=1)) if column.size > 1 else 0.0,
+                    "lower": float(lower[at[term]]),
+                    "upper": float(upper[at[term]]),
+                }
+            )
+    return pd.DataFrame.from_records(records, columns=list(TABLE_COLUMNS))
+
+
+# ---------------------------------------------------------------------- the entry point
+def decompose(
+    fit: Fit,
+    data: pd.DataFrame,
+    *,
+    attribute: str,
+    x0: object,
+    x1: object,
+    outcome: str | None = None,
+    predictor: Predictor | None = None,
+    response: Response = "prediction",
+    mediators: str | Sequence[str] | None = None,
+    confounders: str | Sequence[str] | None = None,
+    n_samples: int = DEFAULT_DECOMPOSITION_SAMPLES,
+    n_param_draws: int | None = None,
+    seed: int | None = 0,
+    interval: float = 0.9,
+) -> Decomposition:
+    """Split the gap ``E[y | x1] - E[y | x0]`` into direct, indirect and spurious effects.
+
+    ``y`` is an observed node of the SCM (``outcome=``: is the world fair?) or a
+    predictor's output (``predictor=``: is the model fair?). The x-specific form gives
+    ``TV = Ctf-DE - Ctf-IE - Ctf-SE`` and the general form ``TV = NDE - NIE + Exp-SE_x1
+    - Exp-SE_x0``; the module docstring (:mod:`counterfair.audit.decomposition`) has the
+    definitions. Every term comes from the same abduction of the rows, so both
+    identities hold sample by sample.
+
+    Parameters
+    ----------
+    fit : Fit
+        The fitted SCM, taken as the true world.
+    data : pandas.DataFrame
+        The rows: the protected columns and the observed columns they have (absent
+        observed nodes are simulated from the abducted inputs, as in the counterfactual
+        audit). Conditional expectations are averages over these rows, so they carry
+        the rows' own joint distribution of the attribute and the confounders.
+    attribute : str
+        A categorical protected attribute ``X``.
+    x0, x1 : str
+        Two levels of ``attribute`` known to the fit; TV is ``E[y | x1] - E[y | x0]``
+        and the x-specific terms speak of the units of group ``x0``.
+    outcome : str, optional
+        An observed node of the SCM to decompose.
+    predictor : estimator, pipeline or callable, optional
+        Any predictor the counterfactual audit takes (an estimator with ``predict``, a
+        :class:`~counterfair.FairLearner` of ``fit`` other than a path-specific one, a
+        function of a DataFrame returning one number per row), applied to every world's
+        frame. Give exactly one of ``outcome`` and ``predictor``.
+    response : {"prediction", "probability"}
+        For a predictor: its predictions, or the probability of the positive class
+        (:func:`counterfair.counterfactual.prediction.predict_output`).
+    mediators : sequence of str, optional
+        ``W``, observed nodes (default: the observed descendants of ``attribute``, other
+        than the outcome and its descendants; for a predictor, every observed
+        descendant, since it may read any of them -- one it does not read changes
+        nothing). In ``y_{x1, W_{x0}}`` every path from ``attribute`` through a mediator
+        sees ``x0``, every other path ``x1``.
+    confounders : sequence of str, optional
+        ``Z``, observed or protected nodes (default: the observed and protected
+        non-descendants of ``attribute``, other than the outcome and its descendants).
+        The SCM and the rows decide the numbers; ``Z`` is reported, and an empty ``Z``
+        sets the spurious terms to 0 (with a note).
+    n_samples : int
+        Joint samples of parameters and latents per row.
+    n_param_draws : int, optional
+        Posterior parameter draws the abduction integrates over (default: one per
+        sample where abduction is exact or the SCM has no latent, else
+        :data:`MCMC_PARAM_DRAWS`).
+    seed : int, optional
+        Seed of the abduction and of the counterfactual draws.
+    interval : float
+        Mass of the equal-tailed posterior intervals.
+
+    Returns
+    -------
+    Decomposition
+        ``.table`` (tidy: term, form, mean, sd, lower, upper), ``.draws`` (samples x
+        terms), ``.notes``; ``print(result)`` shows :meth:`Decomposition.summary`.
+
+    Raises
+    ------
+    ValueError
+        If both or neither of ``outcome`` and ``predictor`` are given, ``x0`` equals
+        ``x1``, ``attribute`` is continuous, ``response`` is unknown (or given with an
+        outcome), ``interval`` is not in (0, 1), ``n_samples`` is not a positive
+        integer, or the predictor's output has the wrong length or is not finite.
+    DataError
+        If ``x0`` or ``x1`` is not a level of ``attribute``, or no row has ``X = x0``
+        (or ``X = x1``).
+    SCMError
+        If ``attribute`` is not a protected attribute, ``outcome`` is not an observed
+        node, or ``mediators`` / ``confounders`` name an unknown node, the attribute or
+        the outcome, a node of the wrong kind, or one node in both roles.
+    TypeError
+        If the predictor's output is not numeric.
+
+    Examples
+    --------
+    >>> result = cf.audit.decompose(fit, rows, attribute="race", x0="White",
+    ...                             x1="Black", outcome="ZFYA")  # doctest: +SKIP
+    >>> result.table  # doctest: +SKIP
+    >>> print(result)  # doctest: +SKIP
+    """
+    scm = fit.scm
+    levels = _check_levels(fit, attribute, x0, x1)
+    _check_target(scm, outcome, predictor, response)
+    interval = check_open_unit(interval, "interval")
+    samples = _check_samples(n_samples, "n_samples")
+    if predictor is not None:
+        if needs_both_worlds(predictor, fit):
+            raise ValueError(PATH_LEARNER)
+        if multiclass_labels(predictor, response):
+            raise ValueError(MULTICLASS.format(name=_predictor_name(predictor)))
+    rows = Rows.check(data, scm, fit.encoding)
+    codes = np.asarray(rows.codes[attribute])
+    masks = []
+    for name, level in zip(("x0", "x1"), levels, strict=True):
+        mask = codes == fit.encoding.code(attribute, [level])[0]
+        if not mask.any():
+            present = sorted(set(fit.encoding.decode(attribute, codes).tolist()))
+            raise errors.DataError(
+                NO_ROWS.format(attribute=attribute, level=level, name=name, present=present)
+            )
+        masks.append(mask)
+    in_x0, in_x1 = masks
+    roles = _roles(scm, attribute, outcome, mediators, confounders)
+    notes = list(roles.notes)
+    if outcome is not None and outcome not in rows.frame.columns:
+        notes.append(NOTE_OUTCOME_SIMULATED.format(outcome=outcome))
+    others = int((~(in_x0 | in_x1)).sum())
+    if others:
+        notes.append(NOTE_OTHER_LEVELS.format(count=others, attribute=attribute))
+    if n_param_draws is None:
+        n_param_draws = samples if fit.abduction_is_exact(rows) else MCMC_PARAM_DRAWS
+    abduction = fit.abduct(
+        rows,
+        method="draws",
+        n_samples=samples,
+        n_param_draws=_check_samples(n_param_draws, "n_param_draws"),
+        seed=seed,
+    )
+    y = _outputs(
+        fit,
+        abduction,
+        attribute=attribute,
+        levels=levels,
+        mediators=roles.mediators,
+        outcome=outcome,
+        predictor=predictor,
+        response=response,
+        seed=seed,
+    )
+    terms = _term_draws(y, in_x0, in_x1, no_confounder=not roles.confounders)
+    draws = pd.DataFrame(
+        {term: terms[term] for term in DECOMPOSITION_TERMS},
+        index=pd.RangeIndex(abduction.n_samples, name="sample"),
+    )
+    return Decomposition(
+        table=_table(draws, interval),
+        draws=draws,
+        attribute=attribute,
+        x0=levels[0],
+        x1=levels[1],
+        target=outcome if outcome is not None else f"predictor {_predictor_name(predictor)}",
+        confounders=roles.confounders,
+        mediators=roles.mediators,
+        notes=tuple(notes),
+        interval=interval,
+        n_rows=len(codes),
+        n_x0=int(in_x0.sum()),
+        n_x1=int(in_x1.sum()),
+    )
