@@ -95,7 +95,13 @@ from counterfair.rng import RandomSource
 from counterfair.rows.rows import Rows
 
 from ._validation import check_open_unit
-from .bootstrap import percentile_interval
+from .decomposition_result import (
+    DECOMPOSITION_FORMS,
+    DECOMPOSITION_TERMS,
+    TABLE_COLUMNS,
+    Decomposition,
+    table_of,
+)
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -103,31 +109,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DECOMPOSITION_FORMS",
     "DECOMPOSITION_TERMS",
+    "TABLE_COLUMNS",
     "Decomposition",
     "decompose",
     "mediator_paths",
 ]
 
-DECOMPOSITION_TERMS: tuple[str, ...] = (
-    "TV",
-    "Ctf-DE",
-    "Ctf-IE",
-    "Ctf-SE",
-    "NDE",
-    "NIE",
-    "Exp-SE_x0",
-    "Exp-SE_x1",
-)
-"""Every term, the columns of :attr:`Decomposition.draws`."""
 
-DECOMPOSITION_FORMS: dict[str, tuple[str, ...]] = {
-    "x-specific": ("TV", "Ctf-DE", "Ctf-IE", "Ctf-SE"),
-    "general": ("TV", "NDE", "NIE", "Exp-SE_x1", "Exp-SE_x0"),
-}
-"""The terms of each form, in the rows of :attr:`Decomposition.table`."""
-
-TABLE_COLUMNS: tuple[str, ...] = ("term", "form", "mean", "sd", "lower", "upper")
-"""Columns of :attr:`Decomposition.table`."""
 
 DEFAULT_DECOMPOSITION_SAMPLES = 200
 """Joint samples of parameters and latents per row unless ``n_samples`` is given."""
@@ -239,129 +227,6 @@ NOTE_OTHER_LEVELS = (
     "{count} row(s) have another level of {attribute!r}: they enter the averages over all "
     "rows of the general form (E[y_x], NDE, NIE), not the x-specific terms"
 )
-
-
-# ---------------------------------------------------------------------- the result
-@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
-class Decomposition:
-    """The causal decomposition of a gap between two groups, with posterior intervals.
-
-    Attributes
-    ----------
-    table : pandas.DataFrame
-        One row per term and form (columns :data:`TABLE_COLUMNS`): ``term``, ``form``
-        (``"x-specific"`` or ``"general"``; TV appears in both), the posterior ``mean``
-        and ``sd`` over the samples, and the equal-tailed interval ``lower``, ``upper``
-        of mass :attr:`interval`.
-    draws : pandas.DataFrame
-        One row per joint sample of parameters and latents, one column per term
-        (:data:`DECOMPOSITION_TERMS`); each entry is the term's average over the rows
-        in that sample.
-    attribute, x0, x1 : str
-        The protected attribute and the two levels compared (TV is ``E[y | x1] -
-        E[y | x0]``).
-    target : str
-        What is decomposed: the outcome node, or ``"predictor <name>"``.
-    confounders, mediators : tuple of str
-        ``Z`` and ``W``, as chosen or given.
-    notes : tuple of str
-        What a reader should know: a term that is 0 and why, a mediator that is no
-        descendant of the attribute, rows of other levels, ...
-    interval : float
-        Mass of the intervals.
-    n_rows, n_x0, n_x1 : int
-        Rows, and rows with ``X = x0`` and with ``X = x1``.
-    """
-
-    table: pd.DataFrame
-    draws: pd.DataFrame
-    attribute: str
-    x0: str
-    x1: str
-    target: str
-    confounders: tuple[str, ...]
-    mediators: tuple[str, ...]
-    notes: tuple[str, ...]
-    interval: float
-    n_rows: int
-    n_x0: int
-    n_x1: int
-
-    def mean(self, term: str) -> float:
-        """The posterior mean of one term (a name of :data:`DECOMPOSITION_TERMS`)."""
-        return float(self.draws[_known_term(term)].mean())
-
-    def identity_residuals(self) -> pd.DataFrame:
-        """Per sample, TV minus the sum each form gives (0 up to rounding).
-
-        Columns ``x-specific`` (``TV - (Ctf-DE - Ctf-IE - Ctf-SE)``) and ``general``
-        (``TV - (NDE - NIE + Exp-SE_x1 - Exp-SE_x0)``).
-        """
-        d = self.draws
-        return pd.DataFrame(
-            {
-                "x-specific": d["TV"] - (d["Ctf-DE"] - d["Ctf-IE"] - d["Ctf-SE"]),
-                "general": d["TV"]
-                - (d["NDE"] - d["NIE"] + d["Exp-SE_x1"] - d["Exp-SE_x0"]),
-            },
-            index=d.index,
-        )
-
-    def summary(self) -> str:
-        """The decomposition in a few lines: the set-up, each form's terms with their
-        intervals, the gap's parts in plain words, and the notes."""
-        percent = f"{self.interval:.0%}"
-        lines = [
-            f"Decomposition of the gap in {self.target} between {self.attribute} = "
-            f"{self.x1!r} (x1) and {self.attribute} = {self.x0!r} (x0)",
-            f"rows: {self.n_rows} ({self.n_x0} with x0, {self.n_x1} with x1); "
-            f"{len(self.draws)} posterior samples; {percent} equal-tailed intervals",
-            f"confounders Z: {_names(self.confounders)}; mediators W: {_names(self.mediators)}",
-            "",
-        ]
-        identities = {
-            "x-specific": "TV = Ctf-DE - Ctf-IE - Ctf-SE",
-            "general": "TV = NDE - NIE + Exp-SE_x1 - Exp-SE_x0",
-        }
-        for form, terms in DECOMPOSITION_FORMS.items():
-            lines.append(f"{form}: {identities[form]}")
-            block = self.table[self.table["form"] == form].set_index("term")
-            for term in terms:
-                row = block.loc[term]
-                lines.append(
-                    f"  {term:<10} {row['mean']:>9.4f}  [{row['lower']:.4f}, {row['upper']:.4f}]"
-                )
-        lines += [
-            "",
-            f"in plain words: of the gap TV = {self.mean('TV'):.4f}, "
-            f"{self.mean('Ctf-DE'):+.4f} is direct (Ctf-DE), "
-            f"{-self.mean('Ctf-IE'):+.4f} runs through the mediators (-Ctf-IE) and "
-            f"{-self.mean('Ctf-SE'):+.4f} is spurious, through the confounders (-Ctf-SE)",
-        ]
-        if self.notes:
-            lines += ["", "notes:", *(f"  - {note}" for note in self.notes)]
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
-
-    def __repr__(self) -> str:
-        return (
-            f"<Decomposition of {self.target} by {self.attribute} ({self.x0!r} -> "
-            f"{self.x1!r}): TV {self.mean('TV'):.4f} = Ctf-DE {self.mean('Ctf-DE'):.4f} "
-            f"- Ctf-IE {self.mean('Ctf-IE'):.4f} - Ctf-SE {self.mean('Ctf-SE'):.4f}; "
-            f"{self.n_rows} rows, {len(self.draws)} samples>"
-        )
-
-
-def _known_term(term: str) -> str:
-    if term not in DECOMPOSITION_TERMS:
-        raise KeyError(f"unknown term {term!r}; terms: {list(DECOMPOSITION_TERMS)}")
-    return term
-
-
-def _names(nodes: Sequence[str]) -> str:
-    return ", ".join(nodes) if nodes else "(none)"
 
 
 # ---------------------------------------------------------------------- the checks
@@ -715,27 +580,6 @@ def _term_draws(
     }
 
 
-def _table(draws: pd.DataFrame, interval: float) -> pd.DataFrame:
-    """One row per form and term: posterior mean, sd and equal-tailed interval."""
-    lower, upper = percentile_interval(draws.to_numpy(dtype=float), interval)
-    at = {term: i for i, term in enumerate(draws.columns)}
-    records = []
-    for form, terms in DECOMPOSITION_FORMS.items():
-        for term in terms:
-            column = draws[term].to_numpy(dtype=float)
-            records.append(
-                {
-                    "term": term,
-                    "form": form,
-                    "mean": float(column.mean()),
-                    "sd": float(column.std(ddof=1)) if column.size > 1 else 0.0,
-                    "lower": float(lower[at[term]]),
-                    "upper": float(upper[at[term]]),
-                }
-            )
-    return pd.DataFrame.from_records(records, columns=list(TABLE_COLUMNS))
-
-
 # ---------------------------------------------------------------------- the entry point
 def decompose(
     fit: Fit,
@@ -894,7 +738,7 @@ def decompose(
         index=pd.RangeIndex(abduction.n_samples, name="sample"),
     )
     return Decomposition(
-        table=_table(draws, interval),
+        table=table_of(draws, interval),
         draws=draws,
         attribute=attribute,
         x0=levels[0],
