@@ -10,6 +10,9 @@
   G-test, with interval-based verdicts (:class:`DependenceReport`).
 * :func:`counterfactual_fairness` -- causal change of a predictor's output under
   ``do(A = a')`` with a fitted SCM, beside the naive flip test (:class:`CounterfactualReport`).
+* :func:`decompose` -- where a disparity comes from: total variation split into direct,
+  indirect and spurious effects, x-specific and general (Plečko and Bareinboim), with
+  posterior intervals (:class:`Decomposition`).
 * :func:`two_group_measures` -- statistical parity / equal opportunity differences and
   disparate impact (``<= tau`` is unfair) for a privileged group.
 * :func:`flip_counterfactual`, :func:`consistency` (:func:`consistency_interval`),
