@@ -37,7 +37,8 @@ from ._groups import REFERENCE_RULE, reference_levels
 from .analytic import wilson_interval
 from .balance import BALANCE_MEASURES, class_balance
 from .bootstrap import CI_METHODS, bootstrap, bootstrap_interval, percentile_interval
-from .causal import CounterfactualReport, counterfactual_fairness, counterfactual_html
+from .causal import counterfactual_fairness
+from .causal_report import CounterfactualReport, counterfactual_html
 from .classification import (
     COUNT_COLUMNS,
     CRITERION_EXPLANATIONS,

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ._html import finite
-from .causal import CounterfactualReport
+from .causal_report import CounterfactualReport
 from .classification import JOINT_CRITERIA, PARITY_CRITERIA, GroupReport
 from .regression import RegressionReport
 

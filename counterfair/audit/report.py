@@ -57,7 +57,7 @@ from ._sections import (
     table_html,
 )
 from ._validation import NO_PREDICTORS, check_choice, check_tau
-from .causal import CounterfactualReport, counterfactual_html
+from .causal_report import CounterfactualReport, counterfactual_html
 from .classification import binary_decisions, group_metrics
 from .explanations import ExplanationAudit
 from .regression import regression_metrics
