@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from counterfair.model.evaluate import linear_predictor, sigma_of
+from counterfair.model.evaluate import latent_loading, linear_predictor, sigma_of
 from counterfair.model.families import Family
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Latent
@@ -136,7 +136,7 @@ class _Child:
 
     family: Family
     base: np.ndarray  # (S, N)
-    loading: np.ndarray  # (S, 1)
+    loading: np.ndarray  # (S, 1), or (S, N) when it differs by group (loading_by)
     y: np.ndarray  # (N,)
     args: tuple[np.ndarray, ...] = ()  # the family's own parameters, each (S, N)
 
@@ -146,25 +146,30 @@ class _LatentProblem:
     """The posterior of one latent: Normal part ``N(mean, 1/sqrt(precision))`` and others."""
 
     mean: np.ndarray  # (S, N)
-    precision: np.ndarray  # (S, 1)
+    precision: np.ndarray  # (S, 1), or (S, N) with group-specific loadings
     children: tuple[_Child, ...]
 
     def rows(self, index: slice) -> _LatentProblem:
         """The same problem restricted to a block of rows."""
         return _LatentProblem(
             self.mean[:, index],
-            self.precision,
+            _row_slice(self.precision, index),
             tuple(
                 _Child(
                     c.family,
                     c.base[:, index],
-                    c.loading,
+                    _row_slice(c.loading, index),
                     c.y[index],
                     tuple(a[:, index] for a in c.args),
                 )
                 for c in self.children
             ),
         )
+
+
+def _row_slice(array: np.ndarray, index: slice) -> np.ndarray:
+    """Rows ``index`` of an ``(S, N)`` array; an ``(S, 1)`` array (shared by rows) as is."""
+    return array if array.shape[1] == 1 else array[:, index]
 
 
 def _latent_problem(
@@ -191,7 +196,7 @@ def _latent_problem(
         base = linear_predictor(
             eq, params, values, codes, reference_coding=reference, n_rows=n_rows
         )
-        loading = params[eq.latent[0].param][:, None]
+        loading = latent_loading(eq, eq.latent[0], params, values, codes)  # (S, 1) or (S, N)
         y = np.asarray(observed[node], dtype=float)
         if eq.family.additive_noise:  # an anchor: the formulas of stan.anchoring
             variance = sigma_of(eq, params) ** 2

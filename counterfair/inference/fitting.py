@@ -161,6 +161,7 @@ def fit_scm(
     rows, subsample_info = training_rows(
         scm, data, subsample=subsample, max_rows=max_rows, seed=seed
     )
+    scm, rows = learn_terms(scm, rows)
     stan_data = fit_data(scm, rows)
     scales.warn_on_scales(scm, rows)
     if method == "pathfinder":
@@ -216,6 +217,18 @@ def training_rows(
     )
     # NUTS's rows are numbered 0..n-1, as the fit's own rows always were
     return dataclasses.replace(rows, positions=np.arange(len(rows), dtype=np.int64)).copy(), info
+
+
+def learn_terms(scm: SCM, rows: Rows) -> tuple[SCM, Rows]:
+    """The SCM with what its terms learn from the training rows (a smooth term's range),
+    and the rows as checked for it (:meth:`counterfair.SCM.learned`)."""
+    needed = {p.name for eq in scm.equations.values() for t in eq.bending for p in t.parents}
+    if not needed:
+        return scm, rows
+    values: dict[str, np.ndarray] = dict(rows.values(needed & set(scm.observed)))
+    values.update({node: rows.codes[node] for node in needed if node in rows.codes})
+    learned = scm.learned(values)
+    return learned, dataclasses.replace(rows, _scm=learned)
 
 
 def _encoding(rows: Rows) -> Encoding:

@@ -278,7 +278,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         s, n = abduction.n_samples, len(abduction.data)
         columns = [abduction.latents[name] for name in latents]
         if noise_nodes:
-            noise = abduction.noise(scm, noise_nodes)
+            # the fitted SCM: its terms carry what they learned from the training rows
+            noise = abduction.noise(self.scm_fit_.scm, noise_nodes)
             columns += [noise[name] for name in noise_nodes]
         columns += [np.broadcast_to(abduction.observed[name], (s, n)) for name in observed]
         return np.stack(columns, axis=-1)

@@ -12,7 +12,13 @@ Naming scheme (also the names in ``fit.idata.posterior``):
   coding) or of a level-valued observed parent (ordinal: one per level above
   the lowest);
 * ``lambda_<node>_<latent>``: loading of a latent parent (positive for the
-  latent's first child);
+  latent's first child); ``dlambda_<node>_<latent>``: the extra loading of each
+  non-reference level of the node's ``loading_by`` parent;
+* ``s_<node>_<parent>`` / ``gp_<node>_<parent>``: weights of the bending columns of
+  a smooth term (``..._by_<factor>`` for one curve per level), sampled as
+  ``sds_*`` / ``zs_*`` (splines) or ``sdgp_*`` / ``lsgp_*`` / ``zgp_*`` (HSGP);
+  ``beta_<node>_<first>_x_<second>``: weights of an interaction
+  (:mod:`counterfair.model.terms`);
 * ``sigma_<node>``: residual standard deviation of a Normal node (learned as
   ``sigma2_<node>`` with an inverse-gamma prior, or fixed in the spec);
 * ``<role>_<node>``: the family's own parameters, one per role in its
@@ -30,6 +36,7 @@ from dataclasses import dataclass
 
 from counterfair.model.families import Family, family_of
 from counterfair.model.specs import Observed
+from counterfair.model.terms import EquationTerm, ParentKind
 
 
 @dataclass(frozen=True)
@@ -61,11 +68,17 @@ class ObservedTerm:
 
 @dataclass(frozen=True)
 class LatentTerm:
-    """The loading of a latent parent on a child."""
+    """The loading of a latent parent on a child.
+
+    ``by_param`` names the vector of extra loadings of the non-reference levels of
+    the node's ``loading_by`` parent (``dlambda_<node>_<latent>``), None when the
+    loading is the same for everybody.
+    """
 
     parent: str
     param: str
     positive: bool
+    by_param: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,10 @@ class NodeEquation:
     levels : str or None
         Stan name of the node's number of levels (level-valued families:
         ``n_levels_<node>``, data).
+    bending : tuple of EquationTerm
+        The spec's smooth terms and interactions (:mod:`counterfair.model.terms`).
+    loading_by : ParentKind or None
+        The parent by whose level the latents' loadings differ (``spec.loading_by``).
     """
 
     node: str
@@ -108,6 +125,8 @@ class NodeEquation:
     extra: tuple[tuple[str, str], ...] = ()
     variance: str | None = None
     levels: str | None = None
+    bending: tuple[EquationTerm, ...] = ()
+    loading_by: ParentKind | None = None
 
     @property
     def family(self) -> Family:
@@ -133,6 +152,8 @@ class NodeEquation:
         names += [t.param for t in self.protected]
         names += [t.param for t in self.observed]
         names += [t.param for t in self.latent]
+        names += [t.by_param for t in self.latent if t.by_param]
+        names += [t.param for t in self.bending]
         if self.sigma and self.sigma_fixed is None:
             names.append(self.sigma)
         names += [name for _, name in self.extra]

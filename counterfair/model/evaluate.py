@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from counterfair.model.equation import NodeEquation
+from counterfair.model.equation import LatentTerm, NodeEquation
 from counterfair.model.families.base import protected_effect
 from counterfair.model.families.normal import sigma_of
 from counterfair.model.params import ParamDraws
@@ -22,6 +22,7 @@ from counterfair.rng import RandomSource
 
 __all__ = [
     "draw_node",
+    "latent_loading",
     "linear_predictor",
     "mean_from_eta",
     "protected_effect",
@@ -75,8 +76,29 @@ def linear_predictor(
         else:
             eta += params[oterm.param][:, None] * values[oterm.parent]
     for lterm in eq.latent:
-        eta += params[lterm.param][:, None] * values[lterm.parent]
+        eta += latent_loading(eq, lterm, params, values, codes) * values[lterm.parent]
+    for term in eq.bending:
+        eta += term.effect(params[term.param], values, codes)
     return eta
+
+
+def latent_loading(
+    eq: NodeEquation,
+    lterm: LatentTerm,
+    params: ParamDraws,
+    values: Mapping[str, np.ndarray],
+    codes: Mapping[str, np.ndarray],
+) -> np.ndarray:
+    """The loading of a latent parent: ``(S, 1)``, or ``(S, N)`` when it differs by group.
+
+    With the spec's ``loading_by``, each row's loading is the reference level's
+    ``lambda`` plus its own level's ``dlambda`` (0 for the reference level).
+    """
+    loading = params[lterm.param][:, None]
+    if lterm.by_param is None or eq.loading_by is None:
+        return loading
+    level = eq.loading_by.read(values, codes)
+    return loading + protected_effect(params[lterm.by_param], level, True)
 
 
 def _n_rows(

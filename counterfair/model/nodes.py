@@ -208,6 +208,16 @@ class Observed(NodeSpec):
     prior_intercept, prior_weights : Prior
         Priors of the intercept and of every weight and latent loading
         (default Normal(0, 1), as in Kusner et al. 2017).
+    terms : sequence of terms, optional
+        Mechanisms that bend, added to the linear terms of the parents:
+        :class:`~counterfair.model.terms.Smooth` (a smooth function of a numeric
+        parent) and :class:`~counterfair.model.terms.Interaction` (the product of
+        two parents); see :mod:`counterfair.model.terms`.
+    loading_by : str, optional
+        A categorical parent (a categorical protected attribute, or an ordinal or
+        categorical parent) by whose level every latent's loading on this node
+        differs: measurement non-invariance. The loading of the reference level is
+        ``lambda_<node>_<latent>``; each other level adds ``dlambda_<node>_<latent>``.
     """
 
     family: ClassVar[str] = "observed"
@@ -217,6 +227,20 @@ class Observed(NodeSpec):
     intercept: bool = True
     prior_intercept: Prior = field(default_factory=normal_prior)
     prior_weights: Prior = field(default_factory=normal_prior)
+    terms: tuple[Any, ...] = ()
+    loading_by: str | None = None
+
+    def __post_init__(self) -> None:
+        terms = self.terms
+        if terms is None:
+            terms = ()
+        elif isinstance(terms, list):
+            terms = tuple(terms)
+        elif not isinstance(terms, tuple):
+            terms = (terms,)
+        object.__setattr__(self, "terms", terms)
+        if self.loading_by is not None and not isinstance(self.loading_by, str):
+            raise ValueError(f"loading_by names one parent, got {self.loading_by!r}")
 
 
 def levels_tuple(values: Sequence[object]) -> tuple[str, ...]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,6 +19,7 @@ from counterfair.model.equation import LatentTerm, NodeEquation, ObservedTerm, P
 from counterfair.model.families import family_of
 from counterfair.model.simulate import simulate
 from counterfair.model.specs import SPEC_KEY, Latent, NodeSpec, Observed, Protected
+from counterfair.model.terms import equation_terms, learn_terms
 from counterfair.options import DEFAULT_MAX_ROWS
 
 if TYPE_CHECKING:  # the return type of the fit delegate below
@@ -191,6 +194,30 @@ class SCM:
         """
         return identification.findings(self)
 
+    def learned(self, values: Mapping[str, Any]) -> SCM:
+        """This SCM with what its terms learn from training rows filled in.
+
+        Each smooth term without a given range takes its parent's minimum and
+        maximum in ``values`` (training values of the parents by node: observed
+        values, and a continuous protected attribute's values), so that its knots
+        apply unchanged to new and counterfactual rows (:mod:`counterfair.model.terms`).
+        Returns ``self`` when nothing is left to learn.
+        """
+        updates = {}
+        for node in self.observed:
+            spec = self._specs[node]
+            new = learn_terms(spec, node, values)
+            if new is not spec:
+                updates[node] = new
+        if not updates:
+            return self
+        graph = self._graph.copy()
+        for node, spec in updates.items():
+            graph.nodes[node][SPEC_KEY] = spec
+        with warnings.catch_warnings():  # said once, when the user built the SCM
+            warnings.simplefilter("ignore", errors.IdentificationWarning)
+            return SCM(graph, coding=self.coding)
+
     def parameter_names(self) -> list[str]:
         """Names of all structural parameters (as in the Stan program and the posterior)."""
         return [name for eq in self.equations.values() for name in eq.parameter_names()]
@@ -252,7 +279,17 @@ class SCM:
                     assert isinstance(parent_spec, Observed)
                     levels = family_of(parent_spec).parent_levels(parent_spec)
                     observed.append(ObservedTerm(parent, f"beta_{node}_{parent}", levels))
+            bending, loading_by = equation_terms(node, spec, self.parents(node), self._specs)
+            if loading_by is not None:
+                latent = [
+                    dataclasses.replace(t, by_param=f"dlambda_{node}_{t.parent}") for t in latent
+                ]
             family = family_of(spec)
+            if (bending or loading_by) and family.declares_coefficients:
+                raise errors.SCMError(
+                    f"node {node!r} ({spec.family}): terms= and loading_by= are not supported for "
+                    "this family yet; give its parents linear effects"
+                )
             equation = NodeEquation(
                 node=node,
                 spec=spec,
@@ -264,8 +301,15 @@ class SCM:
                 extra=tuple((role, f"{role}_{node}") for role in family.extra_parameters),
                 variance=f"sigma2_{node}" if family.additive_noise else None,
                 levels=f"n_levels_{node}" if family.n_levels(spec) is not None else None,
+                bending=bending,
+                loading_by=loading_by,
             )
-            for name in [*equation.parameter_names(), f"sigma2_{node}", f"X_{node}"]:
+            extra_names = [f"sigma2_{node}", f"X_{node}"]
+            if bending:
+                extra_names += [f"F_{node}", f"P_{node}"]
+                extra_names += [name for t in bending for name in t.sampled_names()]
+                extra_names += [f"omega_{t.stem}" for t in bending if t.param.startswith("gp_")]
+            for name in [*equation.parameter_names(), *extra_names]:
                 validation.validate_unique_identifiers(owners, name, node)
                 owners[name] = node
             equations[node] = equation

@@ -31,10 +31,11 @@ halves the gradient's cost against building ``L`` as a vector per row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from counterfair.model.equation import NodeEquation
+from counterfair.model.equation import LatentTerm, NodeEquation
 from counterfair.model.specs import Latent, stan_real
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ def anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:
         children = [scm.equations[c] for c in scm.children(latent) if c in scm.equations]
         if any(eq.family.declares_coefficients for eq in children):
             continue  # a categorical child reads the latent itself: sample it directly
+        if any(eq.loading_by is not None for eq in children):
+            continue  # a loading per group: the latent's precision differs by row
         found = []
         for child in scm.children(latent):
             eq = scm.equations.get(child)
@@ -152,6 +155,37 @@ def _data_terms(predictor: Predictor, eq: NodeEquation, sign: str, scale: str | 
         predictor.add(pterm.parent, scaled(pterm.param, vector=not pterm.continuous))
     for oterm in eq.observed:
         predictor.add(oterm.parent, scaled(oterm.param, vector=oterm.levels is not None))
+    if eq.bending:
+        predictor.add(bending_block(eq), scaled(bending_coefficients(eq), vector=True))
+
+
+def bending_block(eq: NodeEquation) -> str:
+    """Name of the data matrix of an equation's bending terms (``F_<node>``)."""
+    return f"F_{eq.node}"
+
+
+def bending_coefficients(eq: NodeEquation, index: Callable[[str], str] | None = None) -> str:
+    """The stacked weights of an equation's bending terms, in the columns' order."""
+    names = [index(t.param) if index else t.param for t in eq.bending]
+    out = names[-1]
+    for name in reversed(names[:-1]):
+        out = f"append_row({name}, {out})"
+    return out
+
+
+def latent_term(eq: NodeEquation, lterm: LatentTerm, index: Callable[[str], str]) -> str:
+    """``loading * latent``, with a loading per row when it differs by group (``loading_by``)."""
+    if lterm.by_param is None:
+        return f"{index(lterm.param)} * {index(lterm.parent)}"
+    return (
+        f"({index(lterm.param)} + {loading_matrix(eq)} * {index(lterm.by_param)}) .* "
+        f"{index(lterm.parent)}"
+    )
+
+
+def loading_matrix(eq: NodeEquation) -> str:
+    """Name of the indicator matrix of the ``loading_by`` parent's non-reference levels."""
+    return f"Lby_{eq.node}"
 
 
 def _conditional_mean_terms(
@@ -192,7 +226,7 @@ def fit_predictor(
         latent, loading = lterm.parent, lterm.param
         chain = anchors.get(latent)
         if chain is None:
-            predictor.vectors.append(f"{loading} * {latent}")
+            predictor.vectors.append(latent_term(eq, lterm, lambda name: name))
             continue
         k = position.get((latent, eq.node))
         if k is None:  # another child: the latent given all its anchors

@@ -37,11 +37,16 @@ from counterfair.model.equation import NodeEquation
 from counterfair.model.families import family_of
 from counterfair.model.families.base import append_rows
 from counterfair.model.specs import Latent, Observed, Protected, stan_real
+from counterfair.model.terms import HSGP_FUNCTIONS, hsgp_frequencies
 from counterfair.stan.anchoring import (
     Predictor,
     anchors_of,
+    bending_block,
+    bending_coefficients,
     fit_predictor,
     join_terms,
+    latent_term,
+    loading_matrix,
     precision_lines,
 )
 
@@ -76,6 +81,12 @@ def _functions_block(scm: SCM) -> str:
         for function in scm.equations[node].family.stan_functions():
             if function not in extra:
                 extra.append(function)
+        for term in scm.equations[node].bending:
+            smooth = term.term
+            if getattr(smooth, "basis", None) == "hsgp" and getattr(smooth, "by", None):
+                function = HSGP_FUNCTIONS[smooth.kernel]  # type: ignore[union-attr]
+                if function not in extra:
+                    extra.append(function)
     if not extra:
         return _INDICATORS_FUNCTION
     body = _INDICATORS_FUNCTION.rstrip("}").rstrip("\n")
@@ -133,6 +144,18 @@ def _header(scm: SCM, purpose: str) -> list[str]:
         lines.append(
             "// The first child of each latent has a positive loading (sign identification)."
         )
+    for eq in scm.equations.values():
+        if eq.bending:
+            labels = ", ".join(t.term.label for t in eq.bending)
+            lines.append(
+                f"// {eq.node} also has bending terms {labels}: columns F_{eq.node} (data, "
+                "computed by counterfair at the training knots)."
+            )
+        if eq.loading_by is not None:
+            lines.append(
+                f"// The loadings of {eq.node} differ by level of {eq.loading_by.name} "
+                "(the reference level's loading plus dlambda)."
+            )
     return lines
 
 
@@ -150,6 +173,15 @@ def _data_block(scm: SCM) -> list[str]:
     for node in scm.observed:
         eq = scm.equations[node]
         lines += [f"{_INDENT}{line}" for line in eq.family.data_declarations(eq)]
+    for node in scm.observed:
+        eq = scm.equations[node]
+        if not eq.bending:
+            continue
+        labels = ", ".join(t.term.label for t in eq.bending)
+        lines += [
+            f"{_INDENT}int<lower=1> P_{node};  // number of bending columns of {node}",
+            f"{_INDENT}matrix[N, P_{node}] F_{node};  // bending columns of {node}: {labels}",
+        ]
     return lines
 
 
@@ -165,8 +197,19 @@ def _continuous(scm: SCM, node: str) -> bool:
     return isinstance(spec, Protected) and spec.continuous
 
 
+def _bending_node(scm: SCM, block: str) -> str | None:
+    """The node whose bending columns a design block is (``F_<node>``), else None."""
+    if block.startswith("F_") and block not in scm.specs:
+        node = block[2:]
+        if node in scm.equations and scm.equations[node].bending:
+            return node
+    return None
+
+
 def _vector_parent(scm: SCM, parent: str) -> bool:
     """Whether a data parent's coefficient is a vector (categorical or level-valued parent)."""
+    if _bending_node(scm, parent) is not None:
+        return True
     if parent in scm.protected:
         return not _continuous(scm, parent)
     spec = _parent_family_spec(scm, parent)
@@ -174,12 +217,17 @@ def _vector_parent(scm: SCM, parent: str) -> bool:
 
 
 def _block_width(scm: SCM, parent: str) -> str:
+    node = _bending_node(scm, parent)
+    if node is not None:
+        return f"P_{node}"
     if parent in scm.protected:
         return "1" if _continuous(scm, parent) else f"({_levels_size(scm, parent)})"
     return scm.equations[parent].family.design_width(scm.equations[parent])
 
 
 def _column_piece(scm: SCM, parent: str) -> str:
+    if _bending_node(scm, parent) is not None:
+        return parent
     if _continuous(scm, parent):
         return f"to_matrix({parent})"
     if parent in scm.protected:
@@ -188,8 +236,10 @@ def _column_piece(scm: SCM, parent: str) -> str:
 
 
 def own_columns(eq: NodeEquation) -> tuple[str, ...]:
-    """The data parents of an equation, in design-matrix column order."""
-    return tuple(t.parent for t in eq.protected) + tuple(t.parent for t in eq.observed)
+    """The data parents of an equation, in design-matrix column order (then its bending
+    columns ``F_<node>``)."""
+    blocks = tuple(t.parent for t in eq.protected) + tuple(t.parent for t in eq.observed)
+    return blocks + ((bending_block(eq),) if eq.bending else ())
 
 
 def design_names(columns: dict[str, tuple[str, ...]]) -> dict[str, str]:
@@ -206,11 +256,48 @@ def design_names(columns: dict[str, tuple[str, ...]]) -> dict[str, str]:
     return names
 
 
-def _transformed_data_block(scm: SCM, columns: dict[str, tuple[str, ...]]) -> list[str]:
+def _term_data_lines(scm: SCM, equations: list[NodeEquation], frequencies: bool) -> list[str]:
+    """Transformed data of the terms: HSGP frequencies, indicators of ``loading_by`` levels."""
+    lines = []
+    for eq in equations:
+        if eq.loading_by is not None:
+            by = eq.loading_by
+            lines.append(
+                f"{_INDENT}matrix[N, {by.levels} - 1] {loading_matrix(eq)} = "
+                f"indicators({by.name}, {by.levels}, 1);  // levels of {by.name} other than "
+                f"the reference, for the loadings of {eq.node}"
+            )
+        if not frequencies:
+            continue
+        for term in eq.bending:
+            if not term.param.startswith("gp_"):
+                continue
+            k = len(hsgp_frequencies(term.term.k))  # type: ignore[union-attr]
+            lines.append(
+                f"{_INDENT}vector[{k}] omega_{term.stem} = pi() * linspaced_vector({k}, 1, {k}) "
+                f"/ {_hsgp_span()};  // frequencies of the HSGP basis of {term.term.label}"
+            )
+    return lines
+
+
+def _hsgp_span() -> str:
+    from counterfair.model.terms import HSGP_BOUNDARY
+
+    return stan_real(2.0 * HSGP_BOUNDARY)
+
+
+def _transformed_data_block(
+    scm: SCM,
+    columns: dict[str, tuple[str, ...]],
+    equations: list[NodeEquation] | None = None,
+    *,
+    frequencies: bool = True,
+) -> list[str]:
     names = design_names(columns)
-    if not names:
+    extra = _term_data_lines(scm, equations or [], frequencies)
+    if not names and not extra:
         return []
-    lines = ["transformed data {"]
+    lines = ["transformed data {", *extra]
     for node, blocks in columns.items():
         if names.get(node) != f"X_{node}":
             continue
@@ -290,12 +377,29 @@ def _parameter_declarations(
         else:
             constraint = "<lower=0>" if lterm.positive else scaled
         note = " (positive: fixes the sign of the latent)" if lterm.positive else ""
+        if lterm.by_param is not None:
+            note += " for the reference level"
         out.append(
             (
                 f"{array_prefix}real{constraint} {lterm.param}",
                 f"loading of {lterm.parent} on {node}{note}",
             )
         )
+        if lterm.by_param is not None and eq.loading_by is not None:
+            by = eq.loading_by
+            out.append(
+                (
+                    f"{array_prefix}vector{'' if as_data else scaled}[{by.levels} - 1] "
+                    f"{lterm.by_param}",
+                    f"extra loading of {lterm.parent} on {node} per non-reference level of "
+                    f"{by.name}",
+                )
+            )
+    for bending in eq.bending:
+        if as_data:
+            out.append((bending.stan_data_declaration(), f"weights of {bending.term.label}"))
+        else:
+            out += bending.stan_parameters(eq.spec.prior_weights, scaled)
     out += eq.family.parameter_declarations(eq, array_prefix)
     return out
 
@@ -329,13 +433,15 @@ def _glm_statement(
     if eq.family.declares_coefficients:
         return [indent + eq.family.statement(eq, design, index)]
     alpha_terms = [index(eq.intercept)] if eq.intercept else []
-    alpha_terms += [f"{index(t.param)} * {index(t.parent)}" for t in eq.latent]
+    alpha_terms += [latent_term(eq, t, index) for t in eq.latent]
     alpha = " + ".join(alpha_terms) if alpha_terms else "0.0"
     arguments = eq.family.statement_arguments(eq, index)
     pieces = [f"[{index(t.param)}]'" if t.continuous else index(t.param) for t in eq.protected]
     pieces += [
         index(t.param) if t.levels is not None else f"[{index(t.param)}]'" for t in eq.observed
     ]
+    if eq.bending:
+        pieces.append(bending_coefficients(eq, index))
     statement = _sampling_statement(eq, design, alpha, bool(eq.latent), pieces, arguments)
     return [indent + statement]
 
@@ -421,8 +527,9 @@ def _fit_parameters_block(
 
 
 def _fit_transformed_parameters_block(equations: list[NodeEquation]) -> list[str]:
-    """The families' transformed parameters, or no block when none has any."""
+    """The families' and the terms' transformed parameters, or no block when none has any."""
     transformed = [line for eq in equations for line in eq.family.transformed_parameters(eq)]
+    transformed += [line for eq in equations for t in eq.bending for line in t.stan_transformed()]
     if not transformed:
         return []
     lines = ["transformed parameters {"]
@@ -481,6 +588,10 @@ def _equation_priors(eq: NodeEquation) -> list[str]:
         lines.append(f"{_INDENT}{name} ~ {spec.prior_weights.stan()};")
     for lterm in eq.latent:
         lines.append(f"{_INDENT}{lterm.param} ~ {spec.prior_weights.stan()};")
+        if lterm.by_param is not None:
+            lines.append(f"{_INDENT}{lterm.by_param} ~ {spec.prior_weights.stan()};")
+    for term in eq.bending:
+        lines += [f"{_INDENT}{line}" for line in term.stan_priors(spec.prior_weights)]
     lines += [f"{_INDENT}{line}" for line in eq.family.priors(eq)]
     return lines
 
@@ -534,7 +645,7 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
     lines = _header(scm, "fit of the structural causal model (parameters and latents)")
     lines.append(_functions_block(scm))
     lines += _fit_data_block(scm, equations)
-    lines += _transformed_data_block(scm, columns)
+    lines += _transformed_data_block(scm, columns, equations)
     lines += _fit_parameters_block(scm, equations, anchors)
     lines += _fit_transformed_parameters_block(equations)
     lines += _fit_model_block(scm, equations, anchors, predictors, designs)
@@ -580,7 +691,7 @@ def abduction_program(scm: SCM) -> str:
             lines.append(f"{_INDENT}{declaration};  // {comment}, per parameter set")
     lines.append("}")
     columns = {eq.node: own_columns(eq) for eq in equations}
-    lines += _transformed_data_block(scm, columns)
+    lines += _transformed_data_block(scm, columns, equations, frequencies=False)
     lines.append("parameters {")
     for latent in scm.latents:
         lines.append(

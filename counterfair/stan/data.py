@@ -41,6 +41,56 @@ def _base_data(scm: SCM, rows: Rows, values: Mapping[str, np.ndarray]) -> dict[s
         if column is None:  # not needed by any conditioned equation
             column = np.zeros(n)
         out[node] = _as_stan_column(scm, node, column)
+    out.update(bending_data(scm, rows, values))
+    return out
+
+
+def term_levels(scm: SCM, encoding: Encoding) -> dict[str, int]:
+    """Number of levels of every categorical node a term may read (protected or observed)."""
+    counts = {node: encoding.n_levels(node) for node in encoding.levels}
+    for node in scm.observed:
+        eq = scm.equations[node]
+        count = eq.family.n_levels(eq.spec)
+        if count is not None:
+            counts[node] = count
+    return counts
+
+
+def bending_data(
+    scm: SCM, rows: Rows, values: Mapping[str, np.ndarray]
+) -> dict[str, object]:
+    """``P_<node>`` and ``F_<node>``: the bending columns of every node that has terms.
+
+    The columns are those numpy evaluates (:meth:`~counterfair.model.terms.EquationTerm.columns`),
+    at the knots the terms learned from the training rows. A node whose parents are
+    not among ``values`` (not needed by a conditioned equation) gets zeros.
+    """
+    out: dict[str, object] = {}
+    n = len(rows)
+    assert rows.encoding is not None
+    levels = term_levels(scm, rows.encoding)
+    for node in scm.observed:
+        eq = scm.equations[node]
+        if not eq.bending:
+            continue
+        available = all(
+            p.source == "codes" or p.name in values for t in eq.bending for p in t.parents
+        )
+        if available:
+            blocks = [t.columns(values, rows.codes, levels) for t in eq.bending]
+            matrix = np.concatenate(blocks, axis=1)
+        else:
+            width = sum(
+                t.columns(
+                    {p.name: np.zeros(1) for p in t.parents},
+                    {p.name: np.zeros(1) for p in t.parents},
+                    levels,
+                ).shape[1]
+                for t in eq.bending
+            )
+            matrix = np.zeros((n, width))
+        out[f"P_{node}"] = int(matrix.shape[1])
+        out[f"F_{node}"] = matrix
     return out
 
 

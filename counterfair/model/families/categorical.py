@@ -92,6 +92,7 @@ class Categorical(Observed):
     reference: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         levels = normalise_levels(self.levels, "a Categorical")
         object.__setattr__(self, "levels", levels)
         if self.reference is not None and (

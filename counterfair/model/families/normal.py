@@ -42,6 +42,7 @@ class Normal(Observed):
     prior_variance: Prior = field(default_factory=inv_gamma_prior)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.sigma is not None and not (math.isfinite(self.sigma) and self.sigma > 0):
             raise ValueError(f"a fixed sigma must be positive and finite, got {self.sigma}")
 

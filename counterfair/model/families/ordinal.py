@@ -82,6 +82,7 @@ class Ordinal(Observed):
     prior_cutpoints: Prior = field(default_factory=cutpoint_prior)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         object.__setattr__(self, "levels", normalise_levels(self.levels, "an Ordinal"))
         if self.intercept:
             raise ValueError(WITH_INTERCEPT)
