@@ -30,6 +30,7 @@ from counterfair.errors import DataError as DataError
 from counterfair.errors import FairnessError as FairnessError
 from counterfair.errors import IdentificationWarning as IdentificationWarning
 from counterfair.errors import LOOWarning as LOOWarning
+from counterfair.errors import RangeWarning as RangeWarning
 from counterfair.errors import ScaleWarning as ScaleWarning
 from counterfair.errors import SCMError as SCMError
 from counterfair.inference.abduction import Abduction as Abduction
@@ -63,6 +64,8 @@ from counterfair.model.specs import SPEC_KEY as SPEC_KEY
 from counterfair.model.specs import Latent as Latent
 from counterfair.model.specs import Prior as Prior
 from counterfair.model.specs import Protected as Protected
+from counterfair.model.terms import Interaction as Interaction
+from counterfair.model.terms import Smooth as Smooth
 from counterfair.options import get_options as get_options
 from counterfair.options import set_options as set_options
 
@@ -85,6 +88,7 @@ __all__ = [
     "FairnessError",
     "Fit",
     "IdentificationWarning",
+    "Interaction",
     "LOOWarning",
     "Latent",
     "MultiWorldLearner",
@@ -96,8 +100,10 @@ __all__ = [
     "PosteriorPredictiveCheck",
     "Prior",
     "Protected",
+    "RangeWarning",
     "SCMError",
     "ScaleWarning",
+    "Smooth",
     "__version__",
     "audit",
     "compare",

@@ -51,6 +51,11 @@ class LOOWarning(UserWarning):
     """PSIS-LOO is unreliable for some rows (Pareto k > 0.7); the message names them."""
 
 
+class RangeWarning(UserWarning):
+    """Rows whose parent lies outside a smooth term's training range: the bending part is
+    held at its boundary value there, and only the parent's straight line extrapolates."""
+
+
 class IdentificationWarning(UserWarning):
     """A latent of the SCM is not identified, or only weakly (:meth:`SCM.identification`)."""
 

@@ -36,6 +36,7 @@ from counterfair.model.specs import (
     NodeSpec,
     Protected,
 )
+from counterfair.model.terms import TERM_SCHEMA, term_document
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -67,7 +68,14 @@ def spec_to_dict(spec: NodeSpec) -> dict[str, Any]:
         family = str(getattr(spec, "family"))  # noqa: B009 (class attribute of Observed)
     out: dict[str, Any] = {"family": family}
     for item in dataclasses.fields(spec):
-        out[item.name] = plain(getattr(spec, item.name))
+        value = getattr(spec, item.name)
+        if item.name == "terms":
+            if value:  # only where a node has terms: older readers see the same file
+                out["terms"] = [term_document(term) for term in value]
+            continue
+        if item.name == "loading_by" and value is None:
+            continue
+        out[item.name] = plain(value)
     return out
 
 
@@ -116,6 +124,7 @@ _ANNOTATIONS: dict[str, dict[str, Any]] = {
     "str | None": {"type": ["string", "number", "null"]},
     "str": {"type": "string"},
     "tuple[str, ...] | None": {"anyOf": [_LEVELS, {"type": "null"}]},
+    "tuple[Any, ...]": TERM_SCHEMA,
     "tuple[str, ...] | int | None": {
         "anyOf": [_LEVELS, {"type": "integer", "minimum": 2}, {"type": "null"}]
     },

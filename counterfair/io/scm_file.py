@@ -32,6 +32,7 @@ from counterfair.io.scm_document import (
 from counterfair.model.families import OBSERVED_FAMILIES
 from counterfair.model.scm import SCM
 from counterfair.model.specs import SPEC_KEY, NodeSpec, Prior
+from counterfair.model.terms import term_from_document
 
 
 def _spec_from_dict(node: str, entry: Mapping[str, Any]) -> NodeSpec:
@@ -51,7 +52,14 @@ def _spec_from_dict(node: str, entry: Mapping[str, Any]) -> NodeSpec:
             raise errors.SCMError(
                 f"nodes.{node}.{key}: not a field of a {family} node; fields: {sorted(fields)}"
             )
-        if key.startswith("prior_"):
+        if key == "terms":
+            if not isinstance(value, list):
+                raise errors.SCMError(f"nodes.{node}.terms: a list of terms, got {value!r}")
+            value = tuple(
+                term_from_document(f"nodes.{node}.terms[{i}]", item)
+                for i, item in enumerate(value)
+            )
+        elif key.startswith("prior_"):
             if not isinstance(value, Mapping) or set(value) != {"family", "args"}:
                 raise errors.SCMError(
                     f"nodes.{node}.{key}: a prior is {{'family': ..., 'args': [...]}}, "

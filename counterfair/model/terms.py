@@ -38,6 +38,7 @@ declarations and priors of :meth:`EquationTerm.stan_parameters`.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -45,7 +46,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from counterfair import errors
+from counterfair.logs import user_stacklevel
 from counterfair.model.nodes import Prior
+
+OUTSIDE_RANGE = (
+    "node {node!r}, term {label}: {count} row(s) have a parent value outside the training "
+    "range [{lower:g}, {upper:g}]; the smooth part is held at its boundary value there and "
+    "only the straight line extrapolates"
+)
 
 SMOOTH_BASES = ("ps", "hsgp")
 """Kinds of smooth term: penalised B-splines and Hilbert-space approximate GPs."""
@@ -460,6 +468,16 @@ class EquationTerm:
         if isinstance(term, Interaction):
             return _interaction_effect(self.parents, coefficients, values, codes)
         x = np.asarray(self.parents[0].read(values, codes), dtype=float)
+        outside = outside_range(term, x)
+        if outside:
+            warnings.warn(
+                OUTSIDE_RANGE.format(
+                    node=self.node, label=term.label, count=outside, lower=term.lower,
+                    upper=term.upper,
+                ),
+                errors.RangeWarning,
+                stacklevel=user_stacklevel(),
+            )
         basis = smooth_basis(x, term)  # (..., N, q)
         q = basis.shape[-1]
         if term.by is None:
@@ -829,3 +847,68 @@ def learn_terms(spec: Any, node: str, values: Mapping[str, np.ndarray]) -> Any:
         for t in terms
     )
     return replace(spec, terms=learned)
+
+
+def term_from_document(where: str, entry: object) -> Term:
+    """A term from its SCM-file form (``{"term": "smooth", "parent": "age", ...}``).
+
+    ``where`` is the JSON path named in errors (``nodes.income.terms[0]``).
+    """
+    from dataclasses import fields
+
+    if not isinstance(entry, Mapping) or entry.get("term") not in TERM_KINDS:
+        raise errors.SCMError(
+            f"{where}: a term is {{'term': one of {sorted(TERM_KINDS)}, ...}}, got {entry!r}"
+        )
+    cls = TERM_KINDS[str(entry["term"])]
+    known = {f.name for f in fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in entry.items():
+        if key == "term":
+            continue
+        if key not in known:
+            raise errors.SCMError(f"{where}.{key}: not a field of a {entry['term']} term")
+        if key.startswith("prior") and value is not None:
+            if not isinstance(value, Mapping) or set(value) != {"family", "args"}:
+                raise errors.SCMError(
+                    f"{where}.{key}: a prior is {{'family': ..., 'args': [...]}}, got {value!r}"
+                )
+            try:
+                value = Prior(str(value["family"]), tuple(value["args"]))
+            except (TypeError, ValueError) as error:
+                raise errors.SCMError(f"{where}.{key}: {error}") from error
+        kwargs[key] = value
+    try:
+        return cls(**kwargs)
+    except errors.SCMError as error:
+        raise errors.SCMError(f"{where}: {error}") from error
+    except (TypeError, ValueError) as error:
+        raise errors.SCMError(f"{where}: {error}") from error
+
+
+TERM_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "description": "Mechanisms that bend, added to the parents' linear terms: smooth "
+    "functions of a numeric parent and interactions of two parents.",
+    "items": {
+        "type": "object",
+        "properties": {
+            "term": {"enum": sorted(TERM_KINDS)},
+            "parent": {"type": "string"},
+            "first": {"type": "string"},
+            "second": {"type": "string"},
+            "k": {"type": "integer", "minimum": MIN_BASIS},
+            "basis": {"enum": list(SMOOTH_BASES)},
+            "kernel": {"enum": list(GP_KERNELS)},
+            "by": {"type": ["string", "null"]},
+            "lower": {"type": ["number", "null"]},
+            "upper": {"type": ["number", "null"]},
+            "prior": {"type": ["object", "null"]},
+            "prior_sd": {"type": "object"},
+            "prior_lengthscale": {"type": "object"},
+        },
+        "required": ["term"],
+        "additionalProperties": False,
+    },
+}
+"""JSON Schema of a spec's ``terms`` in the SCM file."""

@@ -168,4 +168,10 @@ def coords_and_dims(
             levels = list(encoding.levels[term.parent])
             coords[f"{term.parent}_effect"] = levels[1:] if scm.coding == "reference" else levels
             dims[term.param] = [f"{term.parent}_effect"]
+        by = eq.loading_by
+        if by is not None and by.name in encoding.levels:  # extra loadings: one per level
+            coords[f"{by.name}_level"] = list(encoding.levels[by.name])[1:]
+            for lterm in eq.latent:
+                if lterm.by_param:
+                    dims[lterm.by_param] = [f"{by.name}_level"]
     return coords, dims
