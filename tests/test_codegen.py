@@ -749,6 +749,8 @@ def test_golden_files_are_up_to_date(regen_tool: ModuleType) -> None:
         "law_school_level2_abduction.stan",
         "law_school_level2_onehot.stan",
         "law_school_level3.stan",
+        "bending_terms.stan",
+        "bending_terms_abduction.stan",
     }
     on_disk = {path.name for path in GOLDEN.glob("*.stan")}
     assert on_disk == set(programs), (

@@ -73,10 +73,45 @@ def compas_families_scm() -> cf.SCM:
     return cf.SCM(g)
 
 
+def bending_terms_scm() -> cf.SCM:
+    """An SCM with every kind of bending term (:mod:`counterfair.model.terms`).
+
+    ``sex`` (categorical) and ``age`` (continuous) are protected; a latent ``K`` is
+    measured by ``test1`` and ``test2`` (Normal; ``test2``'s loading differs by sex:
+    ``loading_by``), and causes ``income`` (Normal, a P-spline in age), ``claims``
+    (Poisson, an HSGP in income with a Matern 3/2 kernel, one curve per sex),
+    ``grade`` (ordinal, an exp-quad HSGP in age) and ``hired`` (Bernoulli, with the
+    interaction sex x income).
+    """
+    g = nx.DiGraph()
+    g.add_node("sex", spec=cf.Protected())
+    g.add_node("age", spec=cf.Protected(kind="continuous"))
+    g.add_node("K", spec=cf.Latent())
+    g.add_node("test1", spec=cf.Normal())
+    g.add_node("test2", spec=cf.Normal(loading_by="sex"))
+    g.add_node("income", spec=cf.Normal(terms=[cf.Smooth("age", k=8)]))
+    g.add_node(
+        "claims",
+        spec=cf.Poisson(
+            terms=[cf.Smooth("income", k=6, basis="hsgp", kernel="matern32", by="sex")]
+        ),
+    )
+    g.add_node("grade", spec=cf.Ordinal(levels=("C", "B", "A"),
+                                         terms=[cf.Smooth("age", k=6, basis="hsgp")]))
+    g.add_node("hired", spec=cf.Bernoulli(terms=[cf.Interaction("sex", "income")]))
+    g.add_edges_from([("K", "test1"), ("K", "test2"), ("sex", "test2")])
+    g.add_edges_from((p, "income") for p in ("age", "sex", "K"))
+    g.add_edges_from((p, "claims") for p in ("income", "sex", "K"))
+    g.add_edges_from((p, "grade") for p in ("age", "K"))
+    g.add_edges_from((p, "hired") for p in ("sex", "income", "grade", "K"))
+    return cf.SCM(g)
+
+
 def golden_programs() -> dict[str, str]:
     """Text of every golden program, by file name in ``stan_models/``."""
     level2 = law_school_level2_scm()
     compas = compas_families_scm()
+    bending = bending_terms_scm()
     return {
         "compas_families.stan": compas.stan_code(),
         "compas_families_abduction.stan": compas.abduction_code(),
@@ -84,6 +119,8 @@ def golden_programs() -> dict[str, str]:
         "law_school_level2_abduction.stan": level2.abduction_code(),
         "law_school_level2_onehot.stan": law_school_level2_scm("onehot").stan_code(),
         "law_school_level3.stan": law_school_level3_scm().stan_code(),
+        "bending_terms.stan": bending.stan_code(),
+        "bending_terms_abduction.stan": bending.abduction_code(),
     }
 
 

@@ -122,6 +122,24 @@ class ParamDraws(Mapping[str, np.ndarray]):
                     f"{oterm.parent!r} above the lowest), got shape {array.shape}"
                 )
             out[oterm.param] = array[None, :]
+        counts = dict(n_levels)
+        for eq in scm.equations.values():
+            levels = eq.family.n_levels(eq.spec)
+            if levels is not None:
+                counts[eq.node] = levels
+        for eq in scm.equations.values():
+            sizes = {t.param: t.n_columns(counts) for t in eq.bending}
+            if eq.loading_by is not None:
+                sizes.update(
+                    {t.by_param: counts[eq.loading_by.name] - 1 for t in eq.latent if t.by_param}
+                )
+            for name, size in sizes.items():
+                array = np.atleast_1d(np.asarray(values[name], dtype=float))
+                if array.shape != (size,):
+                    raise errors.SCMError(
+                        f"parameter {name!r} needs {size} value(s), got shape {array.shape}"
+                    )
+                out[name] = array[None, :]
         for eq in scm.equations.values():
             widths = {node: count - drop for node, count in n_levels.items()}
             for name, shape in eq.family.parameter_shapes(eq, widths).items():

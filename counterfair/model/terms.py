@@ -420,6 +420,21 @@ class EquationTerm:
         levels = self.parents[1].levels
         return f"({levels} - 1) + {levels} * {curve}"
 
+    def n_columns(self, n_levels: Mapping[str, int]) -> int:
+        """The term's number of columns, given each categorical parent's number of levels."""
+        term = self.term
+        if isinstance(term, Interaction):
+            out = 1
+            for parent in self.parents:
+                if parent.levels is not None:
+                    out *= n_levels[parent.name] - 1
+            return out
+        curve = smooth_width(term)
+        if term.by is None:
+            return curve
+        count = n_levels[self.parents[1].name]
+        return (count - 1) + count * curve
+
     def columns(
         self,
         values: Mapping[str, np.ndarray],
