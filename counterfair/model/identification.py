@@ -14,7 +14,12 @@ follows from the moments the children give about ``L``, counted per latent:
 against one loading per child. With fewer moments than loadings the latent is
 **not identified**: two Normal indicators with free residual sds identify
 only the product of their loadings (the classic factor-analysis rule needs
-three), a single child's loading is confounded with its noise. Moreover:
+three), a single child's loading is confounded with its noise. A child whose
+loading differs by group (``loading_by``) has one loading per group, and the
+groups' covariances count separately, since the latent has the same law in every
+group (a root, independent of the protected attributes): two Normal indicators,
+one of them group-specific, are identified, but only through the difference
+between the groups (reported as weak). Moreover:
 
 * a latent with a **single child** is at best weakly identified (only through
   that child's family, e.g. Poisson overdispersion);
@@ -54,25 +59,52 @@ _REMEDY = (
 )
 
 
-def _moments(scm: SCM, latent: str) -> tuple[int, int]:
-    """Moments the children of ``latent`` give about it, and its loadings to identify."""
+def _group_levels(scm: SCM, latent: str) -> int:
+    """Levels of the factor by which some child's loading on ``latent`` differs (1: none).
+
+    A factor whose levels come from the data counts as 2, the fewest it may have.
+    """
+    for child in scm.children(latent):
+        by = getattr(scm.specs[child], "loading_by", None)
+        if by is not None:
+            spec = scm.specs[by]
+            levels = getattr(spec, "levels", None)
+            return len(levels) if isinstance(levels, tuple) else 2
+    return 1
+
+
+def _moments(scm: SCM, latent: str, *, by_group: bool = True) -> tuple[int, int]:
+    """Moments the children of ``latent`` give about it, and its loadings to identify.
+
+    With a child whose loading differs by group (``loading_by``, ``G`` levels), the
+    latent has the same law in every group, so each group's covariances are moments
+    of their own (``G`` per pair), and the differences between groups of a free-sigma
+    Normal child's variance (``G - 1``) identify its loadings' squares; each such
+    child has ``G`` loadings. ``by_group=False`` counts as if every loading were the same.
+    """
     children = scm.children(latent)
+    groups = _group_levels(scm, latent) if by_group else 1
     graph = scm.graph
     pairs = 0
     for i, a in enumerate(children):
         for b in children[i + 1 :]:
             if not (graph.has_edge(a, b) or graph.has_edge(b, a)):
-                pairs += 1
+                pairs += groups
     own = 0
+    loadings = 0
     for child in children:
         spec = scm.specs[child]
         assert isinstance(spec, Observed)
         family = family_of(spec)
+        grouped = groups > 1 and spec.loading_by is not None
+        loadings += groups if grouped else 1
         if (
             family.additive_noise and getattr(spec, "sigma", None) is not None
         ) or family.name == "poisson":
-            own += 1
-    return pairs + own, len(children)
+            own += groups
+        elif grouped and family.additive_noise:
+            own += groups - 1
+    return pairs + own, loadings
 
 
 def findings(scm: SCM) -> pd.DataFrame:
@@ -114,6 +146,19 @@ def findings(scm: SCM) -> pd.DataFrame:
             )
             rows.append(
                 {"latent": latent, "problem": "not identified", "reason": detail, "remedy": remedy}
+            )
+        elif _group_levels(scm, latent) > 1 and (
+            _moments(scm, latent, by_group=False)[0] < len(children)
+        ):
+            grouped = [c for c in children if scm.specs[c].loading_by is not None]  # type: ignore[attr-defined]
+            rows.append(
+                {
+                    "latent": latent,
+                    "problem": "weak",
+                    "reason": f"identified only through the loadings of {grouped} differing "
+                    "between groups: weak where they barely differ",
+                    "remedy": remedy,
+                }
             )
     seen: dict[frozenset[str], str] = {}
     for latent in scm.latents:

@@ -1,0 +1,421 @@
+"""Mechanisms that bend (:mod:`counterfair.model.terms`): smooth terms, interactions and
+group-specific loadings.
+
+* The bases against their definitions: the P-spline columns span B-splines (scipy's own
+  basis) whose difference penalty they turn into the identity, orthogonal to the
+  straight line; the HSGP columns are the Laplacian's orthonormal eigenfunctions.
+* Exact abduction with a loading that differs by group, against the Normal closed form.
+* A NUTS fit of a linear-Gaussian SCM with a quadratic effect of a continuous protected
+  attribute (exactly a cubic spline), an interaction sex x X and a loading that
+  differs by sex: recovery of the truth, the counterfactual change against its
+  closed form draw by draw, chunk invariance, save/load.
+* Bad input: each error names the node and the term.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+from _seeds import shifted
+from scipy.interpolate import BSpline
+
+import counterfair as cf
+from counterfair import errors
+from counterfair.inference import exact_abduction
+from counterfair.model.evaluate import linear_predictor
+from counterfair.model.params import ParamDraws
+from counterfair.model.terms import (
+    HSGP_BOUNDARY,
+    hsgp_frequencies,
+    smooth_basis,
+)
+
+# --------------------------------------------------------------------------- bases
+
+
+def _bspline_basis(x: np.ndarray, k: int, lower: float, upper: float) -> np.ndarray:
+    """Cubic B-splines at equally spaced knots on [lower, upper], by scipy (independent)."""
+    inner = np.linspace(lower, upper, k - 2)
+    knots = np.r_[[lower] * 3, inner, [upper] * 3]
+    return BSpline.design_matrix(np.clip(x, lower, upper - 1e-12), knots, 3).toarray()
+
+
+@pytest.mark.parametrize("k", [5, 8, 12])
+def test_spline_columns_are_the_penalised_part_of_a_pspline(k: int) -> None:
+    term = cf.Smooth("age", k=k, lower=20.0, upper=70.0)
+    x = np.linspace(20.0, 70.0 - 1e-9, 301)
+    columns = smooth_basis(x, term)
+    assert columns.shape == (301, k - 2)
+    b = _bspline_basis(x, k, 20.0, 70.0)
+    transform, _residual, *_ = np.linalg.lstsq(b, columns, rcond=None)
+    assert np.max(np.abs(b @ transform - columns)) < 1e-9  # in the span of the B-splines
+    d = np.diff(np.eye(k), 2, axis=0)
+    # the difference penalty on the columns' B-spline weights is the identity ...
+    np.testing.assert_allclose(transform.T @ d.T @ d @ transform, np.eye(k - 2), atol=1e-8)
+    # ... and they are orthogonal to its null space, the constant and the straight line
+    null = np.column_stack([np.ones(k), np.arange(k)])
+    assert np.max(np.abs(transform.T @ null)) < 1e-8
+
+
+def test_spline_columns_are_held_at_the_boundary_outside_the_range() -> None:
+    term = cf.Smooth("age", k=8, lower=20.0, upper=70.0)
+    inside = smooth_basis(np.array([20.0, 70.0]), term)
+    outside = smooth_basis(np.array([5.0, 95.0]), term)
+    np.testing.assert_allclose(outside, inside)
+    assert np.all(np.isfinite(outside))
+
+
+def test_hsgp_columns_are_orthonormal_laplacian_eigenfunctions() -> None:
+    term = cf.Smooth("x", k=7, basis="hsgp", lower=-1.0, upper=1.0)
+    z = np.linspace(-1.0, 1.0, 4001)
+    phi = smooth_basis(z, term)
+    omega = hsgp_frequencies(7)
+    expected = np.sin(np.outer(z + HSGP_BOUNDARY, omega)) / np.sqrt(HSGP_BOUNDARY)
+    np.testing.assert_allclose(phi, expected, atol=1e-12)
+    # on the whole domain [-L, L] the eigenfunctions are orthonormal (they vanish at +-L)
+    grid = np.linspace(-HSGP_BOUNDARY, HSGP_BOUNDARY, 20001)
+    full = np.sin(np.outer(grid + HSGP_BOUNDARY, omega)) / np.sqrt(HSGP_BOUNDARY)
+    gram = np.trapezoid(full[:, :, None] * full[:, None, :], grid, axis=0)
+    np.testing.assert_allclose(gram, np.eye(7), atol=1e-6)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _model(*, flexible: bool = True, sex_levels: tuple[str, ...] = ("F", "M")) -> cf.SCM:
+    g = nx.DiGraph()
+    g.add_node("age", spec=cf.Protected(kind="continuous"))
+    g.add_node("sex", spec=cf.Protected(levels=sex_levels))
+    g.add_node("K", spec=cf.Latent())
+    g.add_node("X", spec=cf.Normal())
+    g.add_node("t1", spec=cf.Normal())
+    g.add_node("t2", spec=cf.Normal(loading_by="sex") if flexible else cf.Normal())
+    g.add_node("t3", spec=cf.Normal())
+    g.add_node("Y", spec=cf.Normal(
+        terms=[cf.Smooth("age", k=6), cf.Interaction("sex", "X")] if flexible else ()
+    ))
+    g.add_edges_from([("K", "t1"), ("K", "t2"), ("sex", "t2"), ("K", "t3")])
+    g.add_edges_from((p, "Y") for p in ("age", "sex", "X"))
+    return cf.SCM(g)
+
+
+TRUTH = {
+    "loading_F": 1.0,  # loading of K on t2 for sex F (the reference level)
+    "dlambda_M": -0.6,  # ... and its extra for M: 0.4
+    "beta_int": 0.7,  # extra slope of X on Y for M
+}
+
+
+def _y_mean(age: np.ndarray, male: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """E[Y | age, sex, X] of the truth: a quadratic in age (exactly a cubic spline)."""
+    return 0.3 + 0.02 * age - 0.002 * (age - 45.0) ** 2 + 0.4 * male + (0.5 + 0.7 * male) * x
+
+
+def _simulate(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(20.0, 70.0, n)
+    male = rng.integers(0, 2, n).astype(float)
+    k = rng.normal(size=n)
+    x = rng.normal(size=n)
+    t1 = 0.2 + 1.0 * k + rng.normal(0.0, 0.5, n)
+    t2 = -0.1 + 0.3 * male + (1.0 - 0.6 * male) * k + rng.normal(0.0, 0.5, n)
+    t3 = 0.8 * k + rng.normal(0.0, 0.6, n)
+    y = _y_mean(age, male, x) + rng.normal(0.0, 0.4, n)
+    frame = pd.DataFrame({
+        "age": age, "sex": np.where(male == 1.0, "M", "F"), "X": x,
+        "t1": t1, "t2": t2, "t3": t3, "Y": y,
+    })
+    return frame, k
+
+
+def test_exact_abduction_with_a_loading_by_group_is_the_normal_closed_form() -> None:
+    scm = _model()
+    names = scm.parameter_names()
+    rng = np.random.default_rng(shifted(3))
+    values = {name: 1.0 if name.startswith("sigma_") else rng.normal(0.0, 0.3) for name in names}
+    values.update({
+        "sigma_t1": 0.5, "sigma_t2": 0.7, "sigma_X": 1.0, "sigma_Y": 0.4, "lambda_t1_K": 1.1,
+        "lambda_t2_K": 0.9, "dlambda_t2_K": [-0.5], "beta_t2_sex": [0.3],
+        "s_Y_age": rng.normal(0.0, 0.3, 4), "beta_Y_sex": [0.2], "beta_Y_sex_x_X": [0.6],
+    })
+    learned = scm.learned({"age": np.linspace(20.0, 70.0, 50)})
+    params = ParamDraws.from_values(learned, values, {"sex": 2})
+    n = 7
+    codes = {"sex": np.array([0, 1, 0, 1, 1, 0, 1]), "age": np.linspace(25.0, 65.0, n)}
+    observed = {"t1": np.linspace(-1.0, 1.5, n), "t2": np.linspace(1.0, -2.0, n)}
+    moments = exact_abduction.laplace_approximation(
+        learned, params, codes, observed, ("t1", "t2")
+    )
+    mean, sd = moments["K"]
+    loading2 = 0.9 - 0.5 * codes["sex"]
+    r1 = observed["t1"] - values["alpha_t1"]
+    r2 = observed["t2"] - values["alpha_t2"] - 0.3 * codes["sex"]
+    precision = 1.0 + 1.1**2 / 0.5**2 + loading2**2 / 0.7**2
+    expected = (1.1 * r1 / 0.5**2 + loading2 * r2 / 0.7**2) / precision
+    np.testing.assert_allclose(mean[0], expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sd[0], 1.0 / np.sqrt(precision), rtol=1e-9)
+
+
+def test_linear_predictor_of_an_interaction_is_its_closed_form() -> None:
+    scm = _model().learned({"age": np.linspace(20.0, 70.0, 50)})
+    eq = scm.equations["Y"]
+    values = {name: float(name.startswith("sigma_")) for name in scm.parameter_names()}
+    values.update({
+        "alpha_Y": 0.3, "beta_Y_age": 0.0, "beta_Y_sex": [0.4], "beta_Y_X": 0.5,
+        "beta_Y_sex_x_X": [0.7], "s_Y_age": [0.0] * 4, "lambda_t2_K": 1.0,
+        "dlambda_t2_K": [0.0], "beta_t2_sex": [0.0],
+        "sigma_t1": 1.0, "sigma_t2": 1.0, "sigma_X": 1.0, "sigma_Y": 1.0, "lambda_t1_K": 1.0,
+    })
+    params = ParamDraws.from_values(scm, values, {"sex": 2})
+    x = np.array([-1.0, 0.0, 2.0, 2.0])
+    sex = np.array([0, 1, 0, 1])
+    eta = linear_predictor(eq, params, {"X": x}, {"sex": sex, "age": np.full(4, 40.0)})
+    np.testing.assert_allclose(eta[0], 0.3 + 0.4 * sex + (0.5 + 0.7 * sex) * x)
+
+
+# --------------------------------------------------------------------------- NUTS
+N_TRAIN = 1200
+N_ROWS = 40
+N_SAMPLES = 30
+
+
+@pytest.fixture(scope="module")
+def bending_fit(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
+    train, _ = _simulate(N_TRAIN, shifted(11))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", errors.ConvergenceWarning)
+        fit = _model().fit(
+            train, chains=2, warmup=400, draws=400, seed=shifted(5), backend=stan_backend
+        )
+    return fit, train
+
+
+def _z(posterior: object, name: str, truth: float) -> float:
+    draws = np.asarray(posterior[name].values).ravel()  # type: ignore[index]
+    return float(abs(draws.mean() - truth) / draws.std())
+
+
+@pytest.mark.stan
+def test_nuts_recovers_the_loading_by_group_and_the_interaction(
+    bending_fit: tuple[cf.Fit, pd.DataFrame],
+) -> None:
+    fit, _ = bending_fit
+    posterior = fit.idata.posterior
+    assert _z(posterior, "lambda_t2_K", TRUTH["loading_F"]) < 4.0
+    assert _z(posterior, "dlambda_t2_K", TRUTH["dlambda_M"]) < 4.0
+    assert _z(posterior, "beta_Y_sex_x_X", TRUTH["beta_int"]) < 4.0
+    # the fitted SCM keeps the range it learned: the knots of new and counterfactual rows
+    smooth = fit.scm.specs["Y"].terms[0]  # type: ignore[attr-defined]
+    assert (smooth.lower, smooth.upper) == (
+        pytest.approx(fit.data["age"].min()), pytest.approx(fit.data["age"].max())
+    )
+
+
+@pytest.mark.stan
+def test_counterfactual_change_is_the_closed_form_draw_by_draw(
+    bending_fit: tuple[cf.Fit, pd.DataFrame],
+) -> None:
+    """do(age = 90 - age): Y moves by exactly the change of its mean, per sample; the
+    posterior mean of that change recovers the true quadratic's."""
+    fit, _ = bending_fit
+    rows, _ = _simulate(N_ROWS, shifted(12))
+    new_age = 90.0 - rows["age"].to_numpy()
+    abduction = fit.abduct(rows, method="draws", n_samples=N_SAMPLES, seed=shifted(2))
+    frame = fit.counterfactual(rows, {"age": new_age}, n_samples=None, abduction=abduction)
+    factual = frame[frame["world"] == "factual"].sort_values(["sample", "row"])
+    moved = frame[frame["world"] != "factual"].sort_values(["sample", "row"])
+    change = moved["Y"].to_numpy() - factual["Y"].to_numpy()
+    # closed form per sample: the P-spline and the linear weight of that sample's draw
+    scm = fit.scm
+    eq = scm.equations["Y"]
+    params = abduction.params
+    codes = {"sex": (rows["sex"] == "M").to_numpy().astype(np.int64)}
+    x = {"X": rows["X"].to_numpy()}
+    before = linear_predictor(eq, params, x, {**codes, "age": rows["age"].to_numpy()})
+    after = linear_predictor(eq, params, x, {**codes, "age": new_age})
+    expected = (after - before).ravel()
+    np.testing.assert_allclose(change, expected, atol=1e-9)
+    # and against the truth: the mean change over samples, within 4 posterior sds
+    per_row = (after - before)
+    truth = _y_mean(new_age, codes["sex"], x["X"]) - _y_mean(
+        rows["age"].to_numpy(), codes["sex"], x["X"]
+    )
+    z = np.abs(per_row.mean(axis=0) - truth) / per_row.std(axis=0)
+    assert np.max(z) < 4.0, np.max(z)
+
+
+@pytest.mark.stan
+def test_counterfactuals_with_terms_do_not_depend_on_the_chunk_size(
+    bending_fit: tuple[cf.Fit, pd.DataFrame],
+) -> None:
+    fit, _ = bending_fit
+    rows, _ = _simulate(N_ROWS, shifted(13))
+    do = {"sex": "M"}
+    with cf.set_options(chunk_bytes=10**9):
+        whole = fit.counterfactual(rows, do, n_samples=N_SAMPLES, seed=shifted(4))
+    with cf.set_options(chunk_bytes=N_SAMPLES * 8 * 8 * 12 * 3):
+        pieces = fit.counterfactual(rows, do, n_samples=N_SAMPLES, seed=shifted(4))
+    pd.testing.assert_frame_equal(whole, pieces)
+
+
+@pytest.mark.stan
+def test_fair_add_residuals_come_from_the_flexible_mean(
+    bending_fit: tuple[cf.Fit, pd.DataFrame],
+) -> None:
+    """With the bending terms in the mean, Y's abducted noise is Y minus the flexible mean;
+    a Fair Add learner of t1 on it does not move under do(age) or do(sex)."""
+    fit, train = bending_fit
+    abduction = fit.abduct(None, n_samples=5, seed=shifted(6))
+    noise = abduction.noise(fit.scm, ["Y"])["Y"]
+    eq = fit.scm.equations["Y"]
+    mean = linear_predictor(
+        eq,
+        abduction.params,
+        {"X": train["X"].to_numpy()},
+        {"sex": (train["sex"] == "M").to_numpy().astype(np.int64), "age": train["age"].to_numpy()},
+    )
+    np.testing.assert_allclose(noise, train["Y"].to_numpy()[None, :] - mean, atol=1e-9)
+    # the flexible mean leaves noise of the truth's sd (0.4); the straight line would not
+    assert 0.3 < float(noise.std()) < 0.5
+
+
+@pytest.mark.stan
+def test_a_fit_with_terms_saves_and_loads(
+    bending_fit: tuple[cf.Fit, pd.DataFrame], tmp_path: Path
+) -> None:
+    fit, _ = bending_fit
+    fit.save(tmp_path / "run")
+    loaded = cf.load(tmp_path / "run")
+    assert loaded.scm.specs["Y"] == fit.scm.specs["Y"]  # terms and learned range included
+    rows, _ = _simulate(10, shifted(14))
+    a = fit.counterfactual(rows, {"sex": "F"}, n_samples=4, seed=shifted(1))
+    b = loaded.counterfactual(rows, {"sex": "F"}, n_samples=4, seed=shifted(1))
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.stan
+def test_new_rows_outside_the_range_warn_once_and_stay_finite(
+    bending_fit: tuple[cf.Fit, pd.DataFrame],
+) -> None:
+    fit, _ = bending_fit
+    rows, _ = _simulate(12, shifted(15))
+    rows.loc[rows.index[:3], "age"] = [5.0, 95.0, 110.0]
+    with pytest.warns(errors.RangeWarning, match=r"node 'Y', term s\(age\): 3 row\(s\)") as seen:
+        frame = fit.counterfactual(rows, {"sex": "M"}, n_samples=3, seed=shifted(1))
+    assert len([w for w in seen if issubclass(w.category, errors.RangeWarning)]) >= 1
+    assert np.all(np.isfinite(frame["Y"].to_numpy()))
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _graph(spec: cf.Normal, *, extra: tuple[tuple[str, str], ...] = ()) -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_node("age", spec=cf.Protected(kind="continuous"))
+    g.add_node("sex", spec=cf.Protected())
+    g.add_node("K", spec=cf.Latent())
+    g.add_node("b", spec=cf.Bernoulli())
+    g.add_node("t", spec=cf.Normal())
+    g.add_node("t2", spec=cf.Normal())
+    g.add_node("t3", spec=cf.Normal())
+    g.add_node("Y", spec=spec)
+    g.add_edges_from([("K", "t"), ("K", "t2"), ("K", "t3"), ("sex", "b")])
+    g.add_edges_from([("age", "Y"), ("sex", "Y"), ("b", "Y"), *extra])
+    return g
+
+
+@pytest.mark.parametrize(
+    ("spec", "extra", "message"),
+    [
+        (cf.Normal(terms=[cf.Smooth("b")]), (), r"node 'Y', term s\(b\): 'b' is binary"),
+        (cf.Normal(terms=[cf.Smooth("sex")]), (), r"node 'Y', term s\(sex\): 'sex' is binary or"),
+        (
+            cf.Normal(terms=[cf.Smooth("age", by="b")]),
+            (),
+            r"node 'Y', term s\(age, by=b\): by='b' is not categorical",
+        ),
+        (cf.Normal(terms=[cf.Smooth("t")]), (), r"node 'Y', term s\(t\): 't' is not a parent"),
+        (
+            cf.Normal(terms=[cf.Interaction("sex", "t")]),
+            (),
+            r"node 'Y', term sex:t: 't' is not a parent",
+        ),
+        (cf.Normal(loading_by="sex"), (), r"node 'Y', loading_by=sex: 'Y' has no latent parent"),
+        (
+            cf.Normal(loading_by="age"),
+            (("K", "Y"),),
+            r"node 'Y', loading_by=age: 'age' is not categorical",
+        ),
+        (cf.Normal(loading_by="t"), (("K", "Y"),), r"node 'Y', loading_by=t: 't' is not a parent"),
+    ],
+)
+def test_bad_terms_name_the_node_and_the_term(
+    spec: cf.Normal, extra: tuple[tuple[str, str], ...], message: str
+) -> None:
+    with pytest.raises(errors.SCMError, match=message):
+        cf.SCM(_graph(spec, extra=extra))
+
+
+def test_bad_term_declarations_are_refused() -> None:
+    with pytest.raises(errors.SCMError, match="two or more dimensions is not supported"):
+        cf.Smooth(("age", "income", "hours"), basis="hsgp")  # type: ignore[arg-type]
+    with pytest.raises(errors.SCMError, match=r"kernel='matern32' is an HSGP option"):
+        cf.Smooth("age", kernel="matern32")
+    with pytest.raises(errors.SCMError, match="k must be an integer of at least 5"):
+        cf.Smooth("age", k=3)
+    with pytest.raises(errors.SCMError, match=r"upper \(1.0\) must exceed lower"):
+        cf.Smooth("age", lower=5.0, upper=1.0)
+
+
+def test_more_knots_than_distinct_values_is_refused_before_sampling() -> None:
+    scm = cf.SCM(_graph(cf.Normal(terms=[cf.Smooth("age", k=8)])))
+    rng = np.random.default_rng(shifted(0))
+    n = 50
+    frame = pd.DataFrame({
+        "age": rng.choice([20.0, 30.0, 40.0, 50.0], n), "sex": rng.choice(["F", "M"], n),
+        "b": rng.integers(0, 2, n), "t": rng.normal(size=n), "t2": rng.normal(size=n),
+        "t3": rng.normal(size=n), "Y": rng.normal(size=n),
+    })
+    with pytest.raises(errors.SCMError, match=r"node 'Y', term s\(age\): 'age' has 4 distinct"):
+        scm.fit(frame, chains=1, warmup=10, draws=10)
+
+
+def test_terms_round_trip_through_the_scm_file(tmp_path: Path) -> None:
+    scm = _model()
+    path = cf.write_scm(scm, tmp_path / "model.yaml")
+    text = path.read_text()
+    assert "term: smooth" in text and "term: interaction" in text and "loading_by: sex" in text
+    back = cf.read_scm(path)
+    assert back.specs == scm.specs
+    assert back.stan_code() == scm.stan_code()
+    bad = text.replace("term: smooth", "term: wiggle")
+    (tmp_path / "bad.yaml").write_text(bad)
+    with pytest.raises(errors.SCMError, match=r"nodes\.Y\.terms"):
+        cf.read_scm(tmp_path / "bad.yaml")
+
+
+def test_identification_understands_group_specific_loadings() -> None:
+    """Two Normal indicators identify only the product of their loadings; when one of them
+    differs by group, the groups' covariances identify it, but weakly (only as far as the
+    loadings differ)."""
+
+    def two_indicators(grouped: bool) -> nx.DiGraph:
+        g = nx.DiGraph()
+        g.add_node("sex", spec=cf.Protected(levels=("F", "M")))
+        g.add_node("K", spec=cf.Latent())
+        g.add_node("t1", spec=cf.Normal())
+        g.add_node("t2", spec=cf.Normal(loading_by="sex" if grouped else None))
+        g.add_edges_from([("K", "t1"), ("K", "t2"), ("sex", "t2")])
+        return g
+
+    with pytest.warns(errors.IdentificationWarning, match="'K' is not identified"):
+        plain = cf.SCM(two_indicators(False))
+    assert list(plain.identification()["problem"]) == ["not identified"]
+    with pytest.warns(errors.IdentificationWarning, match=r"'K' is weak: .*\['t2'\] differing"):
+        grouped = cf.SCM(two_indicators(True))
+    assert list(grouped.identification()["problem"]) == ["weak"]
