@@ -40,6 +40,7 @@ _ATTRIBUTES: dict[str, str] = {
     "Normal": "counterfair.model.families",
     "Ordinal": "counterfair.model.families",
     "Poisson": "counterfair.model.families",
+    "GroupEffect": "counterfair.model.terms",
     "Interaction": "counterfair.model.terms",
     "Smooth": "counterfair.model.terms",
     "Deterministic": "counterfair.model.discrete",
@@ -61,6 +62,7 @@ _ATTRIBUTES: dict[str, str] = {
     "Fit": "counterfair.inference.fit",
     "PosteriorPredictiveCheck": "counterfair.inference.ppc_result",
     "compare": "counterfair.inference.loo",
+    "invariance_check": "counterfair.inference.invariance",
     "subsample_check": "counterfair.inference.subsample_check",
     # counterfactuals
     "counterfactual_predictions": "counterfair.counterfactual.prediction",

@@ -35,6 +35,7 @@ from counterfair.errors import ScaleWarning as ScaleWarning
 from counterfair.errors import SCMError as SCMError
 from counterfair.inference.abduction import Abduction as Abduction
 from counterfair.inference.fit import Fit as Fit
+from counterfair.inference.invariance import invariance_check as invariance_check
 from counterfair.inference.loo import compare as compare
 from counterfair.inference.ppc_result import PosteriorPredictiveCheck as PosteriorPredictiveCheck
 from counterfair.inference.subsample_check import subsample_check as subsample_check
@@ -64,6 +65,7 @@ from counterfair.model.specs import SPEC_KEY as SPEC_KEY
 from counterfair.model.specs import Latent as Latent
 from counterfair.model.specs import Prior as Prior
 from counterfair.model.specs import Protected as Protected
+from counterfair.model.terms import GroupEffect as GroupEffect
 from counterfair.model.terms import Interaction as Interaction
 from counterfair.model.terms import Smooth as Smooth
 from counterfair.options import get_options as get_options
@@ -87,6 +89,7 @@ __all__ = [
     "FairLearner",
     "FairnessError",
     "Fit",
+    "GroupEffect",
     "IdentificationWarning",
     "Interaction",
     "LOOWarning",
@@ -112,6 +115,7 @@ __all__ = [
     "datasets_tabular",
     "full_predictor",
     "get_options",
+    "invariance_check",
     "law_school_split",
     "law_school_subsample",
     "load",

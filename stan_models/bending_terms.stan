@@ -18,7 +18,7 @@
 // income also has bending terms s(age): columns F_income (data, computed by counterfair at the training knots).
 // claims also has bending terms gp(income, by=sex): columns F_claims (data, computed by counterfair at the training knots).
 // grade also has bending terms gp(age): columns F_grade (data, computed by counterfair at the training knots).
-// hired also has bending terms sex:income: columns F_hired (data, computed by counterfair at the training knots).
+// hired also has bending terms sex:income, (1 + income | office): columns F_hired (data, computed by counterfair at the training knots).
 functions {
   // Indicator (dummy) columns of a categorical variable with levels 1..n_levels.
   // drop_reference = 1: one column per non-reference level (level 1 is the reference);
@@ -55,6 +55,7 @@ data {
   int<lower=2> n_levels_grade;  // number of levels of ordinal grade
   array[N] int<lower=1, upper=n_levels_grade> grade;  // observed grade (level 1 = lowest)
   array[N] int<lower=0, upper=1> hired;  // observed hired (0/1)
+  int<lower=2> n_groups_office;  // number of groups of the grouping column office (seen in training)
   int<lower=1> P_income;  // number of bending columns of income
   matrix[N, P_income] F_income;  // bending columns of income: s(age)
   int<lower=1> P_claims;  // number of bending columns of claims
@@ -62,7 +63,7 @@ data {
   int<lower=1> P_grade;  // number of bending columns of grade
   matrix[N, P_grade] F_grade;  // bending columns of grade: gp(age)
   int<lower=1> P_hired;  // number of bending columns of hired
-  matrix[N, P_hired] F_hired;  // bending columns of hired: sex:income
+  matrix[N, P_hired] F_hired;  // bending columns of hired: sex:income, (1 + income | office)
   real<lower=0> scale_test1;  // rough posterior sd of the coefficients of test1 (sampler scale only)
   real<lower=0> scale_test2;  // rough posterior sd of the coefficients of test2 (sampler scale only)
   real<lower=0> scale_income;  // rough posterior sd of the coefficients of income (sampler scale only)
@@ -122,6 +123,8 @@ parameters {
   vector<multiplier=scale_hired>[n_levels_grade - 1] beta_hired_grade;  // effect of grade on hired, per level above the lowest
   real<multiplier=scale_hired> lambda_hired_K;  // loading of K on hired
   vector<multiplier=scale_hired>[(n_levels_sex - 1) * 1] beta_hired_sex_x_income;  // interaction sex:income on hired
+  matrix[n_groups_office, 2] zu_hired_office;  // standardised group effects (1 + income | office) on hired
+  vector<lower=0>[2] sdu_hired_office;  // sds of the group effects (1 + income | office) (intercept, then slopes)
 }
 transformed parameters {
   real<lower=0> sigma_test1 = sqrt(sigma2_test1);  // residual sd of test1
@@ -130,6 +133,7 @@ transformed parameters {
   vector[6] s_income_age = to_vector(zs_income_age * diag_matrix(sds_income_age));  // weights of the columns of s(age)
   vector[(n_levels_sex - 1) + n_levels_sex * 6] gp_claims_income_by_sex = append_row(bs_claims_income_by_sex, to_vector(zgp_claims_income_by_sex .* hsgp_spd_matern32(omega_claims_income_by_sex, sdgp_claims_income_by_sex, lsgp_claims_income_by_sex)));  // weights of the columns of gp(income, by=sex)
   vector[6] gp_grade_age = to_vector(diag_pre_multiply(sdgp_grade_age[1] * sqrt(sqrt(2 * pi()) * lsgp_grade_age[1]) * exp(-0.25 * square(lsgp_grade_age[1]) * square(omega_grade_age)), zgp_grade_age));  // weights of the columns of gp(age)
+  vector[n_groups_office * 2] u_hired_office = to_vector(diag_post_multiply(zu_hired_office, sdu_hired_office));  // effects (1 + income | office): every group's intercept, then each slope's
 }
 model {
   // priors
@@ -169,11 +173,13 @@ model {
   beta_hired_grade ~ normal(0.0, 1.0);
   lambda_hired_K ~ normal(0.0, 1.0);
   beta_hired_sex_x_income ~ normal(0.0, 1.0);
+  to_vector(zu_hired_office) ~ std_normal();
+  sdu_hired_office ~ normal(0.0, 1.0);
   // structural equations
   test1 ~ normal(alpha_test1 + lambda_test1_K * K, sigma_test1);
   test2 ~ normal_id_glm(X_test2, alpha_test2 + (lambda_test2_K + Lby_test2 * dlambda_test2_K) .* K, beta_test2_sex, sigma_test2);
   income ~ normal_id_glm(X_income, alpha_income + lambda_income_K * K, append_row(beta_income_sex, append_row([beta_income_age]', s_income_age)), sigma_income);
   claims ~ poisson_log_glm(X_claims, alpha_claims + lambda_claims_K * K, append_row(beta_claims_sex, append_row([beta_claims_income]', gp_claims_income_by_sex)));
   grade ~ ordered_logistic(lambda_grade_K * K + X_grade * append_row([beta_grade_age]', gp_grade_age), cutpoints_grade);
-  hired ~ bernoulli_logit_glm(X_hired, alpha_hired + lambda_hired_K * K, append_row(beta_hired_sex, append_row([beta_hired_income]', append_row(beta_hired_grade, beta_hired_sex_x_income))));
+  hired ~ bernoulli_logit_glm(X_hired, alpha_hired + lambda_hired_K * K, append_row(beta_hired_sex, append_row([beta_hired_income]', append_row(beta_hired_grade, append_row(beta_hired_sex_x_income, u_hired_office)))));
 }

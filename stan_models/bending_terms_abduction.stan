@@ -18,7 +18,7 @@
 // income also has bending terms s(age): columns F_income (data, computed by counterfair at the training knots).
 // claims also has bending terms gp(income, by=sex): columns F_claims (data, computed by counterfair at the training knots).
 // grade also has bending terms gp(age): columns F_grade (data, computed by counterfair at the training knots).
-// hired also has bending terms sex:income: columns F_hired (data, computed by counterfair at the training knots).
+// hired also has bending terms sex:income, (1 + income | office): columns F_hired (data, computed by counterfair at the training knots).
 functions {
   // Indicator (dummy) columns of a categorical variable with levels 1..n_levels.
   // drop_reference = 1: one column per non-reference level (level 1 is the reference);
@@ -55,6 +55,7 @@ data {
   int<lower=2> n_levels_grade;  // number of levels of ordinal grade
   array[N] int<lower=1, upper=n_levels_grade> grade;  // observed grade (level 1 = lowest)
   array[N] int<lower=0, upper=1> hired;  // observed hired (0/1)
+  int<lower=2> n_groups_office;  // number of groups of the grouping column office (seen in training)
   int<lower=1> P_income;  // number of bending columns of income
   matrix[N, P_income] F_income;  // bending columns of income: s(age)
   int<lower=1> P_claims;  // number of bending columns of claims
@@ -62,7 +63,7 @@ data {
   int<lower=1> P_grade;  // number of bending columns of grade
   matrix[N, P_grade] F_grade;  // bending columns of grade: gp(age)
   int<lower=1> P_hired;  // number of bending columns of hired
-  matrix[N, P_hired] F_hired;  // bending columns of hired: sex:income
+  matrix[N, P_hired] F_hired;  // bending columns of hired: sex:income, (1 + income | office)
   int<lower=1> S;  // number of parameter sets (posterior draws)
   int<lower=0, upper=1> observe_test1;  // 1: condition the latents on test1
   int<lower=0, upper=1> observe_test2;  // 1: condition the latents on test2
@@ -99,6 +100,8 @@ data {
   array[S] vector[n_levels_grade - 1] beta_hired_grade;  // effect of grade on hired, per level above the lowest, per parameter set
   array[S] real lambda_hired_K;  // loading of K on hired, per parameter set
   array[S] vector[(n_levels_sex - 1) * 1] beta_hired_sex_x_income;  // weights of sex:income, per parameter set
+  array[S] vector[n_groups_office * 2] u_hired_office;  // weights of (1 + income | office), per parameter set
+  array[S] vector<lower=0>[2] sdu_hired_office;  // sds of the group effects (1 + income | office), per parameter set
 }
 transformed data {
   matrix[N, n_levels_sex - 1] Lby_test2 = indicators(sex, n_levels_sex, 1);  // levels of sex other than the reference, for the loadings of test2
@@ -135,7 +138,7 @@ model {
       grade ~ ordered_logistic(lambda_grade_K[s] * K[s] + X_grade * append_row([beta_grade_age[s]]', gp_grade_age[s]), cutpoints_grade[s]);
     }
     if (observe_hired) {
-      hired ~ bernoulli_logit_glm(X_hired, alpha_hired[s] + lambda_hired_K[s] * K[s], append_row(beta_hired_sex[s], append_row([beta_hired_income[s]]', append_row(beta_hired_grade[s], beta_hired_sex_x_income[s]))));
+      hired ~ bernoulli_logit_glm(X_hired, alpha_hired[s] + lambda_hired_K[s] * K[s], append_row(beta_hired_sex[s], append_row([beta_hired_income[s]]', append_row(beta_hired_grade[s], append_row(beta_hired_sex_x_income[s], u_hired_office[s])))));
     }
   }
 }

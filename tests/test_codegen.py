@@ -632,12 +632,13 @@ def test_program_does_not_depend_on_levels() -> None:
 
 
 def test_no_sizes_or_values_are_embedded(regen_tool: ModuleType) -> None:
-    """Sizes are data (N, S, n_levels_*); the only integer literals are 0, 1 and 2.
+    """Sizes are data (N, S, n_levels_*, n_groups_*); the only integer literals are 0, 1, 2.
 
     Except on the lines of bending terms: a smooth term's basis size ``k`` is part of the
-    model as declared (like its family), and the Matern 3/2 density has its sqrt(3).
+    model as declared (like its family), as is the number of group slopes, and the
+    Matern 3/2 density has its sqrt(3).
     """
-    bending = re.compile(r"\b(?:zs|sds|zgp|sdgp|lsgp|s|gp|omega)_\w+|hsgp_spd_|sqrt\(3\)")
+    bending = re.compile(r"\b(?:zs|sds|zgp|sdgp|lsgp|s|gp|omega|zu|sdu|u)_\w+|hsgp_spd_|sqrt\(3\)")
     for name, code in _all_programs(regen_tool).items():
         kept = "\n".join(line for line in code.splitlines() if not bending.search(line))
         literals = set(_integer_literals(_strip_comments(kept)))

@@ -419,3 +419,106 @@ def test_identification_understands_group_specific_loadings() -> None:
     with pytest.warns(errors.IdentificationWarning, match=r"'K' is weak: .*\['t2'\] differing"):
         grouped = cf.SCM(two_indicators(True))
     assert list(grouped.identification()["problem"]) == ["weak"]
+
+
+# --------------------------------------------------------------------------- group effects
+DEPARTMENTS = tuple("ABCDEFGH")
+
+
+def _group_data(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    intercepts = np.linspace(-1.0, 1.0, len(DEPARTMENTS))
+    slopes = np.linspace(-0.3, 0.3, len(DEPARTMENTS))[::-1]
+    d = rng.integers(0, len(DEPARTMENTS), n)
+    male = rng.integers(0, 2, n).astype(float)
+    k = rng.normal(size=n)
+    x = 0.5 * male + k + rng.normal(0.0, 0.5, n)
+    frame = pd.DataFrame({
+        "sex": np.where(male == 1.0, "M", "F"),
+        "X": x,
+        "t": k + rng.normal(0.0, 0.5, n),
+        "t2": 0.7 * k + rng.normal(0.0, 0.5, n),
+        "Y": intercepts[d] + (0.5 + slopes[d]) * x + 0.2 * male + rng.normal(0.0, 0.4, n),
+        "dept": np.asarray(DEPARTMENTS)[d],
+    })
+    return frame, intercepts, slopes
+
+
+def _group_model() -> cf.SCM:
+    g = nx.DiGraph()
+    g.add_node("sex", spec=cf.Protected(levels=("F", "M")))
+    g.add_node("K", spec=cf.Latent())
+    g.add_node("X", spec=cf.Normal())
+    g.add_node("t", spec=cf.Normal())
+    g.add_node("t2", spec=cf.Normal())
+    g.add_node("Y", spec=cf.Normal(terms=[cf.GroupEffect("dept", slopes=["X"])]))
+    g.add_edges_from([("sex", "X"), ("K", "X"), ("K", "t"), ("K", "t2"), ("X", "Y")])
+    g.add_edge("sex", "Y")
+    return cf.SCM(g)
+
+
+@pytest.fixture(scope="module")
+def group_fit(stan_backend: str) -> cf.Fit:
+    train, _, _ = _group_data(1500, shifted(21))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", errors.ConvergenceWarning)
+        return _group_model().fit(
+            train, chains=2, warmup=400, draws=400, seed=shifted(7), backend=stan_backend
+        )
+
+
+@pytest.mark.stan
+def test_group_effects_recover_each_groups_intercept_and_slope(group_fit: cf.Fit) -> None:
+    _, intercepts, slopes = _group_data(10, shifted(21))
+    effects = group_fit.idata.posterior["u_Y_dept"].values.reshape(-1, 2, len(DEPARTMENTS))
+    fitted_slopes = effects[:, 1, :]
+    # intercepts are relative to alpha_Y: compare centred estimates with the centred truth
+    alpha = group_fit.idata.posterior["alpha_Y"].values.reshape(-1, 1)
+    fitted_intercepts = effects[:, 0, :] + alpha
+    for fitted, truth in ((fitted_intercepts, intercepts), (fitted_slopes + 0.0, slopes)):
+        centred = fitted - fitted.mean(axis=1, keepdims=True)
+        z = np.abs(centred.mean(axis=0) - (truth - truth.mean())) / centred.std(axis=0)
+        assert np.max(z) < 4.0, z
+    assert group_fit.scm.specs["Y"].terms[0].levels == DEPARTMENTS  # type: ignore[attr-defined]
+
+
+@pytest.mark.stan
+def test_an_unseen_group_is_drawn_once_and_kept_in_every_world_and_chunk(
+    group_fit: cf.Fit, caplog: pytest.LogCaptureFixture
+) -> None:
+    rows, _, _ = _group_data(60, shifted(22))
+    rows.loc[rows.index[::3], "dept"] = "Z"  # never seen in training
+    with caplog.at_level("INFO", logger="counterfair"):
+        whole = group_fit.counterfactual(rows, {"sex": "M"}, n_samples=8, seed=shifted(3))
+    lines = [r.message for r in caplog.records if "never seen in training" in r.message]
+    assert len(lines) == 1 and "column 'dept': 1 group(s)" in lines[0] and "'Z'" in lines[0]
+    with cf.set_options(chunk_bytes=65536):
+        pieces = group_fit.counterfactual(rows, {"sex": "M"}, n_samples=8, seed=shifted(3))
+    pd.testing.assert_frame_equal(whole, pieces)
+    assert np.all(np.isfinite(whole["Y"].to_numpy()))
+    # the unseen group's draw differs between samples (population draws), not between rows
+    abduction = group_fit.abduct(rows, method="draws", n_samples=8, seed=shifted(3))
+    eq = group_fit.scm.equations["Y"]
+    zero_x = {"X": np.zeros(len(rows))}
+    eta = linear_predictor(eq, abduction.params, zero_x, abduction.codes)
+    unseen = (rows["dept"] == "Z").to_numpy()
+    males = (rows["sex"] == "M").to_numpy()
+    block = eta[:, unseen & males]
+    assert np.allclose(block, block[:, :1]) and block[:, 0].std() > 0.0
+
+
+def test_group_effect_input_errors(tmp_path: Path) -> None:
+    frame, _, _ = _group_data(200, shifted(23))
+    with pytest.raises(errors.SCMError, match=r"node 'Y', term \(1 \+ X \| dept\): the grouping "
+                       r"column 'dept' has a single level"):
+        _group_model().fit(frame.assign(dept="A"), chains=1, warmup=10, draws=10)
+    with pytest.raises(errors.DataError, match="column 'dept' is missing: it is the grouping"):
+        _group_model().fit(frame.drop(columns="dept"), chains=1, warmup=10, draws=10)
+    g = nx.DiGraph()
+    g.add_node("sex", spec=cf.Protected())
+    g.add_node("Y", spec=cf.Normal(terms=[cf.GroupEffect("sex")]))
+    g.add_edge("sex", "Y")
+    with pytest.raises(errors.SCMError, match=r"node 'Y', term \(1 \| sex\): 'sex' is a node"):
+        cf.SCM(g)
+    path = cf.write_scm(_group_model(), tmp_path / "groups.json")
+    assert cf.read_scm(path).specs == _group_model().specs

@@ -81,7 +81,8 @@ def bending_terms_scm() -> cf.SCM:
     ``loading_by``), and causes ``income`` (Normal, a P-spline in age), ``claims``
     (Poisson, an HSGP in income with a Matern 3/2 kernel, one curve per sex),
     ``grade`` (ordinal, an exp-quad HSGP in age) and ``hired`` (Bernoulli, with the
-    interaction sex x income).
+    interaction sex x income, and partially pooled intercepts and income slopes by
+    ``office``, a column that is not a node).
     """
     g = nx.DiGraph()
     g.add_node("sex", spec=cf.Protected())
@@ -98,7 +99,12 @@ def bending_terms_scm() -> cf.SCM:
     )
     g.add_node("grade", spec=cf.Ordinal(levels=("C", "B", "A"),
                                          terms=[cf.Smooth("age", k=6, basis="hsgp")]))
-    g.add_node("hired", spec=cf.Bernoulli(terms=[cf.Interaction("sex", "income")]))
+    g.add_node(
+        "hired",
+        spec=cf.Bernoulli(
+            terms=[cf.Interaction("sex", "income"), cf.GroupEffect("office", slopes=["income"])]
+        ),
+    )
     g.add_edges_from([("K", "test1"), ("K", "test2"), ("sex", "test2")])
     g.add_edges_from((p, "income") for p in ("age", "sex", "K"))
     g.add_edges_from((p, "claims") for p in ("income", "sex", "K"))

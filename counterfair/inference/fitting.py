@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from counterfair import errors
 from counterfair.inference import scales
 from counterfair.inference.diagnostics import diagnose, warn_on_problems
 from counterfair.inference.fit import Fit
@@ -28,6 +29,7 @@ from counterfair.inference.pathfinder import (
 from counterfair.logs import progress_enabled
 from counterfair.model.encoding import Encoding
 from counterfair.model.identification import convergence_hint
+from counterfair.model.terms import group_codes
 from counterfair.options import DEFAULT_MAX_ROWS
 from counterfair.rows.rows import Rows
 from counterfair.rows.subsample import fit_rows
@@ -222,13 +224,25 @@ def training_rows(
 def learn_terms(scm: SCM, rows: Rows) -> tuple[SCM, Rows]:
     """The SCM with what its terms learn from the training rows (a smooth term's range),
     and the rows as checked for it (:meth:`counterfair.SCM.learned`)."""
-    needed = {p.name for eq in scm.equations.values() for t in eq.bending for p in t.parents}
-    if not needed:
+    terms = [t.term for eq in scm.equations.values() for t in eq.bending]
+    if not terms:
         return scm, rows
-    values: dict[str, np.ndarray] = dict(rows.values(needed & set(scm.observed)))
+    needed = {p.name for eq in scm.equations.values() for t in eq.bending for p in t.parents}
+    values: dict[str, Any] = dict(rows.values(needed & set(scm.observed)))
     values.update({node: rows.codes[node] for node in needed if node in rows.codes})
+    for term in terms:
+        column = getattr(term, "column", None)
+        if column is not None:
+            if column not in rows.frame.columns:
+                raise errors.DataError(
+                    f"column {column!r} is missing: it is the grouping column of {term.label}; "
+                    f"columns: {list(rows.frame.columns)}"
+                )
+            values[column] = rows.frame[column].to_numpy()
     learned = scm.learned(values)
-    return learned, dataclasses.replace(rows, _scm=learned)
+    learned_terms = [t.term for eq in learned.equations.values() for t in eq.bending]
+    codes = {**rows.codes, **group_codes(learned_terms, rows.frame)}
+    return learned, dataclasses.replace(rows, _scm=learned, codes=codes)
 
 
 def _encoding(rows: Rows) -> Encoding:

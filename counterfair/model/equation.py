@@ -154,6 +154,7 @@ class NodeEquation:
         names += [t.param for t in self.latent]
         names += [t.by_param for t in self.latent if t.by_param]
         names += [t.param for t in self.bending]
+        names += [name for t in self.bending for name in t.numpy_names()]
         if self.sigma and self.sigma_fixed is None:
             names.append(self.sigma)
         names += [name for _, name in self.extra]

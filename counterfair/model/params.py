@@ -129,6 +129,9 @@ class ParamDraws(Mapping[str, np.ndarray]):
                 counts[eq.node] = levels
         for eq in scm.equations.values():
             sizes = {t.param: t.n_columns(counts) for t in eq.bending}
+            for t in eq.bending:
+                for name in t.numpy_names():  # a group effect's sds
+                    sizes[name] = 1 + len(getattr(t.term, "slopes", ()))
             if eq.loading_by is not None:
                 sizes.update(
                     {t.by_param: counts[eq.loading_by.name] - 1 for t in eq.latent if t.by_param}

@@ -203,7 +203,7 @@ class SCM:
         apply unchanged to new and counterfactual rows (:mod:`counterfair.model.terms`).
         Returns ``self`` when nothing is left to learn.
         """
-        updates = {}
+        updates: dict[str, NodeSpec] = {}
         for node in self.observed:
             spec = self._specs[node]
             new = learn_terms(spec, node, values)
@@ -211,12 +211,23 @@ class SCM:
                 updates[node] = new
         if not updates:
             return self
-        graph = self._graph.copy()
-        for node, spec in updates.items():
-            graph.nodes[node][SPEC_KEY] = spec
         with warnings.catch_warnings():  # said once, when the user built the SCM
             warnings.simplefilter("ignore", errors.IdentificationWarning)
-            return SCM(graph, coding=self.coding)
+            return self.with_specs(updates)
+
+    def with_specs(self, specs: Mapping[str, NodeSpec]) -> SCM:
+        """A new SCM with the same graph and coding, and these nodes' specs replaced.
+
+        Raises
+        ------
+        SCMError
+            If a node is unknown, or the new SCM is invalid (naming the node).
+        """
+        graph = self._graph.copy()
+        for node, spec in specs.items():
+            self._check_node(node)
+            graph.nodes[node][SPEC_KEY] = spec
+        return SCM(graph, coding=self.coding)
 
     def parameter_names(self) -> list[str]:
         """Names of all structural parameters (as in the Stan program and the posterior)."""
@@ -309,6 +320,11 @@ class SCM:
                 extra_names += [f"F_{node}", f"P_{node}"]
                 extra_names += [name for t in bending for name in t.sampled_names()]
                 extra_names += [f"omega_{t.stem}" for t in bending if t.param.startswith("gp_")]
+                extra_names += [
+                    f"n_groups_{t.term.column}"  # type: ignore[union-attr]
+                    for t in bending
+                    if t.param.startswith("u_") and f"n_groups_{t.term.column}" not in owners  # type: ignore[union-attr]
+                ]
             for name in [*equation.parameter_names(), *extra_names]:
                 validation.validate_unique_identifiers(owners, name, node)
                 owners[name] = node

@@ -239,12 +239,67 @@ class Interaction:
         return True
 
 
-Term = Smooth | Interaction
+@dataclass(frozen=True)
+class GroupEffect:
+    """Partially pooled intercepts (and slopes) by a grouping column that is not a node.
+
+    A department, a state or a court affects the node but is not a cause of interest:
+    each of its levels gets an intercept ``u ~ Normal(0, sd)`` with ``sd`` learned
+    (hierarchical, as lme4's and brms's ``(1 | g)``), and with ``slopes=`` also its own
+    extra slope on those parents (``(1 + x | g)``; independent effects, no correlation).
+    The column is the same in every world (never intervened on). A level never seen in
+    training is drawn from the population distribution ``Normal(0, sd)`` (the same draw
+    for every row of that level in every world and chunk), with one log line.
+
+    Parameters
+    ----------
+    column : str
+        The grouping column of the data (not a node of the graph).
+    slopes : sequence of str
+        Numeric parents whose slope also varies by group.
+    prior_sd : Prior
+        Prior of the groups' sds (half-normal(0, 1) by default).
+    levels : sequence of str, optional
+        The groups, learned from the training rows (sorted) when the SCM is fitted.
+    """
+
+    kind: ClassVar[str] = "group"
+    column: str
+    slopes: tuple[str, ...] = ()
+    prior_sd: Prior = field(default_factory=half_normal_prior)
+    levels: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.column, str) or not self.column:
+            raise errors.SCMError(f"a GroupEffect names one grouping column, got {self.column!r}")
+        slopes = (self.slopes,) if isinstance(self.slopes, str) else tuple(self.slopes)
+        object.__setattr__(self, "slopes", slopes)
+        if self.levels is not None:
+            object.__setattr__(self, "levels", tuple(str(v) for v in self.levels))
+
+    @property
+    def label(self) -> str:
+        """``(1 | dept)``, ``(1 + LSAT | dept)``."""
+        return f"({' + '.join(['1', *self.slopes])} | {self.column})"
+
+    @property
+    def parents(self) -> tuple[str, ...]:
+        """The parents the term reads (the slopes' parents; the column is not a node)."""
+        return self.slopes
+
+    @property
+    def learned(self) -> bool:
+        """Whether its groups are known."""
+        return self.levels is not None
+
+
+Term = Smooth | Interaction | GroupEffect
 """A bending term of a node spec's ``terms=``."""
 
-TERM_KINDS: dict[str, type[Smooth] | type[Interaction]] = {
+TERM_KINDS: dict[str, type[Smooth] | type[Interaction] | type[GroupEffect]] = {
     "smooth": Smooth,
     "interaction": Interaction,
+    "group": GroupEffect,
 }
 """Term classes by their ``kind`` (the SCM file's ``term:`` field)."""
 
@@ -253,7 +308,7 @@ def check_terms(node: str, terms: object) -> tuple[Term, ...]:
     """A spec's ``terms=`` as a tuple of terms, or an error naming the node."""
     if terms is None:
         return ()
-    if isinstance(terms, Smooth | Interaction):
+    if isinstance(terms, Smooth | Interaction | GroupEffect):
         return (terms,)
     if isinstance(terms, str) or not isinstance(terms, Sequence):
         raise errors.SCMError(
@@ -261,9 +316,10 @@ def check_terms(node: str, terms: object) -> tuple[Term, ...]:
         )
     out = []
     for term in terms:
-        if not isinstance(term, Smooth | Interaction):
+        if not isinstance(term, Smooth | Interaction | GroupEffect):
             raise errors.SCMError(
-                f"node {node!r}: {term!r} is not a term (cf.Smooth or cf.Interaction)"
+                f"node {node!r}: {term!r} is not a term (cf.Smooth, cf.Interaction or "
+                "cf.GroupEffect)"
             )
         out.append(term)
     labels = [t.label for t in out]
@@ -394,10 +450,16 @@ class EquationTerm:
         """The name without its prefix: ``<node>_<parent>[_by_<by>]``."""
         return self.param.split("_", 1)[1]
 
+    def numpy_names(self) -> list[str]:
+        """Parameters numpy reads besides ``param`` (a group effect's sds, for new groups)."""
+        return [f"sdu_{self.stem}"] if isinstance(self.term, GroupEffect) else []
+
     def sampled_names(self) -> list[str]:
         """Names of the fit program's own parameters of the term (besides ``param``)."""
         if isinstance(self.term, Interaction):
             return []
+        if isinstance(self.term, GroupEffect):
+            return [f"zu_{self.stem}"]
         if self.term.basis == "ps":
             return [f"zs_{self.stem}", f"sds_{self.stem}"] + (
                 [f"bs_{self.stem}"] if self.term.by else []
@@ -409,6 +471,8 @@ class EquationTerm:
     def width(self) -> str:
         """Stan expression of the term's number of columns."""
         term = self.term
+        if isinstance(term, GroupEffect):
+            return f"{groups_name(term.column)} * {1 + len(term.slopes)}"
         if isinstance(term, Interaction):
             first, second = self.parents
             return " * ".join(
@@ -423,6 +487,9 @@ class EquationTerm:
     def n_columns(self, n_levels: Mapping[str, int]) -> int:
         """The term's number of columns, given each categorical parent's number of levels."""
         term = self.term
+        if isinstance(term, GroupEffect):
+            assert term.levels is not None
+            return len(term.levels) * (1 + len(term.slopes))
         if isinstance(term, Interaction):
             out = 1
             for parent in self.parents:
@@ -446,6 +513,17 @@ class EquationTerm:
         ``n_levels`` gives the number of levels of each categorical parent.
         """
         term = self.term
+        if isinstance(term, GroupEffect):
+            assert term.levels is not None
+            code = np.asarray(codes[term.column], dtype=np.int64)
+            onehot = np.zeros((code.shape[0], len(term.levels)))
+            seen = code >= 0  # a group unseen in training: no column (its effect is drawn)
+            onehot[np.flatnonzero(seen), code[seen]] = 1.0
+            blocks = [onehot]
+            for parent in self.parents:
+                x = np.asarray(parent.read(values, codes), dtype=float)
+                blocks.append(onehot * x[:, None])
+            return np.concatenate(blocks, axis=1)
         if isinstance(term, Interaction):
             pieces = [_indicator_or_value(p, values, codes, n_levels) for p in self.parents]
             a, b = pieces
@@ -468,6 +546,7 @@ class EquationTerm:
         coefficients: np.ndarray,
         values: Mapping[str, np.ndarray],
         codes: Mapping[str, np.ndarray],
+        sds: np.ndarray | None = None,
     ) -> np.ndarray:
         """The term's contribution to the linear predictor, ``(S, N)`` (or ``(S, N, C)``).
 
@@ -475,11 +554,15 @@ class EquationTerm:
         node's ``C`` predictors); parent values are ``(N,)`` or ``(S, N)``. The
         columns of :meth:`columns` times the coefficients, with each categorical
         parent's indicator looked up rather than built (a counterfactual world has
-        ``S x N`` rows).
+        ``S x N`` rows). ``sds`` are a group effect's sds ``(S, 1 + slopes)``: a group
+        unseen in training draws its effects from them.
         """
         s = coefficients.shape[0]
         trailing = coefficients.shape[2:]
         term = self.term
+        if isinstance(term, GroupEffect):
+            assert sds is not None
+            return _group_effect(self, coefficients, sds, values, codes)
         if isinstance(term, Interaction):
             return _interaction_effect(self.parents, coefficients, values, codes)
         x = np.asarray(self.parents[0].read(values, codes), dtype=float)
@@ -517,6 +600,18 @@ class EquationTerm:
         """(declaration, comment) of the fit program's parameters of the term."""
         term = self.term
         width = self.width()
+        if isinstance(term, GroupEffect):
+            count = 1 + len(term.slopes)
+            return [
+                (
+                    f"matrix[{groups_name(term.column)}, {count}] zu_{self.stem}",
+                    f"standardised group effects {term.label} on {self.node}",
+                ),
+                (
+                    f"vector<lower=0>[{count}] sdu_{self.stem}",
+                    f"sds of the group effects {term.label} (intercept, then slopes)",
+                ),
+            ]
         if isinstance(term, Interaction):
             return [
                 (
@@ -566,6 +661,14 @@ class EquationTerm:
         term = self.term
         if isinstance(term, Interaction):
             return []
+        if isinstance(term, GroupEffect):
+            return [
+                (
+                    f"vector[{self.width()}] {self.param} = "
+                    f"to_vector(diag_post_multiply(zu_{self.stem}, sdu_{self.stem}))",
+                    f"effects {term.label}: every group's intercept, then each slope's",
+                )
+            ]
         stem = self.stem
         width = self.width()
         if term.basis == "ps":
@@ -589,6 +692,11 @@ class EquationTerm:
         term = self.term
         if isinstance(term, Interaction):
             return [f"{self.param} ~ {(term.prior or prior_weights).stan()};"]
+        if isinstance(term, GroupEffect):
+            return [
+                f"to_vector(zu_{self.stem}) ~ std_normal();",
+                f"sdu_{self.stem} ~ {term.prior_sd.stan()};",
+            ]
         stem = self.stem
         lines = [f"bs_{stem} ~ {prior_weights.stan()};"] if term.by else []
         if term.basis == "ps":
@@ -607,6 +715,18 @@ class EquationTerm:
     def stan_data_declaration(self) -> str:
         """The abduction program's data array of the effective coefficients."""
         return f"array[S] vector[{self.width()}] {self.param}"
+
+    def stan_data_extra(self) -> list[tuple[str, str]]:
+        """The abduction program's data arrays of :meth:`numpy_names` (with comments)."""
+        if not isinstance(self.term, GroupEffect):
+            return []
+        count = 1 + len(self.term.slopes)
+        return [
+            (
+                f"array[S] vector<lower=0>[{count}] sdu_{self.stem}",
+                f"sds of the group effects {self.term.label}",
+            )
+        ]
 
 
 def _spd_expression(term: Smooth, stem: str) -> str:
@@ -658,6 +778,103 @@ def spd(term: Smooth, sd: np.ndarray, lengthscale: np.ndarray) -> np.ndarray:
         return np.asarray(sd * np.sqrt(np.sqrt(2 * np.pi) * ls) * np.exp(-0.25 * ls**2 * omega**2))
     rate = np.sqrt(3.0) / ls
     return np.asarray(sd * 2.0 * rate**1.5 / (rate**2 + omega**2))
+
+
+def groups_name(column: str) -> str:
+    """Stan data name of the number of groups of a grouping column."""
+    return f"n_groups_{column}"
+
+
+UNSEEN_BASE = 2**62
+"""Codes of groups unseen in training are ``-1 - (hash % UNSEEN_BASE)``: negative, and the
+same for a level whatever the rows around it (chunks, worlds, partitions)."""
+
+
+def unseen_code(column: str, level: str) -> int:
+    """The (negative) code of a group never seen in training, stable across runs."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{column}\x00{level}".encode()).digest()
+    return -1 - int.from_bytes(digest[:8], "little") % UNSEEN_BASE
+
+
+def group_codes(
+    terms: Sequence[Term], frame: Any, *, node_names: Sequence[str] = ()
+) -> dict[str, np.ndarray]:
+    """Codes of the grouping columns of learned group effects: 0-based, negative if unseen.
+
+    Raises
+    ------
+    DataError
+        If a grouping column is missing or has missing values (naming it).
+    """
+    import logging
+
+    out: dict[str, np.ndarray] = {}
+    for term in terms:
+        if not isinstance(term, GroupEffect) or term.levels is None or term.column in out:
+            continue
+        if term.column not in frame.columns:
+            raise errors.DataError(
+                f"column {term.column!r} is missing: it is the grouping column of "
+                f"{term.label}; columns: {list(frame.columns)}"
+            )
+        series = frame[term.column]
+        if series.isna().any():
+            row = series.index[int(np.argmax(series.isna().to_numpy()))]
+            raise errors.DataError(f"column {term.column!r} has a missing value at row {row!r}")
+        labels = series.astype(str).to_numpy()
+        index = {level: i for i, level in enumerate(term.levels)}
+        codes = np.array([index.get(label, -1) for label in labels], dtype=np.int64)
+        unseen = sorted({str(v) for v in labels[codes < 0]})
+        if unseen:
+            lookup = {level: unseen_code(term.column, level) for level in unseen}
+            codes[codes < 0] = [lookup[str(v)] for v in labels[codes < 0]]
+            shown = ", ".join(repr(v) for v in unseen[:5]) + (", ..." if len(unseen) > 5 else "")
+            logging.getLogger("counterfair").info(
+                "column %r: %d group(s) never seen in training (%s): their effects are drawn "
+                "from the population distribution",
+                term.column, len(unseen), shown,
+            )
+        out[term.column] = codes
+    return out
+
+
+def _group_effect(
+    equation_term: EquationTerm,
+    coefficients: np.ndarray,
+    sds: np.ndarray,
+    values: Mapping[str, np.ndarray],
+    codes: Mapping[str, np.ndarray],
+) -> np.ndarray:
+    """A group effect's contribution; an unseen group's effects drawn from ``Normal(0, sd)``."""
+    term = equation_term.term
+    assert isinstance(term, GroupEffect) and term.levels is not None
+    s = coefficients.shape[0]
+    count = 1 + len(term.slopes)
+    groups = len(term.levels)
+    effects = coefficients.reshape(s, count, groups)  # column-major: intercepts, then slopes
+    code = np.asarray(codes[term.column], dtype=np.int64)
+    n = code.shape[-1]
+    index = np.broadcast_to(code, (s, n))
+    seen = index >= 0
+    safe = np.where(seen, index, 0)
+    xs = [np.ones((s, n))] + [
+        np.broadcast_to(np.asarray(p.read(values, codes), dtype=float), (s, n))
+        for p in equation_term.parents
+    ]
+    out = np.zeros((s, n))
+    for j in range(count):
+        chosen = np.take_along_axis(effects[:, j, :], safe, axis=1)
+        out += np.where(seen, chosen, 0.0) * xs[j]
+    if not seen.all():
+        for key in np.unique(index[~seen]):
+            generator = np.random.Generator(np.random.Philox(key=int(-key)))
+            draw = generator.standard_normal((s, count)) * np.asarray(sds).reshape(s, count)
+            at = index == key
+            for j in range(count):
+                out += np.where(at, draw[:, j : j + 1] * xs[j], 0.0)
+    return out
 
 
 def _indicator_or_value(
@@ -744,7 +961,7 @@ def term_document(term: Term) -> dict[str, Any]:
 
     from counterfair.model.nodes import plain
 
-    names = ("parent", "first", "second")
+    names = ("parent", "first", "second", "column")
     out: dict[str, Any] = {"term": term.kind}
     defaults = type(term)(*(getattr(term, f.name) for f in fields(term) if f.name in names))
     for f in fields(term):
@@ -798,6 +1015,11 @@ def equation_terms(
 
     out: list[EquationTerm] = []
     for term in check_terms(node, spec.terms):
+        if isinstance(term, GroupEffect) and term.column in specs:
+            raise errors.SCMError(
+                f"node {node!r}, term {term.label}: {term.column!r} is a node of the SCM; a "
+                "group effect is by a column that is not a node (a node enters as a parent)"
+            )
         for parent in term.parents:
             if parent not in parents:
                 raise errors.SCMError(
@@ -805,6 +1027,15 @@ def equation_terms(
                     "(add the edge first)"
                 )
         kinds = tuple(parent_kind(node, p, specs, term.label) for p in term.parents)
+        if isinstance(term, GroupEffect):
+            for kind in kinds:
+                if kind.levels is not None:
+                    raise errors.SCMError(
+                        f"node {node!r}, term {term.label}: slope of {kind.name!r}, which is "
+                        "categorical; group slopes are of numeric parents"
+                    )
+            out.append(EquationTerm(node, term, kinds, f"u_{node}_{term.column}"))
+            continue
         if isinstance(term, Smooth):
             if kinds[0].levels is not None or _binary(specs[term.parent]):
                 raise errors.SCMError(
@@ -857,11 +1088,32 @@ def learn_terms(spec: Any, node: str, values: Mapping[str, np.ndarray]) -> Any:
     terms = check_terms(node, spec.terms)
     if all(t.learned for t in terms):
         return spec
-    learned = tuple(
-        learn_range(node, t, values[t.parent]) if isinstance(t, Smooth) and not t.learned else t
-        for t in terms
-    )
-    return replace(spec, terms=learned)
+    learned: list[Term] = []
+    for t in terms:
+        if isinstance(t, Smooth) and not t.learned:
+            learned.append(learn_range(node, t, values[t.parent]))
+        elif isinstance(t, GroupEffect) and not t.learned:
+            learned.append(learn_groups(node, t, values[t.column]))
+        else:
+            learned.append(t)
+    return replace(spec, terms=tuple(learned))
+
+
+def learn_groups(node: str, term: GroupEffect, labels: Any) -> GroupEffect:
+    """The group effect with its groups learned from the training column (sorted).
+
+    Raises
+    ------
+    SCMError
+        Naming the node and the term, when the column has a single level.
+    """
+    levels = tuple(sorted({str(v) for v in np.asarray(labels, dtype=object)}))
+    if len(levels) < 2:
+        raise errors.SCMError(
+            f"node {node!r}, term {term.label}: the grouping column {term.column!r} has a "
+            f"single level {levels} in the training rows; a group effect needs at least 2"
+        )
+    return replace(term, levels=levels)
 
 
 def term_from_document(where: str, entry: object) -> Term:
@@ -921,6 +1173,9 @@ TERM_SCHEMA: dict[str, Any] = {
             "prior": {"type": ["object", "null"]},
             "prior_sd": {"type": "object"},
             "prior_lengthscale": {"type": "object"},
+            "column": {"type": "string"},
+            "slopes": {"type": "array", "items": {"type": "string"}},
+            "levels": {"type": ["array", "null"], "items": {"type": "string"}},
         },
         "required": ["term"],
         "additionalProperties": False,

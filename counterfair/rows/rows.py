@@ -28,6 +28,7 @@ from counterfair import errors
 from counterfair.model.encoding import Encoding
 from counterfair.model.families import family_of
 from counterfair.model.specs import Observed, Protected
+from counterfair.model.terms import group_codes
 from counterfair.rows import chunking
 
 if TYPE_CHECKING:
@@ -150,7 +151,9 @@ class Rows:
         if encoding is None:
             specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
             encoding = Encoding.from_data(specs, frame)
-        return cls(frame, where, encoding, encoding.codes(frame), scm)
+        terms = [t.term for eq in scm.equations.values() for t in eq.bending]
+        codes = {**encoding.codes(frame), **group_codes(terms, frame)}
+        return cls(frame, where, encoding, codes, scm)
 
     @classmethod
     def from_frame(cls, data: object, positions: np.ndarray | None = None) -> Rows:

@@ -173,6 +173,16 @@ def _data_block(scm: SCM) -> list[str]:
     for node in scm.observed:
         eq = scm.equations[node]
         lines += [f"{_INDENT}{line}" for line in eq.family.data_declarations(eq)]
+    columns: list[str] = []
+    for node in scm.observed:
+        for term in scm.equations[node].bending:
+            column = getattr(term.term, "column", None)
+            if column is not None and column not in columns:
+                columns.append(column)
+                lines.append(
+                    f"{_INDENT}int<lower=2> n_groups_{column};  // number of groups of the "
+                    f"grouping column {column} (seen in training)"
+                )
     for node in scm.observed:
         eq = scm.equations[node]
         if not eq.bending:
@@ -398,6 +408,7 @@ def _parameter_declarations(
     for bending in eq.bending:
         if as_data:
             out.append((bending.stan_data_declaration(), f"weights of {bending.term.label}"))
+            out += bending.stan_data_extra()
         else:
             out += bending.stan_parameters(eq.spec.prior_weights, scaled)
     out += eq.family.parameter_declarations(eq, array_prefix)

@@ -75,22 +75,19 @@ def bending_data(
             continue
         available = all(
             p.source == "codes" or p.name in values for t in eq.bending for p in t.parents
-        )
+        ) and all(getattr(t.term, "column", None) in (None, *rows.codes) for t in eq.bending)
         if available:
             blocks = [t.columns(values, rows.codes, levels) for t in eq.bending]
             matrix = np.concatenate(blocks, axis=1)
         else:
-            width = sum(
-                t.columns(
-                    {p.name: np.zeros(1) for p in t.parents},
-                    {p.name: np.zeros(1) for p in t.parents},
-                    levels,
-                ).shape[1]
-                for t in eq.bending
-            )
+            width = sum(t.n_columns(levels) for t in eq.bending)
             matrix = np.zeros((n, width))
         out[f"P_{node}"] = int(matrix.shape[1])
         out[f"F_{node}"] = matrix
+        for term in eq.bending:
+            groups = getattr(term.term, "levels", None)
+            if groups is not None:
+                out[f"n_groups_{term.term.column}"] = len(groups)  # type: ignore[union-attr]
     return out
 
 
