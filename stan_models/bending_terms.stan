@@ -87,7 +87,7 @@ transformed data {
   matrix[N, (n_levels_sex - 1) + 1 + (n_levels_grade - 1) + P_hired] X_hired = append_col(indicators(sex, n_levels_sex, 1), append_col(to_matrix(income), append_col(indicators(grade, n_levels_grade, 1), F_hired)));
 }
 parameters {
-  vector[N] K;  // latent K of every individual
+  vector[N] z_K;  // K standardised given test1, test2, income (see the model block)
   real<multiplier=scale_test1> alpha_test1;  // intercept of test1
   real<lower=0> lambda_test1_K;  // loading of K on test1 (positive: fixes the sign of the latent)
   real<lower=0> sigma2_test1;  // residual variance of test1
@@ -137,7 +137,7 @@ transformed parameters {
 }
 model {
   // priors
-  K ~ std_normal();
+  z_K ~ std_normal();  // K | test1, test2, income is Normal, so z_K is standard normal a priori
   alpha_test1 ~ normal(0.0, 1.0);
   lambda_test1_K ~ normal(0.0, 1.0);
   sigma2_test1 ~ inv_gamma(1.0, 1.0);
@@ -176,9 +176,23 @@ model {
   to_vector(zu_hired_office) ~ std_normal();
   sdu_hired_office ~ normal(0.0, 1.0);
   // structural equations
-  test1 ~ normal(alpha_test1 + lambda_test1_K * K, sigma_test1);
-  test2 ~ normal_id_glm(X_test2, alpha_test2 + (lambda_test2_K + Lby_test2 * dlambda_test2_K) .* K, beta_test2_sex, sigma_test2);
-  income ~ normal_id_glm(X_income, alpha_income + lambda_income_K * K, append_row(beta_income_sex, append_row([beta_income_age]', s_income_age)), sigma_income);
+  // K: loadings that differ by group, so its precision and mean given test1, test2, income are vectors over rows
+  vector[N] lam_K_test1 = rep_vector(lambda_test1_K, N);  // loading of K on test1, per row
+  vector[N] res_K_test1 = test1 - (rep_vector(alpha_test1, N));  // test1 less its other terms
+  test1 ~ normal(test1 - res_K_test1 + lam_K_test1 .* rep_vector(0.0, N) ./ rep_vector(1.0, N), sqrt(square(lam_K_test1) ./ rep_vector(1.0, N) + square(sigma_test1)));  // K integrated out
+  vector[N] info_K_test1 = rep_vector(0.0, N) + lam_K_test1 .* res_K_test1 / square(sigma_test1);
+  vector[N] prec_K_test1 = rep_vector(1.0, N) + square(lam_K_test1) / square(sigma_test1);
+  vector[N] lam_K_test2 = lambda_test2_K + Lby_test2 * dlambda_test2_K;  // loading of K on test2, per row
+  vector[N] res_K_test2 = test2 - (alpha_test2 + X_test2 * beta_test2_sex);  // test2 less its other terms
+  test2 ~ normal(test2 - res_K_test2 + lam_K_test2 .* info_K_test1 ./ prec_K_test1, sqrt(square(lam_K_test2) ./ prec_K_test1 + square(sigma_test2)));  // K integrated out
+  vector[N] info_K_test2 = info_K_test1 + lam_K_test2 .* res_K_test2 / square(sigma_test2);
+  vector[N] prec_K_test2 = prec_K_test1 + square(lam_K_test2) / square(sigma_test2);
+  vector[N] lam_K_income = rep_vector(lambda_income_K, N);  // loading of K on income, per row
+  vector[N] res_K_income = income - (alpha_income + X_income * append_row(beta_income_sex, append_row([beta_income_age]', s_income_age)));  // income less its other terms
+  income ~ normal(income - res_K_income + lam_K_income .* info_K_test2 ./ prec_K_test2, sqrt(square(lam_K_income) ./ prec_K_test2 + square(sigma_income)));  // K integrated out
+  vector[N] info_K_income = info_K_test2 + lam_K_income .* res_K_income / square(sigma_income);
+  vector[N] prec_K_income = prec_K_test2 + square(lam_K_income) / square(sigma_income);
+  vector[N] K = info_K_income ./ prec_K_income + z_K ./ sqrt(prec_K_income);  // K for its other children
   claims ~ poisson_log_glm(X_claims, alpha_claims + lambda_claims_K * K, append_row(beta_claims_sex, append_row([beta_claims_income]', gp_claims_income_by_sex)));
   grade ~ ordered_logistic(lambda_grade_K * K + X_grade * append_row([beta_grade_age]', gp_grade_age), cutpoints_grade);
   hired ~ bernoulli_logit_glm(X_hired, alpha_hired + lambda_hired_K * K, append_row(beta_hired_sex, append_row([beta_hired_income]', append_row(beta_hired_grade, append_row(beta_hired_sex_x_income, u_hired_office)))));

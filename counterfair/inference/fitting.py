@@ -265,7 +265,7 @@ def _pathfinder_fit(
         scm.stan_code(), stan_data, draws=draws, seed=seed, coords=coords, dims=dims,
         init=latent_inits(scm, stan_data, 1, seed)[0],
     )
-    add_anchored_latents(scm, run.idata, stan_data, _encoding(rows))
+    add_anchored_latents(scm, run.idata, stan_data, _encoding(rows), rows.codes)
     return Fit(
         scm=scm,
         idata=run.idata,
@@ -316,7 +316,7 @@ def _sample(
         dims=dims,
         **sampler_args,
     )
-    add_anchored_latents(scm, run.idata, stan_data, _encoding(rows))
+    add_anchored_latents(scm, run.idata, stan_data, _encoding(rows), rows.codes)
     return run
 
 

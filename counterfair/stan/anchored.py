@@ -19,17 +19,20 @@ import numpy as np
 import xarray as xr
 
 from counterfair.model.encoding import Encoding
-from counterfair.model.evaluate import linear_predictor, sigma_of
+from counterfair.model.evaluate import latent_loading, linear_predictor, sigma_of
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Latent
-from counterfair.stan.anchoring import anchors_of
+from counterfair.stan.anchoring import all_anchors_of
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
 
 
 def conditional_moments(
-    scm: SCM, params: ParamDraws, stan_data: Mapping[str, Any]
+    scm: SCM,
+    params: ParamDraws,
+    stan_data: Mapping[str, Any],
+    codes: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Mean ``(S, N)`` and precision ``(S, 1)`` of each anchored latent given its anchors.
 
@@ -41,13 +44,17 @@ def conditional_moments(
         ``S`` parameter sets.
     stan_data : mapping
         The fit program's data (protected codes from 1, observed columns).
+    codes : mapping, optional
+        The rows' codes (protected attributes and grouping columns); by default the
+        protected ones from ``stan_data``.
     """
-    codes = {node: np.asarray(stan_data[node]) - 1 for node in scm.protected}
+    if codes is None:
+        codes = {node: np.asarray(stan_data[node]) - 1 for node in scm.protected}
     observed = {node: np.asarray(stan_data[node], dtype=float) for node in scm.observed}
     n_rows = int(stan_data["N"])
     reference = scm.coding == "reference"
     moments = {}
-    for latent, chain in anchors_of(scm).items():
+    for latent, chain in all_anchors_of(scm).items():
         spec = scm.specs[latent]
         assert isinstance(spec, Latent)
         values = {**observed, latent: np.zeros(n_rows)}
@@ -57,7 +64,7 @@ def conditional_moments(
             base = linear_predictor(
                 eq, params, values, codes, reference_coding=reference, n_rows=n_rows
             )
-            loading = params[eq.latent[0].param][:, None]
+            loading = latent_loading(eq, eq.latent[0], params, values, codes)
             variance = sigma_of(eq, params) ** 2
             precision = precision + loading**2 / variance
             information = information + loading / variance * (observed[eq.node][None, :] - base)
@@ -66,16 +73,23 @@ def conditional_moments(
 
 
 def add_anchored_latents(
-    scm: SCM, idata: Any, stan_data: dict[str, Any], encoding: Encoding
+    scm: SCM,
+    idata: Any,
+    stan_data: dict[str, Any],
+    encoding: Encoding,
+    codes: Mapping[str, np.ndarray] | None = None,
 ) -> None:
-    """Add every anchored latent to ``idata.posterior`` (dims chain, draw, row), in place."""
-    if not anchors_of(scm):
+    """Add every anchored latent to ``idata.posterior`` (dims chain, draw, row), in place.
+
+    ``codes``: the rows' codes (grouping columns included), see :func:`conditional_moments`.
+    """
+    if not all_anchors_of(scm):
         return
     posterior = idata.posterior
     params = ParamDraws.from_posterior(posterior, scm.parameter_names())
     n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
     n_rows = int(stan_data["N"])
-    for latent, (mean, precision) in conditional_moments(scm, params, stan_data).items():
+    for latent, (mean, precision) in conditional_moments(scm, params, stan_data, codes).items():
         z = np.asarray(posterior[f"z_{latent}"].values).reshape(params.n, n_rows)
         draws = mean + z / np.sqrt(precision)
         posterior[latent] = xr.DataArray(

@@ -66,6 +66,42 @@ def anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:
     return anchors
 
 
+def _normal_anchors(scm: SCM, latent: str) -> list[NodeEquation]:
+    """Normal children of ``latent`` whose only latent parent it is, in graph order."""
+    found = []
+    for child in scm.children(latent):
+        eq = scm.equations.get(child)
+        if eq is not None and eq.family.additive_noise and len(eq.latent) == 1:
+            found.append(eq)
+    return found
+
+
+def vector_anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:
+    """Latents anchored row by row: their Normal children have loadings that differ by group.
+
+    With a loading per row (``loading_by``), the latent's precision and mean given its
+    anchors differ by row, so they are vectors of the model block (:func:`vector_anchor_lines`)
+    rather than the scalars and extra design columns of :func:`anchors_of`'s latents; the
+    factorisation is the same.
+    """
+    out: dict[str, tuple[NodeEquation, ...]] = {}
+    for latent in scm.latents:
+        children = [scm.equations[c] for c in scm.children(latent) if c in scm.equations]
+        if any(eq.family.declares_coefficients for eq in children):
+            continue
+        if not any(eq.loading_by is not None for eq in children):
+            continue
+        found = _normal_anchors(scm, latent)
+        if found:
+            out[latent] = tuple(found)
+    return out
+
+
+def all_anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:
+    """Every anchored latent (scalar or row-by-row) with its anchors: what is sampled as ``z``."""
+    return {**anchors_of(scm), **vector_anchors_of(scm)}
+
+
 def precision_name(latent: str, anchor: str) -> str:
     """Model-block name of ``P_j``: precision of ``latent`` given its anchors up to ``anchor``."""
     return f"prec_{latent}_{anchor}"

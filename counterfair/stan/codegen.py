@@ -48,6 +48,7 @@ from counterfair.stan.anchoring import (
     latent_term,
     loading_matrix,
     precision_lines,
+    vector_anchors_of,
 )
 
 if TYPE_CHECKING:
@@ -613,20 +614,95 @@ def _fit_model_block(
     anchors: dict[str, tuple[NodeEquation, ...]],
     predictors: dict[str, Predictor],
     designs: dict[str, str],
+    vector_anchors: dict[str, tuple[NodeEquation, ...]] | None = None,
 ) -> list[str]:
     """The fit program's model block: anchoring, priors, then the structural equations."""
+    vector_anchors = vector_anchors or {}
     lines = ["model {", *_anchor_preamble(scm, anchors), f"{_INDENT}// priors"]
-    lines += _latent_priors(scm, anchors)
+    lines += _latent_priors(scm, {**anchors, **vector_anchors})
     for eq in equations:
         lines += _equation_priors(eq)
     lines.append(f"{_INDENT}// structural equations")
+    done: set[str] = set()
+    for latent, chain in vector_anchors.items():
+        lines += _vector_anchor_lines(scm, latent, chain, predictors, designs)
+        done.update(eq.node for eq in chain)
     for eq in equations:
+        if eq.node in done:
+            continue
         comment = _statement_comment(eq, anchors)
         if comment:
             lines.append(_INDENT + comment)
         lines.append(_INDENT + _fit_statement(scm, eq, predictors[eq.node], designs.get(eq.node)))
     lines.append("}")
     return lines
+
+
+def _linear_part(scm: SCM, predictor: Predictor, design: str | None) -> str:
+    """An equation's linear predictor without its latent terms, as a vector expression."""
+    scalar = join_terms(predictor.intercept) if predictor.intercept else "0.0"
+    if not predictor.blocks or design is None:
+        return f"rep_vector({scalar}, N)"
+    pieces = []
+    for parent, terms in predictor.blocks.items():
+        coefficient = join_terms(terms)
+        pieces.append(coefficient if _vector_parent(scm, parent) else f"[{coefficient}]'")
+    return f"{scalar} + {design} * {append_rows(pieces)}"
+
+
+def _vector_anchor_lines(
+    scm: SCM,
+    latent: str,
+    chain: tuple[NodeEquation, ...],
+    predictors: dict[str, Predictor],
+    designs: dict[str, str],
+) -> list[str]:
+    """Model-block lines of a latent anchored row by row (loadings that differ by group).
+
+    The same factorisation as :mod:`counterfair.stan.anchoring`, with the precision
+    ``prec`` and the information ``info`` (precision times mean) of the latent given the
+    anchors so far as vectors over rows; each anchor enters with the latent integrated
+    out, and the latent is rebuilt from ``z`` for its other children.
+    """
+    spec = scm.specs[latent]
+    assert isinstance(spec, Latent)
+    prec = f"rep_vector({stan_real(1.0 / spec.scale**2)}, N)"
+    info = f"rep_vector({stan_real(spec.loc / spec.scale**2)}, N)"
+    lines = [
+        f"// {latent}: loadings that differ by group, so its precision and mean given "
+        f"{', '.join(a.node for a in chain)} are vectors over rows"
+    ]
+    for eq in chain:
+        lterm = eq.latent[0]
+        node = eq.node
+        if lterm.by_param is not None:
+            loading = f"{lterm.param} + {loading_matrix(eq)} * {lterm.by_param}"
+        else:
+            loading = f"rep_vector({lterm.param}, N)"
+        predictor = fit_predictor(scm, eq, {})
+        variance = (
+            f"square({eq.sigma})" if eq.sigma_fixed is None else stan_real(eq.sigma_fixed**2)
+        )
+        lines += [
+            f"vector[N] lam_{latent}_{node} = {loading};  // loading of {latent} on {node}, "
+            "per row",
+            f"vector[N] res_{latent}_{node} = {node} - ("
+            f"{_linear_part(scm, predictor, designs.get(node))});  // {node} less its "
+            "other terms",
+            f"{node} ~ normal({node} - res_{latent}_{node} + lam_{latent}_{node} .* {info} ./ "
+            f"{prec}, sqrt(square(lam_{latent}_{node}) ./ {prec} + {variance}));  // "
+            f"{latent} integrated out",
+            f"vector[N] info_{latent}_{node} = {info} + lam_{latent}_{node} .* "
+            f"res_{latent}_{node} / {variance};",
+            f"vector[N] prec_{latent}_{node} = {prec} + square(lam_{latent}_{node}) / "
+            f"{variance};",
+        ]
+        prec, info = f"prec_{latent}_{node}", f"info_{latent}_{node}"
+    lines.append(
+        f"vector[N] {latent} = {info} ./ {prec} + z_{latent} ./ sqrt({prec});  // {latent} "
+        "for its other children"
+    )
+    return [_INDENT + line for line in lines]
 
 
 def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
@@ -649,6 +725,7 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
     """
     equations = [scm.equations[n] for n in scm.observed]
     anchors = anchors_of(scm) if anchor_latents else {}
+    vector_anchors = vector_anchors_of(scm) if anchor_latents else {}
     predictors = {eq.node: fit_predictor(scm, eq, anchors) for eq in equations}
     columns = {node: tuple(pred.blocks) for node, pred in predictors.items()}
     designs = design_names(columns)
@@ -657,9 +734,9 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
     lines.append(_functions_block(scm))
     lines += _fit_data_block(scm, equations)
     lines += _transformed_data_block(scm, columns, equations)
-    lines += _fit_parameters_block(scm, equations, anchors)
+    lines += _fit_parameters_block(scm, equations, {**anchors, **vector_anchors})
     lines += _fit_transformed_parameters_block(equations)
-    lines += _fit_model_block(scm, equations, anchors, predictors, designs)
+    lines += _fit_model_block(scm, equations, anchors, predictors, designs, vector_anchors)
     return "\n".join(lines) + "\n"
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from counterfair.model.specs import Latent
-from counterfair.stan.anchoring import anchors_of
+from counterfair.stan.anchoring import all_anchors_of
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -127,7 +127,7 @@ def latent_inits(
                 fixed[str(eq.variance)] = float(psi)
         means[latent] = spec.loc + spec.scale * means[latent]
         sds[latent] = spec.scale * sds[latent]
-    anchored = anchors_of(scm)
+    anchored = all_anchors_of(scm)
     inits = []
     for _ in range(chains):
         chain: dict[str, object] = dict(fixed)
