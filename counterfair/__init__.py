@@ -58,6 +58,8 @@ _ATTRIBUTES: dict[str, str] = {
     "Fit": "counterfair.inference.fit",
     "PosteriorPredictiveCheck": "counterfair.inference.ppc_result",
     "compare": "counterfair.inference.loo",
+    "loo_pit": "counterfair.inference.loo_pit",
+    "LooPit": "counterfair.inference.loo_pit",
     "subsample_check": "counterfair.inference.subsample_check",
     # counterfactuals
     "counterfactual_predictions": "counterfair.counterfactual.prediction",
