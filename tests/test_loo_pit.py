@@ -98,6 +98,9 @@ def test_loo_pit_of_a_well_specified_fit_is_uniform(stan_backend: str) -> None:
     table = result.table.set_index("node")
     assert (table["ks_distance"] < 0.05).all(), str(result)
     assert (table["ks_p_value"] > 0.001).all(), str(result)
+    # per group (A: 2 levels, age: 5 bins for every node): nothing far from uniform
+    assert len(result.groups) == 4 * (2 + 5)
+    assert (result.groups["ks_p_value"] > 1e-4).all(), result.groups
     figure = result.plot()
     assert len(figure.axes) == 4
     assert figure.axes[0].get_title().startswith("X1 (normal): KS")
@@ -111,11 +114,23 @@ def test_loo_pit_of_a_well_specified_fit_is_uniform(stan_backend: str) -> None:
 @pytest.mark.stan
 def test_loo_pit_of_a_misspecified_fit_is_not_uniform(stan_backend: str) -> None:
     """Y is an inverted U in age fitted as a line: its residuals are skewed (a long lower
-    tail at both ends of age), so its PIT values are far from uniform."""
+    tail at both ends of age), so its PIT values are far from uniform, and per age bin
+    they are shifted (low at both ends, high in the middle).
+
+    X3's loading (1.2 in group b, 0.3 in group a, fitted as one) does not show here, not
+    even per group (KS p-values 0.4 and above on these rows): each row's latent is drawn
+    given the row, and leaving X3's cell out by importance weights does not undo what it
+    absorbed. The conditional statistics of ``fit.ppc()`` (tests/test_ppc_conditional.py:
+    per-group variance of X3, covariances of K's indicators per group) see it."""
     result = loo_pit(declared_fit(bent=True), seed=shifted(3))
     print(result)
     table = result.table.set_index("node")
     assert table.loc["Y", "ks_distance"] > 0.08, str(result)
     assert table.loc["Y", "ks_p_value"] < 1e-6, str(result)
+    bins = result.groups[(result.groups["node"] == "Y") & (result.groups["by"] == "age")]
+    assert len(bins) == 5 and (bins["ks_p_value"] < 1e-10).all(), bins
+    means = bins["mean_pit"].to_numpy()
+    assert means[0] < 0.3 and means[-1] < 0.3 and means[2] > 0.7, means
+    assert "groups with KS p-value < 0.001" in str(result)
     with pytest.raises(cf.SCMError, match="cannot check 'age'"):
         loo_pit(declared_fit(bent=True), nodes=["age"])

@@ -142,17 +142,22 @@ class Fit:
         return loo(self, **options)
 
     def loo_pit(
-        self, *, nodes: Sequence[str] | str | None = None, seed: int | None = None
+        self,
+        *,
+        nodes: Sequence[str] | str | None = None,
+        seed: int | None = None,
+        n_bins: int = 5,
     ) -> LooPit:
         """LOO-PIT of every observed node (:func:`counterfair.inference.loo_pit.loo_pit`).
 
         Each value's probability integral transform under its leave-one-out predictive:
         uniform when the model predicts held-out values well; ``.table`` has the
-        Kolmogorov-Smirnov distance per node, ``.plot()`` the ECDF against the uniform.
+        Kolmogorov-Smirnov distance per node, ``.groups`` per protected group and bin
+        of a continuous parent (``n_bins``), ``.plot()`` the ECDF against the uniform.
         """
         from counterfair.inference.loo_pit import loo_pit
 
-        return loo_pit(self, nodes=nodes, seed=seed)
+        return loo_pit(self, nodes=nodes, seed=seed, n_bins=n_bins)
 
     def params(self) -> ParamDraws:
         """Every posterior draw of the structural parameters (chains stacked)."""

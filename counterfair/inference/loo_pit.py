@@ -17,7 +17,11 @@ draws; a line where the truth bends, a residual sd that is too small or too
 large in some rows, or a skewed residual shows as a departure, measured here by
 the Kolmogorov-Smirnov distance of their empirical CDF from the uniform one
 (:class:`LooPit`; ``table``) and drawn by :meth:`LooPit.plot` (the ECDF minus the
-uniform CDF, with the KS 95 % band).
+uniform CDF, with the KS 95 % band). Pooled over rows, departures of opposite sign
+cancel (a loading too large in one group and too small in another), so the same
+summary is also given per protected group and per bin of each continuous parent
+(``LooPit.groups``, the groups of :func:`counterfair.inference.ppc.protected_groups`
+and :func:`~counterfair.inference.ppc.parent_groups`).
 
 The cell left out is the node's value only: its children in the same row still
 inform the row's latents, and a child of ``X`` scores the latents at the observed
@@ -46,7 +50,15 @@ from matplotlib.figure import Figure
 from scipy.stats import kstest, norm
 
 from counterfair.inference.loo import MAX_CELLS, PARETO_K_BAD, node_log_density
-from counterfair.inference.ppc import check_nodes
+from counterfair.inference.ppc import (
+    DEFAULT_BINS,
+    MIN_GROUP_ROWS,
+    Group,
+    check_bins,
+    check_nodes,
+    parent_groups,
+    protected_groups,
+)
 from counterfair.model.evaluate import linear_predictor, sigma_of
 from counterfair.model.params import ParamDraws
 
@@ -164,6 +176,10 @@ class LooPit:
         ``share_below_05`` and ``share_above_95`` (0.05 each when uniform: too many
         values in a tail mean the predictive is too narrow or shifted there),
         ``max_pareto_k`` and ``n_bad_k`` (rows with k > 0.7).
+    groups : pandas.DataFrame
+        The same per node and group of rows (columns ``by`` and ``group`` after
+        ``family``): per level of each protected attribute and per quantile bin of a
+        continuous protected attribute or continuous observed parent.
     seed : int or None
         Seed of the randomisation of discrete values.
     """
@@ -176,6 +192,7 @@ class LooPit:
     pit: pd.DataFrame
     pareto_k: pd.DataFrame
     table: pd.DataFrame
+    groups: pd.DataFrame = field(default_factory=pd.DataFrame)
     families: Mapping[str, str] = field(default_factory=dict)
     seed: int | None = None
 
@@ -185,12 +202,18 @@ class LooPit:
         return tuple(self.pit.columns)
 
     def __str__(self) -> str:
-        """The per-node table."""
-        return (
+        """The per-node table, and the groups whose KS p-value is below 0.001."""
+        text = (
             f"LOO-PIT of {len(self.nodes)} node(s), {len(self.pit)} rows "
             "(uniform when the model predicts each held-out value well)\n"
             + self.table.to_string(index=False, float_format=lambda x: f"{x:.4g}")
         )
+        if not self.groups.empty:
+            far = self.groups[self.groups["ks_p_value"] < 0.001]
+            text += f"\n{len(far)} of {len(self.groups)} groups with KS p-value < 0.001"
+            if not far.empty:
+                text += "\n" + far.to_string(index=False, float_format=lambda x: f"{x:.4g}")
+        return text
 
     def _repr_html_(self) -> str:
         """The per-node table as HTML (notebooks)."""
@@ -240,11 +263,26 @@ class LooPit:
         return figure
 
 
+def _summary(pit: np.ndarray, k: np.ndarray) -> dict[str, float | int]:
+    test = kstest(pit, "uniform")
+    return {
+        "n": int(pit.shape[0]),
+        "ks_distance": float(test.statistic),
+        "ks_p_value": float(test.pvalue),
+        "mean_pit": float(pit.mean()),
+        "share_below_05": float((pit < 0.05).mean()),
+        "share_above_95": float((pit > 0.95).mean()),
+        "max_pareto_k": float(k.max()),
+        "n_bad_k": int((k > PARETO_K_BAD).sum()),
+    }
+
+
 def loo_pit(
     fit: Fit,
     *,
     nodes: Sequence[str] | str | None = None,
     seed: int | None = None,
+    n_bins: int = DEFAULT_BINS,
 ) -> LooPit:
     """LOO-PIT of every observed node (or ``nodes``) on a fit's training rows.
 
@@ -259,6 +297,8 @@ def loo_pit(
         Observed nodes to check (default: all of them).
     seed : int, optional
         Seed of the randomised PIT of discrete nodes (default: the fit's seed).
+    n_bins : int
+        Quantile bins of a continuous protected attribute or parent (``groups``).
 
     Returns
     -------
@@ -270,6 +310,8 @@ def loo_pit(
     ------
     SCMError
         If ``nodes`` names something other than an observed node, naming it.
+    ValueError
+        If ``n_bins`` is not an integer of at least 2.
 
     Examples
     --------
@@ -277,38 +319,41 @@ def loo_pit(
     >>> result.table[["node", "ks_distance", "ks_p_value"]]  # doctest: +SKIP
     """
     checked = check_nodes(fit.scm, nodes)
+    check_bins(n_bins)
     seed = fit.seed if seed is None else seed
     abduction = fit.abduct(seed=seed)  # every joint draw of the parameters and latents
     rng = np.random.default_rng(seed)
     index = fit.data.index
     pits: dict[str, np.ndarray] = {}
     ks: dict[str, np.ndarray] = {}
-    records = []
+    records: list[dict[str, object]] = []
+    grouped: list[dict[str, object]] = []
+    protected = protected_groups(
+        fit.scm, abduction.codes, labels=fit.encoding.levels, n_bins=n_bins
+    )
     for node in checked:
         pit, k = pit_values(
             fit.scm, node, abduction.params, abduction.latents, abduction.codes,
             abduction.observed, rng,
         )
         pits[node], ks[node] = pit, k
-        test = kstest(pit, "uniform")
-        records.append(
-            {
-                "node": node,
-                "family": fit.scm.equations[node].spec.family,
-                "n": int(pit.shape[0]),
-                "ks_distance": float(test.statistic),
-                "ks_p_value": float(test.pvalue),
-                "mean_pit": float(pit.mean()),
-                "share_below_05": float((pit < 0.05).mean()),
-                "share_above_95": float((pit > 0.95).mean()),
-                "max_pareto_k": float(k.max()),
-                "n_bad_k": int((k > PARETO_K_BAD).sum()),
-            }
-        )
+        family = fit.scm.equations[node].spec.family
+        records.append({"node": node, "family": family, **_summary(pit, k)})
+        groups: list[Group] = [
+            *protected, *parent_groups(fit.scm, node, abduction.observed, n_bins=n_bins)
+        ]
+        for group in groups:
+            if group.size >= MIN_GROUP_ROWS:
+                grouped.append(
+                    {"node": node, "family": family, "by": group.by, "group": group.label,
+                     **_summary(pit[group.rows], k[group.rows])}
+                )
+    group_columns = [*LooPit.COLUMNS[:2], "by", "group", *LooPit.COLUMNS[2:]]
     return LooPit(
         pit=pd.DataFrame(pits, index=index),
         pareto_k=pd.DataFrame(ks, index=index),
         table=pd.DataFrame.from_records(records, columns=list(LooPit.COLUMNS)),
+        groups=pd.DataFrame.from_records(grouped, columns=group_columns),
         families={node: fit.scm.equations[node].spec.family for node in checked},
         seed=seed,
     )
