@@ -63,6 +63,8 @@ _ATTRIBUTES: dict[str, str] = {
     "PosteriorPredictiveCheck": "counterfair.inference.ppc_result",
     "compare": "counterfair.inference.loo",
     "invariance_check": "counterfair.inference.invariance",
+    "loo_pit": "counterfair.inference.loo_pit",
+    "LooPit": "counterfair.inference.loo_pit",
     "subsample_check": "counterfair.inference.subsample_check",
     # counterfactuals
     "counterfactual_predictions": "counterfair.counterfactual.prediction",

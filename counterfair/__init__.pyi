@@ -37,6 +37,8 @@ from counterfair.inference.abduction import Abduction as Abduction
 from counterfair.inference.fit import Fit as Fit
 from counterfair.inference.invariance import invariance_check as invariance_check
 from counterfair.inference.loo import compare as compare
+from counterfair.inference.loo_pit import LooPit as LooPit
+from counterfair.inference.loo_pit import loo_pit as loo_pit
 from counterfair.inference.ppc_result import PosteriorPredictiveCheck as PosteriorPredictiveCheck
 from counterfair.inference.subsample_check import subsample_check as subsample_check
 from counterfair.io.load import load as load
@@ -94,6 +96,7 @@ __all__ = [
     "Interaction",
     "LOOWarning",
     "Latent",
+    "LooPit",
     "MultiWorldLearner",
     "NegativeBinomial",
     "Normal",
@@ -122,6 +125,7 @@ __all__ = [
     "load_adult",
     "load_compas",
     "load_law_school",
+    "loo_pit",
     "models",
     "options",
     "plot_sensitivity",

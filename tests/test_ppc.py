@@ -199,13 +199,17 @@ def test_fit_ppc_of_poisson_and_negative_binomial_nodes(stan_backend: str) -> No
     aux = aux_fit().fit
     check = aux.ppc(n_draws=200, seed=shifted(1))
     assert check.nodes == aux.scm.observed and check.n_draws == 200
-    assert set(check.table["node"]) == set(aux.scm.observed)
+    assert set(check.overall()["node"]) == {*aux.scm.observed, "K"}  # K: its indicators' cov
+    conditional = check.conditional()  # per race, and X per bin of its Normal parent Z
+    assert set(conditional["by"]) == {"race", "Z"}
+    assert set(conditional.loc[conditional["by"] == "Z", "node"]) == {"X"}
     assert not check.statistic("C", "variance")["outside_90"], str(check)
-    assert list(check.table.loc[check.table["node"] == "P", "statistic"]) == ["mean", "share of 0"]
+    overall = check.overall()
+    assert list(overall.loc[overall["node"] == "P", "statistic"]) == ["mean", "share of 0"]
     families = families_small_fit().fit
     nb = families.ppc(n_draws=200, seed=shifted(1), nodes=["C", "K", "O"])
     assert not nb.statistic("C", "variance")["outside_90"], str(nb)
-    assert list(nb.table.loc[nb.table["node"] == "K", "statistic"]) == [
+    assert list(nb.overall().loc[nb.overall()["node"] == "K", "statistic"]) == [
         "share of theft", "share of drug", "share of violent",
     ]
     assert nb.discrete == {"O": True, "K": True, "C": True}

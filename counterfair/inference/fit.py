@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # types only: SCM.fit delegates down to this module's importers
     from counterfair.counterfactual.frames import Coupling, DoValue
+    from counterfair.inference.loo_pit import LooPit
     from counterfair.model.scm import SCM
 
 AbductionMethod = Literal["mean", "draws"]
@@ -140,6 +141,24 @@ class Fit:
 
         return loo(self, **options)
 
+    def loo_pit(
+        self,
+        *,
+        nodes: Sequence[str] | str | None = None,
+        seed: int | None = None,
+        n_bins: int = 5,
+    ) -> LooPit:
+        """LOO-PIT of every observed node (:func:`counterfair.inference.loo_pit.loo_pit`).
+
+        Each value's probability integral transform under its leave-one-out predictive:
+        uniform when the model predicts held-out values well; ``.table`` has the
+        Kolmogorov-Smirnov distance per node, ``.groups`` per protected group and bin
+        of a continuous parent (``n_bins``), ``.plot()`` the ECDF against the uniform.
+        """
+        from counterfair.inference.loo_pit import loo_pit
+
+        return loo_pit(self, nodes=nodes, seed=seed, n_bins=n_bins)
+
     def params(self) -> ParamDraws:
         """Every posterior draw of the structural parameters (chains stacked)."""
         return ParamDraws.from_posterior(self.idata.posterior, self.scm.parameter_names())
@@ -153,6 +172,8 @@ class Fit:
         seed: int | None = None,
         nodes: Sequence[str] | str | None = None,
         replication: Literal["conditional", "marginal"] = "conditional",
+        groups: bool = True,
+        n_bins: int = 5,
     ) -> PosteriorPredictiveCheck:
         """Posterior predictive check of every observed node on the training rows.
 
@@ -183,6 +204,16 @@ class Fit:
             these protected attributes). Each row's latent absorbs part of a
             child's misfit in the conditional check (a Poisson child of a
             latent is overdispersed); the marginal check does not let it.
+        groups : bool
+            Also compute each node's statistics per level of every protected
+            attribute, per quantile bin of a continuous protected attribute and
+            of each continuous observed parent (conditional replication), and
+            the covariance of each pair of a latent's Normal indicators overall
+            and per protected group: a straight line where the truth bends, or
+            a loading that differs by group, shows there even when the overall
+            mean and variance fit. Rows ``by``/``group`` of the table.
+        n_bins : int
+            Quantile bins of a continuous parent or protected attribute.
 
         Returns
         -------
@@ -207,7 +238,13 @@ class Fit:
         """
 
         return posterior_predictive_check(
-            self, n_draws=n_draws, seed=seed, nodes=nodes, replication=replication
+            self,
+            n_draws=n_draws,
+            seed=seed,
+            nodes=nodes,
+            replication=replication,
+            groups=groups,
+            n_bins=n_bins,
         )
 
     # ------------------------------------------------------------------ abduction

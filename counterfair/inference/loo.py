@@ -82,12 +82,13 @@ def node_log_density(
     ``eta`` has shape ``(S, M)`` and ``y`` shape ``(M,)``. Normal nodes use
     their residual sd; count families their scipy distribution; Bernoulli and
     ordinal nodes their :meth:`~counterfair.model.families.base.Family.log_likelihood`,
-    which is already normalised.
+    which is already normalised; categorical nodes the log softmax of their
+    linear predictors (``eta`` then has shape ``(S, M, K-1)``) at the level code.
 
     Raises
     ------
     SCMError
-        For a family without a log density here (categorical), naming the node.
+        For a family without a log density here, naming the node.
     """
     family = eq.family
     y = np.asarray(y, dtype=float)
@@ -101,6 +102,8 @@ def node_log_density(
             np.broadcast_to(a, eta.shape) for a in family.likelihood_arguments(eq, params, y)
         )
         return np.asarray(family.log_likelihood(y[None, :], eta, *args))
+    if family.name == "categorical":  # eta (S, M, K-1): the log softmax at the level code
+        return np.asarray(family.log_likelihood(y[None, :], eta))
     raise errors.SCMError(
         f"node {eq.node!r} has family {family.name!r}, which has no log density for LOO; "
         "compare models without it"

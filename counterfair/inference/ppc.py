@@ -40,11 +40,34 @@ the table and draws the figure.
 The conditional check uses the data twice (the latents were drawn given these
 very rows), so it is conservative: a statistic outside the replications' 90 %
 interval is a misfit the latents could not absorb.
+
+Statistics conditional on the parents
+-------------------------------------
+A misfit of the *mechanism* (a straight line where the truth bends, a loading
+that differs by group) can leave a node's overall mean and variance intact: the
+residual sd absorbs it. With ``groups=True`` (the default of
+:meth:`counterfair.Fit.ppc`) the same statistics are also computed within groups
+of rows (:class:`Group`, :func:`protected_groups`, :func:`parent_groups`):
+
+* per level of every categorical protected attribute, and per quantile bin
+  (:data:`DEFAULT_BINS`) of every continuous protected attribute;
+* per quantile bin of every continuous observed parent of the node (a Normal or
+  count parent), conditional replication only (in the marginal replication the
+  parents are replicated too, so the observed parent's bins do not hold the
+  replicated rows);
+* for each latent with two or more Normal children (indicators), the covariance
+  of every pair of them, over all rows and per protected group: a loading that
+  differs by group changes its indicator's covariances in that group only.
+
+Groups of fewer than :data:`MIN_GROUP_ROWS` rows are left out. The rows of the
+table carry ``by`` (the attribute or parent grouped by; empty for the overall
+statistics) and ``group`` (its level, or the bin as ``[low, high)``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -53,8 +76,9 @@ import pandas as pd
 from counterfair import errors
 from counterfair.inference.ppc_result import INTERVAL, PosteriorPredictiveCheck
 from counterfair.model.evaluate import draw_node, linear_predictor
+from counterfair.model.families.base import CountFamily
 from counterfair.model.params import ParamDraws
-from counterfair.model.specs import Latent
+from counterfair.model.specs import Latent, Protected
 
 if TYPE_CHECKING:
     from counterfair.inference.fit import Fit
@@ -67,6 +91,12 @@ REPLICATIONS: tuple[str, ...] = ("conditional", "marginal")
 
 DEFAULT_DRAWS = 200
 """Replications of :meth:`counterfair.Fit.ppc` unless ``n_draws`` is given."""
+
+DEFAULT_BINS = 5
+"""Quantile bins of a continuous parent or protected attribute in the conditional statistics."""
+
+MIN_GROUP_ROWS = 10
+"""Groups of fewer rows get no conditional statistics."""
 
 UNKNOWN_CHECK_NODE = (
     "cannot check {node!r}: it is not an observed node of the SCM; observed nodes: {observed}"
@@ -162,6 +192,221 @@ def prior_latents(
     return out
 
 
+@dataclass(frozen=True)
+class Group:
+    """A group of rows the statistics are also computed within.
+
+    Attributes
+    ----------
+    by : str
+        The protected attribute or parent that defines it.
+    label : str
+        Its level, or its bin as ``"[low, high)"`` (the last bin closed, ``"[low, high]"``).
+    rows : numpy.ndarray
+        Boolean mask over the rows, ``(N,)``.
+    """
+
+    by: str
+    label: str
+    rows: np.ndarray
+
+    @property
+    def size(self) -> int:
+        """Number of rows in the group."""
+        return int(np.count_nonzero(self.rows))
+
+
+def quantile_bins(by: str, values: np.ndarray, n_bins: int = DEFAULT_BINS) -> list[Group]:
+    """Equal-count bins of ``values`` (edges at its quantiles; tied edges merged).
+
+    Raises
+    ------
+    ValueError
+        If ``n_bins`` is not an integer of at least 2.
+    """
+    check_bins(n_bins)
+    x = np.asarray(values, dtype=float)
+    edges = np.unique(np.quantile(x, np.linspace(0.0, 1.0, n_bins + 1)))
+    if edges.shape[0] < 2:  # a constant column: one bin, nothing to compare
+        return []
+    index = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, edges.shape[0] - 2)
+    out = []
+    for i in range(edges.shape[0] - 1):
+        close = "]" if i == edges.shape[0] - 2 else ")"
+        out.append(Group(by, f"[{edges[i]:.4g}, {edges[i + 1]:.4g}{close}", index == i))
+    return out
+
+
+def check_bins(n_bins: object) -> None:
+    """Refuse a number of bins that is not an integer of at least 2."""
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int | np.integer) or n_bins < 2:
+        raise ValueError(f"n_bins must be an integer of at least 2, got {n_bins!r}")
+
+
+def protected_groups(
+    scm: SCM,
+    codes: Mapping[str, np.ndarray],
+    *,
+    labels: Mapping[str, Sequence[str]] | None = None,
+    n_bins: int = DEFAULT_BINS,
+) -> list[Group]:
+    """One group per level of every categorical protected attribute, per bin of a continuous one.
+
+    Parameters
+    ----------
+    scm : SCM
+        The model.
+    codes : mapping
+        Protected level codes (values of continuous ones), ``(N,)``.
+    labels : mapping, optional
+        Level labels of each categorical protected attribute in code order (the
+        fit's ``encoding.levels``); default the codes as text.
+    n_bins : int
+        Quantile bins of a continuous protected attribute.
+
+    Raises
+    ------
+    SCMError
+        If ``codes`` lacks a protected attribute of the SCM, naming it.
+    """
+    out: list[Group] = []
+    for node in scm.protected:
+        if node not in codes:
+            raise errors.SCMError(
+                f"no codes of protected attribute {node!r}; given: {sorted(codes)}"
+            )
+        spec = scm.specs[node]
+        assert isinstance(spec, Protected)
+        values = np.asarray(codes[node])
+        if spec.continuous:
+            out += quantile_bins(node, values, n_bins)
+            continue
+        names = None if labels is None else labels.get(node)
+        for code in np.unique(values.astype(np.int64)):
+            label = str(names[code]) if names is not None else str(code)
+            out.append(Group(node, label, values == code))
+    return out
+
+
+def continuous_parents(scm: SCM, node: str) -> tuple[str, ...]:
+    """The observed parents of ``node`` with a Normal or count family (binned by the check)."""
+    out = []
+    for parent in scm.parents(node):
+        if parent not in scm.observed:
+            continue
+        family = scm.equations[parent].family
+        if family.additive_noise or isinstance(family, CountFamily):
+            out.append(parent)
+    return tuple(out)
+
+
+def parent_groups(
+    scm: SCM, node: str, observed: Mapping[str, np.ndarray], *, n_bins: int = DEFAULT_BINS
+) -> list[Group]:
+    """Quantile bins of every continuous observed parent of ``node`` (its observed values)."""
+    out: list[Group] = []
+    for parent in continuous_parents(scm, node):
+        out += quantile_bins(parent, observed[parent], n_bins)
+    return out
+
+
+def indicator_pairs(scm: SCM, nodes: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """For each latent with two or more Normal children among ``nodes``, every pair of them."""
+    wanted = set(nodes)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for latent in scm.latents:
+        children = [
+            c for c in scm.observed
+            if c in wanted and latent in scm.parents(c)
+            and scm.equations[c].family.additive_noise
+        ]
+        pairs = [(a, b) for i, a in enumerate(children) for b in children[i + 1:]]
+        if pairs:
+            out[latent] = pairs
+    return out
+
+
+def covariance_statistic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Sample covariance over rows (``ddof=1``): ``(..., N)`` twice to ``(...)``."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    dx = x - x.mean(axis=-1, keepdims=True)
+    dy = y - y.mean(axis=-1, keepdims=True)
+    return np.asarray((dx * dy).sum(axis=-1) / (x.shape[-1] - 1))
+
+
+def _record(
+    node: str,
+    family: str,
+    name: str,
+    value: float,
+    draws: np.ndarray,
+    *,
+    by: str = "",
+    group: str = "",
+) -> dict[str, object]:
+    lower, upper = (1.0 - INTERVAL) / 2.0, (1.0 + INTERVAL) / 2.0
+    q_low, q_high = np.quantile(draws, [lower, upper])
+    return {
+        "node": node,
+        "family": family,
+        "statistic": name,
+        "by": by,
+        "group": group,
+        "observed": value,
+        "replicated_mean": float(draws.mean()),
+        "replicated_q05": float(q_low),
+        "replicated_q95": float(q_high),
+        "p_value": float((draws >= value).mean()),
+        "outside_90": bool(value < q_low or value > q_high),
+    }
+
+
+def _group_records(
+    node: str,
+    family: str,
+    statistics: Mapping[str, Callable[[np.ndarray], np.ndarray]],
+    observed: np.ndarray,
+    reps: np.ndarray,
+    groups: Sequence[Group],
+) -> list[dict[str, object]]:
+    records = []
+    for group in groups:
+        if group.size < MIN_GROUP_ROWS:
+            continue
+        for name, statistic in statistics.items():
+            value = float(statistic(observed[group.rows]))
+            draws = np.asarray(statistic(reps[:, group.rows]), dtype=float)
+            records.append(
+                _record(node, family, name, value, draws, by=group.by, group=group.label)
+            )
+    return records
+
+
+def _covariance_records(
+    scm: SCM,
+    observed: Mapping[str, np.ndarray],
+    replicated: Mapping[str, np.ndarray],
+    groups: Sequence[Group],
+) -> list[dict[str, object]]:
+    records = []
+    n_rows = len(next(iter(replicated.values()))[0]) if replicated else 0
+    everyone = Group("", "", np.ones(n_rows, dtype=bool))
+    for latent, pairs in indicator_pairs(scm, list(replicated)).items():
+        for group in (everyone, *groups):
+            if group.size < MIN_GROUP_ROWS:
+                continue
+            rows = group.rows
+            for a, b in pairs:
+                value = float(covariance_statistic(observed[a][rows], observed[b][rows]))
+                draws = covariance_statistic(replicated[a][:, rows], replicated[b][:, rows])
+                records.append(
+                    _record(latent, "latent", f"covariance of {a} and {b}", value,
+                            np.asarray(draws, dtype=float), by=group.by, group=group.label)
+                )
+    return records
+
+
 def summarise(
     scm: SCM,
     observed: Mapping[str, np.ndarray],
@@ -169,6 +414,8 @@ def summarise(
     *,
     seed: int | None = None,
     replication: str = "conditional",
+    protected: Sequence[Group] = (),
+    parents: Mapping[str, Sequence[Group]] | None = None,
 ) -> PosteriorPredictiveCheck:
     """The per-node statistics of observed and replicated values, as a check result.
 
@@ -184,9 +431,14 @@ def summarise(
         The seed the replications were drawn with (recorded).
     replication : str
         How the replications were drawn (recorded).
+    protected : sequence of Group
+        Groups of rows (:func:`protected_groups`) every node's statistics and the
+        covariances of each latent's Normal indicators are also computed within.
+        Empty (the default): only the overall statistics and covariances.
+    parents : mapping of str to sequence of Group, optional
+        Further groups per node (:func:`parent_groups`: bins of its continuous parents).
     """
-    lower, upper = (1.0 - INTERVAL) / 2.0, (1.0 + INTERVAL) / 2.0
-    records = []
+    records: list[dict[str, object]] = []
     discrete: dict[str, bool] = {}
     families: dict[str, str] = {}
     for node, reps in replicated.items():
@@ -194,23 +446,16 @@ def summarise(
         families[node] = eq.spec.family
         stan_column = eq.family.stan_values(eq.spec, np.asarray(observed[node][:1], dtype=float))
         discrete[node] = stan_column.dtype.kind in "iu"
-        for name, statistic in eq.family.check_statistics(eq.spec).items():
+        statistics = eq.family.check_statistics(eq.spec)
+        for name, statistic in statistics.items():
             value = float(statistic(observed[node]))
             draws = np.asarray(statistic(reps), dtype=float)
-            q_low, q_high = np.quantile(draws, [lower, upper])
-            records.append(
-                {
-                    "node": node,
-                    "family": eq.spec.family,
-                    "statistic": name,
-                    "observed": value,
-                    "replicated_mean": float(draws.mean()),
-                    "replicated_q05": float(q_low),
-                    "replicated_q95": float(q_high),
-                    "p_value": float((draws >= value).mean()),
-                    "outside_90": bool(value < q_low or value > q_high),
-                }
-            )
+            records.append(_record(node, eq.spec.family, name, value, draws))
+        groups = [*protected, *((parents or {}).get(node, ()))]
+        records += _group_records(
+            node, eq.spec.family, statistics, np.asarray(observed[node]), reps, groups
+        )
+    records += _covariance_records(scm, observed, replicated, protected)
     return PosteriorPredictiveCheck(
         table=pd.DataFrame.from_records(records, columns=list(PosteriorPredictiveCheck.COLUMNS)),
         observed={node: np.asarray(observed[node]) for node in replicated},
@@ -229,8 +474,14 @@ def posterior_predictive_check(
     seed: int | None = None,
     nodes: Sequence[str] | str | None = None,
     replication: Replication = "conditional",
+    groups: bool = True,
+    n_bins: int = DEFAULT_BINS,
 ) -> PosteriorPredictiveCheck:
     """Posterior predictive check of a fit on its training rows; see :meth:`counterfair.Fit.ppc`.
+
+    With ``groups`` the statistics are also computed per protected group, per bin
+    of each node's continuous parents (conditional replication) and, for the
+    Normal indicators of each latent, their covariances (see the module docstring).
 
     Raises
     ------
@@ -238,12 +489,13 @@ def posterior_predictive_check(
         If ``nodes`` names something other than an observed node.
     ValueError
         If ``n_draws`` is not a positive integer or is more than the fit's draws,
-        or ``replication`` is unknown.
+        ``replication`` is unknown or ``n_bins`` is not an integer of at least 2.
     """
     if replication not in REPLICATIONS:
         raise ValueError(
             f"replication must be 'conditional' or 'marginal', got {replication!r}"
         )
+    check_bins(n_bins)
     checked = check_nodes(fit.scm, nodes)
     available = fit.params().n
     if n_draws is None:
@@ -276,6 +528,23 @@ def posterior_predictive_check(
         rng,
         joint=joint,
     )
+    protected: list[Group] = []
+    parents: dict[str, list[Group]] = {}
+    if groups:
+        protected = protected_groups(
+            fit.scm, abduction.codes, labels=fit.encoding.levels, n_bins=n_bins
+        )
+        if not joint:  # replicated parents do not stay in the observed parents' bins
+            parents = {
+                node: parent_groups(fit.scm, node, abduction.observed, n_bins=n_bins)
+                for node in checked
+            }
     return summarise(
-        fit.scm, abduction.observed, replicated, seed=seed, replication=replication
+        fit.scm,
+        abduction.observed,
+        replicated,
+        seed=seed,
+        replication=replication,
+        protected=protected,
+        parents=parents,
     )

@@ -34,9 +34,13 @@ class PosteriorPredictiveCheck:
     Attributes
     ----------
     table : pandas.DataFrame
-        One row per node and statistic (:attr:`COLUMNS`): ``node``, ``family``,
-        ``statistic`` (``mean``, ``variance``, ``share of 0``, ``share of
-        <level>``), ``observed`` (its value on the data), ``replicated_mean``,
+        One row per node, statistic and group (:attr:`COLUMNS`): ``node``,
+        ``family``, ``statistic`` (``mean``, ``variance``, ``share of 0``,
+        ``share of <level>``; for a latent, family ``"latent"``, ``covariance of
+        <a> and <b>`` of two of its Normal indicators), ``by`` and ``group``
+        (the protected attribute or continuous parent the rows were grouped by
+        and the group's level or bin ``[low, high)``; both empty for a
+        statistic over all rows), ``observed`` (its value on the data), ``replicated_mean``,
         ``replicated_q05`` and ``replicated_q95`` (over the replications),
         ``p_value`` (the share of replications whose statistic is ``>=`` the
         observed one: near 0 or 1 is a misfit) and ``outside_90`` (the
@@ -61,6 +65,8 @@ class PosteriorPredictiveCheck:
         "node",
         "family",
         "statistic",
+        "by",
+        "group",
         "observed",
         "replicated_mean",
         "replicated_q05",
@@ -91,20 +97,42 @@ class PosteriorPredictiveCheck:
         """The rows of :attr:`table` whose observed value is outside the 90 % interval."""
         return self.table[self.table["outside_90"]].reset_index(drop=True)
 
-    def statistic(self, node: str, name: str) -> pd.Series:
+    def overall(self) -> pd.DataFrame:
+        """The rows of :attr:`table` over all rows (``by`` empty): today's per-node statistics."""
+        return self.table[self.table["by"] == ""].reset_index(drop=True)
+
+    def conditional(self) -> pd.DataFrame:
+        """The rows of :attr:`table` within groups (per protected group or parent bin)."""
+        return self.table[self.table["by"] != ""].reset_index(drop=True)
+
+    def statistic(self, node: str, name: str, *, by: str = "", group: str = "") -> pd.Series:
         """One row of :attr:`table` (e.g. ``check.statistic("C", "variance")``).
+
+        ``by`` and ``group`` pick a group (``check.statistic("X", "variance",
+        by="A", group="b")``); by default the statistic over all rows.
 
         Raises
         ------
         KeyError
-            If the node was not checked or has no such statistic.
+            If the node was not checked or has no such statistic or group.
         """
-        rows = self.table[(self.table["node"] == node) & (self.table["statistic"] == name)]
+        table = self.table
+        rows = table[
+            (table["node"] == node)
+            & (table["statistic"] == name)
+            & (table["by"] == by)
+            & (table["group"] == group)
+        ]
         if rows.empty:
-            known = self.table.loc[self.table["node"] == node, "statistic"].tolist()
+            mine = table[table["node"] == node]
+            known = list(dict.fromkeys(mine["statistic"]))
+            groups = sorted({f"{b}={g}" for b, g in zip(mine["by"], mine["group"], strict=True)
+                             if b})
             raise KeyError(
-                f"no statistic {name!r} of node {node!r}; checked nodes: {list(self.nodes)}, "
-                f"statistics of {node!r}: {known}"
+                f"no statistic {name!r} of node {node!r}"
+                + (f" in group {by}={group}" if by or group else "")
+                + f"; checked nodes: {list(self.nodes)}, statistics of {node!r}: {known}"
+                + (f", groups: {groups}" if groups else "")
             )
         return rows.iloc[0]
 
@@ -118,10 +146,28 @@ class PosteriorPredictiveCheck:
         shown["flag"] = np.where(shown["outside_90"], "outside", "")
         columns = ["node", "family", "statistic", "observed", "replicated_mean", "90% interval",
                    "p_value", "flag"]
+        if (shown["by"] != "").any():  # conditional statistics: show the overall ones and
+            keep = (shown["by"] == "") | shown["outside_90"]  # the flagged groups
+            shown = shown[keep]
+            columns[3:3] = ["by", "group"]
         return shown[columns]
 
+    def _conditional_line(self) -> str:
+        conditional = self.conditional()
+        if conditional.empty:
+            return ""
+        return (
+            f"\n{int(conditional['outside_90'].sum())} of {len(conditional)} statistics within "
+            "groups (per protected group, per bin of a continuous parent) outside; "
+            "shown: the overall statistics and the flagged groups"
+        )
+
     def __str__(self) -> str:
-        """A compact table: one line per node and statistic, misfits flagged."""
+        """A compact table: one line per node and statistic, misfits flagged.
+
+        With conditional statistics, the overall ones and the flagged groups are shown
+        (``check.table`` has them all).
+        """
         how = (
             "every node given its observed parents and the rows' latent draws"
             if self.replication == "conditional"
@@ -131,6 +177,7 @@ class PosteriorPredictiveCheck:
             f"Posterior predictive check ({self.n_draws} {self.replication} replications: "
             f"{how}); {len(self.flagged())} of "
             f"{len(self.table)} statistics outside the replications' 90% interval"
+            + self._conditional_line()
         )
         body = self._display_table().to_string(
             index=False, float_format=lambda x: f"{x:.4g}"
@@ -141,7 +188,8 @@ class PosteriorPredictiveCheck:
         """The compact table as HTML (notebooks)."""
         caption = (
             f"<p>Posterior predictive check: {self.n_draws} {self.replication} replications; "
-            f"{len(self.flagged())} of {len(self.table)} statistics outside the 90% interval</p>"
+            f"{len(self.flagged())} of {len(self.table)} statistics outside the 90% interval"
+            f"{self._conditional_line().replace(chr(10), '; ')}</p>"
         )
         html = self._display_table().to_html(
             index=False, float_format=lambda x: f"{x:.4g}", border=0
@@ -246,7 +294,7 @@ class PosteriorPredictiveCheck:
         return figure
 
     def _panel_title(self, node: str) -> str:
-        rows = self.table[self.table["node"] == node]
+        rows = self.table[(self.table["node"] == node) & (self.table["by"] == "")]
         pick = rows[rows["statistic"] == "variance"]
         row = (pick if not pick.empty else rows).iloc[0]
         flag = " (outside 90%)" if row["outside_90"] else ""

@@ -261,6 +261,20 @@ class CategoricalFamily(LevelFamily):
         logits = _logits(eta)
         return np.argmax(logits + rng.gumbel(size=logits.shape), axis=-1).astype(float)
 
+    def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
+        """Normalised log probability of level code ``y`` (the log softmax at ``y``).
+
+        ``eta`` holds the non-reference levels' linear predictors, ``(S, N, K-1)``;
+        ``y`` the level codes, broadcast against ``(S, N)``. The reference level's
+        logit is 0, so ``log p(y) = l_y - logsumexp(0, eta_1, .., eta_{K-1})``;
+        this is what leave-one-out (:mod:`counterfair.inference.loo`) scores a
+        categorical node by.
+        """
+        logits = _logits(np.asarray(eta, dtype=float))
+        code = np.broadcast_to(np.rint(np.asarray(y)).astype(np.int64), logits.shape[:-1])
+        chosen = np.take_along_axis(logits, code[..., None], axis=-1)[..., 0]
+        return np.asarray(chosen - logsumexp(logits, axis=-1))
+
     def abduct_noise(
         self,
         eq: NodeEquation,
