@@ -522,3 +522,25 @@ def test_group_effect_input_errors(tmp_path: Path) -> None:
         cf.SCM(g)
     path = cf.write_scm(_group_model(), tmp_path / "groups.json")
     assert cf.read_scm(path).specs == _group_model().specs
+
+
+@pytest.mark.stan
+def test_invariance_check_finds_the_loading_that_differs_by_group(stan_backend: str) -> None:
+    """t2 measures K with loading 1.0 for F and 0.4 for M: LOO prefers the group-specific
+    loading by far, and the loading ratio's interval holds 0.4, not 1."""
+    train, _ = _simulate(800, shifted(31))
+    declared = _model(flexible=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", errors.ConvergenceWarning)
+        table = cf.invariance_check(
+            declared, train, latent="K", by="sex", indicators=["t2"],
+            chains=2, warmup=300, draws=300, seed=shifted(8), backend=stan_backend,
+        )
+    row = table.iloc[0]
+    assert (row["indicator"], row["level"]) == ("t2", "M")
+    assert row["preferred"] == "group-specific", row
+    assert row["elpd_diff"] > 4.0 * row["se_diff"]
+    assert row["ratio_low"] < 0.4 < row["ratio_high"] < 1.0
+    assert set(table.attrs["fits"]) == {"invariant", "t2 by sex"}
+    with pytest.raises(errors.SCMError, match="'age' is not one of its parents"):
+        cf.invariance_check(declared, train, latent="K", by="age", indicators=["t2"])
