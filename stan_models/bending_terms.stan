@@ -10,6 +10,7 @@
 //   claims ~ poisson, log link | sex, K, income
 //   grade ~ ordinal, logit link | age, K
 //   hired ~ bernoulli, logit link | sex, K, income, grade
+//   track ~ categorical, softmax link | sex, age, income
 // Protected parents use reference coding (level 1 is the reference level).
 // Continuous protected parents enter as their value, with one weight.
 // Level-valued observed parents (ordinal, categorical) enter as indicators of their levels other than level 1.
@@ -19,6 +20,7 @@
 // claims also has bending terms gp(income, by=sex): columns F_claims (data, computed by counterfair at the training knots).
 // grade also has bending terms gp(age): columns F_grade (data, computed by counterfair at the training knots).
 // hired also has bending terms sex:income, (1 + income | office): columns F_hired (data, computed by counterfair at the training knots).
+// track also has bending terms gp(age), sex:income: columns F_track (data, computed by counterfair at the training knots).
 functions {
   // Indicator (dummy) columns of a categorical variable with levels 1..n_levels.
   // drop_reference = 1: one column per non-reference level (level 1 is the reference);
@@ -42,6 +44,19 @@ functions {
     }
     return out;
   }
+  // Coefficients of every level of a categorical node from those of its non-reference
+  // levels: a zero column (the reference level, level 1) in front.
+  matrix with_reference(matrix beta) {
+    return append_col(rep_vector(0.0, rows(beta)), beta);
+  }
+  // square root of the exp-quad spectral density at frequencies omega, one column per curve
+  matrix hsgp_spd_exp_quad(vector omega, vector sd, vector ls) {
+    matrix[rows(omega), rows(sd)] out;
+    for (l in 1:rows(sd)) {
+      out[:, l] = sd[l] * sqrt(sqrt(2 * pi()) * ls[l]) * exp(-0.25 * square(ls[l]) * square(omega));
+    }
+    return out;
+  }
 }
 data {
   int<lower=1> N;  // number of individuals (rows)
@@ -55,6 +70,8 @@ data {
   int<lower=2> n_levels_grade;  // number of levels of ordinal grade
   array[N] int<lower=1, upper=n_levels_grade> grade;  // observed grade (level 1 = lowest)
   array[N] int<lower=0, upper=1> hired;  // observed hired (0/1)
+  int<lower=2> n_levels_track;  // number of levels of categorical track
+  array[N] int<lower=1, upper=n_levels_track> track;  // observed track (level 1 = reference)
   int<lower=2> n_groups_office;  // number of groups of the grouping column office (seen in training)
   int<lower=1> P_income;  // number of bending columns of income
   matrix[N, P_income] F_income;  // bending columns of income: s(age)
@@ -64,17 +81,21 @@ data {
   matrix[N, P_grade] F_grade;  // bending columns of grade: gp(age)
   int<lower=1> P_hired;  // number of bending columns of hired
   matrix[N, P_hired] F_hired;  // bending columns of hired: sex:income, (1 + income | office)
+  int<lower=1> P_track;  // number of bending columns of track
+  matrix[N, P_track] F_track;  // bending columns of track: gp(age), sex:income
   real<lower=0> scale_test1;  // rough posterior sd of the coefficients of test1 (sampler scale only)
   real<lower=0> scale_test2;  // rough posterior sd of the coefficients of test2 (sampler scale only)
   real<lower=0> scale_income;  // rough posterior sd of the coefficients of income (sampler scale only)
   real<lower=0> scale_claims;  // rough posterior sd of the coefficients of claims (sampler scale only)
   real<lower=0> scale_grade;  // rough posterior sd of the coefficients of grade (sampler scale only)
   real<lower=0> scale_hired;  // rough posterior sd of the coefficients of hired (sampler scale only)
+  real<lower=0> scale_track;  // rough posterior sd of the coefficients of track (sampler scale only)
 }
 transformed data {
   matrix[N, n_levels_sex - 1] Lby_test2 = indicators(sex, n_levels_sex, 1);  // levels of sex other than the reference, for the loadings of test2
   vector[6] omega_claims_income_by_sex = pi() * linspaced_vector(6, 1, 6) / 3.0;  // frequencies of the HSGP basis of gp(income, by=sex)
   vector[6] omega_grade_age = pi() * linspaced_vector(6, 1, 6) / 3.0;  // frequencies of the HSGP basis of gp(age)
+  vector[6] omega_track_age = pi() * linspaced_vector(6, 1, 6) / 3.0;  // frequencies of the HSGP basis of gp(age)
   // design matrix of test2: columns for sex
   matrix[N, (n_levels_sex - 1)] X_test2 = indicators(sex, n_levels_sex, 1);
   // design matrix of income: columns for sex, age, F_income
@@ -85,6 +106,8 @@ transformed data {
   matrix[N, 1 + P_grade] X_grade = append_col(to_matrix(age), F_grade);
   // design matrix of hired: columns for sex, income, grade, F_hired
   matrix[N, (n_levels_sex - 1) + 1 + (n_levels_grade - 1) + P_hired] X_hired = append_col(indicators(sex, n_levels_sex, 1), append_col(to_matrix(income), append_col(indicators(grade, n_levels_grade, 1), F_hired)));
+  // design matrix of track: columns for sex, age, income, F_track
+  matrix[N, (n_levels_sex - 1) + 1 + 1 + P_track] X_track = append_col(indicators(sex, n_levels_sex, 1), append_col(to_matrix(age), append_col(to_matrix(income), F_track)));
 }
 parameters {
   vector[N] z_K;  // K standardised given test1, test2, income (see the model block)
@@ -125,6 +148,14 @@ parameters {
   vector<multiplier=scale_hired>[(n_levels_sex - 1) * 1] beta_hired_sex_x_income;  // interaction sex:income on hired
   matrix[n_groups_office, 2] zu_hired_office;  // standardised group effects (1 + income | office) on hired
   vector<lower=0>[2] sdu_hired_office;  // sds of the group effects (1 + income | office) (intercept, then slopes)
+  vector<multiplier=scale_track>[n_levels_track - 1] alpha_track;  // intercept of each non-reference level of track
+  matrix<multiplier=scale_track>[n_levels_sex - 1, n_levels_track - 1] beta_track_sex;  // effect of sex on each level of track
+  row_vector<multiplier=scale_track>[n_levels_track - 1] beta_track_age;  // effect of age on each level of track
+  row_vector<multiplier=scale_track>[n_levels_track - 1] beta_track_income;  // effect of income on each level of track
+  matrix[6, n_levels_track - 1] zgp_track_age;  // standardised HSGP weights of gp(age)
+  vector<lower=0>[n_levels_track - 1] sdgp_track_age;  // magnitude of the GP gp(age)
+  vector<lower=0>[n_levels_track - 1] lsgp_track_age;  // length scale of the GP gp(age)
+  matrix<multiplier=scale_track>[(n_levels_sex - 1) * 1, n_levels_track - 1] beta_track_sex_x_income;  // interaction sex:income on track
 }
 transformed parameters {
   real<lower=0> sigma_test1 = sqrt(sigma2_test1);  // residual sd of test1
@@ -134,6 +165,7 @@ transformed parameters {
   vector[(n_levels_sex - 1) + n_levels_sex * 6] gp_claims_income_by_sex = append_row(bs_claims_income_by_sex, to_vector(zgp_claims_income_by_sex .* hsgp_spd_matern32(omega_claims_income_by_sex, sdgp_claims_income_by_sex, lsgp_claims_income_by_sex)));  // weights of the columns of gp(income, by=sex)
   vector[6] gp_grade_age = to_vector(diag_pre_multiply(sdgp_grade_age[1] * sqrt(sqrt(2 * pi()) * lsgp_grade_age[1]) * exp(-0.25 * square(lsgp_grade_age[1]) * square(omega_grade_age)), zgp_grade_age));  // weights of the columns of gp(age)
   vector[n_groups_office * 2] u_hired_office = to_vector(diag_post_multiply(zu_hired_office, sdu_hired_office));  // effects (1 + income | office): every group's intercept, then each slope's
+  matrix[6, n_levels_track - 1] gp_track_age = zgp_track_age .* hsgp_spd_exp_quad(omega_track_age, sdgp_track_age, lsgp_track_age);  // weights of the columns of gp(age), one column per level of track
 }
 model {
   // priors
@@ -175,6 +207,14 @@ model {
   beta_hired_sex_x_income ~ normal(0.0, 1.0);
   to_vector(zu_hired_office) ~ std_normal();
   sdu_hired_office ~ normal(0.0, 1.0);
+  alpha_track ~ normal(0.0, 1.0);
+  to_vector(beta_track_sex) ~ normal(0.0, 1.0);
+  beta_track_age ~ normal(0.0, 1.0);
+  beta_track_income ~ normal(0.0, 1.0);
+  to_vector(zgp_track_age) ~ std_normal();
+  sdgp_track_age ~ normal(0.0, 1.0);
+  lsgp_track_age ~ inv_gamma(5.0, 2.5);
+  to_vector(beta_track_sex_x_income) ~ normal(0.0, 1.0);
   // structural equations
   // K: loadings that differ by group, so its precision and mean given test1, test2, income are vectors over rows
   vector[N] lam_K_test1 = rep_vector(lambda_test1_K, N);  // loading of K on test1, per row
@@ -196,4 +236,5 @@ model {
   claims ~ poisson_log_glm(X_claims, alpha_claims + lambda_claims_K * K, append_row(beta_claims_sex, append_row([beta_claims_income]', gp_claims_income_by_sex)));
   grade ~ ordered_logistic(lambda_grade_K * K + X_grade * append_row([beta_grade_age]', gp_grade_age), cutpoints_grade);
   hired ~ bernoulli_logit_glm(X_hired, alpha_hired + lambda_hired_K * K, append_row(beta_hired_sex, append_row([beta_hired_income]', append_row(beta_hired_grade, append_row(beta_hired_sex_x_income, u_hired_office)))));
+  track ~ categorical_logit_glm(X_track, append_row(0.0, alpha_track), with_reference(append_row(beta_track_sex, append_row(beta_track_age, append_row(beta_track_income, append_row(gp_track_age, beta_track_sex_x_income))))));
 }

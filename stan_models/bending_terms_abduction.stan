@@ -10,6 +10,7 @@
 //   claims ~ poisson, log link | sex, K, income
 //   grade ~ ordinal, logit link | age, K
 //   hired ~ bernoulli, logit link | sex, K, income, grade
+//   track ~ categorical, softmax link | sex, age, income
 // Protected parents use reference coding (level 1 is the reference level).
 // Continuous protected parents enter as their value, with one weight.
 // Level-valued observed parents (ordinal, categorical) enter as indicators of their levels other than level 1.
@@ -19,6 +20,7 @@
 // claims also has bending terms gp(income, by=sex): columns F_claims (data, computed by counterfair at the training knots).
 // grade also has bending terms gp(age): columns F_grade (data, computed by counterfair at the training knots).
 // hired also has bending terms sex:income, (1 + income | office): columns F_hired (data, computed by counterfair at the training knots).
+// track also has bending terms gp(age), sex:income: columns F_track (data, computed by counterfair at the training knots).
 functions {
   // Indicator (dummy) columns of a categorical variable with levels 1..n_levels.
   // drop_reference = 1: one column per non-reference level (level 1 is the reference);
@@ -42,6 +44,19 @@ functions {
     }
     return out;
   }
+  // Coefficients of every level of a categorical node from those of its non-reference
+  // levels: a zero column (the reference level, level 1) in front.
+  matrix with_reference(matrix beta) {
+    return append_col(rep_vector(0.0, rows(beta)), beta);
+  }
+  // square root of the exp-quad spectral density at frequencies omega, one column per curve
+  matrix hsgp_spd_exp_quad(vector omega, vector sd, vector ls) {
+    matrix[rows(omega), rows(sd)] out;
+    for (l in 1:rows(sd)) {
+      out[:, l] = sd[l] * sqrt(sqrt(2 * pi()) * ls[l]) * exp(-0.25 * square(ls[l]) * square(omega));
+    }
+    return out;
+  }
 }
 data {
   int<lower=1> N;  // number of individuals (rows)
@@ -55,6 +70,8 @@ data {
   int<lower=2> n_levels_grade;  // number of levels of ordinal grade
   array[N] int<lower=1, upper=n_levels_grade> grade;  // observed grade (level 1 = lowest)
   array[N] int<lower=0, upper=1> hired;  // observed hired (0/1)
+  int<lower=2> n_levels_track;  // number of levels of categorical track
+  array[N] int<lower=1, upper=n_levels_track> track;  // observed track (level 1 = reference)
   int<lower=2> n_groups_office;  // number of groups of the grouping column office (seen in training)
   int<lower=1> P_income;  // number of bending columns of income
   matrix[N, P_income] F_income;  // bending columns of income: s(age)
@@ -64,6 +81,8 @@ data {
   matrix[N, P_grade] F_grade;  // bending columns of grade: gp(age)
   int<lower=1> P_hired;  // number of bending columns of hired
   matrix[N, P_hired] F_hired;  // bending columns of hired: sex:income, (1 + income | office)
+  int<lower=1> P_track;  // number of bending columns of track
+  matrix[N, P_track] F_track;  // bending columns of track: gp(age), sex:income
   int<lower=1> S;  // number of parameter sets (posterior draws)
   int<lower=0, upper=1> observe_test1;  // 1: condition the latents on test1
   int<lower=0, upper=1> observe_test2;  // 1: condition the latents on test2

@@ -82,7 +82,8 @@ def bending_terms_scm() -> cf.SCM:
     (Poisson, an HSGP in income with a Matern 3/2 kernel, one curve per sex),
     ``grade`` (ordinal, an exp-quad HSGP in age) and ``hired`` (Bernoulli, with the
     interaction sex x income, and partially pooled intercepts and income slopes by
-    ``office``, a column that is not a node).
+    ``office``, a column that is not a node) and ``track`` (categorical: an HSGP in age and
+    the interaction sex x income, one curve and one weight per non-reference level).
     """
     g = nx.DiGraph()
     g.add_node("sex", spec=cf.Protected())
@@ -105,7 +106,15 @@ def bending_terms_scm() -> cf.SCM:
             terms=[cf.Interaction("sex", "income"), cf.GroupEffect("office", slopes=["income"])]
         ),
     )
+    g.add_node(
+        "track",
+        spec=cf.Categorical(
+            levels=("desk", "field", "lead"),
+            terms=[cf.Smooth("age", k=6, basis="hsgp"), cf.Interaction("sex", "income")],
+        ),
+    )
     g.add_edges_from([("K", "test1"), ("K", "test2"), ("sex", "test2")])
+    g.add_edges_from((p, "track") for p in ("sex", "age", "income"))
     g.add_edges_from((p, "income") for p in ("age", "sex", "K"))
     g.add_edges_from((p, "claims") for p in ("income", "sex", "K"))
     g.add_edges_from((p, "grade") for p in ("age", "K"))

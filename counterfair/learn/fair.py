@@ -113,7 +113,10 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         ``seed`` is not given; two different seeds are an error. Giving
         ``fit_args`` together with ``scm_fit`` is an error (they would be ignored).
     abduction_args : dict, optional
-        Passed to :meth:`Fit.abduct` for new rows (``method``, ``chains``, ...).
+        Passed to :meth:`Fit.abduct` for new rows (``method``, ``chains``, ...);
+        ``condition_on`` chooses the indicators the latents are abducted from, in
+        training and prediction alike (e.g. only those that measure a latent alike in
+        every group: :func:`counterfair.invariance_check`).
     scm_fit : Fit, optional
         A fit of ``scm`` to reuse instead of fitting again.
     seed : int, optional
@@ -409,12 +412,13 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
                     data, n_samples=m, seed=self.seed, **(self.abduction_args or {})
                 )
         else:
+            extra = dict(self.abduction_args or {})
             abduction = self.scm_fit_.abduct(
                 data,
-                condition_on=self._conditioning(scm),
+                condition_on=extra.pop("condition_on", self._conditioning(scm)),
                 n_samples=m,
                 seed=self.seed,
-                **(self.abduction_args or {}),
+                **extra,
             )
         inputs = self._feature_matrix(scm, abduction)  # (S, N, p)
         if self.training_inputs == "mean":
@@ -439,7 +443,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         args = {"n_samples": int(self.n_samples), "seed": self.seed, **(self.abduction_args or {})}
         if not scm.latents and args.get("method", "mean") == "mean":
             args["n_samples"] = 1  # inputs are deterministic given the mean parameters
-        args["condition_on"] = [n for n in default_conditioning(scm, X) if n != self.target]
+        if "condition_on" not in args:  # the user's choice of indicators is kept
+            args["condition_on"] = [n for n in default_conditioning(scm, X) if n != self.target]
         return args
 
     def _chunk_draws(self, X: pd.DataFrame | Rows) -> Iterator[np.ndarray]:

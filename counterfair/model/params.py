@@ -136,13 +136,18 @@ class ParamDraws(Mapping[str, np.ndarray]):
                 sizes.update(
                     {t.by_param: counts[eq.loading_by.name] - 1 for t in eq.latent if t.by_param}
                 )
+            per_level = eq.family.declares_coefficients and eq.node in counts
             for name, size in sizes.items():
                 array = np.atleast_1d(np.asarray(values[name], dtype=float))
-                if array.shape != (size,):
+                weights = {t.param for t in eq.bending}
+                shape: tuple[int, ...] = (
+                    (size, counts[eq.node] - 1) if per_level and name in weights else (size,)
+                )
+                if array.shape != shape:
                     raise errors.SCMError(
                         f"parameter {name!r} needs {size} value(s), got shape {array.shape}"
                     )
-                out[name] = array[None, :]
+                out[name] = array[None, ...]
         for eq in scm.equations.values():
             widths = {node: count - drop for node, count in n_levels.items()}
             for name, shape in eq.family.parameter_shapes(eq, widths).items():

@@ -290,16 +290,20 @@ class SCM:
                     assert isinstance(parent_spec, Observed)
                     levels = family_of(parent_spec).parent_levels(parent_spec)
                     observed.append(ObservedTerm(parent, f"beta_{node}_{parent}", levels))
-            bending, loading_by = equation_terms(node, spec, self.parents(node), self._specs)
+            own = family_of(spec).declares_coefficients  # one predictor per level
+            bending, loading_by = equation_terms(
+                node, spec, self.parents(node), self._specs,
+                f"n_levels_{node} - 1" if own else None,
+            )
             if loading_by is not None:
                 latent = [
                     dataclasses.replace(t, by_param=f"dlambda_{node}_{t.parent}") for t in latent
                 ]
             family = family_of(spec)
-            if (bending or loading_by) and family.declares_coefficients:
+            if loading_by and family.declares_coefficients:
                 raise errors.SCMError(
-                    f"node {node!r} ({spec.family}): terms= and loading_by= are not supported for "
-                    "this family yet; give its parents linear effects"
+                    f"node {node!r} ({spec.family}): loading_by= is not supported for this "
+                    "family yet (its loadings are one per level already)"
                 )
             equation = NodeEquation(
                 node=node,

@@ -444,6 +444,11 @@ class EquationTerm:
     term: Term
     parents: tuple[ParentKind, ...]
     param: str
+    predictors: str | None = None
+
+    # ``predictors``: for a node with one linear predictor per non-reference level (a
+    # categorical node), the Stan number of predictors (``n_levels_<node> - 1``); the
+    # weights are then a matrix with one column per predictor, one curve each.
 
     @property
     def stem(self) -> str:
@@ -613,16 +618,18 @@ class EquationTerm:
                 ),
             ]
         if isinstance(term, Interaction):
-            return [
-                (
-                    f"vector{scaled}[{width}] {self.param}",
-                    f"interaction {term.label} on {self.node}",
-                )
-            ]
+            kind = (
+                f"vector{scaled}[{width}]"
+                if self.predictors is None
+                else f"matrix{scaled}[{width}, {self.predictors}]"
+            )
+            return [(f"{kind} {self.param}", f"interaction {term.label} on {self.node}")]
         stem = self.stem
         out: list[tuple[str, str]] = []
         curve = smooth_width(term)
-        if term.by is not None:
+        if self.predictors is not None:  # one curve per predictor of a categorical node
+            curves = self.predictors
+        elif term.by is not None:
             levels = self.parents[1].levels
             out.append(
                 (
@@ -671,6 +678,18 @@ class EquationTerm:
             ]
         stem = self.stem
         width = self.width()
+        if self.predictors is not None:  # a matrix: one column of weights per predictor
+            if term.basis == "ps":
+                weights = f"zs_{stem} * diag_matrix(sds_{stem})"
+            else:
+                spd = f"hsgp_spd_{term.kernel}(omega_{stem}, sdgp_{stem}, lsgp_{stem})"
+                weights = f"zgp_{stem} .* {spd}"
+            return [
+                (
+                    f"matrix[{width}, {self.predictors}] {self.param} = {weights}",
+                    f"weights of the columns of {term.label}, one column per level of {self.node}",
+                )
+            ]
         if term.basis == "ps":
             weights = f"zs_{stem} * diag_matrix(sds_{stem})"
         else:
@@ -691,7 +710,8 @@ class EquationTerm:
         """Prior statements of the term's parameters (fit program)."""
         term = self.term
         if isinstance(term, Interaction):
-            return [f"{self.param} ~ {(term.prior or prior_weights).stan()};"]
+            target = self.param if self.predictors is None else f"to_vector({self.param})"
+            return [f"{target} ~ {(term.prior or prior_weights).stan()};"]
         if isinstance(term, GroupEffect):
             return [
                 f"to_vector(zu_{self.stem}) ~ std_normal();",
@@ -714,6 +734,8 @@ class EquationTerm:
 
     def stan_data_declaration(self) -> str:
         """The abduction program's data array of the effective coefficients."""
+        if self.predictors is not None:
+            return f"array[S] matrix[{self.width()}, {self.predictors}] {self.param}"
         return f"array[S] vector[{self.width()}] {self.param}"
 
     def stan_data_extra(self) -> list[tuple[str, str]]:
@@ -999,7 +1021,11 @@ def _binary(spec: Any) -> bool:
 
 
 def equation_terms(
-    node: str, spec: Any, parents: Sequence[str], specs: Mapping[str, Any]
+    node: str,
+    spec: Any,
+    parents: Sequence[str],
+    specs: Mapping[str, Any],
+    predictors: str | None = None,
 ) -> tuple[tuple[EquationTerm, ...], ParentKind | None]:
     """The bending terms and the ``loading_by`` parent of one node, checked.
 
@@ -1034,6 +1060,11 @@ def equation_terms(
                         f"node {node!r}, term {term.label}: slope of {kind.name!r}, which is "
                         "categorical; group slopes are of numeric parents"
                     )
+            if predictors is not None:
+                raise errors.SCMError(
+                    f"node {node!r}, term {term.label}: group effects of a categorical node are "
+                    "not supported yet"
+                )
             out.append(EquationTerm(node, term, kinds, f"u_{node}_{term.column}"))
             continue
         if isinstance(term, Smooth):
@@ -1050,14 +1081,23 @@ def equation_terms(
                 )
             stem = f"{node}_{term.parent}" + (f"_by_{term.by}" if term.by else "")
             prefix = "s" if term.basis == "ps" else "gp"
-            out.append(EquationTerm(node, term, kinds, f"{prefix}_{stem}"))
+            if predictors is not None and term.by is not None:
+                raise errors.SCMError(
+                    f"node {node!r}, term {term.label}: by= on a categorical node is not "
+                    "supported yet (it has one curve per level of its own)"
+                )
+            out.append(EquationTerm(node, term, kinds, f"{prefix}_{stem}", predictors))
         else:
             if kinds[0].levels is not None and kinds[1].levels is not None:
                 raise errors.SCMError(
                     f"node {node!r}, term {term.label}: both parents are categorical, which is "
                     "not supported; interact a categorical parent with a numeric one"
                 )
-            out.append(EquationTerm(node, term, kinds, f"beta_{node}_{term.first}_x_{term.second}"))
+            out.append(
+                EquationTerm(
+                    node, term, kinds, f"beta_{node}_{term.first}_x_{term.second}", predictors
+                )
+            )
     by = None
     if spec.loading_by is not None:
         label = f"loading_by={spec.loading_by}"

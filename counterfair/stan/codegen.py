@@ -84,7 +84,8 @@ def _functions_block(scm: SCM) -> str:
                 extra.append(function)
         for term in scm.equations[node].bending:
             smooth = term.term
-            if getattr(smooth, "basis", None) == "hsgp" and getattr(smooth, "by", None):
+            one_per_curve = getattr(smooth, "by", None) or term.predictors is not None
+            if getattr(smooth, "basis", None) == "hsgp" and one_per_curve:
                 function = HSGP_FUNCTIONS[smooth.kernel]  # type: ignore[union-attr]
                 if function not in extra:
                     extra.append(function)
@@ -353,6 +354,13 @@ def _parameter_declarations(
         coefficients = eq.family.coefficient_declarations(
             eq, array_prefix, scaled, lambda parent: _indicator_rows(scm, parent)
         )
+        for bending in eq.bending:
+            if as_data:
+                coefficients.append(
+                    (bending.stan_data_declaration(), f"weights of {bending.term.label}")
+                )
+            else:
+                coefficients += bending.stan_parameters(eq.spec.prior_weights, scaled)
         return coefficients + eq.family.parameter_declarations(eq, array_prefix)
     out: list[tuple[str, str]] = []
     if eq.intercept:
@@ -588,9 +596,10 @@ def _equation_priors(eq: NodeEquation) -> list[str]:
     """The priors of one equation's parameters (the family's own when it declares its
     coefficients)."""
     if eq.family.declares_coefficients:
+        bending = [line for t in eq.bending for line in t.stan_priors(eq.spec.prior_weights)]
         return [
             f"{_INDENT}{line}"
-            for line in [*eq.family.coefficient_priors(eq), *eq.family.priors(eq)]
+            for line in [*eq.family.coefficient_priors(eq), *bending, *eq.family.priors(eq)]
         ]
     spec = eq.spec
     lines = []

@@ -196,6 +196,7 @@ class CategoricalFamily(LevelFamily):
         )
         pieces = [index(t.param) for t in eq.protected]
         pieces += [index(t.param) for t in eq.observed]
+        pieces += [index(t.param) for t in eq.bending]  # the bending columns F_<node>
         pieces += [index(t.param) for t in eq.latent]
         if columns is None:
             return f"{eq.node} ~ {self.plain}({alpha});"
@@ -249,6 +250,8 @@ class CategoricalFamily(LevelFamily):
                 eta += beta[:, None, :] * np.asarray(values[oterm.parent])[..., None]
         for lterm in eq.latent:
             eta += params[lterm.param][:, None, :] * np.asarray(values[lterm.parent])[..., None]
+        for term in eq.bending:  # weights (S, columns, K-1): one curve per level
+            eta += term.effect(params[term.param], values, codes)
         return eta
 
     def mean(self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:
