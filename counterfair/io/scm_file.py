@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -141,11 +142,36 @@ def scm_from_dict(document: Mapping[str, Any]) -> SCM:
     return SCM(graph, coding=document.get("coding", "reference"))
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML as YAML 1.2 reads booleans: only true/false, so that ``levels: [no, yes]``
+    and ``positive: yes`` stay the strings they are in the data (YAML 1.1, PyYAML's
+    default, reads yes/no/on/off as booleans)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
+def parse_yaml(text: str) -> Any:
+    """A YAML document, with YAML 1.2 booleans (see :class:`_Loader`)."""
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+
+
 def _parse(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise errors.SCMError(f"cannot read SCM file {path}: {error}") from error
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
-            return yaml.safe_load(text)
+            return parse_yaml(text)
         except yaml.YAMLError as error:
             raise errors.SCMError(f"{path} is not valid YAML: {error}") from error
     if path.suffix.lower() == ".json":

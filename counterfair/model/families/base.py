@@ -184,6 +184,20 @@ class Family:
     def check_values(self, values: np.ndarray, column: str, index: pd.Index) -> None:
         """Check the finite values of a column against the family's support."""
 
+    def levels_from_data(self, spec: Observed, series: pd.Series, column: str) -> Observed | None:
+        """The spec with levels read from the training column, or None when it needs none.
+
+        Level-valued families (ordinal, categorical) and a Bernoulli node of two
+        labels read their levels here when the spec declares none
+        (:func:`counterfair.model.data_levels.with_levels_from_data`, at fit time).
+
+        Raises
+        ------
+        DataError
+            When the levels cannot be read, naming the column and saying what to declare.
+        """
+        return None
+
     def n_levels(self, spec: Observed) -> int | None:
         """Number of levels of a level-valued node (ordinal, categorical), else None."""
         return None
