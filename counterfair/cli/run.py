@@ -53,15 +53,17 @@ def _formatter(prog: str) -> argparse.RawDescriptionHelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
 
-def _read_csv(path: str, what: str) -> pd.DataFrame:
+def read_csv(path: str, what: str) -> pd.DataFrame:
+    """A CSV file, or a :class:`CommandError` naming it (missing, unreadable)."""
     import pandas as pd
 
     if not Path(path).is_file():
         raise CommandError(f"{what} file {path} does not exist")
     try:
         return pd.read_csv(path)
-    except (ValueError, OSError) as error:
-        raise CommandError(f"cannot read {what} file {path}: {error}") from error
+    except (ValueError, OSError, UnicodeDecodeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CommandError(f"cannot read {what} file {path}: {reason}") from error
 
 
 def _output_file(path: Path, force: bool) -> None:
@@ -206,7 +208,7 @@ def run_fit(args: argparse.Namespace) -> int:
         raise CommandError(f"{out} exists and is not empty; pass --force to replace it")
     check_target(out, overwrite=args.force)
     scm = read_scm(args.scm)
-    data = _read_csv(args.data, "data")
+    data = read_csv(args.data, "data")
     check_data_columns(scm, data.columns, source=f"data file {args.data}")
     columns = [c for c in data.columns if c in scm.specs]
     warmup, draws = args.warmup, args.draws
@@ -431,7 +433,7 @@ def run_audit(args: argparse.Namespace) -> int:
 
     fit = _load_fit(args.csv)
     run = Path(args.csv)
-    predictions = _read_csv(args.predictions[0], "predictions")
+    predictions = read_csv(args.predictions[0], "predictions")
     if len(args.predictions) > 1:
         raise CommandError("give one predictions CSV (one column per model) with a run folder")
     if len(predictions) != len(fit.data):
@@ -591,7 +593,7 @@ def run_counterfactual(args: argparse.Namespace) -> int:
     do = _parse_do(args.do, fit)
     out = Path(args.out) if args.out else Path(args.run) / "counterfactuals.csv"
     _output_file(out, args.force)
-    rows = _read_csv(args.rows, "rows")
+    rows = read_csv(args.rows, "rows")
     frame = fit.counterfactual(rows, do=do, n_samples=args.n_samples, seed=args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     _write_csv(frame, out)
@@ -609,5 +611,8 @@ def guarded(function: Any, args: argparse.Namespace) -> int:
         return BAD_INPUT
 
 
-__all__ = ["add_counterfactual_parser", "add_fit_parser", "add_learn_parser", "guarded",
-           "is_run_folder", "run_audit", "run_counterfactual", "run_fit", "run_learn"]
+__all__ = [
+    "CommandError", "add_counterfactual_parser", "add_fit_parser", "add_learn_parser",
+    "guarded", "is_run_folder", "read_csv", "run_audit", "run_counterfactual", "run_fit",
+    "run_learn",
+]
