@@ -58,7 +58,10 @@ def _spec_from_dict(node: str, entry: Mapping[str, Any]) -> NodeSpec:
                     f"nodes.{node}.{key}: a prior is {{'family': ..., 'args': [...]}}, "
                     f"got {value!r}"
                 )
-            value = Prior(str(value["family"]), tuple(value["args"]))
+            try:
+                value = Prior(str(value["family"]), tuple(value["args"]))
+            except (TypeError, ValueError) as error:
+                raise errors.SCMError(f"nodes.{node}.{key}: {error}") from error
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[key] = value
@@ -139,7 +142,13 @@ def scm_from_dict(document: Mapping[str, Any]) -> SCM:
                     f"nodes.{node}.parents: {parent!r} is not a node; nodes: {list(nodes)}"
                 )
             graph.add_edge(str(parent), str(node))
-    return SCM(graph, coding=document.get("coding", "reference"))
+    try:
+        return SCM(graph, coding=document.get("coding", "reference"))
+    except errors.SCMError as error:
+        message = str(error)
+        if message.startswith(("nodes", "coding")):
+            raise
+        raise errors.SCMError(f"nodes: {message}") from error
 
 
 class _Loader(yaml.SafeLoader):
@@ -161,7 +170,7 @@ _Loader.add_implicit_resolver(
 
 def parse_yaml(text: str) -> Any:
     """A YAML document, with YAML 1.2 booleans (see :class:`_Loader`)."""
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no arbitrary objects
 
 
 def _parse(path: Path) -> Any:
