@@ -462,9 +462,9 @@ def run_audit(args: argparse.Namespace) -> int:
     spec = fit.scm.specs.get(label)
     levels = getattr(spec, "levels", None)
     positive = getattr(spec, "positive", None) if spec is not None else None
-    if task == "classification" and spec is not None and spec.role == "observed" and (
-        spec.family == "bernoulli" and levels is not None and positive is not None
-    ):  # a labelled outcome (no/yes): 1 for its positive label
+    labelled = getattr(spec, "family", None) == "bernoulli" and levels is not None
+    if task == "classification" and labelled and positive is not None:
+        # a labelled outcome (no/yes): 1 for its positive label
         y_true = (fit.data[label].astype(str) == str(positive)).to_numpy(dtype=int)
     scored = _audited_columns(predictions, positive if levels is not None else None)
     out = Path(args.out) if args.out != "audit.html" else run / "audit.html"

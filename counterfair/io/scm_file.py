@@ -151,7 +151,7 @@ def scm_from_dict(document: Mapping[str, Any]) -> SCM:
         raise errors.SCMError(f"nodes: {message}") from error
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]
     """YAML as YAML 1.2 reads booleans: only true/false, so that ``levels: [no, yes]``
     and ``positive: yes`` stay the strings they are in the data (YAML 1.1, PyYAML's
     default, reads yes/no/on/off as booleans)."""

@@ -172,7 +172,7 @@ class LevelFamily(Family):
                 f"column {column!r}: reference level {reference!r} of {_article(spec)} node "
                 f"is not among the levels of the training rows {list(labels)}"
             )
-        return dataclasses.replace(spec, levels=labels)  # type: ignore[type-var]
+        return dataclasses.replace(spec, levels=labels)  # type: ignore[call-arg]
 
     def read_levels(self, series: pd.Series, column: str) -> tuple[str, ...]:
         """The levels of a training column (sorted: :func:`distinct_levels`)."""
