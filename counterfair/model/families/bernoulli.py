@@ -247,7 +247,11 @@ class BernoulliFamily(Family):
         return float(1.0 / np.sqrt(max(values.shape[0], 1) * p * (1.0 - p)))
 
     def check_statistics(self, spec: Observed) -> dict[str, Statistic]:
-        return {"mean": mean_statistic, "share of 0": share_statistic(0)}
+        labels = _spec(spec).levels
+        if labels is None:
+            return {"mean": mean_statistic, "share of 0": share_statistic(0)}
+        return {f"share of {labels[1]}": mean_statistic,
+                f"share of {labels[0]}": share_statistic(0)}
 
     def mean(self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:
         return np.asarray(expit(eta))
