@@ -65,6 +65,17 @@ OUTCOMES: dict[str, collections.Counter[str]] = collections.defaultdict(collecti
 """Outcome counts per property (reported by the long run)."""
 
 
+def progress(name: str) -> None:
+    """Every 500 examples of a long run, write its counts so far to
+    ``$TMPDIR/counterfair-fuzz-<name>.json`` (a long run can be watched, or cut short)."""
+    counts = OUTCOMES[name]
+    if "long" in name and sum(counts.values()) % 500 == 0:
+        slug = re.sub(r"\W+", "-", name).strip("-")
+        (Path(tempfile.gettempdir()) / f"counterfair-fuzz-{slug}.json").write_text(
+            json.dumps(dict(counts), indent=1)
+        )
+
+
 def report(name: str) -> None:
     """Print the outcome counts of a property, and fail on any crash."""
     counts = OUTCOMES[name]
@@ -203,6 +214,7 @@ def scm_property(examples: int, name: str) -> Callable[[], None]:
     @given(document=documents(), kind=st.sampled_from(["json", "yaml"]))
     def run(document: Any, kind: str) -> None:
         check_document(document, kind, name, strict=examples < LONG)
+        progress(name)
 
     return run
 
@@ -388,6 +400,7 @@ def frame_property(examples: int, name: str, objects: dict[str, Any]) -> Callabl
     @given(frame=frames(), operation=st.sampled_from(OPERATIONS))
     def run(frame: Any, operation: str) -> None:
         check_frame(frame, operation, objects, name, strict=examples < LONG)
+        progress(name)
 
     return run
 
@@ -491,6 +504,7 @@ def cli_property(examples: int, name: str) -> Callable[[], None]:
     @given(words=command_lines())
     def run(words: list[str]) -> None:
         check_command_line(words, name, strict=examples < LONG)
+        progress(name)
 
     return run
 
