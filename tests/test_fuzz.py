@@ -22,6 +22,7 @@ the counts when any input crashed.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import copy
@@ -29,6 +30,7 @@ import io
 import json
 import math
 import re
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -165,6 +167,7 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
 
 
 FOLDER = Path(tempfile.mkdtemp(prefix="counterfair-fuzz-"))
+atexit.register(shutil.rmtree, FOLDER, ignore_errors=True)
 
 
 def _write(document: Any, kind: str) -> Path:
