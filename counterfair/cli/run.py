@@ -316,6 +316,16 @@ def run_learn(args: argparse.Namespace) -> int:
                            f"from 2 to the number of rows ({len(fit.data)})")
     if args.n_samples < 1:
         raise CommandError(f"--n-samples {args.n_samples}: give a positive number")
+    spec = fit.scm.specs.get(args.target)
+    task = getattr(spec, "family", None)
+    classifier = task in ("bernoulli", "ordinal", "categorical")
+    if classifier and args.estimator in ("linear", "ridge"):
+        raise CommandError(f"--estimator {args.estimator} is a regression; target "
+                           f"{args.target!r} is a {task} node: use --estimator logistic "
+                           "(or auto)")
+    if not classifier and args.estimator == "logistic" and task is not None:
+        raise CommandError(f"--estimator logistic is a classifier; target {args.target!r} is "
+                           f"a {task} node: use --estimator linear or ridge (or auto)")
     learner = FairLearner(
         fit.scm,
         target=args.target,
