@@ -107,6 +107,9 @@ def test_learn_regression_scores(folder: Path) -> None:
                           cwd=folder)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "--folds 1" in refused.stderr
+    wrong = counterfair("learn", "run", "--target", "deny", "--estimator", "linear", "--force",
+                        cwd=folder)
+    assert wrong.returncode == 2 and "use --estimator logistic" in wrong.stderr
 
 
 def test_counterfactual_in_the_users_labels_and_unseen_levels(folder: Path) -> None:
