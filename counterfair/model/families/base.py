@@ -83,6 +83,16 @@ def share_statistic(value: float) -> Statistic:
 
 INDENT = "  "
 
+MAX_VALUE = 1e100
+"""Largest magnitude of a value in an observed column: the model's arithmetic (squared
+residuals, log densities, the grids of exact abduction) stays finite below it."""
+
+TOO_LARGE = (
+    "column {column!r} has value {value!r} at row {row!r}, beyond +-{limit:g}; the model's "
+    "arithmetic overflows there: rescale the column (e.g. to thousands or to z-scores)"
+)
+"""Error when an observed column holds a number too large to model."""
+
 
 def row_label(index: pd.Index | None, position: int) -> object:
     """The label of row ``position`` as a plain Python object (for error messages)."""
@@ -177,6 +187,13 @@ class Family:
                 errors.NOT_FINITE.format(
                     column=column, value=float(values[i]), row=row_label(series.index, i)
                 )
+            )
+        huge = np.abs(values) > MAX_VALUE
+        if huge.any():
+            i = int(np.argmax(huge))
+            raise errors.DataError(
+                TOO_LARGE.format(column=column, value=float(values[i]),
+                                 row=row_label(series.index, i), limit=MAX_VALUE)
             )
         self.check_values(values, column, series.index)
         return values
