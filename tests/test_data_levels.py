@@ -202,3 +202,14 @@ def test_python_scm_with_levels_from_data() -> None:
     resolved = with_levels_from_data(cf.SCM(graph), loans(50))
     assert resolved.specs["purpose"].levels == ("home", "other", "refi")  # type: ignore[attr-defined]
     assert resolved.equations["deny"].observed[0].levels == 3
+
+
+def test_values_too_large_to_model_are_refused_with_column_and_row() -> None:
+    """Fuzzing found NaN latents for an income of 1e308 (finite, but its square is not)."""
+    spec = cf.Normal()
+    with pytest.raises(cf.DataError, match=(
+        r"column 'income' has value 1e\+308 at row 'b', beyond \+-1e\+100"
+    )):
+        family_of(spec).column_values(spec, pd.Series([1.0, 1e308], index=["a", "b"]), "income")
+    values = family_of(spec).column_values(spec, pd.Series([1.0, -1e100]), "income")
+    assert values[1] == -1e100
