@@ -44,7 +44,7 @@ class Parser(argparse.ArgumentParser):
     """
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+        self.exit(2, f"{self.prog}: {cli_run.one_line(message)} (see '{self.prog} --help')\n")
 
 
 def _law_school_parser(sub: argparse._SubParsersAction) -> None:

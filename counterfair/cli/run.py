@@ -617,12 +617,18 @@ def guarded(function: Any, args: argparse.Namespace) -> int:
         return int(function(args))
     except (CommandError, errors.SCMError, errors.DataError, errors.FairnessError,
             FileExistsError) as error:
-        print(f"counterfair {args.command}: {error}", file=sys.stderr)
+        print(f"counterfair {args.command}: {one_line(str(error))}", file=sys.stderr)
         return BAD_INPUT
+
+
+def one_line(message: str) -> str:
+    """A message on one line: its lines joined by '; ' (an SCM file's list of problems, a
+    parser's report, a file name holding a line break)."""
+    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
 __all__ = [
     "CommandError", "add_counterfactual_parser", "add_fit_parser", "add_learn_parser",
-    "guarded", "is_run_folder", "read_csv", "run_audit", "run_counterfactual", "run_fit",
-    "run_learn",
+    "guarded", "is_run_folder", "one_line", "read_csv", "run_audit", "run_counterfactual",
+    "run_fit", "run_learn",
 ]

@@ -1,5 +1,6 @@
 """The study data sets, read from a folder the user names: law school (Kusner et al. 2017),
-UCI Adult, ProPublica COMPAS and the Boston HMDA mortgage data; and the law school study's ready-made SCMs.
+UCI Adult, ProPublica COMPAS and the Boston HMDA mortgage data; and the law school study's
+ready-made SCMs.
 
 One module per data set (``law_school``, ``adult``, ``compas``, ``hmda``), all finding their files
 through the one data-folder search of ``_files`` (:func:`find_data_file`)."""
@@ -41,10 +42,10 @@ __all__ = [
     "default_data_home",
     "find_data_file",
     "find_law_school_file",
-    "load_hmda",
     "law_school_split",
     "law_school_subsample",
     "load_adult",
     "load_compas",
+    "load_hmda",
     "load_law_school",
 ]
