@@ -19,6 +19,7 @@ Users import all of them from :mod:`counterfair` or :mod:`counterfair.model.spec
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -52,7 +53,7 @@ def check_constant(value: object, what: str) -> float:
     ValueError
         Naming ``what`` and the value (a string, a boolean, NaN, infinity, 1e308, ...).
     """
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy numbers too
         raise ValueError(f"{what} must be a number, got {value!r}")
     try:
         number = float(value)
