@@ -132,7 +132,7 @@ def test_a_family_parameter_clashing_with_a_node_is_refused() -> None:
 # --------------------------------------------------------------------------- specs
 
 
-@pytest.mark.parametrize("levels", [None, 1, "abc", ("a",), ("a", "a"), True])
+@pytest.mark.parametrize("levels", [1, "abc", ("a",), ("a", "a"), True])
 def test_ordinal_needs_two_or_more_levels(levels: object) -> None:
     message = levels_module.NO_LEVELS.format(family="an Ordinal", levels=levels)
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -313,9 +313,11 @@ def test_categorical_reference_level_comes_first() -> None:
     assert cf.Categorical(levels=3).labels is None
     with pytest.raises(ValueError, match="reference level 'x'"):
         cf.Categorical(levels=("a", "b"), reference="x")
-    message = levels_module.NO_LEVELS.format(family="a Categorical", levels=None)
+    message = levels_module.NO_LEVELS.format(family="a Categorical", levels=1)
     with pytest.raises(ValueError, match=re.escape(message)):
-        cf.Categorical()
+        cf.Categorical(levels=1)
+    # without levels: read from the training rows at fit time (tests/test_data_levels.py)
+    assert cf.Categorical().levels is None and cf.Categorical(reference="b").levels is None
 
 
 def test_categorical_value_outside_its_levels() -> None:

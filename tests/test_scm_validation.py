@@ -254,7 +254,12 @@ def test_prior_with_the_wrong_number_of_arguments() -> None:
         (lambda: cf.Protected(levels=("a", "b"), reference="c"), "'c'"),
         (lambda: cf.Latent(scale=0.0), "scale must be positive"),
         (lambda: cf.Normal(sigma=0.0), "sigma must be positive"),
-        (lambda: cf.Normal(sigma=float("inf")), "sigma must be positive and finite"),
+        (lambda: cf.Normal(sigma=float("inf")), "sigma must be a finite number"),
+        # fuzzing found 1e308 overflowing (sigma squared) when the Stan program is written
+        (lambda: cf.Normal(sigma=1e308), "magnitude at most 1e+100, got 1e+308"),
+        (lambda: cf.Prior("normal", (0.0, 1e308)), "argument 2 of prior 'normal'"),
+        (lambda: cf.Latent(scale=1e308), "a latent's scale must be a finite number"),
+        (lambda: cf.Prior("normal", (0.0, "1")), "must be a number, got '1'"),
     ],
 )
 def test_invalid_spec_arguments(make, fragment: str) -> None:

@@ -51,7 +51,7 @@ from counterfair.counterfactual.prediction import (
     predict_output,
     predict_world,
 )
-from counterfair.errors import SCMError
+from counterfair.errors import NOT_A_DATAFRAME, DataError, SCMError
 from counterfair.inference.chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.logs import progress
@@ -390,8 +390,13 @@ def _check_settings(
         raise ValueError(f"interval must be in (0, 1), got {interval}")
     if tolerance < 0:
         raise ValueError(f"tolerance must be non-negative, got {tolerance}")
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(NOT_A_DATAFRAME.format(type=type(data).__name__))
     if not data.index.is_unique:
-        raise ValueError("data has a duplicated index label; reset_index() it first")
+        duplicated = data.index[data.index.duplicated()][0]
+        raise DataError(
+            f"data has a duplicated index label (row {duplicated!r}); reset_index() it first"
+        )
     if response not in RESPONSES:
         raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
     return check_coupling(coupling)

@@ -48,12 +48,28 @@ SHAP_METHODS: tuple[str, ...] = ("kernel", "tree", "linear")
 """Supported SHAP estimators."""
 
 
+NO_SHAP = (
+    "the explanation-based audits (shap_values, shap_disparity, the explanations study) need "
+    "shap, which is not installed; install the extra: pip install 'counterfair[explain]'"
+)
+"""Error when an explanation-based audit is called without the ``[explain]`` extra."""
+
+
 def import_shap() -> ModuleType:
-    """Import ``shap``, silencing only its import-time matplotlib colormap deprecations."""
+    """Import ``shap``, silencing only its import-time matplotlib colormap deprecations.
+
+    Raises
+    ------
+    ImportError
+        Naming the ``[explain]`` extra when shap is not installed.
+    """
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"The set_\w+ function will be deprecated",
                                 category=PendingDeprecationWarning)
-        import shap
+        try:
+            import shap
+        except ImportError as error:
+            raise ImportError(NO_SHAP) from error
     return shap
 
 

@@ -32,6 +32,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 
 from ._findings import (
@@ -216,8 +218,14 @@ def _page(
     tau_note: str,
     sections: Sequence[str],
     data: dict[str, Any],
+    warnings: Sequence[str] = (),
 ) -> str:
     """The whole HTML page, with a policy that allows only its own inline script."""
+    alerts = "".join(
+        '<p class="warning" role="alert" style="border:2px solid #b00020;padding:0.5em;'
+        f'background:#fff4f4"><strong>Warning:</strong> {esc(text)}</p>\n'
+        for text in warnings
+    )
     items = "".join(('<li class="fail">' if failed else "<li>") + f"{esc(text)}</li>"
                     for text, failed in findings)
     script_hash = base64.b64encode(hashlib.sha256(JS.encode("utf-8")).digest()).decode()
@@ -229,7 +237,7 @@ def _page(
         f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}"/>\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1"/>\n'
         f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{esc(title)}</h1>\n<p class=\"meta\">{esc(settings)}</p>\n"
+        f"<h1>{esc(title)}</h1>\n{alerts}<p class=\"meta\">{esc(settings)}</p>\n"
         + controls
         + '\n<p class="print-only meta">Printed with groups: <span class="filter-state">'
         "all attributes</span>.</p>\n"
@@ -260,6 +268,7 @@ def render_report(
     subpopulations: SubpopulationReport | None = None,
     extra_sections: Sequence[tuple[str, str]] = (),
     counterfactual: Mapping[str, CounterfactualReport] | None = None,
+    warnings: Sequence[str] = (),
 ) -> str:
     """Build the HTML text of the audit report (see :func:`write_report`)."""
     task = check_choice(task, "task", ("classification", "regression"))  # type: ignore[assignment]
@@ -289,11 +298,31 @@ def render_report(
     tau_s, _ = tau_text(tau)
     tau_note = (f' Parity verdicts at tau = <span class="tau-value">{tau_s}</span>.'
                 if task == "classification" else "")
+    notes = [*warnings, *constant_warnings(predictors)]
     return _page(
         title=title, settings=_settings_text(frame, task, predictors, threshold, tau),
         controls=_controls(tau if task == "classification" else None, attributes),
         findings=findings, tau_note=tau_note, sections=sections, data=data,
+        warnings=notes,
     )
+
+
+CONSTANT_PREDICTOR = (
+    "{name}: every prediction is {value!r}, a constant predictor; it is trivially fair, "
+    "and this audit says nothing of its use"
+)
+"""Warning at the top of a report whose predictor gives one value to every row."""
+
+
+def constant_warnings(predictors: Mapping[str, ArrayLike]) -> list[str]:
+    """One warning per predictor that gives every row the same value."""
+    out = []
+    for name, predictions in predictors.items():
+        values = pd.unique(pd.Series(np.asarray(predictions).ravel()))
+        if len(values) == 1:
+            value = values[0].item() if hasattr(values[0], "item") else values[0]
+            out.append(CONSTANT_PREDICTOR.format(name=name, value=value))
+    return out
 
 
 def _write_atomic(out: Path, text: str, *, overwrite: bool) -> None:
@@ -341,6 +370,7 @@ def write_report(
     extra_sections: Sequence[tuple[str, str]] = (),
     counterfactual: Mapping[str, CounterfactualReport] | None = None,
     overwrite: bool = False,
+    warnings: Sequence[str] = (),
 ) -> Path:
     """Audit one or more predictors and write a self-contained, interactive HTML report.
 
@@ -392,6 +422,11 @@ def write_report(
         and flip-test changes, their densities, and one finding per attribute.
     overwrite
         Replace an existing file at ``path``; without it an existing file is an error.
+    warnings
+        Lines shown at the top of the report, before anything else (e.g. that a
+        predictor does no better than a baseline on held-out rows). A predictor
+        that gives every row the same value adds its own warning: a constant
+        predictor is trivially fair.
 
     Returns
     -------
@@ -416,7 +451,7 @@ def write_report(
         confidence=confidence, seed=seed, title=title, ci_method=ci_method,
         explanations=explanations,
         subpopulations=subpopulations, extra_sections=extra_sections,
-        counterfactual=counterfactual,
+        counterfactual=counterfactual, warnings=warnings,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(out, text, overwrite=overwrite)

@@ -28,11 +28,23 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from counterfair.cli import run as cli_run
 from counterfair.logs import console
 
 logger = logging.getLogger(__name__)
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose refusals are one line on standard error, exit code 2.
+
+    argparse prints the whole usage before its error; a refused command line here says
+    what is wrong and where the usage is, on one line.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {cli_run.one_line(message)} (see '{self.prog} --help')\n")
 
 
 def _law_school_parser(sub: argparse._SubParsersAction) -> None:
@@ -143,41 +155,44 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_audit(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from counterfair.audit import write_report
-
     if cli_run.is_run_folder(args.csv):
         args.force = args.overwrite
         return cli_run.guarded(cli_run.run_audit, args)
+    return cli_run.guarded(_audit_csv, args)
+
+
+def _audit_csv(args: argparse.Namespace) -> int:
+    """``counterfair audit data.csv ...``: everything in one CSV file."""
+    from counterfair.audit import write_report
+
     if args.label is None:
-        raise SystemExit("counterfair audit: --label is required with a CSV file")
+        raise cli_run.CommandError("--label is required with a CSV file")
     args.protected = [p for item in args.protected for p in item.split(",") if p]
     args.task = args.task or "classification"
-    frame = pd.read_csv(args.csv)
+    frame = cli_run.read_csv(args.csv, "audit")
     wanted = [args.label, *args.predictions, *args.protected]
     missing = [c for c in wanted if c not in frame.columns]
     if missing:
-        raise SystemExit(
-            f"counterfair audit: column {missing[0]!r} is not in {args.csv}; "
-            f"columns: {list(frame.columns)}"
+        raise cli_run.CommandError(
+            f"column {missing[0]!r} is not in {args.csv}; columns: {list(frame.columns)}"
         )
     if Path(args.out).exists() and not args.overwrite:
-        raise SystemExit(
-            f"counterfair audit: {args.out} already exists; pass --overwrite to replace it"
+        raise cli_run.CommandError(f"{args.out} already exists; pass --overwrite to replace it")
+    try:
+        path = write_report(
+            args.out,
+            y_true=frame[args.label].to_numpy(),
+            y_pred={name: frame[name].to_numpy() for name in args.predictions},
+            protected=frame[args.protected].astype(str),
+            task=args.task,
+            threshold=args.threshold,
+            tau=args.tau,
+            n_bootstrap=args.bootstrap,
+            seed=args.seed,
+            overwrite=args.overwrite,
         )
-    path = write_report(
-        args.out,
-        y_true=frame[args.label].to_numpy(),
-        y_pred={name: frame[name].to_numpy() for name in args.predictions},
-        protected=frame[args.protected].astype(str),
-        task=args.task,
-        threshold=args.threshold,
-        tau=args.tau,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        overwrite=args.overwrite,
-    )
+    except (ValueError, TypeError) as error:  # the audit's own checks of its inputs
+        raise cli_run.CommandError(str(error).splitlines()[0]) from error
     logger.info("wrote %s", path)
     return 0
 
@@ -260,7 +275,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ``command`` names another command (:func:`main` passes the command it runs, so that
     ``counterfair --help`` and the other commands do not wait for that import).
     """
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="counterfair", description="Bayesian counterfactual fairness on Stan."
     )
     sub = parser.add_subparsers(dest="command", required=True)

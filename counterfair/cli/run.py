@@ -20,6 +20,7 @@ standard error; 1 anything unexpected.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -52,15 +53,17 @@ def _formatter(prog: str) -> argparse.RawDescriptionHelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
 
-def _read_csv(path: str, what: str) -> pd.DataFrame:
+def read_csv(path: str, what: str) -> pd.DataFrame:
+    """A CSV file, or a :class:`CommandError` naming it (missing, unreadable)."""
     import pandas as pd
 
     if not Path(path).is_file():
         raise CommandError(f"{what} file {path} does not exist")
     try:
         return pd.read_csv(path)
-    except (ValueError, OSError) as error:
-        raise CommandError(f"cannot read {what} file {path}: {error}") from error
+    except (ValueError, OSError, UnicodeDecodeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CommandError(f"cannot read {what} file {path}: {reason}") from error
 
 
 def _output_file(path: Path, force: bool) -> None:
@@ -104,33 +107,138 @@ def add_fit_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", choices=("auto", "pystan", "cmdstanpy"), default="auto")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    p.add_argument(
+        "--until-converged", action="store_true",
+        help="refit with doubled warm-up and draws until every parameter's R-hat is at most "
+        "1.01, or until --max-draws would be exceeded",
+    )
+    p.add_argument(
+        "--max-draws", type=_positive_int, default=None, metavar="N",
+        help="with --until-converged: the most draws (and warm-up iterations) per chain "
+        f"(default {DEFAULT_MAX_DRAWS})",
+    )
+
+
+DEFAULT_MAX_DRAWS = 4000
+"""Default budget of ``counterfair fit --until-converged``: draws per chain."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def _fit_command(args: argparse.Namespace, **changes: object) -> str:
+    """The ``counterfair fit`` command of ``args`` with ``changes``, quoted for a shell."""
+    import shlex
+
+    options = {
+        "data": args.data, "out": args.out, "chains": args.chains, "warmup": args.warmup,
+        "draws": args.draws, "seed": args.seed, **changes,
+    }
+    if args.backend != "auto":
+        options["backend"] = args.backend
+    words = ["counterfair", "fit", args.scm]
+    for key, value in options.items():
+        if value is True:
+            words.append(f"--{key.replace('_', '-')}")
+        elif value is not None and value is not False:
+            words += [f"--{key.replace('_', '-')}", str(value)]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def _not_mixed(fit: Fit) -> list[str]:
+    """Parameters whose R-hat is above the limit (sorted, worst first)."""
+    from counterfair.inference.diagnostics import RHAT_MAX
+
+    table = fit.diagnostics.table
+    bad = table[table["r_hat"] > RHAT_MAX].sort_values("r_hat", ascending=False)
+    return [str(name) for name in bad.index]
+
+
+def _fit_once(scm: Any, data: pd.DataFrame, args: argparse.Namespace, warmup: int,
+              draws: int) -> Fit:
+    import logging
+
+    fitting = logging.getLogger("counterfair.inference.fitting")
+    level = fitting.level
+    fitting.setLevel(logging.WARNING)  # its diagnostics line is printed once, below
+    try:
+        with warnings.catch_warnings():  # the diagnostics printed below say the same
+            warnings.simplefilter("ignore", errors.ConvergenceWarning)
+            return scm.fit(
+                data,
+                chains=args.chains,
+                warmup=warmup,
+                draws=draws,
+                seed=args.seed,
+                backend=args.backend,
+                progress=False,
+            )
+    finally:
+        fitting.setLevel(level)
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    """Fit, print diagnostics and the posterior predictive check, save the run folder."""
+    """Fit, print diagnostics and the posterior predictive check, save the run folder.
+
+    With ``--until-converged``, refit with doubled warm-up and draws while a parameter's
+    R-hat is above 1.01 and the doubled draws stay within ``--max-draws``.
+    """
+    from counterfair.inference.diagnostics import RHAT_MAX
     from counterfair.io.fit_folder import check_target, write_folder
     from counterfair.io.scm_file import check_data_columns, read_scm
 
+    if args.max_draws is not None and not args.until_converged:
+        raise CommandError("--max-draws is the budget of --until-converged; add "
+                           "--until-converged, or drop --max-draws")
+    for name in ("chains", "warmup", "draws"):
+        if getattr(args, name) < (0 if name == "warmup" else 1):
+            raise CommandError(f"--{name} {getattr(args, name)}: give a positive number")
+    budget = args.max_draws or DEFAULT_MAX_DRAWS
+    if args.until_converged and args.draws > budget:
+        raise CommandError(f"--draws {args.draws} is above --max-draws {budget}")
     out = Path(args.out)
     if out.is_dir() and any(out.iterdir()) and not args.force:
         raise CommandError(f"{out} exists and is not empty; pass --force to replace it")
     check_target(out, overwrite=args.force)
     scm = read_scm(args.scm)
-    data = _read_csv(args.data, "data")
+    data = read_csv(args.data, "data")
     check_data_columns(scm, data.columns, source=f"data file {args.data}")
     columns = [c for c in data.columns if c in scm.specs]
-    with warnings.catch_warnings():  # the diagnostics printed below say the same
-        warnings.simplefilter("ignore", errors.ConvergenceWarning)
-        fit = scm.fit(
-            data[columns],
-            chains=args.chains,
-            warmup=args.warmup,
-            draws=args.draws,
-            seed=args.seed,
-            backend=args.backend,
-            progress=False,
-        )
+    warmup, draws = args.warmup, args.draws
+    fit = _fit_once(scm, data[columns], args, warmup, draws)
     print(fit.diagnostics)
+    while args.until_converged and _not_mixed(fit):
+        if 2 * draws > budget or 2 * warmup > budget:
+            print(f"--until-converged: stopped at {warmup} warm-up + {draws} draws per chain: "
+                  f"doubling them would exceed --max-draws {budget}; R-hat is still above "
+                  f"{RHAT_MAX} (see below)")
+            break
+        warmup, draws = 2 * warmup, 2 * draws
+        print(f"--until-converged: R-hat above {RHAT_MAX}; refitting with {warmup} warm-up + "
+              f"{draws} draws per chain")
+        fit = _fit_once(scm, data[columns], args, warmup, draws)
+        print(fit.diagnostics)
+    else:
+        if args.until_converged:
+            print(f"--until-converged: converged (every parameter's R-hat <= {RHAT_MAX}) with "
+                  f"{warmup} warm-up + {draws} draws per chain")
+    not_mixed = _not_mixed(fit)
+    if not_mixed:
+        shown = ", ".join(not_mixed[:8]) + (f" and {len(not_mixed) - 8} more"
+                                            if len(not_mixed) > 8 else "")
+        longer = _fit_command(args, warmup=2 * warmup, draws=2 * draws, force=True)
+        print(f"not converged: R-hat > {RHAT_MAX} for {shown}. The run is saved, but its "
+              f"results are not to be trusted yet. Next, run:\n  {longer}\nor let "
+              "counterfair double them until it converges:\n  "
+              + _fit_command(args, force=True, until_converged=True,
+                             max_draws=max(budget, 4 * draws)))
     check = fit.ppc(seed=args.seed)
     print(check)
 
@@ -167,6 +275,8 @@ def add_learn_parser(sub: Any) -> None:
                    help="with --features path_specific: an unfair path, nodes joined by '>'")
     p.add_argument("--baseline", default=None,
                    help="with --features path_specific: the level the unfair paths see")
+    p.add_argument("--folds", type=int, default=5,
+                   help="k of the k-fold cross-fitting that gives held-out scores (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--force", action="store_true", help="replace an existing learner")
 
@@ -180,9 +290,8 @@ def _estimator(name: str) -> Any:
 
 def run_learn(args: argparse.Namespace) -> int:
     """Train and save a FairLearner on the run's rows."""
-    import pandas as pd
-
     from counterfair.learn.fair import FairLearner
+    from counterfair.learn.held_out import held_out_scores, usefulness_warning
 
     fit = _load_fit(args.run)
     run = Path(args.run)
@@ -202,6 +311,21 @@ def run_learn(args: argparse.Namespace) -> int:
             "--unfair-path and --baseline go together with --features path_specific, and only "
             "with it"
         )
+    if args.folds != 0 and not 2 <= args.folds <= len(fit.data):
+        raise CommandError(f"--folds {args.folds}: give 0 (no held-out scores) or a number "
+                           f"from 2 to the number of rows ({len(fit.data)})")
+    if args.n_samples < 1:
+        raise CommandError(f"--n-samples {args.n_samples}: give a positive number")
+    spec = fit.scm.specs.get(args.target)
+    task = getattr(spec, "family", None)
+    classifier = task in ("bernoulli", "ordinal", "categorical")
+    if classifier and args.estimator in ("linear", "ridge"):
+        raise CommandError(f"--estimator {args.estimator} is a regression; target "
+                           f"{args.target!r} is a {task} node: use --estimator logistic "
+                           "(or auto)")
+    if not classifier and args.estimator == "logistic" and task is not None:
+        raise CommandError(f"--estimator logistic is a classifier; target {args.target!r} is "
+                           f"a {task} node: use --estimator linear or ridge (or auto)")
     learner = FairLearner(
         fit.scm,
         target=args.target,
@@ -213,13 +337,82 @@ def run_learn(args: argparse.Namespace) -> int:
         unfair_paths=[tuple(p.split(">")) for p in args.unfair_path] if path_specific else None,
         baseline=args.baseline,
     ).fit(fit.data)
-    predictions = pd.DataFrame({"prediction": learner.predict(fit.data)})
+    predictions, positive = _predictions(learner, fit)
+    scores = None
+    if args.folds:
+        scores = held_out_scores(learner, fit.data, folds=args.folds, seed=args.seed,
+                                 positive=positive)
+    print(f"trained on {len(fit.data)} rows with inputs {learner.feature_names_}")
+    if positive is not None:
+        print(f"predictions.csv: the predicted label of {args.target} and the probability "
+              f"that it is {positive!r}")
+    warning = None
+    if scores is not None:
+        print(scores)
+        warning = usefulness_warning(
+            scores, predictions["prediction"],
+            predictions.get("probability"),
+        )
+        if warning:
+            print(warning)
     learner.save(run / "learner", overwrite=args.force)
     _write_csv(predictions, run / "predictions.csv")
-    print(f"trained on {len(fit.data)} rows with inputs {learner.feature_names_}; "
-          f"score {learner.score(fit.data):.4f}")
+    _write_text(json.dumps({"target": args.target, "positive": positive,
+                            "scores": None if scores is None else str(scores),
+                            "warning": warning}, indent=2, default=str) + "\n",
+                run / LEARN_SUMMARY)
     print(f"saved {run / 'learner'} and {run / 'predictions.csv'}")
     return 0
+
+
+LEARN_SUMMARY = "learn.json"
+"""What ``counterfair learn`` found (held-out scores, warning), read by ``audit``."""
+
+
+def _positive(fit: Fit, target: str, classes: list[Any]) -> Any:
+    """The positive class of a binary target: the Bernoulli node's, else the last class."""
+    spec = fit.scm.specs.get(target)
+    label = getattr(spec, "positive", None)
+    if getattr(spec, "levels", None) is not None and label is not None:
+        for value in classes:
+            if str(value) == label:
+                return value
+    return classes[-1]
+
+
+def _predictions(learner: Any, fit: Fit) -> tuple[pd.DataFrame, Any]:
+    """The learner's predictions for the run's rows: the label and, for a classifier,
+    the probability of the positive class (of every class when there are more than two),
+    in the target's own labels; and the positive class (None for a regression)."""
+    import pandas as pd
+
+    labels = learner.predict(fit.data)
+    frame = pd.DataFrame({"prediction": labels})
+    if not learner._is_classifier():
+        return frame, None
+    proba = learner.predict_proba(fit.data)
+    classes = list(learner.classes_)
+    if len(classes) == 2:
+        positive = _positive(fit, str(learner.target), classes)
+        frame["probability"] = proba[:, classes.index(positive)]
+        return frame, positive
+    for j, label in enumerate(classes):
+        frame[f"probability_{label}"] = proba[:, j]
+    return frame, None
+
+
+def _write_text(text: str, path: Path) -> None:
+    from counterfair.io.fit_folder import default_mode
+
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    os.chmod(tmp, default_mode(directory=False))
+    try:
+        Path(tmp).write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
@@ -250,7 +443,7 @@ def run_audit(args: argparse.Namespace) -> int:
 
     fit = _load_fit(args.csv)
     run = Path(args.csv)
-    predictions = _read_csv(args.predictions[0], "predictions")
+    predictions = read_csv(args.predictions[0], "predictions")
     if len(args.predictions) > 1:
         raise CommandError("give one predictions CSV (one column per model) with a run folder")
     if len(predictions) != len(fit.data):
@@ -276,8 +469,28 @@ def run_audit(args: argparse.Namespace) -> int:
     task: Literal["classification", "regression"] = args.task or (
         "classification" if len(set(y_true.tolist())) <= 2 else "regression"
     )
+    spec = fit.scm.specs.get(label)
+    levels = getattr(spec, "levels", None)
+    positive = getattr(spec, "positive", None) if spec is not None else None
+    labelled = getattr(spec, "family", None) == "bernoulli" and levels is not None
+    if task == "classification" and labelled and positive is not None:
+        # a labelled outcome (no/yes): 1 for its positive label
+        y_true = (fit.data[label].astype(str) == str(positive)).to_numpy(dtype=int)
+    scored = _audited_columns(predictions, positive if levels is not None else None)
     out = Path(args.out) if args.out != "audit.html" else run / "audit.html"
     _output_file(out, args.force or args.overwrite)
+    notes = []
+    summary = run / LEARN_SUMMARY
+    own = Path(args.predictions[0]).resolve() == (run / "predictions.csv").resolve()
+    if own and summary.is_file():
+        try:
+            learned = json.loads(summary.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            learned = {}
+        if isinstance(learned, dict) and learned.get("warning"):
+            notes.append(str(learned["warning"]).removeprefix("warning: "))
+    for note in notes:
+        print(f"warning: {note}")
     counterfactual = None
     if isinstance(learner, FairLearner):
         counterfactual = {
@@ -289,7 +502,7 @@ def run_audit(args: argparse.Namespace) -> int:
     path = write_report(
         out,
         y_true=y_true,
-        y_pred={str(c): predictions[c].to_numpy() for c in predictions.columns},
+        y_pred=scored,
         protected=fit.data[protected].astype(str),
         task=task,
         threshold=args.threshold,
@@ -298,9 +511,42 @@ def run_audit(args: argparse.Namespace) -> int:
         seed=args.seed,
         counterfactual=counterfactual,
         overwrite=True,
+        warnings=notes,
     )
     print(f"wrote {path}")
     return 0
+
+
+def _audited_columns(predictions: pd.DataFrame, positive: str | None) -> dict[str, Any]:
+    """The predictions to audit, by name: probabilities where they exist.
+
+    ``counterfair learn`` writes ``prediction`` (a label) and ``probability`` (of the
+    positive class): the probability is audited (scores, thresholded at
+    ``--threshold``) and the label left out; ``probability_<class>`` columns of a
+    multi-class target are left out. Labels of a labelled outcome (no/yes) become 1
+    for the positive label.
+    """
+    import numpy as np
+
+    columns = [str(c) for c in predictions.columns]
+    if "probability" in columns:
+        columns = [c for c in columns if c != "prediction"]
+    columns = [c for c in columns if not c.startswith("probability_")] or columns
+    out: dict[str, Any] = {}
+    for column in columns:
+        values = predictions[column]
+        if positive is not None and not pd_numeric(values):
+            out[column] = (values.astype(str) == positive).to_numpy(dtype=int)
+        else:
+            out[column] = np.asarray(values)
+    return out
+
+
+def pd_numeric(values: Any) -> bool:
+    """Whether a column holds numbers (or booleans)."""
+    import pandas as pd
+
+    return bool(pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values))
 
 
 # ---------------------------------------------------------------------- counterfactual
@@ -357,7 +603,7 @@ def run_counterfactual(args: argparse.Namespace) -> int:
     do = _parse_do(args.do, fit)
     out = Path(args.out) if args.out else Path(args.run) / "counterfactuals.csv"
     _output_file(out, args.force)
-    rows = _read_csv(args.rows, "rows")
+    rows = read_csv(args.rows, "rows")
     frame = fit.counterfactual(rows, do=do, n_samples=args.n_samples, seed=args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     _write_csv(frame, out)
@@ -371,9 +617,18 @@ def guarded(function: Any, args: argparse.Namespace) -> int:
         return int(function(args))
     except (CommandError, errors.SCMError, errors.DataError, errors.FairnessError,
             FileExistsError) as error:
-        print(f"counterfair {args.command}: {error}", file=sys.stderr)
+        print(f"counterfair {args.command}: {one_line(str(error))}", file=sys.stderr)
         return BAD_INPUT
 
 
-__all__ = ["add_counterfactual_parser", "add_fit_parser", "add_learn_parser", "guarded",
-           "is_run_folder", "run_audit", "run_counterfactual", "run_fit", "run_learn"]
+def one_line(message: str) -> str:
+    """A message on one line: its lines joined by '; ' (an SCM file's list of problems, a
+    parser's report, a file name holding a line break)."""
+    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
+__all__ = [
+    "CommandError", "add_counterfactual_parser", "add_fit_parser", "add_learn_parser",
+    "guarded", "is_run_folder", "one_line", "read_csv", "run_audit", "run_counterfactual",
+    "run_fit", "run_learn",
+]

@@ -1,7 +1,8 @@
 """The study data sets, read from a folder the user names: law school (Kusner et al. 2017),
-UCI Adult and ProPublica COMPAS; and the law school study's ready-made SCMs.
+UCI Adult, ProPublica COMPAS and the Boston HMDA mortgage data; and the law school study's
+ready-made SCMs.
 
-One module per data set (``law_school``, ``adult``, ``compas``), all finding their files
+One module per data set (``law_school``, ``adult``, ``compas``, ``hmda``), all finding their files
 through the one data-folder search of ``_files`` (:func:`find_data_file`)."""
 
 from counterfair.datasets._files import (
@@ -12,6 +13,7 @@ from counterfair.datasets._files import (
 )
 from counterfair.datasets.adult import ADULT_COLUMNS, ADULT_URL, load_adult
 from counterfair.datasets.compas import COMPAS_COLUMNS, COMPAS_FILENAME, COMPAS_URL, load_compas
+from counterfair.datasets.hmda import HMDA_COLUMNS, HMDA_FILENAME, load_hmda
 from counterfair.datasets.law_school import (
     LAW_SCHOOL_COLUMNS,
     LAW_SCHOOL_FILENAME,
@@ -30,6 +32,8 @@ __all__ = [
     "COMPAS_FILENAME",
     "COMPAS_URL",
     "DATA_ENV_VAR",
+    "HMDA_COLUMNS",
+    "HMDA_FILENAME",
     "LAW_SCHOOL_COLUMNS",
     "LAW_SCHOOL_FILENAME",
     "RACE_LEVELS",
@@ -42,5 +46,6 @@ __all__ = [
     "law_school_subsample",
     "load_adult",
     "load_compas",
+    "load_hmda",
     "load_law_school",
 ]

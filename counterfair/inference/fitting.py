@@ -27,6 +27,7 @@ from counterfair.inference.pathfinder import (
     run_pathfinder,
 )
 from counterfair.logs import progress_enabled
+from counterfair.model.data_levels import with_levels_from_data
 from counterfair.model.encoding import Encoding
 from counterfair.model.identification import convergence_hint
 from counterfair.model.terms import group_codes
@@ -106,6 +107,8 @@ def fit(
     iterations; Pathfinder refuses NUTS-only options and the PyStan back end.
     """
     check_method(method)
+    if isinstance(data, pd.DataFrame):  # levels left to the data are read once, here
+        scm = with_levels_from_data(scm, data)
     if method == "pathfinder":
         refuse_nuts_options(
             {

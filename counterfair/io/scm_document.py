@@ -134,6 +134,19 @@ _ANNOTATIONS: dict[str, dict[str, Any]] = {
 _FIELDS: dict[tuple[str, str], dict[str, Any]] = {
     ("protected", "kind"): {"enum": list(PROTECTED_KINDS)},
     ("latent", "scale"): {"type": "number", "exclusiveMinimum": 0},
+    ("bernoulli", "levels"): {
+        "anyOf": [
+            {
+                "type": "array",
+                "description": "the two labels of the column, negative first",
+                "items": {"type": ["string", "number", "boolean"]},
+                "minItems": 2,
+                "maxItems": 2,
+            },
+            {"type": "null"},
+        ]
+    },
+    ("bernoulli", "positive"): {"type": ["string", "number", "boolean", "null"]},
 }
 """Narrower schemas of particular fields."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -65,7 +66,10 @@ def _spec_from_dict(node: str, entry: Mapping[str, Any]) -> NodeSpec:
                     f"nodes.{node}.{key}: a prior is {{'family': ..., 'args': [...]}}, "
                     f"got {value!r}"
                 )
-            value = Prior(str(value["family"]), tuple(value["args"]))
+            try:
+                value = Prior(str(value["family"]), tuple(value["args"]))
+            except (TypeError, ValueError) as error:
+                raise errors.SCMError(f"nodes.{node}.{key}: {error}") from error
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[key] = value
@@ -146,14 +150,45 @@ def scm_from_dict(document: Mapping[str, Any]) -> SCM:
                     f"nodes.{node}.parents: {parent!r} is not a node; nodes: {list(nodes)}"
                 )
             graph.add_edge(str(parent), str(node))
-    return SCM(graph, coding=document.get("coding", "reference"))
+    try:
+        return SCM(graph, coding=document.get("coding", "reference"))
+    except errors.SCMError as error:
+        message = str(error)
+        if message.startswith(("nodes", "coding")):
+            raise
+        raise errors.SCMError(f"nodes: {message}") from error
+
+
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]
+    """YAML as YAML 1.2 reads booleans: only true/false, so that ``levels: [no, yes]``
+    and ``positive: yes`` stay the strings they are in the data (YAML 1.1, PyYAML's
+    default, reads yes/no/on/off as booleans)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
+def parse_yaml(text: str) -> Any:
+    """A YAML document, with YAML 1.2 booleans (see :class:`_Loader`)."""
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no arbitrary objects
 
 
 def _parse(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise errors.SCMError(f"cannot read SCM file {path}: {error}") from error
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
-            return yaml.safe_load(text)
+            return parse_yaml(text)
         except yaml.YAMLError as error:
             raise errors.SCMError(f"{path} is not valid YAML: {error}") from error
     if path.suffix.lower() == ".json":

@@ -353,6 +353,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
 
     def _frame_features(self, scm: SCM, frame: pd.DataFrame) -> np.ndarray | None:
         """Inputs read from a counterfactual frame of this learner's own fit, if present."""
+        if not isinstance(frame, pd.DataFrame):
+            raise errors.DataError(errors.NOT_A_DATAFRAME.format(type=type(frame).__name__))
         if not {"world", "sample", "row"} <= set(frame.columns):
             return None  # not a counterfactual frame: abduct the inputs
         if self.features == "path_specific":

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
+from counterfair.model.families.base import MAX_VALUE
 from counterfair.model.specs import MAX_IMPLICIT_LEVELS, Protected
 
 NUMERIC_PROTECTED = (
@@ -26,8 +27,8 @@ NUMERIC_PROTECTED = (
 """Error when a numeric protected column with many values has no declared kind or levels."""
 
 NOT_A_NUMBER = (
-    "protected attribute {node!r} is continuous and needs finite numbers; value {value!r} "
-    "(row {row!r}) is not"
+    "protected attribute {node!r} is continuous and needs finite numbers (of magnitude at "
+    "most 1e100); value {value!r} (row {row!r}) is not"
 )
 """Error when a continuous protected attribute is given a value that is not a number."""
 
@@ -142,7 +143,7 @@ class Encoding:
                 number = float(value)
             except (TypeError, ValueError):
                 number = float("nan")
-            if not np.isfinite(number):
+            if not np.isfinite(number) or abs(number) > MAX_VALUE:
                 row = index[i] if index is not None else i
                 row = row.item() if hasattr(row, "item") else row
                 value = value.item() if hasattr(value, "item") else value

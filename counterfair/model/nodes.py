@@ -19,6 +19,7 @@ Users import all of them from :mod:`counterfair` or :mod:`counterfair.model.spec
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -36,6 +37,34 @@ PRIOR_FAMILIES: dict[str, int] = {
     "exponential": 1,
 }
 """Stan distributions allowed as priors, with their number of arguments."""
+
+
+MAX_CONSTANT = 1e100
+"""Largest magnitude of a number in a spec (a prior argument, a fixed sigma, a latent's
+location and scale): squares and sums of such numbers stay finite in float64, and
+nothing a model needs is larger."""
+
+
+def check_constant(value: object, what: str) -> float:
+    """``value`` as a float if it is a finite number of magnitude at most :data:`MAX_CONSTANT`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``what`` and the value (a string, a boolean, NaN, infinity, 1e308, ...).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy numbers too
+        raise ValueError(f"{what} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond float64
+        number = math.inf
+    if not math.isfinite(number) or abs(number) > MAX_CONSTANT:
+        raise ValueError(
+            f"{what} must be a finite number of magnitude at most {MAX_CONSTANT:g}, "
+            f"got {value!r}"
+        )
+    return number
 
 
 def stan_real(value: float) -> str:
@@ -79,7 +108,12 @@ class Prior:
             raise ValueError(
                 f"prior {self.family!r} takes {expected} argument(s), got {len(self.args)}"
             )
-        object.__setattr__(self, "args", tuple(float(a) for a in self.args))
+        object.__setattr__(
+            self,
+            "args",
+            tuple(check_constant(a, f"argument {i + 1} of prior {self.family!r}")
+                  for i, a in enumerate(self.args)),
+        )
 
     def stan(self) -> str:
         """Return the right-hand side of a Stan sampling statement."""
@@ -193,6 +227,8 @@ class Latent(NodeSpec):
     scale: float = 1.0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "loc", check_constant(self.loc, "a latent's loc"))
+        object.__setattr__(self, "scale", check_constant(self.scale, "a latent's scale"))
         if not self.scale > 0:
             raise ValueError(f"a latent's scale must be positive, got {self.scale}")
 

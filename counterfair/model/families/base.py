@@ -83,6 +83,16 @@ def share_statistic(value: float) -> Statistic:
 
 INDENT = "  "
 
+MAX_VALUE = 1e100
+"""Largest magnitude of a value in an observed column: the model's arithmetic (squared
+residuals, log densities, the grids of exact abduction) stays finite below it."""
+
+TOO_LARGE = (
+    "column {column!r} has value {value!r} at row {row!r}, beyond +-{limit:g}; the model's "
+    "arithmetic overflows there: rescale the column (e.g. to thousands or to z-scores)"
+)
+"""Error when an observed column holds a number too large to model."""
+
 
 def row_label(index: pd.Index | None, position: int) -> object:
     """The label of row ``position`` as a plain Python object (for error messages)."""
@@ -178,11 +188,32 @@ class Family:
                     column=column, value=float(values[i]), row=row_label(series.index, i)
                 )
             )
+        huge = np.abs(values) > MAX_VALUE
+        if huge.any():
+            i = int(np.argmax(huge))
+            raise errors.DataError(
+                TOO_LARGE.format(column=column, value=float(values[i]),
+                                 row=row_label(series.index, i), limit=MAX_VALUE)
+            )
         self.check_values(values, column, series.index)
         return values
 
     def check_values(self, values: np.ndarray, column: str, index: pd.Index) -> None:
         """Check the finite values of a column against the family's support."""
+
+    def levels_from_data(self, spec: Observed, series: pd.Series, column: str) -> Observed | None:
+        """The spec with levels read from the training column, or None when it needs none.
+
+        Level-valued families (ordinal, categorical) and a Bernoulli node of two
+        labels read their levels here when the spec declares none
+        (:func:`counterfair.model.data_levels.with_levels_from_data`, at fit time).
+
+        Raises
+        ------
+        DataError
+            When the levels cannot be read, naming the column and saying what to declare.
+        """
+        return None
 
     def n_levels(self, spec: Observed) -> int | None:
         """Number of levels of a level-valued node (ordinal, categorical), else None."""

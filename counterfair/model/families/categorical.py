@@ -67,12 +67,15 @@ class Categorical(Observed):
 
     Parameters
     ----------
-    levels : sequence of str or int
+    levels : sequence of str or int, optional
         The levels (values of the column, compared as strings), or their number
-        ``K`` when the column holds the codes ``0 .. K-1``. At least 2.
+        ``K`` when the column holds the codes ``0 .. K-1``. At least 2. When
+        omitted they are read from the training rows at fit time, sorted (numbers
+        in numeric order; the categories of a pandas Categorical column in their
+        order), and recorded in the fit's SCM (and its saved ``scm.json``).
     reference : str, optional
         The reference level (probabilities relative to it); defaults to the
-        first level. Only with level labels.
+        first level. Only with level labels (or levels read from the data).
 
     Notes
     -----
@@ -95,7 +98,7 @@ class Categorical(Observed):
         super().__post_init__()
         levels = normalise_levels(self.levels, "a Categorical")
         object.__setattr__(self, "levels", levels)
-        if self.reference is not None and (
+        if self.reference is not None and levels is not None and (
             isinstance(levels, int) or str(self.reference) not in levels
         ):
             raise ValueError(

@@ -16,6 +16,7 @@ vector of effects ``beta_<child>_<node>``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -41,6 +42,69 @@ NO_LEVELS = (
 """Error when a level-valued spec is declared without (valid) levels."""
 
 
+NEEDS_FIT = (
+    "column {column!r}: the levels of {family} node {column!r} are read from the training "
+    "rows when the SCM is fitted; fit it first, or declare them (levels=...)"
+)
+"""Error when a spec whose levels come from the data is used before a fit read them."""
+
+SINGLE_LEVEL = (
+    "column {column!r} is {family} node and holds a single value ({value!r}) in the training "
+    "rows; it needs at least 2 levels: declare them (levels=...) or use more rows"
+)
+"""Error when levels read from the data are fewer than two."""
+
+ORDINAL_STRINGS = (
+    "column {column!r} is an Ordinal node without levels, and its values are not numbers "
+    "({values}); their order cannot be guessed: give it, lowest first, e.g. "
+    "levels: [{example}] in the SCM file or Ordinal(levels=({quoted}))"
+)
+"""Error when an Ordinal node without levels holds strings (their order is unknown)."""
+
+
+def level_key(value: object) -> str:
+    """A value as a level label: ``'6'`` for 6 and 6.0, ``'True'`` for booleans, else ``str``.
+
+    Numbers that are whole print without a decimal part, so that a column read as
+    floats (a CSV column with a missing value elsewhere) matches levels read as
+    integers.
+    """
+    item = getattr(value, "item", None)
+    if callable(item):
+        value = item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def distinct_levels(series: pd.Series) -> tuple[str, ...]:
+    """The distinct non-missing values of a column as level labels, in order.
+
+    The categories of a pandas Categorical column in their order (those present);
+    numbers in numeric order; anything else sorted as strings.
+    """
+    present = series.dropna()
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        seen = {level_key(v) for v in present.unique()}
+        return tuple(level_key(c) for c in series.cat.categories if level_key(c) in seen)
+    values = list(present.unique())
+    numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+    if numeric:
+        values = sorted(values, key=float)
+        labels = [level_key(v) for v in values]
+        return tuple(dict.fromkeys(labels))  # 1 and 1.0 are one level
+    return tuple(sorted({level_key(v) for v in values}))
+
+
+def is_numeric_column(series: pd.Series) -> bool:
+    """Whether a column holds numbers (not booleans, strings or categories)."""
+    return (
+        pd.api.types.is_numeric_dtype(series)
+        and not pd.api.types.is_bool_dtype(series)
+        and not isinstance(series.dtype, pd.CategoricalDtype)
+    )
+
+
 class LevelSpec(Protocol):
     """What a level-valued spec provides."""
 
@@ -51,19 +115,24 @@ class LevelSpec(Protocol):
     def labels(self) -> tuple[str, ...] | None: ...
 
 
-def normalise_levels(levels: object, family: str) -> tuple[str, ...] | int:
+def normalise_levels(levels: object, family: str) -> tuple[str, ...] | int | None:
     """Check declared levels: a count of at least 2, or at least 2 distinct labels.
+
+    ``None`` (no levels) stays ``None``: they are read from the training rows at fit
+    time (:meth:`LevelFamily.levels_from_data`).
 
     Raises
     ------
     ValueError
         Saying how to declare the levels.
     """
+    if levels is None:
+        return None
     if isinstance(levels, int) and not isinstance(levels, bool):
         if levels < 2:
             raise ValueError(NO_LEVELS.format(family=family, levels=levels))
         return levels
-    if levels is None or isinstance(levels, str | bool) or not hasattr(levels, "__iter__"):
+    if isinstance(levels, str | bool) or not hasattr(levels, "__iter__"):
         raise ValueError(NO_LEVELS.format(family=family, levels=levels))
     labels = tuple(str(level) for level in levels)
     if len(labels) < 2 or len(set(labels)) != len(labels):
@@ -87,9 +156,33 @@ class LevelFamily(Family):
     ordered_levels: bool = False
     """Whether data frame columns are ordered Categoricals."""
 
+    def levels_from_data(self, spec: Observed, series: pd.Series, column: str) -> Observed | None:
+        if getattr(spec, "levels", None) is not None:
+            return None
+        labels = self.read_levels(series, column)
+        if len(labels) < 2:
+            raise errors.DataError(
+                SINGLE_LEVEL.format(
+                    column=column, family=_article(spec), value=labels[0] if labels else None
+                )
+            )
+        reference = getattr(spec, "reference", None)
+        if reference is not None and str(reference) not in labels:
+            raise errors.DataError(
+                f"column {column!r}: reference level {reference!r} of {_article(spec)} node "
+                f"is not among the levels of the training rows {list(labels)}"
+            )
+        return dataclasses.replace(spec, levels=labels)  # type: ignore[call-arg]
+
+    def read_levels(self, series: pd.Series, column: str) -> tuple[str, ...]:
+        """The levels of a training column (sorted: :func:`distinct_levels`)."""
+        return distinct_levels(series)
+
     def column_values(self, spec: Observed, series: pd.Series, column: str) -> np.ndarray:
         level_spec = _spec(spec)
         labels = level_spec.labels
+        if getattr(spec, "levels", 0) is None:
+            raise errors.DataError(NEEDS_FIT.format(column=column, family=_article(spec)))
         if labels is None:
             values = super().column_values(spec, series, column)
             bad = (values < 0) | (values >= level_spec.n_levels) | (values != np.round(values))
@@ -110,6 +203,8 @@ class LevelFamily(Family):
         codes = np.empty(raw.shape[0])
         for i, value in enumerate(raw):
             code = lookup.get(str(value))
+            if code is None:
+                code = lookup.get(level_key(value))
             if code is None:
                 item = getattr(value, "item", None)
                 raise errors.DataError(

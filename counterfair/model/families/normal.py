@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -15,7 +14,7 @@ from counterfair.model.families.base import (
     mean_statistic,
     variance_statistic,
 )
-from counterfair.model.nodes import Observed, Prior, inv_gamma_prior, stan_real
+from counterfair.model.nodes import Observed, Prior, check_constant, inv_gamma_prior, stan_real
 from counterfair.rng import RandomSource
 
 if TYPE_CHECKING:
@@ -43,8 +42,11 @@ class Normal(Observed):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.sigma is not None and not (math.isfinite(self.sigma) and self.sigma > 0):
-            raise ValueError(f"a fixed sigma must be positive and finite, got {self.sigma}")
+        if self.sigma is not None:
+            sigma = check_constant(self.sigma, "a fixed sigma")
+            if not sigma > 0:
+                raise ValueError(f"a fixed sigma must be positive and finite, got {self.sigma}")
+            object.__setattr__(self, "sigma", sigma)
 
 
 def sigma_of(eq: NodeEquation, params: ParamDraws) -> np.ndarray:

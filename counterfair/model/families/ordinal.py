@@ -26,10 +26,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+import pandas as pd
 from scipy.special import expit, log_expit
 
+from counterfair import errors
 from counterfair.model.families.base import Index
-from counterfair.model.families.levels import LevelFamily, normalise_levels
+from counterfair.model.families.levels import (
+    ORDINAL_STRINGS,
+    LevelFamily,
+    distinct_levels,
+    is_numeric_column,
+    level_key,
+    normalise_levels,
+)
 from counterfair.model.nodes import Observed, Prior, normal_prior
 from counterfair.rng import RandomSource
 
@@ -54,10 +63,13 @@ class Ordinal(Observed):
 
     Parameters
     ----------
-    levels : sequence of str or int
+    levels : sequence of str or int, optional
         The levels from lowest to highest (values of the column, compared as
         strings), or their number ``K`` when the column holds the codes
-        ``0 .. K-1``. At least 2.
+        ``0 .. K-1``. At least 2. When omitted they are read from the training
+        rows at fit time, for numbers only, in numeric order (or the categories of
+        an ordered pandas Categorical column), and recorded in the fit's SCM; a
+        column of strings is refused with a message asking for their order.
     prior_cutpoints : Prior
         Prior of every cutpoint (default Normal(0, 5) on the logit scale).
     intercept : bool
@@ -134,6 +146,30 @@ class OrdinalFamily(LevelFamily):
     ordered_levels = True
     glm = "ordered_logistic_glm"
     plain = "ordered_logistic"
+
+    # ------------------------------------------------------------------ data
+    def read_levels(self, series: pd.Series, column: str) -> tuple[str, ...]:
+        """Numbers in numeric order, or an ordered Categorical's categories; strings refused.
+
+        Raises
+        ------
+        DataError
+            When the column holds strings (or booleans): their order is the user's to give.
+        """
+        if isinstance(series.dtype, pd.CategoricalDtype) and series.dtype.ordered:
+            return distinct_levels(series)
+        if is_numeric_column(series):
+            return distinct_levels(series)
+        found = sorted({level_key(v) for v in series.dropna().unique()})
+        shown = ", ".join(repr(v) for v in found[:4]) + (", ..." if len(found) > 4 else "")
+        raise errors.DataError(
+            ORDINAL_STRINGS.format(
+                column=column,
+                values=shown,
+                example=", ".join(found[:3]),
+                quoted=", ".join(repr(v) for v in found[:3]),
+            )
+        )
 
     # ------------------------------------------------------------------ Stan
     def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
