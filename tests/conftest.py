@@ -73,12 +73,20 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[BACKEND_ENV] = under_test[0]
 
 
+def one_backend() -> list[str]:
+    """The back end a ``one_backend`` test runs against: cmdstanpy when under test."""
+    under_test = backends_under_test()
+    return ["cmdstanpy"] if "cmdstanpy" in under_test else under_test[:1]
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker("stan") is None:
         return
     if "stan_backend" not in metafunc.fixturenames:
         metafunc.fixturenames.append("stan_backend")
-    metafunc.parametrize("stan_backend", backends_under_test(), indirect=True, scope="module")
+    single = metafunc.definition.get_closest_marker("one_backend") is not None
+    backends = one_backend() if single else backends_under_test()
+    metafunc.parametrize("stan_backend", backends, indirect=True, scope="module")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

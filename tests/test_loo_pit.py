@@ -21,6 +21,9 @@ from counterfair.inference.loo_pit import LooPit, cdf_interval, loo_pit, pit_val
 from counterfair.model.evaluate import linear_predictor
 from counterfair.model.params import ParamDraws
 
+# modelling, not a back end: one back end is enough (the programs are the same for both)
+pytestmark = pytest.mark.one_backend
+
 
 def _scm() -> cf.SCM:
     g = nx.DiGraph()

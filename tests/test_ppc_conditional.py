@@ -25,6 +25,9 @@ import counterfair as cf
 from counterfair.inference import ppc
 from counterfair.inference.ppc_result import PosteriorPredictiveCheck
 
+# modelling, not a back end: one back end is enough (the programs are the same for both)
+pytestmark = pytest.mark.one_backend
+
 
 def far_outside(table: pd.DataFrame) -> pd.Series:
     """Observed beyond the 90 % interval by more than the interval's own width."""

@@ -35,6 +35,9 @@ from counterfair.model.terms import (
     smooth_basis,
 )
 
+# modelling, not a back end: one back end is enough (the programs are the same for both)
+pytestmark = pytest.mark.one_backend
+
 # --------------------------------------------------------------------------- bases
 
 

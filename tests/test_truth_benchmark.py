@@ -22,6 +22,9 @@ import pytest
 
 import counterfair as cf
 
+# modelling, not a back end: one back end is enough (the programs are the same for both)
+pytestmark = pytest.mark.one_backend
+
 REPO = Path(__file__).resolve().parents[1]
 
 
