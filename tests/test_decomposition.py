@@ -935,20 +935,3 @@ def test_a_latent_cannot_be_a_confounder(notes_fit: cf.Fit) -> None:
         allowed="observed or protected",
     ))):
         _decompose(notes_fit, confounders=["Z", "U"])
-
-
-def test_a_path_specific_learner_is_refused(small_fit: cf.Fit) -> None:
-    class PathLearner:
-        """Stands for a FairLearner(features="path_specific") of the fit."""
-
-        features = "path_specific"
-        scm_fit_ = small_fit
-
-        def predict_abduction(self) -> None:  # what marks a FairLearner
-            return None
-
-        def predict(self, frame: pd.DataFrame) -> np.ndarray:
-            return np.zeros(len(frame))
-
-    with pytest.raises(ValueError, match=re.escape(dec.PATH_LEARNER)):
-        _bad(small_fit, outcome=None, predictor=PathLearner())

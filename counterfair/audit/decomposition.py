@@ -66,9 +66,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -80,7 +79,7 @@ from counterfair.counterfactual.action import (
     factual_world,
     missing_nodes,
 )
-from counterfair.counterfactual.paths import check_paths, path_specific_values
+from counterfair.counterfactual.paths import mediator_paths, path_specific_values
 from counterfair.counterfactual.prediction import (
     RESPONSES,
     Predictor,
@@ -98,6 +97,7 @@ from ._validation import check_open_unit
 from .decomposition_result import (
     DECOMPOSITION_FORMS,
     DECOMPOSITION_TERMS,
+    EFFECTS,
     TABLE_COLUMNS,
     Decomposition,
     table_of,
@@ -109,6 +109,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DECOMPOSITION_FORMS",
     "DECOMPOSITION_TERMS",
+    "EFFECTS",
     "TABLE_COLUMNS",
     "Decomposition",
     "decompose",
@@ -157,12 +158,7 @@ RESPONSE_WITH_OUTCOME = (
     "averaged as its column holds it: drop response="
 )
 BAD_RESPONSE = "response must be one of {allowed}, got {got!r}"
-PATH_LEARNER = (
-    "a FairLearner with features='path_specific' reads two worlds at once (its corrected "
-    "inputs), which the four worlds of a decomposition do not give; decompose its "
-    "predictions with predictor=lambda frame: ... on the features it reads, or audit it "
-    "with counterfair.audit.counterfactual_fairness"
-)
+BAD_ALLOW = "allow= names {effect!r}, which is not an effect; effects: {effects}"
 MULTICLASS = (
     "predictor {name} predicts labels of more than two classes, which have no mean to "
     "decompose; give response='probability' for a binary classifier, or a function "
@@ -398,29 +394,17 @@ def _roles(
     return _Roles(confounders=z, mediators=w, notes=tuple(notes))
 
 
+def _check_allow(allow: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    if allow is None:
+        return None
+    given = [allow] if isinstance(allow, str) else [str(effect) for effect in allow]
+    for effect in given:
+        if effect not in EFFECTS:
+            raise ValueError(BAD_ALLOW.format(effect=effect, effects=list(EFFECTS)))
+    return tuple(effect for effect in EFFECTS if effect in given)
+
+
 # ---------------------------------------------------------------------- the worlds
-def mediator_paths(
-    scm: SCM, attribute: str, mediators: Sequence[str]
-) -> tuple[tuple[str, ...], ...]:
-    """The directed paths from ``attribute`` that enter a mediator, cut at the first one.
-
-    Every path from ``attribute`` that runs through a mediator begins with exactly one of
-    these tuples (the part up to its first mediator), so, given as the paths that see
-    ``x0`` (:func:`counterfair.counterfactual.paths.path_specific_values`), they hold the
-    mediators at their ``x0`` values while every other path sees ``x1``. Mediators that
-    are not descendants of ``attribute`` have no such path.
-    """
-    graph = scm.graph
-    chosen = set(mediators)
-    caused = scm.descendants(attribute)
-    found: list[tuple[str, ...]] = []
-    for mediator in (n for n in scm.nodes if n in chosen and n in caused):
-        for path in nx.all_simple_paths(graph, attribute, mediator):
-            if chosen.isdisjoint(path[1:-1]):
-                found.append(tuple(str(node) for node in path))
-    return check_paths(scm, attribute, found) if found else ()
-
-
 def _nested_world(
     fit: Fit,
     factual: World,
@@ -484,10 +468,15 @@ def _outputs(
     ``"x1"`` and ``"x1,W_x0"``."""
     scm = fit.scm
     shape = (abduction.n_samples, len(abduction.data))
+    code0, code1 = (int(fit.encoding.code(attribute, [level])[0]) for level in levels)
+    if predictor is not None and needs_both_worlds(predictor, fit):
+        return _path_learner_outputs(
+            predictor, abduction, attribute=attribute, codes=(code0, code1),
+            mediators=mediators, response=response, shape=shape,
+        )
     rng = abduction.row_random(seed)
     factual = factual_world(fit, abduction, rng)
     shared = coupled_noise(scm, factual, rng, sorted(scm.descendants(attribute)))
-    code0, code1 = (int(fit.encoding.code(attribute, [level])[0]) for level in levels)
     worlds = {
         "factual": factual,
         "x0": counterfactual_world(fit, factual, {attribute: levels[0]}, rng, shared_noise=shared),
@@ -504,6 +493,44 @@ def _outputs(
         else:
             out[name] = _predict(fit, predictor, world, response, name, shape)
     return out
+
+
+def _path_learner_outputs(
+    predictor: Predictor,
+    abduction: Abduction,
+    *,
+    attribute: str,
+    codes: tuple[int, int],
+    mediators: Sequence[str],
+    response: Response,
+    shape: tuple[int, int],
+) -> dict[str, np.ndarray]:
+    """A path-specific learner's output in the four worlds, ``(S, N)`` each: its corrected
+    inputs recomputed from the abduction in each world (the learner's own engine), the
+    nested world holding the paths into the mediators at ``x0`` and the others at
+    ``x1``."""
+    owner: Any = getattr(predictor, "__self__", predictor)
+    if getattr(predictor, "__name__", "") == "predict_proba":
+        response = "probability"
+    n = shape[1]
+    at0, at1 = (np.full(n, code, dtype=np.int64) for code in codes)
+    paths = mediator_paths(owner.scm_fit_.scm, attribute, mediators)
+
+    def output(**world: Any) -> np.ndarray:
+        return np.asarray(
+            owner.path_specific_output(abduction, response=response, **world), dtype=float
+        ).reshape(shape)
+
+    x1 = output(world={attribute: at1})
+    nested = (
+        output(world={attribute: at0}, world_paths=list(paths), rest=at1) if paths else x1
+    )
+    return {
+        "factual": output(),
+        "x0": output(world={attribute: at0}),
+        "x1": x1,
+        "x1,W_x0": nested,
+    }
 
 
 def _predict(
@@ -597,6 +624,7 @@ def decompose(
     n_param_draws: int | None = None,
     seed: int | None = 0,
     interval: float = 0.9,
+    allow: Sequence[str] | None = None,
 ) -> Decomposition:
     """Split the gap ``E[y | x1] - E[y | x0]`` into direct, indirect and spurious effects.
 
@@ -652,6 +680,11 @@ def decompose(
         Seed of the abduction and of the counterfactual draws.
     interval : float
         Mass of the equal-tailed posterior intervals.
+    allow : sequence of {"DE", "IE", "SE"}, optional
+        The effects a user accepts as a business necessity (``("IE",)``: what runs
+        through the mediators). The others are the unfair part of the gap, which
+        :meth:`Decomposition.unfair` reports (each disallowed effect's contribution to
+        TV and their sum, with intervals) and the summary states.
 
     Returns
     -------
@@ -688,11 +721,9 @@ def decompose(
     _check_target(scm, outcome, predictor, response)
     interval = check_open_unit(interval, "interval")
     samples = _check_samples(n_samples, "n_samples")
-    if predictor is not None:
-        if needs_both_worlds(predictor, fit):
-            raise ValueError(PATH_LEARNER)
-        if multiclass_labels(predictor, response):
-            raise ValueError(MULTICLASS.format(name=_predictor_name(predictor)))
+    allowed = _check_allow(allow)
+    if predictor is not None and multiclass_labels(predictor, response):
+        raise ValueError(MULTICLASS.format(name=_predictor_name(predictor)))
     rows = Rows.check(data, scm, fit.encoding)
     codes = np.asarray(rows.codes[attribute])
     masks = []
@@ -748,6 +779,7 @@ def decompose(
         mediators=roles.mediators,
         notes=tuple(notes),
         interval=interval,
+        allowed=allowed,
         n_rows=len(codes),
         n_x0=int(in_x0.sum()),
         n_x1=int(in_x1.sum()),
