@@ -50,6 +50,8 @@ from ._sections import (
     DEPENDENCE_EXPLANATION,
     EXPLANATION_MEASURES,
     classification_section,
+    decomposition_findings,
+    decomposition_html,
     explanations_html,
     regression_section,
     subpopulations_html,
@@ -59,6 +61,7 @@ from ._sections import (
 from ._validation import NO_PREDICTORS, check_choice, check_tau
 from .causal_report import CounterfactualReport, counterfactual_html
 from .classification import binary_decisions, group_metrics
+from .decomposition_result import Decomposition
 from .explanations import ExplanationAudit
 from .regression import regression_metrics
 from .subpopulations import SubpopulationReport
@@ -121,6 +124,15 @@ def _check_counterfactual(counterfactual: Mapping[str, CounterfactualReport] | N
             raise TypeError(
                 f"counterfactual[{name!r}] is a {type(report).__name__}, not a "
                 "CounterfactualReport (from counterfair.audit.counterfactual_fairness)"
+            )
+
+
+def _check_decompositions(decompositions: Mapping[str, Decomposition] | None) -> None:
+    for name, result in (decompositions or {}).items():
+        if not isinstance(result, Decomposition):
+            raise TypeError(
+                f"decompositions[{name!r}] is a {type(result).__name__}, not a "
+                "Decomposition (from counterfair.audit.decompose)"
             )
 
 
@@ -260,6 +272,7 @@ def render_report(
     subpopulations: SubpopulationReport | None = None,
     extra_sections: Sequence[tuple[str, str]] = (),
     counterfactual: Mapping[str, CounterfactualReport] | None = None,
+    decompositions: Mapping[str, Decomposition] | None = None,
 ) -> str:
     """Build the HTML text of the audit report (see :func:`write_report`)."""
     task = check_choice(task, "task", ("classification", "regression"))  # type: ignore[assignment]
@@ -268,6 +281,7 @@ def render_report(
     if not predictors:
         raise ValueError(NO_PREDICTORS)
     _check_counterfactual(counterfactual)
+    _check_decompositions(decompositions)
     frame = protected_frame(protected)
     attributes = list(build_layout(frame, intersections).attributes)
     sections = []
@@ -285,6 +299,14 @@ def render_report(
     sections += _optional_sections(explanations, subpopulations, counterfactual, extra_sections)
     for name, cf_report in (counterfactual or {}).items():
         data["extra_findings"] += counterfactual_findings(str(name), cf_report)
+    if decompositions:
+        sections.insert(  # before the caller's own sections, which come last
+            len(sections) - len(extra_sections),
+            "<section id=\"decomposition\"><h2>Where the gap comes from</h2>\n"
+            + decomposition_html(dict(decompositions)) + "</section>",
+        )
+        for name, result in decompositions.items():
+            data["extra_findings"] += decomposition_findings(str(name), result)
     findings += [(t, False) for t in data["extra_findings"]]
     tau_s, _ = tau_text(tau)
     tau_note = (f' Parity verdicts at tau = <span class="tau-value">{tau_s}</span>.'
@@ -340,6 +362,7 @@ def write_report(
     subpopulations: SubpopulationReport | None = None,
     extra_sections: Sequence[tuple[str, str]] = (),
     counterfactual: Mapping[str, CounterfactualReport] | None = None,
+    decompositions: Mapping[str, Decomposition] | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Audit one or more predictors and write a self-contained, interactive HTML report.
@@ -390,6 +413,11 @@ def write_report(
         Optional :class:`CounterfactualReport` per predictor name (from
         :func:`counterfair.audit.counterfactual_fairness`): a section with the causal
         and flip-test changes, their densities, and one finding per attribute.
+    decompositions
+        Optional :class:`~counterfair.audit.Decomposition` per name (from
+        :func:`counterfair.audit.decompose`: the outcome, each predictor): a section with
+        a waterfall chart per entry (the gap split into its direct, indirect and spurious
+        parts, with intervals), their table, and one finding each.
     overwrite
         Replace an existing file at ``path``; without it an existing file is an error.
 
@@ -416,7 +444,7 @@ def write_report(
         confidence=confidence, seed=seed, title=title, ci_method=ci_method,
         explanations=explanations,
         subpopulations=subpopulations, extra_sections=extra_sections,
-        counterfactual=counterfactual,
+        counterfactual=counterfactual, decompositions=decompositions,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(out, text, overwrite=overwrite)
