@@ -440,8 +440,13 @@ def run_decompose(args: argparse.Namespace) -> int:
                 "'counterfair learn RUN --target y', or give --outcome"
             )
         predictor = load(folder)
-        if isinstance(predictor, FairLearner) and predictor._is_classifier():
-            response = "probability"  # a classifier's gap in the probability of class 1
+        if isinstance(predictor, FairLearner):
+            # the learner's own copy of the run's fit is the world: the learner then reads
+            # its inputs (latents, noise) from the worlds' shared abduction, as the
+            # counterfactual audit does
+            fit = predictor.scm_fit_
+            if predictor._is_classifier():
+                response = "probability"  # a classifier's gap in the probability of class 1
     try:
         result = decompose(
             fit, rows, attribute=args.attribute, x0=args.x0, x1=args.x1,
@@ -454,7 +459,8 @@ def run_decompose(args: argparse.Namespace) -> int:
         raise CommandError(str(error)) from error
     table = result.table
     if result.allowed is not None:
-        unfair = result.unfair().rename(columns={"effect": "term", "contribution": "mean"})
+        unfair = result.unfair().drop(columns="term")
+        unfair = unfair.rename(columns={"effect": "term", "contribution": "mean"})
         unfair = unfair.assign(form="unfair", sd=float("nan"))[list(table.columns)]
         table = pd.concat([table, unfair], ignore_index=True)
     _write_csv(table, out)
