@@ -89,8 +89,10 @@ from counterfair.counterfactual.prediction import (
     predict_world,
 )
 from counterfair.counterfactual.world import World
+from counterfair.inference.chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.rng import RandomSource
+from counterfair.rows import dispatch
 from counterfair.rows.rows import Rows
 
 from ._validation import check_open_unit
@@ -102,6 +104,7 @@ from .decomposition_result import (
     Decomposition,
     table_of,
 )
+from .streaming import DecompositionSums
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -112,7 +115,11 @@ __all__ = [
     "EFFECTS",
     "TABLE_COLUMNS",
     "Decomposition",
+    "DecompositionPlan",
     "decompose",
+    "decomposition_plan",
+    "decomposition_sums",
+    "finish_decomposition",
     "mediator_paths",
 ]
 
@@ -564,49 +571,6 @@ def _predict(
 
 
 # ---------------------------------------------------------------------- the terms
-def _row_mean(values: np.ndarray) -> np.ndarray:
-    """Mean over the rows (axis 1) of ``(S, N)`` values, summed in the rows' order for
-    every sample alike: samples with the same values get the same mean to the last bit
-    (numpy's pairwise sum along a contiguous axis depends on where each sample's row
-    starts in memory)."""
-    return np.ascontiguousarray(values.T).sum(axis=0) / values.shape[1]
-
-
-def _term_draws(
-    y: dict[str, np.ndarray], in_x0: np.ndarray, in_x1: np.ndarray, *, no_confounder: bool
-) -> dict[str, np.ndarray]:
-    """Every term per sample, from ``y`` in the four worlds (averages over rows)."""
-
-    def given(world: str, rows: np.ndarray) -> np.ndarray:
-        return _row_mean(y[world][:, rows])
-
-    def everyone(world: str) -> np.ndarray:
-        return _row_mean(y[world])
-
-    observed_x0, observed_x1 = given("factual", in_x0), given("factual", in_x1)
-    nested_x0, nested_all = given("x1,W_x0", in_x0), everyone("x1,W_x0")
-    x0_given_x0 = given("x0", in_x0)
-    x1_given_x1 = given("x1", in_x1)
-    zero = np.zeros_like(observed_x0)
-    if no_confounder:  # X independent of the exogenous variables: y_x | x' ~ y | x
-        x1_given_x0, x1_all, x0_all = observed_x1, observed_x1, observed_x0
-        se, expse_x0, expse_x1 = zero, zero, zero
-    else:
-        x1_given_x0, x1_all, x0_all = given("x1", in_x0), everyone("x1"), everyone("x0")
-        se = x1_given_x0 - x1_given_x1
-        expse_x0, expse_x1 = observed_x0 - x0_all, observed_x1 - x1_all
-    return {
-        "TV": observed_x1 - observed_x0,
-        "Ctf-DE": nested_x0 - x0_given_x0,
-        "Ctf-IE": nested_x0 - x1_given_x0,
-        "Ctf-SE": se,
-        "NDE": nested_all - x0_all,
-        "NIE": nested_all - x1_all,
-        "Exp-SE_x0": expse_x0,
-        "Exp-SE_x1": expse_x1,
-    }
-
-
 # ---------------------------------------------------------------------- the entry point
 def decompose(
     fit: Fit,
@@ -716,71 +680,176 @@ def decompose(
     >>> result.table  # doctest: +SKIP
     >>> print(result)  # doctest: +SKIP
     """
+    if (handler := dispatch.handler_for("decompose", data)) is not None:
+        return handler(
+            fit, data, attribute=attribute, x0=x0, x1=x1, outcome=outcome,
+            predictor=predictor, response=response, mediators=mediators,
+            confounders=confounders, n_samples=n_samples, n_param_draws=n_param_draws,
+            seed=seed, interval=interval, allow=allow,
+        )
+    plan = decomposition_plan(
+        fit, attribute=attribute, x0=x0, x1=x1, outcome=outcome, predictor=predictor,
+        response=response, mediators=mediators, confounders=confounders,
+        n_samples=n_samples, n_param_draws=n_param_draws, seed=seed, interval=interval,
+        allow=allow,
+    )
+    rows = Rows.check(data, fit.scm, fit.encoding)
+    codes = np.asarray(rows.codes[attribute])
+    for name, code in zip(("x0", "x1"), plan.codes, strict=True):
+        if not (codes == code).any():  # before any abduction
+            _no_rows(fit, plan, name, set(np.unique(codes).tolist()))
+    sums = decomposition_sums(fit, rows, plan)
+    return finish_decomposition(
+        fit, plan, sums, outcome_in_rows=plan.outcome in rows.frame.columns
+    )
+
+
+@dataclass(frozen=True)
+class DecompositionPlan:
+    """The checked settings of a decomposition, shared by every chunk or partition."""
+
+    attribute: str
+    levels: tuple[str, str]
+    codes: tuple[int, int]
+    roles: _Roles
+    outcome: str | None
+    predictor: Predictor | None
+    response: Response
+    n_samples: int
+    n_param_draws: int | None
+    seed: int | None
+    interval: float
+    allowed: tuple[str, ...] | None
+
+
+def decomposition_plan(
+    fit: Fit,
+    *,
+    attribute: str,
+    x0: object,
+    x1: object,
+    outcome: str | None = None,
+    predictor: Predictor | None = None,
+    response: Response = "prediction",
+    mediators: str | Sequence[str] | None = None,
+    confounders: str | Sequence[str] | None = None,
+    n_samples: int = DEFAULT_DECOMPOSITION_SAMPLES,
+    n_param_draws: int | None = None,
+    seed: int | None = 0,
+    interval: float = 0.9,
+    allow: Sequence[str] | None = None,
+) -> DecompositionPlan:
+    """Check the settings of :func:`decompose` (its arguments but the rows) once."""
     scm = fit.scm
     levels = _check_levels(fit, attribute, x0, x1)
     _check_target(scm, outcome, predictor, response)
     interval = check_open_unit(interval, "interval")
     samples = _check_samples(n_samples, "n_samples")
+    param_draws = None if n_param_draws is None else _check_samples(
+        n_param_draws, "n_param_draws"
+    )
     allowed = _check_allow(allow)
     if predictor is not None and multiclass_labels(predictor, response):
         raise ValueError(MULTICLASS.format(name=_predictor_name(predictor)))
-    rows = Rows.check(data, scm, fit.encoding)
-    codes = np.asarray(rows.codes[attribute])
-    masks = []
-    for name, level in zip(("x0", "x1"), levels, strict=True):
-        mask = codes == fit.encoding.code(attribute, [level])[0]
-        if not mask.any():
-            present = sorted(set(fit.encoding.decode(attribute, codes).tolist()))
-            raise errors.DataError(
-                NO_ROWS.format(attribute=attribute, level=level, name=name, present=present)
-            )
-        masks.append(mask)
-    in_x0, in_x1 = masks
-    roles = _roles(scm, attribute, outcome, mediators, confounders)
-    notes = list(roles.notes)
-    if outcome is not None and outcome not in rows.frame.columns:
-        notes.append(NOTE_OUTCOME_SIMULATED.format(outcome=outcome))
-    others = int((~(in_x0 | in_x1)).sum())
-    if others:
-        notes.append(NOTE_OTHER_LEVELS.format(count=others, attribute=attribute))
-    if n_param_draws is None:
-        n_param_draws = samples if fit.abduction_is_exact(rows) else MCMC_PARAM_DRAWS
-    abduction = fit.abduct(
-        rows,
-        method="draws",
-        n_samples=samples,
-        n_param_draws=_check_samples(n_param_draws, "n_param_draws"),
-        seed=seed,
-    )
-    y = _outputs(
-        fit,
-        abduction,
+    code0, code1 = (int(fit.encoding.code(attribute, [level])[0]) for level in levels)
+    return DecompositionPlan(
         attribute=attribute,
         levels=levels,
-        mediators=roles.mediators,
+        codes=(code0, code1),
+        roles=_roles(scm, attribute, outcome, mediators, confounders),
         outcome=outcome,
         predictor=predictor,
         response=response,
+        n_samples=samples,
+        n_param_draws=param_draws,
         seed=seed,
-    )
-    terms = _term_draws(y, in_x0, in_x1, no_confounder=not roles.confounders)
-    draws = pd.DataFrame(
-        {term: terms[term] for term in DECOMPOSITION_TERMS},
-        index=pd.RangeIndex(abduction.n_samples, name="sample"),
-    )
-    return Decomposition(
-        table=table_of(draws, interval),
-        draws=draws,
-        attribute=attribute,
-        x0=levels[0],
-        x1=levels[1],
-        target=outcome if outcome is not None else f"predictor {_predictor_name(predictor)}",
-        confounders=roles.confounders,
-        mediators=roles.mediators,
-        notes=tuple(notes),
         interval=interval,
         allowed=allowed,
-        n_rows=len(codes),
-        n_x0=int(in_x0.sum()),
-        n_x1=int(in_x1.sum()),
+    )
+
+
+def _no_rows(fit: Fit, plan: DecompositionPlan, name: str, seen: set[int]) -> None:
+    level = plan.levels[0 if name == "x0" else 1]
+    present = sorted(
+        set(fit.encoding.decode(plan.attribute, np.asarray(sorted(seen))).tolist())
+    )
+    raise errors.DataError(
+        NO_ROWS.format(attribute=plan.attribute, level=level, name=name, present=present)
+    )
+
+
+def decomposition_sums(fit: Fit, rows: Rows, plan: DecompositionPlan) -> DecompositionSums:
+    """The mergeable sums of a decomposition over ``rows``, chunk by chunk.
+
+    The rows are abducted and their four worlds built one chunk at a time
+    (:func:`counterfair.inference.chunks.abduct_chunks`, sized by
+    :func:`counterfair.options.chunk_bytes`), so memory holds samples x the chunk's rows,
+    never samples x all rows. Exact abduction and every draw of the worlds are keyed by
+    the rows' global positions and the sums run over the rows in order, so the sums do
+    not depend on the chunk size. ``rows`` may be one partition of a larger data set
+    (its global positions): the partitions' sums merge
+    (:meth:`~counterfair.audit.streaming.DecompositionSums.merge`).
+    """
+    draws = plan.n_param_draws
+    if draws is None:
+        draws = plan.n_samples if fit.abduction_is_exact(rows) else MCMC_PARAM_DRAWS
+    sums = DecompositionSums(n_samples=plan.n_samples)
+    chunks = abduct_chunks(
+        fit, rows, method="draws", n_samples=plan.n_samples, n_param_draws=draws,
+        seed=plan.seed,
+    )
+    for _, chunk in chunks:
+        y = _outputs(
+            fit,
+            chunk,
+            attribute=plan.attribute,
+            levels=plan.levels,
+            mediators=plan.roles.mediators,
+            outcome=plan.outcome,
+            predictor=plan.predictor,
+            response=plan.response,
+            seed=plan.seed,
+        )
+        codes = np.asarray(chunk.codes[plan.attribute])
+        sums.update(y, codes == plan.codes[0], codes == plan.codes[1], codes)
+    return sums
+
+
+def finish_decomposition(
+    fit: Fit, plan: DecompositionPlan, sums: DecompositionSums, *, outcome_in_rows: bool
+) -> Decomposition:
+    """The :class:`Decomposition` of the sums of all the rows."""
+    for name, count in (("x0", sums.n_x0), ("x1", sums.n_x1)):
+        if count == 0:
+            _no_rows(fit, plan, name, sums.codes)
+    notes = list(plan.roles.notes)
+    if plan.outcome is not None and not outcome_in_rows:
+        notes.append(NOTE_OUTCOME_SIMULATED.format(outcome=plan.outcome))
+    others = sums.n_rows - sums.n_x0 - sums.n_x1
+    if others:
+        notes.append(NOTE_OTHER_LEVELS.format(count=others, attribute=plan.attribute))
+    terms = sums.terms(no_confounder=not plan.roles.confounders)
+    draws = pd.DataFrame(
+        {term: terms[term] for term in DECOMPOSITION_TERMS},
+        index=pd.RangeIndex(sums.n_samples, name="sample"),
+    )
+    predictor = plan.predictor
+    target = (
+        plan.outcome if predictor is None else f"predictor {_predictor_name(predictor)}"
+    )
+    return Decomposition(
+        table=table_of(draws, plan.interval),
+        draws=draws,
+        attribute=plan.attribute,
+        x0=plan.levels[0],
+        x1=plan.levels[1],
+        target=str(target),
+        confounders=plan.roles.confounders,
+        mediators=plan.roles.mediators,
+        notes=tuple(notes),
+        interval=plan.interval,
+        allowed=plan.allowed,
+        n_rows=sums.n_rows,
+        n_x0=sums.n_x0,
+        n_x1=sums.n_x1,
     )
