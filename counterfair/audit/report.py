@@ -14,8 +14,9 @@ summary table (one row per criterion with a one-line meaning), the verdicts per 
 SVG charts of the ratios with the tau band, group measures, ratios, differences,
 bootstrap intervals and dependence tests. Optional sections show explanation-based
 measures (:class:`ExplanationAudit`), subpopulations
-(:func:`counterfair.audit.find_subpopulations`) and a counterfactual audit
-(``counterfactual=``, with the densities of the changes). Further sections are appended
+(:func:`counterfair.audit.find_subpopulations`), a counterfactual audit
+(``counterfactual=``, with the densities of the changes) and causal decompositions of
+gaps (``decompositions=``, a waterfall chart each). Further sections are appended
 through ``extra_sections`` as ``(title, html_fragment)`` pairs; fragments are inserted
 verbatim and must come from a trusted source (the page's policy blocks their scripts
 and any external resource).

@@ -431,7 +431,7 @@ def run_decompose(args: argparse.Namespace) -> int:
         raise CommandError(f"--out {out}: folder {out.parent} does not exist")
     rows = fit.data if args.rows is None else _read_csv(args.rows, "rows")
     predictor: Any = None
-    response = "prediction"
+    response: Literal["prediction", "probability"] = "prediction"
     if args.learner:
         folder = Path(args.run) / "learner"
         if not folder.is_dir():
