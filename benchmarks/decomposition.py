@@ -9,12 +9,15 @@ decomposition, like the audit, simulates nothing it is not given), the script ti
 * ``cf_audit``: :func:`counterfair.audit.counterfactual_fairness` of Full under
   ``do(sex)``, 50 samples per row, summaries only (issue 19's audit configuration);
 * ``decompose``: :func:`counterfair.audit.decompose` of Full's prediction, ``sex``
-  Female (x0) against Male (x1), 50 samples per row, default settings (four worlds per
-  row: the factual one, ``do(x0)``, ``do(x1)`` and the nested ``y_{x1, W_{x0}}``).
+  Female (x0) against Male (x1), 50 samples per row and, as the audit, 20 posterior
+  parameter draws (``n_param_draws=20``; the decomposition's default with exact
+  abduction is one per sample). Its worlds: the factual one, ``do(x0)`` and ``do(x1)``
+  (each row moved to the other level only) and the nested ``y_{x1, W_{x0}}``.
 
 Both stream the rows by chunk (:func:`counterfair.options.chunk_bytes`). Peak resident
-memory is sampled every 20 ms. The target is ``decompose`` in at most 2x the audit's
-time.
+memory is sampled every 20 ms; the CPU time of the process (``time.process_time``) is
+recorded beside the wall time, since on a shared machine the wall time moves with the
+other jobs. The target is ``decompose`` in at most 2x the audit's time.
 
 Run (a few minutes at 1M rows on 2 cores)::
 
@@ -32,6 +35,7 @@ import json
 import os
 import platform
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,24 +80,36 @@ def main(argv: list[str] | None = None) -> int:
     features = rows.drop(columns="ZFYA")
     sexes = list(levels["sex"])
     records: list[dict[str, Any]] = []
-    stage(records, args.rows, "cf_audit", "memory", lambda: cf.audit.counterfactual_fairness(
+    cpu: dict[str, float] = {}
+
+    def timed(name: str, work: Any) -> Any:
+        start = time.process_time()
+        out = stage(records, args.rows, name, "memory", work)
+        cpu[name] = round(time.process_time() - start, 2)
+        records[-1]["cpu_seconds"] = cpu[name]
+        return out
+
+    timed("cf_audit", lambda: cf.audit.counterfactual_fairness(
         fit, features, full, attributes=["sex"], n_samples=args.samples, seed=args.seed))
-    result = stage(records, args.rows, "decompose", "memory", lambda: cf.audit.decompose(
+    result = timed("decompose", lambda: cf.audit.decompose(
         fit, features, attribute="sex", x0=sexes[0], x1=sexes[1], predictor=full,
-        n_samples=args.samples, seed=args.seed))
+        n_samples=args.samples, n_param_draws=20, seed=args.seed))
     seconds = {r["stage"]: r["seconds"] for r in records}
     ratio = seconds["decompose"] / seconds["cf_audit"]
+    cpu_ratio = cpu["decompose"] / cpu["cf_audit"]
     print(result)
     print(f"\n{args.rows:,} rows, {args.samples} samples per row: decompose "
           f"{seconds['decompose']:.1f} s / counterfactual audit {seconds['cf_audit']:.1f} s = "
-          f"{ratio:.2f}x (target <= {TARGET_RATIO:.0f}x: "
-          f"{'PASS' if ratio <= TARGET_RATIO else 'FAIL'})", flush=True)
+          f"{ratio:.2f}x wall (CPU {cpu['decompose']:.1f} s / {cpu['cf_audit']:.1f} s = "
+          f"{cpu_ratio:.2f}x; target <= {TARGET_RATIO:.0f}x: "
+          f"{'PASS' if max(ratio, cpu_ratio) <= TARGET_RATIO else 'FAIL'})", flush=True)
     payload = {
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "python": sys.version.split()[0]},
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "records": records,
         "ratio": round(ratio, 3),
+        "cpu_ratio": round(cpu_ratio, 3),
         "target_ratio": TARGET_RATIO,
         "chunk_bytes": cf.options.chunk_bytes(),
         "table": result.table.to_dict(orient="records"),

@@ -43,7 +43,8 @@ How the terms are computed
 Every term comes from one abduction of the rows (:meth:`counterfair.Fit.abduct` with
 ``method="draws"``): joint samples of parameters and latents, each row's noise abducted
 once and shared by all worlds. For each sample ``s`` the worlds of the rows are built --
-the factual world, ``do(X = x0)``, ``do(X = x1)``
+the factual world, ``do(X = x0)``, ``do(X = x1)`` (a row already at ``x`` keeps its
+factual world under ``do(X = x)``: only the other rows are moved)
 (:func:`counterfair.counterfactual.action.counterfactual_world`) and the nested world
 ``y_{x1, W_{x0}}`` (:func:`counterfair.counterfactual.paths.path_specific_values`: the
 paths from ``X`` through a mediator see ``x0``, every other path sees ``x1``) -- ``y``
@@ -484,21 +485,32 @@ def _outputs(
     rng = abduction.row_random(seed)
     factual = factual_world(fit, abduction, rng)
     shared = coupled_noise(scm, factual, rng, sorted(scm.descendants(attribute)))
-    worlds = {
-        "factual": factual,
-        "x0": counterfactual_world(fit, factual, {attribute: levels[0]}, rng, shared_noise=shared),
-        "x1": counterfactual_world(fit, factual, {attribute: levels[1]}, rng, shared_noise=shared),
-        "x1,W_x0": _nested_world(
-            fit, factual, attribute=attribute, code0=code0, code1=code1, mediators=mediators,
-            rng=rng,
-        ),
-    }
-    out: dict[str, np.ndarray] = {}
-    for name, world in worlds.items():
+
+    def read(world: World, name: str, rows: int) -> np.ndarray:
         if outcome is not None:
-            out[name] = np.broadcast_to(world.values[outcome], shape).astype(float)
-        else:
-            out[name] = _predict(fit, predictor, world, response, name, shape)
+            return np.broadcast_to(world.values[outcome], (shape[0], rows)).astype(float)
+        return _predict(fit, predictor, world, response, name, (shape[0], rows))
+
+    out = {"factual": read(factual, "factual", shape[1])}
+    codes = np.asarray(abduction.codes[attribute])
+    for name, level, code in (("x0", levels[0], code0), ("x1", levels[1], code1)):
+        # consistency: the world do(X = x) of a row whose level is x is its factual world,
+        # so only the other rows are moved (the audit's subsets, keyed by row position)
+        moved = codes != code
+        values = out["factual"].copy()
+        if moved.any():
+            rows = abduction.take_rows(moved)
+            counter = counterfactual_world(
+                fit, factual.take_rows(moved, rows), {attribute: level}, rows.row_random(seed),
+                shared_noise={k: v[:, moved] for k, v in shared.items()},
+            )
+            values[:, moved] = read(counter, name, int(moved.sum()))
+        out[name] = values
+    nested = _nested_world(
+        fit, factual, attribute=attribute, code0=code0, code1=code1, mediators=mediators,
+        rng=rng,
+    )
+    out["x1,W_x0"] = read(nested, "x1,W_x0", shape[1])
     return out
 
 
