@@ -196,6 +196,8 @@ def _points(table: pd.DataFrame, target: str, term: str, sign: float) -> str:
     row = table[(table["target"] == target) & (table["term"] == term)
                 & (table["form"] == "x-specific")].iloc[0]
     low, high = sorted((sign * 100 * row["lower"], sign * 100 * row["upper"]))
+    if high - low < 1e-9:  # the rows' own gap: no posterior spread
+        return f"{sign * 100 * row['mean']:.1f}"
     return f"{sign * 100 * row['mean']:.1f} [{low:.1f}, {high:.1f}]"
 
 
@@ -213,7 +215,7 @@ def markdown(compas: pd.DataFrame, adult: pd.DataFrame, info: dict[str, Any]) ->
         for short, *_ in terms:
             mean, half = FAIRCAUSE[label][short]
             theirs.append(f"{mean:.1f}" + (f" ± {half:.1f}" if half is not None else ""))
-        lines.append("| | faircause (issue 29) | " + " | ".join(theirs) + " |")
+        lines.append("| | faircause (as issue 29 quotes it) | " + " | ".join(theirs) + " |")
     lines += ["", "## Adult by sex (Female - Male), W = {marital}, percentage points", "",
               "| y | TV | direct (DE) | through marital (-IE) | spurious (-SE) |",
               "|---|---|---|---|---|"]
