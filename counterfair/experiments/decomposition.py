@@ -195,10 +195,11 @@ def run_adult(config: adult_pscf.AdultPSCFConfig, *, n_samples: int, decompose_r
 def _points(table: pd.DataFrame, target: str, term: str, sign: float) -> str:
     row = table[(table["target"] == target) & (table["term"] == term)
                 & (table["form"] == "x-specific")].iloc[0]
-    low, high = sorted((sign * 100 * row["lower"], sign * 100 * row["upper"]))
-    if high - low < 1e-9:  # the rows' own gap: no posterior spread
-        return f"{sign * 100 * row['mean']:.1f}"
-    return f"{sign * 100 * row['mean']:.1f} [{low:.1f}, {high:.1f}]"
+    low, high = sorted((sign * 100 * row["lower"] + 0.0, sign * 100 * row["upper"] + 0.0))
+    mean = sign * 100 * row["mean"] + 0.0  # + 0.0: an exact 0 prints as 0.0, not -0.0
+    if high - low < 1e-9 and abs(mean - low) < 1e-9 and term == "TV":
+        return f"{mean:.1f}"  # the rows' own gap: no posterior spread
+    return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
 
 
 def markdown(compas: pd.DataFrame, adult: pd.DataFrame, info: dict[str, Any]) -> str:
@@ -270,6 +271,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     (args.out / "results.json").write_text(json.dumps(info, indent=2))
     if compas is not None and adult is not None:
         (args.out / "results.md").write_text(markdown(compas, adult, info))
+    return _done(timings)
+
+
+def rewrite_markdown(out: Path) -> None:
+    """``results.md`` again from the CSV and JSON files of a finished run in ``out``."""
+    compas = pd.read_csv(out / "compas.csv")
+    adult = pd.read_csv(out / "adult.csv")
+    info = json.loads((out / "results.json").read_text())
+    (out / "results.md").write_text(markdown(compas, adult, info))
+
+
+def _done(timings: dict[str, float]) -> int:
     _log(json.dumps(timings))
     return 0
 
