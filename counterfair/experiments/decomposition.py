@@ -55,7 +55,7 @@ MEDIATORS = ("juv_count", "priors_count", "felony")
 COMPAS_OUTCOMES = {"two_year_recid": "two-year recidivism",
                    "northpointe": "COMPAS high-risk label (decile > 4)"}
 
-FAIRCAUSE = {
+FAIRCAUSE: dict[str, dict[str, tuple[float, float | None]]] = {
     "two-year recidivism": {"TV": (8.5, None), "DE": (1.5, 1.8), "IE": (4.0, 0.8),
                             "SE": (3.0, 1.4)},
     "COMPAS high-risk label (decile > 4)": {"TV": (17.0, None), "DE": (5.5, None),
