@@ -55,7 +55,9 @@ def dask_decompose(fit: Fit, data: Any, **options: Any) -> Decomposition:
     """:func:`counterfair.audit.decompose` for a Dask frame (same arguments)."""
     plan = decomposition_plan(fit, **options)
     _check_frame(data, fit)
-    sums = run_partitions(data, (fit, plan.predictor), _kernel, merge=_merge, plan=plan)
+    # the predictor travels once with the scattered model, not inside every task's plan
+    bare = dataclasses.replace(plan, predictor=None)
+    sums = run_partitions(data, (fit, plan.predictor), _kernel, merge=_merge, plan=bare)
     return finish_decomposition(
         fit, plan, sums, outcome_in_rows=plan.outcome in data.columns
     )
