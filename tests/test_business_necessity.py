@@ -211,3 +211,34 @@ def test_decompose_refuses_an_unknown_effect(fit: cf.Fit, rows: pd.DataFrame) ->
     )):
         cf.audit.decompose(fit, rows.head(100), attribute="X", x0="0", x1="1", outcome="Y",
                            allow=("TE",))
+
+
+def test_disallowing_se_with_an_observed_root_confounder_is_refused() -> None:
+    """A: an observed root the rows may tie to X (as age in COMPAS). Holding protected
+    confounders at a reference cannot remove the spurious effect through it: refused."""
+    graph = nx.DiGraph()
+    for name, spec in {
+        "X": cf.Protected(levels=("0", "1")), "A": cf.Normal(sigma=1.0),
+        "W": cf.Normal(sigma=0.5), "Y": cf.Normal(sigma=0.5),
+    }.items():
+        graph.add_node(name, spec=spec)
+    graph.add_edges_from([("X", "W"), ("A", "W"), ("X", "Y"), ("W", "Y"), ("A", "Y")])
+    scm = cf.SCM(graph)
+    rng = np.random.default_rng(shifted(8))
+    x = (rng.random(200) < 0.5).astype(int)
+    a = rng.normal(0.5 * x, 1.0)
+    w = 0.8 * x + 0.4 * a + 0.5 * rng.standard_normal(200)
+    data = pd.DataFrame({"X": pd.Categorical(x.astype(str), categories=["0", "1"]), "A": a,
+                         "W": w, "Y": 0.3 * x + 0.7 * w + 0.2 * a})
+    fit = given_fit(scm, data, {"alpha_A": 0.0, "alpha_W": 0.0, "beta_W_X": [0.8],
+                                "beta_W_A": 0.4, "alpha_Y": 0.0, "beta_Y_X": [0.3],
+                                "beta_Y_W": 0.7, "beta_Y_A": 0.2}, seed=shifted(9))
+    model = cf.FairLearner(scm, "Y", features="path_specific", allow=("IE",), baseline="0",
+                           scm_fit=fit, n_samples=3, seed=1)
+    with pytest.raises(ValueError, match=re.escape(
+        fair.ALLOW_SE_OBSERVED.format(nodes=["A"], attribute="X")
+    )):
+        model.fit(data)
+    allowed = cf.FairLearner(scm, "Y", features="path_specific", allow=("IE", "SE"),
+                             baseline="0", scm_fit=fit, n_samples=3, seed=1).fit(data)
+    assert allowed.reference_ == {}

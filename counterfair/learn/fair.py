@@ -103,6 +103,14 @@ ALLOW_SHARED = (
     "mediated at once; name {node!r} a mediator, or allow both DE and IE"
 )
 
+ALLOW_SE_OBSERVED = (
+    "disallowing SE needs every confounder the learner reads to be a protected attribute "
+    "or its descendant (they are held at a reference); {nodes} are observed confounders "
+    "with no protected ancestor, whose dependence on {attribute!r} lives in the rows only, "
+    "so the learner cannot remove the spurious effect through them: declare them "
+    "Protected, or allow SE"
+)
+
 DESCENDANT_FEATURE = (
     "feature {node!r} is a descendant of protected attribute {source!r} "
     "(path {path}); a counterfactually fair predictor cannot use it"
@@ -360,6 +368,14 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         if "SE" in allowed:
             return {}
         attribute = self._attribute(scm)
+        others = [p for p in scm.protected if p != attribute]
+        held = scm.descendants(others) if others else frozenset()
+        free = [
+            n for n in input_names(scm, str(self.target))
+            if n in scm.observed and n not in scm.descendants(attribute) and n not in held
+        ]
+        if free:  # an observed root (or a child of latents only) the rows may tie to X
+            raise ValueError(ALLOW_SE_OBSERVED.format(nodes=free, attribute=attribute))
         fit = self.scm_fit_
         reference: dict[str, Any] = {}
         for z in scm.protected:
