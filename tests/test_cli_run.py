@@ -1,5 +1,5 @@
 """The command line for a user's own data (counterfair.cli.run), run as a user would:
-``counterfair fit | learn | audit | counterfactual`` in subprocesses, on 300 rows of the
+``counterfair fit | learn | audit | counterfactual | decompose`` in subprocesses, on 300 rows of the
 law school data with the SCM file examples/law_school.yaml.
 
 The study through the commands alone: the fit is saved and diagnosed, the Fair K
@@ -135,7 +135,64 @@ def test_refusals_exit_2_and_say_why(run: Path) -> None:
     assert not (run / "other").exists()
 
 
-@pytest.mark.parametrize("command", ["fit", "learn", "audit", "counterfactual"])
+def test_decompose_writes_the_table_of_the_outcome_and_of_the_learner(run: Path) -> None:
+    done = counterfair(
+        "decompose", "run", "--attribute", "race", "--x0", "White", "--x1", "Black",
+        "--outcome", "ZFYA", "--n-samples", "30", "--out", "dec.csv", cwd=run,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "x-specific: TV = Ctf-DE - Ctf-IE - Ctf-SE" in done.stdout
+    table = pd.read_csv(run / "dec.csv")
+    assert list(table.columns) == ["term", "form", "mean", "sd", "lower", "upper"]
+    means = table[table["form"] == "x-specific"].set_index("term")["mean"]
+    assert means["TV"] == pytest.approx(means["Ctf-DE"] - means["Ctf-IE"] - means["Ctf-SE"])
+    data = pd.read_csv(run / "law.csv")
+    gap = (data.loc[data["race"] == "Black", "ZFYA"].mean()
+           - data.loc[data["race"] == "White", "ZFYA"].mean())
+    assert means["TV"] == pytest.approx(gap)  # the rows' own gap
+    fair = counterfair(
+        "decompose", "run", "--attribute", "race", "--x0", "White", "--x1", "Black",
+        "--learner", "--allow", "IE", "--n-samples", "30", "--out", "fair.csv", cwd=run,
+    )
+    assert fair.returncode == 0, fair.stderr
+    learner = pd.read_csv(run / "fair.csv").set_index(["form", "term"])
+    # the Fair K learner reads K only: race moves it along no path
+    assert learner.loc[("x-specific", "Ctf-DE"), "mean"] == 0.0
+    assert learner.loc[("x-specific", "Ctf-IE"), "mean"] == 0.0
+    assert learner.loc[("unfair", "unfair"), "mean"] == pytest.approx(
+        -learner.loc[("x-specific", "Ctf-SE"), "mean"]
+    )
+    assert "business necessity: allowed IE" in fair.stdout
+
+
+def test_decompose_refusals_exit_2_and_leave_no_file(run: Path) -> None:
+    base = ["decompose", "run", "--attribute", "race", "--outcome", "ZFYA",
+            "--n-samples", "5"]
+    cases = [
+        (["--x0", "White", "--x1", "White"], "x0 and x1 are both 'White'"),
+        (["--x0", "White", "--x1", "Martian"], "x1='Martian' is not a level of 'race'"),
+        (["--x0", "a", "--x1", "b", "--attribute", "LSAT"],
+         "attribute 'LSAT' is not a protected attribute of the SCM"),
+        (["--x0", "White", "--x1", "Black", "--allow", "XE"], "allow= names 'XE'"),
+        (["--x0", "White", "--x1", "Black", "--mediators", "GPA"],
+         "mediators names 'GPA', which is not a node of the SCM"),
+    ]
+    for extra, text in cases:
+        done = counterfair(*base, *extra, "--out", "refused.csv", cwd=run)
+        assert done.returncode == 2, (extra, done.stderr)
+        assert text in done.stderr, (extra, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert not (run / "refused.csv").exists()
+    (run / "kept.csv").write_text("old\n")
+    exists = counterfair(*base, "--x0", "White", "--x1", "Black", "--out", "kept.csv", cwd=run)
+    assert exists.returncode == 2 and "already exists; pass --force" in exists.stderr
+    assert (run / "kept.csv").read_text() == "old\n"
+    nowhere = counterfair(*base, "--x0", "White", "--x1", "Black", "--out", "no/dir/t.csv",
+                          cwd=run)
+    assert nowhere.returncode == 2 and "folder no/dir does not exist" in nowhere.stderr
+
+
+@pytest.mark.parametrize("command", ["fit", "learn", "audit", "counterfactual", "decompose"])
 def test_help_has_an_example(command: str, tmp_path: Path) -> None:
     done = counterfair(command, "--help", cwd=tmp_path)
     assert done.returncode == 0

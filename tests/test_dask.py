@@ -179,6 +179,22 @@ def test_counterfactual_audit_equals_in_memory_for_any_partitioning(client, mode
         assert len(list(out.iterdir())) == n
 
 
+def test_decomposition_equals_in_memory_for_any_partitioning(client, models):
+    """cf.audit.decompose of a Dask frame: per-partition sums merged on the workers equal
+    the in-memory decomposition (outcome and a predictor), for any partitioning."""
+    fit, rows, learner, full, _ = models
+    settings = {"attribute": "race", "x0": "White", "x1": "Black", "n_samples": 20,
+                "seed": 3}
+    for option in ({"outcome": "UGPA"}, {"predictor": full}, {"predictor": learner}):
+        expected = cf.audit.decompose(fit, rows, **settings, **option)
+        for n, ddf in frames(rows).items():
+            got = cf.audit.decompose(fit, ddf, **settings, **option)
+            assert (got.n_rows, got.n_x0, got.n_x1) == (
+                expected.n_rows, expected.n_x0, expected.n_x1), n
+            np.testing.assert_allclose(got.draws, expected.draws, rtol=1e-10, atol=1e-12)
+            assert got.notes == expected.notes
+
+
 def test_audit_of_a_per_row_intervention_equals_in_memory(client, models):
     fit, rows, _, full, _ = models
     lsat = rows["LSAT"].to_numpy() + np.arange(len(rows)) % 3  # do(LSAT = LSAT + 0, 1 or 2)

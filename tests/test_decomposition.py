@@ -40,6 +40,7 @@ from counterfair.inference.diagnostics import Diagnostics
 from counterfair.inference.mcmc_stats import bulk_ess
 from counterfair.model.encoding import Encoding
 from counterfair.model.specs import Protected
+from counterfair.options import MIN_CHUNK_BYTES
 
 EXACT = 1e-9
 IDENTITY = 1e-10
@@ -937,18 +938,58 @@ def test_a_latent_cannot_be_a_confounder(notes_fit: cf.Fit) -> None:
         _decompose(notes_fit, confounders=["Z", "U"])
 
 
-def test_a_path_specific_learner_is_refused(small_fit: cf.Fit) -> None:
-    class PathLearner:
-        """Stands for a FairLearner(features="path_specific") of the fit."""
+# ---------------------------------------------------------------------- streaming
+CHUNKS = (MIN_CHUNK_BYTES, 4 * MIN_CHUNK_BYTES, cf.options.DEFAULT_CHUNK_BYTES)
 
-        features = "path_specific"
-        scm_fit_ = small_fit
 
-        def predict_abduction(self) -> None:  # what marks a FairLearner
-            return None
+@pytest.mark.parametrize("target", ["outcome", "predictor"])
+def test_the_decomposition_is_the_same_for_any_chunk_size(
+    notes_fit: cf.Fit, target: str
+) -> None:
+    """Streamed by chunk (worlds of samples x a chunk's rows, never x all rows), the
+    draws are bit for bit those of one chunk: the sums run over the rows in order."""
+    seen: list[int] = []
 
-        def predict(self, frame: pd.DataFrame) -> np.ndarray:
-            return np.zeros(len(frame))
+    def model(frame: pd.DataFrame) -> np.ndarray:
+        seen.append(len(frame))
+        return frame["M"].to_numpy() - 0.5 * frame["V"].to_numpy()
 
-    with pytest.raises(ValueError, match=re.escape(dec.PATH_LEARNER)):
-        _bad(small_fit, outcome=None, predictor=PathLearner())
+    option = {"outcome": "Y"} if target == "outcome" else {"predictor": model,
+                                                            "outcome": None}
+    results = []
+    for size in CHUNKS:
+        seen.clear()
+        with cf.set_options(chunk_bytes=size):
+            results.append(_decompose(notes_fit, **option))
+        if target == "predictor":
+            largest = max(seen)
+            assert largest <= 30 * len(notes_fit.data)
+            if size == MIN_CHUNK_BYTES:  # many chunks, each a few rows x 30 samples
+                assert largest < 30 * len(notes_fit.data) / 10
+    for other in results[1:]:
+        pd.testing.assert_frame_equal(other.draws, results[0].draws, check_exact=True)
+        pd.testing.assert_frame_equal(other.table, results[0].table, check_exact=True)
+
+
+def test_partial_sums_merge_into_the_sums_of_all_rows(notes_fit: cf.Fit) -> None:
+    """What a partitioned run does: sums of two sets of rows (their global positions kept)
+    merge into the sums of all rows, up to the order of floating-point sums."""
+    plan = dec.decomposition_plan(notes_fit, attribute="X", x0="0", x1="1", outcome="Y",
+                                  n_samples=30, seed=shifted(1))
+    data = notes_fit.data
+    rows = cf.rows.Rows.check(data, notes_fit.scm, notes_fit.encoding)
+    whole = dec.decomposition_sums(notes_fit, rows, plan)
+    half = len(data) // 2
+    parts = [
+        cf.rows.Rows.check(data.iloc[a:b], notes_fit.scm, notes_fit.encoding,
+                           positions=np.arange(a, b))
+        for a, b in ((0, half), (half, len(data)))
+    ]
+    merged = dec.decomposition_sums(notes_fit, parts[1], plan).merge(
+        dec.decomposition_sums(notes_fit, parts[0], plan)
+    )
+    assert (merged.n_x0, merged.n_x1, merged.n_rows) == (whole.n_x0, whole.n_x1, whole.n_rows)
+    for key, value in whole.sums.items():
+        np.testing.assert_allclose(merged.sums[key], value, rtol=1e-12, atol=1e-12)
+    result = dec.finish_decomposition(notes_fit, plan, merged, outcome_in_rows=True)
+    np.testing.assert_allclose(result.draws, _decompose(notes_fit).draws, rtol=1e-10, atol=1e-12)

@@ -295,6 +295,50 @@ def test_counterfactual_densities_render(driver: Any, tmp_path: Path) -> None:
                for text in _dom_findings(driver))
 
 
+def test_decomposition_waterfalls_render_with_their_numbers(driver: Any, tmp_path: Path) -> None:
+    """A waterfall per decomposition (the outcome and a predictor of a fixed-parameter
+    fit, no Stan): visible, four bars each (DE, -IE, -SE, TV) whose widths follow the
+    numbers, the value texts equal Python's, one finding each, the numbers in the table."""
+    from test_decomposition import NOTES_TRUTH, given_fit, notes_rows, notes_scm
+
+    import counterfair as cf
+    from counterfair.audit._sections import waterfall_steps
+
+    data = notes_rows(300, shifted(71))
+    fit = given_fit(notes_scm(), data, NOTES_TRUTH, n_sets=10, jitter=0.02, seed=shifted(4))
+    settings = {"attribute": "X", "x0": "0", "x1": "1", "n_samples": 30, "seed": shifted(1)}
+    results = {
+        "outcome Y": cf.audit.decompose(fit, data, outcome="Y", **settings),
+        "M + Z": cf.audit.decompose(
+            fit, data, predictor=lambda f: f["M"].to_numpy() + f["Z"].to_numpy(), **settings),
+    }
+    y, decisions, protected = _boundary_data()
+    path = write_report(tmp_path / "dec.html", y_true=y, y_pred={"rule": decisions},
+                        protected=protected, decompositions=results)
+    _open(driver, path)
+    assert _severe(driver) == []
+    charts = driver.find_elements("css selector", "svg.waterfall-chart")
+    assert len(charts) == 2 and all(chart.is_displayed() for chart in charts)
+    for chart, (name, result) in zip(charts, results.items(), strict=True):
+        steps = waterfall_steps(result)
+        bars = chart.find_elements("css selector", "rect.bar")
+        assert [b.get_attribute("data-step") for b in bars] == [s[0] for s in steps]
+        shown = [t.text for t in chart.find_elements("css selector", "text.value")]
+        assert shown == [f"{end - start:+.3f}" for _, start, end, _, _ in steps]
+        widths = np.array([bar.rect["width"] for bar in bars])
+        values = np.abs([end - start for _, start, end, _, _ in steps])
+        np.testing.assert_allclose(widths / widths.max(), values / values.max(), atol=0.02)
+        assert len(chart.find_elements("css selector", "line.whisker")) == 4
+        tv = result.mean("TV")
+        assert any(text.startswith(f"The gap in {name} between X = 1 and 0 is {tv:+.4f}")
+                   for text in _dom_findings(driver))
+    table = driver.find_element("css selector", "#decomposition table").text
+    shown_de = re.search(r"outcome Y direct \(DE\) (\S+)", table)
+    assert shown_de is not None
+    assert float(shown_de.group(1)) == pytest.approx(results["outcome Y"].mean("Ctf-DE"),
+                                                     abs=5e-4)
+
+
 def test_screenshot_and_print(driver: Any, boundary_report: Path, tmp_path: Path) -> None:
     _open(driver, boundary_report)
     shot = tmp_path / "report.png"

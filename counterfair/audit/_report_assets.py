@@ -57,6 +57,9 @@ svg .one { stroke: #444; stroke-dasharray: 3 2; }
 svg .stem { stroke: #aaa; }
 svg .pt.pass { fill: #4c72b0; } svg .pt.fail { fill: #c44e52; }
 svg .bar { fill: #4c72b0; }
+svg .step-up { fill: #c44e52; } svg .step-down { fill: #55a868; } svg .step-total { fill: #4c72b0; }
+svg .whisker { stroke: #222; stroke-width: 1.4; }
+.waterfalls { display: flex; flex-wrap: wrap; gap: 1em; }
 svg .series { fill: none; stroke-width: 1.6; }
 svg .series.s0 { stroke: #4c72b0; } svg .key.s0 { fill: #4c72b0; }
 svg .series.s1 { stroke: #dd8452; } svg .key.s1 { fill: #dd8452; }

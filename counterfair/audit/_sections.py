@@ -17,8 +17,9 @@ from . import _html
 from ._findings import CHART_METRICS, CRITERIA, METRIC_NAMES, tau_text
 from ._groups import Intersections, build_layout
 from ._html import esc
-from ._svg import difference_chart, ratio_chart
+from ._svg import difference_chart, ratio_chart, waterfall_chart
 from .classification import GroupReport
+from .decomposition_result import Decomposition
 from .dependence import g_test, mutual_information, normalized_mutual_information
 from .explanations import ExplanationAudit
 from .regression import RegressionReport
@@ -317,3 +318,58 @@ def regression_section(name: str, report: RegressionReport, ident: str = "") -> 
         ]
     parts.append("</section>")
     return "\n".join(parts)
+
+
+DECOMPOSITION_EXPLANATION = (
+    "Where each gap comes from (Causal Fairness Analysis, Plečko and Bareinboim 2024): "
+    "TV = E[y | x1] - E[y | x0] splits into the direct effect (Ctf-DE: the attribute "
+    "itself), the part through the mediators (-Ctf-IE) and the spurious part through the "
+    "confounders (-Ctf-SE). Each bar starts where the previous one ended and the last is "
+    "the gap; whiskers are posterior intervals."
+)
+
+
+def waterfall_steps(result: Decomposition) -> list[tuple[str, float, float, float, float]]:
+    """The steps of a decomposition's waterfall: DE, IE and SE as contributions to TV
+    (``Ctf-DE``, ``-Ctf-IE``, ``-Ctf-SE``), then TV, each with its interval."""
+    block = result.table[result.table["form"] == "x-specific"].set_index("term")
+    steps = []
+    start = 0.0
+    for label, term, sign in (("direct (DE)", "Ctf-DE", 1.0), ("indirect (-IE)", "Ctf-IE", -1.0),
+                              ("spurious (-SE)", "Ctf-SE", -1.0)):
+        row = block.loc[term]
+        value = sign * float(row["mean"])
+        bounds = sorted((sign * float(row["lower"]), sign * float(row["upper"])))
+        steps.append((label, start, start + value, start + bounds[0], start + bounds[1]))
+        start += value
+    tv = block.loc["TV"]
+    steps.append(("gap (TV)", 0.0, float(tv["mean"]), float(tv["lower"]), float(tv["upper"])))
+    return steps
+
+
+def decomposition_html(decompositions: Mapping[str, Decomposition]) -> str:
+    """A waterfall and a table per decomposition (the outcome, each predictor)."""
+    charts = []
+    rows = []
+    for name, result in decompositions.items():
+        title = f"{name}: {result.attribute} {result.x1} vs {result.x0}"
+        charts.append(f'<div class="waterfall" data-name="{esc(name)}">'
+                      + waterfall_chart(title=title, steps=waterfall_steps(result)) + "</div>")
+        for label, start, end, lower, upper in waterfall_steps(result):
+            rows.append({"decomposition": name, "step": label, "contribution": end - start,
+                         "lower": lower - start, "upper": upper - start})
+    table = pd.DataFrame(rows).set_index(["decomposition", "step"])
+    return (f'<p class="explain">{esc(DECOMPOSITION_EXPLANATION)}</p>'
+            f'<div class="waterfalls">{"".join(charts)}</div>\n'
+            + table_html(table, digits=4))
+
+
+def decomposition_findings(name: str, result: Decomposition) -> list[str]:
+    """One sentence per decomposition: the gap and its three parts."""
+    steps = waterfall_steps(result)
+    de, ie, se = (end - start for _, start, end, _, _ in steps[:3])
+    return [
+        f"The gap in {name} between {result.attribute} = {result.x1} and {result.x0} is "
+        f"{steps[3][2]:+.4f}: {de:+.4f} direct, {ie:+.4f} through the mediators, "
+        f"{se:+.4f} spurious."
+    ]

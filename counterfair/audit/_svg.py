@@ -237,3 +237,63 @@ def density_chart(samples: Mapping[str, NDArray[np.float64]], *, title: str,
                      f"{esc(name)}</text>")
     parts.append("</svg>")
     return "".join(parts)
+
+
+def waterfall_chart(
+    *,
+    title: str,
+    steps: Sequence[tuple[str, float, float, float, float]],
+) -> str:
+    """SVG waterfall of a gap: one horizontal bar per step, each starting where the
+    previous one ended, the last (the total) from 0.
+
+    ``steps`` holds ``(label, start, end, lower, upper)``: the bar runs from ``start``
+    to ``end``; the whisker from ``lower`` to ``upper`` is the step's interval, drawn
+    on the same axis (already shifted by ``start``). Each bar carries its value as text
+    and as a tooltip.
+    """
+    labels = [label for label, *_ in steps]
+    left = _label_width(labels)
+    width = left + 2 * PANEL + 70
+    height = TOP + ROW * len(steps) + BOTTOM
+    values = [v for _, *rest in steps for v in rest if math.isfinite(v)] + [0.0]
+    low, high = min(values), max(values)
+    pad = 0.08 * (high - low) if high > low else 1.0
+    low, high = low - pad, high + pad
+
+    def x_of(value: float) -> float:
+        return left + 2 * PANEL * (value - low) / (high - low)
+
+    bottom = TOP + ROW * len(steps)
+    parts = [
+        f'<svg class="waterfall-chart" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'viewBox="0 0 {width} {height}" width="{width}">',
+        f"<title>{esc(title)}</title>",
+        f'<rect class="frame" x="{left}" y="{TOP}" width="{2 * PANEL}" '
+        f'height="{ROW * len(steps)}"/>',
+        f'<line class="one" x1="{x_of(0.0):.1f}" x2="{x_of(0.0):.1f}" y1="{TOP}" '
+        f'y2="{bottom}"/>',
+        f'<text class="ptitle" x="{left + PANEL}" y="{TOP - 12}" text-anchor="middle">'
+        f"{esc(title)}</text>",
+    ]
+    for tick in sorted({round(low + pad, 12), 0.0, round(high - pad, 12)}):
+        parts.append(f'<text class="tick" x="{x_of(tick):.1f}" y="{bottom + 14}" '
+                     f'text-anchor="middle">{tick:.3g}</text>')
+    for row, (label, start, end, lower, upper) in enumerate(steps):
+        y = TOP + ROW * row + ROW / 2
+        value = end - start
+        parts.append(_group_label(left - 6, y, label))
+        kind = "total" if row == len(steps) - 1 else ("up" if value >= 0 else "down")
+        parts.append(
+            f'<rect class="bar step-{kind}" data-step="{esc(label)}" '
+            f'x="{min(x_of(start), x_of(end)):.2f}" y="{y - 5:.1f}" '
+            f'width="{abs(x_of(end) - x_of(start)):.2f}" height="10"><title>{esc(label)}: '
+            f"{value:+.4f} [{lower - start:+.4f}, {upper - start:+.4f}]</title></rect>"
+        )
+        if math.isfinite(lower) and math.isfinite(upper):
+            parts.append(f'<line class="whisker" x1="{x_of(lower):.2f}" x2="{x_of(upper):.2f}" '
+                         f'y1="{y:.1f}" y2="{y:.1f}"/>')
+        parts.append(f'<text class="value" x="{left + 2 * PANEL + 6}" y="{y + 4:.1f}">'
+                     f"{value:+.3f}</text>")
+    parts.append("</svg>")
+    return "".join(parts)

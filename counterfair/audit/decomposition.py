@@ -43,7 +43,8 @@ How the terms are computed
 Every term comes from one abduction of the rows (:meth:`counterfair.Fit.abduct` with
 ``method="draws"``): joint samples of parameters and latents, each row's noise abducted
 once and shared by all worlds. For each sample ``s`` the worlds of the rows are built --
-the factual world, ``do(X = x0)``, ``do(X = x1)``
+the factual world, ``do(X = x0)``, ``do(X = x1)`` (a row already at ``x`` keeps its
+factual world under ``do(X = x)``: only the other rows are moved)
 (:func:`counterfair.counterfactual.action.counterfactual_world`) and the nested world
 ``y_{x1, W_{x0}}`` (:func:`counterfair.counterfactual.paths.path_specific_values`: the
 paths from ``X`` through a mediator see ``x0``, every other path sees ``x1``) -- ``y``
@@ -66,9 +67,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -80,7 +80,7 @@ from counterfair.counterfactual.action import (
     factual_world,
     missing_nodes,
 )
-from counterfair.counterfactual.paths import check_paths, path_specific_values
+from counterfair.counterfactual.paths import mediator_paths, path_specific_values
 from counterfair.counterfactual.prediction import (
     RESPONSES,
     Predictor,
@@ -90,18 +90,22 @@ from counterfair.counterfactual.prediction import (
     predict_world,
 )
 from counterfair.counterfactual.world import World
+from counterfair.inference.chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.rng import RandomSource
+from counterfair.rows import dispatch
 from counterfair.rows.rows import Rows
 
 from ._validation import check_open_unit
 from .decomposition_result import (
     DECOMPOSITION_FORMS,
     DECOMPOSITION_TERMS,
+    EFFECTS,
     TABLE_COLUMNS,
     Decomposition,
     table_of,
 )
+from .streaming import DecompositionSums
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -109,9 +113,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DECOMPOSITION_FORMS",
     "DECOMPOSITION_TERMS",
+    "EFFECTS",
     "TABLE_COLUMNS",
     "Decomposition",
+    "DecompositionPlan",
     "decompose",
+    "decomposition_plan",
+    "decomposition_sums",
+    "finish_decomposition",
     "mediator_paths",
 ]
 
@@ -157,12 +166,7 @@ RESPONSE_WITH_OUTCOME = (
     "averaged as its column holds it: drop response="
 )
 BAD_RESPONSE = "response must be one of {allowed}, got {got!r}"
-PATH_LEARNER = (
-    "a FairLearner with features='path_specific' reads two worlds at once (its corrected "
-    "inputs), which the four worlds of a decomposition do not give; decompose its "
-    "predictions with predictor=lambda frame: ... on the features it reads, or audit it "
-    "with counterfair.audit.counterfactual_fairness"
-)
+BAD_ALLOW = "allow= names {effect!r}, which is not an effect; effects: {effects}"
 MULTICLASS = (
     "predictor {name} predicts labels of more than two classes, which have no mean to "
     "decompose; give response='probability' for a binary classifier, or a function "
@@ -398,29 +402,17 @@ def _roles(
     return _Roles(confounders=z, mediators=w, notes=tuple(notes))
 
 
+def _check_allow(allow: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    if allow is None:
+        return None
+    given = [allow] if isinstance(allow, str) else [str(effect) for effect in allow]
+    for effect in given:
+        if effect not in EFFECTS:
+            raise ValueError(BAD_ALLOW.format(effect=effect, effects=list(EFFECTS)))
+    return tuple(effect for effect in EFFECTS if effect in given)
+
+
 # ---------------------------------------------------------------------- the worlds
-def mediator_paths(
-    scm: SCM, attribute: str, mediators: Sequence[str]
-) -> tuple[tuple[str, ...], ...]:
-    """The directed paths from ``attribute`` that enter a mediator, cut at the first one.
-
-    Every path from ``attribute`` that runs through a mediator begins with exactly one of
-    these tuples (the part up to its first mediator), so, given as the paths that see
-    ``x0`` (:func:`counterfair.counterfactual.paths.path_specific_values`), they hold the
-    mediators at their ``x0`` values while every other path sees ``x1``. Mediators that
-    are not descendants of ``attribute`` have no such path.
-    """
-    graph = scm.graph
-    chosen = set(mediators)
-    caused = scm.descendants(attribute)
-    found: list[tuple[str, ...]] = []
-    for mediator in (n for n in scm.nodes if n in chosen and n in caused):
-        for path in nx.all_simple_paths(graph, attribute, mediator):
-            if chosen.isdisjoint(path[1:-1]):
-                found.append(tuple(str(node) for node in path))
-    return check_paths(scm, attribute, found) if found else ()
-
-
 def _nested_world(
     fit: Fit,
     factual: World,
@@ -484,26 +476,80 @@ def _outputs(
     ``"x1"`` and ``"x1,W_x0"``."""
     scm = fit.scm
     shape = (abduction.n_samples, len(abduction.data))
+    code0, code1 = (int(fit.encoding.code(attribute, [level])[0]) for level in levels)
+    if predictor is not None and needs_both_worlds(predictor, fit):
+        return _path_learner_outputs(
+            predictor, abduction, attribute=attribute, codes=(code0, code1),
+            mediators=mediators, response=response, shape=shape,
+        )
     rng = abduction.row_random(seed)
     factual = factual_world(fit, abduction, rng)
     shared = coupled_noise(scm, factual, rng, sorted(scm.descendants(attribute)))
-    code0, code1 = (int(fit.encoding.code(attribute, [level])[0]) for level in levels)
-    worlds = {
-        "factual": factual,
-        "x0": counterfactual_world(fit, factual, {attribute: levels[0]}, rng, shared_noise=shared),
-        "x1": counterfactual_world(fit, factual, {attribute: levels[1]}, rng, shared_noise=shared),
-        "x1,W_x0": _nested_world(
-            fit, factual, attribute=attribute, code0=code0, code1=code1, mediators=mediators,
-            rng=rng,
-        ),
-    }
-    out: dict[str, np.ndarray] = {}
-    for name, world in worlds.items():
+
+    def read(world: World, name: str, rows: int) -> np.ndarray:
         if outcome is not None:
-            out[name] = np.broadcast_to(world.values[outcome], shape).astype(float)
-        else:
-            out[name] = _predict(fit, predictor, world, response, name, shape)
+            return np.broadcast_to(world.values[outcome], (shape[0], rows)).astype(float)
+        return _predict(fit, predictor, world, response, name, (shape[0], rows))
+
+    out = {"factual": read(factual, "factual", shape[1])}
+    codes = np.asarray(abduction.codes[attribute])
+    for name, level, code in (("x0", levels[0], code0), ("x1", levels[1], code1)):
+        # consistency: the world do(X = x) of a row whose level is x is its factual world,
+        # so only the other rows are moved (the audit's subsets, keyed by row position)
+        moved = codes != code
+        values = out["factual"].copy()
+        if moved.any():
+            rows = abduction.take_rows(moved)
+            counter = counterfactual_world(
+                fit, factual.take_rows(moved, rows), {attribute: level}, rows.row_random(seed),
+                shared_noise={k: v[:, moved] for k, v in shared.items()},
+            )
+            values[:, moved] = read(counter, name, int(moved.sum()))
+        out[name] = values
+    nested = _nested_world(
+        fit, factual, attribute=attribute, code0=code0, code1=code1, mediators=mediators,
+        rng=rng,
+    )
+    out["x1,W_x0"] = read(nested, "x1,W_x0", shape[1])
     return out
+
+
+def _path_learner_outputs(
+    predictor: Predictor,
+    abduction: Abduction,
+    *,
+    attribute: str,
+    codes: tuple[int, int],
+    mediators: Sequence[str],
+    response: Response,
+    shape: tuple[int, int],
+) -> dict[str, np.ndarray]:
+    """A path-specific learner's output in the four worlds, ``(S, N)`` each: its corrected
+    inputs recomputed from the abduction in each world (the learner's own engine), the
+    nested world holding the paths into the mediators at ``x0`` and the others at
+    ``x1``."""
+    owner: Any = getattr(predictor, "__self__", predictor)
+    if getattr(predictor, "__name__", "") == "predict_proba":
+        response = "probability"
+    n = shape[1]
+    at0, at1 = (np.full(n, code, dtype=np.int64) for code in codes)
+    paths = mediator_paths(owner.scm_fit_.scm, attribute, mediators)
+
+    def output(**world: Any) -> np.ndarray:
+        return np.asarray(
+            owner.path_specific_output(abduction, response=response, **world), dtype=float
+        ).reshape(shape)
+
+    x1 = output(world={attribute: at1})
+    nested = (
+        output(world={attribute: at0}, world_paths=list(paths), rest=at1) if paths else x1
+    )
+    return {
+        "factual": output(),
+        "x0": output(world={attribute: at0}),
+        "x1": x1,
+        "x1,W_x0": nested,
+    }
 
 
 def _predict(
@@ -537,49 +583,6 @@ def _predict(
 
 
 # ---------------------------------------------------------------------- the terms
-def _row_mean(values: np.ndarray) -> np.ndarray:
-    """Mean over the rows (axis 1) of ``(S, N)`` values, summed in the rows' order for
-    every sample alike: samples with the same values get the same mean to the last bit
-    (numpy's pairwise sum along a contiguous axis depends on where each sample's row
-    starts in memory)."""
-    return np.ascontiguousarray(values.T).sum(axis=0) / values.shape[1]
-
-
-def _term_draws(
-    y: dict[str, np.ndarray], in_x0: np.ndarray, in_x1: np.ndarray, *, no_confounder: bool
-) -> dict[str, np.ndarray]:
-    """Every term per sample, from ``y`` in the four worlds (averages over rows)."""
-
-    def given(world: str, rows: np.ndarray) -> np.ndarray:
-        return _row_mean(y[world][:, rows])
-
-    def everyone(world: str) -> np.ndarray:
-        return _row_mean(y[world])
-
-    observed_x0, observed_x1 = given("factual", in_x0), given("factual", in_x1)
-    nested_x0, nested_all = given("x1,W_x0", in_x0), everyone("x1,W_x0")
-    x0_given_x0 = given("x0", in_x0)
-    x1_given_x1 = given("x1", in_x1)
-    zero = np.zeros_like(observed_x0)
-    if no_confounder:  # X independent of the exogenous variables: y_x | x' ~ y | x
-        x1_given_x0, x1_all, x0_all = observed_x1, observed_x1, observed_x0
-        se, expse_x0, expse_x1 = zero, zero, zero
-    else:
-        x1_given_x0, x1_all, x0_all = given("x1", in_x0), everyone("x1"), everyone("x0")
-        se = x1_given_x0 - x1_given_x1
-        expse_x0, expse_x1 = observed_x0 - x0_all, observed_x1 - x1_all
-    return {
-        "TV": observed_x1 - observed_x0,
-        "Ctf-DE": nested_x0 - x0_given_x0,
-        "Ctf-IE": nested_x0 - x1_given_x0,
-        "Ctf-SE": se,
-        "NDE": nested_all - x0_all,
-        "NIE": nested_all - x1_all,
-        "Exp-SE_x0": expse_x0,
-        "Exp-SE_x1": expse_x1,
-    }
-
-
 # ---------------------------------------------------------------------- the entry point
 def decompose(
     fit: Fit,
@@ -597,6 +600,7 @@ def decompose(
     n_param_draws: int | None = None,
     seed: int | None = 0,
     interval: float = 0.9,
+    allow: Sequence[str] | None = None,
 ) -> Decomposition:
     """Split the gap ``E[y | x1] - E[y | x0]`` into direct, indirect and spurious effects.
 
@@ -652,6 +656,11 @@ def decompose(
         Seed of the abduction and of the counterfactual draws.
     interval : float
         Mass of the equal-tailed posterior intervals.
+    allow : sequence of {"DE", "IE", "SE"}, optional
+        The effects a user accepts as a business necessity (``("IE",)``: what runs
+        through the mediators). The others are the unfair part of the gap, which
+        :meth:`Decomposition.unfair` reports (each disallowed effect's contribution to
+        TV and their sum, with intervals) and the summary states.
 
     Returns
     -------
@@ -683,72 +692,176 @@ def decompose(
     >>> result.table  # doctest: +SKIP
     >>> print(result)  # doctest: +SKIP
     """
+    if (handler := dispatch.handler_for("decompose", data)) is not None:
+        return handler(
+            fit, data, attribute=attribute, x0=x0, x1=x1, outcome=outcome,
+            predictor=predictor, response=response, mediators=mediators,
+            confounders=confounders, n_samples=n_samples, n_param_draws=n_param_draws,
+            seed=seed, interval=interval, allow=allow,
+        )
+    plan = decomposition_plan(
+        fit, attribute=attribute, x0=x0, x1=x1, outcome=outcome, predictor=predictor,
+        response=response, mediators=mediators, confounders=confounders,
+        n_samples=n_samples, n_param_draws=n_param_draws, seed=seed, interval=interval,
+        allow=allow,
+    )
+    rows = Rows.check(data, fit.scm, fit.encoding)
+    codes = np.asarray(rows.codes[attribute])
+    for name, code in zip(("x0", "x1"), plan.codes, strict=True):
+        if not (codes == code).any():  # before any abduction
+            _no_rows(fit, plan, name, set(np.unique(codes).tolist()))
+    sums = decomposition_sums(fit, rows, plan)
+    return finish_decomposition(
+        fit, plan, sums, outcome_in_rows=plan.outcome in rows.frame.columns
+    )
+
+
+@dataclass(frozen=True)
+class DecompositionPlan:
+    """The checked settings of a decomposition, shared by every chunk or partition."""
+
+    attribute: str
+    levels: tuple[str, str]
+    codes: tuple[int, int]
+    roles: _Roles
+    outcome: str | None
+    predictor: Predictor | None
+    response: Response
+    n_samples: int
+    n_param_draws: int | None
+    seed: int | None
+    interval: float
+    allowed: tuple[str, ...] | None
+
+
+def decomposition_plan(
+    fit: Fit,
+    *,
+    attribute: str,
+    x0: object,
+    x1: object,
+    outcome: str | None = None,
+    predictor: Predictor | None = None,
+    response: Response = "prediction",
+    mediators: str | Sequence[str] | None = None,
+    confounders: str | Sequence[str] | None = None,
+    n_samples: int = DEFAULT_DECOMPOSITION_SAMPLES,
+    n_param_draws: int | None = None,
+    seed: int | None = 0,
+    interval: float = 0.9,
+    allow: Sequence[str] | None = None,
+) -> DecompositionPlan:
+    """Check the settings of :func:`decompose` (its arguments but the rows) once."""
     scm = fit.scm
     levels = _check_levels(fit, attribute, x0, x1)
     _check_target(scm, outcome, predictor, response)
     interval = check_open_unit(interval, "interval")
     samples = _check_samples(n_samples, "n_samples")
-    if predictor is not None:
-        if needs_both_worlds(predictor, fit):
-            raise ValueError(PATH_LEARNER)
-        if multiclass_labels(predictor, response):
-            raise ValueError(MULTICLASS.format(name=_predictor_name(predictor)))
-    rows = Rows.check(data, scm, fit.encoding)
-    codes = np.asarray(rows.codes[attribute])
-    masks = []
-    for name, level in zip(("x0", "x1"), levels, strict=True):
-        mask = codes == fit.encoding.code(attribute, [level])[0]
-        if not mask.any():
-            present = sorted(set(fit.encoding.decode(attribute, codes).tolist()))
-            raise errors.DataError(
-                NO_ROWS.format(attribute=attribute, level=level, name=name, present=present)
-            )
-        masks.append(mask)
-    in_x0, in_x1 = masks
-    roles = _roles(scm, attribute, outcome, mediators, confounders)
-    notes = list(roles.notes)
-    if outcome is not None and outcome not in rows.frame.columns:
-        notes.append(NOTE_OUTCOME_SIMULATED.format(outcome=outcome))
-    others = int((~(in_x0 | in_x1)).sum())
-    if others:
-        notes.append(NOTE_OTHER_LEVELS.format(count=others, attribute=attribute))
-    if n_param_draws is None:
-        n_param_draws = samples if fit.abduction_is_exact(rows) else MCMC_PARAM_DRAWS
-    abduction = fit.abduct(
-        rows,
-        method="draws",
-        n_samples=samples,
-        n_param_draws=_check_samples(n_param_draws, "n_param_draws"),
-        seed=seed,
+    param_draws = None if n_param_draws is None else _check_samples(
+        n_param_draws, "n_param_draws"
     )
-    y = _outputs(
-        fit,
-        abduction,
+    allowed = _check_allow(allow)
+    if predictor is not None and multiclass_labels(predictor, response):
+        raise ValueError(MULTICLASS.format(name=_predictor_name(predictor)))
+    code0, code1 = (int(fit.encoding.code(attribute, [level])[0]) for level in levels)
+    return DecompositionPlan(
         attribute=attribute,
         levels=levels,
-        mediators=roles.mediators,
+        codes=(code0, code1),
+        roles=_roles(scm, attribute, outcome, mediators, confounders),
         outcome=outcome,
         predictor=predictor,
         response=response,
+        n_samples=samples,
+        n_param_draws=param_draws,
         seed=seed,
+        interval=interval,
+        allowed=allowed,
     )
-    terms = _term_draws(y, in_x0, in_x1, no_confounder=not roles.confounders)
+
+
+def _no_rows(fit: Fit, plan: DecompositionPlan, name: str, seen: set[int]) -> None:
+    level = plan.levels[0 if name == "x0" else 1]
+    present = sorted(
+        set(fit.encoding.decode(plan.attribute, np.asarray(sorted(seen))).tolist())
+    )
+    raise errors.DataError(
+        NO_ROWS.format(attribute=plan.attribute, level=level, name=name, present=present)
+    )
+
+
+def decomposition_sums(fit: Fit, rows: Rows, plan: DecompositionPlan) -> DecompositionSums:
+    """The mergeable sums of a decomposition over ``rows``, chunk by chunk.
+
+    The rows are abducted and their four worlds built one chunk at a time
+    (:func:`counterfair.inference.chunks.abduct_chunks`, sized by
+    :func:`counterfair.options.chunk_bytes`), so memory holds samples x the chunk's rows,
+    never samples x all rows. Exact abduction and every draw of the worlds are keyed by
+    the rows' global positions and the sums run over the rows in order, so the sums do
+    not depend on the chunk size. ``rows`` may be one partition of a larger data set
+    (its global positions): the partitions' sums merge
+    (:meth:`~counterfair.audit.streaming.DecompositionSums.merge`).
+    """
+    draws = plan.n_param_draws
+    if draws is None:
+        draws = plan.n_samples if fit.abduction_is_exact(rows) else MCMC_PARAM_DRAWS
+    sums = DecompositionSums(n_samples=plan.n_samples)
+    chunks = abduct_chunks(
+        fit, rows, method="draws", n_samples=plan.n_samples, n_param_draws=draws,
+        seed=plan.seed,
+    )
+    for _, chunk in chunks:
+        y = _outputs(
+            fit,
+            chunk,
+            attribute=plan.attribute,
+            levels=plan.levels,
+            mediators=plan.roles.mediators,
+            outcome=plan.outcome,
+            predictor=plan.predictor,
+            response=plan.response,
+            seed=plan.seed,
+        )
+        codes = np.asarray(chunk.codes[plan.attribute])
+        sums.update(y, codes == plan.codes[0], codes == plan.codes[1], codes)
+    return sums
+
+
+def finish_decomposition(
+    fit: Fit, plan: DecompositionPlan, sums: DecompositionSums, *, outcome_in_rows: bool
+) -> Decomposition:
+    """The :class:`Decomposition` of the sums of all the rows."""
+    for name, count in (("x0", sums.n_x0), ("x1", sums.n_x1)):
+        if count == 0:
+            _no_rows(fit, plan, name, sums.codes)
+    notes = list(plan.roles.notes)
+    if plan.outcome is not None and not outcome_in_rows:
+        notes.append(NOTE_OUTCOME_SIMULATED.format(outcome=plan.outcome))
+    others = sums.n_rows - sums.n_x0 - sums.n_x1
+    if others:
+        notes.append(NOTE_OTHER_LEVELS.format(count=others, attribute=plan.attribute))
+    terms = sums.terms(no_confounder=not plan.roles.confounders)
     draws = pd.DataFrame(
         {term: terms[term] for term in DECOMPOSITION_TERMS},
-        index=pd.RangeIndex(abduction.n_samples, name="sample"),
+        index=pd.RangeIndex(sums.n_samples, name="sample"),
+    )
+    predictor = plan.predictor
+    target = (
+        plan.outcome if predictor is None else f"predictor {_predictor_name(predictor)}"
     )
     return Decomposition(
-        table=table_of(draws, interval),
+        table=table_of(draws, plan.interval),
         draws=draws,
-        attribute=attribute,
-        x0=levels[0],
-        x1=levels[1],
-        target=outcome if outcome is not None else f"predictor {_predictor_name(predictor)}",
-        confounders=roles.confounders,
-        mediators=roles.mediators,
+        attribute=plan.attribute,
+        x0=plan.levels[0],
+        x1=plan.levels[1],
+        target=str(target),
+        confounders=plan.roles.confounders,
+        mediators=plan.roles.mediators,
         notes=tuple(notes),
-        interval=interval,
-        n_rows=len(codes),
-        n_x0=int(in_x0.sum()),
-        n_x1=int(in_x1.sum()),
+        interval=plan.interval,
+        allowed=plan.allowed,
+        n_rows=sums.n_rows,
+        n_x0=sums.n_x0,
+        n_x1=sums.n_x1,
     )

@@ -9,11 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from .bootstrap import percentile_interval
 
-__all__ = ["DECOMPOSITION_FORMS", "DECOMPOSITION_TERMS", "TABLE_COLUMNS", "Decomposition"]
+__all__ = [
+    "DECOMPOSITION_FORMS",
+    "DECOMPOSITION_TERMS",
+    "EFFECTS",
+    "TABLE_COLUMNS",
+    "UNFAIR_COLUMNS",
+    "Decomposition",
+]
 
 DECOMPOSITION_TERMS: tuple[str, ...] = (
     "TV",
@@ -35,6 +43,19 @@ DECOMPOSITION_FORMS: dict[str, tuple[str, ...]] = {
 
 TABLE_COLUMNS: tuple[str, ...] = ("term", "form", "mean", "sd", "lower", "upper")
 """Columns of :attr:`Decomposition.table`."""
+
+EFFECTS: dict[str, tuple[str, int]] = {
+    "DE": ("Ctf-DE", 1),
+    "IE": ("Ctf-IE", -1),
+    "SE": ("Ctf-SE", -1),
+}
+"""Each effect a user may allow (business necessity): its x-specific term and the sign
+with which it enters TV (``TV = Ctf-DE - Ctf-IE - Ctf-SE``)."""
+
+UNFAIR_COLUMNS: tuple[str, ...] = (
+    "effect", "term", "contribution", "lower", "upper", "excludes_zero"
+)
+"""Columns of :meth:`Decomposition.unfair`."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
@@ -66,6 +87,9 @@ class Decomposition:
         Mass of the intervals.
     n_rows, n_x0, n_x1 : int
         Rows, and rows with ``X = x0`` and with ``X = x1``.
+    allowed : tuple of str, optional
+        The effects declared a business necessity (``allow=`` of
+        :func:`~counterfair.audit.decompose`), or ``None`` when none was declared.
     """
 
     table: pd.DataFrame
@@ -81,6 +105,7 @@ class Decomposition:
     n_rows: int
     n_x0: int
     n_x1: int
+    allowed: tuple[str, ...] | None = None
 
     def mean(self, term: str) -> float:
         """The posterior mean of one term (a name of :data:`DECOMPOSITION_TERMS`)."""
@@ -101,6 +126,45 @@ class Decomposition:
             },
             index=d.index,
         )
+
+    def unfair(self) -> pd.DataFrame:
+        """What remains unfair when the effects in :attr:`allowed` are a business necessity.
+
+        One row per disallowed effect (``DE``, ``IE``, ``SE``): its x-specific ``term``,
+        its ``contribution`` to TV (``Ctf-DE``, ``-Ctf-IE`` or ``-Ctf-SE``; posterior
+        mean) with its equal-tailed interval, and whether the interval excludes 0; then
+        a row ``"unfair"`` with their sum per sample -- the part of the gap that no
+        declared necessity explains. Without ``allow=`` every effect is disallowed.
+        """
+        allowed = self.allowed or ()
+        parts = {e: (term, sign) for e, (term, sign) in EFFECTS.items() if e not in allowed}
+        columns = {
+            effect: sign * self.draws[term].to_numpy(dtype=float)
+            for effect, (term, sign) in parts.items()
+        }
+        total = np.zeros(len(self.draws))
+        for values in columns.values():
+            total = total + values
+        columns["unfair"] = total
+        names = list(columns)
+        matrix = np.column_stack([columns[name] for name in names])
+        lower, upper = percentile_interval(matrix, self.interval)
+        records = []
+        for i, name in enumerate(names):
+            term = parts[name][0] if name in parts else " + ".join(
+                f"{'-' if sign < 0 else ''}{term}" for term, sign in parts.values()
+            ) or "(none)"
+            records.append(
+                {
+                    "effect": name,
+                    "term": term,
+                    "contribution": float(matrix[:, i].mean()),
+                    "lower": float(lower[i]),
+                    "upper": float(upper[i]),
+                    "excludes_zero": bool(lower[i] > 0 or upper[i] < 0),
+                }
+            )
+        return pd.DataFrame.from_records(records, columns=list(UNFAIR_COLUMNS))
 
     def summary(self) -> str:
         """The decomposition in a few lines: the set-up, each form's terms with their
@@ -133,6 +197,19 @@ class Decomposition:
             f"{-self.mean('Ctf-IE'):+.4f} runs through the mediators (-Ctf-IE) and "
             f"{-self.mean('Ctf-SE'):+.4f} is spurious, through the confounders (-Ctf-SE)",
         ]
+        if self.allowed is not None:
+            unfair = self.unfair().set_index("effect")
+            allowed = ", ".join(self.allowed) if self.allowed else "(none)"
+            total = unfair.loc["unfair"]
+            lines += [
+                f"business necessity: allowed {allowed}; what remains unfair: "
+                f"{total['contribution']:+.4f} [{total['lower']:.4f}, {total['upper']:.4f}]"
+                + "".join(
+                    f"; {effect} {row['contribution']:+.4f}"
+                    for effect, row in unfair.iterrows()
+                    if effect != "unfair"
+                )
+            ]
         if self.notes:
             lines += ["", "notes:", *(f"  - {note}" for note in self.notes)]
         return "\n".join(lines)

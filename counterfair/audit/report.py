@@ -14,8 +14,9 @@ summary table (one row per criterion with a one-line meaning), the verdicts per 
 SVG charts of the ratios with the tau band, group measures, ratios, differences,
 bootstrap intervals and dependence tests. Optional sections show explanation-based
 measures (:class:`ExplanationAudit`), subpopulations
-(:func:`counterfair.audit.find_subpopulations`) and a counterfactual audit
-(``counterfactual=``, with the densities of the changes). Further sections are appended
+(:func:`counterfair.audit.find_subpopulations`), a counterfactual audit
+(``counterfactual=``, with the densities of the changes) and causal decompositions of
+gaps (``decompositions=``, a waterfall chart each). Further sections are appended
 through ``extra_sections`` as ``(title, html_fragment)`` pairs; fragments are inserted
 verbatim and must come from a trusted source (the page's policy blocks their scripts
 and any external resource).
@@ -52,6 +53,8 @@ from ._sections import (
     DEPENDENCE_EXPLANATION,
     EXPLANATION_MEASURES,
     classification_section,
+    decomposition_findings,
+    decomposition_html,
     explanations_html,
     regression_section,
     subpopulations_html,
@@ -61,6 +64,7 @@ from ._sections import (
 from ._validation import NO_PREDICTORS, check_choice, check_tau
 from .causal_report import CounterfactualReport, counterfactual_html
 from .classification import binary_decisions, group_metrics
+from .decomposition_result import Decomposition
 from .explanations import ExplanationAudit
 from .regression import regression_metrics
 from .subpopulations import SubpopulationReport
@@ -123,6 +127,15 @@ def _check_counterfactual(counterfactual: Mapping[str, CounterfactualReport] | N
             raise TypeError(
                 f"counterfactual[{name!r}] is a {type(report).__name__}, not a "
                 "CounterfactualReport (from counterfair.audit.counterfactual_fairness)"
+            )
+
+
+def _check_decompositions(decompositions: Mapping[str, Decomposition] | None) -> None:
+    for name, result in (decompositions or {}).items():
+        if not isinstance(result, Decomposition):
+            raise TypeError(
+                f"decompositions[{name!r}] is a {type(result).__name__}, not a "
+                "Decomposition (from counterfair.audit.decompose)"
             )
 
 
@@ -269,6 +282,7 @@ def render_report(
     extra_sections: Sequence[tuple[str, str]] = (),
     counterfactual: Mapping[str, CounterfactualReport] | None = None,
     warnings: Sequence[str] = (),
+    decompositions: Mapping[str, Decomposition] | None = None,
 ) -> str:
     """Build the HTML text of the audit report (see :func:`write_report`)."""
     task = check_choice(task, "task", ("classification", "regression"))  # type: ignore[assignment]
@@ -277,6 +291,7 @@ def render_report(
     if not predictors:
         raise ValueError(NO_PREDICTORS)
     _check_counterfactual(counterfactual)
+    _check_decompositions(decompositions)
     frame = protected_frame(protected)
     attributes = list(build_layout(frame, intersections).attributes)
     sections = []
@@ -294,6 +309,14 @@ def render_report(
     sections += _optional_sections(explanations, subpopulations, counterfactual, extra_sections)
     for name, cf_report in (counterfactual or {}).items():
         data["extra_findings"] += counterfactual_findings(str(name), cf_report)
+    if decompositions:
+        sections.insert(  # before the caller's own sections, which come last
+            len(sections) - len(extra_sections),
+            "<section id=\"decomposition\"><h2>Where the gap comes from</h2>\n"
+            + decomposition_html(dict(decompositions)) + "</section>",
+        )
+        for name, result in decompositions.items():
+            data["extra_findings"] += decomposition_findings(str(name), result)
     findings += [(t, False) for t in data["extra_findings"]]
     tau_s, _ = tau_text(tau)
     tau_note = (f' Parity verdicts at tau = <span class="tau-value">{tau_s}</span>.'
@@ -369,6 +392,7 @@ def write_report(
     subpopulations: SubpopulationReport | None = None,
     extra_sections: Sequence[tuple[str, str]] = (),
     counterfactual: Mapping[str, CounterfactualReport] | None = None,
+    decompositions: Mapping[str, Decomposition] | None = None,
     overwrite: bool = False,
     warnings: Sequence[str] = (),
 ) -> Path:
@@ -420,6 +444,11 @@ def write_report(
         Optional :class:`CounterfactualReport` per predictor name (from
         :func:`counterfair.audit.counterfactual_fairness`): a section with the causal
         and flip-test changes, their densities, and one finding per attribute.
+    decompositions
+        Optional :class:`~counterfair.audit.Decomposition` per name (from
+        :func:`counterfair.audit.decompose`: the outcome, each predictor): a section with
+        a waterfall chart per entry (the gap split into its direct, indirect and spurious
+        parts, with intervals), their table, and one finding each.
     overwrite
         Replace an existing file at ``path``; without it an existing file is an error.
     warnings
@@ -451,7 +480,7 @@ def write_report(
         confidence=confidence, seed=seed, title=title, ci_method=ci_method,
         explanations=explanations,
         subpopulations=subpopulations, extra_sections=extra_sections,
-        counterfactual=counterfactual, warnings=warnings,
+        counterfactual=counterfactual, warnings=warnings, decompositions=decompositions,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(out, text, overwrite=overwrite)

@@ -563,3 +563,104 @@ class AuditStream:
                 pieces.append(joined.iloc[order].drop(columns="position"))
             changes = pd.concat(pieces, ignore_index=True)
         return by_group, overall, rows, changes
+
+
+DECOMPOSITION_SUMS: tuple[str, ...] = (
+    "factual|x0",
+    "factual|x1",
+    "x0|x0",
+    "x1|x0",
+    "x1|x1",
+    "nested|x0",
+    "x0|all",
+    "x1|all",
+    "nested|all",
+)
+"""The per-sample sums of a decomposition: ``world|rows``, the output in a world (the
+factual one, ``do(X = x0)``, ``do(X = x1)``, the nested ``y_{x1, W_{x0}}``) summed over
+the rows of group ``x0``, of group ``x1`` or over every row."""
+
+
+@dataclass
+class DecompositionSums:
+    """Mergeable statistics of a causal decomposition (:func:`counterfair.audit.decompose`).
+
+    One S-vector (a value per joint sample) per entry of :data:`DECOMPOSITION_SUMS`, the
+    row counts of the two groups and of all rows, and the codes of the attribute seen.
+    Every term of the decomposition is a ratio of these, so the statistics of two sets
+    of rows merge (``merge``) into those of their union.
+
+    ``update`` adds a chunk's rows *in order*, one row after the other onto the running
+    sums (a C-ordered reduction along the rows), so rows fed chunk by chunk give the
+    sums of one pass over all rows, bit for bit, whatever the chunk size. ``merge``
+    adds two partial sums, equal to one pass up to the order of floating-point sums
+    (~1e-15 relative).
+    """
+
+    n_samples: int
+    sums: dict[str, np.ndarray] = field(default_factory=dict)
+    n_x0: int = 0
+    n_x1: int = 0
+    n_rows: int = 0
+    codes: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        for key in DECOMPOSITION_SUMS:
+            self.sums.setdefault(key, np.zeros(self.n_samples))
+
+    def _add(self, key: str, values: np.ndarray, mask: np.ndarray | None) -> None:
+        block = values if mask is None else values[:, mask]
+        stacked = np.concatenate([self.sums[key][None, :], np.ascontiguousarray(block.T)])
+        self.sums[key] = stacked.sum(axis=0)
+
+    def update(
+        self, y: dict[str, np.ndarray], in_x0: np.ndarray, in_x1: np.ndarray, codes: np.ndarray
+    ) -> None:
+        """Add a chunk: ``y`` maps the worlds ``"factual"``, ``"x0"``, ``"x1"`` and
+        ``"x1,W_x0"`` to ``(S, n)`` outputs; the masks mark the chunk's groups."""
+        worlds = {"factual": "factual", "x0": "x0", "x1": "x1", "nested": "x1,W_x0"}
+        for key in DECOMPOSITION_SUMS:
+            world, rows = key.split("|")
+            mask = {"x0": in_x0, "x1": in_x1, "all": None}[rows]
+            self._add(key, y[worlds[world]], mask)
+        self.n_x0 += int(in_x0.sum())
+        self.n_x1 += int(in_x1.sum())
+        self.n_rows += int(in_x0.size)
+        self.codes |= {int(c) for c in np.unique(codes)}
+
+    def merge(self, other: DecompositionSums) -> DecompositionSums:
+        """The statistics of the union of both sets of rows."""
+        return DecompositionSums(
+            n_samples=self.n_samples,
+            sums={k: self.sums[k] + other.sums[k] for k in DECOMPOSITION_SUMS},
+            n_x0=self.n_x0 + other.n_x0,
+            n_x1=self.n_x1 + other.n_x1,
+            n_rows=self.n_rows + other.n_rows,
+            codes=self.codes | other.codes,
+        )
+
+    def terms(self, *, no_confounder: bool) -> dict[str, np.ndarray]:
+        """Every term per sample (the module docstring of
+        :mod:`counterfair.audit.decomposition` has the definitions)."""
+        s, n0, n1, n = self.sums, self.n_x0, self.n_x1, self.n_rows
+        observed_x0, observed_x1 = s["factual|x0"] / n0, s["factual|x1"] / n1
+        nested_x0, nested_all = s["nested|x0"] / n0, s["nested|all"] / n
+        x0_given_x0, x1_given_x1 = s["x0|x0"] / n0, s["x1|x1"] / n1
+        zero = np.zeros_like(observed_x0)
+        if no_confounder:  # X independent of the exogenous variables: y_x | x' ~ y | x
+            x1_given_x0, x1_all, x0_all = observed_x1, observed_x1, observed_x0
+            se, expse_x0, expse_x1 = zero, zero, zero
+        else:
+            x1_given_x0, x1_all, x0_all = s["x1|x0"] / n0, s["x1|all"] / n, s["x0|all"] / n
+            se = x1_given_x0 - x1_given_x1
+            expse_x0, expse_x1 = observed_x0 - x0_all, observed_x1 - x1_all
+        return {
+            "TV": observed_x1 - observed_x0,
+            "Ctf-DE": nested_x0 - x0_given_x0,
+            "Ctf-IE": nested_x0 - x1_given_x0,
+            "Ctf-SE": se,
+            "NDE": nested_all - x0_all,
+            "NIE": nested_all - x1_all,
+            "Exp-SE_x0": expse_x0,
+            "Exp-SE_x1": expse_x1,
+        }

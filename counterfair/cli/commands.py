@@ -8,8 +8,8 @@
   fair recidivism classifier beside Full and Unaware, with its audit;
 * ``counterfair explanations --out DIR`` -- the explanation-based discrimination study
   (fairness measures against SHAP measures on Adult and COMPAS);
-* ``counterfair fit | learn | counterfactual`` and ``counterfair audit RUN/ ...`` -- your
-  own SCM file and CSV data (:mod:`counterfair.cli.run`).
+* ``counterfair fit | learn | counterfactual | decompose`` and ``counterfair audit RUN/
+  ...`` -- your own SCM file and CSV data (:mod:`counterfair.cli.run`).
 * ``counterfair adult-pscf [--data-dir DIR] [--out DIR] [--quick] [--force]`` -- the
   Adult path-specific counterfactual fairness study (Chiappa, 2019).
 * ``counterfair law-school-worlds [--quick] [--out DIR]`` -- one predictor fair with
@@ -287,6 +287,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     cli_run.add_fit_parser(sub)
     cli_run.add_learn_parser(sub)
     cli_run.add_counterfactual_parser(sub)
+    cli_run.add_decompose_parser(sub)
     _adult_pscf_parser(sub)
     _law_school_worlds_parser(sub, options=command in (None, "law-school-worlds"))
     return parser
@@ -325,6 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_run.guarded(cli_run.run_learn, args)
     if args.command == "counterfactual":
         return cli_run.guarded(cli_run.run_counterfactual, args)
+    if args.command == "decompose":
+        return cli_run.guarded(cli_run.run_decompose, args)
     if args.command == "law-school-worlds":
         from counterfair.experiments.law_school_worlds import run_from_arguments
 

@@ -10,7 +10,11 @@
   report of the predictions' group fairness on the run's rows, with the
   counterfactual audit of the saved learner when there is one;
 * ``counterfair counterfactual run/ --rows new.csv --do race=White`` -- both worlds
-  of every row as CSV.
+  of every row as CSV;
+* ``counterfair decompose run/ --attribute race --x0 White --x1 Black --outcome ZFYA
+  --out table.csv`` -- the causal decomposition of a gap (the outcome's, or with
+  ``--learner`` the saved learner's predictions) into direct, indirect and spurious
+  effects, as a CSV table.
 
 Exit codes: 0 success; 2 bad input (a missing or invalid file, an unknown node or
 column, an output that exists without ``--force``), with a one-line message on
@@ -611,6 +615,106 @@ def run_counterfactual(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- decompose
+def add_decompose_parser(sub: Any) -> None:
+    """The ``decompose`` subcommand."""
+    p = sub.add_parser(
+        "decompose",
+        help="split a gap between two groups into direct, indirect and spurious effects",
+        formatter_class=_formatter,
+        description="The causal decomposition of the gap E[y | x1] - E[y | x0] (Plecko and "
+        "Bareinboim's Causal Fairness Analysis) with the run's fit as the world: TV = Ctf-DE "
+        "- Ctf-IE - Ctf-SE and TV = NDE - NIE + Exp-SE_x1 - Exp-SE_x0, posterior means and "
+        "equal-tailed intervals, written as CSV (columns term, form, mean, sd, lower, upper; "
+        "with --allow, the rows of the unfair part too). y is an observed node (--outcome) "
+        "or the run's saved learner's prediction (--learner, from 'counterfair learn'). A "
+        "CSV of predictions cannot be decomposed: the effects need the model's output in "
+        "counterfactual worlds.",
+        epilog="examples:\n  counterfair decompose run/ --attribute race --x0 White --x1 Black "
+        "--outcome ZFYA --out table.csv\n  counterfair decompose run/ --attribute race --x0 "
+        "White --x1 Black --learner --allow IE --out learner.csv",
+    )
+    p.add_argument("run", help="run folder written by 'counterfair fit'")
+    p.add_argument("--attribute", required=True, help="the protected attribute X")
+    p.add_argument("--x0", required=True, help="the reference level of X")
+    p.add_argument("--x1", required=True, help="the other level (TV = E[y | x1] - E[y | x0])")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--outcome", default=None, help="an observed node of the SCM")
+    target.add_argument("--learner", action="store_true",
+                        help="the run's saved learner (RUN/learner/)")
+    p.add_argument("--rows", default=None, help="CSV of rows (default: the run's data)")
+    p.add_argument("--mediators", default=None,
+                   help="comma-separated mediators W (default: the descendants of X)")
+    p.add_argument("--confounders", default=None,
+                   help="comma-separated confounders Z (default: the non-descendants of X)")
+    p.add_argument("--allow", default=None,
+                   help="comma-separated effects that are a business necessity (DE, IE, SE)")
+    p.add_argument("--n-samples", type=int, default=200, help="posterior samples per row")
+    p.add_argument("--interval", type=float, default=0.9, help="mass of the intervals")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="CSV to write (default RUN/decomposition.csv)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out")
+
+
+def _names(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [name for name in value.split(",") if name]
+
+
+def run_decompose(args: argparse.Namespace) -> int:
+    """Write the decomposition table of a gap and print its summary."""
+    import pandas as pd
+
+    from counterfair.audit.decomposition import decompose
+    from counterfair.io.load import load
+    from counterfair.learn.fair import FairLearner
+
+    fit = _load_fit(args.run)
+    out = Path(args.out) if args.out else Path(args.run) / "decomposition.csv"
+    _output_file(out, args.force)
+    if not out.parent.is_dir():
+        raise CommandError(f"--out {out}: folder {out.parent} does not exist")
+    rows = fit.data if args.rows is None else read_csv(args.rows, "rows")
+    predictor: Any = None
+    response: Literal["prediction", "probability"] = "prediction"
+    if args.learner:
+        folder = Path(args.run) / "learner"
+        if not folder.is_dir():
+            raise CommandError(
+                f"{args.run} has no saved learner (no learner/ inside); make one with "
+                "'counterfair learn RUN --target y', or give --outcome"
+            )
+        predictor = load(folder)
+        if isinstance(predictor, FairLearner):
+            # the learner's own copy of the run's fit is the world: the learner then reads
+            # its inputs (latents, noise) from the worlds' shared abduction, as the
+            # counterfactual audit does
+            fit = predictor.scm_fit_
+            if predictor._is_classifier():
+                response = "probability"  # a classifier's gap in the probability of class 1
+    try:
+        result = decompose(
+            fit, rows, attribute=args.attribute, x0=args.x0, x1=args.x1,
+            outcome=args.outcome, predictor=predictor, response=response,
+            mediators=_names(args.mediators), confounders=_names(args.confounders),
+            n_samples=args.n_samples, seed=args.seed, interval=args.interval,
+            allow=_names(args.allow),
+        )
+    except (ValueError, TypeError) as error:
+        raise CommandError(str(error)) from error
+    table = result.table
+    if result.allowed is not None:
+        unfair = result.unfair().drop(columns="term")
+        unfair = unfair.rename(columns={"effect": "term", "contribution": "mean"})
+        unfair = unfair.assign(form="unfair", sd=float("nan"))[list(table.columns)]
+        table = pd.concat([table, unfair], ignore_index=True)
+    _write_csv(table, out)
+    print(result.summary())
+    print(f"wrote {out}")
+    return 0
+
+
 def guarded(function: Any, args: argparse.Namespace) -> int:
     """Run a command; a refused one prints its reason and returns :data:`BAD_INPUT`."""
     try:
@@ -628,7 +732,7 @@ def one_line(message: str) -> str:
 
 
 __all__ = [
-    "CommandError", "add_counterfactual_parser", "add_fit_parser", "add_learn_parser",
-    "guarded", "is_run_folder", "one_line", "read_csv", "run_audit", "run_counterfactual",
-    "run_fit", "run_learn",
+    "CommandError", "add_counterfactual_parser", "add_decompose_parser", "add_fit_parser",
+    "add_learn_parser", "guarded", "is_run_folder", "one_line", "read_csv", "run_audit",
+    "run_counterfactual", "run_decompose", "run_fit", "run_learn",
 ]

@@ -116,6 +116,7 @@ def corrected_inputs(
     seed: int | None,
     world: Mapping[str, np.ndarray] | None = None,
     world_paths: Sequence[tuple[str, ...]] | None = None,
+    rest: np.ndarray | None = None,
 ) -> np.ndarray:
     """Corrected inputs, shape ``(S, N, p)`` in the order of :func:`input_names`.
 
@@ -142,7 +143,12 @@ def corrected_inputs(
         ``source`` see ``world[source]``: a total intervention.
     world_paths : sequence of tuple, optional
         A path-specific world: these paths see ``world[source]``, the other
-        fair paths the rows' own level.
+        fair paths the rows' own level (or ``rest``).
+    rest : numpy.ndarray, optional
+        With ``world_paths``: the codes of ``source``, shape ``(N,)``, that the paths
+        neither unfair nor in ``world_paths`` see (default: the rows' own). A nested
+        counterfactual such as ``y_{x1, W_{x0}}`` is ``world`` at ``x0`` along the paths
+        into ``W`` and ``rest`` at ``x1``.
 
     Raises
     ------
@@ -153,12 +159,16 @@ def corrected_inputs(
     n = len(abduction.data)
     codes = {**abduction.codes, **(world or {})}
     base = np.full(n, fit.encoding.code(source, [baseline])[0])
-    layers: list[tuple[Sequence[tuple[str, ...]], np.ndarray]] = [(unfair_paths, base)]
+    layers: list[tuple[Sequence[tuple[str, ...]], np.ndarray]] = (
+        [(unfair_paths, base)] if unfair_paths else []
+    )
+    if rest is not None and world_paths is None:
+        raise ValueError("rest= applies to a path-specific world: give world_paths= with it")
     if world_paths is None:
         default = codes[source]
     else:
         layers.append((world_paths, codes[source]))
-        default = abduction.codes[source]
+        default = abduction.codes[source] if rest is None else rest
     others = {p: c for p, c in codes.items() if p != source}
     rng = abduction.row_random(seed)
     simulated, simulated_noise = simulate_missing(scm, abduction, rng)

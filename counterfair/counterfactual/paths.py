@@ -49,6 +49,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -119,6 +120,62 @@ def check_paths(scm: SCM, source: str, unfair_paths: UnfairPaths) -> tuple[tuple
                 raise errors.SCMError(NOT_AN_EDGE.format(path=path, edge=f"{parent} -> {child}"))
         out.append(path)
     return tuple(out)
+
+
+def mediator_paths(
+    scm: SCM, attribute: str, mediators: Sequence[str]
+) -> tuple[tuple[str, ...], ...]:
+    """The directed paths from ``attribute`` that enter a mediator, cut at the first one.
+
+    Every path from ``attribute`` that runs through a mediator begins with exactly one of
+    these tuples (the part up to its first mediator), so, given as the paths that see
+    ``x0`` (:func:`counterfair.counterfactual.paths.path_specific_values`), they hold the
+    mediators at their ``x0`` values while every other path sees ``x1``. Mediators that
+    are not descendants of ``attribute`` have no such path.
+    """
+    graph = scm.graph
+    chosen = set(mediators)
+    caused = scm.descendants(attribute)
+    found: list[tuple[str, ...]] = []
+    for mediator in (n for n in scm.nodes if n in chosen and n in caused):
+        for path in nx.all_simple_paths(graph, attribute, mediator):
+            if chosen.isdisjoint(path[1:-1]):
+                found.append(tuple(str(node) for node in path))
+    return check_paths(scm, attribute, found) if found else ()
+
+
+def direct_paths(
+    scm: SCM, attribute: str, mediators: Sequence[str], ends: Sequence[str]
+) -> tuple[tuple[str, ...], ...]:
+    """The directed paths from ``attribute`` to the nodes ``ends`` that touch no mediator.
+
+    They carry the direct effect of ``attribute`` on whatever reads ``ends`` (with
+    :func:`mediator_paths`, every path from ``attribute`` to an end is one or the other).
+    A tuple covers the paths that begin with it, so a direct path into ``v`` would also
+    cover a path ``attribute -> ... -> v -> W`` that continues into a mediator ``W``;
+    :func:`shared_prefix` finds such a node.
+    """
+    chosen = set(mediators)
+    caused = scm.descendants(attribute)
+    found: list[tuple[str, ...]] = []
+    for end in (n for n in scm.nodes if n in set(ends) and n in caused and n not in chosen):
+        for path in nx.all_simple_paths(scm.graph, attribute, end):
+            if chosen.isdisjoint(path[1:]):
+                found.append(tuple(str(node) for node in path))
+    return check_paths(scm, attribute, found) if found else ()
+
+
+def shared_prefix(
+    scm: SCM, direct: Sequence[tuple[str, ...]], mediators: Sequence[str]
+) -> tuple[str, str] | None:
+    """A node ``v`` ending a direct path and an ancestor of a mediator ``W`` (``(v, W)``),
+    or ``None``: then no direct path is the beginning of a mediated one."""
+    for path in direct:
+        end = path[-1]
+        for mediator in mediators:
+            if mediator in scm.descendants(end):
+                return end, mediator
+    return None
 
 
 def path_source(scm: SCM, unfair_paths: UnfairPaths) -> str:

@@ -44,6 +44,10 @@ def _learner_settings(learner: FairLearner) -> dict[str, Any]:
         "seed": learner.seed,
         "unfair_paths": learner.unfair_paths,
         "baseline": learner.baseline,
+        "allow": None if learner.allow is None else list(learner.allow),
+        "attribute": learner.attribute,
+        "mediators": None if learner.mediators is None else list(learner.mediators),
+        "reference_": getattr(learner, "reference_", {}),
     }
     document = plain(settings)
     try:

@@ -119,7 +119,11 @@ def _load_learner(folder: Path) -> FairLearner | BaselinePredictor:
         seed=settings["seed"],
         unfair_paths=_tuples(settings["unfair_paths"]),
         baseline=settings["baseline"],
+        allow=settings.get("allow"),
+        attribute=settings.get("attribute"),
+        mediators=settings.get("mediators"),
     )
+    learner.reference_ = dict(settings.get("reference_", {}))
     learner.scm_fit_ = fit
     learner.estimator_ = estimators["estimator_"]
     learner.feature_names_ = list(settings["feature_names_"])

@@ -28,7 +28,12 @@ from counterfair.counterfactual.path_features import (
     corrected_inputs,
     input_names,
 )
-from counterfair.counterfactual.paths import check_paths
+from counterfair.counterfactual.paths import (
+    check_paths,
+    direct_paths,
+    mediator_paths,
+    shared_prefix,
+)
 from counterfair.counterfactual.prediction import (
     MULTICLASS_PROBABILITY,
     as_numbers,
@@ -64,6 +69,48 @@ FIT_ARGS_SEED = (
 NO_FAIR_FEATURES = (
     "features={features!r} gives no input for target {target!r}: the SCM has no {what}"
 )
+EFFECTS: tuple[str, ...] = ("DE", "IE", "SE")
+"""The effects of a decomposition a business-necessity learner may allow (``allow=``)."""
+
+ALLOW_NEEDS_PATHS = (
+    "allow= builds the unfair paths of a path-specific learner: give features='path_specific' "
+    "with it (got features={features!r})"
+)
+ALLOW_WITH_PATHS = (
+    "allow= and unfair_paths= both say which paths are unfair: give one of them (allow= "
+    "derives the paths from the mediators)"
+)
+ALLOW_UNKNOWN = "allow= names {effect!r}, which is not an effect; effects: {effects}"
+ALLOW_BASELINE = (
+    "allow= needs baseline=: the level x0 of {attribute!r} the disallowed paths see"
+)
+ALLOW_OPTION = "{option}= applies with allow= only: it would be ignored; drop it or give allow="
+ALLOW_ATTRIBUTE = (
+    "allow= needs attribute=: the SCM has {count} protected attributes with descendants "
+    "({names}); name the one whose effects are judged"
+)
+ALLOW_NOT_PROTECTED = (
+    "attribute={attribute!r} is not a protected attribute of the SCM; protected: {protected}"
+)
+ALLOW_MEDIATOR = (
+    "mediators= names {node!r}, which is {what}; mediators are observed descendants of "
+    "{attribute!r} other than the target {target!r} and its descendants"
+)
+ALLOW_SHARED = (
+    "the direct effect cannot be removed while the indirect one is kept: {node!r} is a "
+    "descendant of {attribute!r} but not a mediator, and it causes the mediator "
+    "{mediator!r}, so the paths {attribute} -> ... -> {node} -> {mediator} are direct and "
+    "mediated at once; name {node!r} a mediator, or allow both DE and IE"
+)
+
+ALLOW_SE_OBSERVED = (
+    "disallowing SE needs every confounder the learner reads to be a protected attribute "
+    "or its descendant (they are held at a reference); {nodes} are observed confounders "
+    "with no protected ancestor, whose dependence on {attribute!r} lives in the rows only, "
+    "so the learner cannot remove the spurious effect through them: declare them "
+    "Protected, or allow SE"
+)
+
 DESCENDANT_FEATURE = (
     "feature {node!r} is a descendant of protected attribute {source!r} "
     "(path {path}); a counterfactually fair predictor cannot use it"
@@ -128,6 +175,27 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
     baseline : str or float, optional
         With ``features="path_specific"`` only: the level of ``A`` the unfair
         paths see.
+    allow : sequence of {"DE", "IE", "SE"}, optional
+        Fair by business necessity (Plečko and Bareinboim, 2024): the effects of
+        ``attribute`` on the prediction a user accepts; the others are removed. With
+        ``features="path_specific"`` and ``baseline`` (the level ``x0``), instead of
+        ``unfair_paths``: a disallowed direct effect makes the paths from
+        ``attribute`` that touch no mediator unfair, a disallowed indirect effect the
+        paths into the mediators (:func:`counterfair.counterfactual.paths.mediator_paths`);
+        both see ``baseline``. A disallowed spurious effect sets every other protected
+        attribute (the confounders ``Z``: protected attributes are the roots through
+        which the groups differ) to a reference -- the most frequent level, or the mean
+        of a continuous one, in the training rows -- in the inputs of every row, so the
+        prediction no longer varies with ``Z``. ``allow=("IE",)`` keeps the mediated
+        effect only. :func:`counterfair.audit.decompose` of the learner shows each
+        disallowed effect at 0 within Monte Carlo error.
+    attribute : str, optional
+        With ``allow`` only: the protected attribute ``X`` (default: the only protected
+        attribute with descendants).
+    mediators : sequence of str, optional
+        With ``allow`` only: ``W`` (default: the observed descendants of ``attribute``
+        other than the target and its descendants, as
+        :func:`counterfair.audit.decompose` takes them).
 
     Attributes
     ----------
@@ -137,6 +205,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         The fitted wrapped estimator.
     feature_names_ : list of str
         Inputs of the wrapped estimator, in order.
+    reference_ : dict
+        With a disallowed spurious effect: the reference code of each confounder.
     """
 
     def __init__(
@@ -154,6 +224,9 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         seed: int | None = None,
         unfair_paths: Sequence[Sequence[str]] | None = None,
         baseline: str | float | None = None,
+        allow: Sequence[str] | None = None,
+        attribute: str | None = None,
+        mediators: Sequence[str] | None = None,
     ) -> None:
         self.scm = scm
         self.target = target
@@ -168,6 +241,9 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         self.seed = seed
         self.unfair_paths = unfair_paths
         self.baseline = baseline
+        self.allow = allow
+        self.attribute = attribute
+        self.mediators = mediators
 
     # ------------------------------------------------------------------ scikit-learn
     def _is_classifier(self) -> bool:
@@ -212,12 +288,108 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
                 f"features must be one of {FEATURE_SETS} or a list of node names, "
                 f"got {self.features!r}"
             )
-        check_options(scm, self.features, self.unfair_paths, self.baseline)
+        self._paths(scm)
         if self.training_inputs not in ("samples", "mean"):
             raise ValueError(
                 f"training_inputs must be 'samples' or 'mean', got {self.training_inputs!r}"
             )
         return self.scm
+
+    def _paths(self, scm: SCM) -> tuple[str, tuple[tuple[str, ...], ...]] | None:
+        """The protected attribute and the unfair paths of a path-specific learner: given
+        (``unfair_paths``) or derived from ``allow``; ``None`` for other feature sets."""
+        if self.allow is None:
+            for option in ("attribute", "mediators"):
+                if getattr(self, option) is not None:
+                    raise ValueError(ALLOW_OPTION.format(option=option))
+            return check_options(scm, self.features, self.unfair_paths, self.baseline)
+        if self.features != "path_specific":
+            raise ValueError(ALLOW_NEEDS_PATHS.format(features=self.features))
+        if self.unfair_paths is not None:
+            raise ValueError(ALLOW_WITH_PATHS)
+        allowed = [self.allow] if isinstance(self.allow, str) else list(self.allow)
+        for effect in allowed:
+            if effect not in EFFECTS:
+                raise ValueError(ALLOW_UNKNOWN.format(effect=effect, effects=list(EFFECTS)))
+        attribute = self._attribute(scm)
+        if self.baseline is None:
+            raise ValueError(ALLOW_BASELINE.format(attribute=attribute))
+        target = str(self.target)
+        mediators = self._mediators(scm, attribute, target)
+        paths: list[tuple[str, ...]] = []
+        if "DE" not in allowed:
+            ends = input_names(scm, target)
+            direct = direct_paths(scm, attribute, mediators, ends)
+            if "IE" in allowed and (shared := shared_prefix(scm, direct, mediators)):
+                raise errors.SCMError(
+                    ALLOW_SHARED.format(node=shared[0], mediator=shared[1], attribute=attribute)
+                )
+            paths += direct
+        if "IE" not in allowed:
+            paths += mediator_paths(scm, attribute, mediators)
+        return attribute, tuple(paths)
+
+    def _attribute(self, scm: SCM) -> str:
+        if self.attribute is not None:
+            if self.attribute not in scm.protected:
+                raise errors.SCMError(
+                    ALLOW_NOT_PROTECTED.format(
+                        attribute=self.attribute, protected=list(scm.protected)
+                    )
+                )
+            return str(self.attribute)
+        causing = [p for p in scm.protected if scm.descendants(p)]
+        if len(causing) != 1:
+            raise ValueError(ALLOW_ATTRIBUTE.format(count=len(causing), names=causing))
+        return causing[0]
+
+    def _mediators(self, scm: SCM, attribute: str, target: str) -> tuple[str, ...]:
+        after = scm.descendants(target) | {target} if target in scm.specs else {target}
+        caused = scm.descendants(attribute)
+        if self.mediators is None:
+            return tuple(n for n in scm.observed if n in caused and n not in after)
+        names = [self.mediators] if isinstance(self.mediators, str) else list(self.mediators)
+        for node in names:
+            what = None
+            if node not in scm.observed:
+                what = "not an observed node of the SCM"
+            elif node not in caused:
+                what = f"not a descendant of {attribute!r}"
+            elif node in after:
+                what = "the target or one of its descendants"
+            if what is not None:
+                raise errors.SCMError(
+                    ALLOW_MEDIATOR.format(node=node, what=what, attribute=attribute, target=target)
+                )
+        return tuple(n for n in scm.observed if n in set(names))
+
+    def _confounder_reference(self, scm: SCM, X: pd.DataFrame) -> dict[str, Any]:
+        """The reference code of each protected confounder, when SE is disallowed."""
+        if self.allow is None:
+            return {}
+        allowed = [self.allow] if isinstance(self.allow, str) else list(self.allow)
+        if "SE" in allowed:
+            return {}
+        attribute = self._attribute(scm)
+        others = [p for p in scm.protected if p != attribute]
+        held = scm.descendants(others) if others else frozenset()
+        free = [
+            n for n in input_names(scm, str(self.target))
+            if n in scm.observed and n not in scm.descendants(attribute) and n not in held
+        ]
+        if free:  # an observed root (or a child of latents only) the rows may tie to X
+            raise ValueError(ALLOW_SE_OBSERVED.format(nodes=free, attribute=attribute))
+        fit = self.scm_fit_
+        reference: dict[str, Any] = {}
+        for z in scm.protected:
+            if z == attribute:
+                continue
+            if fit.encoding.is_continuous(z):
+                reference[z] = float(pd.to_numeric(X[z]).mean())
+            else:
+                level = str(X[z].astype(str).value_counts().index[0])
+                reference[z] = int(fit.encoding.code(z, [level])[0])
+        return reference
 
     def _input_plan(self, scm: SCM) -> tuple[list[str], list[str], list[str]]:
         """(latents, Normal nodes whose noise is used, observed non-descendants)."""
@@ -292,11 +464,16 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         abduction: Abduction,
         world: Mapping[str, np.ndarray] | None = None,
         world_paths: Sequence[tuple[str, ...]] | None = None,
+        rest: np.ndarray | None = None,
     ) -> np.ndarray:
         scm = self._check_setup()
-        checked = check_options(scm, self.features, self.unfair_paths, self.baseline)
+        checked = self._paths(scm)
         assert checked is not None  # features == "path_specific"
         source, paths = checked
+        reference = getattr(self, "reference_", {})
+        if reference:  # the spurious effect is disallowed: Z at its reference
+            n = len(abduction.data)
+            world = {**(world or {}), **{z: np.full(n, c) for z, c in reference.items()}}
         return corrected_inputs(
             self.scm_fit_,
             abduction,
@@ -307,6 +484,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
             seed=self.seed,
             world=world,
             world_paths=world_paths,
+            rest=rest,
         )
 
     def path_specific_output(
@@ -316,14 +494,16 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         response: Literal["prediction", "probability"] = "prediction",
         world: Mapping[str, np.ndarray] | None = None,
         world_paths: Sequence[Sequence[str]] | None = None,
+        rest: np.ndarray | None = None,
     ) -> np.ndarray:
         """One output per row and sample (sample-major, as a counterfactual frame) in a world.
 
         Only for ``features="path_specific"``. ``world`` holds the protected
         codes of the world (default: the rows' own) and ``world_paths`` the
         paths along which ``world`` holds (default: all of them, a total
-        intervention); the corrected inputs are recomputed from the abduction's
-        latents and noise, so the unit is the same in every world.
+        intervention); with ``world_paths``, ``rest`` holds the codes the other fair
+        paths see (default: the rows' own). The corrected inputs are recomputed from
+        the abduction's latents and noise, so the unit is the same in every world.
         ``response="probability"`` gives the probability of the positive class
         of a classifier; ``"prediction"`` a regressor's prediction or the class
         label (as :func:`predict_output` compares it).
@@ -333,10 +513,10 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
             raise ValueError(
                 f"path_specific_output needs features='path_specific', got {self.features!r}"
             )
-        checked = check_options(scm, self.features, self.unfair_paths, self.baseline)
+        checked = self._paths(scm)
         assert checked is not None
         paths = None if world_paths is None else check_paths(scm, checked[0], world_paths)
-        scores = self._predict_inputs(self._path_inputs(abduction, world, paths))
+        scores = self._predict_inputs(self._path_inputs(abduction, world, paths, rest))
         if self._multiclass():
             if response == "probability":
                 raise ValueError(
@@ -405,6 +585,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
                 args["seed"] = self.seed
             args.setdefault("progress", False)
             self.scm_fit_ = scm.fit(data, **args)
+        self.reference_ = self._confounder_reference(scm, X)
         m = int(self.n_samples)
         if self.condition_on_target or target not in scm.observed:
             if _same_rows(self.scm_fit_.data, data):
