@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from _seeds import shifted
 
 SCM_YAML = """\
 nodes:
@@ -23,7 +24,7 @@ nodes:
 
 
 def loans(
-    n: int = 300, *, seed: int = 0, deny_rate: float = 0.15, k_effect: float = -0.8
+    n: int = 300, *, seed: int = shifted(0), deny_rate: float = 0.15, k_effect: float = -0.8
 ) -> pd.DataFrame:
     """``n`` loan applications: ``race`` (black/white), ``income`` (a number),
     ``history`` (1..6), ``purpose`` (home/other/refi) and ``deny`` (no/yes).

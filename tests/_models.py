@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -47,9 +47,9 @@ LAW_TRUTH: dict[str, Any] = {
 }
 """True parameters of the simulated law school data (level 2 SCM)."""
 
-LAW_TRAIN_SEED = 3
-LAW_TEST_SEED = 11
-LAW_FIT_SEED = 1
+LAW_TRAIN_SEED = shifted(3)
+LAW_TEST_SEED = shifted(11)
+LAW_FIT_SEED = shifted(1)
 
 # Linear-Gaussian SCM: U -> X, U -> Y, A -> X, A -> Y, X -> Y. The residual sds are
 # fixed in the specs: with learned sds a Gaussian factor model of two children is
@@ -89,7 +89,8 @@ AUX_TRUTH: dict[str, Any] = {
 AUX_RACES = ("a", "b")
 
 
-def _graph(nodes: dict[str, object], edges: list[tuple[str, str]]) -> nx.DiGraph:
+def dag(nodes: Mapping[str, object], edges: list[tuple[str, str]]) -> nx.DiGraph:
+    """A DAG whose nodes carry ``spec`` attributes: every test builds its graphs here."""
     g = nx.DiGraph()
     for name, spec in nodes.items():
         g.add_node(name, spec=spec)
@@ -100,7 +101,7 @@ def _graph(nodes: dict[str, object], edges: list[tuple[str, str]]) -> nx.DiGraph
 # ---------------------------------------------------------------------- builders
 def law_level2_scm() -> cf.SCM:
     """Level 2 law school SCM: race, sex, K -> UGPA, LSAT (Poisson), ZFYA (Normal, sd 1)."""
-    g = _graph(
+    g = dag(
         {
             "race": cf.Protected(levels=RACES),
             "sex": cf.Protected(levels=SEXES),
@@ -116,7 +117,7 @@ def law_level2_scm() -> cf.SCM:
 
 def law_level3_scm() -> cf.SCM:
     """Level 3 law school SCM: race, sex -> UGPA, LSAT (both Normal); no latent, no ZFYA."""
-    g = _graph(
+    g = dag(
         {
             "race": cf.Protected(levels=RACES),
             "sex": cf.Protected(levels=SEXES),
@@ -130,7 +131,7 @@ def law_level3_scm() -> cf.SCM:
 
 def linear_gaussian_scm() -> cf.SCM:
     """U ~ N(0, 1); X ~ Normal(A, U); Y ~ Normal(A, U, X); A protected, levels "0" and "1"."""
-    g = _graph(
+    g = dag(
         {
             "U": cf.Latent(),
             "A": cf.Protected(levels=("0", "1")),
@@ -149,7 +150,7 @@ def aux_scm() -> cf.SCM:
     Z and X are K's two Normal anchors, the second with another child of K among its
     parents (tests/test_anchoring.py); Z is the one non-descendant of race.
     """
-    g = _graph(
+    g = dag(
         {
             "race": cf.Protected(levels=AUX_RACES),
             "K": cf.Latent(loc=0.5, scale=1.5),
@@ -224,7 +225,7 @@ def families_scm() -> cf.SCM:
     sampled directly, not anchored (see :mod:`counterfair.model.families.categorical`);
     that case is covered by the code generation and stanc tests."""
     return cf.SCM(
-        _graph(
+        dag(
             {
                 "A": cf.Protected(levels=("a", "b")),
                 "age": cf.Protected(kind="continuous"),
@@ -425,7 +426,7 @@ def mediation_scm() -> cf.SCM:
     M lies on paths that continue through L and directly to Y, so a path-specific
     intervention can see it in two contexts."""
     return cf.SCM(
-        _graph(
+        dag(
             {
                 "U": cf.Latent(),
                 "A": cf.Protected(levels=("0", "1")),
@@ -451,7 +452,7 @@ def mediation_scm() -> cf.SCM:
 @functools.cache
 def mediation_data() -> pd.DataFrame:
     """300 simulated rows of :func:`mediation_scm`, true U included."""
-    return mediation_scm().sample(300, params=MEDIATION_TRUTH, seed=31)
+    return mediation_scm().sample(300, params=MEDIATION_TRUTH, seed=shifted(31))
 
 
 @per_backend
@@ -463,5 +464,5 @@ def mediation_fit() -> RecordedFit:
         chains=2,
         warmup=300,
         draws=300,
-        seed=32,
+        seed=shifted(32),
     )

@@ -17,7 +17,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _models import law_level2_fit
 
+import counterfair as cf
 from counterfair.stan.backend import (
     BACKEND_ENV,
     BACKEND_NAMES,
@@ -87,6 +89,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     single = metafunc.definition.get_closest_marker("one_backend") is not None
     backends = one_backend() if single else backends_under_test()
     metafunc.parametrize("stan_backend", backends, indirect=True, scope="module")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``toy_latents`` tests ignore the IdentificationWarning of their small SCMs."""
+    for item in items:
+        if item.get_closest_marker("toy_latents") is not None:
+            item.add_marker(
+                pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+            )
+
+
+@pytest.fixture(scope="module")
+def law_fit(stan_backend: str) -> cf.Fit:
+    """The one law school fit of the suite (``_models.law_level2_fit``), per back end."""
+    return law_level2_fit().fit
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -16,11 +16,10 @@ the Adult files names the missing file, an unknown level names its column.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from _data import DATA_DIR
 
 import counterfair as cf
 from counterfair.cli import main
@@ -31,7 +30,6 @@ from counterfair.experiments.adult_pscf import (
     run_study,
 )
 
-DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", Path(__file__).parents[2] / "shared" / "data"))
 HAVE_DATA = all((DATA_DIR / f).exists() for f in ("adult.data", "adult.test"))
 needs_data = pytest.mark.skipif(not HAVE_DATA, reason="adult.data / adult.test not found")
 EXACT = 1e-9
@@ -156,6 +154,7 @@ def test_bad_settings_raise() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.headline
 @needs_data
 @pytest.mark.stan
 def test_full_run(stan_backend: str, tmp_path):

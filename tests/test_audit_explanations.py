@@ -66,11 +66,11 @@ def test_tree_shap_adds_up_to_the_model_output(kind: str,
     X, y = data
     values = X.to_numpy()
     if kind == "forest":
-        model = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0)
+        model = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=shifted(0))
         model.fit(values, y)
         output = model.predict_proba(values[:50])[:, 1]
     else:
-        model = GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=0)
+        model = GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=shifted(0))
         model.fit(values, y)
         output = model.decision_function(values[:50])
     for background in (None, X.iloc[:40]):

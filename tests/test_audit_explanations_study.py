@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from _data import DATA_DIR
 from _seeds import shifted
 
 from counterfair.datasets import find_data_file, load_adult, load_compas
 from counterfair.experiments import explanations as study
 
-DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", Path(__file__).parents[2] / "shared" / "data"))
 HAVE_DATA = all((DATA_DIR / f).exists()
                 for f in ("adult.data", "adult.test", "compas-scores-two-years.csv"))
 needs_data = pytest.mark.skipif(not HAVE_DATA, reason=f"Adult / COMPAS not found in {DATA_DIR}")

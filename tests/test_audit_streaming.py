@@ -18,6 +18,7 @@ from _models import (
     law_level3_fit,
     law_train,
 )
+from _seeds import shifted
 from scipy.stats import wasserstein_distance
 
 import counterfair as cf
@@ -73,7 +74,7 @@ def fitted(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
 
 
 def _audit(fit: cf.Fit, rows: pd.DataFrame, **kwargs: object) -> cf.audit.CounterfactualReport:
-    return counterfactual_fairness(fit, rows, _predictor, n_samples=20, seed=3, **kwargs)
+    return counterfactual_fairness(fit, rows, _predictor, n_samples=20, seed=shifted(3), **kwargs)
 
 
 @pytest.mark.stan
@@ -164,10 +165,10 @@ def test_changes_only_on_request_and_as_the_whole_frame_computes_them(fitted):
     fit, rows = fitted
     assert _audit(fit, rows).changes is None
     report = _audit(fit, rows, attributes=["race"], keep_samples=True)
-    abduction = fit.abduct(rows, method="draws", n_param_draws=20, n_samples=20, seed=3)
+    abduction = fit.abduct(rows, method="draws", n_param_draws=20, n_samples=20, seed=shifted(3))
     mask = (rows["race"].astype(str) != "Black").to_numpy()
     subset = abduction.take_rows(mask)
-    frame = counterfactual_frame(fit, subset, {"race": "Black"}, seed=3)
+    frame = counterfactual_frame(fit, subset, {"race": "Black"}, seed=shifted(3))
     direct = counterfactual_predictions(
         fit, rows[mask], {}, _predictor, frame=frame, abduction=subset
     )
@@ -197,7 +198,7 @@ def test_intervention_audit_streams_per_row_do_values(stan_backend):
 
 
 def test_sketch_is_within_its_bin_width_of_scipys_exact_distance():
-    rng = np.random.default_rng(19)
+    rng = np.random.default_rng(shifted(19))
     for scale, bins in ((1.0, 64), (1e-3, 4096), (50.0, 16)):
         a = rng.normal(0.0, scale, 700)
         b = rng.gamma(2.0, scale, 500)
@@ -290,14 +291,14 @@ def test_audit_by_world_equals_the_counterfactual_frame_for_every_family(
     fit = families_small_fit().fit
     rows = families_data().drop(columns=["U", *drop]).iloc[:50]
     report = counterfactual_fairness(
-        fit, rows, _every_column, attributes=["A"], n_samples=8, seed=5,
+        fit, rows, _every_column, attributes=["A"], n_samples=8, seed=shifted(5),
         coupling=coupling, keep_samples=True,
     )
-    abduction = fit.abduct(rows, method="draws", n_param_draws=8, n_samples=8, seed=5)
+    abduction = fit.abduct(rows, method="draws", n_param_draws=8, n_samples=8, seed=shifted(5))
     for level in ("a", "b"):
         mask = (rows["A"].astype(str) != level).to_numpy()
         subset = abduction.take_rows(mask)
-        frame = counterfactual_frame(fit, subset, {"A": level}, seed=5, coupling=coupling)
+        frame = counterfactual_frame(fit, subset, {"A": level}, seed=shifted(5), coupling=coupling)
         direct = counterfactual_predictions(
             fit, rows[mask], {}, _every_column, frame=frame, abduction=subset
         )

@@ -123,15 +123,16 @@ def test_mask_and_errors() -> None:
 
 def test_family_wise_error_rate_is_kept_across_null_data_sets() -> None:
     # 40 independent null data sets: with Holm's correction at most alpha of them may show
-    # any significant node; P(Binomial(40, 0.05) >= 6) is about 1.4 %.
+    # any significant node. The bound is the binomial tail at 1e-3, so that the test holds
+    # under every seed shift: P(Binomial(40, 0.05) >= 8) = 7e-4 (>= 6 was 1.4 %).
     hits = 0
     for seed in range(40):
-        rng = np.random.default_rng(100 + seed)
+        rng = np.random.default_rng(shifted(100 + seed))
         n = 3000
         users = _users(rng, n)
         a = rng.integers(0, 2, n)
         outcome = (rng.random(n) < 0.3).astype(int)
         report = find_subpopulations(users, a, outcome, protected_group=1, max_depth=2,
-                                     alpha=ALPHA, n_bootstrap=0, seed=seed)
+                                     alpha=ALPHA, n_bootstrap=0, seed=shifted(seed))
         hits += bool(report.table["significant"].any())
-    assert hits <= 5
+    assert hits <= 7

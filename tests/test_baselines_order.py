@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from _seeds import shifted
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
 from counterfair.learn.fair import BaselinePredictor
 
 
-def _frame(n_per_group: tuple[int, int], seed: int = 0) -> pd.DataFrame:
+def _frame(n_per_group: tuple[int, int], seed: int = shifted(0)) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     group = np.repeat(["a", "b"], n_per_group)
     shift = np.where(group == "b", 1.5, 0.0)
@@ -77,9 +78,9 @@ def test_bad_group_column_and_unseen_level() -> None:
 
 def test_demographic_parity_classifier_equalises_selection_rates() -> None:
     pytest.importorskip("fairlearn")
-    data = _frame((300, 500), seed=1)
+    data = _frame((300, 500), seed=shifted(1))
     base = BaselinePredictor(["g", "x"], "label", ["g"], LogisticRegression())
-    model = cf.DemographicParityClassifier(base, group="g", random_state=3).fit(
+    model = cf.DemographicParityClassifier(base, group="g", random_state=shifted(3)).fit(
         data, data["label"]
     )
     groups = data["g"].to_numpy()

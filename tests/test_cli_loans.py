@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _loans import SCM_YAML, loans
+from _seeds import shifted
 
 import counterfair as cf
 
@@ -39,7 +40,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory, stan_backend: str) -> Path:
     """A run fitted on 300 rows whose decision does not depend on the latent."""
     here = tmp_path_factory.mktemp("loans")
     (here / "model.yaml").write_text(SCM_YAML)
-    loans(300, seed=4, k_effect=0.0).to_csv(here / "loans.csv", index=False)
+    loans(300, seed=shifted(4), k_effect=0.0).to_csv(here / "loans.csv", index=False)
     fitted = counterfair(
         "fit", "model.yaml", "--data", "loans.csv", "--out", "run", "--chains", "2",
         "--warmup", "200", "--draws", "200", cwd=here,
@@ -113,7 +114,7 @@ def test_learn_regression_scores(folder: Path) -> None:
 
 
 def test_counterfactual_in_the_users_labels_and_unseen_levels(folder: Path) -> None:
-    rows = loans(4, seed=9)
+    rows = loans(4, seed=shifted(9))
     rows.to_csv(folder / "new.csv", index=False)
     done = counterfair("counterfactual", "run", "--rows", "new.csv", "--do", "race=white",
                        "--n-samples", "2", "--out", "cf.csv", cwd=folder)
@@ -169,8 +170,8 @@ def test_held_out_scores_in_python(folder: Path) -> None:
 
     fit = cf.load(folder / "run" / "fit")
     learner = cf.FairLearner(fit.scm, target="deny", features="latent", n_samples=10,
-                             scm_fit=fit, seed=0)
-    scores = held_out_scores(learner, fit.data, folds=3, seed=1, positive="yes")
+                             scm_fit=fit, seed=shifted(0))
+    scores = held_out_scores(learner, fit.data, folds=3, seed=shifted(1), positive="yes")
     assert list(scores.table.columns) == ["accuracy", "AUC", "Brier"]
     majority = float(np.mean(fit.data["deny"] == "no"))
     assert scores.table.loc["baseline", "accuracy"] == pytest.approx(majority, abs=0.02)

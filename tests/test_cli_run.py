@@ -11,7 +11,6 @@ what is wrong.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,16 +18,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _data import DATA_DIR, needs_data
+from _seeds import shifted
 
 import counterfair as cf
 
 ROOT = Path(__file__).parents[1]
-DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", ROOT.parent / "shared" / "data"))
 SCM_FILE = ROOT / "examples" / "law_school.yaml"
 
 pytestmark = [
     pytest.mark.stan,
-    pytest.mark.skipif(not (DATA_DIR / "law_data.csv").exists(), reason="law_data.csv not found"),
+    needs_data("law_data.csv"),
 ]
 
 
@@ -44,7 +44,7 @@ def counterfair(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def run(tmp_path_factory: pytest.TempPathFactory, stan_backend: str) -> Path:
     """A run folder fitted by ``counterfair fit`` on 300 rows, and its learner."""
     folder = tmp_path_factory.mktemp("cli")
-    data = cf.load_law_school(data_home=DATA_DIR).sample(300, random_state=1)
+    data = cf.load_law_school(data_home=DATA_DIR).sample(300, random_state=shifted(1))
     data.reset_index(drop=True).to_csv(folder / "law.csv", index=False)
     data.iloc[:6].drop(columns="ZFYA").to_csv(folder / "new.csv", index=False)
     fitted = counterfair(

@@ -15,6 +15,7 @@ from types import ModuleType
 import networkx as nx
 import pandas as pd
 import pytest
+from _models import dag
 
 import counterfair as cf
 from counterfair.model.encoding import Encoding
@@ -28,14 +29,6 @@ REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "stan_models"
 
 
-def _graph(nodes: dict[str, object], edges: list[tuple[str, str]]) -> nx.DiGraph:
-    g = nx.DiGraph()
-    for name, spec in nodes.items():
-        g.add_node(name, spec=spec)
-    g.add_edges_from(edges)
-    return g
-
-
 def _families_scm(coding: str = "reference") -> SCM:
     """Protected A and latent U cause a Normal, a Poisson and a Bernoulli node."""
     nodes = {
@@ -46,7 +39,7 @@ def _families_scm(coding: str = "reference") -> SCM:
         "Xb": cf.Bernoulli(),
     }
     edges = [(p, c) for p in ("A", "U") for c in ("Xn", "Xp", "Xb")]
-    return cf.SCM(_graph(nodes, edges), coding=coding)  # type: ignore[arg-type]
+    return cf.SCM(dag(nodes, edges), coding=coding)  # type: ignore[arg-type]
 
 
 def _mixed_scm() -> SCM:
@@ -80,7 +73,7 @@ def _mixed_scm() -> SCM:
         ("B", "Y"),
         ("A", "Q"),
     ]
-    return cf.SCM(_graph(nodes, edges))
+    return cf.SCM(dag(nodes, edges))
 
 
 def _two_latents_scm() -> SCM:
@@ -94,7 +87,7 @@ def _two_latents_scm() -> SCM:
         "Y3": cf.Bernoulli(),
     }
     edges = [("K1", "Y1"), ("K1", "Y2"), ("K2", "Y3"), ("K2", "Y2"), ("A", "Y1")]
-    return cf.SCM(_graph(nodes, edges))
+    return cf.SCM(dag(nodes, edges))
 
 
 def _new_families_scm() -> SCM:
@@ -125,14 +118,14 @@ def _new_families_scm() -> SCM:
         ("U", "Y"),
         ("O", "X"),
     ]
-    return cf.SCM(_graph(nodes, edges))
+    return cf.SCM(dag(nodes, edges))
 
 
 def _anchored_ordinal_scm() -> SCM:
     """U anchored by a Normal child X; an ordinal child O gets U's conditional mean."""
     nodes = {"A": cf.Protected(), "U": cf.Latent(), "X": cf.Normal(), "O": cf.Ordinal(levels=3)}
     edges = [("U", "X"), ("A", "X"), ("U", "O"), ("A", "O")]
-    return cf.SCM(_graph(nodes, edges))
+    return cf.SCM(dag(nodes, edges))
 
 
 def _categorical_scm(coding: str = "reference") -> SCM:
@@ -156,7 +149,7 @@ def _categorical_scm(coding: str = "reference") -> SCM:
         ("K", "Y"),
         ("U", "Y"),
     ]
-    return cf.SCM(_graph(nodes, edges), coding=coding)  # type: ignore[arg-type]
+    return cf.SCM(dag(nodes, edges), coding=coding)  # type: ignore[arg-type]
 
 
 def _all_programs(regen_tool: ModuleType) -> dict[str, str]:
@@ -458,7 +451,7 @@ def test_negative_binomial_statements_and_dispersion() -> None:
     )
     assert "  array[S] real<lower=0> phi_C;" in abduction
     prior = cf.NegativeBinomial(prior_dispersion=cf.Prior("exponential", (0.5,)))
-    g = _graph({"A": cf.Protected(), "C": prior}, [("A", "C")])
+    g = dag({"A": cf.Protected(), "C": prior}, [("A", "C")])
     assert "  phi_C ~ exponential(0.5);" in _block(cf.SCM(g).stan_code(), "model")
 
 
@@ -513,7 +506,7 @@ def test_first_child_of_a_new_family_gets_the_positive_loading() -> None:
     assert "  real<lower=0> lambda_C_U;  // loading of U on C (positive" in code
     positive = re.findall(r"real<lower=0> (lambda_\w+);", code)
     assert positive == ["lambda_C_U"]
-    g = _graph(
+    g = dag(
         {"A": cf.Protected(), "U": cf.Latent(), "O": cf.Ordinal(levels=3), "C": cf.Poisson()},
         [("U", "O"), ("U", "C"), ("A", "O")],
     )
@@ -526,7 +519,7 @@ def test_ordinal_child_of_an_anchored_latent_moves_the_scalar_into_the_cutpoints
     statement = _statement(code, "O")
     assert statement.startswith("O ~ ordered_logistic(-lambda_O_U * g_U_X / prec_U_X * alpha_X")
     assert "(lambda_O_U / sqrt(prec_U_X)) * z_U + X_O * append_row(" in statement
-    g = _graph(
+    g = dag(
         {"A": cf.Protected(), "X": cf.Normal(), "Q": cf.Ordinal(levels=3)},
         [("A", "X"), ("A", "Q"), ("X", "Q")],
     )
@@ -614,7 +607,7 @@ def test_new_family_data_block_matches_the_data_dictionary() -> None:
 
 def test_program_does_not_depend_on_levels() -> None:
     def scm(levels: tuple[str, ...] | None, reference: str | None) -> SCM:
-        g = _graph(
+        g = dag(
             {
                 "A": cf.Protected(levels=levels, reference=reference),
                 "U": cf.Latent(),
@@ -717,7 +710,7 @@ def test_edge_insertion_order_does_not_matter(regen_tool: ModuleType) -> None:
 
 
 def test_observe_flags_only_for_the_latents_children() -> None:
-    g = _graph(
+    g = dag(
         {
             "A": cf.Protected(),
             "U": cf.Latent(),
@@ -837,4 +830,4 @@ def test_stanc_accepts_the_generated_programs(regen_tool: ModuleType, tmp_path: 
 # Small SCMs built here to exercise code generation, simulation or validation include latents
 # that are not identified (e.g. two Normal children with free sds); SCM() warns about them
 # (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
-pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+pytestmark = pytest.mark.toy_latents

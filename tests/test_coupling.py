@@ -20,13 +20,10 @@ The last tests run the coupling end to end on cached Stan fits (no new program).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
-from _models import AUX_RACES, aux_fit, families_data, families_small_fit
+from _models import AUX_RACES, aux_fit, dag, families_data, families_small_fit
 from _seeds import shifted
 from scipy.special import expit, softmax
 from scipy.stats import chi2, nbinom, poisson
@@ -45,18 +42,10 @@ CHI2_LEVEL = 0.999
 
 
 # ---------------------------------------------------------------------- helpers
-def _graph(nodes: Mapping[str, object], edges: list[tuple[str, str]]) -> nx.DiGraph:
-    g = nx.DiGraph()
-    for name, spec in nodes.items():
-        g.add_node(name, spec=spec)
-    g.add_edges_from(edges)
-    return g
-
-
 def _one_child(spec: Observed) -> cf.SCM:
     """A (levels "0", "1") and a latent U, both parents of Y."""
     return cf.SCM(
-        _graph(
+        dag(
             {"A": cf.Protected(levels=("0", "1")), "U": cf.Latent(), "Y": spec},
             [("A", "Y"), ("U", "Y")],
         )
@@ -334,7 +323,7 @@ def _categorical_case(n_samples: int, seed: int) -> tuple[cf.SCM, ParamDraws]:
     """A, U -> Y (categorical); U also has a Normal child W, which fixes its sign (an SCM
     whose latent has only categorical children is refused); W is not a descendant of A."""
     scm = cf.SCM(
-        _graph(
+        dag(
             {
                 "A": cf.Protected(levels=("0", "1")),
                 "U": cf.Latent(),
@@ -430,7 +419,7 @@ def _chain_scm() -> cf.SCM:
     edges = [("A", node) for node in ("O", "K", "C", "P", "L", "X")]
     edges += [("U", node) for node in ("O", "C", "P", "L", "X")]
     edges += [("O", "K"), ("K", "C"), ("C", "P"), ("C", "L"), ("L", "X")]
-    return cf.SCM(_graph(nodes, edges))
+    return cf.SCM(dag(nodes, edges))
 
 
 CHAIN_TRUTH: dict[str, object] = {
@@ -703,7 +692,7 @@ def test_far_upper_tail_counts_are_coupled_on_the_survival_scale() -> None:
 # Small SCMs built here to exercise code generation, simulation or validation include latents
 # that are not identified (e.g. two Normal children with free sds); SCM() warns about them
 # (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
-pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+pytestmark = pytest.mark.toy_latents
 
 
 @pytest.mark.parametrize("spec", [cf.Poisson(), cf.NegativeBinomial()])

@@ -22,6 +22,7 @@ distributed = pytest.importorskip("distributed", reason="distributed is not inst
 
 import cloudpickle  # noqa: E402 - a dependency of distributed
 from _models import law_level2_fit, law_test, law_train  # noqa: E402
+from _seeds import shifted  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 import counterfair as cf  # noqa: E402
@@ -42,7 +43,7 @@ def models(stan_backend):
     train = law_train().drop(columns="K")
     rows = law_test().drop(columns=["K"])
     learner = cf.FairLearner(
-        fit.scm, "ZFYA", features="latent", scm_fit=fit, n_samples=20, seed=5
+        fit.scm, "ZFYA", features="latent", scm_fit=fit, n_samples=20, seed=shifted(5)
     ).fit(train)
     full = cf.full_predictor(fit.scm, "ZFYA").fit(train)
     classifier = cf.BaselinePredictor(
@@ -133,9 +134,9 @@ def test_fair_learner_predict_equals_in_memory_for_any_partitioning(client, mode
 
 def test_latents_equal_in_memory_for_any_partitioning(client, models):
     fit, rows, _, _, _ = models
-    expected = fit.latents(rows, n_samples=30, seed=2)
+    expected = fit.latents(rows, n_samples=30, seed=shifted(2))
     for n, ddf in frames(rows).items():
-        got = fit.latents(ddf, n_samples=30, seed=2)
+        got = fit.latents(ddf, n_samples=30, seed=shifted(2))
         assert got.keys() == expected.keys()
         np.testing.assert_array_equal(got["K"], expected["K"], err_msg=str(n))
 
@@ -162,13 +163,13 @@ def test_model_is_sent_to_each_worker_once(client, models):
 def test_counterfactual_audit_equals_in_memory_for_any_partitioning(client, models, tmp_path):
     fit, rows, _, full, _ = models
     expected = cf.audit.counterfactual_fairness(
-        fit, rows, full, n_samples=20, seed=3, keep_samples=True
+        fit, rows, full, n_samples=20, seed=shifted(3), keep_samples=True
     )
     key = ["attribute", "to_level", "row", "sample"]
     for n, ddf in frames(rows).items():
         out = tmp_path / f"changes-{n}"
         report = cf.audit.counterfactual_fairness(
-            fit, ddf, full, n_samples=20, seed=3, rows_out=out
+            fit, ddf, full, n_samples=20, seed=shifted(3), rows_out=out
         )
         pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
         pd.testing.assert_frame_equal(report.overall, expected.overall, rtol=1e-12)
@@ -199,11 +200,11 @@ def test_audit_of_a_per_row_intervention_equals_in_memory(client, models):
     fit, rows, _, full, _ = models
     lsat = rows["LSAT"].to_numpy() + np.arange(len(rows)) % 3  # do(LSAT = LSAT + 0, 1 or 2)
     expected = cf.audit.counterfactual_fairness(
-        fit, rows, full, n_samples=10, seed=4, do={"LSAT": lsat}
+        fit, rows, full, n_samples=10, seed=shifted(4), do={"LSAT": lsat}
     )
     for n in (3, 7):
         report = cf.audit.counterfactual_fairness(
-            fit, dd.from_pandas(rows, npartitions=n), full, n_samples=10, seed=4,
+            fit, dd.from_pandas(rows, npartitions=n), full, n_samples=10, seed=shifted(4),
             do={"LSAT": lsat},
         )
         pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
@@ -216,10 +217,10 @@ def test_audit_of_a_per_row_intervention_equals_in_memory(client, models):
 def test_fair_learner_audit_shares_the_fit_on_the_workers(client, models):
     fit, rows, learner, _, _ = models
     rows = rows.drop(columns="ZFYA")
-    expected = cf.audit.counterfactual_fairness(fit, rows, learner, n_samples=20, seed=3)
+    expected = cf.audit.counterfactual_fairness(fit, rows, learner, n_samples=20, seed=shifted(3))
     reports = [
         cf.audit.counterfactual_fairness(
-            fit, dd.from_pandas(rows, npartitions=n), learner, n_samples=20, seed=3
+            fit, dd.from_pandas(rows, npartitions=n), learner, n_samples=20, seed=shifted(3)
         )
         for n in (1, 3)
     ]
@@ -273,11 +274,11 @@ def test_killed_worker_is_replaced_and_the_result_is_the_same(client, models, tm
     fit, rows, _, full, _ = models
     ddf = dd.from_pandas(rows, npartitions=3)
     expected = cf.audit.counterfactual_fairness(
-        fit, rows, full, n_samples=20, seed=3, keep_samples=True
+        fit, rows, full, n_samples=20, seed=shifted(3), keep_samples=True
     )
     marker = tmp_path / "killed"
     report = cf.audit.counterfactual_fairness(
-        fit, ddf, KillOnce(full, marker), n_samples=20, seed=3, rows_out=tmp_path / "out"
+        fit, ddf, KillOnce(full, marker), n_samples=20, seed=shifted(3), rows_out=tmp_path / "out"
     )
     assert marker.exists()  # a worker process did end in the middle of a task
     killed_pid = int(marker.read_text())

@@ -9,13 +9,13 @@ download function is replaced by a fake in every test.
 from __future__ import annotations
 
 import hashlib
-import os
 import urllib.error
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from _data import DATA_DIR
 from _seeds import shifted
 
 from counterfair.datasets import (
@@ -41,9 +41,7 @@ from counterfair.datasets.law_school import (
 )
 
 # Read at import time, before the autouse fixture below clears the variable for each test.
-_SHARED_DIR = Path(
-    os.environ.get("COUNTERFAIR_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
-).absolute()
+_SHARED_DIR = DATA_DIR.absolute()
 _SHARED_FILE = _SHARED_DIR / LAW_SCHOOL_FILENAME
 N_RAW_ROWS = 21_791
 N_ROWS = 21_790  # after dropping the region_first == "PO" row

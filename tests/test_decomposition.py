@@ -25,11 +25,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import arviz as az
-import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
-from _models import MEDIATION_TRUTH, fit_recording, mediation_data, mediation_scm
+from _models import MEDIATION_TRUTH, dag, fit_recording, mediation_data, mediation_scm
 from _seeds import shifted
 from scipy.special import expit
 
@@ -48,14 +47,6 @@ X_SPECIFIC = ("TV", "Ctf-DE", "Ctf-IE", "Ctf-SE")
 
 
 # ---------------------------------------------------------------------- helpers
-def _graph(nodes: Mapping[str, object], edges: list[tuple[str, str]]) -> nx.DiGraph:
-    g = nx.DiGraph()
-    for name, spec in nodes.items():
-        g.add_node(name, spec=spec)
-    g.add_edges_from(edges)
-    return g
-
-
 def given_fit(
     scm: cf.SCM,
     data: pd.DataFrame,
@@ -111,7 +102,7 @@ def sfm_scm() -> cf.SCM:
     """X (levels "0", "1") and Z (continuous) protected roots; W ~ Normal(X, Z) and
     Y ~ Normal(X, W, Z) with fixed residual sds."""
     return cf.SCM(
-        _graph(
+        dag(
             {
                 "X": cf.Protected(levels=("0", "1")),
                 "Z": cf.Protected(kind="continuous"),
@@ -366,7 +357,7 @@ BINARY_TRUTH: dict[str, Any] = {
 def binary_scm() -> cf.SCM:
     """X, Z binary protected roots; W ~ Bernoulli(X, Z); Y ~ Bernoulli(X, W, Z)."""
     return cf.SCM(
-        _graph(
+        dag(
             {
                 "X": cf.Protected(levels=("0", "1")),
                 "Z": cf.Protected(levels=("0", "1")),
@@ -447,7 +438,7 @@ def exact_binary_scm() -> cf.DiscreteSCM:
         ("W", "Y"), ("Z", "Y"), ("UY", "Y"), ("Z", "W_x0"), ("UW", "W_x0"),
         ("Z", "Y_x1_Wx0"), ("W_x0", "Y_x1_Wx0"), ("UY", "Y_x1_Wx0"),
     ]
-    return cf.DiscreteSCM(_graph(specs, edges))
+    return cf.DiscreteSCM(dag(specs, edges))
 
 
 def exact_terms(data: pd.DataFrame) -> dict[str, float]:
@@ -552,7 +543,7 @@ def test_the_nested_world_is_the_path_specific_counterfactual(
     rows of group x1 under do(A = 0) along the paths into the mediators."""
     fit = mediation_given_fit
     data = fit.data
-    samples, seed = 40, shifted(61)
+    samples, seed = shifted(40), shifted(61)
     result = cf.audit.decompose(
         fit, data, attribute="A", x0="0", x1="1", outcome="Y", mediators=mediators,
         n_samples=samples, seed=seed,
@@ -596,7 +587,7 @@ def notes_scm() -> cf.SCM:
     """X, Z protected; V (child of Z only) an observed non-descendant of X; M and D
     children of X; Y child of X, M, D, Z; a latent U behind M and Y."""
     return cf.SCM(
-        _graph(
+        dag(
             {
                 "X": cf.Protected(levels=("0", "1")),
                 "Z": cf.Protected(kind="continuous"),
@@ -765,7 +756,7 @@ def test_an_outcome_absent_from_the_rows_is_simulated_with_a_note(notes_fit: cf.
 
 def test_rows_of_a_third_level_enter_the_general_form_only() -> None:
     scm = cf.SCM(
-        _graph(
+        dag(
             {"X": cf.Protected(levels=("a", "b", "c")), "W": cf.Normal(sigma=0.5),
              "Y": cf.Normal(sigma=0.5)},
             [("X", "W"), ("X", "Y"), ("W", "Y")],

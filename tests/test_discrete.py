@@ -262,7 +262,7 @@ def test_bad_queries_name_what_is_wrong() -> None:
         m.query("Y", max_states=0)
 
 
-@pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")  # a toy latent
+@pytest.mark.toy_latents  # a toy latent
 def test_stan_scm_refuses_discrete_specs_and_exact_queries() -> None:
     """cf.SCM (the Stan pipeline) names a discrete node it cannot compile, and its query
     names the node that is not finite; the discrete model answers the same question."""

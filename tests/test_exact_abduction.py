@@ -101,7 +101,8 @@ def _jittered(values: dict[str, Any], n_sets: int, seed: int) -> dict[str, np.nd
 
 
 def fixed_fit(
-    scm: cf.SCM, data: pd.DataFrame, values: dict[str, Any], *, n_sets: int = 1, seed: int = 0
+    scm: cf.SCM, data: pd.DataFrame, values: dict[str, Any], *, n_sets: int = 1,
+    seed: int = shifted(0),
 ) -> cf.Fit:
     """A ``Fit`` whose posterior is ``n_sets`` given parameter sets (no Stan, no latents)."""
     protected = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
@@ -515,4 +516,4 @@ def test_exact_matches_mcmc_with_negative_binomial_and_ordinal_children(
 # Small SCMs built here to exercise code generation, simulation or validation include latents
 # that are not identified (e.g. two Normal children with free sds); SCM() warns about them
 # (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
-pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+pytestmark = pytest.mark.toy_latents

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
-from _models import CATEGORIES, FAMILIES_TRUTH, FAMILY_LEVELS, families_scm
+from _models import CATEGORIES, FAMILIES_TRUTH, FAMILY_LEVELS, dag, families_scm
 from _seeds import shifted
 from scipy.special import expit
 
@@ -28,14 +27,6 @@ from counterfair.model.families.base import Family
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import MAX_IMPLICIT_LEVELS, Observed, Protected
 from counterfair.stan.data import fit_data
-
-
-def _graph(nodes: dict[str, object], edges: list[tuple[str, str]]) -> nx.DiGraph:
-    g = nx.DiGraph()
-    for name, spec in nodes.items():
-        g.add_node(name, spec=spec)
-    g.add_edges_from(edges)
-    return g
 
 
 def _around(template: str, hole: str, **fields: object) -> str:
@@ -105,7 +96,7 @@ def test_an_observed_spec_of_an_unknown_family_is_refused() -> None:
     class Weird(Observed):
         family = "weird"
 
-    g = _graph({"A": cf.Protected(), "X": Weird()}, [("A", "X")])
+    g = dag({"A": cf.Protected(), "X": Weird()}, [("A", "X")])
     with pytest.raises(cf.SCMError, match="not a counterfair spec"):
         cf.SCM(g)
 
@@ -121,7 +112,7 @@ def test_family_parameters_are_named_by_the_scm() -> None:
 
 
 def test_a_family_parameter_clashing_with_a_node_is_refused() -> None:
-    g = _graph(
+    g = dag(
         {"A": cf.Protected(), "C": cf.NegativeBinomial(), "phi_C": cf.Normal()},
         [("A", "C"), ("A", "phi_C")],
     )
@@ -186,7 +177,7 @@ def test_ordinal_value_outside_its_levels() -> None:
 
 
 def test_ordinal_codes_outside_zero_to_k_minus_one() -> None:
-    g = _graph({"A": cf.Protected(), "O": cf.Ordinal(levels=3)}, [("A", "O")])
+    g = dag({"A": cf.Protected(), "O": cf.Ordinal(levels=3)}, [("A", "O")])
     scm = cf.SCM(g)
     df = pd.DataFrame({"A": ["a", "b", "a"], "O": [0, 3, 2]})
     encoding = Encoding.from_data({"A": Protected()}, df)
@@ -248,7 +239,7 @@ def test_simulated_columns_have_the_family_types() -> None:
 
 def test_simulated_ordinal_and_negative_binomial_match_their_distributions() -> None:
     """Category shares and the count mean and variance against closed forms."""
-    g = _graph(
+    g = dag(
         {
             "A": cf.Protected(levels=("a", "b")),
             "O": cf.Ordinal(levels=3),
@@ -271,7 +262,7 @@ def test_simulated_ordinal_and_negative_binomial_match_their_distributions() -> 
 
 def test_ordinal_parent_enters_as_level_indicators() -> None:
     """A child's mean moves by beta[k - 1] at level k of its ordinal parent, 0 at the lowest."""
-    g = _graph(
+    g = dag(
         {"A": cf.Protected(levels=("a", "b")), "O": cf.Ordinal(levels=3), "X": cf.Normal()},
         [("A", "O"), ("O", "X")],
     )
@@ -286,7 +277,7 @@ def test_ordinal_parent_enters_as_level_indicators() -> None:
 
 
 def test_continuous_protected_parent_enters_linearly() -> None:
-    g = _graph({"age": cf.Protected(kind="continuous"), "X": cf.Normal(sigma=0.01)},
+    g = dag({"age": cf.Protected(kind="continuous"), "X": cf.Normal(sigma=0.01)},
                [("age", "X")])
     df = cf.SCM(g).sample(500, params={"alpha_X": 1.0, "beta_X_age": -2.0}, seed=shifted(2))
     np.testing.assert_allclose(df["X"], 1.0 - 2.0 * df["age"], atol=0.05)
@@ -331,7 +322,7 @@ def test_categorical_value_outside_its_levels() -> None:
 
 
 def test_a_latent_with_only_categorical_children_is_refused() -> None:
-    g = _graph(
+    g = dag(
         {"A": cf.Protected(), "U": cf.Latent(), "K": cf.Categorical(levels=3)},
         [("A", "K"), ("U", "K")],
     )
@@ -342,7 +333,7 @@ def test_a_latent_with_only_categorical_children_is_refused() -> None:
 def test_sign_goes_to_the_first_child_of_another_family() -> None:
     scm = families_scm()
     assert [t.positive for t in scm.equations["O"].latent] == [True]
-    g = _graph(
+    g = dag(
         {"U": cf.Latent(), "A": cf.Protected(), "K": cf.Categorical(levels=3), "C": cf.Poisson()},
         [("U", "K"), ("U", "C"), ("A", "C")],
     )
@@ -358,7 +349,7 @@ def test_categorical_parameter_shapes() -> None:
 
 
 def test_simulated_categorical_matches_the_softmax() -> None:
-    g = _graph(
+    g = dag(
         {"A": cf.Protected(levels=("a", "b")), "K": cf.Categorical(levels=3),
          "X": cf.Normal(sigma=0.01)},
         [("A", "K"), ("K", "X")],
@@ -381,4 +372,4 @@ def test_simulated_categorical_matches_the_softmax() -> None:
 # Small SCMs built here to exercise code generation, simulation or validation include latents
 # that are not identified (e.g. two Normal children with free sds); SCM() warns about them
 # (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
-pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+pytestmark = pytest.mark.toy_latents

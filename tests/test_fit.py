@@ -23,17 +23,13 @@ from _models import (
     stacked,
 )
 from _seeds import shifted
+from _tolerances import coverage_floor
 
 import counterfair as cf
 from counterfair import errors
 
 CONDITION = ["UGPA", "LSAT"]
 LOADINGS = ("lambda_UGPA_K", "lambda_LSAT_K", "lambda_ZFYA_K")
-
-
-@pytest.fixture(scope="module")
-def law_fit(stan_backend: str) -> cf.Fit:
-    return law_level2_fit().fit
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +59,8 @@ def test_parameter_recovery_on_simulated_law_school_data(law_fit: cf.Fit) -> Non
     # 16 values: three intercepts, eight protected effects, three loadings,
     # sigma_UGPA (ZFYA's sigma is fixed at 1)
     assert len(covered) == 16
-    assert np.mean(covered) >= 0.85, missed
+    # a calibrated posterior fails this with probability <= 1e-3 (14 of 16 failed with 0.21)
+    assert sum(covered) >= coverage_floor(len(covered)), missed
 
     k_mean = law_fit.idata.posterior["K"].mean(("chain", "draw")).to_numpy()
     assert np.corrcoef(k_mean, law_train()["K"])[0, 1] > 0.6

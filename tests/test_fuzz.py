@@ -42,6 +42,7 @@ import pandas as pd
 import pytest
 import yaml
 from _loans import SCM_YAML, loans
+from _seeds import shifted
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -260,12 +261,12 @@ def loaded(tmp_path_factory: pytest.TempPathFactory, stan_backend: str) -> dict[
     folder = tmp_path_factory.mktemp("fuzz-fit")
     with quiet():
         scm = read_scm(_write(parse_yaml(SCM_YAML), "yaml"))
-        fit = scm.fit(loans(150, seed=2), chains=1, warmup=150, draws=100, seed=1,
+        fit = scm.fit(loans(150, seed=shifted(2)), chains=1, warmup=150, draws=100, seed=shifted(1),
                       progress=False)
     fit.save(folder / "fit")
     fit = cf.load(folder / "fit")
     learner = cf.FairLearner(fit.scm, target="deny", features="latent", n_samples=5,
-                             scm_fit=fit, seed=0).fit(fit.data)
+                             scm_fit=fit, seed=shifted(0)).fit(fit.data)
     return {"scm": scm, "fit": fit, "learner": learner}
 
 
@@ -352,20 +353,20 @@ def _run(operation: str, frame: Any, objects: dict[str, Any]) -> Any:
     if operation == "fit data":  # what SCM.fit does with the rows before NUTS
         scm = with_levels_from_data(objects["scm"], frame) if isinstance(
             frame, pd.DataFrame) else objects["scm"]
-        rows, _ = training_rows(scm, frame, subsample=None, max_rows=None, seed=0)
+        rows, _ = training_rows(scm, frame, subsample=None, max_rows=None, seed=shifted(0))
         data = fit_data(scm, rows)
         return np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in data.values()])
     if operation == "abduct":
-        abduction = fit.abduct(frame, n_samples=3, seed=0)
+        abduction = fit.abduct(frame, n_samples=3, seed=shifted(0))
         return np.concatenate([np.ravel(v) for v in abduction.latents.values()])
     if operation == "counterfactual":
-        return fit.counterfactual(frame, do={"race": "white"}, n_samples=2, seed=0)
+        return fit.counterfactual(frame, do={"race": "white"}, n_samples=2, seed=shifted(0))
     if operation == "predict":
         return learner.predict(frame)
     if operation == "predict_proba":
         return learner.predict_proba(frame)
     report_ = cf.audit.counterfactual_fairness(fit, frame, learner, attributes=["race"],
-                                               n_samples=2, seed=0)
+                                               n_samples=2, seed=shifted(0))
     return report_.summary if hasattr(report_, "summary") else None
 
 

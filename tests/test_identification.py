@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _models import law_level2_scm
+from _seeds import shifted
 
 import counterfair as cf
 from counterfair.inference.diagnostics import Diagnostics, warn_on_problems
@@ -118,7 +119,7 @@ def test_bad_rhat_warning_points_to_the_identification_problem() -> None:
 
 def _fit_two_indicators(scm: cf.SCM) -> list[str]:
     """A short real fit of the unidentified SCM; its convergence warnings."""
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(shifted(5))
     u = rng.standard_normal(150)
     data = pd.DataFrame(
         {
@@ -129,7 +130,7 @@ def _fit_two_indicators(scm: cf.SCM) -> list[str]:
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        scm.fit(data, chains=2, warmup=150, draws=150, seed=3, progress=False)
+        scm.fit(data, chains=2, warmup=150, draws=150, seed=shifted(3), progress=False)
     return [str(w.message) for w in caught if issubclass(w.category, cf.ConvergenceWarning)]
 
 

@@ -19,7 +19,6 @@ from _models import (
     aux_data,
     aux_fit,
     aux_scm,
-    law_level2_fit,
     law_level2_scm,
     law_level3_scm,
     law_test,
@@ -41,11 +40,6 @@ from counterfair.learn.fair import (
 
 SMALL_FIT = {"chains": 2, "warmup": 300, "draws": 300}
 N_TEST = 40
-
-
-@pytest.fixture(scope="module")
-def law_fit(stan_backend: str) -> cf.Fit:
-    return law_level2_fit().fit
 
 
 @pytest.fixture(scope="module")
@@ -384,4 +378,4 @@ def test_bernoulli_target_gives_a_classifier() -> None:
 # Small SCMs built here to exercise code generation, simulation or validation include latents
 # that are not identified (e.g. two Normal children with free sds); SCM() warns about them
 # (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
-pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+pytestmark = pytest.mark.toy_latents

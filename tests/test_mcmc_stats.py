@@ -56,7 +56,7 @@ def test_rhat_and_ess_do_not_depend_on_the_block_size(monkeypatch: pytest.Monkey
     """Blocks of quantities bound the memory; R-hat is exact, ESS equal up to summation order."""
     from counterfair.inference import mcmc_stats
 
-    draws = np.random.default_rng(4).normal(size=(2, 200, 301)).cumsum(axis=1)
+    draws = np.random.default_rng(shifted(4)).normal(size=(2, 200, 301)).cumsum(axis=1)
     whole = mcmc_stats.rhat_and_bulk_ess(draws)
     monkeypatch.setattr(mcmc_stats, "CHUNK_VALUES", 2 * 200 * 7)  # 43 blocks, last one short
     blocked = mcmc_stats.rhat_and_bulk_ess(draws)

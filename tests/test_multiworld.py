@@ -20,6 +20,7 @@ from _models import (
     law_test,
     linear_gaussian_fit,
 )
+from _seeds import shifted
 from scipy import optimize
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
@@ -198,9 +199,9 @@ def test_single_world_penalty_uses_that_worlds_draws(stan_backend: str) -> None:
         protected="A",
         lam=lam,
         n_samples=N_SAMPLES,
-        seed=5,
+        seed=shifted(5),
     ).fit()
-    beta = fit.abduct(None, n_samples=N_SAMPLES, seed=5).params["beta_X_A"][:, 0]
+    beta = fit.abduct(None, n_samples=N_SAMPLES, seed=shifted(5)).params["beta_X_A"][:, 0]
     n = fit.data.shape[0]
     delta = learner.differences_[0]
     # rows are stacked (level, sample, row): level "0" then "1"

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _models import aux_data, aux_fit, aux_scm, mediation_data, mediation_fit, mediation_scm
+from _seeds import shifted
 
 import counterfair as cf
 from counterfair import errors
@@ -52,7 +53,7 @@ def learner(fit: cf.Fit, data: pd.DataFrame) -> cf.FairLearner:
         baseline="0",
         scm_fit=fit,
         n_samples=20,
-        seed=3,
+        seed=shifted(3),
     ).fit(data)
 
 
@@ -64,7 +65,7 @@ def zeros(data: pd.DataFrame) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def abduction(fit: cf.Fit, zeros: pd.DataFrame) -> cf.Abduction:
-    return fit.abduct(zeros, n_samples=N_SAMPLES, seed=9)
+    return fit.abduct(zeros, n_samples=N_SAMPLES, seed=shifted(9))
 
 
 def _coef(abduction: cf.Abduction, name: str) -> np.ndarray:
@@ -73,9 +74,9 @@ def _coef(abduction: cf.Abduction, name: str) -> np.ndarray:
 
 def test_corrected_inputs_are_the_closed_form(fit: cf.Fit, data: pd.DataFrame) -> None:
     rows = data.iloc[:40]
-    ab = fit.abduct(rows, n_samples=10, seed=2)
+    ab = fit.abduct(rows, n_samples=10, seed=shifted(2))
     inputs = corrected_inputs(
-        fit, ab, target="Y", source="A", unfair_paths=UNFAIR, baseline="0", seed=0
+        fit, ab, target="Y", source="A", unfair_paths=UNFAIR, baseline="0", seed=shifted(0)
     )
     a = ab.codes["A"][None, :].astype(float)
     b_ma, b_lm = _coef(ab, "beta_M_A")[:, None], _coef(ab, "beta_L_M")[:, None]
@@ -127,7 +128,7 @@ def test_every_path_corrected_makes_the_total_change_zero(
         baseline="1",
         scm_fit=fit,
         n_samples=5,
-        seed=1,
+        seed=shifted(1),
     ).fit(data)
     total = counterfactual_predictions(fit, zeros, {"A": "1"}, learner, abduction=abduction)
     assert np.abs(total["change"].to_numpy()).max() < EXACT
@@ -136,7 +137,8 @@ def test_every_path_corrected_makes_the_total_change_zero(
 def test_audit_reports_the_path_specific_change(
     fit: cf.Fit, learner: cf.FairLearner, zeros: pd.DataFrame
 ) -> None:
-    report = cf.audit.counterfactual_fairness(fit, zeros, learner, unfair_paths=UNFAIR, seed=1)
+    report = cf.audit.counterfactual_fairness(fit, zeros, learner, unfair_paths=UNFAIR,
+                                              seed=shifted(1))
     assert list(report.by_group.columns[-2:]) == [
         "path_specific_mean_abs_change",
         "path_specific_share_above_tolerance",
@@ -148,9 +150,9 @@ def test_audit_reports_the_path_specific_change(
     def weighted(frame: pd.DataFrame) -> np.ndarray:
         return 2.0 * frame["M"].to_numpy() + 3.0 * frame["L"].to_numpy()
 
-    ab = fit.abduct(zeros, n_samples=N_SAMPLES, seed=4)
+    ab = fit.abduct(zeros, n_samples=N_SAMPLES, seed=shifted(4))
     report = cf.audit.counterfactual_fairness(
-        fit, zeros, weighted, unfair_paths=UNFAIR, abduction=ab, seed=1, keep_samples=True
+        fit, zeros, weighted, unfair_paths=UNFAIR, abduction=ab, seed=shifted(1), keep_samples=True
     )
     b_ma, b_lm = _coef(ab, "beta_M_A"), _coef(ab, "beta_L_M")
     expected = np.repeat(2.0 * b_ma + 3.0 * b_ma * b_lm, N_ROWS)
@@ -159,7 +161,7 @@ def test_audit_reports_the_path_specific_change(
     assert (changes["flip_change"] == 0).all()  # the function ignores A
     # without unfair_paths the report keeps its former columns
     plain = cf.audit.counterfactual_fairness(
-        fit, zeros, weighted, abduction=ab, seed=1, keep_samples=True
+        fit, zeros, weighted, abduction=ab, seed=shifted(1), keep_samples=True
     )
     assert "path_specific_change" not in plain.changes.columns
     assert list(plain.by_group.columns) == list(cf.audit.causal.SUMMARY_COLUMNS)
@@ -198,7 +200,7 @@ def test_learner_options_that_would_be_ignored_or_are_wrong_raise(
     fit: cf.Fit, data: pd.DataFrame, options: dict[str, object], error: type, message: str
 ) -> None:
     learner = cf.FairLearner(
-        mediation_scm(), target="Y", scm_fit=fit, n_samples=2, seed=0, **options
+        mediation_scm(), target="Y", scm_fit=fit, n_samples=2, seed=shifted(0), **options
     )
     with pytest.raises(error, match=message):
         learner.fit(data)
@@ -241,7 +243,7 @@ def test_classifier_on_discrete_descendants(stan_backend: str) -> None:
         baseline="a",
         scm_fit=fit,
         n_samples=10,
-        seed=2,
+        seed=shifted(2),
     ).fit(data)
     assert learner.feature_names_ == ["K", "Z", "X", "C"]
     rows = data.iloc[:40]

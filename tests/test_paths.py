@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _models import aux_data, aux_fit, mediation_data, mediation_fit
+from _seeds import shifted
 
 import counterfair as cf
 from counterfair import errors
@@ -40,7 +41,7 @@ def rows() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def abduction(fit: cf.Fit, rows: pd.DataFrame) -> cf.Abduction:
-    return fit.abduct(rows, n_samples=N_SAMPLES, seed=5)
+    return fit.abduct(rows, n_samples=N_SAMPLES, seed=shifted(5))
 
 
 def _coefficients(params: object) -> dict[str, np.ndarray]:
@@ -127,16 +128,16 @@ def test_posterior_mean_within_4_mcse_of_closed_form(fit: cf.Fit, name: str) -> 
 
 
 def test_all_paths_unfair_is_the_total_counterfactual(fit: cf.Fit, abduction: cf.Abduction) -> None:
-    total = fit.counterfactual(None, {"A": "1"}, abduction=abduction, seed=3)
+    total = fit.counterfactual(None, {"A": "1"}, abduction=abduction, seed=shifted(3))
     every_edge = [("A", "M"), ("A", "L"), ("A", "Y")]
     specific = fit.counterfactual(
-        None, {"A": "1"}, abduction=abduction, seed=3, unfair_paths=every_edge
+        None, {"A": "1"}, abduction=abduction, seed=shifted(3), unfair_paths=every_edge
     )
     pd.testing.assert_frame_equal(specific, total, check_exact=True)
     # every path into L and Y, but not the path A -> M that ends at M: M stays factual
     longer = [("A", "M", "L"), ("A", "M", "Y"), ("A", "L"), ("A", "Y")]
     specific = fit.counterfactual(
-        None, {"A": "1"}, abduction=abduction, seed=3, unfair_paths=longer
+        None, {"A": "1"}, abduction=abduction, seed=shifted(3), unfair_paths=longer
     )
     for node in ("L", "Y"):
         assert np.array_equal(specific[node].to_numpy(), total[node].to_numpy())
@@ -188,20 +189,22 @@ def test_discrete_descendants_reduce_to_the_total_and_factual_worlds(stan_backen
     noise); no path gives the factual world."""
     fit = aux_fit().fit
     rows = aux_data().drop(columns="K").iloc[:40]
-    abduction = fit.abduct(rows, n_samples=20, seed=6)
+    abduction = fit.abduct(rows, n_samples=20, seed=shifted(6))
     do = {"race": list(np.where(rows["race"].astype(str) == "a", "b", "a"))}
-    total = fit.counterfactual(None, do, abduction=abduction, seed=8)
+    total = fit.counterfactual(None, do, abduction=abduction, seed=shifted(8))
     every_edge = [("race", child) for child in ("X", "P", "C")]
-    specific = fit.counterfactual(None, do, abduction=abduction, seed=8, unfair_paths=every_edge)
+    specific = fit.counterfactual(None, do, abduction=abduction, seed=shifted(8),
+                                  unfair_paths=every_edge)
     pd.testing.assert_frame_equal(specific, total, check_exact=True)
     assert (total["C"].to_numpy() != specific["C"].to_numpy()).sum() == 0
     moved = total[total["world"] == "counterfactual"]["C"].to_numpy()
     assert (moved != total[total["world"] == "factual"]["C"].to_numpy()).any()
-    none = fit.counterfactual(None, do, abduction=abduction, seed=8, unfair_paths=[])
+    none = fit.counterfactual(None, do, abduction=abduction, seed=shifted(8), unfair_paths=[])
     for node in ("X", "P", "C", "Z"):
         assert np.array_equal(_changes(none, node, 40), np.zeros((20, 40)))
     # only race -> P unfair: X and C keep their factual values, P may move
-    only_p = fit.counterfactual(None, do, abduction=abduction, seed=8, unfair_paths=[("race", "P")])
+    only_p = fit.counterfactual(None, do, abduction=abduction, seed=shifted(8),
+                                unfair_paths=[("race", "P")])
     for node in ("X", "C"):
         assert np.array_equal(_changes(only_p, node, 40), np.zeros((20, 40)))
     assert np.array_equal(

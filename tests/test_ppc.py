@@ -9,7 +9,6 @@ tests reuse the cached fits of ``tests/_models.py`` (no new Stan program).
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
 from pathlib import Path
@@ -20,6 +19,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+from _data import DATA_DIR
 from _models import (
     AUX_TRUTH,
     aux_fit,
@@ -40,7 +40,6 @@ from counterfair.rows.rows import observed_values
 
 matplotlib.use("Agg")  # figures are drawn off screen
 
-DATA_DIR = Path(os.environ.get("COUNTERFAIR_DATA", Path(__file__).parents[2] / "shared" / "data"))
 
 N_ROWS = 2000
 N_DRAWS = 400
@@ -77,7 +76,7 @@ def _posterior_of_log_means(
 
 
 def _check(spec: Any, df: pd.DataFrame, extra: dict[str, np.ndarray] | None = None,
-           seed: int = 0) -> PosteriorPredictiveCheck:
+           seed: int = shifted(0)) -> PosteriorPredictiveCheck:
     scm = _count_scm(spec)
     rng = np.random.default_rng(seed)
     alpha, beta = _posterior_of_log_means(df, rng)
@@ -272,7 +271,7 @@ def _normal_scm(x_spec: Any | None = None, age: bool = False) -> cf.SCM:
     return cf.SCM(g)
 
 
-def _normal_data(loc: float, scale: float, n: int = 300, seed: int = 0) -> pd.DataFrame:
+def _normal_data(loc: float, scale: float, n: int = 300, seed: int = shifted(0)) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     return pd.DataFrame(
         {
@@ -399,4 +398,4 @@ def test_stan_fits_of_overdispersed_counts_poisson_flagged_negative_binomial_not
 # Small SCMs built here to exercise code generation, simulation or validation include latents
 # that are not identified (e.g. two Normal children with free sds); SCM() warns about them
 # (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
-pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+pytestmark = pytest.mark.toy_latents

@@ -32,6 +32,7 @@ from _models import (
     mediation_fit,
     mediation_scm,
 )
+from _seeds import shifted
 from sklearn.linear_model import LogisticRegression
 
 import counterfair as cf
@@ -74,16 +75,16 @@ def test_fit_round_trip_abduction_and_counterfactuals(
     rows = rows.drop(columns=[c for c in rows.columns if c not in fit.scm.specs])
     loaded = _round_trip(fit, tmp_path)
     _same_fit(fit, loaded)
-    before = fit.abduct(rows, n_samples=40, seed=5)
-    after = loaded.abduct(rows, n_samples=40, seed=5)
+    before = fit.abduct(rows, n_samples=40, seed=shifted(5))
+    after = loaded.abduct(rows, n_samples=40, seed=shifted(5))
     assert after.engine == "exact"
     for name in fit.scm.latents:
         np.testing.assert_array_equal(before.latents[name], after.latents[name])
-    cf_before = fit.counterfactual(rows, do=do, n_samples=30, seed=7)
-    cf_after = loaded.counterfactual(rows, do=do, n_samples=30, seed=7)
+    cf_before = fit.counterfactual(rows, do=do, n_samples=30, seed=shifted(7))
+    cf_after = loaded.counterfactual(rows, do=do, n_samples=30, seed=shifted(7))
     pd.testing.assert_frame_equal(cf_before, cf_after)
-    ppc_before = fit.ppc(seed=1).table
-    pd.testing.assert_frame_equal(ppc_before, loaded.ppc(seed=1).table)
+    ppc_before = fit.ppc(seed=shifted(1)).table
+    pd.testing.assert_frame_equal(ppc_before, loaded.ppc(seed=shifted(1)).table)
 
 
 def test_counterfactual_audit_is_identical_after_loading(
@@ -91,15 +92,16 @@ def test_counterfactual_audit_is_identical_after_loading(
 ) -> None:
     fit = aux_fit().fit
     data = aux_data().drop(columns="K").iloc[:200]
-    learner = cf.FairLearner(aux_scm(), target="P", scm_fit=fit, n_samples=10, seed=2).fit(data)
+    learner = cf.FairLearner(aux_scm(), target="P", scm_fit=fit, n_samples=10,
+                             seed=shifted(2)).fit(data)
     loaded = cf.load(learner.save(tmp_path / "learner"))
     assert isinstance(loaded, cf.FairLearner)
     rows = data.iloc[:40]
     before = cf.audit.counterfactual_fairness(
-        fit, rows, learner, n_samples=15, seed=3, keep_samples=True
+        fit, rows, learner, n_samples=15, seed=shifted(3), keep_samples=True
     )
     after = cf.audit.counterfactual_fairness(
-        loaded.scm_fit_, rows, loaded, n_samples=15, seed=3, keep_samples=True
+        loaded.scm_fit_, rows, loaded, n_samples=15, seed=shifted(3), keep_samples=True
     )
     pd.testing.assert_frame_equal(before.rows, after.rows)
     pd.testing.assert_frame_equal(before.by_group, after.by_group)
@@ -144,7 +146,7 @@ SCMS = {"non_descendants": aux_scm, "latent": aux_scm, "list": aux_scm,
 @pytest.mark.parametrize("level", list(SCMS))
 def test_learner_round_trip_every_level(level: str, tmp_path: Path, stan_backend: str) -> None:
     name, fit, data, options = next(item for item in _learners() if item[0] == level)
-    learner = cf.FairLearner(SCMS[level](), scm_fit=fit, n_samples=10, seed=2, **options)
+    learner = cf.FairLearner(SCMS[level](), scm_fit=fit, n_samples=10, seed=shifted(2), **options)
     learner.fit(data)
     loaded = cf.load(learner.save(tmp_path / name))
     assert isinstance(loaded, cf.FairLearner)
@@ -153,10 +155,10 @@ def test_learner_round_trip_every_level(level: str, tmp_path: Path, stan_backend
     protected = fit.scm.protected[0]
     other = fit.encoding.levels[protected][1]
     before = cf.counterfactual_predictions(
-        fit, rows, {protected: other}, learner, n_samples=20, seed=4
+        fit, rows, {protected: other}, learner, n_samples=20, seed=shifted(4)
     )
     after = cf.counterfactual_predictions(
-        loaded.scm_fit_, rows, {protected: other}, loaded, n_samples=20, seed=4
+        loaded.scm_fit_, rows, {protected: other}, loaded, n_samples=20, seed=shifted(4)
     )
     pd.testing.assert_frame_equal(before, after)
 

@@ -12,6 +12,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+from _models import dag
 
 import counterfair as cf
 from counterfair import errors
@@ -20,17 +21,9 @@ from counterfair.model.specs import NodeSpec, Protected
 from counterfair.stan.data import fit_data
 
 
-def _graph(nodes: dict[str, object], edges: list[tuple[str, str]]) -> nx.DiGraph:
-    g = nx.DiGraph()
-    for name, spec in nodes.items():
-        g.add_node(name, spec=spec)
-    g.add_edges_from(edges)
-    return g
-
-
 def _basic_graph() -> nx.DiGraph:
     """A -> X <- U: one protected, one latent, one Normal node."""
-    return _graph(
+    return dag(
         {"A": cf.Protected(), "U": cf.Latent(), "X": cf.Normal()},
         [("A", "X"), ("U", "X")],
     )
@@ -75,7 +68,7 @@ def test_empty_graph() -> None:
 
 
 def test_cycle_is_named() -> None:
-    g = _graph(
+    g = dag(
         {"A": cf.Protected(), "X": cf.Normal(), "Y": cf.Normal(), "Z": cf.Normal()},
         [("A", "X"), ("X", "Y"), ("Y", "Z"), ("Z", "X")],
     )
@@ -84,7 +77,7 @@ def test_cycle_is_named() -> None:
 
 
 def test_self_loop_is_a_cycle() -> None:
-    g = _graph({"A": cf.Protected(), "X": cf.Normal()}, [("A", "X"), ("X", "X")])
+    g = dag({"A": cf.Protected(), "X": cf.Normal()}, [("A", "X"), ("X", "X")])
     with pytest.raises(cf.SCMError, match=_exact(errors.CYCLE.format(cycle="X -> X"))):
         cf.SCM(g)
 
@@ -109,7 +102,7 @@ def test_unknown_family(spec: object) -> None:
 
 
 def test_protected_node_with_a_parent() -> None:
-    g = _graph(
+    g = dag(
         {"A": cf.Protected(), "B": cf.Protected(), "X": cf.Normal()},
         [("X", "B"), ("A", "B"), ("A", "X")],
     )
@@ -134,7 +127,7 @@ def test_latent_without_children() -> None:
 
 
 def test_no_protected_node() -> None:
-    g = _graph({"U": cf.Latent(), "X": cf.Normal()}, [("U", "X")])
+    g = dag({"U": cf.Latent(), "X": cf.Normal()}, [("U", "X")])
     with pytest.raises(cf.SCMError, match=_exact(errors.NO_PROTECTED)):
         cf.SCM(g)
 
@@ -280,7 +273,7 @@ def _data_scm() -> cf.SCM:
         "B": cf.Bernoulli(),
     }
     edges = [(p, c) for p in ("A", "U") for c in ("X", "C", "B")]
-    return cf.SCM(_graph(nodes, edges))
+    return cf.SCM(dag(nodes, edges))
 
 
 def _frame() -> pd.DataFrame:
@@ -469,4 +462,4 @@ def test_unseen_level_integer_row_label_is_printed_plainly() -> None:
 # Small SCMs built here to exercise code generation, simulation or validation include latents
 # that are not identified (e.g. two Normal children with free sds); SCM() warns about them
 # (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
-pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+pytestmark = pytest.mark.toy_latents

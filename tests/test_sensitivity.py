@@ -65,10 +65,11 @@ def test_shift_moves_x_by_lambda_rho_delta_and_a_latent_learner_by_its_coefficie
     delta = np.where(rows["A"].astype(str) == "1", -1.0, 1.0)  # c: "0" -> 0, "1" -> 1
     do = {"A": np.where(rows["A"].astype(str) == "1", "0", "1")}
     base = cf.counterfactual_predictions(
-        lg_fit, rows, {}, _x, frame=shifted_frame(lg_fit, abduction, do, {}, seed=1)
+        lg_fit, rows, {}, _x, frame=shifted_frame(lg_fit, abduction, do, {}, seed=shifted(1))
     )
     moved = cf.counterfactual_predictions(
-        lg_fit, rows, {}, _x, frame=shifted_frame(lg_fit, abduction, do, {"U": rho * delta}, seed=1)
+        lg_fit, rows, {}, _x,
+        frame=shifted_frame(lg_fit, abduction, do, {"U": rho * delta}, seed=shifted(1)),
     )
     lam = np.ravel(abduction.params["lambda_X_U"])[:, None]  # (S, 1)
     expected = lam * rho * delta[None, :]
@@ -81,7 +82,7 @@ def test_shift_moves_x_by_lambda_rho_delta_and_a_latent_learner_by_its_coefficie
     coef = float(np.ravel(learner.estimator_.coef_)[0])
     table = cf.sensitivity(
         lg_fit, rows, {"Fair U": learner, "X": _x}, attribute="A",
-        rho=(0.0, rho), prior_scale=(1.0, 2.0), abduction=abduction, seed=1,
+        rho=(0.0, rho), prior_scale=(1.0, 2.0), abduction=abduction, seed=shifted(1),
     )
     fair = table[table["predictor"] == "Fair U"].set_index(["rho", "prior_scale"])
     # |change| of a learner linear in U is |coef| * rho for every row and sample
@@ -134,7 +135,8 @@ def test_prior_scale_weights_match_the_gaussian_posterior(
 
 def test_plot_and_bad_input(lg_fit: cf.Fit, rows: pd.DataFrame, tmp_path: Path) -> None:
     table = cf.sensitivity(
-        lg_fit, rows.iloc[:10], {"X": _x}, attribute="A", rho=(0.0, 0.5), n_samples=10, seed=1
+        lg_fit, rows.iloc[:10], {"X": _x}, attribute="A", rho=(0.0, 0.5), n_samples=10,
+        seed=shifted(1),
     )
     path = cf.plot_sensitivity(table, tmp_path / "s.png")
     assert path.stat().st_size > 1000 and not list(tmp_path.glob("*.tmp.png"))
@@ -158,12 +160,12 @@ def test_shift_reaches_a_non_descendant_of_the_attribute_and_discrete_children(
     do = {"race": np.where(data["race"].astype(str) == "a", "b", "a")}
     rho = 0.5
     delta = np.where(data["race"].astype(str) == "a", 1.0, -1.0)
-    frame = shifted_frame(fit, abduction, do, {"K": rho * delta}, seed=2)
+    frame = shifted_frame(fit, abduction, do, {"K": rho * delta}, seed=shifted(2))
     fact, counter = (frame[frame["world"] == w] for w in ("factual", "counterfactual"))
     moved_z = (counter["Z"].to_numpy() - fact["Z"].to_numpy()).reshape(30, -1)
     lam = np.ravel(abduction.params["lambda_Z_K"])[:, None]
     np.testing.assert_allclose(moved_z, lam * rho * delta[None, :], rtol=0, atol=1e-9)
-    plain = shifted_frame(fit, abduction, do, {}, seed=2)
+    plain = shifted_frame(fit, abduction, do, {}, seed=shifted(2))
     np.testing.assert_array_equal(plain[plain["world"] == "counterfactual"]["Z"], fact["Z"])
     c = counter["C"].to_numpy()
     assert np.array_equal(c, np.round(c)) and (c >= 0).all()
@@ -184,7 +186,7 @@ def test_order_preserving_baseline_maps_the_counterfactual_row_with_its_new_grou
     base = BaselinePredictor(["A", "X"], "Y", ["A"])
     model = cf.OrderPreservingPredictor(base, group="A").fit(train)
     do = {"A": np.where(rows["A"].astype(str) == "1", "0", "1")}
-    frame = counterfactual_frame(lg_fit, abduction, do, seed=3)
+    frame = counterfactual_frame(lg_fit, abduction, do, seed=shifted(3))
     result = cf.counterfactual_predictions(lg_fit, rows, {}, model, frame=frame)
     counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
     keys = counter["A"].astype(str).to_numpy(object)

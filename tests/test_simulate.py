@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+from _models import dag
 from _seeds import shifted
 from scipy.special import expit
 
@@ -17,14 +17,6 @@ from counterfair.stan.data import fit_data
 
 N_LARGE = 20_000
 TOLERANCE = 4.0  # standard errors
-
-
-def _graph(nodes: dict[str, object], edges: list[tuple[str, str]]) -> nx.DiGraph:
-    g = nx.DiGraph()
-    for name, spec in nodes.items():
-        g.add_node(name, spec=spec)
-    g.add_edges_from(edges)
-    return g
 
 
 def _mixed_scm() -> cf.SCM:
@@ -39,7 +31,7 @@ def _mixed_scm() -> cf.SCM:
         "Z": cf.Normal(sigma=1.0),
     }
     edges = [("A", "X"), ("U", "X"), ("R", "C"), ("U", "C"), ("A", "B"), ("X", "B")]
-    return cf.SCM(_graph(nodes, edges))
+    return cf.SCM(dag(nodes, edges))
 
 
 MIXED_PARAMS = {
@@ -111,7 +103,7 @@ def test_return_latents_false_drops_latents() -> None:
 
 def test_levels_argument() -> None:
     nodes = {"A": cf.Protected(), "X": cf.Normal()}
-    scm = cf.SCM(_graph(nodes, [("A", "X")]))
+    scm = cf.SCM(dag(nodes, [("A", "X")]))
     params = {"alpha_X": 0.0, "beta_X_A": [1.0, 2.0], "sigma_X": 1.0}
     frame = scm.sample(30, params=params, seed=shifted(0), levels={"A": ["lo", "mid", "hi"]})
     assert list(frame["A"].cat.categories) == ["lo", "mid", "hi"]
@@ -143,7 +135,7 @@ def _gaussian_scm(coding: str = "reference") -> cf.SCM:
         "Y": cf.Normal(),
     }
     edges = [("A", "X"), ("U", "X"), ("U", "Y")]
-    return cf.SCM(_graph(nodes, edges), coding=coding)  # type: ignore[arg-type]
+    return cf.SCM(dag(nodes, edges), coding=coding)  # type: ignore[arg-type]
 
 
 def test_linear_gaussian_moments() -> None:
@@ -202,7 +194,7 @@ def test_onehot_coding_gives_every_level_an_effect() -> None:
 
 def test_poisson_and_bernoulli_means() -> None:
     nodes = {"A": cf.Protected(levels=("a", "b")), "C": cf.Poisson(), "B": cf.Bernoulli()}
-    scm = cf.SCM(_graph(nodes, [("A", "C"), ("A", "B")]))
+    scm = cf.SCM(dag(nodes, [("A", "C"), ("A", "B")]))
     params = {"alpha_C": 0.5, "beta_C_A": [0.7], "alpha_B": -0.5, "beta_B_A": [1.5]}
     frame = scm.sample(N_LARGE, params=params, seed=shifted(11))
     for level, eta_c, eta_b in (("a", 0.5, -0.5), ("b", 1.2, 1.0)):
@@ -217,7 +209,7 @@ def test_poisson_and_bernoulli_means() -> None:
 
 def test_root_node_without_parents() -> None:
     nodes = {"A": cf.Protected(levels=("a", "b")), "X": cf.Normal(), "Z": cf.Normal(sigma=2)}
-    scm = cf.SCM(_graph(nodes, [("A", "X")]))
+    scm = cf.SCM(dag(nodes, [("A", "X")]))
     params = {"alpha_X": 0.0, "beta_X_A": [0.0], "sigma_X": 1.0, "alpha_Z": 3.0}
     z = scm.sample(N_LARGE, params=params, seed=shifted(3))["Z"].to_numpy()
     _within(z.mean(), 3.0, 2 / np.sqrt(N_LARGE), "mean of Z")
@@ -279,4 +271,4 @@ def test_number_of_rows_must_be_positive(n: int) -> None:
 # Small SCMs built here to exercise code generation, simulation or validation include latents
 # that are not identified (e.g. two Normal children with free sds); SCM() warns about them
 # (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
-pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+pytestmark = pytest.mark.toy_latents

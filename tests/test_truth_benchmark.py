@@ -19,6 +19,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from _seeds import shifted
 
 import counterfair as cf
 
@@ -45,7 +46,7 @@ def test_flexible_smooth_moves_much_less_than_linear_under_the_truth(
     truth = _truth()
     index = [s.name for s in truth.SCENARIOS].index("smooth")
     args = argparse.Namespace(
-        seed=0, rows=600, test_rows=150, warmup=120, draws=120, n_samples=20, cache=None
+        seed=shifted(0), rows=600, test_rows=150, warmup=120, draws=120, n_samples=20, cache=None
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cf.ConvergenceWarning)  # short chains

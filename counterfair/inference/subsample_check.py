@@ -48,6 +48,20 @@ SD_RATIO_AGREE = 1.5
 """Largest ratio of the two fits' posterior sds called agreement."""
 
 
+def verdicts(z: np.ndarray, sd_a: np.ndarray, sd_b: np.ndarray) -> np.ndarray:
+    """The verdict per parameter of :func:`subsample_check`.
+
+    ``"means differ"`` where ``|z| > 3``; else ``"sds differ"`` where one sd is more than
+    1.5 times the other; else ``"agree"``.
+    """
+    z, sd_a, sd_b = (np.asarray(x, dtype=float) for x in (z, sd_a, sd_b))
+    ratio = np.maximum(sd_a, sd_b) / np.minimum(sd_a, sd_b)
+    return np.select(
+        [np.abs(z) > Z_AGREE, ratio > SD_RATIO_AGREE], ["means differ", "sds differ"],
+        default="agree",
+    )
+
+
 def disjoint_subsamples(
     data: pd.DataFrame, columns: list[str], size: int, *, seed: int | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -141,11 +155,6 @@ def subsample_check(
     out["sd_diff"] = out["sd_b"] - out["sd_a"]
     out["z"] = (out["mean_b"] - out["mean_a"]) / np.sqrt(out["sd_a"] ** 2 + out["sd_b"] ** 2)
     out["rhat"] = rhat["r_hat"].reindex(out.index)
-    ratio = np.maximum(out["sd_a"], out["sd_b"]) / np.minimum(out["sd_a"], out["sd_b"])
-    out["verdict"] = np.select(
-        [out["z"].abs() > Z_AGREE, ratio > SD_RATIO_AGREE],
-        ["means differ", "sds differ"],
-        default="agree",
-    )
+    out["verdict"] = verdicts(out["z"].to_numpy(), out["sd_a"].to_numpy(), out["sd_b"].to_numpy())
     out.attrs.update({"size": int(size), "total": len(data), "strata": columns})
     return out
