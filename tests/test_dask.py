@@ -9,6 +9,7 @@ appears only when complete.
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from pathlib import Path
@@ -262,6 +263,12 @@ def predictor_kinds(models):
         n_samples=5, seed=shifted(8),
     ).fit(train)
     order = cf.OrderPreservingPredictor(full, group="race", prefit=True).fit(train)
+    # a FairLearner of another fit (an equal copy): it abducts its own inputs in every
+    # world, for each row and sample, keyed by the row's global position and the sample
+    other = cf.FairLearner(
+        fit.scm, "ZFYA", features="latent", scm_fit=copy.copy(fit), n_samples=10,
+        seed=shifted(5),
+    ).fit(train)
     return {
         "sklearn": (plain, {}),
         "full": (full, {}),
@@ -274,13 +281,14 @@ def predictor_kinds(models):
         "multi-world": (multiworld, {}),
         "order preserving": (order, {}),
         "Fair K do=": (learner, {"do": {"race": "Black"}}),
+        "Fair K of another fit": (other, {}),
     }
 
 
 KINDS = (
     "sklearn", "full", "baseline classifier", "Fair K", "Fair K predict", "Fair Add",
     "Fair K path-specific audit", "path-specific learner", "multi-world", "order preserving",
-    "Fair K do=",
+    "Fair K do=", "Fair K of another fit",
 )
 
 
@@ -344,6 +352,24 @@ def test_flip_test_of_a_subset_equals_the_full_audit_on_its_rows(models):
         .sort_values(CHANGE_KEY, ignore_index=True)
     )
     pd.testing.assert_frame_equal(mine_changes, theirs_changes, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["Fair K", "Fair Add", "Fair K of another fit"])
+def test_in_memory_audit_does_not_depend_on_the_chunks(models, predictor_kinds, kind):
+    """Every column of the in-memory audit, the flip test's and (for a FairLearner of
+    another fit, which abducts again in every world) the causal ones, is the same for the
+    smallest chunks as for one chunk: no draw is keyed by a row's place in a chunk or in
+    the subset of rows a world or a flip test holds."""
+    fit, rows, _, _, _ = models
+    rows = rows.drop(columns="ZFYA")
+    predictor, options = predictor_kinds[kind]
+    settings = {"n_samples": AUDIT_SAMPLES, "seed": shifted(12), **options}
+    whole = cf.audit.counterfactual_fairness(fit, rows, predictor, **settings)
+    with cf.set_options(chunk_bytes=2**16):  # the smallest chunks: a few rows each
+        chunked = cf.audit.counterfactual_fairness(fit, rows, predictor, **settings)
+    pd.testing.assert_frame_equal(chunked.by_group, whole.by_group, rtol=1e-12)
+    pd.testing.assert_frame_equal(chunked.overall, whole.overall, rtol=1e-12)
+    pd.testing.assert_frame_equal(chunked.rows, whole.rows, rtol=1e-12)
 
 
 def test_flip_test_predicts_the_flipped_rows_at_their_global_positions(models):

@@ -305,16 +305,34 @@ def predict_world(
 
     A :class:`~counterfair.FairLearner` of ``fit`` reads the world's latents and
     noise (the same in every world of the rows); any other predictor reads the
-    protected and observed columns. A path-specific learner needs both worlds at
-    once (:func:`counterfair.counterfactual.path_features.learner_worlds`) and is refused here.
+    protected and observed columns (a FairLearner of another fit abducts its inputs
+    for each row and sample, keyed by :func:`world_positions`). A path-specific
+    learner needs both worlds at once
+    (:func:`counterfair.counterfactual.path_features.learner_worlds`) and is refused here.
     """
     if needs_both_worlds(predictor, fit):
         raise ValueError(
             "a path-specific FairLearner reads the factual and counterfactual worlds "
             "together; use counterfactual_predictions for it"
         )
-    frame = world.frame(fit.scm, fit.encoding, latents=_shared_learner(predictor, fit))
-    return predict_output(predictor, frame, response)
+    shared = _shared_learner(predictor, fit)
+    frame = world.frame(fit.scm, fit.encoding, latents=shared)
+    positions = None
+    if not shared and takes_rows(predictor):  # a FairLearner of another fit abducts
+        positions = world_positions(world.abduction.row_positions, world.shape[0])
+    return predict_output(predictor, frame, response, positions=positions)
+
+
+def world_positions(positions: np.ndarray, n_samples: int) -> np.ndarray:
+    """Keys of the rows of a world's long frame (sample-major), one per row and sample:
+    ``position * n_samples + sample``.
+
+    A FairLearner of another fit abducts its inputs for each (row, sample) of a world
+    again; keyed by the row's global position and the sample, its draws do not depend on
+    the chunk or partition the row is in, nor on the other rows.
+    """
+    where = np.asarray(positions, dtype=np.int64)
+    return (where[None, :] * int(n_samples) + np.arange(n_samples)[:, None]).reshape(-1)
 
 
 def needs_both_worlds(predictor: Predictor, fit: Fit) -> bool:
@@ -350,8 +368,9 @@ def _frame_predictions(
         drop: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f.drop(  # noqa: E731
             columns=[c for c in f.columns if c.endswith(":noise") or c in fit.scm.latents]
         )
-        before = predict_output(predictor, drop(factual), response)
-        after = predict_output(predictor, drop(counter), response)
+        positions = _frame_positions(factual, abduction) if takes_rows(predictor) else None
+        before = predict_output(predictor, drop(factual), response, positions=positions)
+        after = predict_output(predictor, drop(counter), response, positions=positions)
     out = pd.DataFrame(
         {
             "row": factual["row"].to_numpy(),
@@ -369,6 +388,19 @@ def _frame_predictions(
         out[node] = factual[node].to_numpy()
     out.attrs["do"] = frame.attrs.get("do", dict(do))
     return out
+
+
+def _frame_positions(world: pd.DataFrame, abduction: Abduction | None) -> np.ndarray | None:
+    """:func:`world_positions` of one world of a counterfactual frame computed from
+    ``abduction`` (``None`` without it, or when the frame's rows are not its rows)."""
+    if abduction is None:
+        return None
+    s, index = abduction.n_samples, abduction.data.index.to_numpy()
+    if len(world) != s * len(index) or not np.array_equal(
+        world["row"].to_numpy(), np.tile(index, s)
+    ):
+        return None
+    return world_positions(abduction.row_positions, s)
 
 
 def counterfactual_predictions_chunk(
