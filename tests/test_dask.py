@@ -372,6 +372,31 @@ def test_in_memory_audit_does_not_depend_on_the_chunks(models, predictor_kinds, 
     pd.testing.assert_frame_equal(chunked.rows, whole.rows, rtol=1e-12)
 
 
+def test_positions_are_checked(client, models):
+    """positions= gives one integer per row, agrees with a given abduction's positions,
+    and is refused for a Dask frame, whose partitions set it."""
+    fit, rows, learner, _, _ = models
+    rows = rows.drop(columns="ZFYA").iloc[:10]
+    with pytest.raises(ValueError, match="one integer per row"):
+        cf.audit.counterfactual_fairness(fit, rows, learner, positions=np.arange(9))
+    abduction = fit.abduct(rows, n_samples=5, seed=shifted(13), positions=np.arange(10, 20))
+    with pytest.raises(ValueError, match="differ from the row positions of the given"):
+        cf.audit.counterfactual_fairness(
+            fit, rows, learner, abduction=abduction, positions=np.arange(10)
+        )
+    same = cf.audit.counterfactual_fairness(
+        fit, rows, learner, abduction=abduction, positions=np.arange(10, 20), seed=shifted(13)
+    )
+    given = cf.audit.counterfactual_fairness(
+        fit, rows, learner, abduction=abduction, seed=shifted(13)
+    )
+    pd.testing.assert_frame_equal(same.rows, given.rows)  # the abduction's positions
+    with pytest.raises(ValueError, match="set by the partitions"):
+        cf.audit.counterfactual_fairness(
+            fit, dd.from_pandas(rows, npartitions=2), learner, positions=np.arange(10)
+        )
+
+
 def test_flip_test_predicts_the_flipped_rows_at_their_global_positions(models):
     """The flip test of each level swap predicts the flipped rows, a subset of the rows,
     at their positions among all the audited rows: as FairLearner.predict of those rows
