@@ -9,6 +9,7 @@ appears only when complete.
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from pathlib import Path
@@ -23,11 +24,12 @@ distributed = pytest.importorskip("distributed", reason="distributed is not inst
 import cloudpickle  # noqa: E402 - a dependency of distributed
 from _models import law_level2_fit, law_test, law_train  # noqa: E402
 from _seeds import shifted  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
 
 import counterfair as cf  # noqa: E402
 from counterfair.dask import parquet as dask_parquet  # noqa: E402
 from counterfair.dask.rows import run_partitions  # noqa: E402
+from counterfair.rows.rows import Rows  # noqa: E402
 
 pytestmark = pytest.mark.stan
 
@@ -226,13 +228,193 @@ def test_fair_learner_audit_shares_the_fit_on_the_workers(client, models):
     ]
     pd.testing.assert_frame_equal(reports[0].by_group, reports[1].by_group, rtol=1e-12)
     report = reports[1]
-    causal = ["rows", "mean_abs_change", "ci_lower", "ci_upper", "max_abs_change"]
-    pd.testing.assert_frame_equal(report.by_group[causal], expected.by_group[causal])
-    # the flip test abducts the flipped rows again: on Dask by their global positions,
-    # in memory (for now) by their positions in the subset, so only the causal columns
-    # are compared with the in-memory audit
+    # every column, the flip test's too: it abducts the flipped rows again by their
+    # global positions, in memory as on Dask
+    pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
+    pd.testing.assert_frame_equal(report.overall, expected.overall, rtol=1e-12)
     assert (report.overall["mean_abs_change"] == 0.0).all()  # Fair K does not move
     assert (report.overall["flip_mean_abs_change"] > 0).all()  # the flip test says it does
+
+
+# ---------------------------------------------------------------------- every predictor kind
+AUDIT_SAMPLES = 10
+CHANGE_KEY = ["attribute", "from_level", "to_level", "row", "sample"]
+
+
+@pytest.fixture(scope="module")
+def predictor_kinds(models):
+    """Every kind of predictor the audit takes, each with the audit's options: a plain
+    scikit-learn estimator on observed columns, the baselines, FairLearners (Fair K, its
+    bound ``predict``, Fair Add residuals, path-specific inputs), the multi-world learner,
+    a non-causal post-processing, and a path-specific audit."""
+    fit, _, learner, full, classifier = models
+    train = law_train().drop(columns="K")
+    plain = LinearRegression().fit(train[["UGPA", "LSAT"]], train["ZFYA"])
+    fair_add = cf.FairLearner(
+        fit.scm, "ZFYA", features="additive_noise", scm_fit=fit, n_samples=20,
+        seed=shifted(6),
+    ).fit(train)
+    path_learner = cf.FairLearner(
+        fit.scm, "ZFYA", features="path_specific", unfair_paths=[("race", "UGPA")],
+        baseline="White", scm_fit=fit, n_samples=20, seed=shifted(7),
+    ).fit(train)
+    multiworld = cf.MultiWorldLearner(
+        fits=[fit], target="ZFYA", features=["UGPA", "LSAT", "race"], protected="race",
+        n_samples=5, seed=shifted(8),
+    ).fit(train)
+    order = cf.OrderPreservingPredictor(full, group="race", prefit=True).fit(train)
+    # a FairLearner of another fit (an equal copy): it abducts its own inputs in every
+    # world, for each row and sample, keyed by the row's global position and the sample
+    other = cf.FairLearner(
+        fit.scm, "ZFYA", features="latent", scm_fit=copy.copy(fit), n_samples=10,
+        seed=shifted(5),
+    ).fit(train)
+    return {
+        "sklearn": (plain, {}),
+        "full": (full, {}),
+        "baseline classifier": (classifier, {"response": "probability"}),
+        "Fair K": (learner, {}),
+        "Fair K predict": (learner.predict, {}),
+        "Fair Add": (fair_add, {}),
+        "Fair K path-specific audit": (learner, {"unfair_paths": [("race", "UGPA")]}),
+        "path-specific learner": (path_learner, {}),
+        "multi-world": (multiworld, {}),
+        "order preserving": (order, {}),
+        "Fair K do=": (learner, {"do": {"race": "Black"}}),
+        "Fair K of another fit": (other, {}),
+    }
+
+
+KINDS = (
+    "sklearn", "full", "baseline classifier", "Fair K", "Fair K predict", "Fair Add",
+    "Fair K path-specific audit", "path-specific learner", "multi-world", "order preserving",
+    "Fair K do=", "Fair K of another fit",
+)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_audit_equals_in_memory_in_every_column(client, models, predictor_kinds, kind, tmp_path):
+    """A Dask audit equals the in-memory audit in every column of its summaries (the flip
+    test's too) for any partitioning, and its written rows x samples equal the in-memory
+    changes in every column: each row draws by its global position in both."""
+    fit, rows, _, _, _ = models
+    rows = rows.drop(columns="ZFYA")
+    predictor, options = predictor_kinds[kind]
+    settings = {"n_samples": AUDIT_SAMPLES, "seed": shifted(9), **options}
+    expected = cf.audit.counterfactual_fairness(
+        fit, rows, predictor, keep_samples=True, **settings
+    )
+    assert expected.changes is not None
+    for n, ddf in frames(rows).items():
+        report = cf.audit.counterfactual_fairness(fit, ddf, predictor, **settings)
+        pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12,
+                                      obj=f"{kind}, {n} partitions: by_group")
+        pd.testing.assert_frame_equal(report.overall, expected.overall, rtol=1e-12,
+                                      obj=f"{kind}, {n} partitions: overall")
+    out = tmp_path / "rows"
+    cf.audit.counterfactual_fairness(
+        fit, dd.from_pandas(rows, npartitions=3), predictor, rows_out=out, **settings
+    )
+    written = pd.read_parquet(out).sort_values(CHANGE_KEY, ignore_index=True)
+    mine = expected.changes.sort_values(CHANGE_KEY, ignore_index=True)
+    assert list(written.columns) == list(mine.columns)
+    pd.testing.assert_frame_equal(
+        written, mine, check_dtype=False, check_categorical=False, rtol=1e-12, atol=1e-12,
+        obj=f"{kind}: rows x samples",
+    )
+    flips = expected.by_group["flip_mean_abs_change"]
+    assert flips.notna().all()
+
+
+def test_flip_test_of_a_subset_equals_the_full_audit_on_its_rows(models):
+    """A subset of the rows audited in memory with their global positions (positions=)
+    gives each row the flip and causal results it has in the audit of all rows."""
+    fit, rows, learner, _, _ = models
+    rows = rows.drop(columns="ZFYA")
+    settings = {"n_samples": AUDIT_SAMPLES, "seed": shifted(10)}
+    full = cf.audit.counterfactual_fairness(fit, rows, learner, keep_samples=True, **settings)
+    picked = np.sort(np.random.default_rng(shifted(11)).choice(len(rows), 37, replace=False))
+    part = cf.audit.counterfactual_fairness(
+        fit, rows.iloc[picked], learner, positions=picked, keep_samples=True, **settings
+    )
+    key = ["attribute", "to_level", "row"]
+    mine = part.rows.sort_values(key, ignore_index=True)
+    theirs = (
+        full.rows[full.rows["row"].isin(rows.index[picked])]
+        .sort_values(key, ignore_index=True)
+    )
+    pd.testing.assert_frame_equal(mine, theirs, rtol=1e-12, atol=1e-12)
+    assert (mine["flip_change"].abs() > 0).any()  # the flip test moves Fair K
+    assert part.changes is not None and full.changes is not None
+    mine_changes = part.changes.sort_values(CHANGE_KEY, ignore_index=True)
+    theirs_changes = (
+        full.changes[full.changes["row"].isin(rows.index[picked])]
+        .sort_values(CHANGE_KEY, ignore_index=True)
+    )
+    pd.testing.assert_frame_equal(mine_changes, theirs_changes, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["Fair K", "Fair Add", "Fair K of another fit"])
+def test_in_memory_audit_does_not_depend_on_the_chunks(models, predictor_kinds, kind):
+    """Every column of the in-memory audit, the flip test's and (for a FairLearner of
+    another fit, which abducts again in every world) the causal ones, is the same for the
+    smallest chunks as for one chunk: no draw is keyed by a row's place in a chunk or in
+    the subset of rows a world or a flip test holds."""
+    fit, rows, _, _, _ = models
+    rows = rows.drop(columns="ZFYA")
+    predictor, options = predictor_kinds[kind]
+    settings = {"n_samples": AUDIT_SAMPLES, "seed": shifted(12), **options}
+    whole = cf.audit.counterfactual_fairness(fit, rows, predictor, **settings)
+    with cf.set_options(chunk_bytes=2**16):  # the smallest chunks: a few rows each
+        chunked = cf.audit.counterfactual_fairness(fit, rows, predictor, **settings)
+    pd.testing.assert_frame_equal(chunked.by_group, whole.by_group, rtol=1e-12)
+    pd.testing.assert_frame_equal(chunked.overall, whole.overall, rtol=1e-12)
+    pd.testing.assert_frame_equal(chunked.rows, whole.rows, rtol=1e-12)
+
+
+def test_positions_are_checked(client, models):
+    """positions= gives one integer per row, agrees with a given abduction's positions,
+    and is refused for a Dask frame, whose partitions set it."""
+    fit, rows, learner, _, _ = models
+    rows = rows.drop(columns="ZFYA").iloc[:10]
+    with pytest.raises(ValueError, match="one integer per row"):
+        cf.audit.counterfactual_fairness(fit, rows, learner, positions=np.arange(9))
+    abduction = fit.abduct(rows, n_samples=5, seed=shifted(13), positions=np.arange(10, 20))
+    with pytest.raises(ValueError, match="differ from the row positions of the given"):
+        cf.audit.counterfactual_fairness(
+            fit, rows, learner, abduction=abduction, positions=np.arange(10)
+        )
+    same = cf.audit.counterfactual_fairness(
+        fit, rows, learner, abduction=abduction, positions=np.arange(10, 20), seed=shifted(13)
+    )
+    given = cf.audit.counterfactual_fairness(
+        fit, rows, learner, abduction=abduction, seed=shifted(13)
+    )
+    pd.testing.assert_frame_equal(same.rows, given.rows)  # the abduction's positions
+    with pytest.raises(ValueError, match="set by the partitions"):
+        cf.audit.counterfactual_fairness(
+            fit, dd.from_pandas(rows, npartitions=2), learner, positions=np.arange(10)
+        )
+
+
+def test_flip_test_predicts_the_flipped_rows_at_their_global_positions(models):
+    """The flip test of each level swap predicts the flipped rows, a subset of the rows,
+    at their positions among all the audited rows: as FairLearner.predict of those rows
+    given their global positions, not as a frame of its own numbered from 0."""
+    fit, rows, learner, _, _ = models
+    rows = rows.drop(columns="ZFYA")
+    full = cf.audit.counterfactual_fairness(
+        fit, rows, learner, n_samples=AUDIT_SAMPLES, seed=shifted(10)
+    )
+    for level in fit.encoding.levels["race"]:
+        flipped = rows[rows["race"].astype(str) != level].copy()
+        where = np.flatnonzero(rows["race"].astype(str).to_numpy() != level)
+        flipped["race"] = pd.Categorical([level] * len(flipped),
+                                         categories=rows["race"].cat.categories)
+        factual = learner.predict(rows)[where]
+        expected = learner.predict(Rows.from_frame(flipped, where)) - factual
+        got = full.rows[(full.rows["attribute"] == "race") & (full.rows["to_level"] == level)]
+        np.testing.assert_allclose(got["flip_change"].to_numpy(), expected, rtol=0, atol=1e-12)
 
 
 def test_counterfactual_predictions_write_parquet(client, models, tmp_path):

@@ -255,6 +255,7 @@ def counterfactual_fairness(
     rows_out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
     keep_samples: bool = False,
+    positions: np.ndarray | None = None,
 ) -> CounterfactualReport:
     """Audit a predictor's counterfactual fairness with a fitted SCM.
 
@@ -321,6 +322,15 @@ def counterfactual_fairness(
     keep_samples : bool
         Also return the per-row-and-sample frame ``report.changes`` (default:
         ``None``, only the summaries and the per-row frame ``report.rows``).
+    positions : numpy.ndarray, optional
+        Global 0-based positions of the rows of ``data`` in a larger data set
+        (default ``0..N-1``; with ``abduction=``, its rows' positions). Every draw
+        of a row -- abduction, counterfactual noise, and the flip test's and the
+        factual prediction of a predictor that abducts its inputs (a
+        :class:`~counterfair.FairLearner`) -- is keyed by the seed and the row's
+        position, so a subset of rows audited with its positions gets, row by
+        row, the results of the audit of the whole data set (with exact
+        abduction). A Dask frame's partitions are given theirs.
 
     rows_out : str or path, optional
         With a Dask DataFrame ``data`` only: a folder where the per-row-and-sample
@@ -345,7 +355,10 @@ def counterfactual_fairness(
     whose error is at most its bin width (at most 2 x the range of the
     predictions / 4096). Draws are keyed by the seed and each row's position, so
     the report is the same for any chunk size (sums to ~1e-15). The factual
-    predictions and the flip test, one value per row, are computed on all rows.
+    predictions and the flip test, one value per row, are computed on all rows,
+    each row at its position: the flip test of a level swap predicts only the rows
+    whose level differs, and a FairLearner abducts each of them again with the
+    draws it has among all the rows (the same numbers as on a Dask frame).
     """
     if (handler := dispatch.handler_for("counterfactual_fairness", data)) is not None:
         if keep_samples:
@@ -358,6 +371,7 @@ def counterfactual_fairness(
             tolerance=tolerance, interval=interval, condition_on=condition_on, seed=seed,
             abduction=abduction, response=response, do=do, coupling=coupling,
             unfair_paths=unfair_paths, rows_out=rows_out, overwrite=overwrite,
+            positions=positions,
         )
     if rows_out is not None or overwrite:
         raise ValueError(
@@ -368,7 +382,7 @@ def counterfactual_fairness(
         fit, data, predictor, attributes=attributes, n_samples=n_samples,
         tolerance=tolerance, interval=interval, condition_on=condition_on, seed=seed,
         abduction=abduction, response=response, do=do, coupling=coupling,
-        unfair_paths=unfair_paths, keep_samples=keep_samples,
+        unfair_paths=unfair_paths, keep_samples=keep_samples, positions=positions,
     )
     by_group, overall, row_frame, changes = stream.result(multiclass_labels(predictor, response))
     return CounterfactualReport(
@@ -483,6 +497,24 @@ def _check_abduction(
         )
 
 
+def _row_positions(
+    abduction: Abduction | None, rows: Rows | None, positions: np.ndarray | None
+) -> np.ndarray:
+    """The audited rows' global positions: those of the checked rows, or of the given
+    abduction (``positions=`` must then agree with them)."""
+    if rows is not None:
+        return rows.positions
+    assert abduction is not None
+    given = abduction.row_positions
+    if positions is not None and not np.array_equal(np.asarray(positions), given):
+        raise ValueError(
+            "positions= differ from the row positions of the given abduction= (its rows "
+            "were abducted at other positions); drop positions=, or abduct the rows with "
+            "fit.abduct(data, positions=...)"
+        )
+    return given
+
+
 def _abduction_plan(
     abduction: Abduction | None,
     n_samples: int | None,
@@ -512,13 +544,17 @@ def _targets(
     response: Literal["prediction", "probability"],
     do: Mapping[str, DoValue] | None,
     chosen: Sequence[str],
+    positions: np.ndarray,
 ) -> tuple[list[_Target], list[np.ndarray], list[np.ndarray]]:
     """The interventions, each with its flip-test change and the rows it applies to.
 
     One value per row (not per sample), on all rows at once: the ``do=`` intervention on
     every row, then per attribute each level on the rows whose factual level differs.
+    Every prediction is made at the rows' global ``positions``: a predictor that abducts
+    its inputs (a FairLearner) draws for a flipped row what it draws for that row among
+    all the rows, whichever rows are flipped with it.
     """
-    factual_prediction = predict_output(predictor, data, response)
+    factual_prediction = predict_output(predictor, data, response, positions=positions)
     n_rows = len(data)
     targets: list[_Target] = []
     flips: list[np.ndarray] = []
@@ -528,7 +564,8 @@ def _targets(
         targets.append((label, label, dict(do)))
         flips.append(
             _difference(
-                predictor, response, predict_output(predictor, _set_columns(data, do), response),
+                predictor, response,
+                predict_output(predictor, _set_columns(data, do), response, positions=positions),
                 factual_prediction,
             )
         )
@@ -547,7 +584,8 @@ def _targets(
             )
             flip = np.full(n_rows, np.nan)
             flip[mask] = _difference(
-                predictor, response, predict_output(predictor, flipped, response),
+                predictor, response,
+                predict_output(predictor, flipped, response, positions=positions[mask]),
                 factual_prediction[mask],
             )
             targets.append((attribute, level, {attribute: level}))
@@ -625,10 +663,12 @@ def audit_stream(
     coupling: Coupling = DEFAULT_COUPLING,
     unfair_paths: Sequence[Sequence[str]] | None = None,
     keep_samples: bool = False,
+    positions: np.ndarray | None = None,
 ) -> tuple[AuditStream, tuple[tuple[str, ...], ...] | None]:
     """The statistics of :func:`counterfactual_fairness` on in-memory rows, before the report.
 
-    The arguments are those of :func:`counterfactual_fairness`. The returned
+    The arguments are those of :func:`counterfactual_fairness` (``positions``: the
+    rows' global positions, which a Dask partition's task passes). The returned
     :class:`~counterfair.audit.streaming.AuditStream` holds one mergeable
     :class:`~counterfair.audit.streaming.ChangeStats` per group (what a partitioned
     run merges, :mod:`counterfair.dask.summary`) and the per-row summaries; the
@@ -645,7 +685,11 @@ def audit_stream(
     if abduction is not None:
         _check_abduction(abduction, data, n_samples=n_samples, condition_on=condition_on)
     samples, abduct_args = _abduction_plan(abduction, n_samples, condition_on, seed)
-    targets, flips, masks = _targets(fit, data, predictor, response, do, chosen)
+    rows = None if abduction is not None else Rows.check(
+        data, fit.scm, fit.encoding, positions=positions
+    )
+    row_positions = _row_positions(abduction, rows, positions)
+    targets, flips, masks = _targets(fit, data, predictor, response, do, chosen, row_positions)
     stream = AuditStream(
         n_samples=samples,
         tolerance=tolerance,
@@ -654,12 +698,7 @@ def audit_stream(
         keep_samples=keep_samples,
         n_targets=len(targets),
     )
-    chunks = abduct_chunks(
-        fit,
-        None if abduction is not None else Rows.check(data, fit.scm, fit.encoding),
-        abduction=abduction,
-        **abduct_args,
-    )
+    chunks = abduct_chunks(fit, rows, abduction=abduction, **abduct_args)
     n_rows = len(data)
     by_world = paths is None and not needs_both_worlds(predictor, fit)
     for where, chunk in progress(chunks, desc="counterfactual audit"):

@@ -48,10 +48,11 @@ NO_PREDICT_PROBA = (
 )
 
 
-def _estimator_input(predictor: Any, frame: pd.DataFrame) -> pd.DataFrame:
-    """The columns a fitted scikit-learn estimator was trained on (``feature_names_in_``)."""
+def _estimator_input(predictor: Any, frame: pd.DataFrame | Rows) -> pd.DataFrame | Rows:
+    """The columns a fitted scikit-learn estimator was trained on (``feature_names_in_``);
+    rows for a predictor that takes them (:func:`takes_rows`) as they are."""
     names = getattr(predictor, "feature_names_in_", None)
-    if names is None:
+    if names is None or isinstance(frame, Rows):
         return frame
     missing = [str(c) for c in names if c not in frame.columns]
     if missing:
@@ -72,8 +73,27 @@ def refuse_rows_out(rows_out: object, overwrite: bool) -> None:
         )
 
 
+def takes_rows(predictor: Predictor) -> bool:
+    """Whether the predictor abducts its inputs for the rows it is given, by their positions:
+    a ``FairLearner`` (of any fit), or its bound ``predict`` / ``predict_proba``.
+
+    Such a predictor takes :class:`~counterfair.rows.rows.Rows` with the rows' global
+    positions (recognised by its attributes: this module does not import the learners).
+    """
+    owner = getattr(predictor, "__self__", predictor)
+    if not (hasattr(owner, "predict_abduction") and hasattr(owner, "scm_fit_")):
+        return False
+    return owner is predictor or getattr(predictor, "__name__", "") in (
+        "predict", "predict_proba"
+    )
+
+
 def predict_output(
-    predictor: Predictor, frame: pd.DataFrame, response: Response = "prediction"
+    predictor: Predictor,
+    frame: pd.DataFrame,
+    response: Response = "prediction",
+    *,
+    positions: np.ndarray | None = None,
 ) -> np.ndarray:
     """One number per row of ``frame``: a prediction, or the probability of the positive class.
 
@@ -93,12 +113,21 @@ def predict_output(
         with more than two classes is an error (one number per row is compared).
         Predicted labels that are not numbers become their index in the
         predictor's ``classes_``.
+    positions : numpy.ndarray, optional
+        Global 0-based positions of the rows of ``frame`` (default: their positions in
+        ``frame``). A predictor that abducts its inputs (:func:`takes_rows`: a
+        ``FairLearner`` or its bound methods) is given the rows with these positions,
+        so each row draws what it draws among all the rows, whatever subset ``frame``
+        is; any other predictor is given ``frame``.
     """
     if response not in RESPONSES:
         raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
+    given: pd.DataFrame | Rows = frame
+    if positions is not None and takes_rows(predictor):
+        given = Rows.from_frame(frame, positions)  # it abducts by these positions
     name = type(predictor).__name__
     if response == "probability" and hasattr(predictor, "predict_proba"):
-        proba = np.asarray(predictor.predict_proba(_estimator_input(predictor, frame)))
+        proba = np.asarray(predictor.predict_proba(_estimator_input(predictor, given)))
         if proba.ndim == 2 and proba.shape[1] > 2:
             classes = list(getattr(predictor, "classes_", range(proba.shape[1])))
             raise ValueError(
@@ -108,11 +137,11 @@ def predict_output(
     if hasattr(predictor, "predict"):
         if response == "probability":
             raise TypeError(NO_PREDICT_PROBA.format(name=name))
-        labels = np.asarray(predictor.predict(_estimator_input(predictor, frame)))
+        labels = np.asarray(predictor.predict(_estimator_input(predictor, given)))
         return as_numbers(predictor, labels)
     if callable(predictor):
         owner = getattr(predictor, "__self__", None)  # a bound method of an estimator
-        out = np.asarray(predictor(frame))
+        out = np.asarray(predictor(given))
         if out.ndim == 2 and out.shape[1] > 2:
             classes = list(getattr(owner, "classes_", range(out.shape[1])))
             raise ValueError(
@@ -276,16 +305,34 @@ def predict_world(
 
     A :class:`~counterfair.FairLearner` of ``fit`` reads the world's latents and
     noise (the same in every world of the rows); any other predictor reads the
-    protected and observed columns. A path-specific learner needs both worlds at
-    once (:func:`counterfair.counterfactual.path_features.learner_worlds`) and is refused here.
+    protected and observed columns (a FairLearner of another fit abducts its inputs
+    for each row and sample, keyed by :func:`world_positions`). A path-specific
+    learner needs both worlds at once
+    (:func:`counterfair.counterfactual.path_features.learner_worlds`) and is refused here.
     """
     if needs_both_worlds(predictor, fit):
         raise ValueError(
             "a path-specific FairLearner reads the factual and counterfactual worlds "
             "together; use counterfactual_predictions for it"
         )
-    frame = world.frame(fit.scm, fit.encoding, latents=_shared_learner(predictor, fit))
-    return predict_output(predictor, frame, response)
+    shared = _shared_learner(predictor, fit)
+    frame = world.frame(fit.scm, fit.encoding, latents=shared)
+    positions = None
+    if not shared and takes_rows(predictor):  # a FairLearner of another fit abducts
+        positions = world_positions(world.abduction.row_positions, world.shape[0])
+    return predict_output(predictor, frame, response, positions=positions)
+
+
+def world_positions(positions: np.ndarray, n_samples: int) -> np.ndarray:
+    """Keys of the rows of a world's long frame (sample-major), one per row and sample:
+    ``position * n_samples + sample``.
+
+    A FairLearner of another fit abducts its inputs for each (row, sample) of a world
+    again; keyed by the row's global position and the sample, its draws do not depend on
+    the chunk or partition the row is in, nor on the other rows.
+    """
+    where = np.asarray(positions, dtype=np.int64)
+    return (where[None, :] * int(n_samples) + np.arange(n_samples)[:, None]).reshape(-1)
 
 
 def needs_both_worlds(predictor: Predictor, fit: Fit) -> bool:
@@ -321,8 +368,9 @@ def _frame_predictions(
         drop: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f.drop(  # noqa: E731
             columns=[c for c in f.columns if c.endswith(":noise") or c in fit.scm.latents]
         )
-        before = predict_output(predictor, drop(factual), response)
-        after = predict_output(predictor, drop(counter), response)
+        positions = _frame_positions(factual, abduction) if takes_rows(predictor) else None
+        before = predict_output(predictor, drop(factual), response, positions=positions)
+        after = predict_output(predictor, drop(counter), response, positions=positions)
     out = pd.DataFrame(
         {
             "row": factual["row"].to_numpy(),
@@ -340,6 +388,19 @@ def _frame_predictions(
         out[node] = factual[node].to_numpy()
     out.attrs["do"] = frame.attrs.get("do", dict(do))
     return out
+
+
+def _frame_positions(world: pd.DataFrame, abduction: Abduction | None) -> np.ndarray | None:
+    """:func:`world_positions` of one world of a counterfactual frame computed from
+    ``abduction`` (``None`` without it, or when the frame's rows are not its rows)."""
+    if abduction is None:
+        return None
+    s, index = abduction.n_samples, abduction.data.index.to_numpy()
+    if len(world) != s * len(index) or not np.array_equal(
+        world["row"].to_numpy(), np.tile(index, s)
+    ):
+        return None
+    return world_positions(abduction.row_positions, s)
 
 
 def counterfactual_predictions_chunk(

@@ -340,6 +340,9 @@ def _audit_kernel(
         if options.get("do") is not None:  # per-row values: this partition's slice
             do = {k: _rows_slice(v, start, len(part)) for k, v in options["do"].items()}
             options = {**options, "do": do}
+        # every draw of a row (abduction, the flip test's and any FairLearner's, of this
+        # fit or another) is keyed by its global position, as in one in-memory audit
+        options = {**options, "positions": np.arange(start, start + len(part), dtype=np.int64)}
         if folder is None:
             # summaries only: the partition streams chunk by chunk (memory set by the
             # chunk, not by the partition's rows x samples)
@@ -396,6 +399,8 @@ def dask_counterfactual_fairness(
     """
     if abduction is not None:
         raise ValueError(IN_MEMORY_ONLY.format(name="abduction"))
+    if options.pop("positions", None) is not None:
+        raise ValueError("positions= is set by the partitions of a Dask frame; drop it")
     if not 0 < interval < 1:
         raise ValueError(f"interval must be in (0, 1), got {interval}")
     if tolerance < 0:
