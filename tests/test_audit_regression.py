@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 from _seeds import shifted
+from scipy import stats
 
 from counterfair.audit import REGRESSION_METRICS, regression_metrics
 from counterfair.audit._validation import (
@@ -88,7 +88,7 @@ def test_bootstrap(data: Data) -> None:
     # it with probability 0.05; 10 or more misses has probability below 1e-3 even with the
     # nested groups' dependence (a Binomial(44, 0.05) has mean 2.2 and sd 1.4)
     misses = 0
-    for (attribute, group), row in report.by_group.iterrows():
+    for attribute, group in report.by_group.index:
         for metric, value in _truth(attribute, group).items():
             inside = lower.loc[(attribute, group), metric] <= value <= upper.loc[
                 (attribute, group), metric]
@@ -104,7 +104,8 @@ def test_bootstrap(data: Data) -> None:
         for group, part in frame.groupby(attribute):
             for metric, column in (("mean_outcome", "y"), ("mean_prediction", "p")):
                 se = part[column].std(ddof=0) / np.sqrt(len(part))
-                width = upper.loc[(attribute, group), metric] - lower.loc[(attribute, group), metric]
+                key = (attribute, group)
+                width = upper.loc[key, metric] - lower.loc[key, metric]
                 assert abs(width - 2 * z * se) < 4 * np.sqrt(2) * endpoint_sd * se, (
                     attribute, group, metric, width, 2 * z * se)
     for attribute, group in report.reference.items():
