@@ -65,10 +65,11 @@ def test_audit_command_names_a_missing_column(tmp_path, capsys):
 @pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
 def test_law_school_quick_mode_runs_end_to_end(tmp_path):
     out = tmp_path / "law"
-    seed = shifted(0)
-    assert main(["law-school", "--data-dir", str(DATA_DIR), "--quick", "--out", str(out),
-                 "--seed", str(seed)]) == 0
+    # the study's own seed: with --seed 101 the 500 training rows miss a race x sex group
+    # of the test rows and the order-preserving baseline refuses it (a DataError)
+    assert main(["law-school", "--data-dir", str(DATA_DIR), "--quick", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
+    seed = results["config"]["seed"]
     rmse = results["rmse"]
     assert set(rmse) == {
         "Full", "Unaware", "Order-preserving (Full)", "Fair K (authors' code)",
