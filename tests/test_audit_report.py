@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import base64
+import errno
 import html
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -186,6 +189,75 @@ def test_write_refuses_to_overwrite_and_leaves_no_temporary_file(tmp_path: Path,
         write_report(target, y_true=y, y_pred={}, protected=protected, overwrite=True)
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.html"]
+
+
+class _FailingHandle:
+    """A file handle whose ``write`` writes the first half of its text, flushes it to the
+    file, then fails as a full disk would."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    def write(self, text: str) -> int:
+        self._handle.write(text[: len(text) // 2])
+        self._handle.flush()
+        raise OSError(errno.ENOSPC, "No space left on device (injected)")
+
+    def __enter__(self) -> _FailingHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+
+
+def _fail_mid_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = os.fdopen
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: _FailingHandle(real(fd, *a, **k)))
+
+
+@pytest.mark.parametrize("overwrite", [True, False])
+def test_a_write_that_fails_half_way_leaves_nothing_half_written(
+    tmp_path: Path, data: Data, monkeypatch: pytest.MonkeyPatch, overwrite: bool
+) -> None:
+    """docs/report.md: "an error leaves nothing half written" -- the failure comes while
+    the page's bytes are being written, after half of them reached the disk."""
+    y, preds, protected = data
+    earlier = tmp_path / "earlier.html"
+    earlier.write_bytes(b"<p>an earlier report</p>\n")
+    before = earlier.read_bytes(), earlier.stat().st_mtime_ns
+    fresh = tmp_path / "fresh.html"
+    with monkeypatch.context() as patch:
+        _fail_mid_write(patch)
+        with pytest.raises(OSError, match="injected"):
+            write_report(earlier, y_true=y, y_pred=preds, protected=protected, overwrite=True)
+        with pytest.raises(OSError, match="injected"):
+            write_report(fresh, y_true=y, y_pred=preds, protected=protected,
+                         overwrite=overwrite)
+    assert (earlier.read_bytes(), earlier.stat().st_mtime_ns) == before
+    assert not fresh.exists()  # no half-written page where there was none
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier.html"]  # no temporary file
+    # the same calls without the failure write the whole page
+    write_report(fresh, y_true=y, y_pred=preds, protected=protected, overwrite=overwrite)
+    assert fresh.read_text(encoding="utf-8").rstrip().endswith("</html>")
+
+
+def test_a_failed_move_into_place_keeps_the_earlier_file(
+    tmp_path: Path, data: Data, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    y, preds, protected = data
+    earlier = tmp_path / "audit.html"
+    earlier.write_bytes(b"<p>an earlier report</p>\n")
+    before = earlier.read_bytes(), earlier.stat().st_mtime_ns
+
+    def failing_replace(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EIO, "Input/output error (injected)")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", failing_replace)
+        with pytest.raises(OSError, match="injected"):
+            write_report(earlier, y_true=y, y_pred=preds, protected=protected, overwrite=True)
+    assert (earlier.read_bytes(), earlier.stat().st_mtime_ns) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["audit.html"]
 
 
 def test_bad_tau_and_counterfactual_are_refused(tmp_path: Path, data: Data) -> None:

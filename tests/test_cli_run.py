@@ -11,6 +11,9 @@ what is wrong.
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +25,7 @@ from _data import DATA_DIR, needs_data
 from _seeds import shifted
 
 import counterfair as cf
+from counterfair.cli import main
 
 ROOT = Path(__file__).parents[1]
 SCM_FILE = ROOT / "examples" / "law_school.yaml"
@@ -116,10 +120,11 @@ def test_refusals_exit_2_and_say_why(run: Path) -> None:
                         "--label", "ZFYA", cwd=run)
     assert short.returncode == 2
     assert "short.csv has 20 rows but the run's data has 300" in short.stderr
+    before = _snapshot(run / "run")
     again = counterfair("fit", str(SCM_FILE), "--data", "law.csv", "--out", "run", cwd=run)
     assert again.returncode == 2
     assert "not empty; pass --force" in again.stderr
-    assert cf.load(run / "run" / "fit") is not None  # the run is untouched
+    assert _snapshot(run / "run") == before  # the run is untouched: same files, bytes, mtimes
     relearn = counterfair("learn", "run", "--target", "ZFYA", cwd=run)
     assert relearn.returncode == 2 and "already exists; pass --force" in relearn.stderr
     bad = run / "bad.yaml"
@@ -133,6 +138,64 @@ def test_refusals_exit_2_and_say_why(run: Path) -> None:
     assert missing.returncode == 2
     assert "no column for node(s) 'LSAT' (poisson)" in missing.stderr
     assert not (run / "other").exists()
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[str, int]]:
+    """SHA-256 and modification time (ns) of every file under ``folder``, by relative path."""
+    return {
+        str(path.relative_to(folder)): (hashlib.sha256(path.read_bytes()).hexdigest(),
+                                        path.stat().st_mtime_ns)
+        for path in sorted(folder.rglob("*")) if path.is_file()
+    }
+
+
+def _fail_csv_half_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``DataFrame.to_csv`` into a file write the first half of the CSV text to it,
+    then fail as a full disk would."""
+    real = pd.DataFrame.to_csv
+
+    def failing(self: pd.DataFrame, path_or_buf: object = None, *args: object,
+                **kwargs: object) -> None:
+        text = real(self, None, *args, **kwargs)  # type: ignore[call-overload]
+        assert isinstance(text, str) and isinstance(path_or_buf, (str, os.PathLike))
+        with open(path_or_buf, "w", encoding="utf-8") as handle:
+            handle.write(text[: len(text) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device (injected)")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", failing)
+
+
+def test_a_csv_write_failing_half_way_leaves_the_earlier_file(
+    run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/command-line.md: outputs are written to a temporary file and moved into
+    place, so an interrupted command leaves nothing half-written. The failure comes in the
+    middle of writing counterfactuals.csv (``counterfactual --force``) and predictions.csv
+    (``learn --force``), in process, through the command line's ``main``."""
+    monkeypatch.chdir(run)
+    earlier = run / "earlier.csv"
+    earlier.write_bytes(b"row,sample,world\n0,0,factual\n")
+    predictions = run / "run" / "predictions.csv"
+    before = _snapshot(run / "run")
+    kept = earlier.read_bytes(), earlier.stat().st_mtime_ns
+    with monkeypatch.context() as patch:
+        _fail_csv_half_way(patch)
+        with pytest.raises(OSError, match="injected"):
+            main(["counterfactual", "run", "--rows", "new.csv", "--do", "race=Black",
+                  "--n-samples", "4", "--out", "earlier.csv", "--force"])
+        with pytest.raises(OSError, match="injected"):
+            main(["counterfactual", "run", "--rows", "new.csv", "--do", "race=Black",
+                  "--n-samples", "4", "--out", "fresh.csv"])
+        with pytest.raises(OSError, match="injected"):
+            main(["learn", "run", "--target", "ZFYA", "--features", "latent", "--n-samples",
+                  "20", "--folds", "0", "--force"])
+    assert (earlier.read_bytes(), earlier.stat().st_mtime_ns) == kept
+    assert not (run / "fresh.csv").exists()
+    after = _snapshot(run / "run")
+    assert after["predictions.csv"] == before["predictions.csv"], predictions
+    # no temporary file left beside any of them
+    assert not [p.name for p in (*run.iterdir(), *(run / "run").iterdir())
+                if p.name.startswith(".")]
 
 
 def test_decompose_writes_the_table_of_the_outcome_and_of_the_learner(run: Path) -> None:
