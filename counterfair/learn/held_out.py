@@ -37,7 +37,19 @@ from counterfair import errors
 if TYPE_CHECKING:
     from counterfair.learn.fair import FairLearner
 
-__all__ = ["HeldOutScores", "held_out_scores", "usefulness_warning"]
+__all__ = ["GAIN_Z", "HeldOutScores", "held_out_scores", "usefulness_warning"]
+
+GAIN_Z = 3.09
+"""Standard errors by which the predictor's held-out loss must beat the baseline's to be
+"better" (the one-sided normal quantile at 1e-3)."""
+
+
+def _gain(predictor_loss: np.ndarray, baseline_loss: np.ndarray) -> tuple[float, float]:
+    """Mean per-row loss gain over the baseline, and its standard error (paired rows)."""
+    difference = np.asarray(baseline_loss, float) - np.asarray(predictor_loss, float)
+    n = difference.size
+    se = float(difference.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    return float(difference.mean()), se
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +70,10 @@ class HeldOutScores:
         What the baseline predicts (e.g. ``majority 'no'; P('yes') = 0.20``).
     positive : object or None
         The positive class the AUC and Brier score are of (binary targets).
+    loss_gain, loss_gain_se : float
+        How much lower the predictor's mean per-row loss is than the baseline's (squared
+        error of the regression, Brier score of the classifier's probabilities), and the
+        standard error of that difference from its per-row values (paired rows).
     """
 
     table: pd.DataFrame
@@ -66,14 +82,21 @@ class HeldOutScores:
     n_rows: int
     baseline: str
     positive: Any = None
+    loss_gain: float = float("nan")
+    loss_gain_se: float = float("nan")
 
     def no_better(self) -> bool:
         """Whether the predictor does no better than the baseline on held-out rows.
 
         Brier score for a classifier (AUC and accuracy otherwise: a classifier that
         ranks rows but never crosses 0.5 still improves on the baseline's Brier
-        score), RMSE for a regression.
+        score), RMSE for a regression. "Better" means better beyond chance: the
+        per-row loss must be lower than the baseline's by more than
+        :data:`GAIN_Z` standard errors of the paired difference (a predictor of pure noise
+        is called better with probability about 1e-3).
         """
+        if np.isfinite(self.loss_gain) and np.isfinite(self.loss_gain_se):
+            return bool(self.loss_gain <= GAIN_Z * self.loss_gain_se + 1e-12)
         predictor, baseline = self.table.loc["predictor"], self.table.loc["baseline"]
         if self.task == "regression":
             return bool(predictor["RMSE"] >= baseline["RMSE"] - 1e-12)
@@ -173,8 +196,10 @@ def held_out_scores(
         table = pd.DataFrame(
             [regression_row(predicted), regression_row(base)], index=["predictor", "baseline"]
         )
+        gain, gain_se = _gain((truth - predicted) ** 2, (truth - base) ** 2)
         return HeldOutScores(table=table, task="regression", folds=folds, n_rows=n,
-                             baseline=f"the training folds' mean (overall {truth.mean():.4g})")
+                             baseline=f"the training folds' mean (overall {truth.mean():.4g})",
+                             loss_gain=gain, loss_gain_se=gain_se)
     probabilities: np.ndarray | None = None
     labels = np.empty(n, dtype=object)
     base_labels = np.empty(n, dtype=object)
@@ -221,8 +246,15 @@ def held_out_scores(
     described = f"majority class {majority!r} (share {np.mean(y == majority):.4f})"
     if len(classes) == 2:
         described += f"; P({chosen!r}) = its share in the training folds"
+    if len(classes) == 2:
+        k = classes.index(chosen)
+        losses = [(p[:, k] - truth[:, k]) ** 2 for p in (probabilities, base_probabilities)]
+    else:
+        losses = [((p - truth) ** 2).sum(axis=1) for p in (probabilities, base_probabilities)]
+    gain, gain_se = _gain(*losses)
     return HeldOutScores(table=table, task="classification", folds=folds, n_rows=n,
-                         baseline=described, positive=chosen if len(classes) == 2 else None)
+                         baseline=described, positive=chosen if len(classes) == 2 else None,
+                         loss_gain=gain, loss_gain_se=gain_se)
 
 
 def usefulness_warning(
