@@ -3,8 +3,8 @@
 * docs/command-line.md, "Safety and exit codes": outputs are written to a temporary
   file and moved into place, so a command interrupted while writing leaves nothing
   half-written (the earlier file as it was, no temporary file); exit code 2 with the
-  reason on one line for refused input. The studies (``compas``, ``adult-pscf``,
-  ``law-school``) stop with their message and exit code 1.
+  reason on one line for refused input, the studies (``compas``, ``adult-pscf``,
+  ``law-school``) included; exit code 1 for an unexpected error (a traceback).
 * ``counterfair compile`` compiles the shipped programs into the cache, and a second
   run finds them there.
 * ``counterfair compas --quick`` runs end to end and writes its tables and report.
@@ -137,12 +137,13 @@ def test_refused_input_exits_2_with_one_line_naming_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("study", ["compas", "adult-pscf", "law-school"])
-def test_a_study_given_a_missing_data_folder_exits_1_naming_it(tmp_path: Path,
+def test_a_study_given_a_missing_data_folder_exits_2_naming_it(tmp_path: Path,
                                                               study: str) -> None:
     missing = tmp_path / "no_such_folder"
     done = counterfair(study, "--quick", "--data-dir", str(missing), "--out",
                        str(tmp_path / "out"), cwd=tmp_path)
-    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert f"data folder {missing} does not exist" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
@@ -242,3 +243,17 @@ def test_compas_quick_runs_end_to_end(stan_backend: str, tmp_path: Path) -> None
     assert report.startswith("<!DOCTYPE html>") and report.rstrip().endswith("</html>")
     assert f"| {FAIR} |" in (out / "results.md").read_text()
     print(f"counterfair compas --quick took {seconds:.0f} s")
+
+
+def test_an_unexpected_error_exits_1_with_its_traceback(tmp_path: Path) -> None:
+    """Not a refusal: the output folder cannot be created (its parent is in /proc), an
+    operating-system error no check anticipates; nothing is written."""
+    (tmp_path / "m.yaml").write_text(
+        "nodes:\n  A: {family: protected}\n  X: {family: normal, parents: [A]}\n"
+    )
+    (tmp_path / "d.csv").write_text("A,X\na,1.0\nb,2.0\na,1.5\nb,2.5\n")
+    done = counterfair("fit", "m.yaml", "--data", "d.csv", "--out", "/proc/no_such/run",
+                       "--chains", "1", "--warmup", "10", "--draws", "10", cwd=tmp_path)
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert "Traceback" in done.stderr and "/proc/no_such" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "m.yaml"]

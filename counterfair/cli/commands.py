@@ -28,7 +28,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from counterfair.cli import run as cli_run
 from counterfair.logs import console
@@ -293,6 +293,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _refused_exits_2(run: Any, *args: Any) -> int:
+    """Run a study command; a refusal it stops with (``SystemExit("message")``: a missing
+    data folder, an output folder that is not empty) prints its one line and returns 2,
+    as the other commands' refusals do. Unexpected errors still propagate (exit code 1)."""
+    try:
+        return int(run(*args))
+    except SystemExit as stop:
+        if isinstance(stop.code, str):
+            print(cli_run.one_line(stop.code), file=sys.stderr)
+            return 2
+        raise
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -304,18 +317,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] == ["explanations"]:  # the study parses (and documents) its own options
         from counterfair.experiments.explanations import main as explanations_main
 
-        return int(explanations_main(arguments[1:]))
+        return _refused_exits_2(explanations_main, arguments[1:])
     if arguments[:1] == ["compas"]:
         from counterfair.experiments.compas import main as compas_main
 
-        return int(compas_main(arguments[1:]))
+        return _refused_exits_2(compas_main, arguments[1:])
     if arguments[:1] == ["adult-pscf"]:
         from counterfair.experiments.adult_pscf import main as adult_pscf_main
 
-        return int(adult_pscf_main(arguments[1:]))
+        return _refused_exits_2(adult_pscf_main, arguments[1:])
     args = build_parser(arguments[0] if arguments else "").parse_args(arguments)
     if args.command == "law-school":
-        return _run_law_school(args)
+        return _refused_exits_2(_run_law_school, args)
     if args.command == "audit":
         return _run_audit(args)
     if args.command == "compile":
@@ -331,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "law-school-worlds":
         from counterfair.experiments.law_school_worlds import run_from_arguments
 
-        return run_from_arguments(args)
+        return _refused_exits_2(run_from_arguments, args)
     return 2
 
 
