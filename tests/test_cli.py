@@ -154,3 +154,20 @@ def test_law_school_full_run_reproduces_table_1(tmp_path):
     diagnostics = results["diagnostics"]["level2"]
     assert diagnostics["max_rhat"] < 1.01
     assert diagnostics["divergences"] == 0
+
+
+def test_a_quick_training_subsample_gets_a_row_of_every_group() -> None:
+    """A subsample that misses a race x sex group (seed 101's 500 rows missed Puerto Rican
+    men) gets one row of it from the whole training split, and only that."""
+    from counterfair.experiments.law_school import _with_every_group
+
+    whole = pd.DataFrame({"race": ["a", "a", "b", "b", "c"], "sex": ["F", "M", "F", "F", "M"],
+                          "ZFYA": [0.0, 1.0, 2.0, 3.0, 4.0]})
+    subset = whole.iloc[[0, 2]].reset_index(drop=True)
+    grown = _with_every_group(subset, whole, seed=shifted(0))
+    assert len(grown) == 4
+    pd.testing.assert_frame_equal(grown.iloc[:2], subset)
+    assert set(map(tuple, grown[["race", "sex"]].to_numpy())) == {
+        ("a", "F"), ("b", "F"), ("a", "M"), ("c", "M")
+    }
+    assert _with_every_group(whole, whole, seed=shifted(0)) is whole

@@ -211,12 +211,35 @@ def run(config: LawSchoolConfig) -> dict[str, Any]:
     return results
 
 
+def _with_every_group(subset: pd.DataFrame, whole: pd.DataFrame, *, seed: int) -> pd.DataFrame:
+    """``subset`` plus one random row of ``whole`` for each race x sex group it lacks.
+
+    A small subsample can miss a rare group (Puerto Rican men are 0.2% of the rows), and
+    the group-wise baseline (order-preserving) cannot map the scores of a group it never
+    saw; every group of the data gets at least one training row.
+    """
+    groups = ["race", "sex"]
+    have = set(map(tuple, subset[groups].astype(str).to_numpy()))
+    keys = whole[groups].astype(str).apply(tuple, axis=1)
+    missing = [key for key in dict.fromkeys(keys) if key not in have]
+    if not missing:
+        return subset
+    rng = np.random.default_rng(seed)
+    extra = [int(rng.choice(np.flatnonzero((keys == key).to_numpy()))) for key in missing]
+    _log(f"added one training row for each of {len(missing)} race x sex group(s) the "
+         f"subsample missed: {[' & '.join(key) for key in missing]}")
+    return pd.concat([subset, whole.iloc[extra]], ignore_index=True)
+
+
 def _load_split(config: LawSchoolConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Load the data, split it 80/20 and take the configured subsets of either part."""
     data = load_law_school(config.data_dir)
     train, test = law_school_split(data, seed=config.seed)
     if config.train_rows is not None:
-        train = law_school_subsample(train, config.train_rows, seed=config.seed)
+        train = _with_every_group(
+            law_school_subsample(train, config.train_rows, seed=config.seed), train,
+            seed=config.seed,
+        )
     if config.test_rows is not None:
         test = law_school_subsample(test, config.test_rows, seed=config.seed)
     _log(f"{len(train)} training rows, {len(test)} test rows")
