@@ -193,6 +193,9 @@ def test_a_csv_write_failing_half_way_leaves_the_earlier_file(
     assert not (run / "fresh.csv").exists()
     after = _snapshot(run / "run")
     assert after["predictions.csv"] == before["predictions.csv"], predictions
+    # all or nothing: no new learner beside the old predictions, every file as it was
+    assert any(name.startswith("learner") for name in before)
+    assert after == before
     # no temporary file left beside any of them
     assert not [p.name for p in (*run.iterdir(), *(run / "run").iterdir())
                 if p.name.startswith(".")]

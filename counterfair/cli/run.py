@@ -359,12 +359,24 @@ def run_learn(args: argparse.Namespace) -> int:
         )
         if warning:
             print(warning)
-    learner.save(run / "learner", overwrite=args.force)
-    _write_csv(predictions, run / "predictions.csv")
-    _write_text(json.dumps({"target": args.target, "positive": positive,
-                            "scores": None if scores is None else str(scores),
-                            "warning": warning}, indent=2, default=str) + "\n",
-                run / LEARN_SUMMARY)
+    # all or nothing: the two files are written beside their places first, then the
+    # learner is saved, then the files move in; a failure before that leaves the run as
+    # it was (no new learner beside old predictions)
+    staged: dict[Path, Path] = {}
+    try:
+        staged[run / "predictions.csv"] = _stage_csv(predictions, run / "predictions.csv")
+        staged[run / LEARN_SUMMARY] = _stage_text(
+            json.dumps({"target": args.target, "positive": positive,
+                        "scores": None if scores is None else str(scores),
+                        "warning": warning}, indent=2, default=str) + "\n",
+            run / LEARN_SUMMARY,
+        )
+        learner.save(run / "learner", overwrite=args.force)
+    except BaseException:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)
+        raise
+    _move_into_place(staged)
     print(f"saved {run / 'learner'} and {run / 'predictions.csv'}")
     return 0
 
@@ -405,32 +417,41 @@ def _predictions(learner: Any, fit: Fit) -> tuple[pd.DataFrame, Any]:
     return frame, None
 
 
-def _write_text(text: str, path: Path) -> None:
+def _staged(path: Path, write: Any) -> Path:
+    """A hidden temporary file beside ``path``, written by ``write(tmp)``; removed if the
+    write fails. Moving it onto ``path`` (``os.replace``) is left to the caller."""
     from counterfair.io.fit_folder import default_mode
 
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(handle)
     os.chmod(tmp, default_mode(directory=False))
     try:
-        Path(tmp).write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        write(tmp)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
+
+
+def _stage_text(text: str, path: Path) -> Path:
+    return _staged(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def _stage_csv(frame: pd.DataFrame, path: Path) -> Path:
+    return _staged(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def _move_into_place(staged: dict[Path, Path]) -> None:
+    for path, tmp in staged.items():
+        os.replace(tmp, path)
+
+
+def _write_text(text: str, path: Path) -> None:
+    _move_into_place({path: _stage_text(text, path)})
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    from counterfair.io.fit_folder import default_mode
-
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
-    os.chmod(tmp, default_mode(directory=False))
-    try:
-        frame.to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _move_into_place({path: _stage_csv(frame, path)})
 
 
 # ---------------------------------------------------------------------- audit
