@@ -1,10 +1,14 @@
 """Shared fixtures, and the Stan back end every ``stan``-marked test runs against.
 
-Every test marked ``stan`` is parametrised over the Stan back ends found on the machine
-(PyStan, and cmdstanpy when a CmdStan installation is found), or over the comma-separated
-names in ``COUNTERFAIR_TEST_BACKENDS``. The ``stan_backend`` fixture points
-``backend="auto"`` at its back end (through ``COUNTERFAIR_BACKEND``) for the tests
-and module fixtures that depend on it, so a module-scoped fit is made once per back end.
+A test marked ``stan`` runs against one back end: cmdstanpy when a CmdStan installation
+is found, the default of ``backend="auto"``. The generated programs are the same for
+both back ends, and ``tests/test_codegen.py`` type-checks every one with stanc. Tests of
+what differs between the back ends (draw layout, seeds, warm starts, save and load, the
+recovery fit) are marked ``every_backend`` as well and run against each back end found
+(PyStan, and cmdstanpy), or the comma-separated names in ``COUNTERFAIR_TEST_BACKENDS``.
+The ``stan_backend`` fixture points ``backend="auto"`` at its back end (through
+``COUNTERFAIR_BACKEND``) for the tests and module fixtures that depend on it, so a
+module-scoped fit is made once per back end.
 """
 
 from __future__ import annotations
@@ -76,7 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def one_backend() -> list[str]:
-    """The back end a ``one_backend`` test runs against: cmdstanpy when under test."""
+    """The back end a ``stan`` test runs against unless it is marked ``every_backend``:
+    cmdstanpy when under test (the default back end), else the first found."""
     under_test = backends_under_test()
     return ["cmdstanpy"] if "cmdstanpy" in under_test else under_test[:1]
 
@@ -86,8 +91,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     if "stan_backend" not in metafunc.fixturenames:
         metafunc.fixturenames.append("stan_backend")
-    single = metafunc.definition.get_closest_marker("one_backend") is not None
-    backends = one_backend() if single else backends_under_test()
+    every = metafunc.definition.get_closest_marker("every_backend") is not None
+    backends = backends_under_test() if every else one_backend()
     metafunc.parametrize("stan_backend", backends, indirect=True, scope="module")
 
 
@@ -120,7 +125,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     from counterfair.stan.precompile import compile_programs
 
     slow = any(item.get_closest_marker("slow") for item in session.items)
-    for backend in backends_under_test():
+    # the default back end's programs up front; the other back ends compile the few
+    # programs of their every_backend tests when those run
+    for backend in one_backend():
         try:
             compile_programs(stan_programs(slow=slow), backend=backend, jobs=2)
         except Exception as error:  # the tests themselves will compile and report

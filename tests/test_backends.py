@@ -22,6 +22,9 @@ from _seeds import shifted
 from counterfair.stan import backend as stan_backend
 from counterfair.stan.backend import BACKEND_ENV, get_backend, resolve_backend_name
 
+# what differs between the back ends: every back end found
+pytestmark = pytest.mark.every_backend
+
 BOTH = {"pystan", "cmdstanpy"} <= set(stan_backend.available_backends())
 
 

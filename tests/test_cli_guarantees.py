@@ -151,7 +151,6 @@ def test_a_study_given_a_missing_data_folder_exits_2_naming_it(tmp_path: Path,
 
 # ---------------------------------------------------------------------- compile
 @pytest.mark.stan
-@pytest.mark.one_backend
 def test_compile_fills_the_cache_and_a_second_run_finds_it(stan_backend: str,
                                                            tmp_path: Path) -> None:
     """``counterfair compile``: one line per shipped program; afterwards every program is
@@ -203,7 +202,6 @@ def test_compile_into_an_empty_cache(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- compas --quick
 @pytest.mark.slow
 @pytest.mark.stan
-@pytest.mark.one_backend
 @pytest.mark.skipif(not (DATA_DIR / COMPAS_FILE).exists(), reason=f"{COMPAS_FILE} not found")
 def test_compas_quick_runs_end_to_end(stan_backend: str, tmp_path: Path) -> None:
     out = tmp_path / "compas"

@@ -13,6 +13,9 @@ from _seeds import shifted
 from counterfair.stan import cmdstan_adapter
 from counterfair.stan.backend import available_backends
 
+# the draws CmdStan writes (skipped where it is not under test)
+pytestmark = pytest.mark.every_backend
+
 
 @pytest.mark.stan
 @pytest.mark.skipif("cmdstanpy" not in available_backends(), reason="needs CmdStan")

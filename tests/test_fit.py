@@ -28,6 +28,9 @@ from _tolerances import coverage_floor
 import counterfair as cf
 from counterfair import errors
 
+# the recovery fit and the posterior's layout, on every back end found
+pytestmark = pytest.mark.every_backend
+
 CONDITION = ["UGPA", "LSAT"]
 LOADINGS = ("lambda_UGPA_K", "lambda_LSAT_K", "lambda_ZFYA_K")
 

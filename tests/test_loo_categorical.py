@@ -25,7 +25,6 @@ from counterfair.model.evaluate import linear_predictor
 from counterfair.model.params import ParamDraws
 
 # modelling, not a back end: one back end is enough (the programs are the same for both)
-pytestmark = pytest.mark.one_backend
 
 N_ROWS = 1000
 DEPTS = ("A", "B", "C")

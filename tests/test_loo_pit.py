@@ -22,7 +22,6 @@ from counterfair.model.evaluate import linear_predictor
 from counterfair.model.params import ParamDraws
 
 # modelling, not a back end: one back end is enough (the programs are the same for both)
-pytestmark = pytest.mark.one_backend
 
 
 def _scm() -> cf.SCM:

@@ -26,7 +26,6 @@ from counterfair.inference import ppc
 from counterfair.inference.ppc_result import PosteriorPredictiveCheck
 
 # modelling, not a back end: one back end is enough (the programs are the same for both)
-pytestmark = pytest.mark.one_backend
 
 
 def far_outside(table: pd.DataFrame) -> pd.Series:

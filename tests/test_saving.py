@@ -39,7 +39,8 @@ import counterfair as cf
 from counterfair import errors
 from counterfair.io.fit_folder import MANIFEST, sha256
 
-pytestmark = pytest.mark.stan
+# save and load of every back end's posterior
+pytestmark = [pytest.mark.stan, pytest.mark.every_backend]
 
 
 def _round_trip(fit: cf.Fit, tmp_path: Path) -> cf.Fit:

@@ -36,7 +36,6 @@ from counterfair.model.terms import (
 )
 
 # modelling, not a back end: one back end is enough (the programs are the same for both)
-pytestmark = pytest.mark.one_backend
 
 # --------------------------------------------------------------------------- bases
 

@@ -24,7 +24,6 @@ from _seeds import shifted
 import counterfair as cf
 
 # modelling, not a back end: one back end is enough (the programs are the same for both)
-pytestmark = pytest.mark.one_backend
 
 REPO = Path(__file__).resolve().parents[1]
 
