@@ -16,6 +16,7 @@ the Adult files names the missing file, an unknown level names its column.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import arviz as az
@@ -111,7 +112,7 @@ def test_pscf_is_path_specific_fair_and_kusner_totally_fair(study: dict) -> None
 @needs_data
 @pytest.mark.stan
 @pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
-def test_command_writes_results_and_refuses_a_non_empty_out(stan_backend: str, tmp_path):
+def test_command_writes_results_and_refuses_a_non_empty_out(stan_backend: str, tmp_path, capsys):
     out = tmp_path / "adult"
     args = ["adult-pscf", "--data-dir", str(DATA_DIR), "--quick", "--out", str(out),
             "--scm-rows", "200", "--test-rows", "150"]
@@ -123,41 +124,41 @@ def test_command_writes_results_and_refuses_a_non_empty_out(stan_backend: str, t
     assert json.loads((out / "results.json").read_text())["rows"]["test_scored"] == 150
     assert "Chiappa 2019" in (out / "results.md").read_text()
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-    with pytest.raises(SystemExit, match="not empty; pass --force"):
-        main(args)
+    assert main(args) == 2  # refused
+    assert re.search("not empty; pass --force", capsys.readouterr().err)
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
 
 
-def test_command_refuses_a_non_empty_out_before_any_work(tmp_path):
+def test_command_refuses_a_non_empty_out_before_any_work(tmp_path, capsys):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
-    with pytest.raises(SystemExit, match="is not empty"):
-        main(["adult-pscf", "--quick", "--out", str(out)])
+    assert main(["adult-pscf", "--quick", "--out", str(out)]) == 2  # refused
+    assert re.search("is not empty", capsys.readouterr().err)
     assert (out / "notes.txt").read_text() == "keep me"
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
-def test_command_refuses_a_file_as_out(tmp_path):
+def test_command_refuses_a_file_as_out(tmp_path, capsys):
     target = tmp_path / "file.txt"
     target.write_text("x")
-    with pytest.raises(SystemExit, match="is a file"):
-        main(["adult-pscf", "--quick", "--out", str(target)])
+    assert main(["adult-pscf", "--quick", "--out", str(target)]) == 2  # refused
+    assert re.search("is a file", capsys.readouterr().err)
 
 
-def test_a_data_folder_without_the_files_names_adult_data(tmp_path, monkeypatch):
+def test_a_data_folder_without_the_files_names_adult_data(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("COUNTERFAIR_DATA", raising=False)
-    with pytest.raises(SystemExit, match=r"adult\.data not found"):
-        main(["adult-pscf", "--quick", "--data-dir", str(tmp_path), "--out",
-              str(tmp_path / "out")])
+    assert main(["adult-pscf", "--quick", "--data-dir", str(tmp_path), "--out",
+              str(tmp_path / "out")]) == 2  # refused
+    assert re.search(r"adult\.data not found", capsys.readouterr().err)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
-def test_a_missing_data_folder_is_named(tmp_path):
+def test_a_missing_data_folder_is_named(tmp_path, capsys):
     missing = tmp_path / "nowhere"
-    with pytest.raises(SystemExit, match="nowhere"):
-        main(["adult-pscf", "--quick", "--data-dir", str(missing), "--out",
-              str(tmp_path / "out")])
+    assert main(["adult-pscf", "--quick", "--data-dir", str(missing), "--out",
+              str(tmp_path / "out")]) == 2  # refused
+    assert re.search("nowhere", capsys.readouterr().err)
 
 
 @needs_data

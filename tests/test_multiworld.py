@@ -9,6 +9,7 @@ coefficient of ``A`` on ``X`` in each posterior draw.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -222,13 +223,16 @@ def test_single_world_penalty_uses_that_worlds_draws(stan_backend: str) -> None:
 
 
 # ---------------------------------------------------------------------- law school study
-def test_study_refuses_a_non_empty_out_and_negative_lams(tmp_path: Path) -> None:
+def test_study_refuses_a_non_empty_out_and_negative_lams(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "mine.txt").write_text("keep")
-    with pytest.raises(SystemExit, match="is not empty"):
-        cli.main(["law-school-worlds", "--out", str(tmp_path), "--quick"])
+    assert cli.main(["law-school-worlds", "--out", str(tmp_path), "--quick"]) == 2  # refused
+    assert re.search("is not empty", capsys.readouterr().err)
     assert (tmp_path / "mine.txt").read_text() == "keep"
-    with pytest.raises(SystemExit, match="--lams must be >= 0"):
-        cli.main(["law-school-worlds", "--out", str(tmp_path / "new"), "--lams", "0", "-1"])
+    refused = cli.main(["law-school-worlds", "--out", str(tmp_path / "new"), "--lams", "0", "-1"])
+    assert refused == 2
+    assert re.search("--lams must be >= 0", capsys.readouterr().err)
     assert not (tmp_path / "new").exists()
 
 
