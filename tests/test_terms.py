@@ -187,7 +187,7 @@ def test_linear_predictor_of_an_interaction_is_its_closed_form() -> None:
 
 
 # --------------------------------------------------------------------------- NUTS
-N_TRAIN = 1200
+N_TRAIN = 600
 N_ROWS = 40
 N_SAMPLES = 30
 
@@ -198,7 +198,7 @@ def bending_fit(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", errors.ConvergenceWarning)
         fit = _model().fit(
-            train, chains=2, warmup=400, draws=400, seed=shifted(5), backend=stan_backend
+            train, chains=2, warmup=300, draws=300, seed=shifted(5), backend=stan_backend
         )
     return fit, train
 
@@ -536,7 +536,7 @@ def test_group_effect_input_errors(tmp_path: Path) -> None:
 def test_invariance_check_finds_the_loading_that_differs_by_group(stan_backend: str) -> None:
     """t2 measures K with loading 1.0 for F and 0.4 for M: LOO prefers the group-specific
     loading by far, and the loading ratio's interval holds 0.4, not 1."""
-    train, _ = _simulate(800, shifted(31))
+    train, _ = _simulate(500, shifted(31))
     declared = _model(flexible=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", errors.ConvergenceWarning)
