@@ -7,6 +7,7 @@ Each module is mutated on its own, against the fast tests that exercise it (neve
     python tools/mutation.py rng encoding     # some of them
     python tools/mutation.py --list           # the modules and their tests
     python tools/mutation.py rng --survivors  # also print the surviving mutants' diffs
+    python tools/mutation.py --baseline       # without the tests/test_mutants_* files
 
 mutmut reads its configuration from the ``pyproject.toml`` of the folder it runs in and
 writes its mutants under ``mutants/`` there; one configuration holds one selection of
@@ -115,7 +116,7 @@ def _pyproject(module: Module, tests: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _prepare(module: Module) -> Path:
+def _prepare(module: Module, *, baseline: bool = False) -> Path:
     folder = SCRATCH / module.name
     if folder.exists():
         shutil.rmtree(folder)
@@ -123,7 +124,8 @@ def _prepare(module: Module) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(REPO / "counterfair", folder / "counterfair", ignore=ignore)
     shutil.copytree(REPO / "tests", folder / "tests", ignore=ignore)
-    tests = [test for test in module.tests if (REPO / test).exists()]
+    tests = [test for test in module.tests if (REPO / test).exists()
+             and not (baseline and Path(test).name.startswith("test_mutants_"))]
     (folder / "pyproject.toml").write_text(_pyproject(module, tests), "utf-8")
     return folder
 
@@ -159,13 +161,15 @@ def _count(module: Module, folder: Path) -> Score:
     return score
 
 
-def run_module(module: Module, *, max_children: int, survivors: bool = False) -> Score:
+def run_module(module: Module, *, max_children: int, survivors: bool = False,
+               baseline: bool = False) -> Score:
     """Mutate one module in its scratch folder and count the outcomes."""
-    folder = _prepare(module)
+    folder = _prepare(module, baseline=baseline)
     done = _mutmut(folder, "run", "--max-children", str(max_children), capture=True)
     # mutmut stops (exit 1) when no selected test reaches any mutated function; the
     # mutants are then all "not checked", counted as not caught
-    untested = "could not find any test case for any mutant" in done.stdout
+    untested = ("could not find any test case for any mutant" in done.stdout
+                or "failed to collect stats. runner returned 5" in done.stdout)
     meta = folder / "mutants" / (module.source + ".meta")
     if (done.returncode != 0 and not untested) or not meta.exists():
         sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
@@ -195,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"modules to mutate (default: all of {', '.join(BY_NAME)})")
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--survivors", action="store_true", help="print surviving mutants")
+    parser.add_argument("--baseline", action="store_true",
+                        help="leave out the tests/test_mutants_* files (the score before them)")
     parser.add_argument("--json", type=Path, help="also write the table as JSON here")
     parser.add_argument("--list", action="store_true", help="list the modules and tests")
     args = parser.parse_args(argv)
@@ -207,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     for module in chosen:
         print(f"mutating {module.source} ...", flush=True)
         scores.append(run_module(module, max_children=args.max_children,
-                                 survivors=args.survivors))
+                                 survivors=args.survivors, baseline=args.baseline))
     print(table(scores))
     if args.json:
         args.json.write_text(json.dumps(
