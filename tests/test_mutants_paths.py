@@ -19,7 +19,7 @@ from _mutant_models import TRUTH, mediator_abduction, mediator_scm
 from _seeds import shifted
 
 from counterfair import errors
-from counterfair.counterfactual import paths as P
+from counterfair.counterfactual import paths as pth
 from counterfair.rng import RowRandom
 
 NORMAL = ("M", "L", "Z", "Y")
@@ -122,7 +122,7 @@ def test_first_matching_layer_wins() -> None:
     a = ab.codes["A"]
     ones, zeros = np.ones(n, dtype=a.dtype), np.zeros(n, dtype=a.dtype)
     layers = [([("A", "M")], zeros), ([("A", "M"), ("A", "L")], ones)]
-    got = P.path_specific_values(scm, ab, source="A", layers=layers, default_codes=a,
+    got = pth.path_specific_values(scm, ab, source="A", layers=layers, default_codes=a,
                                  rng=RowRandom(shifted(1), ab.row_positions))
     factual = {k: np.broadcast_to(ab.observed[k], (s, n)).astype(float) for k in NORMAL}
 
@@ -138,7 +138,7 @@ def test_first_matching_layer_wins() -> None:
         np.testing.assert_allclose(got[node], want[node], rtol=1e-10, atol=1e-10)
     assert np.array_equal(got["U"], ab.latents["U"])
     # with a numpy Generator as the noise source, the Normal nodes are the same
-    again = P.path_specific_values(scm, ab, source="A", layers=layers, default_codes=a,
+    again = pth.path_specific_values(scm, ab, source="A", layers=layers, default_codes=a,
                                    rng=np.random.default_rng(shifted(2)))
     for node in NORMAL:
         np.testing.assert_allclose(again[node], got[node], rtol=1e-12)
@@ -147,7 +147,7 @@ def test_first_matching_layer_wins() -> None:
 def test_no_change_is_the_factual_world() -> None:
     fit, ab = mediator_abduction()
     a = ab.codes["A"]
-    got = P.path_specific_values(fit.scm, ab, source="A", layers=[([("A", "M")], a)],
+    got = pth.path_specific_values(fit.scm, ab, source="A", layers=[([("A", "M")], a)],
                                  default_codes=a, rng=RowRandom(shifted(1), ab.row_positions))
     for node in (*NORMAL, "C"):
         assert np.array_equal(got[node], np.broadcast_to(ab.observed[node], got[node].shape))
@@ -155,60 +155,60 @@ def test_no_change_is_the_factual_world() -> None:
 
 def test_check_paths_errors_and_tuples() -> None:
     scm = mediator_scm()
-    assert P.check_paths(scm, "A", [["A", "M", "Y"], ("A", "L")]) == (("A", "M", "Y"),
+    assert pth.check_paths(scm, "A", [["A", "M", "Y"], ("A", "L")]) == (("A", "M", "Y"),
                                                                         ("A", "L"))
-    assert P.check_paths(scm, "A", []) == ()
+    assert pth.check_paths(scm, "A", []) == ()
     with pytest.raises(errors.SCMError) as info:
-        P.check_paths(scm, "A", ["A"])
-    assert str(info.value) == P.SHORT_PATH.format(path=("A",))
+        pth.check_paths(scm, "A", ["A"])
+    assert str(info.value) == pth.SHORT_PATH.format(path=("A",))
     with pytest.raises(errors.SCMError) as info:
-        P.check_paths(scm, "A", [("A", "Q")])
-    assert str(info.value) == P.UNKNOWN_PATH_NODE.format(path=("A", "Q"), node="Q")
+        pth.check_paths(scm, "A", [("A", "Q")])
+    assert str(info.value) == pth.UNKNOWN_PATH_NODE.format(path=("A", "Q"), node="Q")
     with pytest.raises(errors.SCMError) as info:
-        P.check_paths(scm, "A", [("M", "Y")])
-    assert str(info.value) == P.WRONG_SOURCE.format(path=("M", "Y"), source="A")
+        pth.check_paths(scm, "A", [("M", "Y")])
+    assert str(info.value) == pth.WRONG_SOURCE.format(path=("M", "Y"), source="A")
     with pytest.raises(errors.SCMError) as info:
-        P.check_paths(scm, "A", [("A", "M"), ("A", "Z", "Y")])
-    assert str(info.value) == P.NOT_AN_EDGE.format(path=("A", "Z", "Y"), edge="A -> Z")
+        pth.check_paths(scm, "A", [("A", "M"), ("A", "Z", "Y")])
+    assert str(info.value) == pth.NOT_AN_EDGE.format(path=("A", "Z", "Y"), edge="A -> Z")
 
 
 def test_path_source_and_do_source() -> None:
     scm = mediator_scm()
-    assert P.path_source(scm, [("A", "M"), ("A", "L")]) == "A"
+    assert pth.path_source(scm, [("A", "M"), ("A", "L")]) == "A"
     with pytest.raises(errors.SCMError) as info:
-        P.path_source(scm, [])
-    assert str(info.value) == P.SHORT_PATH.format(path=())
+        pth.path_source(scm, [])
+    assert str(info.value) == pth.SHORT_PATH.format(path=())
     with pytest.raises(errors.SCMError) as info:
-        P.path_source(scm, [()])
-    assert str(info.value) == P.SHORT_PATH.format(path=())
+        pth.path_source(scm, [()])
+    assert str(info.value) == pth.SHORT_PATH.format(path=())
     with pytest.raises(errors.SCMError) as info:
-        P.path_source(scm, [("M", "Y")])
-    assert str(info.value) == P.NOT_PROTECTED.format(path=("M", "Y"), node="M",
+        pth.path_source(scm, [("M", "Y")])
+    assert str(info.value) == pth.NOT_PROTECTED.format(path=("M", "Y"), node="M",
                                                      protected=["A"])
     with pytest.raises(errors.SCMError) as info:
-        P.path_source(scm, [("A", "M"), ("M", "Y")])
-    assert str(info.value) == P.WRONG_SOURCE.format(path=("M", "Y"), source="A")
-    assert P._do_source(scm, {"A": "1"}) == "A"
+        pth.path_source(scm, [("A", "M"), ("M", "Y")])
+    assert str(info.value) == pth.WRONG_SOURCE.format(path=("M", "Y"), source="A")
+    assert pth._do_source(scm, {"A": "1"}) == "A"
     for do in ({"A": "1", "M": 0.0}, {"M": 0.0}, {}):
         with pytest.raises(errors.SCMError) as info:
-            P._do_source(scm, do)
-        assert str(info.value) == P.PATHS_DO.format(nodes=list(do))
+            pth._do_source(scm, do)
+        assert str(info.value) == pth.PATHS_DO.format(nodes=list(do))
 
 
 def test_redraw_and_bad_do_are_refused() -> None:
     fit, ab = mediator_abduction()
     with pytest.raises(errors.SCMError) as info:
-        P.path_specific_frame(fit, ab, {"A": "1"}, [("A", "M")], coupling="redraw")
-    assert str(info.value) == P.PATHS_REDRAW
+        pth.path_specific_frame(fit, ab, {"A": "1"}, [("A", "M")], coupling="redraw")
+    assert str(info.value) == pth.PATHS_REDRAW
     with pytest.raises(errors.SCMError, match="does not start at the intervened"):
-        P.path_specific_frame(fit, ab, {"A": "1"}, [("M", "Y")])
+        pth.path_specific_frame(fit, ab, {"A": "1"}, [("M", "Y")])
 
 
 def test_per_row_do_values_are_listed() -> None:
     fit, ab = mediator_abduction()
     n = len(ab.data)
     levels = np.array(["1", "0"] * (n // 2), dtype=object)
-    frame = P.path_specific_frame(fit, ab, {"A": levels}, [("A", "M")], seed=shifted(3))
+    frame = pth.path_specific_frame(fit, ab, {"A": levels}, [("A", "M")], seed=shifted(3))
     assert frame.attrs["do"] == {"A": list(levels)}
     s = ab.n_samples
     a = ab.codes["A"].astype(float)
@@ -223,22 +223,22 @@ def test_per_row_do_values_are_listed() -> None:
 
 def test_mediator_and_direct_paths_by_enumeration() -> None:
     scm = mediator_scm()
-    assert P.mediator_paths(scm, "A", ["M"]) == (("A", "M"),)
-    assert P.mediator_paths(scm, "A", ["Z"]) == (("A", "M", "Z"),)
+    assert pth.mediator_paths(scm, "A", ["M"]) == (("A", "M"),)
+    assert pth.mediator_paths(scm, "A", ["Z"]) == (("A", "M", "Z"),)
     # the path to Z through M is cut at M
-    assert P.mediator_paths(scm, "A", ["Z", "M"]) == (("A", "M"),)
-    assert set(P.mediator_paths(scm, "A", ["Y"])) == {
+    assert pth.mediator_paths(scm, "A", ["Z", "M"]) == (("A", "M"),)
+    assert set(pth.mediator_paths(scm, "A", ["Y"])) == {
         ("A", "Y"), ("A", "M", "Y"), ("A", "L", "Y"), ("A", "M", "Z", "Y")}
-    assert P.mediator_paths(scm, "A", ["U"]) == ()
-    assert P.mediator_paths(scm, "A", []) == ()
-    assert set(P.direct_paths(scm, "A", ["M"], ["Y"])) == {("A", "Y"), ("A", "L", "Y")}
-    assert set(P.direct_paths(scm, "A", ["L"], ["Y", "C"])) == {
+    assert pth.mediator_paths(scm, "A", ["U"]) == ()
+    assert pth.mediator_paths(scm, "A", []) == ()
+    assert set(pth.direct_paths(scm, "A", ["M"], ["Y"])) == {("A", "Y"), ("A", "L", "Y")}
+    assert set(pth.direct_paths(scm, "A", ["L"], ["Y", "C"])) == {
         ("A", "Y"), ("A", "M", "Y"), ("A", "M", "Z", "Y"), ("A", "C"), ("A", "M", "C")}
-    assert P.direct_paths(scm, "A", ["M"], ["M"]) == ()
-    assert P.direct_paths(scm, "A", [], ["U"]) == ()
-    assert set(P.direct_paths(scm, "A", ["Z"], ["Y"])) == {
+    assert pth.direct_paths(scm, "A", ["M"], ["M"]) == ()
+    assert pth.direct_paths(scm, "A", [], ["U"]) == ()
+    assert set(pth.direct_paths(scm, "A", ["Z"], ["Y"])) == {
         ("A", "Y"), ("A", "M", "Y"), ("A", "L", "Y")}
-    assert P.shared_prefix(scm, [("A", "L")], ["Y"]) == ("L", "Y")
-    assert P.shared_prefix(scm, [("A", "Y"), ("A", "M")], ["Z"]) == ("M", "Z")
-    assert P.shared_prefix(scm, [("A", "Y")], ["M"]) is None
-    assert P.shared_prefix(scm, [], ["M"]) is None
+    assert pth.shared_prefix(scm, [("A", "L")], ["Y"]) == ("L", "Y")
+    assert pth.shared_prefix(scm, [("A", "Y"), ("A", "M")], ["Z"]) == ("M", "Z")
+    assert pth.shared_prefix(scm, [("A", "Y")], ["M"]) is None
+    assert pth.shared_prefix(scm, [], ["M"]) is None

@@ -16,23 +16,23 @@ import pandas as pd
 import pytest
 from _mutant_models import mediator_abduction
 
-from counterfair.counterfactual import world as W
+from counterfair.counterfactual import world as wld
 
 
 def test_world_column_and_noise_column() -> None:
-    column = W.world_column("counterfactual", 3)
+    column = wld.world_column("counterfactual", 3)
     assert isinstance(column, pd.Categorical)
     assert list(column.categories) == ["factual", "counterfactual"]
     assert list(column) == ["counterfactual"] * 3 and column.codes.dtype == np.int8
-    factual = W.world_column("factual", 2)
+    factual = wld.world_column("factual", 2)
     assert list(factual) == ["factual"] * 2 and list(factual.codes) == [0, 0]
-    other = W.world_column("do(A=1)", 2)
+    other = wld.world_column("do(A=1)", 2)
     assert isinstance(other, np.ndarray) and other.dtype == object
     assert other.tolist() == ["do(A=1)", "do(A=1)"]
-    assert W.noise_column("Y") == "Y:noise" and W.WORLDS == ("factual", "counterfactual")
+    assert wld.noise_column("Y") == "Y:noise" and wld.WORLDS == ("factual", "counterfactual")
 
 
-def _world(name: str = "counterfactual") -> tuple[W.World, Any, Any]:
+def _world(name: str = "counterfactual") -> tuple[wld.World, Any, Any]:
     fit, ab = mediator_abduction(3)
     s, n = ab.n_samples, len(ab.data)
     grid = np.arange(s * n, dtype=float).reshape(s, n)
@@ -43,7 +43,7 @@ def _world(name: str = "counterfactual") -> tuple[W.World, Any, Any]:
     }
     noise = {"M": grid / 10.0, "Y": grid / 100.0}
     codes = {"A": np.arange(n) % 2}
-    world = W.World(name=name, abduction=ab, codes=codes, values=values, noise=noise)
+    world = wld.World(name=name, abduction=ab, codes=codes, values=values, noise=noise)
     return world, fit, ab
 
 
