@@ -264,3 +264,62 @@ def test_uniform_extremes_are_inside_the_open_interval() -> None:
     u = RowRandom.for_rows(shifted(1), 1000).random(1000)
     assert (u > 0).all() and (u < 1).all()
     assert abs(u.mean() - 0.5) < 0.05
+
+
+def test_every_distribution_passes_size_and_row_axis_on() -> None:
+    """Rows on axis 0 of an (N, 2) draw: each method reads the uniforms laid out so."""
+    seed, n = shifted(41), 4
+
+    def pair() -> tuple[RowRandom, np.ndarray]:
+        u = RowRandom.for_rows(seed, n).random((n, 2), row_axis=0)
+        return RowRandom.for_rows(seed, n), u
+
+    rr, u = pair()
+    assert rr.standard_normal((n, 2), row_axis=0).tolist() == special.ndtri(u).tolist()
+    rr, u = pair()
+    np.testing.assert_allclose(rr.gumbel(1.0, 2.0, (n, 2), row_axis=0),
+                               1.0 - 2.0 * np.log(-np.log(u)))
+    rr, u = pair()
+    p = np.full((n, 2), 0.5)
+    assert rr.binomial(1, p, row_axis=0).tolist() == (u < 0.5).astype(int).tolist()
+    rr, u = pair()
+    assert rr.poisson(np.full((n, 2), 3.0), row_axis=0).tolist() == stats.poisson.ppf(
+        u, 3.0).tolist()
+    rr, u = pair()
+    np.testing.assert_allclose(rr.gamma(np.full((n, 2), 2.0), 1.5, row_axis=0),
+                               stats.gamma.ppf(u, 2.0, scale=1.5), rtol=1e-9)
+    rr, u = pair()
+    assert rr.choice(5, (n, 2), row_axis=0).tolist() == np.floor(u * 5).astype(int).tolist()
+    rr, u = pair()
+    assert rr.random((n, 2), row_axis=0).tolist() == u.tolist()
+
+
+def test_error_messages_are_exact() -> None:
+    rr = RowRandom(1, np.arange(3))
+    for call, message in [
+        (lambda: rr.binomial(2, 0.5, size=3),
+         "RowRandom.binomial only draws Bernoulli variables (n=1)"),
+        (lambda: rr.choice(3, size=3, replace=False),
+         "RowRandom.choice only draws with replacement"),
+        (lambda: rr.choice([], size=3), "cannot choose from an empty array"),
+        (lambda: rr.random(()), "RowRandom draws need a shape with a row axis"),
+        (lambda: rr.random((3, 3), row_axis=5),
+         "row_axis 5 is out of range for shape (3, 3)"),
+        (lambda: RowRandom(1, np.array([0, -1])), "row positions must be non-negative"),
+        (lambda: RowRandom(1, np.zeros((1, 1), dtype=int)),
+         "positions must be a 1-D array of integer row positions"),
+    ]:
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == message
+    with pytest.raises(TypeError) as type_info:
+        RowRandom("1", np.arange(2))  # type: ignore[arg-type]
+    assert str(type_info.value) == "seed must be an integer or None, got '1'"
+
+
+def test_take_of_a_child_keeps_its_stream() -> None:
+    seed = shifted(44)
+    child = RowRandom.for_rows(seed, 5).child("x")
+    sub = child.take(np.array([1, 3]))
+    assert sub._stream == child._stream
+    assert sub.random(2).tolist() == child.random(5)[[1, 3]].tolist()
