@@ -9,6 +9,8 @@ Two parameter sets and four rows, every ``eta`` computed by hand.
 
 from __future__ import annotations
 
+import re
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -20,6 +22,11 @@ from counterfair.model import evaluate as ev
 from counterfair.model.params import ParamDraws
 
 pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.IdentificationWarning")
+
+def exactly(message: str) -> str:
+    """A ``pytest.raises(match=...)`` pattern for the whole message and nothing else."""
+    return "^" + re.escape(message) + "$"
+
 
 
 def scm() -> cf.SCM:
@@ -104,7 +111,8 @@ def test_rows_are_counted_from_the_first_kind_of_parent_present() -> None:
     assert ev._n_rows(model.equations["W"], {"R": np.zeros(7)}, {}) == 7
     assert ev._n_rows(model.equations["V"], {"U": np.zeros((2, 3))}, {}) == 3
     r = model.equations["R"]
-    with pytest.raises(ValueError, match="node 'R' has no parents: pass its number of rows"):
+    with pytest.raises(ValueError, match=exactly(
+            "node 'R' has no parents: pass its number of rows explicitly")):
         ev.linear_predictor(r, PARAMS, {}, {})
     assert ev.linear_predictor(r, PARAMS, {}, {}, n_rows=3).tolist() == [[5.0] * 3, [6.0] * 3]
     eta_w = ev.linear_predictor(model.equations["W"], PARAMS, {"R": np.array([1.0, -1.0])}, {})
