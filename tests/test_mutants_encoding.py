@@ -151,3 +151,32 @@ def test_continuous_codes_are_checked_numbers() -> None:
         enc.code("age", ["x"])
     with pytest.raises(errors.DataError, match=r"value inf \(row 3\)"):
         enc.code("age", np.array([np.inf]), index=pd.Index(np.array([3], dtype=np.int64)))
+
+
+def test_continuous_nodes_before_categorical_ones_are_skipped_not_stopped_at() -> None:
+    data = pd.DataFrame({"age": [1.0, 2.0], "a": ["x", "y"]})
+    enc = Encoding.from_data({"age": Protected(kind="continuous"), "a": Protected()}, data)
+    assert enc.levels == {"a": ("x", "y")} and enc.continuous == frozenset({"age"})
+
+
+def test_values_are_compared_as_their_own_strings() -> None:
+    """Mixed ints and floats keep their own ``str()`` (1 is "1", not "1.0")."""
+    enc = Encoding(levels={"b": ("1", "2.5")})
+    assert enc.code("b", [1, 2.5]).tolist() == [0, 1]
+
+
+def test_decode_and_column_values() -> None:
+    enc = Encoding(levels={"a": ("m", "f")}, continuous=frozenset({"age"}))
+    assert enc.decode("age", np.array([1, 2])).tolist() == [1.0, 2.0]
+    assert enc.column("age", np.array([3, 4])).tolist() == [3.0, 4.0]
+    decoded = enc.decode("a", np.array([1, 0]))
+    assert decoded.dtype == object and decoded.tolist() == ["f", "m"]
+    column = enc.column("a", np.array([1.0, 0.0]))  # float codes are cast
+    assert list(column) == ["f", "m"]
+
+
+def test_numpy_scalars_are_shown_as_python_numbers() -> None:
+    enc = Encoding(levels={}, continuous=frozenset({"age"}))
+    with pytest.raises(errors.DataError) as info:
+        enc.code("age", [np.float64(np.inf)])
+    assert "value inf (row 0)" in str(info.value)
