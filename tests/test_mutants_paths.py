@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import pandas as pd
 import pytest
-from _mutant_models import TRUTH, mediator_abduction, mediator_scm
+from _mutant_models import TRUTH, mediator_abduction, mediator_data, mediator_scm
 from _seeds import shifted
 
 from counterfair import errors
@@ -242,3 +243,34 @@ def test_mediator_and_direct_paths_by_enumeration() -> None:
     assert pth.shared_prefix(scm, [("A", "Y"), ("A", "M")], ["Z"]) == ("M", "Z")
     assert pth.shared_prefix(scm, [("A", "Y")], ["M"]) is None
     assert pth.shared_prefix(scm, [], ["M"]) is None
+
+
+def test_a_string_path_is_one_node_and_shared_prefix_reads_the_end() -> None:
+    scm = mediator_scm()
+    with pytest.raises(errors.SCMError) as info:
+        pth.check_paths(scm, "A", ["AM"])
+    assert str(info.value) == pth.SHORT_PATH.format(path=("AM",))
+    assert pth.shared_prefix(scm, [("A", "M", "Z")], ["Y"]) == ("Z", "Y")
+
+
+def test_frame_index_and_a_node_absent_from_the_rows() -> None:
+    """Z and Y missing from the rows are simulated in the factual world; the closed form holds
+    with the simulated values as the factual ones."""
+    fit, _ = mediator_abduction()
+    rows = mediator_data().drop(columns=["Z", "Y"])
+    ab = fit.abduct(rows, condition_on=["M", "L"], engine="exact", n_samples=4,
+                    seed=shifted(5))
+    paths = [("A", "M", "Z"), ("A", "L", "Y")]
+    frame = pth.path_specific_frame(fit, ab, {"A": "1"}, paths, seed=shifted(9))
+    assert frame.index.equals(pd.RangeIndex(len(frame)))
+    assert frame.attrs["simulated"] == ["Y", "Z"]
+    s, n = ab.n_samples, len(ab.data)
+    fact_world = frame[frame["world"] == "factual"]
+    cf_world = frame[frame["world"] == "counterfactual"]
+    factual = {k: fact_world[k].to_numpy().reshape(s, n) for k in NORMAL}
+    assert not np.allclose(factual["Z"], factual["Z"][0])  # simulated per sample
+    a = ab.codes["A"].astype(float)
+    want = reference(factual, a, unfair(paths, np.ones(n), a))
+    for node in NORMAL:
+        np.testing.assert_allclose(cf_world[node].to_numpy().reshape(s, n), want[node],
+                                   rtol=1e-10, atol=1e-10, err_msg=node)
