@@ -180,3 +180,11 @@ def test_numpy_scalars_are_shown_as_python_numbers() -> None:
     with pytest.raises(errors.DataError) as info:
         enc.code("age", [np.float64(np.inf)])
     assert "value inf (row 0)" in str(info.value)
+
+
+def test_unseen_numpy_levels_are_shown_as_python_values() -> None:
+    enc = Encoding(levels={"a": ("m", "f")})
+    with pytest.raises(errors.DataError) as info:
+        enc.code("a", [np.int64(7)])
+    assert str(info.value) == errors.UNSEEN_LEVEL.format(node="a", value=7, row=0,
+                                                         levels=["m", "f"])
