@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import arviz as az
@@ -200,5 +201,13 @@ def test_full_run(stan_backend: str, tmp_path):
     results = run_study(AdultPSCFConfig(data_dir=str(DATA_DIR), out=tmp_path))
     metrics = results["metrics"].set_index("predictor")
     assert metrics.loc["PSCF", "max_path_specific_change"] <= EXACT
-    assert metrics.loc["Full", "accuracy"] > 0.78
+    assert metrics.loc["Kusner L2", "total_change"] <= EXACT
+    # the README's figures (results/adult_pscf, the full run), within 0.01 of accuracy on
+    # the 15,060 test rows: Full 0.825, Kusner L2 0.728, PSCF 0.792
+    published = pd.read_csv(
+        Path(__file__).parents[1] / "results" / "adult_pscf" / "results.csv"
+    ).set_index("predictor")
+    for name in ("Full", "Unaware", "Kusner L2", "PSCF"):
+        assert abs(metrics.loc[name, "accuracy"] - published.loc[name, "accuracy"]) <= 0.01, name
+    assert metrics.loc["PSCF", "accuracy"] > metrics.loc["Kusner L2", "accuracy"] + 0.03
     assert results["info"]["fit"]["divergences"] == 0
