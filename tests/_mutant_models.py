@@ -72,7 +72,7 @@ def mediator_fit() -> cf.Fit:
         data=data,
         seconds=0.0,
         backend="none",
-        seed=0,
+        seed=shifted(0),
         diagnostics=Diagnostics(nan, nan, nan, nan, 0, 0, pd.DataFrame()),
         _backend_name="pystan",
     )

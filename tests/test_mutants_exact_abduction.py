@@ -297,7 +297,7 @@ def test_row_count_and_argument_checks() -> None:
     params = ParamDraws({k: np.asarray(v, float)[None] for k, v in TRUTH.items()})
     with pytest.raises(ValueError, match=exactly("draws_per_set must be at least 1, got 0")):
         ea.sample_latents(fit.scm, params, {"A": np.zeros(2, np.int64)}, {}, ("M",),
-                          draws_per_set=0, rng=np.random.default_rng(0))
+                          draws_per_set=0, rng=np.random.default_rng(shifted(0)))
     with pytest.raises(ValueError, match=exactly("grid_points must be at least 16, got 8")):
         ea.posterior_moments(fit.scm, params, {"A": np.zeros(2, np.int64)}, {}, ("M",),
                              grid_points=8)
