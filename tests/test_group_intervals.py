@@ -305,17 +305,17 @@ def test_accumulators_merge_in_any_order_to_the_same_sums() -> None:
     bounds = [0, 700, 701, 2600, 4100, n]
     parts = []
     for start, stop in itertools.pairwise(bounds):
-        part = pb.PoissonAccumulator(n_strata, values.shape[1], n_boot, 99)
+        part = pb.PoissonAccumulator(n_strata, values.shape[1], n_boot, shifted(99))
         part.add(strata[start:stop], values[start:stop], np.arange(start, stop))
         parts.append(part)
-    merged = pb.PoissonAccumulator(n_strata, values.shape[1], n_boot, 99)
+    merged = pb.PoissonAccumulator(n_strata, values.shape[1], n_boot, shifted(99))
     for k in rng.permutation(len(parts)):  # partitions arrive in any order
         merged.merge(parts[k])
     np.testing.assert_allclose(merged.value_sums, whole.value_sums, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(merged.weight_sums, whole.weight_sums)
     np.testing.assert_array_equal(merged.sizes, np.bincount(strata, minlength=n_strata))
     with pytest.raises(ValueError, match="same seed"):
-        merged.merge(pb.PoissonAccumulator(n_strata, values.shape[1], n_boot, 98))
+        merged.merge(pb.PoissonAccumulator(n_strata, values.shape[1], n_boot, shifted(98)))
 
 
 def test_sorted_and_matrix_product_summation_agree(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -333,7 +333,7 @@ def test_sorted_and_matrix_product_summation_agree(monkeypatch: pytest.MonkeyPat
     np.testing.assert_allclose(sorted_.value_sums, product.value_sums, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(sorted_.weight_sums, product.weight_sums)
     # and both equal the sums of the materialised weights (small data)
-    weights = pb.poisson_weights(7, np.arange(n), n_boot)
+    weights = pb.poisson_weights(shifted(7), np.arange(n), n_boot)
     direct = np.stack([np.stack([(weights[strata == s] * values[strata == s, j:j + 1]).sum(axis=0)
                                  for j in range(values.shape[1])]) for s in range(n_strata)])
     np.testing.assert_allclose(product.value_sums, direct, rtol=1e-12, atol=1e-12)

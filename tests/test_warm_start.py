@@ -58,9 +58,9 @@ def test_warm_started_fit_has_the_same_posterior(stan_backend: str) -> None:
     reference = law_level2_fit().fit  # 4 chains of 500 + 1,000 without warm start
     scm, data = law_level2_scm(), law_train().drop(columns="K")
     fit = quietly(
-        scm.fit, data, chains=2, warmup=200, draws=500, seed=shifted(5), warm_start=True,
-            progress=False
-    )
+        scm.fit, data, chains=2, warmup=200, draws=1000, seed=shifted(5), warm_start=True,
+        progress=False,
+    )  # 1,000 draws: with 500, seed shift 3 gave R-hat 1.026 at a bulk ESS of 159
     assert fit.warm_start is not None and fit.warm_start.pilot_rows == len(data)
     assert fit.diagnostics.divergences == 0
     assert fit.diagnostics.max_rhat < 1.02
