@@ -84,7 +84,8 @@ def _compas() -> tuple[np.ndarray, np.ndarray, pd.DataFrame, np.ndarray, np.ndar
 # rate (or ratio / difference) over thousands of rows are near-normal with standard
 # deviation sigma, so f(q_alpha) = phi(z_alpha) / sigma, and sigma is read from the
 # interval itself: sigma = (upper - lower) / (2 z_alpha). Two methods agree when their
-# endpoints differ by at most 4 combined standard errors (an analytic endpoint has none).
+# endpoints differ by at most 4 combined standard errors (more for many endpoints, so that
+# the family-wise chance of a false alarm stays at 1e-3; an analytic endpoint has none).
 # The remaining differences between the methods (skewness terms of order 1 / m for
 # groups of m rows, here m >= 1000) are far below one standard error at these sizes.
 
@@ -100,8 +101,12 @@ def _assert_agree(a: pd.DataFrame, b: pd.DataFrame, mcse_a: np.ndarray,
                   mcse_b: np.ndarray, what: str) -> None:
     a_values = a.to_numpy(dtype=float)
     b_values = b.to_numpy(dtype=float)
-    tolerance = 4.0 * np.sqrt(mcse_a**2 + mcse_b**2) + 1e-12
     both = np.isfinite(a_values) & np.isfinite(b_values)
+    # 4 standard errors, or more for many endpoints: the family-wise chance of a false
+    # alarm stays at 1e-3 (Bonferroni over the endpoints compared; seed shift 1 had one
+    # ratio endpoint of many at 4.02 standard errors)
+    k = max(4.0, float(norm.isf(5e-4 / max(int(both.sum()), 1))))
+    tolerance = k * np.sqrt(mcse_a**2 + mcse_b**2) + 1e-12
     np.testing.assert_array_equal(np.isfinite(a_values), np.isfinite(b_values), err_msg=what)
     gap = np.abs(a_values - b_values)
     bad = both & (gap > tolerance)
