@@ -1,0 +1,462 @@
+"""One bending term of one node's equation: design columns, numpy effect, Stan text.
+
+Every term is evaluated by :meth:`EquationTerm.effect` in numpy (shape ``(S, N)``, or
+``(S, N, C)`` for a categorical node's ``C`` predictors) and written into the Stan
+programs as extra columns of the node's design matrix (:meth:`EquationTerm.columns`:
+the very same basis, passed as data) with the declarations and priors of
+:meth:`EquationTerm.stan_parameters`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from counterfair import errors
+from counterfair.logs import user_stacklevel
+from counterfair.model.nodes import Prior
+from counterfair.model.terms.bases import OUTSIDE_RANGE, outside_range, smooth_basis, smooth_width
+from counterfair.model.terms.declare import GroupEffect, Interaction, Smooth, Term
+from counterfair.model.terms.groups import group_effect, groups_name
+
+
+# ---------------------------------------------------------------------- parents' kinds
+@dataclass(frozen=True)
+class ParentKind:
+    """How a term reads one parent.
+
+    ``source`` is ``"codes"`` for a protected attribute (its codes, or a continuous
+    one's values) and ``"values"`` for an observed parent; ``levels`` is the Stan
+    expression of its number of levels for a categorical parent, None for a number.
+    """
+
+    name: str
+    source: str
+    levels: str | None
+
+    def read(self, values: Mapping[str, np.ndarray], codes: Mapping[str, np.ndarray]) -> Any:
+        """The parent's values (or level codes) in one world."""
+        return (codes if self.source == "codes" else values)[self.name]
+
+
+# ---------------------------------------------------------------------- per equation
+@dataclass(frozen=True)
+class EquationTerm:
+    """One bending term of one node's equation: its parents' kinds and Stan names.
+
+    Attributes
+    ----------
+    node : str
+        The node whose linear predictor the term enters.
+    term : Smooth or Interaction
+        The declared term (with its learned range once fitted).
+    parents : tuple of ParentKind
+        How each parent is read (``parents[0]`` the smooth's parent or the first
+        factor; ``parents[1]`` the ``by`` parent or the second factor).
+    param : str
+        Name of the term's coefficient vector (the posterior's ``s_<node>_<parent>``,
+        ``gp_<node>_<parent>``, ``beta_<node>_<first>_x_<second>``): what numpy reads.
+    """
+
+    node: str
+    term: Term
+    parents: tuple[ParentKind, ...]
+    param: str
+    predictors: str | None = None
+
+    # ``predictors``: for a node with one linear predictor per non-reference level (a
+    # categorical node), the Stan number of predictors (``n_levels_<node> - 1``); the
+    # weights are then a matrix with one column per predictor, one curve each.
+
+    @property
+    def stem(self) -> str:
+        """The name without its prefix: ``<node>_<parent>[_by_<by>]``."""
+        return self.param.split("_", 1)[1]
+
+    def numpy_names(self) -> list[str]:
+        """Parameters numpy reads besides ``param`` (a group effect's sds, for new groups)."""
+        return [f"sdu_{self.stem}"] if isinstance(self.term, GroupEffect) else []
+
+    def sampled_names(self) -> list[str]:
+        """Names of the fit program's own parameters of the term (besides ``param``)."""
+        if isinstance(self.term, Interaction):
+            return []
+        if isinstance(self.term, GroupEffect):
+            return [f"zu_{self.stem}"]
+        if self.term.basis == "ps":
+            return [f"zs_{self.stem}", f"sds_{self.stem}"] + (
+                [f"bs_{self.stem}"] if self.term.by else []
+            )
+        names = [f"zgp_{self.stem}", f"sdgp_{self.stem}", f"lsgp_{self.stem}"]
+        return names + ([f"bs_{self.stem}"] if self.term.by else [])
+
+    # ---------------------------------------------------------------- widths
+    def width(self) -> str:
+        """Stan expression of the term's number of columns."""
+        term = self.term
+        if isinstance(term, GroupEffect):
+            return f"{groups_name(term.column)} * {1 + len(term.slopes)}"
+        if isinstance(term, Interaction):
+            first, second = self.parents
+            return " * ".join(
+                f"({p.levels} - 1)" if p.levels is not None else "1" for p in (first, second)
+            )
+        curve = str(smooth_width(term))
+        if term.by is None:
+            return curve
+        levels = self.parents[1].levels
+        return f"({levels} - 1) + {levels} * {curve}"
+
+    def n_columns(self, n_levels: Mapping[str, int]) -> int:
+        """The term's number of columns, given each categorical parent's number of levels."""
+        term = self.term
+        if isinstance(term, GroupEffect):
+            assert term.levels is not None
+            return len(term.levels) * (1 + len(term.slopes))
+        if isinstance(term, Interaction):
+            out = 1
+            for parent in self.parents:
+                if parent.levels is not None:
+                    out *= n_levels[parent.name] - 1
+            return out
+        curve = smooth_width(term)
+        if term.by is None:
+            return curve
+        count = n_levels[self.parents[1].name]
+        return (count - 1) + count * curve
+
+    def columns(
+        self,
+        values: Mapping[str, np.ndarray],
+        codes: Mapping[str, np.ndarray],
+        n_levels: Mapping[str, int],
+    ) -> np.ndarray:
+        """The term's design columns for rows of one world, ``(N, width)`` (Stan's data).
+
+        ``n_levels`` gives the number of levels of each categorical parent.
+        """
+        term = self.term
+        if isinstance(term, GroupEffect):
+            assert term.levels is not None
+            code = np.asarray(codes[term.column], dtype=np.int64)
+            onehot = np.zeros((code.shape[0], len(term.levels)))
+            seen = code >= 0  # a group unseen in training: no column (its effect is drawn)
+            onehot[np.flatnonzero(seen), code[seen]] = 1.0
+            blocks = [onehot]
+            for parent in self.parents:
+                x = np.asarray(parent.read(values, codes), dtype=float)
+                blocks.append(onehot * x[:, None])
+            return np.concatenate(blocks, axis=1)
+        if isinstance(term, Interaction):
+            pieces = [_indicator_or_value(p, values, codes, n_levels) for p in self.parents]
+            a, b = pieces
+            return (a[:, :, None] * b[:, None, :]).reshape(a.shape[0], -1)
+        x = np.asarray(self.parents[0].read(values, codes), dtype=float)
+        basis = smooth_basis(x, term)
+        if term.by is None:
+            return basis
+        by = self.parents[1]
+        count = n_levels[by.name]
+        level = np.asarray(by.read(values, codes), dtype=np.int64)
+        onehot = np.eye(count)[level]  # (N, L)
+        linear = onehot[:, 1:] * x[:, None]
+        curves = (onehot[:, :, None] * basis[:, None, :]).reshape(x.shape[0], -1)
+        return np.concatenate([linear, curves], axis=1)
+
+    # ---------------------------------------------------------------- numpy
+    def effect(
+        self,
+        coefficients: np.ndarray,
+        values: Mapping[str, np.ndarray],
+        codes: Mapping[str, np.ndarray],
+        sds: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The term's contribution to the linear predictor, ``(S, N)`` (or ``(S, N, C)``).
+
+        ``coefficients`` is ``(S, width)`` (``(S, width, C)`` for a categorical
+        node's ``C`` predictors); parent values are ``(N,)`` or ``(S, N)``. The
+        columns of :meth:`columns` times the coefficients, with each categorical
+        parent's indicator looked up rather than built (a counterfactual world has
+        ``S x N`` rows). ``sds`` are a group effect's sds ``(S, 1 + slopes)``: a group
+        unseen in training draws its effects from them.
+        """
+        s = coefficients.shape[0]
+        trailing = coefficients.shape[2:]
+        term = self.term
+        if isinstance(term, GroupEffect):
+            assert sds is not None
+            return group_effect(self, coefficients, sds, values, codes)
+        if isinstance(term, Interaction):
+            return _interaction_effect(self.parents, coefficients, values, codes)
+        x = np.asarray(self.parents[0].read(values, codes), dtype=float)
+        outside = outside_range(term, x)
+        if outside:
+            warnings.warn(
+                OUTSIDE_RANGE.format(
+                    node=self.node,
+                    label=term.label,
+                    count=outside,
+                    lower=term.lower,
+                    upper=term.upper,
+                ),
+                errors.RangeWarning,
+                stacklevel=user_stacklevel(),
+            )
+        basis = smooth_basis(x, term)  # (..., N, q)
+        q = basis.shape[-1]
+        if term.by is None:
+            return _contract(basis, coefficients, s)
+        level = np.asarray(self.parents[1].read(values, codes), dtype=np.int64)
+        count = (coefficients.shape[1] + 1) // (q + 1)
+        linear = coefficients[:, : count - 1]
+        curves = coefficients[:, count - 1 :].reshape(s, count, q, *trailing)
+        index = np.broadcast_to(level, (s, level.shape[-1]))
+        padded = np.concatenate([np.zeros((s, 1, *trailing)), linear], axis=1)
+        slope = np.take_along_axis(padded, index.reshape(index.shape + (1,) * len(trailing)), 1)
+        chosen = np.take_along_axis(
+            curves, index.reshape(index.shape + (1,) * (1 + len(trailing))), axis=1
+        )  # (S, N, q, *trailing)
+        wide = np.broadcast_to(basis, (s, *basis.shape[-2:]))
+        bend = np.einsum("snq,snq...->sn...", wide, chosen)
+        x_b = np.broadcast_to(x, (s, x.shape[-1])).reshape((s, x.shape[-1]) + (1,) * len(trailing))
+        return np.asarray(slope * x_b + bend)
+
+    # ---------------------------------------------------------------- Stan
+    def stan_parameters(self, prior_weights: Prior, scaled: str) -> list[tuple[str, str]]:
+        """(declaration, comment) of the fit program's parameters of the term."""
+        term = self.term
+        width = self.width()
+        if isinstance(term, GroupEffect):
+            count = 1 + len(term.slopes)
+            return [
+                (
+                    f"matrix[{groups_name(term.column)}, {count}] zu_{self.stem}",
+                    f"standardised group effects {term.label} on {self.node}",
+                ),
+                (
+                    f"vector<lower=0>[{count}] sdu_{self.stem}",
+                    f"sds of the group effects {term.label} (intercept, then slopes)",
+                ),
+            ]
+        if isinstance(term, Interaction):
+            kind = (
+                f"vector{scaled}[{width}]"
+                if self.predictors is None
+                else f"matrix{scaled}[{width}, {self.predictors}]"
+            )
+            return [(f"{kind} {self.param}", f"interaction {term.label} on {self.node}")]
+        stem = self.stem
+        out: list[tuple[str, str]] = []
+        curve = smooth_width(term)
+        if self.predictors is not None:  # one curve per predictor of a categorical node
+            curves = self.predictors
+        elif term.by is not None:
+            levels = self.parents[1].levels
+            out.append(
+                (
+                    f"vector{scaled}[{levels} - 1] bs_{stem}",
+                    f"extra slope of {term.parent} on {self.node} per non-reference level of "
+                    f"{term.by}",
+                )
+            )
+            curves = f"{levels}"
+        else:
+            curves = "1"
+        if term.basis == "ps":
+            out += [
+                (
+                    f"matrix[{curve}, {curves}] zs_{stem}",
+                    f"standardised spline weights of {term.label}",
+                ),
+                (
+                    f"vector<lower=0>[{curves}] sds_{stem}",
+                    f"sd of the bending part of {term.label}",
+                ),
+            ]
+        else:
+            out += [
+                (
+                    f"matrix[{curve}, {curves}] zgp_{stem}",
+                    f"standardised HSGP weights of {term.label}",
+                ),
+                (f"vector<lower=0>[{curves}] sdgp_{stem}", f"magnitude of the GP {term.label}"),
+                (f"vector<lower=0>[{curves}] lsgp_{stem}", f"length scale of the GP {term.label}"),
+            ]
+        return out
+
+    def stan_transformed(self) -> list[tuple[str, str]]:
+        """(definition, comment) of the effective coefficients (fit program)."""
+        term = self.term
+        if isinstance(term, Interaction):
+            return []
+        if isinstance(term, GroupEffect):
+            return [
+                (
+                    f"vector[{self.width()}] {self.param} = "
+                    f"to_vector(diag_post_multiply(zu_{self.stem}, sdu_{self.stem}))",
+                    f"effects {term.label}: every group's intercept, then each slope's",
+                )
+            ]
+        stem = self.stem
+        width = self.width()
+        if self.predictors is not None:  # a matrix: one column of weights per predictor
+            if term.basis == "ps":
+                weights = f"zs_{stem} * diag_matrix(sds_{stem})"
+            else:
+                spd = f"hsgp_spd_{term.kernel}(omega_{stem}, sdgp_{stem}, lsgp_{stem})"
+                weights = f"zgp_{stem} .* {spd}"
+            return [
+                (
+                    f"matrix[{width}, {self.predictors}] {self.param} = {weights}",
+                    f"weights of the columns of {term.label}, one column per level of {self.node}",
+                )
+            ]
+        if term.basis == "ps":
+            weights = f"zs_{stem} * diag_matrix(sds_{stem})"
+        else:
+            spd = _spd_expression(term, stem)
+            weights = (
+                f"diag_pre_multiply({spd}, zgp_{stem})"
+                if term.by is None
+                else (f"zgp_{stem} .* {spd}")
+            )
+        body = f"to_vector({weights})"
+        if term.by is not None:
+            body = f"append_row(bs_{stem}, {body})"
+        return [
+            (f"vector[{width}] {self.param} = {body}", f"weights of the columns of {term.label}")
+        ]
+
+    def stan_priors(self, prior_weights: Prior) -> list[str]:
+        """Prior statements of the term's parameters (fit program)."""
+        term = self.term
+        if isinstance(term, Interaction):
+            target = self.param if self.predictors is None else f"to_vector({self.param})"
+            return [f"{target} ~ {(term.prior or prior_weights).stan()};"]
+        if isinstance(term, GroupEffect):
+            return [
+                f"to_vector(zu_{self.stem}) ~ std_normal();",
+                f"sdu_{self.stem} ~ {term.prior_sd.stan()};",
+            ]
+        stem = self.stem
+        lines = [f"bs_{stem} ~ {prior_weights.stan()};"] if term.by else []
+        if term.basis == "ps":
+            return [
+                *lines,
+                f"to_vector(zs_{stem}) ~ std_normal();",
+                f"sds_{stem} ~ {term.prior_sd.stan()};",
+            ]
+        return [
+            *lines,
+            f"to_vector(zgp_{stem}) ~ std_normal();",
+            f"sdgp_{stem} ~ {term.prior_sd.stan()};",
+            f"lsgp_{stem} ~ {term.prior_lengthscale.stan()};",
+        ]
+
+    def stan_data_declaration(self) -> str:
+        """The abduction program's data array of the effective coefficients."""
+        if self.predictors is not None:
+            return f"array[S] matrix[{self.width()}, {self.predictors}] {self.param}"
+        return f"array[S] vector[{self.width()}] {self.param}"
+
+    def stan_data_extra(self) -> list[tuple[str, str]]:
+        """The abduction program's data arrays of :meth:`numpy_names` (with comments)."""
+        if not isinstance(self.term, GroupEffect):
+            return []
+        count = 1 + len(self.term.slopes)
+        return [
+            (
+                f"array[S] vector<lower=0>[{count}] sdu_{self.stem}",
+                f"sds of the group effects {self.term.label}",
+            )
+        ]
+
+
+def _spd_expression(term: Smooth, stem: str) -> str:
+    """Stan expression of the square root of the spectral density at the basis frequencies.
+
+    A ``(k x curves)`` matrix when ``by`` is given, else a ``k`` vector.
+    """
+    omega = f"omega_{stem}"
+    sd, ls = f"sdgp_{stem}", f"lsgp_{stem}"
+    if term.by is None:
+        sd, ls = f"{sd}[1]", f"{ls}[1]"
+        if term.kernel == "exp_quad":
+            return (
+                f"{sd} * sqrt(sqrt(2 * pi()) * {ls}) * exp(-0.25 * square({ls}) * square({omega}))"
+            )
+        return f"{sd} * 2 * (sqrt(3) / {ls})^1.5 * inv(square(sqrt(3) / {ls}) + square({omega}))"
+    # one curve per level: the spd of level l in column l
+    return f"hsgp_spd_{term.kernel}({omega}, {sd}, {ls})"
+
+
+HSGP_FUNCTIONS = {
+    "exp_quad": """\
+  // square root of the exp-quad spectral density at frequencies omega, one column per curve
+  matrix hsgp_spd_exp_quad(vector omega, vector sd, vector ls) {
+    matrix[rows(omega), rows(sd)] out;
+    for (l in 1:rows(sd)) {
+      out[:, l] = sd[l] * sqrt(sqrt(2 * pi()) * ls[l]) * exp(-0.25 * square(ls[l]) * square(omega));
+    }
+    return out;
+  }""",
+    "matern32": """\
+  // square root of the Matern 3/2 spectral density at frequencies omega, one column per curve
+  matrix hsgp_spd_matern32(vector omega, vector sd, vector ls) {
+    matrix[rows(omega), rows(sd)] out;
+    for (l in 1:rows(sd)) {
+      out[:, l] = sd[l] * 2 * (sqrt(3) / ls[l])^1.5 * inv(square(sqrt(3) / ls[l]) + square(omega));
+    }
+    return out;
+  }""",
+}
+"""Stan functions of HSGP terms with one curve per level (``by=``)."""
+
+
+def _indicator_or_value(
+    parent: ParentKind,
+    values: Mapping[str, np.ndarray],
+    codes: Mapping[str, np.ndarray],
+    n_levels: Mapping[str, int],
+) -> np.ndarray:
+    raw = np.asarray(parent.read(values, codes))
+    if parent.levels is None:
+        return raw.astype(float)[:, None]
+    return np.asarray(np.eye(n_levels[parent.name])[raw.astype(np.int64)][:, 1:], dtype=float)
+
+
+def _contract(basis: np.ndarray, coefficients: np.ndarray, s: int) -> np.ndarray:
+    """``sum_q basis[..., n, q] * coefficients[s, q, ...]`` as ``(S, N, ...)``."""
+    if basis.ndim == 2:  # shared by every set
+        return np.asarray(np.einsum("nq,sq...->sn...", basis, coefficients))
+    return np.asarray(np.einsum("snq,sq...->sn...", basis, coefficients))
+
+
+def _interaction_effect(
+    parents: tuple[ParentKind, ...],
+    coefficients: np.ndarray,
+    values: Mapping[str, np.ndarray],
+    codes: Mapping[str, np.ndarray],
+) -> np.ndarray:
+    s = coefficients.shape[0]
+    trailing = coefficients.shape[2:]
+    raws = [np.asarray(p.read(values, codes)) for p in parents]
+    n = max(np.shape(r)[-1] for r in raws)
+    product = np.ones((s, n) + (1,) * len(trailing))
+    weight = coefficients
+    for parent, raw in zip(parents, raws, strict=True):
+        if parent.levels is None:
+            value = np.broadcast_to(raw.astype(float), (s, n))
+            product = product * value.reshape((s, n) + (1,) * len(trailing))
+    categorical = [(p, r) for p, r in zip(parents, raws, strict=True) if p.levels is not None]
+    if not categorical:
+        return np.asarray(product * weight[:, 0][:, None])
+    _, raw = categorical[0]
+    index = np.broadcast_to(raw.astype(np.int64), (s, n))
+    padded = np.concatenate([np.zeros((s, 1, *trailing)), weight], axis=1)
+    chosen = np.take_along_axis(padded, index.reshape(index.shape + (1,) * len(trailing)), axis=1)
+    return np.asarray(product * chosen)
