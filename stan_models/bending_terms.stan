@@ -20,7 +20,7 @@
 // claims also has bending terms gp(income, by=sex): columns F_claims (data, computed by counterfair at the training knots).
 // grade also has bending terms gp(age): columns F_grade (data, computed by counterfair at the training knots).
 // hired also has bending terms sex:income, (1 + income | office): columns F_hired (data, computed by counterfair at the training knots).
-// track also has bending terms gp(age), sex:income: columns F_track (data, computed by counterfair at the training knots).
+// track also has bending terms gp(age), sex:income, s(income, by=sex), (1 | office): columns F_track (data, computed by counterfair at the training knots).
 functions {
   // Indicator (dummy) columns of a categorical variable with levels 1..n_levels.
   // drop_reference = 1: one column per non-reference level (level 1 is the reference);
@@ -43,6 +43,15 @@ functions {
       out[:, l] = sd[l] * 2 * (sqrt(3) / ls[l])^1.5 * inv(square(sqrt(3) / ls[l]) + square(omega));
     }
     return out;
+  }
+  // orthonormal basis (Helmert) of the vectors of length n that sum to zero: n x (n - 1)
+  matrix sum_to_zero_basis(int n) {
+    matrix[n, n - 1] q = rep_matrix(0, n, n - 1);
+    for (j in 1:(n - 1)) {
+      q[1:j, j] = rep_vector(inv_sqrt(j * (j + 1.0)), j);
+      q[j + 1, j] = -j * inv_sqrt(j * (j + 1.0));
+    }
+    return q;
   }
   // Coefficients of every level of a categorical node from those of its non-reference
   // levels: a zero column (the reference level, level 1) in front.
@@ -82,7 +91,7 @@ data {
   int<lower=1> P_hired;  // number of bending columns of hired
   matrix[N, P_hired] F_hired;  // bending columns of hired: sex:income, (1 + income | office)
   int<lower=1> P_track;  // number of bending columns of track
-  matrix[N, P_track] F_track;  // bending columns of track: gp(age), sex:income
+  matrix[N, P_track] F_track;  // bending columns of track: gp(age), sex:income, s(income, by=sex), (1 | office)
   real<lower=0> scale_test1;  // rough posterior sd of the coefficients of test1 (sampler scale only)
   real<lower=0> scale_test2;  // rough posterior sd of the coefficients of test2 (sampler scale only)
   real<lower=0> scale_income;  // rough posterior sd of the coefficients of income (sampler scale only)
@@ -95,7 +104,9 @@ transformed data {
   matrix[N, n_levels_sex - 1] Lby_test2 = indicators(sex, n_levels_sex, 1);  // levels of sex other than the reference, for the loadings of test2
   vector[6] omega_claims_income_by_sex = pi() * linspaced_vector(6, 1, 6) / 3.0;  // frequencies of the HSGP basis of gp(income, by=sex)
   vector[6] omega_grade_age = pi() * linspaced_vector(6, 1, 6) / 3.0;  // frequencies of the HSGP basis of gp(age)
+  matrix[n_groups_office, n_groups_office - 1] Q_hired_office = sum_to_zero_basis(n_groups_office);  // orthonormal basis of the effects of (1 + income | office) that sum to zero
   vector[6] omega_track_age = pi() * linspaced_vector(6, 1, 6) / 3.0;  // frequencies of the HSGP basis of gp(age)
+  matrix[n_groups_office, n_groups_office - 1] Q_track_office = sum_to_zero_basis(n_groups_office);  // orthonormal basis of the effects of (1 | office) that sum to zero
   // design matrix of test2: columns for sex
   matrix[N, (n_levels_sex - 1)] X_test2 = indicators(sex, n_levels_sex, 1);
   // design matrix of income: columns for sex, age, F_income
@@ -146,7 +157,7 @@ parameters {
   vector<multiplier=scale_hired>[n_levels_grade - 1] beta_hired_grade;  // effect of grade on hired, per level above the lowest
   real<multiplier=scale_hired> lambda_hired_K;  // loading of K on hired
   vector<multiplier=scale_hired>[(n_levels_sex - 1) * 1] beta_hired_sex_x_income;  // interaction sex:income on hired
-  matrix[n_groups_office, 2] zu_hired_office;  // standardised group effects (1 + income | office) on hired
+  matrix[n_groups_office - 1, 2] zu_hired_office;  // standardised group effects (1 + income | office) on hired, in the sum-to-zero basis
   vector<lower=0>[2] sdu_hired_office;  // sds of the group effects (1 + income | office) (intercept, then slopes)
   vector<multiplier=scale_track>[n_levels_track - 1] alpha_track;  // intercept of each non-reference level of track
   matrix<multiplier=scale_track>[n_levels_sex - 1, n_levels_track - 1] beta_track_sex;  // effect of sex on each level of track
@@ -156,6 +167,11 @@ parameters {
   vector<lower=0>[n_levels_track - 1] sdgp_track_age;  // magnitude of the GP gp(age)
   vector<lower=0>[n_levels_track - 1] lsgp_track_age;  // length scale of the GP gp(age)
   matrix<multiplier=scale_track>[(n_levels_sex - 1) * 1, n_levels_track - 1] beta_track_sex_x_income;  // interaction sex:income on track
+  matrix<multiplier=scale_track>[n_levels_sex - 1, n_levels_track - 1] bs_track_income_by_sex;  // extra slope of income on track per non-reference level of sex
+  matrix[3, n_levels_sex * (n_levels_track - 1)] zs_track_income_by_sex;  // standardised spline weights of s(income, by=sex)
+  vector<lower=0>[n_levels_sex * (n_levels_track - 1)] sds_track_income_by_sex;  // sd of the bending part of s(income, by=sex)
+  matrix[n_groups_office - 1, 1 * (n_levels_track - 1)] zu_track_office;  // standardised group effects (1 | office) on track, in the sum-to-zero basis
+  vector<lower=0>[1] sdu_track_office;  // sds of the group effects (1 | office) (intercept, then slopes)
 }
 transformed parameters {
   real<lower=0> sigma_test1 = sqrt(sigma2_test1);  // residual sd of test1
@@ -164,8 +180,10 @@ transformed parameters {
   vector[6] s_income_age = to_vector(zs_income_age * diag_matrix(sds_income_age));  // weights of the columns of s(age)
   vector[(n_levels_sex - 1) + n_levels_sex * 6] gp_claims_income_by_sex = append_row(bs_claims_income_by_sex, to_vector(zgp_claims_income_by_sex .* hsgp_spd_matern32(omega_claims_income_by_sex, sdgp_claims_income_by_sex, lsgp_claims_income_by_sex)));  // weights of the columns of gp(income, by=sex)
   vector[6] gp_grade_age = to_vector(diag_pre_multiply(sdgp_grade_age[1] * sqrt(sqrt(2 * pi()) * lsgp_grade_age[1]) * exp(-0.25 * square(lsgp_grade_age[1]) * square(omega_grade_age)), zgp_grade_age));  // weights of the columns of gp(age)
-  vector[n_groups_office * 2] u_hired_office = to_vector(diag_post_multiply(zu_hired_office, sdu_hired_office));  // effects (1 + income | office): every group's intercept, then each slope's
+  vector[n_groups_office * 2] u_hired_office = to_vector(diag_post_multiply(Q_hired_office * zu_hired_office, sdu_hired_office));  // effects (1 + income | office): every group's intercept, then each slope's
   matrix[6, n_levels_track - 1] gp_track_age = zgp_track_age .* hsgp_spd_exp_quad(omega_track_age, sdgp_track_age, lsgp_track_age);  // weights of the columns of gp(age), one column per level of track
+  matrix[(n_levels_sex - 1) + n_levels_sex * 3, n_levels_track - 1] s_track_income_by_sex = append_row(bs_track_income_by_sex, to_matrix(zs_track_income_by_sex * diag_matrix(sds_track_income_by_sex), n_levels_sex * 3, n_levels_track - 1));  // weights of the columns of s(income, by=sex), one column per level of track
+  matrix[n_groups_office * 1, n_levels_track - 1] u_track_office = diag_pre_multiply(rep_vector(sdu_track_office[1], n_groups_office), to_matrix(Q_track_office * zu_track_office, n_groups_office * 1, n_levels_track - 1));  // effects (1 | office): every group's intercept, then each slope's, one column per level of track
 }
 model {
   // priors
@@ -189,7 +207,7 @@ model {
   beta_claims_sex ~ normal(0.0, 1.0);
   beta_claims_income ~ normal(0.0, 1.0);
   lambda_claims_K ~ normal(0.0, 1.0);
-  bs_claims_income_by_sex ~ normal(0.0, 1.0);
+  to_vector(bs_claims_income_by_sex) ~ normal(0.0, 1.0);
   to_vector(zgp_claims_income_by_sex) ~ std_normal();
   sdgp_claims_income_by_sex ~ normal(0.0, 1.0);
   lsgp_claims_income_by_sex ~ inv_gamma(5.0, 2.5);
@@ -205,7 +223,7 @@ model {
   beta_hired_grade ~ normal(0.0, 1.0);
   lambda_hired_K ~ normal(0.0, 1.0);
   beta_hired_sex_x_income ~ normal(0.0, 1.0);
-  to_vector(zu_hired_office) ~ std_normal();
+  to_vector(zu_hired_office) ~ normal(0.0, inv_sqrt(1.0 - inv(n_groups_office)));
   sdu_hired_office ~ normal(0.0, 1.0);
   alpha_track ~ normal(0.0, 1.0);
   to_vector(beta_track_sex) ~ normal(0.0, 1.0);
@@ -215,6 +233,11 @@ model {
   sdgp_track_age ~ normal(0.0, 1.0);
   lsgp_track_age ~ inv_gamma(5.0, 2.5);
   to_vector(beta_track_sex_x_income) ~ normal(0.0, 1.0);
+  to_vector(bs_track_income_by_sex) ~ normal(0.0, 1.0);
+  to_vector(zs_track_income_by_sex) ~ std_normal();
+  sds_track_income_by_sex ~ normal(0.0, 1.0);
+  to_vector(zu_track_office) ~ normal(0.0, inv_sqrt(1.0 - inv(n_groups_office)));
+  sdu_track_office ~ normal(0.0, 1.0);
   // structural equations
   // K: loadings that differ by group, so its precision and mean given test1, test2, income are vectors over rows
   vector[N] lam_K_test1 = rep_vector(lambda_test1_K, N);  // loading of K on test1, per row
@@ -236,5 +259,5 @@ model {
   claims ~ poisson_log_glm(X_claims, alpha_claims + lambda_claims_K * K, append_row(beta_claims_sex, append_row([beta_claims_income]', gp_claims_income_by_sex)));
   grade ~ ordered_logistic(lambda_grade_K * K + X_grade * append_row([beta_grade_age]', gp_grade_age), cutpoints_grade);
   hired ~ bernoulli_logit_glm(X_hired, alpha_hired + lambda_hired_K * K, append_row(beta_hired_sex, append_row([beta_hired_income]', append_row(beta_hired_grade, append_row(beta_hired_sex_x_income, u_hired_office)))));
-  track ~ categorical_logit_glm(X_track, append_row(0.0, alpha_track), with_reference(append_row(beta_track_sex, append_row(beta_track_age, append_row(beta_track_income, append_row(gp_track_age, beta_track_sex_x_income))))));
+  track ~ categorical_logit_glm(X_track, append_row(0.0, alpha_track), with_reference(append_row(beta_track_sex, append_row(beta_track_age, append_row(beta_track_income, append_row(gp_track_age, append_row(beta_track_sex_x_income, append_row(s_track_income_by_sex, u_track_office))))))));
 }

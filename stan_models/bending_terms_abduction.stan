@@ -20,7 +20,7 @@
 // claims also has bending terms gp(income, by=sex): columns F_claims (data, computed by counterfair at the training knots).
 // grade also has bending terms gp(age): columns F_grade (data, computed by counterfair at the training knots).
 // hired also has bending terms sex:income, (1 + income | office): columns F_hired (data, computed by counterfair at the training knots).
-// track also has bending terms gp(age), sex:income: columns F_track (data, computed by counterfair at the training knots).
+// track also has bending terms gp(age), sex:income, s(income, by=sex), (1 | office): columns F_track (data, computed by counterfair at the training knots).
 functions {
   // Indicator (dummy) columns of a categorical variable with levels 1..n_levels.
   // drop_reference = 1: one column per non-reference level (level 1 is the reference);
@@ -43,6 +43,15 @@ functions {
       out[:, l] = sd[l] * 2 * (sqrt(3) / ls[l])^1.5 * inv(square(sqrt(3) / ls[l]) + square(omega));
     }
     return out;
+  }
+  // orthonormal basis (Helmert) of the vectors of length n that sum to zero: n x (n - 1)
+  matrix sum_to_zero_basis(int n) {
+    matrix[n, n - 1] q = rep_matrix(0, n, n - 1);
+    for (j in 1:(n - 1)) {
+      q[1:j, j] = rep_vector(inv_sqrt(j * (j + 1.0)), j);
+      q[j + 1, j] = -j * inv_sqrt(j * (j + 1.0));
+    }
+    return q;
   }
   // Coefficients of every level of a categorical node from those of its non-reference
   // levels: a zero column (the reference level, level 1) in front.
@@ -82,7 +91,7 @@ data {
   int<lower=1> P_hired;  // number of bending columns of hired
   matrix[N, P_hired] F_hired;  // bending columns of hired: sex:income, (1 + income | office)
   int<lower=1> P_track;  // number of bending columns of track
-  matrix[N, P_track] F_track;  // bending columns of track: gp(age), sex:income
+  matrix[N, P_track] F_track;  // bending columns of track: gp(age), sex:income, s(income, by=sex), (1 | office)
   int<lower=1> S;  // number of parameter sets (posterior draws)
   int<lower=0, upper=1> observe_test1;  // 1: condition the latents on test1
   int<lower=0, upper=1> observe_test2;  // 1: condition the latents on test2

@@ -82,8 +82,9 @@ def bending_terms_scm() -> cf.SCM:
     (Poisson, an HSGP in income with a Matern 3/2 kernel, one curve per sex),
     ``grade`` (ordinal, an exp-quad HSGP in age) and ``hired`` (Bernoulli, with the
     interaction sex x income, and partially pooled intercepts and income slopes by
-    ``office``, a column that is not a node) and ``track`` (categorical: an HSGP in age and
-    the interaction sex x income, one curve and one weight per non-reference level).
+    ``office``, a column that is not a node) and ``track`` (categorical: an HSGP in age,
+    the interaction sex x income, a P-spline in income by sex and intercepts by
+    ``office``, one curve, weight or effect per non-reference level).
     """
     g = nx.DiGraph()
     g.add_node("sex", spec=cf.Protected())
@@ -110,7 +111,12 @@ def bending_terms_scm() -> cf.SCM:
         "track",
         spec=cf.Categorical(
             levels=("desk", "field", "lead"),
-            terms=[cf.Smooth("age", k=6, basis="hsgp"), cf.Interaction("sex", "income")],
+            terms=[
+                cf.Smooth("age", k=6, basis="hsgp"),
+                cf.Interaction("sex", "income"),
+                cf.Smooth("income", k=5, by="sex"),
+                cf.GroupEffect("office"),
+            ],
         ),
     )
     g.add_edges_from([("K", "test1"), ("K", "test2"), ("sex", "test2")])

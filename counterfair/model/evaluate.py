@@ -78,8 +78,7 @@ def linear_predictor(
     for lterm in eq.latent:
         eta += latent_loading(eq, lterm, params, values, codes) * values[lterm.parent]
     for term in eq.bending:
-        sds = [params[name] for name in term.numpy_names()]
-        eta += term.effect(params[term.param], values, codes, sds[0] if sds else None)
+        eta += term.contribution(params, values, codes)
     return eta
 
 

@@ -37,7 +37,6 @@ from counterfair.model.equation import NodeEquation
 from counterfair.model.families import family_of
 from counterfair.model.families.base import append_rows
 from counterfair.model.specs import Latent, Observed, Protected, stan_real
-from counterfair.model.terms import HSGP_FUNCTIONS, hsgp_frequencies
 from counterfair.stan.anchoring import (
     Predictor,
     anchors_of,
@@ -83,10 +82,7 @@ def _functions_block(scm: SCM) -> str:
             if function not in extra:
                 extra.append(function)
         for term in scm.equations[node].bending:
-            smooth = term.term
-            one_per_curve = getattr(smooth, "by", None) or term.predictors is not None
-            if getattr(smooth, "basis", None) == "hsgp" and one_per_curve:
-                function = HSGP_FUNCTIONS[smooth.kernel]  # type: ignore[union-attr]
+            for function in term.stan_functions():
                 if function not in extra:
                     extra.append(function)
     if not extra:
@@ -282,20 +278,11 @@ def _term_data_lines(scm: SCM, equations: list[NodeEquation], frequencies: bool)
         if not frequencies:
             continue
         for term in eq.bending:
-            if not term.param.startswith("gp_"):
-                continue
-            k = len(hsgp_frequencies(term.term.k))  # type: ignore[union-attr]
-            lines.append(
-                f"{_INDENT}vector[{k}] omega_{term.stem} = pi() * linspaced_vector({k}, 1, {k}) "
-                f"/ {_hsgp_span()};  // frequencies of the HSGP basis of {term.term.label}"
-            )
+            lines += [
+                f"{_INDENT}{definition};  // {comment}"
+                for definition, comment in term.stan_transformed_data()
+            ]
     return lines
-
-
-def _hsgp_span() -> str:
-    from counterfair.model.terms import HSGP_BOUNDARY
-
-    return stan_real(2.0 * HSGP_BOUNDARY)
 
 
 def _transformed_data_block(

@@ -254,7 +254,7 @@ class CategoricalFamily(LevelFamily):
         for lterm in eq.latent:
             eta += params[lterm.param][:, None, :] * np.asarray(values[lterm.parent])[..., None]
         for term in eq.bending:  # weights (S, columns, K-1): one curve per level
-            eta += term.effect(params[term.param], values, codes)
+            eta += term.contribution(params, values, codes)
         return eta
 
     def mean(self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:

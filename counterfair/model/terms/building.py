@@ -82,12 +82,7 @@ def equation_terms(
                         f"node {node!r}, term {term.label}: slope of {kind.name!r}, which is "
                         "categorical; group slopes are of numeric parents"
                     )
-            if predictors is not None:
-                raise errors.SCMError(
-                    f"node {node!r}, term {term.label}: group effects of a categorical node are "
-                    "not supported yet"
-                )
-            out.append(EquationTerm(node, term, kinds, f"u_{node}_{term.column}"))
+            out.append(EquationTerm(node, term, kinds, f"u_{node}_{term.column}", predictors))
             continue
         if isinstance(term, Smooth):
             if kinds[0].levels is not None or _binary(specs[term.parent]):
@@ -103,11 +98,6 @@ def equation_terms(
                 )
             stem = f"{node}_{term.parent}" + (f"_by_{term.by}" if term.by else "")
             prefix = "s" if term.basis == "ps" else "gp"
-            if predictors is not None and term.by is not None:
-                raise errors.SCMError(
-                    f"node {node!r}, term {term.label}: by= on a categorical node is not "
-                    "supported yet (it has one curve per level of its own)"
-                )
             out.append(EquationTerm(node, term, kinds, f"{prefix}_{stem}", predictors))
         else:
             if kinds[0].levels is not None and kinds[1].levels is not None:

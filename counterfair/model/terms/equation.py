@@ -18,9 +18,9 @@ import numpy as np
 
 from counterfair import errors
 from counterfair.logs import user_stacklevel
-from counterfair.model.nodes import Prior
+from counterfair.model.nodes import Prior, stan_real
 from counterfair.model.terms.bases import OUTSIDE_RANGE, outside_range, smooth_basis, smooth_width
-from counterfair.model.terms.declare import GroupEffect, Interaction, Smooth, Term
+from counterfair.model.terms.declare import HSGP_BOUNDARY, GroupEffect, Interaction, Smooth, Term
 from counterfair.model.terms.groups import group_effect, groups_name
 
 
@@ -225,6 +225,16 @@ class EquationTerm:
         x_b = np.broadcast_to(x, (s, x.shape[-1])).reshape((s, x.shape[-1]) + (1,) * len(trailing))
         return np.asarray(slope * x_b + bend)
 
+    def contribution(
+        self,
+        params: Mapping[str, np.ndarray],
+        values: Mapping[str, np.ndarray],
+        codes: Mapping[str, np.ndarray],
+    ) -> np.ndarray:
+        """:meth:`effect` with the term's own parameters read from ``params`` (by name)."""
+        sds = [params[name] for name in self.numpy_names()]
+        return self.effect(params[self.param], values, codes, sds[0] if sds else None)
+
     # ---------------------------------------------------------------- Stan
     def stan_parameters(self, prior_weights: Prior, scaled: str) -> list[tuple[str, str]]:
         """(declaration, comment) of the fit program's parameters of the term."""
@@ -232,10 +242,13 @@ class EquationTerm:
         width = self.width()
         if isinstance(term, GroupEffect):
             count = 1 + len(term.slopes)
+            groups = groups_name(term.column)
+            columns = str(count) if self.predictors is None else f"{count} * ({self.predictors})"
             return [
                 (
-                    f"matrix[{groups_name(term.column)}, {count}] zu_{self.stem}",
-                    f"standardised group effects {term.label} on {self.node}",
+                    f"matrix[{groups} - 1, {columns}] zu_{self.stem}",
+                    f"standardised group effects {term.label} on {self.node}, in the "
+                    "sum-to-zero basis",
                 ),
                 (
                     f"vector<lower=0>[{count}] sdu_{self.stem}",
@@ -252,20 +265,24 @@ class EquationTerm:
         stem = self.stem
         out: list[tuple[str, str]] = []
         curve = smooth_width(term)
-        if self.predictors is not None:  # one curve per predictor of a categorical node
-            curves = self.predictors
-        elif term.by is not None:
+        curves = "1"
+        if term.by is not None:
             levels = self.parents[1].levels
+            kind = (
+                f"vector{scaled}[{levels} - 1]"
+                if self.predictors is None
+                else f"matrix{scaled}[{levels} - 1, {self.predictors}]"
+            )
             out.append(
                 (
-                    f"vector{scaled}[{levels} - 1] bs_{stem}",
+                    f"{kind} bs_{stem}",
                     f"extra slope of {term.parent} on {self.node} per non-reference level of "
                     f"{term.by}",
                 )
             )
             curves = f"{levels}"
-        else:
-            curves = "1"
+        if self.predictors is not None:  # one curve per predictor of a categorical node
+            curves = self.predictors if term.by is None else f"{curves} * ({self.predictors})"
         if term.basis == "ps":
             out += [
                 (
@@ -288,42 +305,88 @@ class EquationTerm:
             ]
         return out
 
+    def stan_transformed_data(self) -> list[tuple[str, str]]:
+        """(definition, comment) of the fit program's transformed data of the term."""
+        term = self.term
+        if isinstance(term, GroupEffect):
+            groups = groups_name(term.column)
+            return [
+                (
+                    f"matrix[{groups}, {groups} - 1] Q_{self.stem} = sum_to_zero_basis({groups})",
+                    f"orthonormal basis of the effects of {term.label} that sum to zero",
+                )
+            ]
+        if isinstance(term, Smooth) and term.basis == "hsgp":
+            k = term.k
+            return [
+                (
+                    f"vector[{k}] omega_{self.stem} = pi() * linspaced_vector({k}, 1, {k}) "
+                    f"/ {stan_real(2.0 * HSGP_BOUNDARY)}",
+                    f"frequencies of the HSGP basis of {term.label}",
+                )
+            ]
+        return []
+
+    def stan_functions(self) -> list[str]:
+        """Stan functions the fit program needs for the term."""
+        term = self.term
+        if isinstance(term, GroupEffect):
+            return [SUM_TO_ZERO_FUNCTION]
+        curves = isinstance(term, Smooth) and (term.by is not None or self.predictors is not None)
+        if curves and term.basis == "hsgp":  # type: ignore[union-attr]
+            return [HSGP_FUNCTIONS[term.kernel]]  # type: ignore[union-attr]
+        return []
+
     def stan_transformed(self) -> list[tuple[str, str]]:
         """(definition, comment) of the effective coefficients (fit program)."""
         term = self.term
         if isinstance(term, Interaction):
             return []
+        width = self.width()
+        stem = self.stem
         if isinstance(term, GroupEffect):
+            count = 1 + len(term.slopes)
+            groups = groups_name(term.column)
+            centred = f"Q_{stem} * zu_{stem}"
+            if self.predictors is None:
+                body = f"to_vector(diag_post_multiply({centred}, sdu_{stem}))"
+                return [
+                    (
+                        f"vector[{width}] {self.param} = {body}",
+                        f"effects {term.label}: every group's intercept, then each slope's",
+                    )
+                ]
+            sds = f"rep_vector(sdu_{stem}[1], {groups})"
+            for j in range(2, count + 1):
+                sds = f"append_row({sds}, rep_vector(sdu_{stem}[{j}], {groups}))"
+            body = f"diag_pre_multiply({sds}, to_matrix({centred}, {width}, {self.predictors}))"
             return [
                 (
-                    f"vector[{self.width()}] {self.param} = "
-                    f"to_vector(diag_post_multiply(zu_{self.stem}, sdu_{self.stem}))",
-                    f"effects {term.label}: every group's intercept, then each slope's",
+                    f"matrix[{width}, {self.predictors}] {self.param} = {body}",
+                    f"effects {term.label}: every group's intercept, then each slope's, one "
+                    f"column per level of {self.node}",
                 )
             ]
-        stem = self.stem
-        width = self.width()
+        if term.basis == "ps":
+            weights = f"zs_{stem} * diag_matrix(sds_{stem})"
+        elif term.by is None and self.predictors is None:
+            spd = _spd_expression(term, stem)
+            weights = f"diag_pre_multiply({spd}, zgp_{stem})"
+        else:
+            spd = f"hsgp_spd_{term.kernel}(omega_{stem}, sdgp_{stem}, lsgp_{stem})"
+            weights = f"zgp_{stem} .* {spd}"
         if self.predictors is not None:  # a matrix: one column of weights per predictor
-            if term.basis == "ps":
-                weights = f"zs_{stem} * diag_matrix(sds_{stem})"
-            else:
-                spd = f"hsgp_spd_{term.kernel}(omega_{stem}, sdgp_{stem}, lsgp_{stem})"
-                weights = f"zgp_{stem} .* {spd}"
+            if term.by is not None:
+                levels = self.parents[1].levels
+                curves = f"{levels} * {smooth_width(term)}"
+                matrix = f"to_matrix({weights}, {curves}, {self.predictors})"
+                weights = f"append_row(bs_{stem}, {matrix})"
             return [
                 (
                     f"matrix[{width}, {self.predictors}] {self.param} = {weights}",
                     f"weights of the columns of {term.label}, one column per level of {self.node}",
                 )
             ]
-        if term.basis == "ps":
-            weights = f"zs_{stem} * diag_matrix(sds_{stem})"
-        else:
-            spd = _spd_expression(term, stem)
-            weights = (
-                f"diag_pre_multiply({spd}, zgp_{stem})"
-                if term.by is None
-                else (f"zgp_{stem} .* {spd}")
-            )
         body = f"to_vector({weights})"
         if term.by is not None:
             body = f"append_row(bs_{stem}, {body})"
@@ -338,12 +401,14 @@ class EquationTerm:
             target = self.param if self.predictors is None else f"to_vector({self.param})"
             return [f"{target} ~ {(term.prior or prior_weights).stan()};"]
         if isinstance(term, GroupEffect):
+            groups = groups_name(term.column)
             return [
-                f"to_vector(zu_{self.stem}) ~ std_normal();",
+                # unit marginal variance of each group's effect under the sum-to-zero basis
+                f"to_vector(zu_{self.stem}) ~ normal(0.0, inv_sqrt(1.0 - inv({groups})));",
                 f"sdu_{self.stem} ~ {term.prior_sd.stan()};",
             ]
         stem = self.stem
-        lines = [f"bs_{stem} ~ {prior_weights.stan()};"] if term.by else []
+        lines = [f"to_vector(bs_{stem}) ~ {prior_weights.stan()};"] if term.by else []
         if term.basis == "ps":
             return [
                 *lines,
@@ -393,6 +458,19 @@ def _spd_expression(term: Smooth, stem: str) -> str:
     # one curve per level: the spd of level l in column l
     return f"hsgp_spd_{term.kernel}({omega}, {sd}, {ls})"
 
+
+SUM_TO_ZERO_FUNCTION = """\
+  // orthonormal basis (Helmert) of the vectors of length n that sum to zero: n x (n - 1)
+  matrix sum_to_zero_basis(int n) {
+    matrix[n, n - 1] q = rep_matrix(0, n, n - 1);
+    for (j in 1:(n - 1)) {
+      q[1:j, j] = rep_vector(inv_sqrt(j * (j + 1.0)), j);
+      q[j + 1, j] = -j * inv_sqrt(j * (j + 1.0));
+    }
+    return q;
+  }"""
+"""Stan function of group effects: they sum to zero over the training groups, so that the
+node's intercept (and each population slope) is not traded against the groups' mean."""
 
 HSGP_FUNCTIONS = {
     "exp_quad": """\
