@@ -7,7 +7,7 @@
 //   test1 ~ normal, identity link | K
 //   test2 ~ normal, identity link | sex, K
 //   income ~ normal, identity link | sex, age, K
-//   claims ~ poisson, log link | sex, K, income
+//   claims ~ poisson, log link | sex, age, K, income
 //   grade ~ ordinal, logit link | age, K
 //   hired ~ bernoulli, logit link | sex, K, income, grade
 //   track ~ categorical, softmax link | sex, age, income
@@ -17,10 +17,10 @@
 // The first child of each latent has a positive loading (sign identification).
 // The loadings of test2 differ by level of sex (the reference level's loading plus dlambda).
 // income also has bending terms s(age): columns F_income (data, computed by counterfair at the training knots).
-// claims also has bending terms gp(income, by=sex): columns F_claims (data, computed by counterfair at the training knots).
+// claims also has bending terms gp(income, by=sex), gp(income, age): columns F_claims (data, computed by counterfair at the training knots).
 // grade also has bending terms gp(age): columns F_grade (data, computed by counterfair at the training knots).
 // hired also has bending terms sex:income, (1 + income | office): columns F_hired (data, computed by counterfair at the training knots).
-// track also has bending terms gp(age), sex:income, s(income, by=sex), (1 | office): columns F_track (data, computed by counterfair at the training knots).
+// track also has bending terms gp(age), sex:income, s(income, by=sex), (1 | office), gp(age, income): columns F_track (data, computed by counterfair at the training knots).
 functions {
   // Indicator (dummy) columns of a categorical variable with levels 1..n_levels.
   // drop_reference = 1: one column per non-reference level (level 1 is the reference);
@@ -66,6 +66,15 @@ functions {
     }
     return out;
   }
+  // square root of the 2-D Matern 3/2 spectral density at frequency lengths omega, per curve
+  matrix hsgp_spd_matern32_2d(vector omega, vector sd, vector ls) {
+    matrix[rows(omega), rows(sd)] out;
+    for (l in 1:rows(sd)) {
+      out[:, l] = sd[l] * sqrt(6 * pi()) * (sqrt(3) / ls[l])^1.5
+                  * pow(square(sqrt(3) / ls[l]) + square(omega), -1.25);
+    }
+    return out;
+  }
 }
 data {
   int<lower=1> N;  // number of individuals (rows)
@@ -85,13 +94,13 @@ data {
   int<lower=1> P_income;  // number of bending columns of income
   matrix[N, P_income] F_income;  // bending columns of income: s(age)
   int<lower=1> P_claims;  // number of bending columns of claims
-  matrix[N, P_claims] F_claims;  // bending columns of claims: gp(income, by=sex)
+  matrix[N, P_claims] F_claims;  // bending columns of claims: gp(income, by=sex), gp(income, age)
   int<lower=1> P_grade;  // number of bending columns of grade
   matrix[N, P_grade] F_grade;  // bending columns of grade: gp(age)
   int<lower=1> P_hired;  // number of bending columns of hired
   matrix[N, P_hired] F_hired;  // bending columns of hired: sex:income, (1 + income | office)
   int<lower=1> P_track;  // number of bending columns of track
-  matrix[N, P_track] F_track;  // bending columns of track: gp(age), sex:income, s(income, by=sex), (1 | office)
+  matrix[N, P_track] F_track;  // bending columns of track: gp(age), sex:income, s(income, by=sex), (1 | office), gp(age, income)
   real<lower=0> scale_test1;  // rough posterior sd of the coefficients of test1 (sampler scale only)
   real<lower=0> scale_test2;  // rough posterior sd of the coefficients of test2 (sampler scale only)
   real<lower=0> scale_income;  // rough posterior sd of the coefficients of income (sampler scale only)
@@ -103,16 +112,18 @@ data {
 transformed data {
   matrix[N, n_levels_sex - 1] Lby_test2 = indicators(sex, n_levels_sex, 1);  // levels of sex other than the reference, for the loadings of test2
   vector[6] omega_claims_income_by_sex = pi() * linspaced_vector(6, 1, 6) / 3.0;  // frequencies of the HSGP basis of gp(income, by=sex)
+  vector[5 * 5] omega_claims_income_age = sqrt(to_vector(rep_matrix(square(pi() * linspaced_vector(5, 1, 5) / 3.0), 5) + rep_matrix(square(pi() * linspaced_vector(5, 1, 5) / 3.0)', 5)));  // length of the frequency vector of each basis function of gp(income, age) (first parent's index fastest)
   vector[6] omega_grade_age = pi() * linspaced_vector(6, 1, 6) / 3.0;  // frequencies of the HSGP basis of gp(age)
   matrix[n_groups_office, n_groups_office - 1] Q_hired_office = sum_to_zero_basis(n_groups_office);  // orthonormal basis of the effects of (1 + income | office) that sum to zero
   vector[6] omega_track_age = pi() * linspaced_vector(6, 1, 6) / 3.0;  // frequencies of the HSGP basis of gp(age)
   matrix[n_groups_office, n_groups_office - 1] Q_track_office = sum_to_zero_basis(n_groups_office);  // orthonormal basis of the effects of (1 | office) that sum to zero
+  vector[5 * 5] omega_track_age_income = sqrt(to_vector(rep_matrix(square(pi() * linspaced_vector(5, 1, 5) / 3.0), 5) + rep_matrix(square(pi() * linspaced_vector(5, 1, 5) / 3.0)', 5)));  // length of the frequency vector of each basis function of gp(age, income) (first parent's index fastest)
   // design matrix of test2: columns for sex
   matrix[N, (n_levels_sex - 1)] X_test2 = indicators(sex, n_levels_sex, 1);
   // design matrix of income: columns for sex, age, F_income
   matrix[N, (n_levels_sex - 1) + 1 + P_income] X_income = append_col(indicators(sex, n_levels_sex, 1), append_col(to_matrix(age), F_income));
-  // design matrix of claims: columns for sex, income, F_claims
-  matrix[N, (n_levels_sex - 1) + 1 + P_claims] X_claims = append_col(indicators(sex, n_levels_sex, 1), append_col(to_matrix(income), F_claims));
+  // design matrix of claims: columns for sex, age, income, F_claims
+  matrix[N, (n_levels_sex - 1) + 1 + 1 + P_claims] X_claims = append_col(indicators(sex, n_levels_sex, 1), append_col(to_matrix(age), append_col(to_matrix(income), F_claims)));
   // design matrix of grade: columns for age, F_grade
   matrix[N, 1 + P_grade] X_grade = append_col(to_matrix(age), F_grade);
   // design matrix of hired: columns for sex, income, grade, F_hired
@@ -139,12 +150,16 @@ parameters {
   real<lower=0> sigma2_income;  // residual variance of income
   real<multiplier=scale_claims> alpha_claims;  // intercept of claims
   vector<multiplier=scale_claims>[n_levels_sex - 1] beta_claims_sex;  // effect of sex on claims, per non-reference level
+  real<multiplier=scale_claims> beta_claims_age;  // weight of age on claims
   real<multiplier=scale_claims> beta_claims_income;  // weight of income on claims
   real<multiplier=scale_claims> lambda_claims_K;  // loading of K on claims
   vector<multiplier=scale_claims>[n_levels_sex - 1] bs_claims_income_by_sex;  // extra slope of income on claims per non-reference level of sex
   matrix[6, n_levels_sex] zgp_claims_income_by_sex;  // standardised HSGP weights of gp(income, by=sex)
   vector<lower=0>[n_levels_sex] sdgp_claims_income_by_sex;  // magnitude of the GP gp(income, by=sex)
   vector<lower=0>[n_levels_sex] lsgp_claims_income_by_sex;  // length scale of the GP gp(income, by=sex)
+  matrix[25, 1] zgp_claims_income_age;  // standardised HSGP weights of gp(income, age)
+  vector<lower=0>[1] sdgp_claims_income_age;  // magnitude of the GP gp(income, age)
+  vector<lower=0>[1] lsgp_claims_income_age;  // length scale of the GP gp(income, age)
   real<multiplier=scale_grade> beta_grade_age;  // weight of age on grade
   real<multiplier=scale_grade> lambda_grade_K;  // loading of K on grade
   matrix[6, 1] zgp_grade_age;  // standardised HSGP weights of gp(age)
@@ -172,6 +187,9 @@ parameters {
   vector<lower=0>[n_levels_sex * (n_levels_track - 1)] sds_track_income_by_sex;  // sd of the bending part of s(income, by=sex)
   matrix[n_groups_office - 1, 1 * (n_levels_track - 1)] zu_track_office;  // standardised group effects (1 | office) on track, in the sum-to-zero basis
   vector<lower=0>[1] sdu_track_office;  // sds of the group effects (1 | office) (intercept, then slopes)
+  matrix[25, n_levels_track - 1] zgp_track_age_income;  // standardised HSGP weights of gp(age, income)
+  vector<lower=0>[n_levels_track - 1] sdgp_track_age_income;  // magnitude of the GP gp(age, income)
+  vector<lower=0>[n_levels_track - 1] lsgp_track_age_income;  // length scale of the GP gp(age, income)
 }
 transformed parameters {
   real<lower=0> sigma_test1 = sqrt(sigma2_test1);  // residual sd of test1
@@ -179,11 +197,13 @@ transformed parameters {
   real<lower=0> sigma_income = sqrt(sigma2_income);  // residual sd of income
   vector[6] s_income_age = to_vector(zs_income_age * diag_matrix(sds_income_age));  // weights of the columns of s(age)
   vector[(n_levels_sex - 1) + n_levels_sex * 6] gp_claims_income_by_sex = append_row(bs_claims_income_by_sex, to_vector(zgp_claims_income_by_sex .* hsgp_spd_matern32(omega_claims_income_by_sex, sdgp_claims_income_by_sex, lsgp_claims_income_by_sex)));  // weights of the columns of gp(income, by=sex)
+  vector[25] gp_claims_income_age = to_vector(diag_pre_multiply(sdgp_claims_income_age[1] * sqrt(2 * pi()) * lsgp_claims_income_age[1] * exp(-0.25 * square(lsgp_claims_income_age[1]) * square(omega_claims_income_age)), zgp_claims_income_age));  // weights of the columns of gp(income, age)
   vector[6] gp_grade_age = to_vector(diag_pre_multiply(sdgp_grade_age[1] * sqrt(sqrt(2 * pi()) * lsgp_grade_age[1]) * exp(-0.25 * square(lsgp_grade_age[1]) * square(omega_grade_age)), zgp_grade_age));  // weights of the columns of gp(age)
   vector[n_groups_office * 2] u_hired_office = to_vector(diag_post_multiply(Q_hired_office * zu_hired_office, sdu_hired_office));  // effects (1 + income | office): every group's intercept, then each slope's
   matrix[6, n_levels_track - 1] gp_track_age = zgp_track_age .* hsgp_spd_exp_quad(omega_track_age, sdgp_track_age, lsgp_track_age);  // weights of the columns of gp(age), one column per level of track
   matrix[(n_levels_sex - 1) + n_levels_sex * 3, n_levels_track - 1] s_track_income_by_sex = append_row(bs_track_income_by_sex, to_matrix(zs_track_income_by_sex * diag_matrix(sds_track_income_by_sex), n_levels_sex * 3, n_levels_track - 1));  // weights of the columns of s(income, by=sex), one column per level of track
   matrix[n_groups_office * 1, n_levels_track - 1] u_track_office = diag_pre_multiply(rep_vector(sdu_track_office[1], n_groups_office), to_matrix(Q_track_office * zu_track_office, n_groups_office * 1, n_levels_track - 1));  // effects (1 | office): every group's intercept, then each slope's, one column per level of track
+  matrix[25, n_levels_track - 1] gp_track_age_income = zgp_track_age_income .* hsgp_spd_matern32_2d(omega_track_age_income, sdgp_track_age_income, lsgp_track_age_income);  // weights of the columns of gp(age, income), one column per level of track
 }
 model {
   // priors
@@ -205,12 +225,16 @@ model {
   sigma2_income ~ inv_gamma(1.0, 1.0);
   alpha_claims ~ normal(0.0, 1.0);
   beta_claims_sex ~ normal(0.0, 1.0);
+  beta_claims_age ~ normal(0.0, 1.0);
   beta_claims_income ~ normal(0.0, 1.0);
   lambda_claims_K ~ normal(0.0, 1.0);
   to_vector(bs_claims_income_by_sex) ~ normal(0.0, 1.0);
   to_vector(zgp_claims_income_by_sex) ~ std_normal();
   sdgp_claims_income_by_sex ~ normal(0.0, 1.0);
   lsgp_claims_income_by_sex ~ inv_gamma(5.0, 2.5);
+  to_vector(zgp_claims_income_age) ~ std_normal();
+  sdgp_claims_income_age ~ normal(0.0, 1.0);
+  lsgp_claims_income_age ~ inv_gamma(5.0, 2.5);
   beta_grade_age ~ normal(0.0, 1.0);
   lambda_grade_K ~ normal(0.0, 1.0);
   to_vector(zgp_grade_age) ~ std_normal();
@@ -238,6 +262,9 @@ model {
   sds_track_income_by_sex ~ normal(0.0, 1.0);
   to_vector(zu_track_office) ~ normal(0.0, inv_sqrt(1.0 - inv(n_groups_office)));
   sdu_track_office ~ normal(0.0, 1.0);
+  to_vector(zgp_track_age_income) ~ std_normal();
+  sdgp_track_age_income ~ normal(0.0, 1.0);
+  lsgp_track_age_income ~ inv_gamma(5.0, 2.5);
   // structural equations
   // K: loadings that differ by group, so its precision and mean given test1, test2, income are vectors over rows
   vector[N] lam_K_test1 = rep_vector(lambda_test1_K, N);  // loading of K on test1, per row
@@ -256,8 +283,8 @@ model {
   vector[N] info_K_income = info_K_test2 + lam_K_income .* res_K_income / square(sigma_income);
   vector[N] prec_K_income = prec_K_test2 + square(lam_K_income) / square(sigma_income);
   vector[N] K = info_K_income ./ prec_K_income + z_K ./ sqrt(prec_K_income);  // K for its other children
-  claims ~ poisson_log_glm(X_claims, alpha_claims + lambda_claims_K * K, append_row(beta_claims_sex, append_row([beta_claims_income]', gp_claims_income_by_sex)));
+  claims ~ poisson_log_glm(X_claims, alpha_claims + lambda_claims_K * K, append_row(beta_claims_sex, append_row([beta_claims_age]', append_row([beta_claims_income]', append_row(gp_claims_income_by_sex, gp_claims_income_age)))));
   grade ~ ordered_logistic(lambda_grade_K * K + X_grade * append_row([beta_grade_age]', gp_grade_age), cutpoints_grade);
   hired ~ bernoulli_logit_glm(X_hired, alpha_hired + lambda_hired_K * K, append_row(beta_hired_sex, append_row([beta_hired_income]', append_row(beta_hired_grade, append_row(beta_hired_sex_x_income, u_hired_office)))));
-  track ~ categorical_logit_glm(X_track, append_row(0.0, alpha_track), with_reference(append_row(beta_track_sex, append_row(beta_track_age, append_row(beta_track_income, append_row(gp_track_age, append_row(beta_track_sex_x_income, append_row(s_track_income_by_sex, u_track_office))))))));
+  track ~ categorical_logit_glm(X_track, append_row(0.0, alpha_track), with_reference(append_row(beta_track_sex, append_row(beta_track_age, append_row(beta_track_income, append_row(gp_track_age, append_row(beta_track_sex_x_income, append_row(s_track_income_by_sex, append_row(u_track_office, gp_track_age_income)))))))));
 }

@@ -7,7 +7,7 @@
 //   test1 ~ normal, identity link | K
 //   test2 ~ normal, identity link | sex, K
 //   income ~ normal, identity link | sex, age, K
-//   claims ~ poisson, log link | sex, K, income
+//   claims ~ poisson, log link | sex, age, K, income
 //   grade ~ ordinal, logit link | age, K
 //   hired ~ bernoulli, logit link | sex, K, income, grade
 //   track ~ categorical, softmax link | sex, age, income
@@ -17,10 +17,10 @@
 // The first child of each latent has a positive loading (sign identification).
 // The loadings of test2 differ by level of sex (the reference level's loading plus dlambda).
 // income also has bending terms s(age): columns F_income (data, computed by counterfair at the training knots).
-// claims also has bending terms gp(income, by=sex): columns F_claims (data, computed by counterfair at the training knots).
+// claims also has bending terms gp(income, by=sex), gp(income, age): columns F_claims (data, computed by counterfair at the training knots).
 // grade also has bending terms gp(age): columns F_grade (data, computed by counterfair at the training knots).
 // hired also has bending terms sex:income, (1 + income | office): columns F_hired (data, computed by counterfair at the training knots).
-// track also has bending terms gp(age), sex:income, s(income, by=sex), (1 | office): columns F_track (data, computed by counterfair at the training knots).
+// track also has bending terms gp(age), sex:income, s(income, by=sex), (1 | office), gp(age, income): columns F_track (data, computed by counterfair at the training knots).
 functions {
   // Indicator (dummy) columns of a categorical variable with levels 1..n_levels.
   // drop_reference = 1: one column per non-reference level (level 1 is the reference);
@@ -66,6 +66,15 @@ functions {
     }
     return out;
   }
+  // square root of the 2-D Matern 3/2 spectral density at frequency lengths omega, per curve
+  matrix hsgp_spd_matern32_2d(vector omega, vector sd, vector ls) {
+    matrix[rows(omega), rows(sd)] out;
+    for (l in 1:rows(sd)) {
+      out[:, l] = sd[l] * sqrt(6 * pi()) * (sqrt(3) / ls[l])^1.5
+                  * pow(square(sqrt(3) / ls[l]) + square(omega), -1.25);
+    }
+    return out;
+  }
 }
 data {
   int<lower=1> N;  // number of individuals (rows)
@@ -85,13 +94,13 @@ data {
   int<lower=1> P_income;  // number of bending columns of income
   matrix[N, P_income] F_income;  // bending columns of income: s(age)
   int<lower=1> P_claims;  // number of bending columns of claims
-  matrix[N, P_claims] F_claims;  // bending columns of claims: gp(income, by=sex)
+  matrix[N, P_claims] F_claims;  // bending columns of claims: gp(income, by=sex), gp(income, age)
   int<lower=1> P_grade;  // number of bending columns of grade
   matrix[N, P_grade] F_grade;  // bending columns of grade: gp(age)
   int<lower=1> P_hired;  // number of bending columns of hired
   matrix[N, P_hired] F_hired;  // bending columns of hired: sex:income, (1 + income | office)
   int<lower=1> P_track;  // number of bending columns of track
-  matrix[N, P_track] F_track;  // bending columns of track: gp(age), sex:income, s(income, by=sex), (1 | office)
+  matrix[N, P_track] F_track;  // bending columns of track: gp(age), sex:income, s(income, by=sex), (1 | office), gp(age, income)
   int<lower=1> S;  // number of parameter sets (posterior draws)
   int<lower=0, upper=1> observe_test1;  // 1: condition the latents on test1
   int<lower=0, upper=1> observe_test2;  // 1: condition the latents on test2
@@ -115,9 +124,11 @@ data {
   array[S] real<lower=0> sigma_income;  // residual sd of income, per parameter set
   array[S] real alpha_claims;  // intercept of claims, per parameter set
   array[S] vector[n_levels_sex - 1] beta_claims_sex;  // effect of sex on claims, per non-reference level, per parameter set
+  array[S] real beta_claims_age;  // weight of age on claims, per parameter set
   array[S] real beta_claims_income;  // weight of income on claims, per parameter set
   array[S] real lambda_claims_K;  // loading of K on claims, per parameter set
   array[S] vector[(n_levels_sex - 1) + n_levels_sex * 6] gp_claims_income_by_sex;  // weights of gp(income, by=sex), per parameter set
+  array[S] vector[25] gp_claims_income_age;  // weights of gp(income, age), per parameter set
   array[S] real beta_grade_age;  // weight of age on grade, per parameter set
   array[S] real lambda_grade_K;  // loading of K on grade, per parameter set
   array[S] vector[6] gp_grade_age;  // weights of gp(age), per parameter set
@@ -137,8 +148,8 @@ transformed data {
   matrix[N, (n_levels_sex - 1)] X_test2 = indicators(sex, n_levels_sex, 1);
   // design matrix of income: columns for sex, age, F_income
   matrix[N, (n_levels_sex - 1) + 1 + P_income] X_income = append_col(indicators(sex, n_levels_sex, 1), append_col(to_matrix(age), F_income));
-  // design matrix of claims: columns for sex, income, F_claims
-  matrix[N, (n_levels_sex - 1) + 1 + P_claims] X_claims = append_col(indicators(sex, n_levels_sex, 1), append_col(to_matrix(income), F_claims));
+  // design matrix of claims: columns for sex, age, income, F_claims
+  matrix[N, (n_levels_sex - 1) + 1 + 1 + P_claims] X_claims = append_col(indicators(sex, n_levels_sex, 1), append_col(to_matrix(age), append_col(to_matrix(income), F_claims)));
   // design matrix of grade: columns for age, F_grade
   matrix[N, 1 + P_grade] X_grade = append_col(to_matrix(age), F_grade);
   // design matrix of hired: columns for sex, income, grade, F_hired
@@ -160,7 +171,7 @@ model {
       income ~ normal_id_glm(X_income, alpha_income[s] + lambda_income_K[s] * K[s], append_row(beta_income_sex[s], append_row([beta_income_age[s]]', s_income_age[s])), sigma_income[s]);
     }
     if (observe_claims) {
-      claims ~ poisson_log_glm(X_claims, alpha_claims[s] + lambda_claims_K[s] * K[s], append_row(beta_claims_sex[s], append_row([beta_claims_income[s]]', gp_claims_income_by_sex[s])));
+      claims ~ poisson_log_glm(X_claims, alpha_claims[s] + lambda_claims_K[s] * K[s], append_row(beta_claims_sex[s], append_row([beta_claims_age[s]]', append_row([beta_claims_income[s]]', append_row(gp_claims_income_by_sex[s], gp_claims_income_age[s])))));
     }
     if (observe_grade) {
       grade ~ ordered_logistic(lambda_grade_K[s] * K[s] + X_grade * append_row([beta_grade_age[s]]', gp_grade_age[s]), cutpoints_grade[s]);

@@ -79,12 +79,14 @@ def bending_terms_scm() -> cf.SCM:
     ``sex`` (categorical) and ``age`` (continuous) are protected; a latent ``K`` is
     measured by ``test1`` and ``test2`` (Normal; ``test2``'s loading differs by sex:
     ``loading_by``), and causes ``income`` (Normal, a P-spline in age), ``claims``
-    (Poisson, an HSGP in income with a Matern 3/2 kernel, one curve per sex),
+    (Poisson, an HSGP in income with a Matern 3/2 kernel, one curve per sex, and an
+    exp-quad HSGP surface in income and age),
     ``grade`` (ordinal, an exp-quad HSGP in age) and ``hired`` (Bernoulli, with the
     interaction sex x income, and partially pooled intercepts and income slopes by
     ``office``, a column that is not a node) and ``track`` (categorical: an HSGP in age,
-    the interaction sex x income, a P-spline in income by sex and intercepts by
-    ``office``, one curve, weight or effect per non-reference level).
+    the interaction sex x income, a P-spline in income by sex, intercepts by ``office``
+    and a Matern 3/2 HSGP surface in age and income, one curve, weight or effect per
+    non-reference level).
     """
     g = nx.DiGraph()
     g.add_node("sex", spec=cf.Protected())
@@ -96,7 +98,10 @@ def bending_terms_scm() -> cf.SCM:
     g.add_node(
         "claims",
         spec=cf.Poisson(
-            terms=[cf.Smooth("income", k=6, basis="hsgp", kernel="matern32", by="sex")]
+            terms=[
+                cf.Smooth("income", k=6, basis="hsgp", kernel="matern32", by="sex"),
+                cf.Smooth(("income", "age"), k=5, basis="hsgp"),
+            ]
         ),
     )
     g.add_node("grade", spec=cf.Ordinal(levels=("C", "B", "A"),
@@ -116,13 +121,14 @@ def bending_terms_scm() -> cf.SCM:
                 cf.Interaction("sex", "income"),
                 cf.Smooth("income", k=5, by="sex"),
                 cf.GroupEffect("office"),
+                cf.Smooth(("age", "income"), k=5, basis="hsgp", kernel="matern32"),
             ],
         ),
     )
     g.add_edges_from([("K", "test1"), ("K", "test2"), ("sex", "test2")])
     g.add_edges_from((p, "track") for p in ("sex", "age", "income"))
     g.add_edges_from((p, "income") for p in ("age", "sex", "K"))
-    g.add_edges_from((p, "claims") for p in ("income", "sex", "K"))
+    g.add_edges_from((p, "claims") for p in ("income", "sex", "K", "age"))
     g.add_edges_from((p, "grade") for p in ("age", "K"))
     g.add_edges_from((p, "hired") for p in ("sex", "income", "grade", "K"))
     return cf.SCM(g)

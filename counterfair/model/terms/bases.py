@@ -8,6 +8,7 @@ clipped for the bending part only (:func:`outside_range` counts those rows).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -50,16 +51,16 @@ def _spline_basis(x: np.ndarray, term: Smooth) -> np.ndarray:
     """
     from formulaic.transforms import basis_spline
 
-    assert term.lower is not None and term.upper is not None
-    interior = np.linspace(term.lower, term.upper, term.k - SPLINE_DEGREE + 1)[1:-1]
-    flat = np.clip(np.ravel(np.asarray(x, dtype=float)), term.lower, term.upper)
+    lower, upper = term.span()
+    interior = np.linspace(lower, upper, term.k - SPLINE_DEGREE + 1)[1:-1]
+    flat = np.clip(np.ravel(np.asarray(x, dtype=float)), lower, upper)
     columns = basis_spline(
         flat,
         knots=interior,
         degree=SPLINE_DEGREE,
         include_intercept=True,
-        lower_bound=term.lower,
-        upper_bound=term.upper,
+        lower_bound=lower,
+        upper_bound=upper,
         extrapolation="clip",
         _state={},
     )
@@ -75,48 +76,93 @@ def hsgp_frequencies(k: int) -> np.ndarray:
 
 def _hsgp_basis(x: np.ndarray, term: Smooth) -> np.ndarray:
     """The HSGP eigenfunctions at ``x`` (standardised to ``[-1, 1]``, clipped), ``(..., k)``."""
-    assert term.lower is not None and term.upper is not None
-    centre = 0.5 * (term.lower + term.upper)
-    half = 0.5 * (term.upper - term.lower)
+    lower, upper = term.span()
+    centre = 0.5 * (lower + upper)
+    half = 0.5 * (upper - lower)
     z = np.clip((np.asarray(x, dtype=float) - centre) / half, -1.0, 1.0)
     omega = hsgp_frequencies(term.k)
     return np.sin((z[..., None] + HSGP_BOUNDARY) * omega) / np.sqrt(HSGP_BOUNDARY)
 
 
-def smooth_basis(x: np.ndarray, term: Smooth) -> np.ndarray:
-    """The bending columns of a smooth term at ``x``: shape ``x.shape + (width,)``."""
+def smooth_basis(x: Any, term: Smooth) -> np.ndarray:
+    """The bending columns of a smooth term at ``x``: shape ``x.shape + (width,)``.
+
+    ``x`` is the parent's values, or for an HSGP surface a pair of arrays (one per
+    parent, the same shape): the surface's columns are the products of each parent's
+    eigenfunctions, column ``j * k + i`` for function ``i`` of the first parent and
+    ``j`` of the second.
+    """
     if not term.learned:
         raise errors.SCMError(
             f"term {term.label}: its range is not known yet; fit the SCM first (the range "
             "is learned from the training rows) or give lower= and upper="
         )
-    return _spline_basis(x, term) if term.basis == "ps" else _hsgp_basis(x, term)
+    if term.dims == 1:
+        return _spline_basis(x, term) if term.basis == "ps" else _hsgp_basis(x, term)
+    first, second = (_hsgp_basis(v, m) for v, m in zip(x, term.margins(), strict=True))
+    product = second[..., :, None] * first[..., None, :]
+    return np.asarray(product.reshape(*product.shape[:-2], term.k * term.k))
 
 
 def smooth_width(term: Smooth) -> int:
     """Number of bending columns of one curve."""
-    return term.k - PENALTY_ORDER if term.basis == "ps" else term.k
+    if term.basis == "ps":
+        return term.k - PENALTY_ORDER
+    return int(term.k**term.dims)
+
+
+def hsgp_norms(term: Smooth) -> np.ndarray:
+    """The length of each basis function's frequency vector, in column order (numpy)."""
+    omega = hsgp_frequencies(term.k)
+    if term.dims == 1:
+        return omega
+    return np.asarray(np.sqrt(omega[None, :] ** 2 + omega[:, None] ** 2).reshape(-1))
+
+
+MATERN32_CONSTANT = {1: 4.0, 2: 6.0 * np.pi}
+"""``2^D pi^(D/2) Gamma(3/2 + D/2) / Gamma(3/2)`` of the Matern 3/2 spectral density in
+``D`` dimensions (Rasmussen and Williams 2006, eq. 4.15)."""
 
 
 def spd(term: Smooth, sd: np.ndarray, lengthscale: np.ndarray) -> np.ndarray:
-    """Square root of the spectral density at the basis frequencies, ``(S, k)`` (numpy)."""
-    omega = hsgp_frequencies(term.k)
+    """Square root of the spectral density at the basis frequencies, ``(S, width)`` (numpy).
+
+    Exp-quad: ``S(w) = sd^2 (2 pi)^(D/2) l^D exp(-l^2 w^2 / 2)``; Matern 3/2:
+    ``S(w) = sd^2 c_D (sqrt(3) / l)^3 (3 / l^2 + w^2)^(-(3 + D) / 2)``, for a surface
+    (``D = 2``) isotropic in the parents' standardised units.
+    """
+    omega = hsgp_norms(term)
+    d = term.dims
     sd, ls = np.asarray(sd)[:, None], np.asarray(lengthscale)[:, None]
     if term.kernel == "exp_quad":
-        return np.asarray(sd * np.sqrt(np.sqrt(2 * np.pi) * ls) * np.exp(-0.25 * ls**2 * omega**2))
-    rate = np.sqrt(3.0) / ls
-    return np.asarray(sd * 2.0 * rate**1.5 / (rate**2 + omega**2))
+        density = (2 * np.pi) ** (d / 2) * ls**d * np.exp(-0.5 * ls**2 * omega**2)
+    else:
+        rate = np.sqrt(3.0) / ls
+        density = MATERN32_CONSTANT[d] * rate**3 * (rate**2 + omega**2) ** (-(3 + d) / 2)
+    return np.asarray(sd * np.sqrt(density))
 
 
-def learn_range(node: str, term: Smooth, x: np.ndarray) -> Smooth:
+def learn_range(node: str, term: Smooth, x: Any) -> Smooth:
     """The term with its range learned from the training values ``x`` of its parent.
+
+    ``x`` is the parent's values, or for an HSGP surface a pair of arrays.
 
     Raises
     ------
     SCMError
-        Naming the node and the term, when the parent has fewer distinct values than
+        Naming the node and the term, when a parent has fewer distinct values than
         the basis has functions (``k``), or a single value.
     """
+    if term.dims > 1:
+        margins = [
+            learn_range(node, replace(m, by=None), v)
+            for m, v in zip(term.margins(), x, strict=True)
+        ]
+        return replace(
+            term,
+            lower=tuple(float(m.lower) for m in margins),  # type: ignore[arg-type]
+            upper=tuple(float(m.upper) for m in margins),  # type: ignore[arg-type]
+        )
     distinct = np.unique(np.asarray(x, dtype=float))
     if distinct.shape[0] < term.k:
         raise errors.SCMError(
@@ -132,9 +178,9 @@ def outside_range(term: Smooth, x: np.ndarray) -> int:
     """Number of rows whose parent value lies outside the term's training range."""
     if not term.learned:
         return 0
-    assert term.lower is not None and term.upper is not None
+    lower, upper = term.span()
     values = np.asarray(x, dtype=float)
-    outside = np.asarray((values < term.lower) | (values > term.upper))
+    outside = np.asarray((values < lower) | (values > upper))
     if outside.ndim > 1:
         outside = np.asarray(outside.any(axis=tuple(range(outside.ndim - 1))))
     return int(outside.sum())

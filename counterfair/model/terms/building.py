@@ -68,6 +68,17 @@ def equation_terms(
                 f"node {node!r}, term {term.label}: {term.column!r} is a node of the SCM; a "
                 "group effect is by a column that is not a node (a node enters as a parent)"
             )
+        if isinstance(term, Smooth) and term.dims > 2:
+            raise errors.SCMError(
+                f"node {node!r}, term {term.label}: an HSGP in {term.dims} dimensions is not "
+                "supported (at most two parents per surface); add the parents' effects as "
+                "separate terms"
+            )
+        if isinstance(term, Smooth) and term.dims == 2 and term.by is not None:
+            raise errors.SCMError(
+                f"node {node!r}, term {term.label}: by= with an HSGP surface of two parents is "
+                "not supported; use an Interaction with the factor, or one surface per node"
+            )
         for parent in term.parents:
             if parent not in parents:
                 raise errors.SCMError(
@@ -85,18 +96,19 @@ def equation_terms(
             out.append(EquationTerm(node, term, kinds, f"u_{node}_{term.column}", predictors))
             continue
         if isinstance(term, Smooth):
-            if kinds[0].levels is not None or _binary(specs[term.parent]):
-                raise errors.SCMError(
-                    f"node {node!r}, term {term.label}: {term.parent!r} is binary or categorical; "
-                    "a smooth term needs a numeric parent (an interaction or the parent's own "
-                    "level effects cover a categorical one)"
-                )
-            if term.by is not None and kinds[1].levels is None:
+            for kind in kinds[: term.dims]:
+                if kind.levels is not None or _binary(specs[kind.name]):
+                    raise errors.SCMError(
+                        f"node {node!r}, term {term.label}: {kind.name!r} is binary or "
+                        "categorical; a smooth term needs a numeric parent (an interaction or "
+                        "the parent's own level effects cover a categorical one)"
+                    )
+            if term.by is not None and kinds[-1].levels is None:
                 raise errors.SCMError(
                     f"node {node!r}, term {term.label}: by={term.by!r} is not categorical; by= "
                     "takes a categorical protected attribute or an ordinal or categorical parent"
                 )
-            stem = f"{node}_{term.parent}" + (f"_by_{term.by}" if term.by else "")
+            stem = f"{node}_{'_'.join(term.inputs)}" + (f"_by_{term.by}" if term.by else "")
             prefix = "s" if term.basis == "ps" else "gp"
             out.append(EquationTerm(node, term, kinds, f"{prefix}_{stem}", predictors))
         else:
@@ -143,7 +155,8 @@ def learn_terms(spec: Any, node: str, values: Mapping[str, np.ndarray]) -> Any:
     learned: list[Term] = []
     for t in terms:
         if isinstance(t, Smooth) and not t.learned:
-            learned.append(learn_range(node, t, values[t.parent]))
+            x = values[t.inputs[0]] if t.dims == 1 else tuple(values[n] for n in t.inputs)
+            learned.append(learn_range(node, t, x))
         elif isinstance(t, GroupEffect) and not t.learned:
             learned.append(learn_groups(node, t, values[t.column]))
         else:

@@ -55,13 +55,16 @@ class Smooth:
 
     Parameters
     ----------
-    parent : str
+    parent : str or tuple of two str
         A numeric parent: a continuous protected attribute, or a Normal, Poisson or
-        negative binomial parent.
+        negative binomial parent. Two parents make an HSGP surface (``basis="hsgp"``;
+        an isotropic kernel over both parents, each scaled to ``[-1, 1]`` by its
+        training range; ``by=`` is not supported there).
     k : int
         Basis size (default 10): B-splines of degree 3 for ``"ps"`` (``k - 2``
         penalised columns: the straight line is the parent's own linear term), sine
-        functions for ``"hsgp"`` (``k`` columns).
+        functions for ``"hsgp"`` (``k`` columns; ``k`` per parent, ``k * k`` columns,
+        for a surface).
     basis : {"ps", "hsgp"}
         Penalised B-splines in the random-effect form (coefficients ``sd * z`` with
         ``z`` standard normal, the sd learned), or a Hilbert-space approximate GP.
@@ -78,31 +81,41 @@ class Smooth:
     prior_lengthscale : Prior
         Prior of an HSGP's length scale, in units of half the parent's training range
         (inverse-gamma(5, 2.5) by default).
-    lower, upper : float, optional
-        The parent's range the basis spans. Learned from the training rows (their
-        minimum and maximum) when the SCM is fitted; give them to fix the knots.
+    lower, upper : float or tuple of float, optional
+        The parent's range the basis spans (one number per parent for a surface).
+        Learned from the training rows (their minimum and maximum) when the SCM is
+        fitted; give them to fix the knots.
     """
 
     kind: ClassVar[str] = "smooth"
-    parent: str
+    parent: str | tuple[str, ...]
     k: int = 10
     basis: str = "ps"
     kernel: str = "exp_quad"
     by: str | None = None
     prior_sd: Prior = field(default_factory=half_normal_prior)
     prior_lengthscale: Prior = field(default_factory=lengthscale_prior)
-    lower: float | None = None
-    upper: float | None = None
+    lower: float | tuple[float, ...] | None = None
+    upper: float | tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.parent, str):
-            raise errors.SCMError(
-                f"a Smooth term takes one parent by name, got {self.parent!r}; an HSGP in "
-                "two or more dimensions is not supported: add one Smooth per parent"
-            )
+        parent = self.parent
+        if not isinstance(parent, str):
+            if not isinstance(parent, Sequence) or not all(isinstance(p, str) for p in parent):
+                raise errors.SCMError(
+                    f"a Smooth term takes a parent by name (or two, for an HSGP surface), "
+                    f"got {parent!r}"
+                )
+            parent = tuple(parent) if len(parent) != 1 else parent[0]
+            object.__setattr__(self, "parent", parent)
         if self.basis not in SMOOTH_BASES:
             raise errors.SCMError(
                 f"Smooth({self.parent!r}): basis must be one of {SMOOTH_BASES}, got {self.basis!r}"
+            )
+        if self.dims > 1 and self.basis != "hsgp":
+            raise errors.SCMError(
+                f"Smooth({self.parent!r}): a smooth of {self.dims} parents is an HSGP surface; "
+                "give basis='hsgp'"
             )
         if self.kernel not in GP_KERNELS:
             raise errors.SCMError(
@@ -124,29 +137,79 @@ class Smooth:
             )
         object.__setattr__(self, "k", int(self.k))
         for name in ("lower", "upper"):
-            value = getattr(self, name)
-            if value is not None:
-                if not math.isfinite(float(value)):
-                    raise errors.SCMError(
-                        f"Smooth({self.parent!r}): {name} must be finite, got {value!r}"
-                    )
-                object.__setattr__(self, name, float(value))
-        if self.lower is not None and self.upper is not None and not self.upper > self.lower:
+            object.__setattr__(self, name, self._bounds(name))
+        for lower, upper in zip(self._each("lower"), self._each("upper"), strict=True):
+            if lower is not None and upper is not None and not upper > lower:
+                raise errors.SCMError(
+                    f"Smooth({self.parent!r}): upper ({self.upper}) must exceed lower "
+                    f"({self.lower})"
+                )
+
+    def _bounds(self, name: str) -> float | tuple[float, ...] | None:
+        """``lower`` or ``upper`` checked: a number, or one number per parent."""
+        value = getattr(self, name)
+        if value is None:
+            return None
+        values = (value,) if self.dims == 1 or isinstance(value, int | float) else value
+        if not isinstance(values, Sequence) or len(values) != self.dims:
             raise errors.SCMError(
-                f"Smooth({self.parent!r}): upper ({self.upper}) must exceed lower ({self.lower})"
+                f"Smooth({self.parent!r}): {name} takes one number per parent, got {value!r}"
             )
+        out = []
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int | float | np.number):
+                raise errors.SCMError(
+                    f"Smooth({self.parent!r}): {name} must be a number, got {value!r}"
+                )
+            if not math.isfinite(float(v)):
+                raise errors.SCMError(f"Smooth({self.parent!r}): {name} must be finite, got {v!r}")
+            out.append(float(v))
+        return out[0] if self.dims == 1 else tuple(out)
+
+    def _each(self, name: str) -> tuple[float | None, ...]:
+        value = getattr(self, name)
+        if value is None:
+            return (None,) * self.dims
+        return (value,) if isinstance(value, float) else tuple(value)
+
+    def span(self, index: int = 0) -> tuple[float, float]:
+        """The learned range ``(lower, upper)`` of input ``index``."""
+        lower, upper = self._each("lower")[index], self._each("upper")[index]
+        if lower is None or upper is None:
+            raise errors.SCMError(f"term {self.label}: its range is not known yet")
+        return lower, upper
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The parents the smooth function reads (one, or two for an HSGP surface)."""
+        return (self.parent,) if isinstance(self.parent, str) else self.parent
+
+    @property
+    def dims(self) -> int:
+        """Number of parents the smooth function reads."""
+        return len(self.inputs)
+
+    def margins(self) -> tuple[Smooth, ...]:
+        """One one-parent term per input, with that input's range (its 1-D basis)."""
+        if self.dims == 1:
+            return (self,)
+        lowers, uppers = self._each("lower"), self._each("upper")
+        return tuple(
+            Smooth(name, k=self.k, basis=self.basis, kernel=self.kernel, lower=lo, upper=up)
+            for name, lo, up in zip(self.inputs, lowers, uppers, strict=True)
+        )
 
     @property
     def label(self) -> str:
-        """How the term is written in messages: ``s(age)``, ``s(age, by=sex)``."""
+        """How the term is written in messages: ``s(age)``, ``s(age, by=sex)``, ``gp(x, z)``."""
         by = f", by={self.by}" if self.by else ""
         name = "s" if self.basis == "ps" else "gp"
-        return f"{name}({self.parent}{by})"
+        return f"{name}({', '.join(self.inputs)}{by})"
 
     @property
     def parents(self) -> tuple[str, ...]:
-        """The parents the term reads."""
-        return (self.parent,) if self.by is None else (self.parent, self.by)
+        """The parents the term reads: its inputs, then ``by``."""
+        return self.inputs if self.by is None else (*self.inputs, self.by)
 
     @property
     def learned(self) -> bool:

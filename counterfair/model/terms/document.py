@@ -17,17 +17,23 @@ from counterfair.model.terms.declare import (
 
 
 def term_document(term: Term) -> dict[str, Any]:
-    """A term as the SCM file writes it (``{"term": "smooth", ...}``)."""
-    from dataclasses import fields
+    """A term as the SCM file writes it (``{"term": "smooth", ...}``): the fields that
+    name parents, and every other field whose value is not its default."""
+    from dataclasses import MISSING, fields
 
     from counterfair.model.nodes import plain
 
-    names = ("parent", "first", "second", "column")
     out: dict[str, Any] = {"term": term.kind}
-    defaults = type(term)(*(getattr(term, f.name) for f in fields(term) if f.name in names))
     for f in fields(term):
         value = getattr(term, f.name)
-        if f.name in names or value != getattr(defaults, f.name):
+        if f.default is not MISSING:
+            default: Any = f.default
+        elif f.default_factory is not MISSING:
+            default = f.default_factory()
+        else:  # a required field: the parents
+            out[f.name] = plain(value)
+            continue
+        if value != default:
             out[f.name] = plain(value)
     return out
 
@@ -77,15 +83,20 @@ TERM_SCHEMA: dict[str, Any] = {
         "type": "object",
         "properties": {
             "term": {"enum": sorted(TERM_KINDS)},
-            "parent": {"type": "string"},
+            "parent": {
+                "oneOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                ]
+            },
             "first": {"type": "string"},
             "second": {"type": "string"},
             "k": {"type": "integer", "minimum": MIN_BASIS},
             "basis": {"enum": list(SMOOTH_BASES)},
             "kernel": {"enum": list(GP_KERNELS)},
             "by": {"type": ["string", "null"]},
-            "lower": {"type": ["number", "null"]},
-            "upper": {"type": ["number", "null"]},
+            "lower": {"type": ["number", "array", "null"], "items": {"type": "number"}},
+            "upper": {"type": ["number", "array", "null"], "items": {"type": "number"}},
             "prior": {"type": ["object", "null"]},
             "prior_sd": {"type": "object"},
             "prior_lengthscale": {"type": "object"},

@@ -155,8 +155,8 @@ class EquationTerm:
             pieces = [_indicator_or_value(p, values, codes, n_levels) for p in self.parents]
             a, b = pieces
             return (a[:, :, None] * b[:, None, :]).reshape(a.shape[0], -1)
-        x = np.asarray(self.parents[0].read(values, codes), dtype=float)
-        basis = smooth_basis(x, term)
+        x, surface = self._inputs(values, codes)
+        basis = smooth_basis(surface, term)
         if term.by is None:
             return basis
         by = self.parents[1]
@@ -192,21 +192,9 @@ class EquationTerm:
             return group_effect(self, coefficients, sds, values, codes)
         if isinstance(term, Interaction):
             return _interaction_effect(self.parents, coefficients, values, codes)
-        x = np.asarray(self.parents[0].read(values, codes), dtype=float)
-        outside = outside_range(term, x)
-        if outside:
-            warnings.warn(
-                OUTSIDE_RANGE.format(
-                    node=self.node,
-                    label=term.label,
-                    count=outside,
-                    lower=term.lower,
-                    upper=term.upper,
-                ),
-                errors.RangeWarning,
-                stacklevel=user_stacklevel(),
-            )
-        basis = smooth_basis(x, term)  # (..., N, q)
+        x, surface = self._inputs(values, codes)
+        self._warn_outside(term, surface)
+        basis = smooth_basis(surface, term)  # (..., N, q)
         q = basis.shape[-1]
         if term.by is None:
             return _contract(basis, coefficients, s)
@@ -224,6 +212,34 @@ class EquationTerm:
         bend = np.einsum("snq,snq...->sn...", wide, chosen)
         x_b = np.broadcast_to(x, (s, x.shape[-1])).reshape((s, x.shape[-1]) + (1,) * len(trailing))
         return np.asarray(slope * x_b + bend)
+
+    def _inputs(
+        self, values: Mapping[str, np.ndarray], codes: Mapping[str, np.ndarray]
+    ) -> tuple[np.ndarray, Any]:
+        """A smooth's first input, and what its basis reads (that input, or both of a
+        surface's inputs broadcast to one shape)."""
+        term = self.term
+        assert isinstance(term, Smooth)
+        xs = [np.asarray(p.read(values, codes), dtype=float) for p in self.parents[: term.dims]]
+        if term.dims == 1:
+            return xs[0], xs[0]
+        pair = tuple(np.broadcast_arrays(*xs))
+        return pair[0], pair
+
+    def _warn_outside(self, term: Smooth, surface: Any) -> None:
+        """One warning per input with values outside the training range (count of rows)."""
+        inputs = (surface,) if term.dims == 1 else surface
+        for margin, x in zip(term.margins(), inputs, strict=True):
+            outside = outside_range(margin, x)
+            if outside:
+                lower, upper = margin.span()
+                warnings.warn(
+                    OUTSIDE_RANGE.format(
+                        node=self.node, label=term.label, count=outside, lower=lower, upper=upper
+                    ),
+                    errors.RangeWarning,
+                    stacklevel=user_stacklevel(),
+                )
 
     def contribution(
         self,
@@ -318,11 +334,21 @@ class EquationTerm:
             ]
         if isinstance(term, Smooth) and term.basis == "hsgp":
             k = term.k
+            omega = f"pi() * linspaced_vector({k}, 1, {k}) / {stan_real(2.0 * HSGP_BOUNDARY)}"
+            if term.dims == 1:
+                return [
+                    (
+                        f"vector[{k}] omega_{self.stem} = {omega}",
+                        f"frequencies of the HSGP basis of {term.label}",
+                    )
+                ]
+            square = f"square({omega})"
             return [
                 (
-                    f"vector[{k}] omega_{self.stem} = pi() * linspaced_vector({k}, 1, {k}) "
-                    f"/ {stan_real(2.0 * HSGP_BOUNDARY)}",
-                    f"frequencies of the HSGP basis of {term.label}",
+                    f"vector[{k} * {k}] omega_{self.stem} = sqrt(to_vector(rep_matrix({square}, "
+                    f"{k}) + rep_matrix({square}', {k})))",
+                    f"length of the frequency vector of each basis function of {term.label} "
+                    "(first parent's index fastest)",
                 )
             ]
         return []
@@ -332,9 +358,10 @@ class EquationTerm:
         term = self.term
         if isinstance(term, GroupEffect):
             return [SUM_TO_ZERO_FUNCTION]
-        curves = isinstance(term, Smooth) and (term.by is not None or self.predictors is not None)
-        if curves and term.basis == "hsgp":  # type: ignore[union-attr]
-            return [HSGP_FUNCTIONS[term.kernel]]  # type: ignore[union-attr]
+        if not isinstance(term, Smooth) or term.basis != "hsgp":
+            return []
+        if term.by is not None or self.predictors is not None:
+            return [HSGP_FUNCTIONS[term.kernel + _dims_suffix(term)]]
         return []
 
     def stan_transformed(self) -> list[tuple[str, str]]:
@@ -373,7 +400,10 @@ class EquationTerm:
             spd = _spd_expression(term, stem)
             weights = f"diag_pre_multiply({spd}, zgp_{stem})"
         else:
-            spd = f"hsgp_spd_{term.kernel}(omega_{stem}, sdgp_{stem}, lsgp_{stem})"
+            spd = (
+                f"hsgp_spd_{term.kernel}{_dims_suffix(term)}(omega_{stem}, sdgp_{stem}, "
+                f"lsgp_{stem})"
+            )
             weights = f"zgp_{stem} .* {spd}"
         if self.predictors is not None:  # a matrix: one column of weights per predictor
             if term.by is not None:
@@ -441,22 +471,33 @@ class EquationTerm:
         ]
 
 
+def _dims_suffix(term: Smooth) -> str:
+    return "" if term.dims == 1 else "_2d"
+
+
 def _spd_expression(term: Smooth, stem: str) -> str:
     """Stan expression of the square root of the spectral density at the basis frequencies.
 
-    A ``(k x curves)`` matrix when ``by`` is given, else a ``k`` vector.
+    A ``(k x curves)`` matrix when ``by`` is given, else a vector (``k``, or ``k * k``
+    for a surface, whose ``omega`` holds the lengths of the frequency vectors).
     """
     omega = f"omega_{stem}"
     sd, ls = f"sdgp_{stem}", f"lsgp_{stem}"
     if term.by is None:
         sd, ls = f"{sd}[1]", f"{ls}[1]"
         if term.kernel == "exp_quad":
+            scale = f"sqrt(sqrt(2 * pi()) * {ls})" if term.dims == 1 else f"sqrt(2 * pi()) * {ls}"
+            return f"{sd} * {scale} * exp(-0.25 * square({ls}) * square({omega}))"
+        if term.dims == 1:
             return (
-                f"{sd} * sqrt(sqrt(2 * pi()) * {ls}) * exp(-0.25 * square({ls}) * square({omega}))"
+                f"{sd} * 2 * (sqrt(3) / {ls})^1.5 * inv(square(sqrt(3) / {ls}) + square({omega}))"
             )
-        return f"{sd} * 2 * (sqrt(3) / {ls})^1.5 * inv(square(sqrt(3) / {ls}) + square({omega}))"
+        return (
+            f"{sd} * sqrt(6 * pi()) * (sqrt(3) / {ls})^1.5 * "
+            f"pow(square(sqrt(3) / {ls}) + square({omega}), -1.25)"
+        )
     # one curve per level: the spd of level l in column l
-    return f"hsgp_spd_{term.kernel}({omega}, {sd}, {ls})"
+    return f"hsgp_spd_{term.kernel}{_dims_suffix(term)}({omega}, {sd}, {ls})"
 
 
 SUM_TO_ZERO_FUNCTION = """\
@@ -491,8 +532,28 @@ HSGP_FUNCTIONS = {
     }
     return out;
   }""",
+    "exp_quad_2d": """\
+  // square root of the 2-D exp-quad spectral density at frequency lengths omega, per curve
+  matrix hsgp_spd_exp_quad_2d(vector omega, vector sd, vector ls) {
+    matrix[rows(omega), rows(sd)] out;
+    for (l in 1:rows(sd)) {
+      out[:, l] = sd[l] * sqrt(2 * pi()) * ls[l] * exp(-0.25 * square(ls[l]) * square(omega));
+    }
+    return out;
+  }""",
+    "matern32_2d": """\
+  // square root of the 2-D Matern 3/2 spectral density at frequency lengths omega, per curve
+  matrix hsgp_spd_matern32_2d(vector omega, vector sd, vector ls) {
+    matrix[rows(omega), rows(sd)] out;
+    for (l in 1:rows(sd)) {
+      out[:, l] = sd[l] * sqrt(6 * pi()) * (sqrt(3) / ls[l])^1.5
+                  * pow(square(sqrt(3) / ls[l]) + square(omega), -1.25);
+    }
+    return out;
+  }""",
 }
-"""Stan functions of HSGP terms with one curve per level (``by=``)."""
+"""Stan functions of HSGP terms with one curve per level (``by=``, or a categorical node's
+predictors), by kernel (``_2d``: a surface of two parents)."""
 
 
 def _indicator_or_value(
