@@ -139,7 +139,7 @@ class ParamDraws(Mapping[str, np.ndarray]):
             per_level = eq.family.declares_coefficients and eq.node in counts
             for name, size in sizes.items():
                 array = np.atleast_1d(np.asarray(values[name], dtype=float))
-                weights = {t.param for t in eq.bending}
+                weights = {t.param for t in eq.bending} | {t.by_param for t in eq.latent}
                 shape: tuple[int, ...] = (
                     (size, counts[eq.node] - 1) if per_level and name in weights else (size,)
                 )

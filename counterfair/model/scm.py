@@ -300,11 +300,6 @@ class SCM:
                     dataclasses.replace(t, by_param=f"dlambda_{node}_{t.parent}") for t in latent
                 ]
             family = family_of(spec)
-            if loading_by and family.declares_coefficients:
-                raise errors.SCMError(
-                    f"node {node!r} ({spec.family}): loading_by= is not supported for this "
-                    "family yet (its loadings are one per level already)"
-                )
             equation = NodeEquation(
                 node=node,
                 spec=spec,

@@ -173,6 +173,15 @@ class CategoricalFamily(LevelFamily):
                     f"loading of {lterm.parent} on each non-reference level of {node}",
                 )
             )
+            if lterm.by_param is not None and eq.loading_by is not None:
+                by = eq.loading_by
+                out.append(
+                    (
+                        f"{array_prefix}matrix{scaled}[{by.levels} - 1, {k}] {lterm.by_param}",
+                        f"extra loading of {lterm.parent} on each non-reference level of "
+                        f"{node}, per non-reference level of {by.name}",
+                    )
+                )
         return out
 
     def coefficient_priors(self, eq: NodeEquation) -> list[str]:
@@ -183,6 +192,7 @@ class CategoricalFamily(LevelFamily):
         rows = [t.param for t in eq.protected if t.continuous]
         rows += [t.param for t in eq.observed if t.levels is None]
         rows += [t.param for t in eq.latent]
+        matrices += [t.by_param for t in eq.latent if t.by_param is not None]
         out += [f"to_vector({param}) ~ {spec.prior_weights.stan()};" for param in matrices]
         out += [f"{param} ~ {spec.prior_weights.stan()};" for param in rows]
         return out
@@ -192,6 +202,8 @@ class CategoricalFamily(LevelFamily):
         for lterm in eq.latent:
             latent = index(lterm.parent)
             columns = f"append_col({columns}, {latent})" if columns else f"to_matrix({latent})"
+            if lterm.by_param is not None:  # the latent times each non-reference level's indicator
+                columns = f"append_col({columns}, diag_pre_multiply({latent}, Lby_{eq.node}))"
         alpha = (
             f"append_row(0.0, {index(eq.intercept)})"
             if eq.intercept
@@ -200,7 +212,10 @@ class CategoricalFamily(LevelFamily):
         pieces = [index(t.param) for t in eq.protected]
         pieces += [index(t.param) for t in eq.observed]
         pieces += [index(t.param) for t in eq.bending]  # the bending columns F_<node>
-        pieces += [index(t.param) for t in eq.latent]
+        for lterm in eq.latent:
+            pieces.append(index(lterm.param))
+            if lterm.by_param is not None:
+                pieces.append(index(lterm.by_param))
         if columns is None:
             return f"{eq.node} ~ {self.plain}({alpha});"
         rows = append_rows(pieces) if len(pieces) > 1 else f"to_matrix({pieces[0]})"
@@ -222,7 +237,7 @@ class CategoricalFamily(LevelFamily):
         for oterm in eq.observed:
             shapes[oterm.param] = (k,) if oterm.levels is None else (oterm.levels - 1, k)
         for lterm in eq.latent:
-            shapes[lterm.param] = (k,)
+            shapes[lterm.param] = (k,)  # extra loadings by group: checked with the terms
         return shapes
 
     def linear_predictor(
@@ -252,7 +267,11 @@ class CategoricalFamily(LevelFamily):
             else:
                 eta += beta[:, None, :] * np.asarray(values[oterm.parent])[..., None]
         for lterm in eq.latent:
-            eta += params[lterm.param][:, None, :] * np.asarray(values[lterm.parent])[..., None]
+            loading = params[lterm.param][:, None, :]
+            if lterm.by_param is not None and eq.loading_by is not None:
+                level = eq.loading_by.read(values, codes)
+                loading = loading + protected_effect(params[lterm.by_param], level, True)
+            eta += loading * np.asarray(values[lterm.parent])[..., None]
         for term in eq.bending:  # weights (S, columns, K-1): one curve per level
             eta += term.contribution(params, values, codes)
         return eta
