@@ -64,7 +64,7 @@ from counterfair.model.terms.declare import (
     lengthscale_prior,
 )
 from counterfair.model.terms.document import TERM_SCHEMA, term_document, term_from_document
-from counterfair.model.terms.equation import HSGP_FUNCTIONS, EquationTerm, ParentKind
+from counterfair.model.terms.equation import EquationTerm, ParentKind
 from counterfair.model.terms.groups import (
     UNSEEN_BASE,
     group_codes,
@@ -72,6 +72,7 @@ from counterfair.model.terms.groups import (
     learn_groups,
     unseen_code,
 )
+from counterfair.model.terms.stan_functions import HSGP_FUNCTIONS, SUM_TO_ZERO_FUNCTION
 
 __all__ = [
     "GP_KERNELS",
@@ -82,6 +83,7 @@ __all__ = [
     "PENALTY_ORDER",
     "SMOOTH_BASES",
     "SPLINE_DEGREE",
+    "SUM_TO_ZERO_FUNCTION",
     "TERM_KINDS",
     "TERM_SCHEMA",
     "UNSEEN_BASE",

@@ -22,6 +22,12 @@ from counterfair.model.nodes import Prior, stan_real
 from counterfair.model.terms.bases import OUTSIDE_RANGE, outside_range, smooth_basis, smooth_width
 from counterfair.model.terms.declare import HSGP_BOUNDARY, GroupEffect, Interaction, Smooth, Term
 from counterfair.model.terms.groups import group_effect, groups_name
+from counterfair.model.terms.stan_functions import (
+    HSGP_FUNCTIONS,
+    SUM_TO_ZERO_FUNCTION,
+    dims_suffix,
+    spd_expression,
+)
 
 
 # ---------------------------------------------------------------------- parents' kinds
@@ -361,7 +367,7 @@ class EquationTerm:
         if not isinstance(term, Smooth) or term.basis != "hsgp":
             return []
         if term.by is not None or self.predictors is not None:
-            return [HSGP_FUNCTIONS[term.kernel + _dims_suffix(term)]]
+            return [HSGP_FUNCTIONS[term.kernel + dims_suffix(term)]]
         return []
 
     def stan_transformed(self) -> list[tuple[str, str]]:
@@ -397,12 +403,11 @@ class EquationTerm:
         if term.basis == "ps":
             weights = f"zs_{stem} * diag_matrix(sds_{stem})"
         elif term.by is None and self.predictors is None:
-            spd = _spd_expression(term, stem)
+            spd = spd_expression(term, stem)
             weights = f"diag_pre_multiply({spd}, zgp_{stem})"
         else:
             spd = (
-                f"hsgp_spd_{term.kernel}{_dims_suffix(term)}(omega_{stem}, sdgp_{stem}, "
-                f"lsgp_{stem})"
+                f"hsgp_spd_{term.kernel}{dims_suffix(term)}(omega_{stem}, sdgp_{stem}, lsgp_{stem})"
             )
             weights = f"zgp_{stem} .* {spd}"
         if self.predictors is not None:  # a matrix: one column of weights per predictor
@@ -469,91 +474,6 @@ class EquationTerm:
                 f"sds of the group effects {self.term.label}",
             )
         ]
-
-
-def _dims_suffix(term: Smooth) -> str:
-    return "" if term.dims == 1 else "_2d"
-
-
-def _spd_expression(term: Smooth, stem: str) -> str:
-    """Stan expression of the square root of the spectral density at the basis frequencies.
-
-    A ``(k x curves)`` matrix when ``by`` is given, else a vector (``k``, or ``k * k``
-    for a surface, whose ``omega`` holds the lengths of the frequency vectors).
-    """
-    omega = f"omega_{stem}"
-    sd, ls = f"sdgp_{stem}", f"lsgp_{stem}"
-    if term.by is None:
-        sd, ls = f"{sd}[1]", f"{ls}[1]"
-        if term.kernel == "exp_quad":
-            scale = f"sqrt(sqrt(2 * pi()) * {ls})" if term.dims == 1 else f"sqrt(2 * pi()) * {ls}"
-            return f"{sd} * {scale} * exp(-0.25 * square({ls}) * square({omega}))"
-        if term.dims == 1:
-            return (
-                f"{sd} * 2 * (sqrt(3) / {ls})^1.5 * inv(square(sqrt(3) / {ls}) + square({omega}))"
-            )
-        return (
-            f"{sd} * sqrt(6 * pi()) * (sqrt(3) / {ls})^1.5 * "
-            f"pow(square(sqrt(3) / {ls}) + square({omega}), -1.25)"
-        )
-    # one curve per level: the spd of level l in column l
-    return f"hsgp_spd_{term.kernel}{_dims_suffix(term)}({omega}, {sd}, {ls})"
-
-
-SUM_TO_ZERO_FUNCTION = """\
-  // orthonormal basis (Helmert) of the vectors of length n that sum to zero: n x (n - 1)
-  matrix sum_to_zero_basis(int n) {
-    matrix[n, n - 1] q = rep_matrix(0, n, n - 1);
-    for (j in 1:(n - 1)) {
-      q[1:j, j] = rep_vector(inv_sqrt(j * (j + 1.0)), j);
-      q[j + 1, j] = -j * inv_sqrt(j * (j + 1.0));
-    }
-    return q;
-  }"""
-"""Stan function of group effects: they sum to zero over the training groups, so that the
-node's intercept (and each population slope) is not traded against the groups' mean."""
-
-HSGP_FUNCTIONS = {
-    "exp_quad": """\
-  // square root of the exp-quad spectral density at frequencies omega, one column per curve
-  matrix hsgp_spd_exp_quad(vector omega, vector sd, vector ls) {
-    matrix[rows(omega), rows(sd)] out;
-    for (l in 1:rows(sd)) {
-      out[:, l] = sd[l] * sqrt(sqrt(2 * pi()) * ls[l]) * exp(-0.25 * square(ls[l]) * square(omega));
-    }
-    return out;
-  }""",
-    "matern32": """\
-  // square root of the Matern 3/2 spectral density at frequencies omega, one column per curve
-  matrix hsgp_spd_matern32(vector omega, vector sd, vector ls) {
-    matrix[rows(omega), rows(sd)] out;
-    for (l in 1:rows(sd)) {
-      out[:, l] = sd[l] * 2 * (sqrt(3) / ls[l])^1.5 * inv(square(sqrt(3) / ls[l]) + square(omega));
-    }
-    return out;
-  }""",
-    "exp_quad_2d": """\
-  // square root of the 2-D exp-quad spectral density at frequency lengths omega, per curve
-  matrix hsgp_spd_exp_quad_2d(vector omega, vector sd, vector ls) {
-    matrix[rows(omega), rows(sd)] out;
-    for (l in 1:rows(sd)) {
-      out[:, l] = sd[l] * sqrt(2 * pi()) * ls[l] * exp(-0.25 * square(ls[l]) * square(omega));
-    }
-    return out;
-  }""",
-    "matern32_2d": """\
-  // square root of the 2-D Matern 3/2 spectral density at frequency lengths omega, per curve
-  matrix hsgp_spd_matern32_2d(vector omega, vector sd, vector ls) {
-    matrix[rows(omega), rows(sd)] out;
-    for (l in 1:rows(sd)) {
-      out[:, l] = sd[l] * sqrt(6 * pi()) * (sqrt(3) / ls[l])^1.5
-                  * pow(square(sqrt(3) / ls[l]) + square(omega), -1.25);
-    }
-    return out;
-  }""",
-}
-"""Stan functions of HSGP terms with one curve per level (``by=``, or a categorical node's
-predictors), by kernel (``_2d``: a surface of two parents)."""
 
 
 def _indicator_or_value(
