@@ -713,7 +713,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{linear / max(flexible, 1e-12):.1f}x)")
     floor = summary[summary["learner"] == "Bayes K (true SCM)"].set_index("scenario")["truth"]
     reachable = [name for name, value in floor.items() if value < TARGET / 2]
-    if len(reachable) < len(floor):
+    if reachable and len(reachable) < len(floor):
         within = fair[fair["scenario"].isin(reachable)].groupby("declaration")["truth"].max()
         best = float(within.get("flexible", np.nan))
         print(f"where the floor is below {TARGET / 2} ({', '.join(reachable)}): flexible "
