@@ -51,6 +51,7 @@ _ATTRIBUTES: dict[str, str] = {
     "DataError": "counterfair.errors",
     "FairnessError": "counterfair.errors",
     "IdentificationWarning": "counterfair.errors",
+    "InvarianceWarning": "counterfair.errors",
     "LOOWarning": "counterfair.errors",
     "RangeWarning": "counterfair.errors",
     "ScaleWarning": "counterfair.errors",

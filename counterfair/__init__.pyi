@@ -29,6 +29,7 @@ from counterfair.errors import ConvergenceWarning as ConvergenceWarning
 from counterfair.errors import DataError as DataError
 from counterfair.errors import FairnessError as FairnessError
 from counterfair.errors import IdentificationWarning as IdentificationWarning
+from counterfair.errors import InvarianceWarning as InvarianceWarning
 from counterfair.errors import LOOWarning as LOOWarning
 from counterfair.errors import RangeWarning as RangeWarning
 from counterfair.errors import ScaleWarning as ScaleWarning
@@ -94,6 +95,7 @@ __all__ = [
     "GroupEffect",
     "IdentificationWarning",
     "Interaction",
+    "InvarianceWarning",
     "LOOWarning",
     "Latent",
     "LooPit",

@@ -60,6 +60,13 @@ class IdentificationWarning(UserWarning):
     """A latent of the SCM is not identified, or only weakly (:meth:`SCM.identification`)."""
 
 
+class InvarianceWarning(UserWarning):
+    """Every indicator of a latent measures it with a loading that differs by a protected
+    attribute (``loading_by=``): a fair learner that reads the latent cannot be
+    counterfactually fair as a function of the observables
+    (:class:`~counterfair.FairLearner`, ``invariant_only``)."""
+
+
 # graph and specs
 NOT_A_DIGRAPH = "an SCM is declared on a networkx.DiGraph, got {type}"
 EMPTY_GRAPH = "the causal graph has no nodes"

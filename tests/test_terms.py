@@ -605,22 +605,26 @@ def test_a_categorical_node_takes_a_smooth_term_and_loo_prefers_it(stan_backend:
 def test_fair_k_can_abduct_from_the_invariant_indicators_only(
     bending_fit: tuple[cf.Fit, pd.DataFrame],
 ) -> None:
-    """abduction_args={"condition_on": [...]} is kept in fit and predict (it used to raise)."""
+    """abduction_args={"condition_on": [...]} is kept in fit and predict (it used to raise);
+    t2's loading differs by sex, so the default (invariant_only=True) abducts from t1, t3
+    too (tests/test_invariant_learners.py)."""
     fit, train = bending_fit
     from sklearn.linear_model import LinearRegression
 
-    def learner(**abduction: object) -> cf.FairLearner:
+    def learner(invariant_only: bool = True, **abduction: object) -> cf.FairLearner:
         return cf.FairLearner(
             _model(), target="Y", features="latent", estimator=LinearRegression(),
             n_samples=10, scm_fit=fit, seed=shifted(3), abduction_args=abduction or None,
+            invariant_only=invariant_only,
         ).fit(train.iloc[:300])
 
     rows = train.iloc[300:340].drop(columns="Y")
     invariant = learner(condition_on=["t1", "t3"]).predict(rows)
-    everything = learner().predict(rows)
+    everything = learner(invariant_only=False).predict(rows)
     assert np.all(np.isfinite(invariant)) and not np.allclose(invariant, everything)
     moved = rows.assign(t2=rows["t2"] + 5.0)  # t2 is not read by the invariant learner
     np.testing.assert_allclose(learner(condition_on=["t1", "t3"]).predict(moved), invariant)
+    np.testing.assert_allclose(learner().predict(moved), invariant)  # the default
 
 
 OFFICES = tuple("PQRSTU")

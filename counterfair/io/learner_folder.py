@@ -47,6 +47,7 @@ def _learner_settings(learner: FairLearner) -> dict[str, Any]:
         "allow": None if learner.allow is None else list(learner.allow),
         "attribute": learner.attribute,
         "mediators": None if learner.mediators is None else list(learner.mediators),
+        "invariant_only": bool(learner.invariant_only),
         "reference_": getattr(learner, "reference_", {}),
     }
     document = plain(settings)

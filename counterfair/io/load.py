@@ -89,6 +89,22 @@ def _tuples(paths: Sequence[Sequence[str]] | None) -> list[tuple[str, ...]] | No
     return None if paths is None else [tuple(p) for p in paths]
 
 
+def _invariant_only(settings: dict[str, Any], fit: Fit) -> bool:
+    """The learner's ``invariant_only``: a learner saved before the option abducted its
+    latents from every indicator (``False``), unless ``False`` would be refused as ignored
+    (an explicit ``condition_on``, or inputs that read no latent): then ``True``, which
+    changes nothing there."""
+    if "invariant_only" in settings:
+        return bool(settings["invariant_only"])
+    features = settings["features"]
+    reads_latents = (
+        features != "non_descendants"
+        if isinstance(features, str)
+        else any(node in fit.scm.latents for node in features)
+    )
+    return "condition_on" in (settings.get("abduction_args") or {}) or not reads_latents
+
+
 def _load_learner(folder: Path) -> FairLearner | BaselinePredictor:
     settings = json.loads((folder / "learner.json").read_text(encoding="utf-8"))
     estimators = _load_skops(folder / ESTIMATORS)
@@ -122,6 +138,7 @@ def _load_learner(folder: Path) -> FairLearner | BaselinePredictor:
         allow=settings.get("allow"),
         attribute=settings.get("attribute"),
         mediators=settings.get("mediators"),
+        invariant_only=_invariant_only(settings, fit),
     )
     learner.reference_ = dict(settings.get("reference_", {}))
     learner.scm_fit_ = fit

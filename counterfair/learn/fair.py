@@ -11,8 +11,11 @@ for new rows and returns the mean of the estimator's prediction over the draws.
 
 from __future__ import annotations
 
+import logging
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -43,11 +46,14 @@ from counterfair.inference.abduct import default_conditioning
 from counterfair.inference.chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.learn.saving import Savable
+from counterfair.logs import user_stacklevel
 from counterfair.model.families import family_of
 from counterfair.model.scm import SCM
 from counterfair.model.specs import Observed
 from counterfair.rows import chunking, dispatch
 from counterfair.rows.rows import Rows
+
+logger = logging.getLogger("counterfair")
 
 FeatureSet = Literal["non_descendants", "latent", "additive_noise", "path_specific"]
 FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise", "path_specific")
@@ -116,6 +122,88 @@ DESCENDANT_FEATURE = (
     "(path {path}); a counterfactually fair predictor cannot use it"
 )
 
+INVARIANT_ONLY_TYPE = "invariant_only must be True or False, got {value!r}"
+INVARIANT_ONLY_CONDITION_ON = (
+    "invariant_only=False would be ignored: abduction_args gives condition_on={condition_on!r}, "
+    "which names the indicators the latents are abducted from; drop one of them"
+)
+INVARIANT_ONLY_NO_LATENTS = (
+    "invariant_only=False would be ignored: features={features!r} reads no latent and no "
+    "residual, so nothing is abducted from the indicators; drop invariant_only"
+)
+LEFT_OUT = (
+    "FairLearner({target!r}, features={features!r}): {reasons}, so {what}; "
+    "invariant_only=False keeps every indicator"
+)
+ALL_NON_INVARIANT = (
+    "every indicator of latent {latent!r} ({indicators}) measures it with a loading that "
+    "differs by a protected attribute or its descendant ({by}): {latent!r} is abducted from "
+    "them all, and a predictor built on it cannot be counterfactually fair as a function of "
+    "the observables (its abducted value moves when the protected attribute changes and the "
+    "row is abducted again); declare an indicator of {latent!r} that measures it alike in "
+    "every group"
+)
+
+
+@dataclass(frozen=True)
+class InvariancePlan:
+    """Which indicators a learner abducts its latents from under ``invariant_only=True``.
+
+    An indicator (an observed child of a latent) whose spec has ``loading_by=`` a
+    protected attribute, or a descendant of one, measures its latents differently in each
+    group: what it says about a latent changes when a row's group is changed, so a latent
+    abducted from it moves with the group even under the true SCM.
+
+    Attributes
+    ----------
+    left_out : tuple of str
+        Non-invariant indicators the latents are not abducted from (and whose residuals
+        Fair Add leaves out): each latent they measure has an invariant indicator.
+    by : dict
+        The ``loading_by`` parent of every non-invariant indicator.
+    kept : dict
+        Latent -> its indicators, when every one of them is non-invariant (kept, with an
+        :class:`~counterfair.errors.InvarianceWarning`).
+    """
+
+    left_out: tuple[str, ...] = ()
+    by: dict[str, str] = field(default_factory=dict)
+    kept: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _group_of_loading(scm: SCM, node: str) -> str | None:
+    """``node``'s ``loading_by`` parent when it is protected or a descendant of one."""
+    by = getattr(scm.specs[node], "loading_by", None)
+    if by is None:
+        return None
+    if by in scm.protected or scm.path_from_protected(by) is not None:
+        return str(by)
+    return None
+
+
+def invariance_plan(scm: SCM, target: str | None = None) -> InvariancePlan:
+    """The non-invariant indicators of ``scm``'s latents a fair learner leaves out.
+
+    ``target`` (never an input of the learner's predictions) is not counted as an
+    indicator. An indicator is left out when every latent it measures keeps at least one
+    invariant indicator; a latent all of whose indicators are non-invariant keeps them
+    (:attr:`InvariancePlan.kept`).
+    """
+    by: dict[str, str] = {}
+    variant: set[str] = set()
+    kept: dict[str, tuple[str, ...]] = {}
+    for latent in scm.latents:
+        indicators = [c for c in scm.children(latent) if c in scm.observed and c != target]
+        grouped = [c for c in indicators if _group_of_loading(scm, c) is not None]
+        for node in grouped:
+            by[node] = str(_group_of_loading(scm, node))
+        if grouped and len(grouped) == len(indicators):
+            kept[latent] = tuple(grouped)
+        variant.update(grouped)
+    needed = {node for nodes in kept.values() for node in nodes}
+    left_out = tuple(n for n in scm.observed if n in variant and n not in needed)
+    return InvariancePlan(left_out=left_out, by=by, kept=kept)
+
 
 class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
     """A counterfactually fair predictor (Kusner et al. 2017, Algorithm 1).
@@ -133,7 +221,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         of the protected attributes; ``"latent"`` (level 2, Fair K): the
         latents' posterior draws plus non-descendants; ``"additive_noise"``
         (level 3, Fair Add): the abducted noise of every Normal node other than
-        the target, plus latents and non-descendants. A list names nodes
+        the target (but those ``invariant_only`` leaves out), plus latents and
+        non-descendants. A list names nodes
         explicitly; naming a descendant of a protected attribute raises
         :class:`~counterfair.FairnessError`. ``"path_specific"`` (Chiappa,
         2019): the latents and every observed node other than the target (and
@@ -163,7 +252,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         Passed to :meth:`Fit.abduct` for new rows (``method``, ``chains``, ...);
         ``condition_on`` chooses the indicators the latents are abducted from, in
         training and prediction alike (e.g. only those that measure a latent alike in
-        every group: :func:`counterfair.invariance_check`).
+        every group: :func:`counterfair.invariance_check`). A ``condition_on`` given
+        here wins over ``invariant_only``'s choice.
     scm_fit : Fit, optional
         A fit of ``scm`` to reuse instead of fitting again.
     seed : int, optional
@@ -196,6 +286,25 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         With ``allow`` only: ``W`` (default: the observed descendants of ``attribute``
         other than the target and its descendants, as
         :func:`counterfair.audit.decompose` takes them).
+    invariant_only : bool, keyword-only
+        ``True`` (default): an indicator of a latent whose loading differs by a
+        protected attribute or its descendant (``loading_by=``, measurement
+        non-invariance) is left out. The latents are abducted from the other, invariant
+        indicators only, in training and prediction alike, and ``features=
+        "additive_noise"`` (Fair Add) leaves out that indicator's residual (it carries
+        ``loading(group) x`` the latent's error, which changes with the group). Counterfactual
+        fairness of the deployed predictor -- a function of the observables, which
+        abducts the latent again from a counterfactual row -- needs the latent to be read
+        from indicators that measure it alike in every group: from a non-invariant one,
+        even the true model's posterior mean of the latent moves when the group changes.
+        One ``INFO`` line of the ``"counterfair"`` logger at ``fit`` names what is left
+        out. A latent all of whose indicators are non-invariant keeps them, with an
+        :class:`~counterfair.InvarianceWarning`. ``False`` abducts from every indicator
+        and keeps every residual (the behaviour before this option). An explicit
+        ``abduction_args={"condition_on": [...]}`` wins (nothing is left out then);
+        ``False`` with it, or with features that read no latent
+        (``"non_descendants"``, a list without a latent), raises, as it would be
+        ignored. With no non-invariant indicator, the option changes nothing.
 
     Attributes
     ----------
@@ -227,6 +336,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         allow: Sequence[str] | None = None,
         attribute: str | None = None,
         mediators: Sequence[str] | None = None,
+        *,
+        invariant_only: bool = True,
     ) -> None:
         self.scm = scm
         self.target = target
@@ -244,6 +355,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         self.allow = allow
         self.attribute = attribute
         self.mediators = mediators
+        self.invariant_only = invariant_only
 
     # ------------------------------------------------------------------ scikit-learn
     def _is_classifier(self) -> bool:
@@ -289,11 +401,83 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
                 f"got {self.features!r}"
             )
         self._paths(scm)
+        self._check_invariant_only(scm)
         if self.training_inputs not in ("samples", "mean"):
             raise ValueError(
                 f"training_inputs must be 'samples' or 'mean', got {self.training_inputs!r}"
             )
         return self.scm
+
+    def _check_invariant_only(self, scm: SCM) -> None:
+        if not isinstance(self.invariant_only, bool | np.bool_):
+            raise ValueError(INVARIANT_ONLY_TYPE.format(value=self.invariant_only))
+        if self.invariant_only:
+            return
+        given = dict(self.abduction_args or {})
+        if "condition_on" in given:
+            raise ValueError(
+                INVARIANT_ONLY_CONDITION_ON.format(condition_on=given["condition_on"])
+            )
+        if not self._reads_latents(scm):
+            raise ValueError(INVARIANT_ONLY_NO_LATENTS.format(features=self.features))
+
+    def _reads_latents(self, scm: SCM) -> bool:
+        """Whether the inputs depend on the abducted latents (so on what they are abducted from)."""
+        if isinstance(self.features, str):
+            return self.features != "non_descendants"
+        return any(node in scm.latents for node in self.features)
+
+    def _invariance(self, scm: SCM) -> InvariancePlan:
+        """What ``invariant_only`` leaves out (nothing when off, when the user gives
+        ``condition_on``, or when the inputs read no latent)."""
+        if (
+            not self.invariant_only
+            or "condition_on" in (self.abduction_args or {})
+            or not scm.latents
+            or not self._reads_latents(scm)
+        ):
+            return InvariancePlan()
+        return invariance_plan(scm, self.target)
+
+    def _report_invariance(self, scm: SCM) -> None:
+        """One log line naming the indicators left out; a warning per latent that has no
+        invariant indicator."""
+        plan = self._invariance(scm)
+        for latent, nodes in plan.kept.items():
+            warnings.warn(
+                ALL_NON_INVARIANT.format(
+                    latent=latent,
+                    indicators=", ".join(map(repr, nodes)),
+                    by=", ".join(f"{n}: loading_by={plan.by[n]!r}" for n in nodes),
+                ),
+                errors.InvarianceWarning,
+                stacklevel=user_stacklevel(),
+            )
+        if not plan.left_out:
+            return
+        reasons = "; ".join(
+            f"{node!r} measures "
+            + ", ".join(repr(u) for u in scm.latents if u in scm.parents(node))
+            + f" with a loading that differs by {plan.by[node]!r} (loading_by=)"
+            for node in plan.left_out
+        )
+        names = ", ".join(map(repr, plan.left_out))
+        what = f"the latents are not abducted from {names}"
+        residuals = [n for n in plan.left_out if n in self._noise_candidates(scm)]
+        if self.features == "additive_noise" and residuals:
+            what += f" and the residual of {', '.join(map(repr, residuals))} is left out"
+        logger.info(
+            LEFT_OUT.format(
+                target=self.target, features=self.features, reasons=reasons, what=what
+            )
+        )
+
+    def _noise_candidates(self, scm: SCM) -> list[str]:
+        """Observed nodes with additive noise other than the target (Fair Add's residuals)."""
+        return [
+            n for n in scm.observed
+            if n != self.target and scm.equations[n].family.additive_noise
+        ]
 
     def _paths(self, scm: SCM) -> tuple[str, tuple[tuple[str, ...], ...]] | None:
         """The protected attribute and the unfair paths of a path-specific learner: given
@@ -431,9 +615,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
                     )
                 )
             return list(scm.latents), [], fair_observed
-        noise_nodes = [
-            n for n in scm.observed if n != target and scm.equations[n].family.additive_noise
-        ]
+        left_out = set(self._invariance(scm).left_out)
+        noise_nodes = [n for n in self._noise_candidates(scm) if n not in left_out]
         if not noise_nodes and not scm.latents:
             raise errors.FairnessError(
                 NO_FAIR_FEATURES.format(
@@ -443,7 +626,10 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         return list(scm.latents), noise_nodes, fair_observed
 
     def _conditioning(self, scm: SCM) -> list[str]:
-        return [n for n in scm.observed if n != self.target]
+        """Training conditioning (Algorithm 1): every observed node but the target and the
+        indicators ``invariant_only`` leaves out."""
+        left_out = set(self._invariance(scm).left_out)
+        return [n for n in scm.observed if n != self.target and n not in left_out]
 
     def _feature_matrix(self, scm: SCM, abduction: Abduction) -> np.ndarray:
         """Inputs of the wrapped estimator, shape ``(S, N, p)``."""
@@ -587,8 +773,21 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
             self.scm_fit_ = scm.fit(data, **args)
         self.reference_ = self._confounder_reference(scm, X)
         m = int(self.n_samples)
+        self._report_invariance(scm)
+        left_out = set(self._invariance(scm).left_out)
         if self.condition_on_target or target not in scm.observed:
-            if _same_rows(self.scm_fit_.data, data):
+            if left_out:  # the fit's posterior conditions on every indicator: abduct again
+                extra = dict(self.abduction_args or {})
+                abduction = self.scm_fit_.abduct(
+                    data,
+                    condition_on=[
+                        n for n in default_conditioning(scm, data) if n not in left_out
+                    ],
+                    n_samples=m,
+                    seed=self.seed,
+                    **extra,
+                )
+            elif _same_rows(self.scm_fit_.data, data):
                 abduction = self.scm_fit_.abduct(None, n_samples=m, seed=self.seed)
             else:
                 abduction = self.scm_fit_.abduct(
@@ -627,7 +826,11 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         if not scm.latents and args.get("method", "mean") == "mean":
             args["n_samples"] = 1  # inputs are deterministic given the mean parameters
         if "condition_on" not in args:  # the user's choice of indicators is kept
-            args["condition_on"] = [n for n in default_conditioning(scm, X) if n != self.target]
+            left_out = set(self._invariance(scm).left_out)
+            args["condition_on"] = [
+                n for n in default_conditioning(scm, X)
+                if n != self.target and n not in left_out
+            ]
         return args
 
     def _chunk_draws(self, X: pd.DataFrame | Rows) -> Iterator[np.ndarray]:
