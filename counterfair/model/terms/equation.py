@@ -21,7 +21,7 @@ from counterfair.logs import user_stacklevel
 from counterfair.model.nodes import Prior, stan_real
 from counterfair.model.terms.bases import OUTSIDE_RANGE, outside_range, smooth_basis, smooth_width
 from counterfair.model.terms.declare import HSGP_BOUNDARY, GroupEffect, Interaction, Smooth, Term
-from counterfair.model.terms.groups import group_effect, groups_name
+from counterfair.model.terms.groups import groups_name
 from counterfair.model.terms.stan_functions import (
     HSGP_FUNCTIONS,
     SUM_TO_ZERO_FUNCTION,
@@ -195,7 +195,7 @@ class EquationTerm:
         term = self.term
         if isinstance(term, GroupEffect):
             assert sds is not None
-            return group_effect(self, coefficients, sds, values, codes)
+            return _group_effect(self, coefficients, sds, values, codes)
         if isinstance(term, Interaction):
             return _interaction_effect(self.parents, coefficients, values, codes)
         x, surface = self._inputs(values, codes)
@@ -474,6 +474,53 @@ class EquationTerm:
                 f"sds of the group effects {self.term.label}",
             )
         ]
+
+
+def _group_effect(
+    equation_term: EquationTerm,
+    coefficients: np.ndarray,
+    sds: np.ndarray,
+    values: Mapping[str, np.ndarray],
+    codes: Mapping[str, np.ndarray],
+) -> np.ndarray:
+    """A group effect's contribution, ``(S, N)`` (``(S, N, C)`` for a categorical node).
+
+    ``coefficients`` is ``(S, groups x (1 + slopes))`` (every group's intercept, then each
+    slope's), with a trailing ``C`` axis for a categorical node's predictors. A group
+    unseen in training draws its effects from ``Normal(0, sd)``: the same draw for every
+    row of that group (keyed by its code), one per parameter set and predictor.
+    """
+    term = equation_term.term
+    assert isinstance(term, GroupEffect) and term.levels is not None
+    s = coefficients.shape[0]
+    trailing = coefficients.shape[2:]
+    pad = (1,) * len(trailing)
+    count = 1 + len(term.slopes)
+    groups = len(term.levels)
+    effects = coefficients.reshape(s, count, groups, *trailing)  # intercepts, then slopes
+    code = np.asarray(codes[term.column], dtype=np.int64)
+    n = code.shape[-1]
+    index = np.broadcast_to(code, (s, n))
+    seen = index >= 0
+    safe = np.where(seen, index, 0).reshape(s, n, *pad)
+    seen_ = seen.reshape(s, n, *pad)
+    xs = [np.ones((s, n, *pad))] + [
+        np.broadcast_to(np.asarray(p.read(values, codes), dtype=float), (s, n)).reshape(s, n, *pad)
+        for p in equation_term.parents
+    ]
+    out = np.zeros((s, n, *trailing))
+    for j in range(count):
+        chosen = np.take_along_axis(effects[:, j], safe, axis=1)
+        out += np.where(seen_, chosen, 0.0) * xs[j]
+    if not seen.all():
+        scale = np.asarray(sds).reshape(s, count, *pad)
+        for key in np.unique(index[~seen]):
+            generator = np.random.Generator(np.random.Philox(key=int(-key)))
+            draw = generator.standard_normal((s, count, *trailing)) * scale
+            at = (index == key).reshape(s, n, *pad)
+            for j in range(count):
+                out += np.where(at, draw[:, j][:, None] * xs[j], 0.0)
+    return out
 
 
 def _indicator_or_value(

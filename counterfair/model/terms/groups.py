@@ -7,17 +7,14 @@ that group in every world, chunk and partition.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from counterfair import errors
 from counterfair.model.terms.declare import GroupEffect, Term
-
-if TYPE_CHECKING:
-    from counterfair.model.terms.equation import EquationTerm
 
 
 def groups_name(column: str) -> str:
@@ -79,53 +76,6 @@ def group_codes(
                 shown,
             )
         out[term.column] = codes
-    return out
-
-
-def group_effect(
-    equation_term: EquationTerm,
-    coefficients: np.ndarray,
-    sds: np.ndarray,
-    values: Mapping[str, np.ndarray],
-    codes: Mapping[str, np.ndarray],
-) -> np.ndarray:
-    """A group effect's contribution, ``(S, N)`` (``(S, N, C)`` for a categorical node).
-
-    ``coefficients`` is ``(S, groups x (1 + slopes))`` (every group's intercept, then each
-    slope's), with a trailing ``C`` axis for a categorical node's predictors. A group
-    unseen in training draws its effects from ``Normal(0, sd)``: the same draw for every
-    row of that group (keyed by its code), one per parameter set and predictor.
-    """
-    term = equation_term.term
-    assert isinstance(term, GroupEffect) and term.levels is not None
-    s = coefficients.shape[0]
-    trailing = coefficients.shape[2:]
-    pad = (1,) * len(trailing)
-    count = 1 + len(term.slopes)
-    groups = len(term.levels)
-    effects = coefficients.reshape(s, count, groups, *trailing)  # intercepts, then slopes
-    code = np.asarray(codes[term.column], dtype=np.int64)
-    n = code.shape[-1]
-    index = np.broadcast_to(code, (s, n))
-    seen = index >= 0
-    safe = np.where(seen, index, 0).reshape(s, n, *pad)
-    seen_ = seen.reshape(s, n, *pad)
-    xs = [np.ones((s, n, *pad))] + [
-        np.broadcast_to(np.asarray(p.read(values, codes), dtype=float), (s, n)).reshape(s, n, *pad)
-        for p in equation_term.parents
-    ]
-    out = np.zeros((s, n, *trailing))
-    for j in range(count):
-        chosen = np.take_along_axis(effects[:, j], safe, axis=1)
-        out += np.where(seen_, chosen, 0.0) * xs[j]
-    if not seen.all():
-        scale = np.asarray(sds).reshape(s, count, *pad)
-        for key in np.unique(index[~seen]):
-            generator = np.random.Generator(np.random.Philox(key=int(-key)))
-            draw = generator.standard_normal((s, count, *trailing)) * scale
-            at = (index == key).reshape(s, n, *pad)
-            for j in range(count):
-                out += np.where(at, draw[:, j][:, None] * xs[j], 0.0)
     return out
 
 
