@@ -69,6 +69,10 @@ class Fit:
         more rows than ``max_rows``): ``size``, ``total``, ``strata`` (the
         columns), ``n_strata`` and ``reason``; ``data`` then holds the subsample
         only, and the other rows are abducted as new rows with :meth:`abduct`.
+    integrated : tuple of str
+        Latents integrated out of the fit program (``SCM.fit(latents=...)``): NUTS
+        sampled the parameters only, and each training row's latents were drawn
+        exactly per posterior draw (:mod:`counterfair.stan.integrated`).
     """
 
     scm: SCM
@@ -83,6 +87,7 @@ class Fit:
     warm_start: WarmStart | None = None
     subsample: dict[str, Any] | None = None
     method: str = "nuts"
+    integrated: tuple[str, ...] = ()
     _rows: Rows | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -38,6 +39,12 @@ from counterfair.stan.anchored import add_anchored_latents
 from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import coords_and_dims, fit_data
 from counterfair.stan.inits import latent_inits
+from counterfair.stan.integrated import (
+    LATENTS_MODES,
+    integrated_latents,
+    nonfinite_rows,
+    quadrature_data,
+)
 from counterfair.stan.interface import SamplerRun
 from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
 
@@ -61,6 +68,7 @@ def _warm_start(
     warmup: int,
     seed: int | None,
     sampler_args: dict[str, Any],
+    integrate: tuple[str, ...] = (),
 ) -> WarmStart | None:
     """Run the pilot fit of :mod:`counterfair.stan.warm_start` when asked or worth it."""
     if warm_start not in (True, False, "auto"):
@@ -82,7 +90,7 @@ def _warm_start(
             raise ValueError(
                 f"warm_start=True sets {explicit} itself; pass warm_start=False to set them"
             )
-    return pilot_fit(scm, rows, stan_data, chains=chains, seed=seed)
+    return pilot_fit(scm, rows, stan_data, chains=chains, seed=seed, integrate=integrate)
 
 
 def fit(
@@ -99,14 +107,23 @@ def fit(
     subsample: int | None = None,
     max_rows: int | None = DEFAULT_MAX_ROWS,
     method: Literal["nuts", "pathfinder"] = "nuts",
+    latents: str = "joint",
     **sampler_args: Any,
 ) -> Fit:
     """Fit ``scm`` to ``data``: what :meth:`counterfair.SCM.fit` runs (see it for the options).
 
     Checks the options of the method first: NUTS defaults to 4 chains of 500 + 500
-    iterations; Pathfinder refuses NUTS-only options and the PyStan back end.
+    iterations; Pathfinder refuses NUTS-only options and the PyStan back end, and
+    integrated latents (``latents="auto"`` then samples them jointly).
     """
     check_method(method)
+    if latents not in LATENTS_MODES:
+        raise ValueError(f"latents must be one of {list(LATENTS_MODES)}, got {latents!r}")
+    if method == "pathfinder" and latents == "integrated":
+        raise ValueError(
+            "latents='integrated' is a NUTS option: Pathfinder approximates the joint "
+            "program; drop one of them"
+        )
     if isinstance(data, pd.DataFrame):  # levels left to the data are read once, here
         scm = with_levels_from_data(scm, data)
     if method == "pathfinder":
@@ -137,6 +154,7 @@ def fit(
         warm_start=warm_start,
         subsample=subsample,
         max_rows=max_rows,
+        latents=latents,
         **sampler_args,
     )
 
@@ -155,6 +173,7 @@ def fit_scm(
     subsample: int | None = None,
     max_rows: int | None = DEFAULT_MAX_ROWS,
     method: str = "nuts",
+    latents: str = "joint",
     **sampler_args: Any,
 ) -> Fit:
     """Fit ``scm`` to ``data`` by NUTS (or Pathfinder); see :meth:`counterfair.SCM.fit`.
@@ -171,10 +190,14 @@ def fit_scm(
     scales.warn_on_scales(scm, rows)
     if method == "pathfinder":
         return _pathfinder_fit(scm, rows, stan_data, draws, seed, backend, subsample_info)
+    integrate = integrated_latents(scm, latents, resolve_backend_name(backend))
     start = _warm_start(scm, rows, stan_data, warm_start, backend, chains, warmup,
-                        seed, sampler_args)
+                        seed, sampler_args, integrate)
+    if integrate:
+        stan_data = {**stan_data, **quadrature_data()}
     run = _sample(scm, rows, stan_data, start, backend, chains=chains, warmup=warmup,
-                  draws=draws, seed=seed, progress=progress, sampler_args=sampler_args)
+                  draws=draws, seed=seed, progress=progress, sampler_args=sampler_args,
+                  integrate=integrate)
     diagnostics = diagnose(
         run.idata,
         scm.parameter_names(),
@@ -198,6 +221,7 @@ def fit_scm(
         _backend_name=backend,
         warm_start=start,
         subsample=subsample_info,
+        integrated=integrate,
         _rows=rows,
     )
 
@@ -298,17 +322,24 @@ def _sample(
     seed: int | None,
     progress: bool | None,
     sampler_args: dict[str, Any],
+    integrate: tuple[str, ...] = (),
 ) -> SamplerRun:
     """NUTS on the fit program, from the latents' inits and the warm start if any."""
     if "init" not in sampler_args:
         sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
+        if integrate:  # no per-row latent is a parameter of the integrated program
+            names = {f"z_{name}" for name in integrate} | set(integrate)
+            sampler_args["init"] = [
+                {k: v for k, v in chain.items() if k not in names}
+                for chain in sampler_args["init"]
+            ]
         if start is not None:
             sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
     if start is not None:
         sampler_args.update(start.sampler_args(warmup))
     coords, dims = coords_and_dims(scm, _encoding(rows), rows.frame, ["row"])
     run = get_backend(backend).sample(
-        scm.stan_code(),
+        scm.stan_code(integrate=integrate),
         stan_data,
         chains=chains,
         warmup=warmup,
@@ -319,6 +350,17 @@ def _sample(
         dims=dims,
         **sampler_args,
     )
+    for latent in integrate:
+        name = f"z_{latent}" if f"z_{latent}" in run.idata.posterior else latent
+        bad = nonfinite_rows(run.idata.posterior[name].values)
+        if bad:
+            shown = ", ".join(str(i) for i in bad[:10]) + (", ..." if len(bad) > 10 else "")
+            warnings.warn(
+                f"the quadrature of latent {latent!r} was not finite for {len(bad)} training "
+                f"row(s) (positions {shown}) in some draws: check those rows' values",
+                errors.ConvergenceWarning,
+                stacklevel=4,
+            )
     add_anchored_latents(scm, run.idata, stan_data, _encoding(rows), rows.codes)
     return run
 

@@ -194,11 +194,14 @@ def fill_fit(fit: Fit, folder: Path) -> None:
             "max_treedepth_hits": fit.diagnostics.max_treedepth_hits,
             "subsample": fit.subsample,
             "method": fit.method,
+            "integrated": list(fit.integrated),
         },
     )
     fit.idata.to_netcdf(str(folder / "posterior.nc"), engine=NETCDF_ENGINE)
     write_json(folder / "data.json", frame_to_dict(fit.data))
-    (folder / "model.stan").write_text(fit.scm.stan_code(), encoding="utf-8")
+    (folder / "model.stan").write_text(
+        fit.scm.stan_code(integrate=fit.integrated), encoding="utf-8"
+    )
 
 
 def save_fit(fit: Fit, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:

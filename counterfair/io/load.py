@@ -82,6 +82,7 @@ def _load_fit(folder: Path) -> Fit:
         _backend_name=LOADED_BACKEND,
         subsample=info.get("subsample"),
         method=str(info.get("method", "nuts")),
+        integrated=tuple(str(name) for name in info.get("integrated", [])),
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import networkx as nx
@@ -352,14 +352,16 @@ class SCM:
         return spec
 
     # ------------------------------------------------------------------ Stan
-    def stan_code(self) -> str:
+    def stan_code(self, *, integrate: Collection[str] = ()) -> str:
         """The Stan program that fits this SCM (parameters and per-row latents).
 
+        ``integrate``: latents integrated out of the likelihood (what
+        ``fit(latents="integrated")`` compiles; see :mod:`counterfair.stan.integrated`).
         A delegate to :func:`counterfair.stan.codegen.fit_program`, the stage above.
         """
         from counterfair.stan.codegen import fit_program
 
-        return fit_program(self)
+        return fit_program(self, integrate=integrate)
 
     def abduction_code(self) -> str:
         """The Stan program that samples latents of new rows given parameter values.
@@ -385,6 +387,7 @@ class SCM:
         subsample: int | None = None,
         max_rows: int | None = DEFAULT_MAX_ROWS,
         method: Literal["nuts", "pathfinder"] = "nuts",
+        latents: Literal["joint", "integrated", "auto"] = "joint",
         **sampler_args: Any,
     ) -> Fit:
         """Fit the SCM by NUTS: posterior of parameters and of every row's latents.
@@ -416,6 +419,16 @@ class SCM:
             approximation (:mod:`counterfair.inference.pathfinder`); its draws are kept as
             one chain, ``fit.method`` records it, and no convergence warnings are
             raised for them. CmdStan only.
+        latents : {"joint", "integrated", "auto"}
+            ``"joint"`` samples every row's latents beside the parameters.
+            ``"integrated"`` integrates each row's latent out of the likelihood
+            (exactly for Normal children, by adaptive Gauss-Hermite quadrature for
+            Poisson, negative binomial, Bernoulli and ordinal ones), so NUTS samples
+            the parameters only; the training rows' latents are then drawn exactly
+            per posterior draw, and ``fit.integrated`` names the latents
+            (:mod:`counterfair.stan.integrated`). CmdStan only.
+            ``"auto"`` integrates the latents that can be and samples the others
+            jointly, with a log line naming them and why.
         **sampler_args
             Passed to the sampler (e.g. ``max_depth``, ``delta``).
 
@@ -444,7 +457,10 @@ class SCM:
             ``max_rows`` is not ``None`` nor a positive integer; if ``method``
             is unknown, is ``"pathfinder"`` with the PyStan back end, or is
             ``"pathfinder"`` with a NUTS-only option (``chains``, ``warmup``,
-            ``warm_start=True``, ``progress=True``, sampler arguments).
+            ``warm_start=True``, ``progress=True``, sampler arguments); if
+            ``latents="integrated"`` cannot apply (a latent with a categorical child,
+            a loading by group, two latents in one child; the PyStan back end) or
+            is combined with ``method="pathfinder"``.
         """
 
         from counterfair.inference.fitting import fit  # the stage above: a delegate
@@ -452,7 +468,7 @@ class SCM:
         return fit(
             self, data, chains=chains, warmup=warmup, draws=draws, seed=seed, backend=backend,
             progress=progress, warm_start=warm_start, subsample=subsample, max_rows=max_rows,
-            method=method, **sampler_args,
+            method=method, latents=latents, **sampler_args,
         )
 
     # ------------------------------------------------------------------ simulation

@@ -16,6 +16,7 @@ import hashlib
 import logging
 import os
 import re
+import shlex
 import shutil
 import tempfile
 import time
@@ -26,6 +27,8 @@ from typing import Any
 
 import arviz as az
 import numpy as np
+
+from counterfair.stan import integrated
 
 from counterfair.stan.interface import CMDSTAN_ARGS, SamplerRun, translate_sampler_args
 
@@ -54,6 +57,8 @@ def program_stem(code: str) -> str:
     home = Path(os.path.realpath(cmdstanpy.cmdstan_path()))
     digest = hashlib.sha256()
     digest.update(code.encode())
+    if integrated.uses_header(code):  # the C++ it includes is part of the program
+        digest.update(integrated.header_text().encode())
     digest.update(str(home).encode())
     main = home / "src" / "cmdstan" / "main.o"  # changes when CmdStan is rebuilt
     if main.exists():
@@ -114,10 +119,35 @@ def executable(code: str) -> tuple[Path, float]:
         source = folder / f"{stem}.stan"
         source.write_text(code)
         with _quiet_cmdstanpy():
-            built = cmdstanpy.compile_stan_file(source)
+            built = cmdstanpy.compile_stan_file(source, **_header_options(code))
         if Path(built) != exe:
             shutil.move(built, exe)
         return exe, time.perf_counter() - start
+
+
+def _header_options(code: str) -> dict[str, Any]:
+    """cmdstanpy's compile options for a program that calls the integrated-latent C++.
+
+    CmdStan's makefile includes ``USER_HEADER``; the reduced makefile of the offline kit
+    (``COUNTERFAIR_CMDSTAN_KIT``) has no such rule but appends ``CXXFLAGS``, so there the
+    header is force-included through it.
+    """
+    import cmdstanpy
+
+    if not integrated.uses_header(code):
+        return {}
+    header = str(integrated.HEADER)
+    makefile = Path(cmdstanpy.cmdstan_path()) / "makefile"
+    try:
+        first = makefile.read_text(encoding="utf-8", errors="replace").splitlines()[0]
+    except (OSError, IndexError):
+        first = ""
+    if first.startswith("# Reduced CmdStan makefile"):
+        return {
+            "stanc_options": {"allow-undefined": True},
+            "cpp_options": {"CXXFLAGS": f"-include {shlex.quote(header)}"},
+        }
+    return {"user_header": header}
 
 
 def _model(code: str) -> tuple[Any, float]:

@@ -28,7 +28,7 @@ functions of the Stan bundled with httpstan 4.13 fail on an integer sigma).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from counterfair import errors
@@ -37,6 +37,7 @@ from counterfair.model.equation import NodeEquation
 from counterfair.model.families import family_of
 from counterfair.model.families.base import append_rows
 from counterfair.model.specs import Latent, Observed, Protected, stan_real
+from counterfair.stan import integrated as integrated_latents
 from counterfair.stan.anchoring import (
     Predictor,
     anchors_of,
@@ -47,6 +48,7 @@ from counterfair.stan.anchoring import (
     latent_term,
     loading_matrix,
     precision_lines,
+    precision_name,
     vector_anchors_of,
 )
 
@@ -74,9 +76,10 @@ functions {
 }"""
 
 
-def _functions_block(scm: SCM) -> str:
-    """The functions block: ``indicators`` and the functions the SCM's families need."""
-    extra: list[str] = []
+def _functions_block(scm: SCM, integrated: bool = False) -> str:
+    """The functions block: ``indicators``, the functions the SCM's families need, and the
+    integrated latents' C++ functions (declared here, defined in ``integrated.hpp``)."""
+    extra: list[str] = [integrated_latents.FUNCTIONS] if integrated else []
     for node in scm.observed:
         for function in scm.equations[node].family.stan_functions():
             if function not in extra:
@@ -499,25 +502,35 @@ def _statement_comment(eq: NodeEquation, anchors: dict[str, tuple[NodeEquation, 
     return f"// {eq.node}: {'; '.join(notes)}" if notes else ""
 
 
-def _fit_data_block(scm: SCM, equations: list[NodeEquation]) -> list[str]:
-    """The fit program's data block: the rows, plus a sampler scale per equation."""
+def _fit_data_block(
+    scm: SCM, equations: list[NodeEquation], integrated: bool = False
+) -> list[str]:
+    """The fit program's data block: the rows, a sampler scale per equation, and the
+    quadrature's nodes when latents are integrated out."""
     lines = _data_block(scm)
     for eq in equations:
         lines.append(
             f"{_INDENT}real<lower=0> scale_{eq.node};  // rough posterior sd of the coefficients "
             f"of {eq.node} (sampler scale only)"
         )
+    if integrated:
+        lines += [_INDENT + line for line in integrated_latents.DATA_LINES]
     lines.append("}")
     return lines
 
 
 def _fit_parameters_block(
-    scm: SCM, equations: list[NodeEquation], anchors: dict[str, tuple[NodeEquation, ...]]
+    scm: SCM,
+    equations: list[NodeEquation],
+    anchors: dict[str, tuple[NodeEquation, ...]],
+    integrated: Collection[str] = (),
 ) -> list[str]:
-    """The fit program's parameters: every row's latents (standardised when anchored), then
-    each equation's parameters."""
+    """The fit program's parameters: every row's latents (standardised when anchored; none
+    when integrated out), then each equation's parameters."""
     lines = ["parameters {"]
     for latent in scm.latents:
+        if latent in integrated:
+            continue
         if latent in anchors:
             given = ", ".join(a.node for a in anchors[latent])
             lines.append(
@@ -564,10 +577,15 @@ def _anchor_preamble(scm: SCM, anchors: dict[str, tuple[NodeEquation, ...]]) -> 
     return lines
 
 
-def _latent_priors(scm: SCM, anchors: dict[str, tuple[NodeEquation, ...]]) -> list[str]:
-    """One prior per latent: standard normal on ``z`` for an anchored latent, else its own."""
+def _latent_priors(
+    scm: SCM, anchors: dict[str, tuple[NodeEquation, ...]], integrated: Collection[str] = ()
+) -> list[str]:
+    """One prior per sampled latent: standard normal on ``z`` for an anchored latent, else its
+    own (an integrated latent's is in its quadrature)."""
     lines = []
     for latent in scm.latents:
+        if latent in integrated:
+            continue
         if latent in anchors:
             given = ", ".join(a.node for a in anchors[latent])
             lines.append(
@@ -611,15 +629,17 @@ def _fit_model_block(
     predictors: dict[str, Predictor],
     designs: dict[str, str],
     vector_anchors: dict[str, tuple[NodeEquation, ...]] | None = None,
+    integrated: dict[str, list[integrated_latents.IntegratedChild]] | None = None,
 ) -> list[str]:
     """The fit program's model block: anchoring, priors, then the structural equations."""
     vector_anchors = vector_anchors or {}
+    integrated = integrated or {}
     lines = ["model {", *_anchor_preamble(scm, anchors), f"{_INDENT}// priors"]
-    lines += _latent_priors(scm, {**anchors, **vector_anchors})
+    lines += _latent_priors(scm, {**anchors, **vector_anchors}, integrated)
     for eq in equations:
         lines += _equation_priors(eq)
     lines.append(f"{_INDENT}// structural equations")
-    done: set[str] = set()
+    done: set[str] = {c.eq.node for children in integrated.values() for c in children}
     for latent, chain in vector_anchors.items():
         lines += _vector_anchor_lines(scm, latent, chain, predictors, designs)
         done.update(eq.node for eq in chain)
@@ -630,6 +650,9 @@ def _fit_model_block(
         if comment:
             lines.append(_INDENT + comment)
         lines.append(_INDENT + _fit_statement(scm, eq, predictors[eq.node], designs.get(eq.node)))
+    for latent, children in integrated.items():
+        if children:
+            lines += integrated_latents.model_line(latent, children, _INDENT)
     lines.append("}")
     return lines
 
@@ -701,7 +724,9 @@ def _vector_anchor_lines(
     return [_INDENT + line for line in lines]
 
 
-def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
+def fit_program(
+    scm: SCM, *, anchor_latents: bool = True, integrate: Collection[str] = ()
+) -> str:
     """Stan program sampling the SCM's parameters and every row's latents.
 
     Parameters
@@ -713,27 +738,122 @@ def fit_program(scm: SCM, *, anchor_latents: bool = True) -> str:
         conditional (see :mod:`counterfair.stan.anchoring`; the default, and
         what ``SCM.fit`` uses). ``False`` samples every latent directly (the
         centred form, the same posterior; kept for checks).
+    integrate : collection of str
+        Latents integrated out of the likelihood (:mod:`counterfair.stan.integrated`):
+        NUTS samples the parameters only, and the generated quantities draw these
+        latents exactly per draw. Each must pass
+        :func:`counterfair.stan.integrated.unsupported_reason`.
 
     Returns
     -------
     str
         The program text (deterministic: the same SCM gives the same text).
     """
+    integrate = integrated_latents.integrated_names(integrate)
+    for latent in integrate:
+        reason = integrated_latents.unsupported_reason(scm, latent)
+        if reason is not None:
+            raise ValueError(f"latent {latent!r} cannot be integrated out: {reason}")
+    if integrate and not anchor_latents:
+        raise ValueError("integrate= needs anchor_latents=True: it integrates the anchors first")
     equations = [scm.equations[n] for n in scm.observed]
     anchors = anchors_of(scm) if anchor_latents else {}
     vector_anchors = vector_anchors_of(scm) if anchor_latents else {}
     predictors = {eq.node: fit_predictor(scm, eq, anchors) for eq in equations}
     columns = {node: tuple(pred.blocks) for node, pred in predictors.items()}
     designs = design_names(columns)
+    integrated = {
+        latent: _integrated_children(scm, latent, anchors, predictors, designs)
+        for latent in integrate
+    }
 
-    lines = _header(scm, "fit of the structural causal model (parameters and latents)")
-    lines.append(_functions_block(scm))
-    lines += _fit_data_block(scm, equations)
-    lines += _transformed_data_block(scm, columns, equations)
-    lines += _fit_parameters_block(scm, equations, {**anchors, **vector_anchors})
+    purpose = (
+        "fit of the structural causal model (parameters; latents integrated out)"
+        if integrate
+        else "fit of the structural causal model (parameters and latents)"
+    )
+    lines = _header(scm, purpose)
+    lines.append(_functions_block(scm, integrated=bool(integrate)))
+    lines += _fit_data_block(scm, equations, integrated=bool(integrate))
+    lines += _with_outcomes(_transformed_data_block(scm, columns, equations), integrated)
+    lines += _fit_parameters_block(scm, equations, {**anchors, **vector_anchors}, integrate)
     lines += _fit_transformed_parameters_block(equations)
-    lines += _fit_model_block(scm, equations, anchors, predictors, designs, vector_anchors)
+    lines += _fit_model_block(
+        scm, equations, anchors, predictors, designs, vector_anchors, integrated
+    )
+    lines += _integrated_draws_block(scm, anchors, integrated)
     return "\n".join(lines) + "\n"
+
+
+def _integrated_children(
+    scm: SCM,
+    latent: str,
+    anchors: dict[str, tuple[NodeEquation, ...]],
+    predictors: dict[str, Predictor],
+    designs: dict[str, str],
+) -> list[integrated_latents.IntegratedChild]:
+    """``latent``'s non-Normal children as ``eta + load * z`` (``z`` standard normal)."""
+    spec = scm.specs[latent]
+    assert isinstance(spec, Latent)
+    chain = anchors.get(latent)
+    out = []
+    for eq in integrated_latents.children_of(scm, latent):
+        (lterm,) = eq.latent
+        eta = _linear_part(scm, predictors[eq.node], designs.get(eq.node))
+        if chain is not None:
+            load = f"{lterm.param} / sqrt({precision_name(latent, chain[-1].node)})"
+        else:
+            if spec.loc != 0.0:
+                eta = f"{eta} + {lterm.param} * {stan_real(spec.loc)}"
+            load = (
+                lterm.param if spec.scale == 1.0 else f"{lterm.param} * {stan_real(spec.scale)}"
+            )
+        out.append(integrated_latents.IntegratedChild(eq=eq, eta=eta, load=load))
+    return out
+
+
+def _with_outcomes(
+    block: list[str], integrated: dict[str, list[integrated_latents.IntegratedChild]]
+) -> list[str]:
+    """The transformed data block with the integrated latents' outcome arrays added."""
+    extra = [
+        line
+        for latent, children in integrated.items()
+        if children
+        for line in integrated_latents.outcome_lines(latent, children, _INDENT)
+    ]
+    if not extra:
+        return block
+    if not block:
+        return ["transformed data {", *extra, "}"]
+    return [*block[:-1], *extra, block[-1]]
+
+
+def _integrated_draws_block(
+    scm: SCM,
+    anchors: dict[str, tuple[NodeEquation, ...]],
+    integrated: dict[str, list[integrated_latents.IntegratedChild]],
+) -> list[str]:
+    """Generated quantities: each integrated latent drawn exactly per row and draw."""
+    if not integrated:
+        return []
+    lines = ["generated quantities {"]
+    for latent in integrated:
+        name = f"z_{latent}" if latent in anchors else latent
+        lines.append(
+            f"{_INDENT}vector[N] {name};  // {latent} drawn exactly given the draw's parameters"
+        )
+    lines.append(f"{_INDENT}{{")
+    inner = _INDENT * 2
+    for latent in integrated:
+        if latent in anchors:
+            lines += [inner + line for line in precision_lines(scm, latent, anchors[latent])]
+    for latent, children in integrated.items():
+        lines.append(
+            integrated_latents.draw_line(scm, latent, children, latent in anchors, inner)
+        )
+    lines += [f"{_INDENT}}}", "}"]
+    return lines
 
 
 def abduction_equations(scm: SCM) -> list[NodeEquation]:

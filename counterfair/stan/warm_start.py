@@ -23,7 +23,7 @@ cannot be given an initial metric.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +103,7 @@ def full_data_metric(
     per_row: set[str],
     n_pilot: int,
     n_full: int,
+    dropped: Collection[str] = (),
 ) -> np.ndarray:
     """Turn the pilot's adapted inverse metric into one for the full data.
 
@@ -116,12 +117,17 @@ def full_data_metric(
         Parameters with one entry per row (the latents or their standardised forms).
     n_pilot, n_full : int
         Rows of the pilot and of the full data.
+    dropped : collection of str
+        Parameters of the pilot that the main program does not have (the per-row
+        latents of a fit that integrates them out).
     """
     pieces = []
     position = 0
     for name, size in layout:
         block = pilot_metric[position : position + size]
         position += size
+        if name in dropped:
+            continue
         if name in per_row:
             pieces.append(np.full(n_full, float(np.mean(block))))
         else:
@@ -141,8 +147,14 @@ def pilot_fit(
     chains: int,
     seed: int | None,
     size: int = PILOT_ROWS,
+    integrate: Collection[str] = (),
 ) -> WarmStart:
-    """Fit ``scm`` to a subsample with CmdStan and turn its adaptation into a warm start."""
+    """Fit ``scm`` to a subsample with CmdStan and turn its adaptation into a warm start.
+
+    The pilot always runs the joint program (its gradients are cheapest); for a main fit
+    that integrates ``integrate`` out, those latents' entries leave the metric and the
+    step size is left at the pilot's (the main program has no per-row dimensions).
+    """
     from counterfair.stan.cmdstan_adapter import CmdStanPyBackend
     from counterfair.stan.inits import latent_inits
 
@@ -164,14 +176,16 @@ def pilot_fit(
         init=latent_inits(scm, pilot_data, chains, seed),
     )
     per_row = {*scm.latents, *(f"z_{latent}" for latent in scm.latents)}
+    dropped = {*integrate, *(f"z_{latent}" for latent in integrate)}
     metric = full_data_metric(
-        adapted.inv_metric, adapted.layout, per_row, len(rows), len(data)
+        adapted.inv_metric, adapted.layout, per_row, len(rows), len(data), dropped
     )
+    shrink = 1.0 if integrate else (len(rows) / len(data)) ** 0.25
     structural = set(scm.parameter_names())
     inits = {k: v for k, v in adapted.means.items() if k in structural or k.startswith("sigma2_")}
     return WarmStart(
         inv_metric=metric,
-        step_size=adapted.step_size * (len(rows) / len(data)) ** 0.25,
+        step_size=adapted.step_size * shrink,
         inits=inits,
         pilot_rows=len(rows),
         seconds=time.perf_counter() - start,

@@ -136,6 +136,10 @@ class Family:
         Whether exact abduction (:mod:`counterfair.inference.exact_abduction`) handles a
         conditioned child of this family (it needs :meth:`log_likelihood` and
         :meth:`derivatives`).
+    quadrature_code : int or None
+        The family's code in the C++ quadrature of integrated latents
+        (``counterfair/stan/integrated.hpp``: 1 Poisson, 2 negative binomial,
+        3 Bernoulli, 4 ordinal), None where it does not cover the family.
     glm, plain : str
         Stan sampling functions with and without a design matrix.
     declares_coefficients : bool
@@ -159,6 +163,7 @@ class Family:
     extra_parameters: ClassVar[tuple[str, ...]] = ()
     intercept_allowed: ClassVar[bool] = True
     exact: ClassVar[bool] = False
+    quadrature_code: ClassVar[int | None] = None
     glm: ClassVar[str] = ""
     plain: ClassVar[str] = ""
     declares_coefficients: ClassVar[bool] = False

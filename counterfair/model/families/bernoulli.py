@@ -141,6 +141,7 @@ class BernoulliFamily(Family):
     """
 
     name = "bernoulli"
+    quadrature_code = 3
     spec = Bernoulli
     task = "classifier"
     exact = True

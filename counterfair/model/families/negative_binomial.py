@@ -74,6 +74,7 @@ class NegativeBinomialFamily(CountFamily):
     """
 
     name = "negative_binomial"
+    quadrature_code = 2
     spec = NegativeBinomial
     not_count = NOT_COUNT
     extra_parameters = ("phi",)

@@ -138,6 +138,7 @@ class OrdinalFamily(LevelFamily):
     """
 
     name = "ordinal"
+    quadrature_code = 4
     spec = Ordinal
     task = "classifier"
     exact = True

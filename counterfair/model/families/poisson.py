@@ -45,6 +45,7 @@ class PoissonFamily(CountFamily):
     """
 
     name = "poisson"
+    quadrature_code = 1
     spec = Poisson
     not_count = errors.POISSON_NOT_COUNT
     glm = "poisson_log_glm"

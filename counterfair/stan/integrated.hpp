@@ -1,0 +1,457 @@
+// counterfair: each row's latent integrated out of its non-Normal children's likelihood.
+//
+// Included (cmdstan USER_HEADER) by fit programs with latents="integrated"; see
+// counterfair/stan/integrated.py for the model these functions serve.
+//
+// Row i has one standardised latent z ~ Normal(0, 1) (already conditioned on its Normal
+// children, see counterfair/stan/anchoring.py) and C non-Normal children with linear
+// predictors eta[i, c] + load[i, c] * z. The log marginal of the row is
+//
+//     V_i = log int prod_c p_c(y[i, c] | eta[i, c] + load[i, c] * z) Normal(z | 0, 1) dz,
+//
+// computed by adaptive Gauss-Hermite quadrature: the mode z* of the (strictly concave)
+// integrand by a given number of Newton steps with step halving, from the mode of a Normal
+// approximation of the count children, and the nodes z* + sqrt(2) s x_j with s = 1 / sqrt(-F''(z*)) (x_j, log w_j given as data).
+//
+// The gradient is that of the quadrature with its nodes held where they are: the
+// derivative of each child's log density at the nodes, weighted by the nodes' posterior
+// weights. It differs from the derivative of V_i through z* and s by the derivative of
+// the quadrature's error (below 1e-6 on the tested models); the leapfrog integrator stays
+// volume-preserving and reversible with any force field, so NUTS still samples the
+// posterior the program's log density defines.
+//
+// Families (codes shared with counterfair/model/families): 1 Poisson (log link),
+// 2 negative binomial (log link, dispersion phi: variance mu + mu^2 / phi),
+// 3 Bernoulli (logit link), 4 ordinal (ordered logistic, cutpoints in `cuts`).
+#ifndef COUNTERFAIR_INTEGRATED_HPP
+#define COUNTERFAIR_INTEGRATED_HPP
+
+#include <stan/math.hpp>
+#include <cmath>
+#include <limits>
+#include <ostream>
+#include <vector>
+
+namespace counterfair_integrated {
+
+constexpr int HALVING_MAX = 60;
+constexpr int REJECTION_MAX = 10000;
+
+// One child's log density and its derivatives at eta (and with respect to phi, cutpoints).
+struct Term {
+  double value = 0, d1 = 0, d2 = 0;  // l, dl/deta, d2l/deta2
+  double dphi = 0;                   // dl/dphi (negative binomial)
+  int cut_lo = -1, cut_hi = -1;      // indices into cuts of the cutpoints it reads
+  double dcut_lo = 0, dcut_hi = 0;   // dl/d cut_lo, dl/d cut_hi
+};
+
+struct Child {
+  int family;
+  int y;
+  double phi;
+  const double* cuts;  // this child's cutpoints (ordinal)
+  int n_cuts;
+  double lgamma_const;  // the terms of l free of eta (counts)
+};
+
+inline double log1p_exp(double x) {  // log(1 + exp(x)) without overflow
+  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+inline double inv_logit(double x) {
+  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
+  double e = std::exp(x);
+  return e / (1.0 + e);
+}
+
+inline void evaluate(const Child& c, double eta, Term& t, bool want_params) {
+  switch (c.family) {
+    case 1: {  // Poisson, log link
+      double mu = std::exp(eta);
+      t.value = c.y * eta - mu - c.lgamma_const;
+      t.d1 = c.y - mu;
+      t.d2 = -mu;
+      break;
+    }
+    case 2: {  // negative binomial, log link
+      double mu = std::exp(eta);
+      double log_mu_phi = log1p_exp(eta - std::log(c.phi)) + std::log(c.phi);  // log(mu + phi)
+      double mu_phi = mu + c.phi;
+      t.value = c.lgamma_const + c.y * eta - (c.y + c.phi) * log_mu_phi;
+      t.d1 = c.y - (c.y + c.phi) * mu / mu_phi;
+      t.d2 = -(c.y + c.phi) * mu * c.phi / (mu_phi * mu_phi);
+      if (want_params) {
+        // lgamma_const holds lgamma(y + phi) - lgamma(phi) - lgamma(y + 1) + phi log phi;
+        // its derivative in phi is added by the caller once per row.
+        t.dphi = -log_mu_phi - (c.y + c.phi) / mu_phi;
+      }
+      break;
+    }
+    case 3: {  // Bernoulli, logit link
+      double e = std::exp(-std::fabs(eta));  // in (0, 1]
+      double log1pe = std::log1p(e);
+      double p = eta >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+      // log p(y = 1) = -log(1 + exp(-eta)), log p(y = 0) = -log(1 + exp(eta))
+      double signed_eta = c.y == 1 ? eta : -eta;
+      t.value = signed_eta >= 0 ? -log1pe : signed_eta - log1pe;
+      t.d1 = c.y - p;
+      t.d2 = -p * (1 - p);
+      break;
+    }
+    case 4: {  // ordinal, ordered logistic: level y in 1..K, K - 1 cutpoints
+      int k = c.y;
+      bool has_lo = k > 1, has_hi = k <= c.n_cuts;
+      double a = has_lo ? eta - c.cuts[k - 2] : 0.0;  // eta - c_{k-1}
+      double b = has_hi ? eta - c.cuts[k - 1] : 0.0;  // eta - c_k
+      double sa = has_lo ? inv_logit(a) : 1.0;
+      double sb = has_hi ? inv_logit(b) : 0.0;
+      if (has_lo && has_hi) {
+        t.value = stan::math::log_inv_logit_diff(a, b);
+      } else if (has_lo) {
+        t.value = -log1p_exp(-a);
+      } else {
+        t.value = -log1p_exp(b);
+      }
+      t.d1 = 1.0 - sa - sb;
+      t.d2 = -(sa * (1 - sa) + sb * (1 - sb));
+      if (want_params) {
+        double mass = std::exp(t.value);
+        t.cut_lo = has_lo ? k - 2 : -1;
+        t.cut_hi = has_hi ? k - 1 : -1;
+        // d/dc_{k-1} = -sigma'(a) / mass, d/dc_k = sigma'(b) / mass
+        t.dcut_lo = has_lo ? (has_hi ? -sa * (1 - sa) / mass : -(1 - sa)) : 0.0;
+        t.dcut_hi = has_hi ? (has_lo ? sb * (1 - sb) / mass : sb) : 0.0;
+      }
+      break;
+    }
+    default:
+      throw std::domain_error("counterfair integrated latents: unknown family code");
+  }
+}
+
+// The integrand's log F(z) = sum_c l_c(eta_c + load_c z) - z^2 / 2 and its derivatives.
+struct Row {
+  std::vector<Child> children;
+  std::vector<double> eta, load;
+
+  void at(double z, double& f, double& g, double& h) const {
+    f = -0.5 * z * z;
+    g = -z;
+    h = -1.0;
+    Term t;
+    for (std::size_t c = 0; c < children.size(); ++c) {
+      evaluate(children[c], eta[c] + load[c] * z, t, false);
+      f += t.value;
+      g += t.d1 * load[c];
+      h += t.d2 * load[c] * load[c];
+    }
+  }
+
+  // Where Newton's method starts: the mode when each count child's log density is
+  // replaced by its Normal approximation in eta (mean log(y + 1/2), precision y + 1/2);
+  // binary and ordinal children add nothing to it.
+  double start() const {
+    double num = 0.0, den = 1.0;
+    for (std::size_t c = 0; c < children.size(); ++c) {
+      const Child& ch = children[c];
+      if (ch.family == 1 || ch.family == 2) {
+        double w = ch.y + 0.5;
+        if (ch.family == 2) w = 1.0 / (1.0 / w + 1.0 / ch.phi);  // the dispersion's share
+        num += w * load[c] * (std::log(ch.y + 0.5) - eta[c]);
+        den += w * load[c] * load[c];
+      }
+    }
+    return num / den;
+  }
+
+  // `steps` Newton steps from start(), each halved until the integrand does not fall
+  // (a step below 1e-12 ends them early); false if the integrand is not finite.
+  bool mode(int steps, double& z, double& f, double& g, double& h) const {
+    z = start();
+    at(z, f, g, h);
+    if (!std::isfinite(f) || !std::isfinite(g) || !(h < 0)) {
+      z = 0.0;
+      at(z, f, g, h);
+      if (!std::isfinite(f)) return false;
+    }
+    for (int it = 0; it < steps; ++it) {
+      double step = -g / h;
+      if (std::fabs(step) < 1e-12) break;
+      double zn = z, fn = f, gn = g, hn = h;
+      bool moved = false;
+      for (int k = 0; k < HALVING_MAX; ++k) {
+        zn = z + step;
+        at(zn, fn, gn, hn);
+        if (std::isfinite(fn) && fn >= f - 1e-12 * (1.0 + std::fabs(f))) {
+          moved = true;
+          break;
+        }
+        step *= 0.5;
+      }
+      if (!moved) break;
+      z = zn;
+      f = fn;
+      g = gn;
+      h = hn;
+    }
+    return std::isfinite(f) && h < 0;
+  }
+};
+
+template <typename TY, typename TE, typename TL, typename TP, typename TC>
+inline void fill_row(Row& row, int i, const TY& y, const TE& eta, const TL& load,
+                     const std::vector<int>& family, const TP& phi, const TC& cuts,
+                     const std::vector<int>& cut_start, const std::vector<int>& cut_len,
+                     bool constants) {
+  const std::size_t C = family.size();
+  row.children.resize(C);
+  row.eta.resize(C);
+  row.load.resize(C);
+  for (std::size_t c = 0; c < C; ++c) {
+    Child& ch = row.children[c];
+    ch.family = family[c];
+    ch.y = y[i][c];
+    ch.phi = phi(c);
+    ch.cuts = cut_len[c] > 0 ? cuts.data() + (cut_start[c] - 1) : nullptr;
+    ch.n_cuts = cut_len[c];
+    if (ch.family == 1) {  // free of the parameters: left out of the sum NUTS reads
+      ch.lgamma_const = constants ? std::lgamma(ch.y + 1.0) : 0.0;
+    } else if (ch.family == 2) {
+      ch.lgamma_const = std::lgamma(ch.y + ch.phi) - std::lgamma(ch.phi)
+                        - std::lgamma(ch.y + 1.0) + ch.phi * std::log(ch.phi);
+    } else {
+      ch.lgamma_const = 0.0;
+    }
+    row.eta[c] = eta(i, c);
+    row.load[c] = load(i, c);
+  }
+}
+
+inline void check_sizes(const char* fn, std::size_t N, std::size_t yrows, Eigen::Index erows,
+                        Eigen::Index ecols, Eigen::Index lrows, Eigen::Index lcols,
+                        std::size_t C, Eigen::Index nphi, std::size_t nstart,
+                        std::size_t nlen, Eigen::Index nx, Eigen::Index nlogw) {
+  if (yrows != N || static_cast<std::size_t>(erows) != N || static_cast<std::size_t>(lrows) != N
+      || static_cast<std::size_t>(ecols) != C || static_cast<std::size_t>(lcols) != C
+      || static_cast<std::size_t>(nphi) != C || nstart != C || nlen != C || nx != nlogw
+      || nx < 1) {
+    throw std::domain_error(std::string(fn) + ": argument sizes do not agree");
+  }
+}
+
+// The log marginal of every row (values only), the gradient pieces when asked.
+template <typename TY, typename TE, typename TL, typename TP, typename TC, typename TX>
+inline double integrate(const TY& y, const TE& eta, const TL& load,
+                        const std::vector<int>& family, const TP& phi, const TC& cuts,
+                        const std::vector<int>& cut_start, const std::vector<int>& cut_len,
+                        const TX& gh_x, const TX& gh_logw, int steps, Eigen::VectorXd* rows,
+                        Eigen::MatrixXd* d_eta, Eigen::MatrixXd* d_load,
+                        Eigen::VectorXd* d_phi, Eigen::VectorXd* d_cuts) {
+  const std::size_t N = y.size();
+  const std::size_t C = family.size();
+  const Eigen::Index J = gh_x.size();
+  const double log_sqrt_pi = 0.5 * std::log(stan::math::pi());
+  std::vector<double> g(J), tnode(J);
+  std::vector<Term> terms(J * C);
+  double total = 0.0;
+  const bool grad = d_eta != nullptr;
+  Row row;
+  for (std::size_t i = 0; i < N; ++i) {
+    fill_row(row, static_cast<int>(i), y, eta, load, family, phi, cuts, cut_start, cut_len,
+             rows != nullptr);
+    double z, f, gz, h;
+    double value;
+    if (!row.mode(steps, z, f, gz, h)) {
+      value = std::numeric_limits<double>::quiet_NaN();
+    } else {
+      double s = 1.0 / std::sqrt(-h);
+      double top = -std::numeric_limits<double>::infinity();
+      for (Eigen::Index j = 0; j < J; ++j) {
+        double t = z + std::sqrt(2.0) * s * gh_x(j);
+        tnode[j] = t;
+        double fj = -0.5 * t * t;
+        for (std::size_t c = 0; c < C; ++c) {
+          Term& term = terms[j * C + c];
+          evaluate(row.children[c], row.eta[c] + row.load[c] * t, term, grad);
+          fj += term.value;
+        }
+        g[j] = fj + gh_x(j) * gh_x(j) + gh_logw(j);
+        if (g[j] > top) top = g[j];
+      }
+      double sum = 0.0;
+      for (Eigen::Index j = 0; j < J; ++j) {
+        g[j] = std::exp(g[j] - top);  // the node's share, unnormalised
+        sum += g[j];
+      }
+      value = top + std::log(sum) + std::log(s) - log_sqrt_pi;
+      if (grad && std::isfinite(value)) {
+        for (Eigen::Index j = 0; j < J; ++j) {
+          double p = g[j] / sum;
+          for (std::size_t c = 0; c < C; ++c) {
+            const Term& term = terms[j * C + c];
+            (*d_eta)(i, c) += p * term.d1;
+            (*d_load)(i, c) += p * term.d1 * tnode[j];
+            if (family[c] == 2) (*d_phi)(c) += p * term.dphi;
+            if (family[c] == 4) {
+              int start = cut_start[c] - 1;
+              if (term.cut_lo >= 0) (*d_cuts)(start + term.cut_lo) += p * term.dcut_lo;
+              if (term.cut_hi >= 0) (*d_cuts)(start + term.cut_hi) += p * term.dcut_hi;
+            }
+          }
+        }
+        for (std::size_t c = 0; c < C; ++c) {
+          if (family[c] == 2) {  // the eta-free part of the negative binomial's dl/dphi
+            const Child& ch = row.children[c];
+            (*d_phi)(c) += stan::math::digamma(ch.y + ch.phi) - stan::math::digamma(ch.phi)
+                           + std::log(ch.phi) + 1.0;
+          }
+        }
+      }
+    }
+    if (rows != nullptr) (*rows)(i) = value;
+    total += value;
+  }
+  return total;
+}
+
+}  // namespace counterfair_integrated
+
+// Sum over rows of the log marginal, with its gradient (see above).
+template <typename TE, typename TL, typename TP, typename TC, typename TX, typename TW>
+stan::return_type_t<TE, TL, TP, TC> cf_integrated(
+    const std::vector<std::vector<int>>& y, const TE& eta, const TL& load,
+    const std::vector<int>& family, const TP& phi, const TC& cuts,
+    const std::vector<int>& cut_start, const std::vector<int>& cut_len, const TX& gh_x,
+    const TW& gh_logw, int newton_steps, std::ostream* pstream__) {
+  using stan::math::value_of;
+  const auto& eta_ref = stan::math::to_ref(eta);
+  const auto& load_ref = stan::math::to_ref(load);
+  const auto& phi_ref = stan::math::to_ref(phi);
+  const auto& cuts_ref = stan::math::to_ref(cuts);
+  const Eigen::MatrixXd eta_val = value_of(eta_ref);
+  const Eigen::MatrixXd load_val = value_of(load_ref);
+  const Eigen::VectorXd phi_val = value_of(phi_ref);
+  const Eigen::VectorXd cuts_val = value_of(cuts_ref);
+  const Eigen::VectorXd x = value_of(gh_x);
+  const Eigen::VectorXd logw = value_of(gh_logw);
+  counterfair_integrated::check_sizes("cf_integrated", eta_val.rows(), y.size(), eta_val.rows(),
+                                      eta_val.cols(), load_val.rows(), load_val.cols(),
+                                      family.size(), phi_val.size(), cut_start.size(),
+                                      cut_len.size(), x.size(), logw.size());
+  Eigen::MatrixXd d_eta = Eigen::MatrixXd::Zero(eta_val.rows(), eta_val.cols());
+  Eigen::MatrixXd d_load = Eigen::MatrixXd::Zero(load_val.rows(), load_val.cols());
+  Eigen::VectorXd d_phi = Eigen::VectorXd::Zero(phi_val.size());
+  Eigen::VectorXd d_cuts = Eigen::VectorXd::Zero(cuts_val.size());
+  double total = counterfair_integrated::integrate(
+      y, eta_val, load_val, family, phi_val, cuts_val, cut_start, cut_len, x, logw, newton_steps, nullptr,
+      &d_eta, &d_load, &d_phi, &d_cuts);
+  auto ops = stan::math::make_partials_propagator(eta_ref, load_ref, phi_ref, cuts_ref);
+  if (!stan::is_constant<TE>::value) stan::math::edge<0>(ops).partials_ = d_eta;
+  if (!stan::is_constant<TL>::value) stan::math::edge<1>(ops).partials_ = d_load;
+  if (!stan::is_constant<TP>::value) stan::math::edge<2>(ops).partials_ = d_phi;
+  if (!stan::is_constant<TC>::value) stan::math::edge<3>(ops).partials_ = d_cuts;
+  return ops.build(total);
+}
+
+// The log marginal of each row (values only: generated quantities, LOO).
+template <typename TE, typename TL, typename TP, typename TC, typename TX, typename TW>
+Eigen::VectorXd cf_integrated_rows(const std::vector<std::vector<int>>& y, const TE& eta,
+                                   const TL& load, const std::vector<int>& family,
+                                   const TP& phi, const TC& cuts,
+                                   const std::vector<int>& cut_start,
+                                   const std::vector<int>& cut_len, const TX& gh_x,
+                                   const TW& gh_logw, int newton_steps, std::ostream* pstream__) {
+  using stan::math::value_of;
+  const Eigen::MatrixXd eta_val = value_of(eta);
+  const Eigen::MatrixXd load_val = value_of(load);
+  const Eigen::VectorXd phi_val = value_of(phi);
+  const Eigen::VectorXd cuts_val = value_of(cuts);
+  const Eigen::VectorXd x = value_of(gh_x);
+  const Eigen::VectorXd logw = value_of(gh_logw);
+  counterfair_integrated::check_sizes("cf_integrated_rows", eta_val.rows(), y.size(),
+                                      eta_val.rows(), eta_val.cols(), load_val.rows(),
+                                      load_val.cols(), family.size(), phi_val.size(),
+                                      cut_start.size(), cut_len.size(), x.size(), logw.size());
+  Eigen::VectorXd rows(eta_val.rows());
+  counterfair_integrated::integrate(y, eta_val, load_val, family, phi_val, cuts_val, cut_start,
+                                    cut_len, x, logw, newton_steps, &rows, nullptr, nullptr, nullptr,
+                                    nullptr);
+  return rows;
+}
+
+// One exact draw of each row's z from its posterior (exact rejection sampling under the
+// tangent hull at z*, z* - s, z* + s; valid for any log-concave integrand). A row whose
+// density is not finite gets NaN (named by counterfair in a ConvergenceWarning).
+template <typename TE, typename TL, typename TP, typename TC, typename TX, typename TW,
+          typename RNG>
+Eigen::VectorXd cf_integrated_rng(const std::vector<std::vector<int>>& y, const TE& eta,
+                                  const TL& load, const std::vector<int>& family,
+                                  const TP& phi, const TC& cuts,
+                                  const std::vector<int>& cut_start,
+                                  const std::vector<int>& cut_len, const TX& gh_x,
+                                  const TW& gh_logw, int newton_steps, RNG& base_rng__,
+                                  std::ostream* pstream__) {
+  using stan::math::value_of;
+  const Eigen::MatrixXd eta_val = value_of(eta);
+  const Eigen::MatrixXd load_val = value_of(load);
+  const Eigen::VectorXd phi_val = value_of(phi);
+  const Eigen::VectorXd cuts_val = value_of(cuts);
+  const std::size_t N = y.size();
+  Eigen::VectorXd out(N);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  counterfair_integrated::Row row;
+  for (std::size_t i = 0; i < N; ++i) {
+    counterfair_integrated::fill_row(row, static_cast<int>(i), y, eta_val, load_val, family,
+                                     phi_val, cuts_val, cut_start, cut_len, false);
+    double z, f, g, h;
+    if (!row.mode(newton_steps, z, f, g, h)) {
+      out(i) = nan;
+      continue;
+    }
+    double s = 1.0 / std::sqrt(-h);
+    // the flat top: F <= F(z) + g^2 / 2 because F is 1-strongly concave
+    double top = f + 0.5 * g * g + 1e-12;
+    double z1 = z - s, z2 = z + s, f1, g1, h1, f2, g2, h2;
+    row.at(z1, f1, g1, h1);
+    row.at(z2, f2, g2, h2);
+    if (!(g1 > 0) || !(g2 < 0) || !std::isfinite(f1) || !std::isfinite(f2)) {
+      out(i) = nan;
+      continue;
+    }
+    double xl = z1 + (top - f1) / g1, xr = z2 + (top - f2) / g2;
+    if (xl > xr) {  // the two tangents meet below the top
+      double x = (f2 - f1 + g1 * z1 - g2 * z2) / (g1 - g2);
+      xl = x;
+      xr = x;
+    }
+    double ul = f1 + g1 * (xl - z1) - top, ur = f2 + g2 * (xr - z2) - top;
+    double ml = std::exp(ul) / g1, mc = xr - xl, mr = std::exp(ur) / (-g2);
+    double mass = ml + mc + mr;
+    double drawn = nan;
+    for (int k = 0; k < counterfair_integrated::REJECTION_MAX; ++k) {
+      double u = stan::math::uniform_rng(0.0, 1.0, base_rng__) * mass;
+      double v = stan::math::uniform_rng(0.0, 1.0, base_rng__);
+      double w = stan::math::uniform_rng(0.0, 1.0, base_rng__);
+      double t, hull;
+      if (u < ml) {
+        t = xl + std::log(v) / g1;
+        hull = f1 + g1 * (t - z1);
+      } else if (u < ml + mc) {
+        t = xl + (u - ml);
+        hull = top;
+      } else {
+        t = xr + std::log(v) / g2;
+        hull = f2 + g2 * (t - z2);
+      }
+      double ft, gt, ht;
+      row.at(t, ft, gt, ht);
+      if (std::log(w) <= ft - hull) {
+        drawn = t;
+        break;
+      }
+    }
+    out(i) = drawn;
+  }
+  return out;
+}
+
+#endif  // COUNTERFAIR_INTEGRATED_HPP
