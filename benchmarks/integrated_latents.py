@@ -39,7 +39,7 @@ def _one(scm: Any, train: Any, latents: str, args: argparse.Namespace) -> tuple[
         latents=latents,
     )
     seconds = time.perf_counter() - start
-    table = fit.summary()
+    table = fit.summary(round_to="none")
     stats = fit.idata.sample_stats
     record = {
         "fit_seconds": round(seconds, 2),

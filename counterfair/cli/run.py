@@ -110,6 +110,11 @@ def add_fit_parser(sub: Any) -> None:
     p.add_argument("--draws", type=int, default=500)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", choices=("auto", "pystan", "cmdstanpy"), default="auto")
+    p.add_argument(
+        "--latents", choices=("joint", "integrated", "auto"), default="joint",
+        help="sample each row's latents with the parameters (joint), or integrate them out "
+        "of the likelihood and draw them afterwards (integrated; auto where it applies)",
+    )
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
     p.add_argument(
         "--until-converged", action="store_true",
@@ -147,6 +152,8 @@ def _fit_command(args: argparse.Namespace, **changes: object) -> str:
     }
     if args.backend != "auto":
         options["backend"] = args.backend
+    if getattr(args, "latents", "joint") != "joint":
+        options["latents"] = args.latents
     words = ["counterfair", "fit", args.scm]
     for key, value in options.items():
         if value is True:
@@ -183,6 +190,7 @@ def _fit_once(scm: Any, data: pd.DataFrame, args: argparse.Namespace, warmup: in
                 seed=args.seed,
                 backend=args.backend,
                 progress=False,
+                latents=getattr(args, "latents", "joint"),
             )
     finally:
         fitting.setLevel(level)

@@ -70,7 +70,12 @@ def _warm_start(
     sampler_args: dict[str, Any],
     integrate: tuple[str, ...] = (),
 ) -> WarmStart | None:
-    """Run the pilot fit of :mod:`counterfair.stan.warm_start` when asked or worth it."""
+    """Run the pilot fit of :mod:`counterfair.stan.warm_start` when asked or worth it.
+
+    With integrated latents it is worth it at any size: the pilot runs the joint
+    program, whose gradients are several times cheaper than the quadrature's, so the
+    main fit's warm-up does not spend its first deep trees on the quadrature.
+    """
     if warm_start not in (True, False, "auto"):
         raise ValueError(f"warm_start must be True, False or 'auto', got {warm_start!r}")
     if warm_start is False:
@@ -78,7 +83,8 @@ def _warm_start(
     explicit = [k for k in _ADAPTATION_ARGS if k in sampler_args]
     on_cmdstan = resolve_backend_name(backend) == "cmdstanpy"
     if warm_start == "auto":
-        if explicit or not on_cmdstan or len(rows) < MIN_ROWS or warmup < MIN_WARMUP:
+        small = len(rows) < MIN_ROWS and not integrate
+        if explicit or not on_cmdstan or small or warmup < MIN_WARMUP:
             return None
     else:
         if not on_cmdstan:

@@ -29,7 +29,6 @@ import arviz as az
 import numpy as np
 
 from counterfair.stan import integrated
-
 from counterfair.stan.interface import CMDSTAN_ARGS, SamplerRun, translate_sampler_args
 
 CACHE_ENV = "COUNTERFAIR_CACHE"

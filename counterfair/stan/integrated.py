@@ -123,7 +123,10 @@ def unsupported_reason(scm: SCM, latent: str) -> str | None:
         if eq.family.additive_noise:
             continue
         if eq.family.quadrature_code is None:
-            return f"its child {child!r} has family {eq.spec.family!r}, which the quadrature does not cover"
+            return (
+                f"its child {child!r} has family {eq.spec.family!r}, which the quadrature "
+                "does not cover"
+            )
     return None
 
 
