@@ -11,6 +11,11 @@ MCSE units and the largest relative difference of posterior sds.
 
     python benchmarks/integrated_latents.py --data-dir ../shared/data             # all rows
     python benchmarks/integrated_latents.py --data-dir ../shared/data --rows 2000
+    python benchmarks/integrated_latents.py --model indicators --rows 5000   # simulated
+
+``--model indicators`` fits a simulated SCM whose latent has no Normal child (three
+Bernoulli and one ordinal indicator of U, a protected A on each): the joint program then
+samples every row's U directly against the loadings.
 
 Results: ``benchmarks/results/integrated_latents_<rows>.json``.
 """
@@ -54,6 +59,33 @@ def _one(scm: Any, train: Any, latents: str, args: argparse.Namespace) -> tuple[
     return table, record
 
 
+def _indicators(rows: int, seed: int) -> tuple[Any, Any]:
+    """The simulated SCM of ``--model indicators`` and its rows (true U dropped)."""
+    import networkx as nx
+
+    import counterfair as cf
+
+    g = nx.DiGraph()
+    specs = {
+        "A": cf.Protected(levels=("a", "b")), "U": cf.Latent(), "B1": cf.Bernoulli(),
+        "B2": cf.Bernoulli(), "B3": cf.Bernoulli(),
+        "O": cf.Ordinal(levels=("1", "2", "3", "4", "5")),
+    }
+    for name, spec in specs.items():
+        g.add_node(name, spec=spec)
+    for child in ("B1", "B2", "B3", "O"):
+        g.add_edges_from([("A", child), ("U", child)])
+    scm = cf.SCM(g)
+    truth = {
+        "alpha_B1": 0.3, "beta_B1_A": [-0.5], "lambda_B1_U": 1.2,
+        "alpha_B2": -0.2, "beta_B2_A": [0.4], "lambda_B2_U": 0.9,
+        "alpha_B3": 0.1, "beta_B3_A": [0.2], "lambda_B3_U": 1.5,
+        "beta_O_A": [-0.3], "lambda_O_U": 1.0, "cutpoints_O": [-1.5, -0.5, 0.5, 1.5],
+    }
+    data = scm.sample(rows, params=truth, seed=seed)
+    return scm, data.drop(columns="U")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=os.environ.get("COUNTERFAIR_DATA"))
@@ -63,22 +95,28 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--model", choices=("law", "indicators"), default="law")
     args = parser.parse_args()
 
-    from counterfair.datasets.law_school import law_school_split, load_law_school
-    from counterfair.datasets.law_school_models import law_school_level2
+    if args.model == "law":
+        from counterfair.datasets.law_school import law_school_split, load_law_school
+        from counterfair.datasets.law_school_models import law_school_level2
 
-    data = load_law_school(args.data_dir)
-    train, _ = law_school_split(data, seed=args.seed)
-    if args.rows is not None:
-        train = train.sample(args.rows, random_state=args.seed)
-    train = train[["race", "sex", "UGPA", "LSAT", "ZFYA"]]
-    scm = law_school_level2()
+        data = load_law_school(args.data_dir)
+        train, _ = law_school_split(data, seed=args.seed)
+        if args.rows is not None:
+            train = train.sample(args.rows, random_state=args.seed)
+        train = train[["race", "sex", "UGPA", "LSAT", "ZFYA"]]
+        scm = law_school_level2()
+        latent = "K"
+    else:
+        scm, train = _indicators(args.rows or 5000, args.seed)
+        latent = "U"
     for latents in ("joint", "integrated"):  # compile both first: the timings are warm
         from counterfair.stan.backend import get_backend
 
         get_backend("cmdstanpy").compile(
-            scm.stan_code(integrate=("K",) if latents == "integrated" else ())
+            scm.stan_code(integrate=(latent,) if latents == "integrated" else ())
         )
     tables, records = {}, {}
     for latents in ("joint", "integrated"):
@@ -103,6 +141,7 @@ def main() -> None:
           f"{records['integrated']['max_rhat']:.4f}")
     print("comparison", json.dumps(comparison))
     result = {
+        "model": args.model,
         "rows": len(train),
         "settings": {k: getattr(args, k) for k in ("chains", "warmup", "draws", "seed")},
         "joint": records["joint"],
@@ -118,7 +157,8 @@ def main() -> None:
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"integrated_latents_{len(train)}.json"
+    stem = "integrated_latents" if args.model == "law" else "integrated_latents_indicators"
+    path = out / f"{stem}_{len(train)}.json"
     path.write_text(json.dumps(result, indent=2), encoding="utf-8")
     print("written", path)
 

@@ -271,7 +271,9 @@ def test_the_integrated_law_school_fit_matches_the_joint_fit_within_4_mcse(
     scm = law_school_level2()
     tables = {}
     for latents in ("joint", "integrated"):
-        fit = scm.fit(rows, chains=2, warmup=300, draws=500, seed=shifted(4), latents=latents)
+        with warnings.catch_warnings():  # an R-hat of 1.01 at 2 x 500: MCSE says how far
+            warnings.simplefilter("ignore", errors.ConvergenceWarning)
+            fit = scm.fit(rows, chains=2, warmup=300, draws=500, seed=shifted(4), latents=latents)
         tables[latents] = fit.summary(round_to="none")
     joint, mine = tables["joint"], tables["integrated"]
     mcse = np.sqrt(joint["mcse_mean"] ** 2 + mine["mcse_mean"] ** 2)
