@@ -23,6 +23,7 @@ from _seeds import shifted
 
 import counterfair as cf
 from counterfair.experiments.adult_pscf import adult_pscf_scm as _adult_pscf_scm
+from counterfair.stan import integrated
 from counterfair.stan.backend import resolve_backend_name
 
 T = TypeVar("T")
@@ -258,6 +259,34 @@ def families_data() -> pd.DataFrame:
     return families_scm().sample(1000, params=FAMILIES_TRUTH, seed=shifted(21))
 
 
+ACCURACY_PROGRAM = "functions {\n" + integrated.FUNCTIONS + """
+}
+data {
+  int<lower=1> N;
+  int<lower=1> C;
+  array[N, C] int y;
+  matrix[N, C] eta;
+  matrix[N, C] load;
+  array[C] int family;
+  vector[C] phi;
+  int<lower=1> n_cuts;
+  vector[n_cuts] cuts;
+  array[C] int cut_start;
+  array[C] int cut_len;
+  int<lower=1> n_gh;
+  vector[n_gh] gh_x;
+  vector[n_gh] gh_logw;
+  int<lower=0> n_newton;
+}
+generated quantities {
+  vector[N] ll = cf_integrated_rows(y, eta, load, family, phi, cuts, cut_start, cut_len,
+                                    gh_x, gh_logw, n_newton);
+}
+"""
+"""Each row's log marginal by the integrated-latent quadrature, for given predictors
+(``tests/test_integrated.py``'s accuracy test)."""
+
+
 def stan_programs(*, slow: bool = False) -> dict[str, str]:
     """Every Stan program the ``stan`` tests compile, by name (compiled up front, in parallel).
 
@@ -276,6 +305,7 @@ def stan_programs(*, slow: bool = False) -> dict[str, str]:
         "new families": families_scm().stan_code(),
         "mediation": mediation_scm().stan_code(),
         "adult pscf": _adult_pscf_scm().stan_code(),
+        "quadrature accuracy": ACCURACY_PROGRAM,
     }
     if slow:
         programs["new families abduction"] = families_scm().abduction_code()

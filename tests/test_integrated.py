@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _data import DATA_DIR, needs_data
-from _models import dag
+from _models import ACCURACY_PROGRAM, dag
 from _seeds import shifted
 from scipy import special, stats
 
@@ -123,31 +123,6 @@ def _brute_force(family: int, y: np.ndarray, eta: np.ndarray, load: np.ndarray,
     return out
 
 
-ACCURACY_PROGRAM = f"""functions {{
-{integrated.FUNCTIONS}
-}}
-data {{
-  int<lower=1> N;
-  int<lower=1> C;
-  array[N, C] int y;
-  matrix[N, C] eta;
-  matrix[N, C] load;
-  array[C] int family;
-  vector[C] phi;
-  int<lower=1> n_cuts;
-  vector[n_cuts] cuts;
-  array[C] int cut_start;
-  array[C] int cut_len;
-  int<lower=1> n_gh;
-  vector[n_gh] gh_x;
-  vector[n_gh] gh_logw;
-  int<lower=0> n_newton;
-}}
-generated quantities {{
-  vector[N] ll = cf_integrated_rows(y, eta, load, family, phi, cuts, cut_start, cut_len,
-                                    gh_x, gh_logw, n_newton);
-}}
-"""
 
 
 def _quadrature_rows(data: dict[str, Any]) -> np.ndarray:

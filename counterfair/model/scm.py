@@ -412,8 +412,9 @@ class SCM:
         warm_start : bool or "auto"
             Learn the sampler's metric on a 2,000-row pilot fit first
             (:mod:`counterfair.stan.warm_start`; CmdStan only). "auto" does so for
-            fits of at least 5,000 rows on CmdStan with ``warmup >= 175``; it makes
-            warm-up several times cheaper without changing the posterior.
+            fits of at least 5,000 rows on CmdStan with ``warmup >= 175`` (of any size
+            with integrated latents); it makes warm-up several times cheaper without
+            changing the posterior.
         method : {"nuts", "pathfinder"}
             ``"pathfinder"``: CmdStan's multi-path Pathfinder, a fast variational
             approximation (:mod:`counterfair.inference.pathfinder`); its draws are kept as
