@@ -98,7 +98,7 @@ def test_parent_bins_small_groups_and_bad_bins() -> None:
     assert ppc.continuous_parents(scm, "X") == ()
     rng = np.random.default_rng(shifted(3))
     x = rng.standard_normal(200)
-    c = rng.poisson(2.0, 200).astype(float)
+    c = rng.poisson(0.7, 200).astype(float)  # half zeros: quantile edges tie whatever the seed
     groups = ppc.parent_groups(scm, "Y", {"X": x, "C": c}, n_bins=5)
     assert {gr.by for gr in groups} == {"X", "C"}
     assert sum(gr.size for gr in groups if gr.by == "X") == 200
