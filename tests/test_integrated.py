@@ -133,7 +133,12 @@ def _quadrature_rows(data: dict[str, Any]) -> np.ndarray:
     exe, _ = executable(ACCURACY_PROGRAM)
     model = cmdstanpy.CmdStanModel(exe_file=str(exe))
     run = model.sample(
-        data=data, fixed_param=True, iter_sampling=1, chains=1, seed=shifted(1), show_progress=False,
+        data=data,
+        fixed_param=True,
+        iter_sampling=1,
+        chains=1,
+        seed=shifted(1),
+        show_progress=False,
         sig_figs=18,
     )
     return np.asarray(run.stan_variable("ll"))[0]
