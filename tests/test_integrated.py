@@ -52,22 +52,49 @@ def every_family_scm() -> cf.SCM:
                 "D": cf.Bernoulli(),
             },
             [
-                ("A", "X"), ("U", "X"), ("A", "P"), ("U", "P"), ("A", "NB"), ("U", "NB"),
-                ("A", "B"), ("U", "B"), ("A", "O"), ("U", "O"), ("A", "Q"), ("V", "Q"),
-                ("A", "D"), ("V", "D"),
+                ("A", "X"),
+                ("U", "X"),
+                ("A", "P"),
+                ("U", "P"),
+                ("A", "NB"),
+                ("U", "NB"),
+                ("A", "B"),
+                ("U", "B"),
+                ("A", "O"),
+                ("U", "O"),
+                ("A", "Q"),
+                ("V", "Q"),
+                ("A", "D"),
+                ("V", "D"),
             ],
         )
     )
 
 
 TRUTH: dict[str, Any] = {
-    "alpha_X": 0.2, "beta_X_A": [0.5], "lambda_X_U": 0.8, "sigma_X": 0.6,
-    "alpha_P": 1.5, "beta_P_A": [-0.3], "lambda_P_U": 0.4,
-    "alpha_NB": 1.0, "beta_NB_A": [0.4], "lambda_NB_U": -0.5, "phi_NB": 4.0,
-    "alpha_B": -0.2, "beta_B_A": [0.6], "lambda_B_U": 1.0,
-    "beta_O_A": [-0.4], "lambda_O_U": 0.9, "cutpoints_O": [-1.0, 0.2, 1.3],
-    "alpha_Q": 0.8, "beta_Q_A": [0.3], "lambda_Q_V": 0.5,
-    "alpha_D": 0.1, "beta_D_A": [-0.5], "lambda_D_V": 1.2,
+    "alpha_X": 0.2,
+    "beta_X_A": [0.5],
+    "lambda_X_U": 0.8,
+    "sigma_X": 0.6,
+    "alpha_P": 1.5,
+    "beta_P_A": [-0.3],
+    "lambda_P_U": 0.4,
+    "alpha_NB": 1.0,
+    "beta_NB_A": [0.4],
+    "lambda_NB_U": -0.5,
+    "phi_NB": 4.0,
+    "alpha_B": -0.2,
+    "beta_B_A": [0.6],
+    "lambda_B_U": 1.0,
+    "beta_O_A": [-0.4],
+    "lambda_O_U": 0.9,
+    "cutpoints_O": [-1.0, 0.2, 1.3],
+    "alpha_Q": 0.8,
+    "beta_Q_A": [0.3],
+    "lambda_Q_V": 0.5,
+    "alpha_D": 0.1,
+    "beta_D_A": [-0.5],
+    "lambda_D_V": 1.2,
 }
 
 
@@ -79,15 +106,20 @@ def every_family_fit(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
         warnings.simplefilter("ignore", errors.IdentificationWarning)
         warnings.simplefilter("ignore", errors.ConvergenceWarning)
         fit = scm.fit(
-            data.drop(columns=["U", "V"]), chains=2, warmup=300, draws=300,
-            seed=shifted(3), latents="integrated",
+            data.drop(columns=["U", "V"]),
+            chains=2,
+            warmup=300,
+            draws=300,
+            seed=shifted(3),
+            latents="integrated",
         )
     return fit, data
 
 
 # ---------------------------------------------------------------------- quadrature accuracy
-def _log_density(family: int, y: np.ndarray, eta: np.ndarray, phi: float,
-                 cuts: np.ndarray) -> np.ndarray:
+def _log_density(
+    family: int, y: np.ndarray, eta: np.ndarray, phi: float, cuts: np.ndarray
+) -> np.ndarray:
     """Each family's log density at ``eta`` (rows x grid), the formulas of the references."""
     if family == 1:
         return stats.poisson.logpmf(y, np.exp(eta))
@@ -101,8 +133,9 @@ def _log_density(family: int, y: np.ndarray, eta: np.ndarray, phi: float,
     return np.log(special.expit(eta - lower) - special.expit(eta - upper))
 
 
-def _brute_force(family: int, y: np.ndarray, eta: np.ndarray, load: np.ndarray,
-                 phi: float, cuts: np.ndarray) -> np.ndarray:
+def _brute_force(
+    family: int, y: np.ndarray, eta: np.ndarray, load: np.ndarray, phi: float, cuts: np.ndarray
+) -> np.ndarray:
     """log of the integral over z of p(y | eta + load z) N(z | 0, 1), on a fine grid 15 units
     either side of the integrand's peak (the posterior sd of z is at most 1)."""
 
@@ -121,8 +154,6 @@ def _brute_force(family: int, y: np.ndarray, eta: np.ndarray, load: np.ndarray,
         dz = z[1] - z[0]
         out[i] = top + np.log(dz * (weights.sum() - 0.5 * (weights[0] + weights[-1])))
     return out
-
-
 
 
 def _quadrature_rows(data: dict[str, Any]) -> np.ndarray:
@@ -166,9 +197,17 @@ def test_the_quadrature_is_within_1e6_of_brute_force_for_every_family(stan_backe
     for family in (1, 2, 3, 4):
         y, eta, load = _rows_of(family, (0.02, 0.1, 0.3))
         data = {
-            "N": len(y), "C": 1, "y": y[:, None].tolist(), "eta": eta[:, None],
-            "load": load[:, None], "family": [family], "phi": [phi], "n_cuts": 3,
-            "cuts": cuts, "cut_start": [1], "cut_len": [3 if family == 4 else 0],
+            "N": len(y),
+            "C": 1,
+            "y": y[:, None].tolist(),
+            "eta": eta[:, None],
+            "load": load[:, None],
+            "family": [family],
+            "phi": [phi],
+            "n_cuts": 3,
+            "cuts": cuts,
+            "cut_start": [1],
+            "cut_len": [3 if family == 4 else 0],
             **integrated.quadrature_data(),
         }
         quadrature = _quadrature_rows(data)
@@ -205,8 +244,9 @@ def test_the_training_latents_are_drawn_as_exact_abduction_draws_them(
     abduction's (numpy, 600 draws over 30 parameter sets) have the same mean and sd."""
     fit, data = every_family_fit
     program = fit.abduct()  # the fit's own draws
-    exact = fit.abduct(fit.data, method="draws", n_param_draws=30, n_samples=600,
-                       engine="exact", seed=shifted(8))
+    exact = fit.abduct(
+        fit.data, method="draws", n_param_draws=30, n_samples=600, engine="exact", seed=shifted(8)
+    )
     for latent in ("U", "V"):
         mine, theirs = program.latents[latent], exact.latents[latent]
         assert np.isfinite(mine).all()
@@ -229,9 +269,7 @@ def test_an_integrated_fit_is_saved_and_read_back(
     loaded = cf.load(folder)
     assert loaded.integrated == ("U", "V")
     assert "cf_integrated(" in (folder / "model.stan").read_text()
-    np.testing.assert_allclose(
-        loaded.idata.posterior["U"].values, fit.idata.posterior["U"].values
-    )
+    np.testing.assert_allclose(loaded.idata.posterior["U"].values, fit.idata.posterior["U"].values)
 
 
 # ---------------------------------------------------------------------- the law school SCM
@@ -266,8 +304,12 @@ def test_the_integrated_law_school_fit_matches_the_joint_fit_within_4_mcse(
 def _with_categorical_child() -> cf.SCM:
     return cf.SCM(
         dag(
-            {"A": cf.Protected(levels=("a", "b")), "U": cf.Latent(), "X": cf.Normal(),
-             "C": cf.Categorical(levels=("p", "q", "r"))},
+            {
+                "A": cf.Protected(levels=("a", "b")),
+                "U": cf.Latent(),
+                "X": cf.Normal(),
+                "C": cf.Categorical(levels=("p", "q", "r")),
+            },
             [("A", "X"), ("U", "X"), ("A", "C"), ("U", "C")],
         )
     )
@@ -275,8 +317,11 @@ def _with_categorical_child() -> cf.SCM:
 
 def test_a_latent_that_cannot_be_integrated_is_named_with_its_reason() -> None:
     scm = _with_categorical_child()
-    with pytest.raises(ValueError, match=r"latent 'U' cannot be integrated out: its child 'C' "
-                       r"has family 'categorical'"):
+    with pytest.raises(
+        ValueError,
+        match=r"latent 'U' cannot be integrated out: its child 'C' "
+        r"has family 'categorical'",
+    ):
         integrated.integrated_latents(scm, "integrated", "cmdstanpy")
     with pytest.raises(ValueError, match="latent 'U' cannot be integrated out"):
         fit_program(scm, integrate=["U"])
@@ -296,17 +341,31 @@ def test_auto_samples_such_a_latent_jointly_with_one_log_line(
 
 
 def test_two_latents_in_one_child_and_loadings_by_group_are_not_integrated() -> None:
-    two = cf.SCM(dag(
-        {"A": cf.Protected(levels=("a", "b")), "U": cf.Latent(), "W": cf.Latent(),
-         "X": cf.Normal(), "Y": cf.Normal(), "P": cf.Poisson()},
-        [("A", "X"), ("U", "X"), ("W", "Y"), ("U", "P"), ("W", "P")],
-    ))
+    two = cf.SCM(
+        dag(
+            {
+                "A": cf.Protected(levels=("a", "b")),
+                "U": cf.Latent(),
+                "W": cf.Latent(),
+                "X": cf.Normal(),
+                "Y": cf.Normal(),
+                "P": cf.Poisson(),
+            },
+            [("A", "X"), ("U", "X"), ("W", "Y"), ("U", "P"), ("W", "P")],
+        )
+    )
     assert "another latent parent ['W']" in str(integrated.unsupported_reason(two, "U"))
-    by_group = cf.SCM(dag(
-        {"A": cf.Protected(levels=("a", "b")), "U": cf.Latent(), "X": cf.Normal(),
-         "P": cf.Poisson(loading_by="A")},
-        [("A", "X"), ("U", "X"), ("A", "P"), ("U", "P")],
-    ))
+    by_group = cf.SCM(
+        dag(
+            {
+                "A": cf.Protected(levels=("a", "b")),
+                "U": cf.Latent(),
+                "X": cf.Normal(),
+                "P": cf.Poisson(loading_by="A"),
+            },
+            [("A", "X"), ("U", "X"), ("A", "P"), ("U", "P")],
+        )
+    )
     assert "differs by group" in str(integrated.unsupported_reason(by_group, "U"))
 
 
@@ -325,7 +384,7 @@ def test_options_that_cannot_hold_together_raise() -> None:
 
 def test_the_integrated_program_has_no_per_row_parameter() -> None:
     code = fit_program(every_family_scm(), integrate=["U", "V"])
-    parameters = code[code.index("parameters {"):code.index("}", code.index("parameters {"))]
+    parameters = code[code.index("parameters {") : code.index("}", code.index("parameters {"))]
     assert "vector[N]" not in parameters
     assert "z_U = cf_integrated_rng(" in code and "V = cf_integrated_rng(" in code
     assert code.count("target += cf_integrated(") == 2

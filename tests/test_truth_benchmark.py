@@ -45,7 +45,7 @@ def test_flexible_smooth_moves_much_less_than_linear_under_the_truth(
     truth = _truth()
     index = [s.name for s in truth.SCENARIOS].index("smooth")
     args = argparse.Namespace(
-        seed=shifted(0), rows=600, test_rows=150, warmup=120, draws=120, n_samples=20, cache=None
+        seed=shifted(0), rows=1200, test_rows=150, warmup=150, draws=150, n_samples=20, cache=None
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cf.ConvergenceWarning)  # short chains
