@@ -367,7 +367,7 @@ def _sample(
                 errors.ConvergenceWarning,
                 stacklevel=4,
             )
-    add_anchored_latents(scm, run.idata, stan_data, _encoding(rows), rows.codes)
+    add_anchored_latents(scm, run.idata, stan_data, _encoding(rows), rows.codes, integrate)
     return run
 
 

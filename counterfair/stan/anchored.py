@@ -12,7 +12,7 @@ parents.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +33,7 @@ def conditional_moments(
     params: ParamDraws,
     stan_data: Mapping[str, Any],
     codes: Mapping[str, np.ndarray] | None = None,
+    integrate: Collection[str] = (),
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Mean ``(S, N)`` and precision ``(S, 1)`` of each anchored latent given its anchors.
 
@@ -47,6 +48,8 @@ def conditional_moments(
     codes : mapping, optional
         The rows' codes (protected attributes and grouping columns); by default the
         protected ones from ``stan_data``.
+    integrate : collection of str
+        Latents the fit integrated out (anchored even with a categorical child).
     """
     if codes is None:
         codes = {node: np.asarray(stan_data[node]) - 1 for node in scm.protected}
@@ -54,7 +57,7 @@ def conditional_moments(
     n_rows = int(stan_data["N"])
     reference = scm.coding == "reference"
     moments = {}
-    for latent, chain in all_anchors_of(scm).items():
+    for latent, chain in all_anchors_of(scm, integrate).items():
         spec = scm.specs[latent]
         assert isinstance(spec, Latent)
         values = {**observed, latent: np.zeros(n_rows)}
@@ -78,18 +81,21 @@ def add_anchored_latents(
     stan_data: dict[str, Any],
     encoding: Encoding,
     codes: Mapping[str, np.ndarray] | None = None,
+    integrate: Collection[str] = (),
 ) -> None:
     """Add every anchored latent to ``idata.posterior`` (dims chain, draw, row), in place.
 
-    ``codes``: the rows' codes (grouping columns included), see :func:`conditional_moments`.
+    ``codes``: the rows' codes (grouping columns included), ``integrate``: the latents
+    integrated out of the fit; see :func:`conditional_moments`.
     """
-    if not all_anchors_of(scm):
+    if not all_anchors_of(scm, integrate):
         return
     posterior = idata.posterior
     params = ParamDraws.from_posterior(posterior, scm.parameter_names())
     n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
     n_rows = int(stan_data["N"])
-    for latent, (mean, precision) in conditional_moments(scm, params, stan_data, codes).items():
+    moments = conditional_moments(scm, params, stan_data, codes, integrate)
+    for latent, (mean, precision) in moments.items():
         z = np.asarray(posterior[f"z_{latent}"].values).reshape(params.n, n_rows)
         draws = mean + z / np.sqrt(precision)
         posterior[latent] = xr.DataArray(

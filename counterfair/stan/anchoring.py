@@ -31,7 +31,7 @@ halves the gradient's cost against building ``L`` as a vector per row.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -42,17 +42,21 @@ if TYPE_CHECKING:
     from counterfair.model.scm import SCM
 
 
-def anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:
+def anchors_of(
+    scm: SCM, integrate: Collection[str] = ()
+) -> dict[str, tuple[NodeEquation, ...]]:
     """Latent -> its anchors: Normal children whose only latent parent it is, in graph order.
 
     Latents without such a child are absent (the fit program samples them
     directly), and so are latents with a child whose family lays out its own
-    coefficients (categorical): its statement needs the latent's values.
+    coefficients (categorical): its statement needs the latent's values. A latent
+    in ``integrate`` (integrated out of the fit, :mod:`counterfair.stan.integrated`)
+    is anchored even then: its categorical children enter through the quadrature.
     """
     anchors: dict[str, tuple[NodeEquation, ...]] = {}
     for latent in scm.latents:
         children = [scm.equations[c] for c in scm.children(latent) if c in scm.equations]
-        if any(eq.family.declares_coefficients for eq in children):
+        if latent not in integrate and any(eq.family.declares_coefficients for eq in children):
             continue  # a categorical child reads the latent itself: sample it directly
         if any(eq.loading_by is not None for eq in children):
             continue  # a loading per group: the latent's precision differs by row
@@ -97,9 +101,12 @@ def vector_anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:
     return out
 
 
-def all_anchors_of(scm: SCM) -> dict[str, tuple[NodeEquation, ...]]:
-    """Every anchored latent (scalar or row-by-row) with its anchors: what is sampled as ``z``."""
-    return {**anchors_of(scm), **vector_anchors_of(scm)}
+def all_anchors_of(
+    scm: SCM, integrate: Collection[str] = ()
+) -> dict[str, tuple[NodeEquation, ...]]:
+    """Every anchored latent (scalar or row-by-row) with its anchors: what is sampled as ``z``
+    (or, for a latent in ``integrate``, drawn as ``z`` in the generated quantities)."""
+    return {**anchors_of(scm, integrate), **vector_anchors_of(scm)}
 
 
 def precision_name(latent: str, anchor: str) -> str:
@@ -245,6 +252,17 @@ def _conditional_mean_terms(
         coefficient = f"{loading} * {weight_name(latent, anchor.node)} / {precision}"
         predictor.add(anchor.node, f"+ {coefficient}")  # the anchor's own column
         _data_terms(predictor, anchor, "-", coefficient)
+
+
+def conditional_mean_predictor(
+    scm: SCM, latent: str, chain: tuple[NodeEquation, ...]
+) -> Predictor:
+    """The mean of an anchored ``latent`` given all its anchors, as a linear predictor
+    (the terms a child adds times its loading; a categorical child, whose loadings are
+    a row vector, takes it as one vector instead)."""
+    predictor = Predictor()
+    _conditional_mean_terms(scm, predictor, "1.0", latent, chain)
+    return predictor
 
 
 def fit_predictor(

@@ -43,6 +43,7 @@ from counterfair.stan.anchoring import (
     anchors_of,
     bending_block,
     bending_coefficients,
+    conditional_mean_predictor,
     fit_predictor,
     join_terms,
     latent_term,
@@ -757,13 +758,27 @@ def fit_program(
     if integrate and not anchor_latents:
         raise ValueError("integrate= needs anchor_latents=True: it integrates the anchors first")
     equations = [scm.equations[n] for n in scm.observed]
-    anchors = anchors_of(scm) if anchor_latents else {}
+    anchors = anchors_of(scm, integrate) if anchor_latents else {}
     vector_anchors = vector_anchors_of(scm) if anchor_latents else {}
-    predictors = {eq.node: fit_predictor(scm, eq, anchors) for eq in equations}
+    # a categorical node's latents are never folded into its design (its loadings are
+    # a row vector): an integrated latent's anchored mean enters it as one vector
+    predictors = {
+        eq.node: fit_predictor(scm, eq, {} if eq.family.declares_coefficients else anchors)
+        for eq in equations
+    }
     columns = {node: tuple(pred.blocks) for node, pred in predictors.items()}
+    means = {
+        latent: conditional_mean_predictor(scm, latent, anchors[latent])
+        for latent in integrate
+        if latent in anchors
+        and any(c.family.declares_coefficients for c in integrated_latents.children_of(scm, latent))
+    }
+    columns.update({latent: tuple(pred.blocks) for latent, pred in means.items()})
     designs = design_names(columns)
     integrated = {
-        latent: _integrated_children(scm, latent, anchors, predictors, designs)
+        latent: _integrated_children(
+            scm, latent, anchors, predictors, designs, means.get(latent)
+        )
         for latent in integrate
     }
 
@@ -791,24 +806,39 @@ def _integrated_children(
     anchors: dict[str, tuple[NodeEquation, ...]],
     predictors: dict[str, Predictor],
     designs: dict[str, str],
+    mean: Predictor | None = None,
 ) -> list[integrated_latents.IntegratedChild]:
-    """``latent``'s non-Normal children as ``eta + load * z`` (``z`` standard normal)."""
+    """``latent``'s non-Normal children as ``eta + load * z`` (``z`` standard normal).
+
+    ``mean``: the anchored latent's mean given its anchors (design ``X_<latent>``), which
+    a categorical child adds to its own predictors times its loadings.
+    """
     spec = scm.specs[latent]
     assert isinstance(spec, Latent)
     chain = anchors.get(latent)
     out = []
     for eq in integrated_latents.children_of(scm, latent):
         (lterm,) = eq.latent
-        eta = _linear_part(scm, predictors[eq.node], designs.get(eq.node))
+        width = 1
+        if eq.family.declares_coefficients:  # categorical: one column per non-reference level
+            width = integrated_latents.categorical_width(eq)
+            eta = eq.family.integrated_predictor(eq, designs.get(eq.node))
+            if chain is not None:
+                assert mean is not None
+                centre = _linear_part(scm, mean, designs.get(latent))
+                eta = f"{eta} + ({centre}) * {lterm.param}"
+        else:
+            eta = _linear_part(scm, predictors[eq.node], designs.get(eq.node))
         if chain is not None:
             load = f"{lterm.param} / sqrt({precision_name(latent, chain[-1].node)})"
         else:
             if spec.loc != 0.0:
-                eta = f"{eta} + {lterm.param} * {stan_real(spec.loc)}"
+                shift = f"{lterm.param} * {stan_real(spec.loc)}"
+                eta = f"{eta} + {shift if width == 1 else f'rep_matrix({shift}, N)'}"
             load = (
                 lterm.param if spec.scale == 1.0 else f"{lterm.param} * {stan_real(spec.scale)}"
             )
-        out.append(integrated_latents.IntegratedChild(eq=eq, eta=eta, load=load))
+        out.append(integrated_latents.IntegratedChild(eq=eq, eta=eta, load=load, width=width))
     return out
 
 

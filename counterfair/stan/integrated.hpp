@@ -22,7 +22,10 @@
 //
 // Families (codes shared with counterfair/model/families): 1 Poisson (log link),
 // 2 negative binomial (log link, dispersion phi: variance mu + mu^2 / phi),
-// 3 Bernoulli (logit link), 4 ordinal (ordered logistic, cutpoints in `cuts`).
+// 3 Bernoulli (logit link), 4 ordinal (ordered logistic, cutpoints in `cuts`),
+// 5 categorical (softmax with reference level 1): a child with K levels takes K - 1
+// columns, one per non-reference level, the first coded 5 and the others 6; each
+// column's y holds the observed level (1 .. K). Every family is log-concave in z.
 #ifndef COUNTERFAIR_INTEGRATED_HPP
 #define COUNTERFAIR_INTEGRATED_HPP
 
@@ -48,6 +51,7 @@ struct Term {
 struct Child {
   int family;
   int y;
+  int width = 1;  // columns of a categorical child (family 5), else 1
   double phi;
   const double* cuts;  // this child's cutpoints (ordinal)
   int n_cuts;
@@ -132,18 +136,72 @@ inline void evaluate(const Child& c, double eta, Term& t, bool want_params) {
 struct Row {
   std::vector<Child> children;
   std::vector<double> eta, load;
+  mutable std::vector<Term> scratch;  // terms of at()
 
-  void at(double z, double& f, double& g, double& h) const {
-    f = -0.5 * z * z;
-    g = -z;
-    h = -1.0;
-    Term t;
-    for (std::size_t c = 0; c < children.size(); ++c) {
-      evaluate(children[c], eta[c] + load[c] * z, t, false);
+  // A categorical child's columns c .. c + width - 1 at z: its log probability
+  // (returned), its first and second derivatives in z, and in out[k] the derivative
+  // in column k's eta (delta(level k + 1 observed) - p_{k + 1}); value on out[0].
+  double categorical(std::size_t c, double z, Term* out, double& dz, double& dzz) const {
+    const int m = children[c].width;
+    const int level = children[c].y;  // 1 .. m + 1, 1 the reference
+    double top = 0.0;
+    for (int k = 0; k < m; ++k) {
+      out[k].value = eta[c + k] + load[c + k] * z;  // the logit, for now
+      if (out[k].value > top) top = out[k].value;
+    }
+    double sum = std::exp(-top);
+    for (int k = 0; k < m; ++k) {
+      out[k].d2 = std::exp(out[k].value - top);  // unnormalised p, for now
+      sum += out[k].d2;
+    }
+    double chosen = level > 1 ? out[level - 2].value : 0.0;
+    double value = chosen - top - std::log(sum);
+    double mean_load = 0.0, second = 0.0;
+    for (int k = 0; k < m; ++k) {
+      double p = out[k].d2 / sum;
+      double l = load[c + k];
+      mean_load += p * l;
+      second += p * l * l;
+      out[k].d1 = (level == k + 2 ? 1.0 : 0.0) - p;
+      out[k].d2 = 0.0;
+      out[k].value = 0.0;
+    }
+    out[0].value = value;
+    dz = (level > 1 ? load[c + level - 2] : 0.0) - mean_load;
+    dzz = -(second - mean_load * mean_load);
+    return value;
+  }
+
+  // sum_c l_c at z (without the prior), each child's term in terms[c] (a categorical
+  // child's in its columns'), and the sum's first and second derivatives in z.
+  double evaluate_all(double z, Term* terms, bool want_params, double& g, double& h) const {
+    double f = 0.0;
+    g = 0.0;
+    h = 0.0;
+    for (std::size_t c = 0; c < children.size();) {
+      if (children[c].family == 5) {
+        double dz, dzz;
+        f += categorical(c, z, terms + c, dz, dzz);
+        g += dz;
+        h += dzz;
+        c += children[c].width;
+        continue;
+      }
+      Term& t = terms[c];
+      evaluate(children[c], eta[c] + load[c] * z, t, want_params);
       f += t.value;
       g += t.d1 * load[c];
       h += t.d2 * load[c] * load[c];
+      ++c;
     }
+    return f;
+  }
+
+  void at(double z, double& f, double& g, double& h) const {
+    scratch.resize(children.size());
+    f = evaluate_all(z, scratch.data(), false, g, h) - 0.5 * z * z;
+    g -= z;
+    h -= 1.0;
   }
 
   // Where Newton's method starts: the mode when each count child's log density is
@@ -224,6 +282,15 @@ inline void fill_row(Row& row, int i, const TY& y, const TE& eta, const TL& load
     row.eta[c] = eta(i, c);
     row.load[c] = load(i, c);
   }
+  for (std::size_t c = 0; c < C; ++c) {  // a categorical child's columns: 5, then 6s
+    if (family[c] == 5) {
+      std::size_t end = c + 1;
+      while (end < C && family[end] == 6) ++end;
+      row.children[c].width = static_cast<int>(end - c);
+    } else {
+      row.children[c].width = 1;
+    }
+  }
 }
 
 inline void check_sizes(const char* fn, std::size_t N, std::size_t yrows, Eigen::Index erows,
@@ -268,12 +335,8 @@ inline double integrate(const TY& y, const TE& eta, const TL& load,
       for (Eigen::Index j = 0; j < J; ++j) {
         double t = z + std::sqrt(2.0) * s * gh_x(j);
         tnode[j] = t;
-        double fj = -0.5 * t * t;
-        for (std::size_t c = 0; c < C; ++c) {
-          Term& term = terms[j * C + c];
-          evaluate(row.children[c], row.eta[c] + row.load[c] * t, term, grad);
-          fj += term.value;
-        }
+        double gz, hz;
+        double fj = row.evaluate_all(t, terms.data() + j * C, grad, gz, hz) - 0.5 * t * t;
         g[j] = fj + gh_x(j) * gh_x(j) + gh_logw(j);
         if (g[j] > top) top = g[j];
       }

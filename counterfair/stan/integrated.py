@@ -8,7 +8,7 @@ other latent parent):
    ``L`` integrated out exactly, as in the joint program, and leave ``L`` Normal
    with a closed-form mean and precision: ``L = m + z / sqrt(P)`` with
    ``z ~ Normal(0, 1)`` (``L = loc + scale * z`` when it has no Normal child);
-2. its other children (Poisson, negative binomial, Bernoulli, ordinal) enter through
+2. its other children (Poisson, negative binomial, Bernoulli, ordinal, categorical) enter through
    ``log int prod_c p_c(y_c | eta_c + load_c z) Normal(z | 0, 1) dz`` per row, by
    adaptive Gauss-Hermite quadrature (the C++ of ``integrated.hpp``, included as
    CmdStan's user header): :data:`NEWTON_STEPS` Newton steps to the mode and
@@ -18,9 +18,12 @@ other latent parent):
    so the fit carries every training row's latent draws as the joint fit does, and
    every later stage reads the same ``Fit``.
 
-A latent with a categorical child, a loading that differs by group (``loading_by``),
-a child with two latent parents, or a non-root latent is not integrated: its
-reason is :func:`unsupported_reason`.
+A latent with a loading that differs by group (``loading_by``), a child with two
+latent parents, or a non-root latent is not integrated: its reason is
+:func:`unsupported_reason`. A latent with a categorical child is (the joint program
+cannot anchor it: it samples it directly, which mixes slowly); new rows' latents are
+then abducted by MCMC, as with a joint fit, since exact abduction does not cover
+categorical children.
 """
 
 from __future__ import annotations
@@ -173,11 +176,45 @@ def integrated_latents(scm: SCM, latents: str, backend: str) -> tuple[str, ...]:
 # ---------------------------------------------------------------------- program pieces
 @dataclass(frozen=True)
 class IntegratedChild:
-    """A non-Normal child of an integrated latent: ``eta + load * z`` in the program."""
+    """A non-Normal child of an integrated latent: ``eta + load * z`` in the program.
+
+    A categorical child with ``K`` levels takes ``width = K - 1`` columns of the
+    quadrature's arguments, one per non-reference level: ``eta`` is then an
+    ``N x (K-1)`` matrix expression and ``load`` a ``row_vector[K-1]`` one.
+    """
 
     eq: NodeEquation
     eta: str  # vector[N] expression: the child's predictor without the latent's z
     load: str  # real expression: the coefficient of z
+    width: int = 1
+
+    @property
+    def codes(self) -> list[int]:
+        """The family code of each of the child's columns (5 then 6s: categorical)."""
+        code = _family_code(self.eq)
+        return [code] if self.width == 1 else [code] + [CATEGORICAL_MORE] * (self.width - 1)
+
+    @property
+    def loads(self) -> str:
+        """The ``N x width`` loadings."""
+        if self.width == 1:
+            return f"rep_vector({self.load}, N)"
+        return f"rep_matrix({self.load}, N)"
+
+
+CATEGORICAL_MORE = 6
+"""The quadrature's code of a categorical child's second and later non-reference levels."""
+
+
+def categorical_width(eq: NodeEquation) -> int:
+    """Columns a categorical child takes in the quadrature: its non-reference levels."""
+    levels = getattr(eq.spec, "n_levels", 0)
+    if levels < 2:
+        raise ValueError(
+            f"the levels of {eq.node!r} are not known yet: give them in its spec or fit "
+            "from data (they are read from the column)"
+        )
+    return int(levels) - 1
 
 
 def _family_code(eq: NodeEquation) -> int:
@@ -204,10 +241,14 @@ def _columns(parts: Sequence[str]) -> str:
 def call_arguments(latent: str, children: Sequence[IntegratedChild]) -> str:
     """The arguments of ``cf_integrated*`` for ``latent`` (its outcomes in ``Y_<latent>``)."""
     etas = _columns([c.eta for c in children])
-    loads = _columns([f"rep_vector({c.load}, N)" for c in children])
-    families = _int_list([_family_code(c.eq) for c in children])
+    loads = _columns([c.loads for c in children])
+    families = _int_list([code for c in children for code in c.codes])
     phis = _row_vector(
-        [c.eq.param("phi") if _family_code(c.eq) == 2 else "1.0" for c in children]
+        [
+            c.eq.param("phi") if _family_code(c.eq) == 2 else "1.0"
+            for c in children
+            for _ in range(c.width)
+        ]
     )
     cut_names = [c.eq.param("cutpoints") for c in children if _family_code(c.eq) == 4]
     starts: list[str] = []
@@ -220,8 +261,8 @@ def call_arguments(latent: str, children: Sequence[IntegratedChild]) -> str:
             lengths.append(count)
             offset.append(count)
         else:
-            starts.append("1")
-            lengths.append("0")
+            starts += ["1"] * child.width
+            lengths += ["0"] * child.width
     if cut_names:
         cuts = cut_names[-1]
         for name in reversed(cut_names[:-1]):
@@ -236,12 +277,16 @@ def call_arguments(latent: str, children: Sequence[IntegratedChild]) -> str:
 
 def outcome_lines(latent: str, children: Sequence[IntegratedChild], indent: str) -> list[str]:
     """Transformed data: the outcomes of ``latent``'s non-Normal children, one column each."""
+    columns = sum(c.width for c in children)
     lines = [
-        f"{indent}array[N, {len(children)}] int Y_{latent};  // outcomes of "
+        f"{indent}array[N, {columns}] int Y_{latent};  // outcomes of "
         f"{', '.join(c.eq.node for c in children)} (integrated {latent})"
     ]
-    for k, child in enumerate(children, start=1):
-        lines.append(f"{indent}Y_{latent}[:, {k}] = {child.eq.node};")
+    k = 1
+    for child in children:
+        for _ in range(child.width):  # a categorical child's level, once per column
+            lines.append(f"{indent}Y_{latent}[:, {k}] = {child.eq.node};")
+            k += 1
     return lines
 
 

@@ -139,7 +139,7 @@ class Family:
     quadrature_code : int or None
         The family's code in the C++ quadrature of integrated latents
         (``counterfair/stan/integrated.hpp``: 1 Poisson, 2 negative binomial,
-        3 Bernoulli, 4 ordinal), None where it does not cover the family.
+        3 Bernoulli, 4 ordinal, 5 categorical), None where it does not cover the family.
     glm, plain : str
         Stan sampling functions with and without a design matrix.
     declares_coefficients : bool
@@ -347,6 +347,11 @@ class Family:
 
     def statement(self, eq: NodeEquation, design: str | None, index: Index) -> str:
         """The whole sampling statement, latents included (``declares_coefficients`` only)."""
+        raise NotImplementedError
+
+    def integrated_predictor(self, eq: NodeEquation, design: str | None) -> str:
+        """The linear predictors without the latent terms, one column per quadrature column,
+        for a program that integrates the latent out (``declares_coefficients`` only)."""
         raise NotImplementedError
 
     def linear_predictor(

@@ -141,6 +141,7 @@ class CategoricalFamily(LevelFamily):
     declares_coefficients = True
     glm = "categorical_logit_glm"
     plain = "categorical_logit"
+    quadrature_code = 5
 
     # ------------------------------------------------------------------ Stan
     def stan_functions(self) -> list[str]:
@@ -220,6 +221,23 @@ class CategoricalFamily(LevelFamily):
             return f"{eq.node} ~ {self.plain}({alpha});"
         rows = append_rows(pieces) if len(pieces) > 1 else f"to_matrix({pieces[0]})"
         return f"{eq.node} ~ {self.glm}({columns}, {alpha}, with_reference({rows}));"
+
+    def integrated_predictor(self, eq: NodeEquation, design: str | None) -> str:
+        """The ``N x (K-1)`` linear predictors of the non-reference levels without the
+        latent terms (the fit program with its latent integrated out,
+        :mod:`counterfair.stan.integrated`)."""
+        alpha = (
+            f"rep_matrix({eq.intercept}', N)"
+            if eq.intercept
+            else f"rep_matrix(0.0, N, {eq.levels} - 1)"
+        )
+        pieces = [t.param for t in eq.protected]
+        pieces += [t.param for t in eq.observed]
+        pieces += [t.param for t in eq.bending]
+        if design is None or not pieces:
+            return alpha
+        rows = append_rows(pieces) if len(pieces) > 1 else f"to_matrix({pieces[0]})"
+        return f"{alpha} + {design} * {rows}"
 
     # ------------------------------------------------------------------ numpy
     def parameter_shapes(
