@@ -503,6 +503,47 @@ def test_a_categorical_child_is_integrated_through_its_non_reference_levels() ->
     assert "vector[N] U;" in joint  # the joint program samples U directly
 
 
+def test_the_anchored_mean_reads_a_level_valued_parent_of_the_anchor_from_code_0() -> None:
+    """The latent rebuilt from ``z`` uses the anchor's residual given its parents; a
+    categorical parent's Stan codes start at 1, its effects are indexed from 0 (an
+    off-by-one here made the Adult SCM's rebuild fail on its top marital level)."""
+    from counterfair.model.encoding import Encoding
+    from counterfair.model.params import ParamDraws
+    from counterfair.model.specs import Protected
+    from counterfair.stan.anchored import conditional_moments
+    from counterfair.stan.data import fit_data
+
+    scm = cf.SCM(
+        dag(
+            {
+                "A": cf.Protected(levels=("a", "b")),
+                "G": cf.Categorical(levels=("g0", "g1", "g2")),
+                "U": cf.Latent(),
+                "X": cf.Normal(),
+                "C": cf.Categorical(levels=("p", "q", "r")),
+            },
+            [("A", "G"), ("A", "X"), ("G", "X"), ("U", "X"), ("A", "C"), ("U", "C")],
+        )
+    )
+    truth = {
+        "alpha_G": [0.2, -0.3], "beta_G_A": [[0.4, 0.1]],
+        "alpha_X": 0.5, "beta_X_A": [0.3], "beta_X_G": [1.0, -2.0],
+        "lambda_X_U": 0.8, "sigma_X": 0.5,
+        "alpha_C": [0.1, 0.2], "beta_C_A": [[0.3, -0.3]], "lambda_C_U": [0.7, -0.4],
+    }
+    rows = scm.sample(60, params=truth, seed=shifted(2))
+    protected = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
+    data = fit_data(scm, rows, Encoding.from_data(protected, rows))
+    params = ParamDraws({k: np.asarray(v, dtype=float)[None, ...] for k, v in truth.items()})
+    mean, precision = conditional_moments(scm, params, data, integrate=("U",))["U"]
+    a = (rows["A"].astype(str) == "b").to_numpy().astype(float)
+    g = pd.Series(rows["G"]).astype(str).map({"g0": 0, "g1": 1, "g2": 2}).to_numpy()
+    base = 0.5 + 0.3 * a + np.array([0.0, 1.0, -2.0])[g]
+    assert precision[0, 0] == pytest.approx(1 + 0.8**2 / 0.5**2)
+    expected = 0.8 / 0.5**2 * (rows["X"].to_numpy() - base) / precision[0, 0]
+    np.testing.assert_allclose(mean[0], expected, rtol=1e-12, atol=1e-12)
+
+
 def test_options_that_cannot_hold_together_raise() -> None:
     scm = every_family_scm()
     frame = scm.sample(50, params=TRUTH, seed=shifted(1)).drop(columns=["U", "V"])

@@ -459,8 +459,8 @@ class SCM:
             is unknown, is ``"pathfinder"`` with the PyStan back end, or is
             ``"pathfinder"`` with a NUTS-only option (``chains``, ``warmup``,
             ``warm_start=True``, ``progress=True``, sampler arguments); if
-            ``latents="integrated"`` cannot apply (a latent with a categorical child,
-            a loading by group, two latents in one child; the PyStan back end) or
+            ``latents="integrated"`` cannot apply (a latent with a loading by group,
+            two latents in one child; the PyStan back end) or
             is combined with ``method="pathfinder"``.
         """
 

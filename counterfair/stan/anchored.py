@@ -53,7 +53,10 @@ def conditional_moments(
     """
     if codes is None:
         codes = {node: np.asarray(stan_data[node]) - 1 for node in scm.protected}
-    observed = {node: np.asarray(stan_data[node], dtype=float) for node in scm.observed}
+    observed = {
+        node: scm.equations[node].family.values_from_stan(np.asarray(stan_data[node]))
+        for node in scm.observed
+    }
     n_rows = int(stan_data["N"])
     reference = scm.coding == "reference"
     moments = {}

@@ -228,6 +228,10 @@ class Family:
         """The column as the Stan data expects it (integers by default)."""
         return np.rint(values).astype(np.int64)
 
+    def values_from_stan(self, stan_column: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`stan_values`: the column's values (level codes from 0)."""
+        return np.asarray(stan_column, dtype=float)
+
     def stan_data(self, eq: NodeEquation) -> dict[str, object]:
         """Extra Stan data the node needs besides its column (e.g. its number of levels)."""
         return {}

@@ -225,6 +225,9 @@ class LevelFamily(Family):
     def stan_values(self, spec: Observed, values: np.ndarray) -> np.ndarray:
         return np.rint(values).astype(np.int64) + 1
 
+    def values_from_stan(self, stan_column: np.ndarray) -> np.ndarray:
+        return np.asarray(stan_column, dtype=float) - 1.0
+
     def stan_data(self, eq: NodeEquation) -> dict[str, object]:
         return {str(eq.levels): _spec(eq.spec).n_levels}
 
