@@ -13,6 +13,12 @@ MCSE units and the largest relative difference of posterior sds.
     python benchmarks/integrated_latents.py --data-dir ../shared/data --rows 2000
     python benchmarks/integrated_latents.py --model indicators --rows 5000   # simulated
 
+``--model adult`` fits the Adult path-specific study's SCM (``U_R`` with a Normal child
+``hours_z`` and the categorical children ``occupation`` and ``workclass``) to the study's
+3,000 seeded training rows; run it at the study's settings::
+
+    python benchmarks/integrated_latents.py --model adult --chains 2 --warmup 1000 --draws 1000
+
 ``--model indicators`` fits a simulated SCM whose latent has no Normal child (three
 Bernoulli and one ordinal indicator of U, a protected A on each): the joint program then
 samples every row's U directly against the loadings.
@@ -95,7 +101,7 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmarks/results")
-    parser.add_argument("--model", choices=("law", "indicators"), default="law")
+    parser.add_argument("--model", choices=("law", "indicators", "adult"), default="law")
     args = parser.parse_args()
 
     if args.model == "law":
@@ -109,6 +115,16 @@ def main() -> None:
         train = train[["race", "sex", "UGPA", "LSAT", "ZFYA"]]
         scm = law_school_level2()
         latent = "K"
+    elif args.model == "adult":
+        from counterfair.datasets import load_adult
+        from counterfair.experiments.adult_pscf import AdultPSCFConfig, adult_pscf_scm, prepare
+
+        frame, _ = prepare(load_adult(args.data_dir))
+        train = frame[frame["split"] == "train"].drop(columns="split").reset_index(drop=True)
+        size = args.rows or AdultPSCFConfig().scm_rows
+        train = train.sample(size, random_state=args.seed)  # the study's rows (its seed)
+        scm = adult_pscf_scm()
+        latent = "U_R"
     else:
         scm, train = _indicators(args.rows or 5000, args.seed)
         latent = "U"
@@ -157,7 +173,7 @@ def main() -> None:
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = "integrated_latents" if args.model == "law" else "integrated_latents_indicators"
+    stem = "integrated_latents" if args.model == "law" else f"integrated_latents_{args.model}"
     path = out / f"{stem}_{len(train)}.json"
     path.write_text(json.dumps(result, indent=2), encoding="utf-8")
     print("written", path)

@@ -431,7 +431,9 @@ class SCM:
             ``"auto"`` integrates the latents that can be and samples the others
             jointly, with a log line naming them and why.
         **sampler_args
-            Passed to the sampler (e.g. ``max_depth``, ``delta``).
+            Passed to the sampler (e.g. ``max_depth``, ``delta``; on CmdStan also
+            ``metric``, ``"diag_e"`` or ``"dense_e"``: a fit with integrated latents
+            adapts a dense metric unless told otherwise).
 
         Returns
         -------

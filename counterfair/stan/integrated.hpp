@@ -30,6 +30,7 @@
 #define COUNTERFAIR_INTEGRATED_HPP
 
 #include <stan/math.hpp>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <ostream>
@@ -38,6 +39,9 @@
 namespace counterfair_integrated {
 
 constexpr int HALVING_MAX = 60;
+constexpr double STEP_TOLERANCE = 1e-9;  // a Newton step below this ends the search
+constexpr int DRAW_NEWTON_MIN = 50;      // Newton steps allowed before an exact draw
+constexpr int WIDEN_MAX = 60;            // tangent points moved out at most this often
 constexpr int REJECTION_MAX = 10000;
 
 // One child's log density and its derivatives at eta (and with respect to phi, cutpoints).
@@ -222,7 +226,7 @@ struct Row {
   }
 
   // `steps` Newton steps from start(), each halved until the integrand does not fall
-  // (a step below 1e-12 ends them early); false if the integrand is not finite.
+  // (a step below STEP_TOLERANCE ends them early); false if the integrand is not finite.
   bool mode(int steps, double& z, double& f, double& g, double& h) const {
     z = start();
     at(z, f, g, h);
@@ -233,7 +237,7 @@ struct Row {
     }
     for (int it = 0; it < steps; ++it) {
       double step = -g / h;
-      if (std::fabs(step) < 1e-12) break;
+      if (std::fabs(step) < STEP_TOLERANCE) break;
       double zn = z, fn = f, gn = g, hn = h;
       bool moved = false;
       for (int k = 0; k < HALVING_MAX; ++k) {
@@ -466,7 +470,8 @@ Eigen::VectorXd cf_integrated_rng(const std::vector<std::vector<int>>& y, const 
     counterfair_integrated::fill_row(row, static_cast<int>(i), y, eta_val, load_val, family,
                                      phi_val, cuts_val, cut_start, cut_len, false);
     double z, f, g, h;
-    if (!row.mode(newton_steps, z, f, g, h)) {
+    // the hull below is valid at any z; a mode found closely keeps the draw efficient
+    if (!row.mode(std::max(newton_steps, counterfair_integrated::DRAW_NEWTON_MIN), z, f, g, h)) {
       out(i) = nan;
       continue;
     }
@@ -476,6 +481,17 @@ Eigen::VectorXd cf_integrated_rng(const std::vector<std::vector<int>>& y, const 
     double z1 = z - s, z2 = z + s, f1, g1, h1, f2, g2, h2;
     row.at(z1, f1, g1, h1);
     row.at(z2, f2, g2, h2);
+    // tangent points on either side of the mode: moved out (doubling) if one is not
+    for (int k = 0; k < counterfair_integrated::WIDEN_MAX && std::isfinite(g1) && !(g1 > 0);
+         ++k) {
+      z1 -= s * std::ldexp(1.0, k);
+      row.at(z1, f1, g1, h1);
+    }
+    for (int k = 0; k < counterfair_integrated::WIDEN_MAX && std::isfinite(g2) && !(g2 < 0);
+         ++k) {
+      z2 += s * std::ldexp(1.0, k);
+      row.at(z2, f2, g2, h2);
+    }
     if (!(g1 > 0) || !(g2 < 0) || !std::isfinite(f1) || !std::isfinite(f2)) {
       out(i) = nan;
       continue;

@@ -32,6 +32,7 @@ CMDSTAN_ARGS = {
     "metric_window": "adapt_metric_window",
     "term_phase": "adapt_step_size",
     "inv_metric": "inv_metric",
+    "metric": "metric",
 }
 """counterfair's sampler argument names -> cmdstanpy's."""
 
