@@ -291,6 +291,10 @@ inline void fill_row(Row& row, int i, const TY& y, const TE& eta, const TL& load
       std::size_t end = c + 1;
       while (end < C && family[end] == 6) ++end;
       row.children[c].width = static_cast<int>(end - c);
+      if (row.children[c].y < 1 || row.children[c].y > row.children[c].width + 1) {
+        throw std::domain_error("counterfair integrated latents: a categorical level is "
+                                "outside 1 .. its number of levels");
+      }
     } else {
       row.children[c].width = 1;
     }
