@@ -305,7 +305,6 @@ def stan_programs(*, slow: bool = False) -> dict[str, str]:
         "new families": families_scm().stan_code(),
         "mediation": mediation_scm().stan_code(),
         "adult pscf": _adult_pscf_scm().stan_code(),
-        "adult pscf, U_R integrated": _adult_pscf_scm().stan_code(integrate=("U_R",)),
         "quadrature accuracy": ACCURACY_PROGRAM,
     }
     if slow:

@@ -41,9 +41,10 @@ from counterfair.experiments.adult_pscf import (
 HAVE_DATA = all((DATA_DIR / f).exists() for f in ("adult.data", "adult.test"))
 needs_data = pytest.mark.skipif(not HAVE_DATA, reason="adult.data / adult.test not found")
 EXACT = 1e-9
-TINY = {  # smaller than --quick: the default test run stays short
+TINY = {  # smaller than --quick: the default test run stays short (the joint fit of U_R:
+    # the study's integrated default is run by the headline test_full_run below)
     "scm_rows": 250, "warmup": 150, "draws": 150, "learner_rows": 200, "n_samples": 4,
-    "test_rows": 200, "audit_rows": 40, "cf_samples": 8,
+    "test_rows": 200, "audit_rows": 40, "cf_samples": 8, "latents": "joint",
 }
 
 
@@ -116,7 +117,7 @@ def test_pscf_is_path_specific_fair_and_kusner_totally_fair(study: dict) -> None
 def test_command_writes_results_and_refuses_a_non_empty_out(stan_backend: str, tmp_path, capsys):
     out = tmp_path / "adult"
     args = ["adult-pscf", "--data-dir", str(DATA_DIR), "--quick", "--out", str(out),
-            "--scm-rows", "200", "--test-rows", "150"]
+            "--scm-rows", "200", "--test-rows", "150", "--latents", "joint"]
     assert main(args) == 0
     for name in ("results.md", "results.csv", "group_audit.csv", "results.json", "changes.png"):
         assert (out / name).stat().st_size > 0
@@ -211,3 +212,5 @@ def test_full_run(stan_backend: str, tmp_path):
         assert abs(metrics.loc[name, "accuracy"] - published.loc[name, "accuracy"]) <= 0.01, name
     assert metrics.loc["PSCF", "accuracy"] > metrics.loc["Kusner L2", "accuracy"] + 0.03
     assert results["info"]["fit"]["divergences"] == 0
+    assert results["info"]["fit"]["integrated"] == ["U_R"]  # the default: U_R integrated out
+    assert not results["info"]["fit"]["warnings"]  # it converges at the study's settings
