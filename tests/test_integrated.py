@@ -98,6 +98,16 @@ TRUTH: dict[str, Any] = {
 }
 
 
+def _assert_within_4_sd(fit: cf.Fit, truth: dict[str, Any]) -> None:
+    """Every true parameter lies within 4 posterior sd of the fit's mean."""
+    draws = fit.params()
+    for name, value in truth.items():
+        values = np.asarray(draws[name]).reshape(draws.n, -1)
+        mean, sd = values.mean(axis=0), values.std(axis=0)
+        z = np.abs(mean - np.ravel(value)) / sd
+        assert np.all(z < 4.0), (name, mean, value, sd)
+
+
 @pytest.fixture(scope="module")
 def every_family_fit(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
     scm = every_family_scm()
@@ -271,12 +281,7 @@ def test_an_integrated_fit_recovers_every_family(
     fit, _ = every_family_fit
     assert fit.integrated == ("U", "V")
     assert "cf_integrated(" in fit.scm.stan_code(integrate=fit.integrated)
-    draws = fit.params()
-    for name, truth in TRUTH.items():
-        values = np.asarray(draws[name]).reshape(draws.n, -1)
-        mean, sd = values.mean(axis=0), values.std(axis=0)
-        z = np.abs(mean - np.ravel(truth)) / sd
-        assert np.all(z < 4.0), (name, mean, truth, sd)
+    _assert_within_4_sd(fit, TRUTH)
 
 
 @pytest.mark.slow
@@ -372,12 +377,7 @@ def test_an_integrated_fit_with_a_categorical_child_recovers_the_truth_and_its_l
         )
     assert fit.integrated == ("U",)
     assert fit.diagnostics.max_rhat < 1.02
-    draws = fit.params()
-    for name, truth in CATEGORICAL_TRUTH.items():
-        values = np.asarray(draws[name]).reshape(draws.n, -1)
-        mean, sd = values.mean(axis=0), values.std(axis=0)
-        z = np.abs(mean - np.ravel(truth)) / sd
-        assert np.all(z < 4.0), (name, mean, truth, sd)
+    _assert_within_4_sd(fit, CATEGORICAL_TRUTH)
     mine = fit.abduct().latents["U"]
     assert np.isfinite(mine).all()
     assert np.corrcoef(mine.mean(axis=0), data["U"])[0, 1] > 0.6
