@@ -348,3 +348,31 @@ def test_histogram_densities() -> None:
     svg = density_chart({"causal <change>": a}, title="m: race")
     assert svg.startswith("<svg") and "causal &lt;change&gt;" in svg
     assert svg.count("<polyline") == 1
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda rng: rng.normal(size=20_000),
+        lambda rng: np.r_[rng.normal(size=500), rng.normal(5.0, 0.1, size=50)],
+        lambda rng: rng.exponential(size=3_000),
+        lambda rng: rng.normal(size=5),
+    ],
+)
+def test_binned_kde_matches_scipy(draw) -> None:
+    from scipy.stats import gaussian_kde
+
+    from counterfair.audit.plotting import kde_on_grid
+
+    values = draw(np.random.default_rng(shifted(11)))
+    grid = np.linspace(values.min() - 0.3, values.max() + 0.3, 200)
+    exact = gaussian_kde(values)(grid)
+    assert np.abs(kde_on_grid(values, grid) - exact).max() < 1e-4 * exact.max()
+
+
+def test_binned_kde_refuses_a_single_value() -> None:
+    from counterfair.audit.plotting import kde_on_grid
+
+    with pytest.raises(ValueError, match="two distinct values"):
+        kde_on_grid(np.ones(10), np.linspace(0, 2, 50))
+

@@ -579,3 +579,17 @@ def test_interventional_samples_with_an_observed_node_set(law_fit: cf.Fit) -> No
     frame = law_fit.interventional(50, {"UGPA": 3.0, "race": "Black"}, n_samples=3, seed=shifted(1))
     assert (frame["UGPA"] == 3.0).all() and (frame["race"] == "Black").all()
     assert frame["LSAT"].std() > 0  # the other nodes are still drawn
+
+
+def test_per_row_do_values_are_not_deep_copied_with_the_frame() -> None:
+    import copy
+
+    from counterfair.counterfactual.action import RowValues, recorded_do
+
+    record = recorded_do({"race": np.array(["a", "b"], dtype=object), "sex": "F"})
+    assert record == {"race": ["a", "b"], "sex": "F"}
+    assert isinstance(record["race"], RowValues)
+    frame = pd.DataFrame({"x": [1, 2]})
+    frame.attrs["do"] = record
+    assert frame.head(1).attrs["do"]["race"] is record["race"]
+    assert copy.deepcopy(frame.attrs)["do"]["race"] is record["race"]

@@ -1,4 +1,4 @@
-"""Disparity bar charts (matplotlib, no pyplot state) and PNG/base64 encoding."""
+"""Disparity bar charts (matplotlib, no pyplot state), density curves and PNG/base64 encoding."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ from matplotlib.figure import Figure
 PASS_COLOUR = "#4c72b0"
 FAIL_COLOUR = "#c44e52"
 BAND_COLOUR = "#55a868"
+
+KDE_BINS = 2048
+"""Bins of :func:`kde_on_grid` (its error shrinks like the squared bin width over the
+squared bandwidth)."""
 
 
 def _label(key: object, reference: Mapping[str, Hashable]) -> str:
@@ -108,3 +112,36 @@ def figure_to_base64(fig: Figure, *, dpi: int = 110) -> str:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def kde_on_grid(values: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Gaussian kernel density of ``values`` at the points of ``grid`` (evenly spaced).
+
+    The bandwidth is Scott's rule (``scipy.stats.gaussian_kde``'s default: the sample
+    sd times ``n ** -0.2``). The values are linearly binned onto :data:`KDE_BINS` bins
+    spanning the grid (values outside it go to its end bins) and the bins are convolved
+    with the kernel, so the cost is linear in the values rather than values x grid
+    points: 0.1 s instead of 12 s for the law school figure's 48 curves of 80,000
+    values. Where the bandwidth is below two bins, the sum is exact instead.
+    """
+    x = np.asarray(values, dtype=float).ravel()
+    points = np.asarray(grid, dtype=float)
+    n = x.size
+    bandwidth = float(np.std(x, ddof=1)) * n ** -0.2 if n > 1 else 0.0
+    if not bandwidth > 0:
+        raise ValueError("kde_on_grid needs at least two distinct values")
+    low, high = float(points.min()), float(points.max())
+    width = (high - low) / (KDE_BINS - 1)
+    if not width > 0 or bandwidth < 2 * width:
+        scaled = (points[:, None] - x[None, :]) / bandwidth
+        return np.exp(-0.5 * scaled**2).sum(axis=1) / (n * bandwidth * np.sqrt(2 * np.pi))
+    position = np.clip((x - low) / width, 0.0, KDE_BINS - 1.0)
+    left = np.minimum(position.astype(np.int64), KDE_BINS - 2)
+    share = position - left
+    counts = np.bincount(left, weights=1.0 - share, minlength=KDE_BINS)
+    counts += np.bincount(left + 1, weights=share, minlength=KDE_BINS)
+    reach = int(np.ceil(6.0 * bandwidth / width))
+    offsets = np.arange(-reach, reach + 1) * width / bandwidth
+    kernel = np.exp(-0.5 * offsets**2) / (bandwidth * np.sqrt(2 * np.pi))
+    density = np.convolve(counts, kernel)[reach : reach + KDE_BINS] / n
+    return np.interp(points, np.linspace(low, high, KDE_BINS), density)

@@ -104,6 +104,28 @@ DEFAULT_COUPLING: Coupling = "monotone"
 UNKNOWN_COUPLING = "coupling must be one of {allowed}, got {got!r}"
 """Error when ``coupling=`` names no coupling."""
 
+class RowValues(list[Any]):
+    """Per-row values of an intervention, as a frame's ``attrs["do"]`` records them.
+
+    A list (it compares equal to one) that :func:`copy.deepcopy` returns as is:
+    pandas deep-copies ``attrs`` on every operation on a frame, which for thousands
+    of per-row values cost more than the counterfactuals themselves. Treat it as
+    read-only: frames derived from one another share it.
+    """
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RowValues:
+        return self
+
+
+def recorded_do(do: Mapping[str, Any]) -> dict[str, Any]:
+    """The intervention as ``attrs["do"]`` records it: a scalar or level as given,
+    per-row values as :class:`RowValues`."""
+    return {
+        k: v if isinstance(v, str) or np.ndim(v) == 0 else RowValues(np.asarray(v).tolist())
+        for k, v in do.items()
+    }
+
+
 def check_coupling(coupling: str) -> Coupling:
     """``coupling`` if it names a coupling.
 

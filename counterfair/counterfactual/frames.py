@@ -27,6 +27,7 @@ from counterfair.counterfactual.action import (
     do_values,
     factual_world,
     missing_nodes,
+    recorded_do,
     slice_do,
 )
 from counterfair.counterfactual.paths import path_specific_frame
@@ -157,10 +158,7 @@ def counterfactual_frame(
         [factual.frame(fit.scm, fit.encoding), counter.frame(fit.scm, fit.encoding)],
         ignore_index=True,
     )
-    frame.attrs["do"] = {
-        k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
-        for k, v in do.items()
-    }
+    frame.attrs["do"] = recorded_do(do)
     frame.attrs["simulated"] = sorted(simulated)
     frame.attrs["coupling"] = coupling
     return frame
@@ -204,10 +202,7 @@ def merge_chunk_frames(
     frame = pd.concat([f for _, f in parts], ignore_index=True).iloc[order]
     frame = frame.reset_index(drop=True)
     frame.attrs = dict(parts[0][1].attrs)
-    frame.attrs["do"] = {
-        k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
-        for k, v in do.items()
-    }
+    frame.attrs["do"] = recorded_do(do)
     return frame
 
 

@@ -61,6 +61,7 @@ from counterfair.counterfactual.action import (
     DoValue,
     check_coupling,
     do_codes,
+    recorded_do,
     simulate_missing,
 )
 from counterfair.counterfactual.world import World
@@ -383,10 +384,7 @@ def path_specific_frame(
         ],
         ignore_index=True,
     )
-    value = do[source]
-    frame.attrs["do"] = {
-        source: value if isinstance(value, str) or np.ndim(value) == 0 else list(np.asarray(value))
-    }
+    frame.attrs["do"] = recorded_do({source: do[source]})
     frame.attrs["simulated"] = sorted(simulated)
     frame.attrs["coupling"] = "monotone"
     frame.attrs["unfair_paths"] = [list(p) for p in paths]

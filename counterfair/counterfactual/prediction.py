@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
-from counterfair.counterfactual.action import Coupling, DoValue, check_coupling, slice_do
+from counterfair.counterfactual.action import (
+    Coupling,
+    DoValue,
+    check_coupling,
+    recorded_do,
+    slice_do,
+)
 from counterfair.counterfactual.path_features import (
     learner_worlds,
 )
@@ -516,8 +522,5 @@ def merge_prediction_chunks(parts: Sequence[pd.DataFrame], do: Mapping[str, Any]
     out = joined.iloc[order].drop(columns="position").reset_index(drop=True)
     out.attrs["do"] = parts[0].attrs.get("do", dict(do))
     if len(parts) > 1:
-        out.attrs["do"] = {
-            k: (v if isinstance(v, str) or np.ndim(v) == 0 else list(np.asarray(v)))
-            for k, v in do.items()
-        }
+        out.attrs["do"] = recorded_do(do)
     return out

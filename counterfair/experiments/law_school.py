@@ -700,7 +700,8 @@ def plot_densities(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from scipy.stats import gaussian_kde
+
+    from counterfair.audit.plotting import kde_on_grid
 
     names = list(dict.fromkeys(k[0] for k in densities))
     swaps = list(dict.fromkeys(k[1] for k in densities))
@@ -720,7 +721,7 @@ def plot_densities(
                 (counter, "tab:red", "counterfactual"),
             ):
                 if np.ptp(values) > 0:
-                    ax.plot(grid, gaussian_kde(values)(grid), color=colour, label=label)
+                    ax.plot(grid, kde_on_grid(values, grid), color=colour, label=label)
                 else:
                     ax.axvline(values[0], color=colour, label=label)
             if i == 0:
