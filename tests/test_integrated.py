@@ -565,3 +565,60 @@ def test_the_integrated_program_has_no_per_row_parameter() -> None:
     assert "z_U = cf_integrated_rng(" in code and "V = cf_integrated_rng(" in code
     assert code.count("target += cf_integrated(") == 2
     assert fit_program(every_family_scm()) == every_family_scm().stan_code()
+
+
+# ---------------------------------------------------------------------- the nodes a fit uses
+def _truth_params(scm: cf.SCM, scale_loadings: float) -> Any:
+    from counterfair.model.params import ParamDraws
+
+    values = {
+        k: (np.asarray(v) * scale_loadings if k.startswith("lambda_") and k != "lambda_X_U" else v)
+        for k, v in TRUTH.items()
+    }
+    return ParamDraws.from_values(scm, values, {"A": 2})
+
+
+@pytest.mark.parametrize(("scale", "nodes"), [(0.02, 3), (1.0, integrated.GH_NODES)])
+def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(scale: float, nodes: int) -> None:
+    """Loadings of 0.01 to 0.02 per sd: 3 nodes are within 1e-7 of 40 on every row.
+    The test model's own loadings (up to 1.2): no rule below 9 nodes is, so 9 are kept,
+    with the worst error said."""
+    from counterfair.inference.loo import pointwise_log_likelihood
+    from counterfair.inference.quadrature_nodes import NODE_TOLERANCE, choose_nodes
+
+    from counterfair.rows.rows import Rows
+
+    scm = every_family_scm()
+    data = scm.sample(400, params=TRUTH, seed=shifted(21))
+    rows = Rows.check(data.drop(columns=["U", "V"]), scm)
+    params = _truth_params(scm, scale)
+    rule = choose_nodes(scm, params, rows.codes, rows.values())
+    assert rule.nodes == nodes
+    assert rule.checked_rows == 400 and rule.checked_sets == 1
+    reference = pointwise_log_likelihood(scm, params, rows.codes, rows.values(), nodes=60)
+    chosen = pointwise_log_likelihood(scm, params, rows.codes, rows.values(), nodes=rule.nodes)
+    error = np.abs(chosen - reference).max()
+    assert rule.max_error == pytest.approx(error, rel=0.1, abs=1e-12)
+    if nodes == 3:
+        assert error <= NODE_TOLERANCE
+    else:
+        assert rule.max_error > NODE_TOLERANCE and "no rule" in rule.reason
+
+
+def test_without_a_pilot_or_with_a_categorical_child_the_default_nodes_are_kept() -> None:
+    from counterfair.inference.fitting import _quadrature_rule
+    from counterfair.inference.quadrature_nodes import choose_nodes
+    from counterfair.model.params import ParamDraws
+    from counterfair.rows.rows import Rows
+
+    scm = every_family_scm()
+    rows = Rows.check(scm.sample(50, params=TRUTH, seed=shifted(22)).drop(columns=["U", "V"]), scm)
+    rule = _quadrature_rule(scm, rows, None, seed=0)
+    assert (rule.nodes, rule.max_error) == (integrated.GH_NODES, None)
+    assert "no pilot" in rule.reason
+    categorical = categorical_child_scm()
+    data = categorical.sample(50, params=CATEGORICAL_TRUTH, seed=shifted(23))
+    crows = Rows.check(data.drop(columns=["U"]), categorical)
+    params = ParamDraws.from_values(categorical, CATEGORICAL_TRUTH, {"A": 2})
+    rule = choose_nodes(categorical, params, crows.codes, crows.values())
+    assert rule.nodes == integrated.GH_NODES and "does not cover node 'C'" in rule.reason

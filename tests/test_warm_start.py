@@ -10,7 +10,14 @@ from _seeds import shifted
 
 import counterfair as cf
 from counterfair.stan import backend as stan_backend
-from counterfair.stan.warm_start import MIN_WARMUP, WarmStart, full_data_metric, pilot_rows
+from counterfair.stan.warm_start import (
+    DENSE_SHRINK,
+    MIN_WARMUP,
+    WarmStart,
+    dense_metric,
+    full_data_metric,
+    pilot_rows,
+)
 
 
 def test_full_data_metric_scales_structural_parameters_and_spreads_per_row_ones() -> None:
@@ -20,6 +27,35 @@ def test_full_data_metric_scales_structural_parameters_and_spreads_per_row_ones(
     np.testing.assert_allclose(metric, [2.0] * 6 + [5.0, 10.0, 15.0])
     with pytest.raises(ValueError, match="covers 5 entries, the metric has 6"):
         full_data_metric(pilot, [("z_K", 3), ("alpha", 2)], {"z_K"}, 3, 6)
+
+
+def test_dense_metric_has_the_diagonal_and_the_draws_correlations_on_the_log_scale() -> None:
+    """sigma2 is declared <lower=0>: its correlation with alpha is taken on the log scale;
+    the per-row latents the main program drops are left out."""
+    rng = np.random.default_rng(shifted(6))
+    alpha = rng.normal(size=400)
+    log_sigma2 = 0.8 * alpha + 0.6 * rng.normal(size=400)
+    draws = {
+        "z_K": rng.normal(size=(400, 3)),
+        "alpha": alpha,
+        "sigma2": np.exp(log_sigma2),
+        "beta": np.stack([-alpha, rng.normal(size=400)], axis=1),
+    }
+    code = (
+        "data {\n}\nparameters {\n  vector[N] z_K;\n  real<multiplier=s> alpha;\n"
+        "  real<lower=0> sigma2;  // variance\n  vector[2] beta;\n}\nmodel {\n}\n"
+    )
+    diagonal = np.array([4.0, 9.0, 1.0, 16.0])
+    layout = [("z_K", 3), ("alpha", 1), ("sigma2", 1), ("beta", 2)]
+    metric = dense_metric(diagonal, layout, draws, {"z_K"}, code)
+    np.testing.assert_allclose(np.diag(metric), diagonal)
+    corr = metric / np.sqrt(np.outer(diagonal, diagonal))
+    expected = np.corrcoef(np.stack([alpha, log_sigma2, -alpha, draws["beta"][:, 1]]))
+    np.testing.assert_allclose(corr[np.triu_indices(4, 1)],
+                               DENSE_SHRINK * expected[np.triu_indices(4, 1)], atol=1e-12)
+    assert np.all(np.linalg.eigvalsh(metric) > 0)
+    with pytest.raises(ValueError, match="2 parameters' draws for a metric of 4"):
+        dense_metric(diagonal, layout[:3], draws, {"z_K"}, code)
 
 
 def test_pilot_rows_are_a_seeded_subsample() -> None:

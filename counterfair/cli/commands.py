@@ -73,6 +73,11 @@ def _law_school_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-audit", dest="audit", action="store_false", help="skip the audit report"
     )
+    p.add_argument(
+        "--latents", choices=("auto", "integrated", "joint"), default=None,
+        help="integrate K out of the level 2 fit (auto, the default) or sample it with "
+        "the parameters (joint)",
+    )
 
 
 def _run_law_school(args: argparse.Namespace) -> int:
@@ -89,6 +94,7 @@ def _run_law_school(args: argparse.Namespace) -> int:
             "cf_samples",
             "train_rows",
             "test_rows",
+            "latents",
         )
         if getattr(args, key) is not None
     }

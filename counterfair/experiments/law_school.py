@@ -91,6 +91,14 @@ class LawSchoolConfig:
         Joint samples per test row for the counterfactual figure.
     train_rows, test_rows : int or None
         Subset sizes (None: all rows).
+    latents : {"auto", "integrated", "joint"}
+        How the level 2 fit treats K (:meth:`counterfair.SCM.fit`). The default
+        ``"auto"`` integrates it out of the likelihood (NUTS samples the structural
+        parameters only; each row's K is drawn exactly per draw), with the
+        quadrature's nodes checked on the training rows
+        (:mod:`counterfair.inference.quadrature_nodes`).
+    audit, audit_rows :
+        Whether to write the audit report, and on how many test rows.
     """
 
     data_dir: str | None = None
@@ -98,14 +106,21 @@ class LawSchoolConfig:
     quick: bool = False
     seed: int = 0
     chains: int = 2
-    warmup: int = 250
-    draws: int = 750
+    warmup: int = 300
+    draws: int = 700
     n_samples: int = 50
     cf_samples: int = 20
     train_rows: int | None = None
     test_rows: int | None = None
     audit: bool = True
     audit_rows: int = 1000
+    latents: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.latents not in ("auto", "integrated", "joint"):
+            raise ValueError(
+                f"latents must be 'auto', 'integrated' or 'joint', got {self.latents!r}"
+            )
 
     @classmethod
     def quick_mode(cls, **overrides: Any) -> LawSchoolConfig:
@@ -288,7 +303,10 @@ def _fit_level2_and_fair_k(
     fit2 = _timed(
         "level 2 SCM fit (MCMC)",
         lambda: _fit_with_warnings(
-            lambda: scm2.fit(train[COLUMNS_LEVEL2], **_fit_args(config)), records.convergence
+            lambda: scm2.fit(
+                train[COLUMNS_LEVEL2], **_fit_args(config), latents=config.latents
+            ),
+            records.convergence,
         ),
         records.timings,
     )
@@ -453,6 +471,8 @@ def _results(
                 "seconds": fit.seconds,
                 "warm_start_pilot_rows": fit.warm_start.pilot_rows if fit.warm_start else None,
                 "warm_start_seconds": fit.warm_start.seconds if fit.warm_start else None,
+                "integrated": list(fit.integrated),
+                "quadrature": fit.quadrature.as_dict() if fit.quadrature else None,
             }
             for name, fit in (("level2", fit2), ("level3", fit3))
         },

@@ -19,6 +19,7 @@ from counterfair.inference.abduction import AbductionEngineUsed as AbductionEngi
 from counterfair.inference.diagnostics import Diagnostics
 from counterfair.inference.ppc import posterior_predictive_check
 from counterfair.inference.ppc_result import PosteriorPredictiveCheck
+from counterfair.inference.quadrature_nodes import QuadratureRule
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
 from counterfair.rows import dispatch
@@ -73,6 +74,9 @@ class Fit:
         Latents integrated out of the fit program (``SCM.fit(latents=...)``): NUTS
         sampled the parameters only, and each training row's latents were drawn
         exactly per posterior draw (:mod:`counterfair.stan.integrated`).
+    quadrature : QuadratureRule or None
+        The Gauss-Hermite rule of an integrated fit and how it was chosen
+        (:mod:`counterfair.inference.quadrature_nodes`).
     """
 
     scm: SCM
@@ -88,6 +92,7 @@ class Fit:
     subsample: dict[str, Any] | None = None
     method: str = "nuts"
     integrated: tuple[str, ...] = ()
+    quadrature: QuadratureRule | None = None
     _rows: Rows | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -27,6 +27,7 @@ from counterfair.inference.pathfinder import (
     refuse_nuts_options,
     run_pathfinder,
 )
+from counterfair.inference.quadrature_nodes import QuadratureRule, choose_nodes, default_rule
 from counterfair.logs import progress_enabled
 from counterfair.model.data_levels import with_levels_from_data
 from counterfair.model.encoding import Encoding
@@ -199,8 +200,9 @@ def fit_scm(
     integrate = integrated_latents(scm, latents, resolve_backend_name(backend))
     start = _warm_start(scm, rows, stan_data, warm_start, backend, chains, warmup,
                         seed, sampler_args, integrate)
-    if integrate:
-        stan_data = {**stan_data, **quadrature_data()}
+    rule = _quadrature_rule(scm, rows, start, seed) if integrate else None
+    if rule is not None:
+        stan_data = {**stan_data, **quadrature_data(rule.nodes, rule.newton)}
     run = _sample(scm, rows, stan_data, start, backend, chains=chains, warmup=warmup,
                   draws=draws, seed=seed, progress=progress, sampler_args=sampler_args,
                   integrate=integrate)
@@ -228,8 +230,19 @@ def fit_scm(
         warm_start=start,
         subsample=subsample_info,
         integrated=integrate,
+        quadrature=rule,
         _rows=rows,
     )
+
+
+def _quadrature_rule(
+    scm: SCM, rows: Rows, start: WarmStart | None, seed: int | None
+) -> QuadratureRule:
+    """The nodes of an integrated fit: checked at the pilot's draws when there is a pilot
+    (:func:`counterfair.inference.quadrature_nodes.choose_nodes`), else the default."""
+    if start is None or start.draws is None:
+        return default_rule("the default: no pilot fit whose draws the check could use")
+    return choose_nodes(scm, start.draws, rows.codes, rows.values(), seed=seed)
 
 
 def training_rows(
@@ -348,7 +361,8 @@ def _sample(
     if start is not None:
         adapted = start.sampler_args(warmup)
         if sampler_args.get("metric") == "dense_e":
-            adapted["inv_metric"] = np.diag(adapted["inv_metric"])
+            dense = start.dense_inv_metric
+            adapted["inv_metric"] = np.diag(adapted["inv_metric"]) if dense is None else dense
         sampler_args.update(adapted)
     coords, dims = coords_and_dims(scm, _encoding(rows), rows.frame, ["row"])
     run = get_backend(backend).sample(

@@ -195,6 +195,7 @@ def fill_fit(fit: Fit, folder: Path) -> None:
             "subsample": fit.subsample,
             "method": fit.method,
             "integrated": list(fit.integrated),
+            "quadrature": None if fit.quadrature is None else fit.quadrature.as_dict(),
         },
     )
     fit.idata.to_netcdf(str(folder / "posterior.nc"), engine=NETCDF_ENGINE)

@@ -22,6 +22,7 @@ from counterfair import errors
 from counterfair.inference.abduct import LOADED_BACKEND
 from counterfair.inference.diagnostics import diagnose
 from counterfair.inference.fit import Fit
+from counterfair.inference.quadrature_nodes import QuadratureRule
 from counterfair.io.fit_folder import (
     NETCDF_ENGINE,
     read_data,
@@ -83,6 +84,7 @@ def _load_fit(folder: Path) -> Fit:
         subsample=info.get("subsample"),
         method=str(info.get("method", "nuts")),
         integrated=tuple(str(name) for name in info.get("integrated", [])),
+        quadrature=None if info.get("quadrature") is None else QuadratureRule(**info["quadrature"]),
     )
 
 

@@ -20,8 +20,8 @@ import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -171,12 +171,15 @@ class Adaptation:
         The program's parameters in unconstrained order with their sizes.
     means : dict of str to numpy.ndarray
         Posterior means of the parameters (constrained scale).
+    draws : dict of str to numpy.ndarray
+        The draws (chains stacked) of the parameters and of the variables ``keep``.
     """
 
     inv_metric: np.ndarray
     step_size: float
     layout: list[tuple[str, int]]
     means: dict[str, Any]
+    draws: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _parameter_layout(fit: Any, size: int) -> list[tuple[str, int]]:
@@ -400,15 +403,21 @@ class CmdStanPyBackend:
         draws: int,
         seed: int | None,
         init: Any = None,
+        keep: Collection[str] = (),
     ) -> Adaptation:
-        """A short run whose adapted metric, step size and means seed another run."""
+        """A short run whose adapted metric, step size and means seed another run
+        (and whose draws of the variables ``keep`` are returned)."""
         model, _ = _model(code)
         with _nuts(model, data, chains, warmup, draws, seed, False, inits=init) as fit:
             metric = np.asarray(fit.inv_metric, dtype=float).reshape(chains, -1).mean(axis=0)
             layout = _parameter_layout(fit, metric.size)
             means = {name: np.asarray(fit.stan_variable(name)).mean(axis=0) for name, _ in layout}
             step = float(np.mean(fit.step_size))
-        return Adaptation(inv_metric=metric, step_size=step, layout=layout, means=means)
+            names = dict.fromkeys([*keep, *(n for n, _ in layout)])
+            kept = {name: np.asarray(fit.stan_variable(name), dtype=float) for name in names}
+        return Adaptation(
+            inv_metric=metric, step_size=step, layout=layout, means=means, draws=kept
+        )
 
     def log_density(
         self,

@@ -22,6 +22,7 @@ cannot be given an initial metric.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from counterfair.model.params import ParamDraws
 from counterfair.rows.rows import Rows
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import fit_data
@@ -67,6 +69,12 @@ class WarmStart:
         Rows of the pilot fit.
     seconds : float
         Wall time of the pilot fit.
+    draws : ParamDraws or None
+        The pilot's posterior draws of the structural parameters (a subsample's
+        posterior: wider than the full data's).
+    dense_inv_metric : numpy.ndarray or None
+        For a main fit that integrates every per-row latent out (a few dozen
+        structural parameters): a dense inverse metric, :func:`dense_metric`.
     """
 
     inv_metric: np.ndarray
@@ -74,6 +82,8 @@ class WarmStart:
     inits: dict[str, Any]
     pilot_rows: int
     seconds: float
+    draws: ParamDraws | None = None
+    dense_inv_metric: np.ndarray | None = None
 
     def sampler_args(self, warmup: int) -> dict[str, Any]:
         """Arguments of the main fit: metric, step size and adaptation windows."""
@@ -174,12 +184,18 @@ def pilot_fit(
         draws=PILOT_DRAWS,
         seed=seed,
         init=latent_inits(scm, pilot_data, chains, seed),
+        keep=scm.parameter_names(),
     )
     per_row = {*scm.latents, *(f"z_{latent}" for latent in scm.latents)}
     dropped = {*integrate, *(f"z_{latent}" for latent in integrate)}
     metric = full_data_metric(
         adapted.inv_metric, adapted.layout, per_row, len(rows), len(data), dropped
     )
+    dense = None
+    if not [name for name, _ in adapted.layout if name in per_row and name not in dropped]:
+        dense = dense_metric(
+            metric, adapted.layout, adapted.draws, dropped, scm.stan_code()
+        )
     shrink = 1.0 if integrate else (len(rows) / len(data)) ** 0.25
     structural = set(scm.parameter_names())
     inits = {k: v for k, v in adapted.means.items() if k in structural or k.startswith("sigma2_")}
@@ -189,4 +205,59 @@ def pilot_fit(
         inits=inits,
         pilot_rows=len(rows),
         seconds=time.perf_counter() - start,
+        draws=ParamDraws({k: v for k, v in adapted.draws.items() if k in structural})
+        if adapted.draws
+        else None,
+        dense_inv_metric=dense,
     )
+
+
+DENSE_SHRINK = 0.9
+"""Weight of the pilot draws' correlations in :func:`dense_metric` (the rest: none)."""
+
+
+def _positive_parameters(code: str) -> set[str]:
+    """Parameters declared ``<lower=0>`` in the program's parameters block (their
+    unconstrained value is the log)."""
+    block = code.split("\nparameters {", 1)[-1].split("\n}", 1)[0]
+    return set(re.findall(r"<lower=0(?:\.0)?>[^;]*?\s(\w+);", block))
+
+
+def dense_metric(
+    diagonal: np.ndarray,
+    layout: list[tuple[str, int]],
+    draws: Mapping[str, np.ndarray],
+    dropped: Collection[str],
+    code: str,
+) -> np.ndarray:
+    """A dense inverse metric for the structural parameters from the pilot's draws.
+
+    The variances are the (already rescaled) diagonal ``diagonal``; the correlations
+    are those of the pilot's draws on the unconstrained scale (the log of a
+    ``<lower=0>`` parameter; other constraints are left as they are, which only makes
+    the metric less good, never the posterior wrong), shrunk towards none by
+    :data:`DENSE_SHRINK`. A main fit of a few dozen correlated parameters (intercepts
+    and the level effects beside them) then starts its warm-up with the posterior's
+    shape instead of learning it from one short window.
+    """
+    positive = _positive_parameters(code)
+    columns = []
+    for name, size in layout:
+        if name in dropped:
+            continue
+        x = np.asarray(draws[name], dtype=float)
+        x = x.transpose([0, *range(x.ndim - 1, 0, -1)]).reshape(x.shape[0], -1)  # column-major
+        if x.shape[1] != size:
+            raise ValueError(f"parameter {name!r}: {x.shape[1]} draws' entries, layout {size}")
+        columns.append(np.log(np.maximum(x, 1e-300)) if name in positive else x)
+    matrix = np.concatenate(columns, axis=1)
+    if matrix.shape[1] != diagonal.size:
+        raise ValueError(f"{matrix.shape[1]} parameters' draws for a metric of {diagonal.size}")
+    sd = matrix.std(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.corrcoef(matrix, rowvar=False) if matrix.shape[1] > 1 else np.ones((1, 1))
+    corr = np.where(np.isfinite(corr) & (sd[:, None] > 0) & (sd[None, :] > 0), corr, 0.0)
+    corr = DENSE_SHRINK * corr + (1 - DENSE_SHRINK) * np.eye(diagonal.size)
+    np.fill_diagonal(corr, 1.0)
+    scale = np.sqrt(diagonal)
+    return corr * scale[:, None] * scale[None, :]
