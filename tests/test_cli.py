@@ -171,3 +171,18 @@ def test_a_quick_training_subsample_gets_a_row_of_every_group() -> None:
         ("a", "F"), ("b", "F"), ("a", "M"), ("c", "M")
     }
     assert _with_every_group(whole, whole, seed=shifted(0)) is whole
+
+
+def test_the_law_school_study_takes_the_level_2_fits_latents(monkeypatch, tmp_path):
+    from counterfair.experiments import law_school
+
+    assert law_school.LawSchoolConfig().latents == "joint"
+    with pytest.raises(ValueError, match="latents must be 'auto', 'integrated' or 'joint'"):
+        law_school.LawSchoolConfig(latents="marginal")
+    seen = {}
+    monkeypatch.setattr(law_school, "run", lambda config: seen.setdefault("config", config))
+    assert main(["law-school", "--data-dir", str(tmp_path), "--latents", "auto",
+                 "--out", str(tmp_path / "out")]) == 0
+    assert seen["config"].latents == "auto"
+    with pytest.raises(SystemExit):
+        main(["law-school", "--latents", "marginal"])

@@ -585,7 +585,6 @@ def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(scale: float, 
     with the worst error said."""
     from counterfair.inference.loo import pointwise_log_likelihood
     from counterfair.inference.quadrature_nodes import NODE_TOLERANCE, choose_nodes
-
     from counterfair.rows.rows import Rows
 
     scm = every_family_scm()
