@@ -297,6 +297,7 @@ def stan_programs(*, slow: bool = False) -> dict[str, str]:
     programs = {
         "law level 2": law_level2_scm().stan_code(),
         "law level 2 abduction": law_level2_scm().abduction_code(),
+        "law level 2, K integrated": law_level2_scm().stan_code(integrate=["K"]),
         "law level 3": law_level3_scm().stan_code(),
         "linear Gaussian": linear_gaussian_scm().stan_code(),
         "auxiliary": aux_scm().stan_code(),

@@ -621,3 +621,34 @@ def test_without_a_pilot_or_with_a_categorical_child_the_default_nodes_are_kept(
     params = ParamDraws.from_values(categorical, CATEGORICAL_TRUTH, {"A": 2})
     rule = choose_nodes(categorical, params, crows.codes, crows.values())
     assert rule.nodes == integrated.GH_NODES and "does not cover node 'C'" in rule.reason
+
+
+@pytest.mark.stan
+def test_a_warm_started_integrated_fit_checks_its_nodes_and_keeps_them_with_the_fit(
+    stan_backend: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The simulated law school rows (500): the pilot's draws choose the nodes, within
+    1e-7 of 40 nodes on every row; the main fit runs with them; the rule is saved."""
+    if stan_backend != "cmdstanpy":
+        pytest.skip("the quadrature is C++ compiled into CmdStan programs")
+    from _models import law_level2_scm, law_train
+
+    from counterfair.inference.quadrature_nodes import NODE_CHOICES, NODE_TOLERANCE
+
+    with warnings.catch_warnings(), caplog.at_level(
+        logging.INFO, logger="counterfair.inference.quadrature_nodes"
+    ):
+        warnings.simplefilter("ignore", errors.ConvergenceWarning)
+        fit = law_level2_scm().fit(
+            law_train().drop(columns="K"), chains=2, warmup=175, draws=100,
+            seed=shifted(8), latents="integrated",
+        )
+    rule = fit.quadrature
+    assert fit.warm_start is not None and fit.warm_start.dense_inv_metric is not None
+    assert rule is not None and rule.nodes in NODE_CHOICES
+    assert rule.max_error is not None and rule.max_error <= NODE_TOLERANCE
+    assert (rule.checked_rows, rule.checked_sets) == (500, 6)
+    assert f"{rule.nodes} Gauss-Hermite nodes per row" in caplog.text
+    assert np.isfinite(fit.idata.posterior["K"].values).all()
+    loaded = cf.load(fit.save(tmp_path / "fit"))
+    assert loaded.quadrature == rule

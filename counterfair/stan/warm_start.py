@@ -22,6 +22,7 @@ cannot be given an initial metric.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Collection, Mapping
@@ -37,6 +38,8 @@ from counterfair.stan.data import fit_data
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
+
+logger = logging.getLogger(__name__)
 
 PILOT_ROWS = 2000
 """Rows of the pilot fit."""
@@ -192,10 +195,11 @@ def pilot_fit(
         adapted.inv_metric, adapted.layout, per_row, len(rows), len(data), dropped
     )
     dense = None
-    if not [name for name, _ in adapted.layout if name in per_row and name not in dropped]:
-        dense = dense_metric(
-            metric, adapted.layout, adapted.draws, dropped, scm.stan_code()
-        )
+    if integrate and not [n for n, _ in adapted.layout if n in per_row and n not in dropped]:
+        try:
+            dense = dense_metric(metric, adapted.layout, adapted.draws, dropped, scm.stan_code())
+        except ValueError as error:  # a parameter whose draws do not lay out: the diagonal
+            logger.debug("no dense metric from the pilot: %s", error)
     shrink = 1.0 if integrate else (len(rows) / len(data)) ** 0.25
     structural = set(scm.parameter_names())
     inits = {k: v for k, v in adapted.means.items() if k in structural or k.startswith("sigma2_")}
