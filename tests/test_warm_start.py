@@ -132,3 +132,23 @@ def _mcse(draws: np.ndarray, method: str) -> np.ndarray:
         var_of_var = (np.mean(squared**2) - variance**2) / float(az.ess(squared, method="mean"))
         out.append(np.sqrt(var_of_var / variance / 4))
     return np.array(out)
+
+
+def test_dense_metric_lays_out_matrices_column_major_and_arrays_row_major() -> None:
+    """Stan's unconstrained vector: arrays row-major, a matrix column-major within each."""
+    from counterfair.stan.warm_start import _matrix_parameters, _serialised
+
+    code = (
+        "data {\n}\nparameters {\n  matrix[3, 2] beta_C;  // coefficients\n"
+        "  array[S] vector[4] w_s;\n  array[S] matrix[2, 3] m_s;\n  real<lower=0> sigma2;\n"
+        "}\nmodel {\n}\n"
+    )
+    assert _matrix_parameters(code) == {"beta_C", "m_s"}
+    matrix = np.arange(6.0).reshape(1, 3, 2)  # one draw of a 3 x 2 matrix
+    np.testing.assert_array_equal(_serialised(matrix, True), [[0, 2, 4, 1, 3, 5]])
+    arrays = np.arange(8.0).reshape(1, 2, 4)  # array[2] vector[4]
+    np.testing.assert_array_equal(_serialised(arrays, False), [np.arange(8.0)])
+    nested = np.arange(12.0).reshape(1, 2, 2, 3)  # array[2] matrix[2, 3]
+    np.testing.assert_array_equal(
+        _serialised(nested, True), [[0, 3, 1, 4, 2, 5, 6, 9, 7, 10, 8, 11]]
+    )

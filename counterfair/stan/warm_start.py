@@ -220,11 +220,33 @@ DENSE_SHRINK = 0.9
 """Weight of the pilot draws' correlations in :func:`dense_metric` (the rest: none)."""
 
 
+def _parameters_block(code: str) -> str:
+    return code.split("\nparameters {", 1)[-1].split("\n}", 1)[0]
+
+
 def _positive_parameters(code: str) -> set[str]:
     """Parameters declared ``<lower=0>`` in the program's parameters block (their
     unconstrained value is the log)."""
-    block = code.split("\nparameters {", 1)[-1].split("\n}", 1)[0]
-    return set(re.findall(r"<lower=0(?:\.0)?>[^;]*?\s(\w+);", block))
+    return set(re.findall(r"<lower=0(?:\.0)?>[^;]*?\s(\w+);", _parameters_block(code)))
+
+
+def _matrix_parameters(code: str) -> set[str]:
+    """Parameters whose innermost type is a matrix (serialised column-major within each
+    array element; arrays, vectors and reals are in row-major order)."""
+    found = set()
+    for line in _parameters_block(code).splitlines():
+        declaration = line.split("//", 1)[0]
+        match = re.search(r"\s(\w+);\s*$", declaration)
+        if match and re.search(r"(^|[\s\]])matrix\b", declaration):
+            found.add(match.group(1))
+    return found
+
+
+def _serialised(draws: np.ndarray, matrix: bool) -> np.ndarray:
+    """Draws ``(S, *dims)`` as ``(S, entries)`` in the order of the unconstrained vector."""
+    if matrix and draws.ndim >= 3:  # the last two axes are a matrix: column-major
+        draws = np.swapaxes(draws, -1, -2)
+    return draws.reshape(draws.shape[0], -1)
 
 
 def dense_metric(
@@ -244,13 +266,12 @@ def dense_metric(
     and the level effects beside them) then starts its warm-up with the posterior's
     shape instead of learning it from one short window.
     """
-    positive = _positive_parameters(code)
+    positive, matrices = _positive_parameters(code), _matrix_parameters(code)
     columns = []
     for name, size in layout:
         if name in dropped:
             continue
-        x = np.asarray(draws[name], dtype=float)
-        x = x.transpose([0, *range(x.ndim - 1, 0, -1)]).reshape(x.shape[0], -1)  # column-major
+        x = _serialised(np.asarray(draws[name], dtype=float), name in matrices)
         if x.shape[1] != size:
             raise ValueError(f"parameter {name!r}: {x.shape[1]} draws' entries, layout {size}")
         columns.append(np.log(np.maximum(x, 1e-300)) if name in positive else x)
