@@ -644,7 +644,7 @@ def test_a_warm_started_integrated_fit_checks_its_nodes_and_keeps_them_with_the_
             seed=shifted(8), latents="integrated",
         )
     rule = fit.quadrature
-    assert fit.warm_start is not None and fit.warm_start.dense_inv_metric is not None
+    assert fit.warm_start is not None and fit.warm_start.draws is not None
     assert rule is not None and rule.nodes in NODE_CHOICES
     assert rule.max_error is not None and rule.max_error <= NODE_TOLERANCE
     assert (rule.checked_rows, rule.checked_sets) == (500, 6)

@@ -10,14 +10,7 @@ from _seeds import shifted
 
 import counterfair as cf
 from counterfair.stan import backend as stan_backend
-from counterfair.stan.warm_start import (
-    DENSE_SHRINK,
-    MIN_WARMUP,
-    WarmStart,
-    dense_metric,
-    full_data_metric,
-    pilot_rows,
-)
+from counterfair.stan.warm_start import MIN_WARMUP, WarmStart, full_data_metric, pilot_rows
 
 
 def test_full_data_metric_scales_structural_parameters_and_spreads_per_row_ones() -> None:
@@ -27,35 +20,6 @@ def test_full_data_metric_scales_structural_parameters_and_spreads_per_row_ones(
     np.testing.assert_allclose(metric, [2.0] * 6 + [5.0, 10.0, 15.0])
     with pytest.raises(ValueError, match="covers 5 entries, the metric has 6"):
         full_data_metric(pilot, [("z_K", 3), ("alpha", 2)], {"z_K"}, 3, 6)
-
-
-def test_dense_metric_has_the_diagonal_and_the_draws_correlations_on_the_log_scale() -> None:
-    """sigma2 is declared <lower=0>: its correlation with alpha is taken on the log scale;
-    the per-row latents the main program drops are left out."""
-    rng = np.random.default_rng(shifted(6))
-    alpha = rng.normal(size=400)
-    log_sigma2 = 0.8 * alpha + 0.6 * rng.normal(size=400)
-    draws = {
-        "z_K": rng.normal(size=(400, 3)),
-        "alpha": alpha,
-        "sigma2": np.exp(log_sigma2),
-        "beta": np.stack([-alpha, rng.normal(size=400)], axis=1),
-    }
-    code = (
-        "data {\n}\nparameters {\n  vector[N] z_K;\n  real<multiplier=s> alpha;\n"
-        "  real<lower=0> sigma2;  // variance\n  vector[2] beta;\n}\nmodel {\n}\n"
-    )
-    diagonal = np.array([4.0, 9.0, 1.0, 16.0])
-    layout = [("z_K", 3), ("alpha", 1), ("sigma2", 1), ("beta", 2)]
-    metric = dense_metric(diagonal, layout, draws, {"z_K"}, code)
-    np.testing.assert_allclose(np.diag(metric), diagonal)
-    corr = metric / np.sqrt(np.outer(diagonal, diagonal))
-    expected = np.corrcoef(np.stack([alpha, log_sigma2, -alpha, draws["beta"][:, 1]]))
-    np.testing.assert_allclose(corr[np.triu_indices(4, 1)],
-                               DENSE_SHRINK * expected[np.triu_indices(4, 1)], atol=1e-12)
-    assert np.all(np.linalg.eigvalsh(metric) > 0)
-    with pytest.raises(ValueError, match="2 parameters' draws for a metric of 4"):
-        dense_metric(diagonal, layout[:3], draws, {"z_K"}, code)
 
 
 def test_pilot_rows_are_a_seeded_subsample() -> None:
@@ -133,22 +97,3 @@ def _mcse(draws: np.ndarray, method: str) -> np.ndarray:
         out.append(np.sqrt(var_of_var / variance / 4))
     return np.array(out)
 
-
-def test_dense_metric_lays_out_matrices_column_major_and_arrays_row_major() -> None:
-    """Stan's unconstrained vector: arrays row-major, a matrix column-major within each."""
-    from counterfair.stan.warm_start import _matrix_parameters, _serialised
-
-    code = (
-        "data {\n}\nparameters {\n  matrix[3, 2] beta_C;  // coefficients\n"
-        "  array[S] vector[4] w_s;\n  array[S] matrix[2, 3] m_s;\n  real<lower=0> sigma2;\n"
-        "}\nmodel {\n}\n"
-    )
-    assert _matrix_parameters(code) == {"beta_C", "m_s"}
-    matrix = np.arange(6.0).reshape(1, 3, 2)  # one draw of a 3 x 2 matrix
-    np.testing.assert_array_equal(_serialised(matrix, True), [[0, 2, 4, 1, 3, 5]])
-    arrays = np.arange(8.0).reshape(1, 2, 4)  # array[2] vector[4]
-    np.testing.assert_array_equal(_serialised(arrays, False), [np.arange(8.0)])
-    nested = np.arange(12.0).reshape(1, 2, 2, 3)  # array[2] matrix[2, 3]
-    np.testing.assert_array_equal(
-        _serialised(nested, True), [[0, 3, 1, 4, 2, 5, 6, 9, 7, 10, 8, 11]]
-    )

@@ -361,8 +361,7 @@ def _sample(
     if start is not None:
         adapted = start.sampler_args(warmup)
         if sampler_args.get("metric") == "dense_e":
-            dense = start.dense_inv_metric
-            adapted["inv_metric"] = np.diag(adapted["inv_metric"]) if dense is None else dense
+            adapted["inv_metric"] = np.diag(adapted["inv_metric"])
         sampler_args.update(adapted)
     coords, dims = coords_and_dims(scm, _encoding(rows), rows.frame, ["row"])
     run = get_backend(backend).sample(

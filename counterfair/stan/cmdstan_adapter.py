@@ -172,7 +172,7 @@ class Adaptation:
     means : dict of str to numpy.ndarray
         Posterior means of the parameters (constrained scale).
     draws : dict of str to numpy.ndarray
-        The draws (chains stacked) of the parameters and of the variables ``keep``.
+        The draws (chains stacked) of the variables asked for with ``keep``.
     """
 
     inv_metric: np.ndarray
@@ -413,8 +413,7 @@ class CmdStanPyBackend:
             layout = _parameter_layout(fit, metric.size)
             means = {name: np.asarray(fit.stan_variable(name)).mean(axis=0) for name, _ in layout}
             step = float(np.mean(fit.step_size))
-            names = dict.fromkeys([*keep, *(n for n, _ in layout)])
-            kept = {name: np.asarray(fit.stan_variable(name), dtype=float) for name in names}
+            kept = {name: np.asarray(fit.stan_variable(name), dtype=float) for name in keep}
         return Adaptation(
             inv_metric=metric, step_size=step, layout=layout, means=means, draws=kept
         )

@@ -22,8 +22,6 @@ cannot be given an initial metric.
 
 from __future__ import annotations
 
-import logging
-import re
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -38,8 +36,6 @@ from counterfair.stan.data import fit_data
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
-
-logger = logging.getLogger(__name__)
 
 PILOT_ROWS = 2000
 """Rows of the pilot fit."""
@@ -75,9 +71,6 @@ class WarmStart:
     draws : ParamDraws or None
         The pilot's posterior draws of the structural parameters (a subsample's
         posterior: wider than the full data's).
-    dense_inv_metric : numpy.ndarray or None
-        For a main fit that integrates every per-row latent out (a few dozen
-        structural parameters): a dense inverse metric, :func:`dense_metric`.
     """
 
     inv_metric: np.ndarray
@@ -86,7 +79,6 @@ class WarmStart:
     pilot_rows: int
     seconds: float
     draws: ParamDraws | None = None
-    dense_inv_metric: np.ndarray | None = None
 
     def sampler_args(self, warmup: int) -> dict[str, Any]:
         """Arguments of the main fit: metric, step size and adaptation windows."""
@@ -194,12 +186,6 @@ def pilot_fit(
     metric = full_data_metric(
         adapted.inv_metric, adapted.layout, per_row, len(rows), len(data), dropped
     )
-    dense = None
-    if integrate and not [n for n, _ in adapted.layout if n in per_row and n not in dropped]:
-        try:
-            dense = dense_metric(metric, adapted.layout, adapted.draws, dropped, scm.stan_code())
-        except ValueError as error:  # a parameter whose draws do not lay out: the diagonal
-            logger.debug("no dense metric from the pilot: %s", error)
     shrink = 1.0 if integrate else (len(rows) / len(data)) ** 0.25
     structural = set(scm.parameter_names())
     inits = {k: v for k, v in adapted.means.items() if k in structural or k.startswith("sigma2_")}
@@ -212,77 +198,5 @@ def pilot_fit(
         draws=ParamDraws({k: v for k, v in adapted.draws.items() if k in structural})
         if adapted.draws
         else None,
-        dense_inv_metric=dense,
     )
 
-
-DENSE_SHRINK = 0.9
-"""Weight of the pilot draws' correlations in :func:`dense_metric` (the rest: none)."""
-
-
-def _parameters_block(code: str) -> str:
-    return code.split("\nparameters {", 1)[-1].split("\n}", 1)[0]
-
-
-def _positive_parameters(code: str) -> set[str]:
-    """Parameters declared ``<lower=0>`` in the program's parameters block (their
-    unconstrained value is the log)."""
-    return set(re.findall(r"<lower=0(?:\.0)?>[^;]*?\s(\w+);", _parameters_block(code)))
-
-
-def _matrix_parameters(code: str) -> set[str]:
-    """Parameters whose innermost type is a matrix (serialised column-major within each
-    array element; arrays, vectors and reals are in row-major order)."""
-    found = set()
-    for line in _parameters_block(code).splitlines():
-        declaration = line.split("//", 1)[0]
-        match = re.search(r"\s(\w+);\s*$", declaration)
-        if match and re.search(r"(^|[\s\]])matrix\b", declaration):
-            found.add(match.group(1))
-    return found
-
-
-def _serialised(draws: np.ndarray, matrix: bool) -> np.ndarray:
-    """Draws ``(S, *dims)`` as ``(S, entries)`` in the order of the unconstrained vector."""
-    if matrix and draws.ndim >= 3:  # the last two axes are a matrix: column-major
-        draws = np.swapaxes(draws, -1, -2)
-    return draws.reshape(draws.shape[0], -1)
-
-
-def dense_metric(
-    diagonal: np.ndarray,
-    layout: list[tuple[str, int]],
-    draws: Mapping[str, np.ndarray],
-    dropped: Collection[str],
-    code: str,
-) -> np.ndarray:
-    """A dense inverse metric for the structural parameters from the pilot's draws.
-
-    The variances are the (already rescaled) diagonal ``diagonal``; the correlations
-    are those of the pilot's draws on the unconstrained scale (the log of a
-    ``<lower=0>`` parameter; other constraints are left as they are, which only makes
-    the metric less good, never the posterior wrong), shrunk towards none by
-    :data:`DENSE_SHRINK`. A main fit of a few dozen correlated parameters (intercepts
-    and the level effects beside them) then starts its warm-up with the posterior's
-    shape instead of learning it from one short window.
-    """
-    positive, matrices = _positive_parameters(code), _matrix_parameters(code)
-    columns = []
-    for name, size in layout:
-        if name in dropped:
-            continue
-        x = _serialised(np.asarray(draws[name], dtype=float), name in matrices)
-        if x.shape[1] != size:
-            raise ValueError(f"parameter {name!r}: {x.shape[1]} draws' entries, layout {size}")
-        columns.append(np.log(np.maximum(x, 1e-300)) if name in positive else x)
-    matrix = np.concatenate(columns, axis=1)
-    if matrix.shape[1] != diagonal.size:
-        raise ValueError(f"{matrix.shape[1]} parameters' draws for a metric of {diagonal.size}")
-    sd = matrix.std(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr = np.corrcoef(matrix, rowvar=False) if matrix.shape[1] > 1 else np.ones((1, 1))
-    corr = np.where(np.isfinite(corr) & (sd[:, None] > 0) & (sd[None, :] > 0), corr, 0.0)
-    corr = DENSE_SHRINK * corr + (1 - DENSE_SHRINK) * np.eye(diagonal.size)
-    np.fill_diagonal(corr, 1.0)
-    scale = np.sqrt(diagonal)
-    return corr * scale[:, None] * scale[None, :]
