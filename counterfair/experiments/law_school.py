@@ -97,9 +97,9 @@ class LawSchoolConfig:
         it out of the likelihood (NUTS samples the structural parameters only; each
         row's K is drawn exactly per draw; the quadrature's nodes are checked on the
         training rows, :mod:`counterfair.inference.quadrature_nodes`). Measured at the
-        default draws (``benchmarks/law_school_study.py``): joint 94 s for the study
-        and a min bulk ESS of 569; integrated 156 s and 1,395: more effective draws
-        per second (9.9 against 7.1), more wall time; Table 1 is the same.
+        default draws (``benchmarks/law_school_study.py``): joint 103 s for the study
+        and a min bulk ESS of 569; integrated 144 s and 1,530: more effective draws
+        per second (11.7 against 6.5), more wall time; Table 1 is the same.
     audit, audit_rows :
         Whether to write the audit report, and on how many test rows.
     """
