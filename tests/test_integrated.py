@@ -612,7 +612,7 @@ def test_without_a_pilot_or_with_a_categorical_child_the_default_nodes_are_kept(
 
     scm = every_family_scm()
     rows = Rows.check(scm.sample(50, params=TRUTH, seed=shifted(22)).drop(columns=["U", "V"]), scm)
-    rule = _quadrature_rule(scm, rows, None, seed=0)
+    rule = _quadrature_rule(scm, rows, None, seed=shifted(0))
     assert (rule.nodes, rule.max_error) == (integrated.GH_NODES, None)
     assert "no pilot" in rule.reason
     categorical = categorical_child_scm()
