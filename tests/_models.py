@@ -279,8 +279,11 @@ data {
   int<lower=0> n_newton;
 }
 generated quantities {
-  vector[N] ll = cf_integrated_rows(y, eta, load, family, phi, cuts, cut_start, cut_len,
-                                    gh_x, gh_logw, n_newton);
+  vector[N] ll;  // one row at a time: the loadings are one row vector per call
+  for (i in 1:N) {
+    ll[i] = cf_integrated_rows({y[i]}, eta[i:i], load[i], family, phi, cuts, cut_start,
+                               cut_len, gh_x, gh_logw, n_newton)[1];
+  }
 }
 """
 """Each row's log marginal by the integrated-latent quadrature, for given predictors

@@ -498,7 +498,8 @@ def test_a_categorical_child_is_integrated_through_its_non_reference_levels() ->
     assert "Y_U[:, 1] = C;" in code and "Y_U[:, 2] = C;" in code
     assert "{5, 6}" in code
     assert "z_U = cf_integrated_rng(" in code  # anchored: drawn standardised
-    assert "rep_matrix(lambda_C_U / sqrt(prec_U_X), N)" in code
+    # its two loadings, one row vector for every row
+    assert "cf_integrated_rng(Y_U, " in code and ", lambda_C_U / sqrt(prec_U_X), {5, 6}" in code
     assert "vector[N] U;" not in code and "vector[N] z_U;" in code
     joint = fit_program(scm)
     assert "vector[N] U;" in joint  # the joint program samples U directly

@@ -284,7 +284,7 @@ inline void fill_row(Row& row, int i, const TY& y, const TE& eta, const TL& load
       ch.lgamma_const = 0.0;
     }
     row.eta[c] = eta(i, c);
-    row.load[c] = load(i, c);
+    row.load[c] = load(c);
   }
   for (std::size_t c = 0; c < C; ++c) {  // a categorical child's columns: 5, then 6s
     if (family[c] == 5) {
@@ -302,89 +302,448 @@ inline void fill_row(Row& row, int i, const TY& y, const TE& eta, const TL& load
 }
 
 inline void check_sizes(const char* fn, std::size_t N, std::size_t yrows, Eigen::Index erows,
-                        Eigen::Index ecols, Eigen::Index lrows, Eigen::Index lcols,
-                        std::size_t C, Eigen::Index nphi, std::size_t nstart,
-                        std::size_t nlen, Eigen::Index nx, Eigen::Index nlogw) {
-  if (yrows != N || static_cast<std::size_t>(erows) != N || static_cast<std::size_t>(lrows) != N
-      || static_cast<std::size_t>(ecols) != C || static_cast<std::size_t>(lcols) != C
-      || static_cast<std::size_t>(nphi) != C || nstart != C || nlen != C || nx != nlogw
-      || nx < 1) {
+                        Eigen::Index ecols, Eigen::Index nload, std::size_t C, Eigen::Index nphi,
+                        std::size_t nstart, std::size_t nlen, Eigen::Index nx,
+                        Eigen::Index nlogw) {
+  if (yrows != N || static_cast<std::size_t>(erows) != N || static_cast<std::size_t>(ecols) != C
+      || static_cast<std::size_t>(nload) != C || static_cast<std::size_t>(nphi) != C
+      || nstart != C || nlen != C || nx != nlogw || nx < 1) {
     throw std::domain_error(std::string(fn) + ": argument sizes do not agree");
   }
 }
 
-// The log marginal of every row (values only), the gradient pieces when asked.
+// Where the gradient of the log marginal goes (null: values only).
+struct Gradient {
+  Eigen::MatrixXd* d_eta = nullptr;   // N x C
+  Eigen::VectorXd* d_load = nullptr;  // C
+  Eigen::VectorXd* d_phi = nullptr;   // C
+  Eigen::VectorXd* d_cuts = nullptr;  // all cutpoints
+  bool wanted() const { return d_eta != nullptr; }
+};
+
+// Row i by the general path (every family, Newton steps halved until the integrand does
+// not fall): its log marginal (NaN when its mode is not found), its gradient added to
+// `out`. The block path below hands it the rows it does not take.
+template <typename TX>
+inline double integrate_row(const Row& row, std::size_t i, const std::vector<int>& family,
+                            const std::vector<int>& cut_start, const TX& gh_x,
+                            const TX& gh_logw, int steps, std::vector<double>& g,
+                            std::vector<double>& tnode, std::vector<Term>& terms,
+                            const Gradient& out) {
+  const std::size_t C = family.size();
+  const Eigen::Index J = gh_x.size();
+  const double log_sqrt_pi = 0.5 * std::log(stan::math::pi());
+  const bool grad = out.wanted();
+  double z, f, gz, h;
+  if (!row.mode(steps, z, f, gz, h)) return std::numeric_limits<double>::quiet_NaN();
+  double s = 1.0 / std::sqrt(-h);
+  double top = -std::numeric_limits<double>::infinity();
+  for (Eigen::Index j = 0; j < J; ++j) {
+    double t = z + std::sqrt(2.0) * s * gh_x(j);
+    tnode[j] = t;
+    double gj, hj;
+    double fj = row.evaluate_all(t, terms.data() + j * C, grad, gj, hj) - 0.5 * t * t;
+    g[j] = fj + gh_x(j) * gh_x(j) + gh_logw(j);
+    if (g[j] > top) top = g[j];
+  }
+  double sum = 0.0;
+  for (Eigen::Index j = 0; j < J; ++j) {
+    g[j] = std::exp(g[j] - top);  // the node's share, unnormalised
+    sum += g[j];
+  }
+  double value = top + std::log(sum) + std::log(s) - log_sqrt_pi;
+  if (grad && std::isfinite(value)) {
+    for (Eigen::Index j = 0; j < J; ++j) {
+      double p = g[j] / sum;
+      for (std::size_t c = 0; c < C; ++c) {
+        const Term& term = terms[j * C + c];
+        (*out.d_eta)(i, c) += p * term.d1;
+        (*out.d_load)(c) += p * term.d1 * tnode[j];
+        if (family[c] == 2) (*out.d_phi)(c) += p * term.dphi;
+        if (family[c] == 4) {
+          int start = cut_start[c] - 1;
+          if (term.cut_lo >= 0) (*out.d_cuts)(start + term.cut_lo) += p * term.dcut_lo;
+          if (term.cut_hi >= 0) (*out.d_cuts)(start + term.cut_hi) += p * term.dcut_hi;
+        }
+      }
+    }
+    for (std::size_t c = 0; c < C; ++c) {
+      if (family[c] == 2) {  // the eta-free part of the negative binomial's dl/dphi
+        const Child& ch = row.children[c];
+        (*out.d_phi)(c) += stan::math::digamma(ch.y + ch.phi) - stan::math::digamma(ch.phi)
+                           + std::log(ch.phi) + 1.0;
+      }
+    }
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------- the block path
+// The same quadrature, BLOCK rows at a time with one loop per child and family (the rows'
+// values side by side), for children other than categorical ones. A row whose Newton
+// step would need halving, or whose integrand is not finite, goes to integrate_row().
+// A Poisson child's mean at node j is its mean at the mode times exp(load sqrt(2) s x_j),
+// the node's factor, whose mirror node's is its inverse (the nodes are symmetric).
+constexpr int BLOCK = 128;
+
+struct Block {
+  std::size_t C = 0, J = 0;
+  double z[BLOCK], f[BLOCK], g[BLOCK], h[BLOCK];
+  double zn[BLOCK], fn[BLOCK], gn[BLOCK], hn[BLOCK];
+  double s[BLOCK], top[BLOCK], sum[BLOCK];
+  bool slow[BLOCK], done[BLOCK];
+  std::vector<double> mu, mun;   // C x BLOCK: exp(eta) of count children at z, at zn
+  std::vector<double> nb;        // C x BLOCK: the negative binomial's eta-free terms
+  std::vector<double> t, F;      // J x BLOCK: nodes, log integrand there
+  std::vector<double> d1;        // C x J x BLOCK: dl/deta at the nodes
+  std::vector<double> q;         // J x BLOCK: a count child's node factors
+  std::vector<Term> terms;       // C x J x BLOCK: negative binomial, ordinal, Bernoulli
+  void size(std::size_t children, std::size_t nodes) {
+    C = children;
+    J = nodes;
+    mu.assign(C * BLOCK, 0.0);
+    mun.assign(C * BLOCK, 0.0);
+    nb.assign(C * BLOCK, 0.0);
+    t.assign(J * BLOCK, 0.0);
+    F.assign(J * BLOCK, 0.0);
+    d1.assign(C * J * BLOCK, 0.0);
+    q.assign(J * BLOCK, 1.0);
+    terms.assign(C * J * BLOCK, Term());
+  }
+};
+
+// The columns of one call as the block path reads them.
+struct Columns {
+  std::size_t N = 0, C = 0;
+  const double* eta = nullptr;     // N x C, column-major
+  std::vector<double> y;           // N x C, column-major
+  std::vector<double> load;        // C
+  std::vector<Child> child;        // C (y, lgamma_const set per row)
+  double e(std::size_t c, std::size_t i) const { return eta[c * N + i]; }
+};
+
+// Sum of the children's log densities (without eta-free constants of count children)
+// minus zq^2 / 2 at zq[0..b), and its first two derivatives in z; exp(eta) of the count
+// children in mu.
+inline void evaluate_block(const Columns& col, std::size_t i0, int b, const double* zq,
+                           double* f, double* g, double* h, double* mu, const double* nb) {
+  for (int k = 0; k < b; ++k) {
+    f[k] = -0.5 * zq[k] * zq[k];
+    g[k] = -zq[k];
+    h[k] = -1.0;
+  }
+  for (std::size_t c = 0; c < col.C; ++c) {
+    const double* E = col.eta + c * col.N + i0;
+    const double* Y = col.y.data() + c * col.N + i0;
+    const double L = col.load[c];
+    double* M = mu + c * BLOCK;
+    if (col.child[c].family == 1) {
+      for (int k = 0; k < b; ++k) {
+        double e = E[k] + L * zq[k];
+        double m = std::exp(e);
+        M[k] = m;
+        f[k] += Y[k] * e - m;
+        g[k] += (Y[k] - m) * L;
+        h[k] -= m * L * L;
+      }
+    } else {
+      Child ch = col.child[c];
+      Term t;
+      for (int k = 0; k < b; ++k) {
+        ch.y = static_cast<int>(Y[k]);
+        ch.lgamma_const = nb[c * BLOCK + k];
+        double e = E[k] + L * zq[k];
+        evaluate(ch, e, t, false);
+        f[k] += t.value;
+        g[k] += t.d1 * L;
+        h[k] += t.d2 * L * L;
+      }
+    }
+  }
+}
+
+// Rows i0 .. i0 + b: log marginals in value[], gradient added to `out`; rows it leaves to
+// integrate_row() flagged in blk.slow.
+template <typename TX>
+inline void integrate_block(const Columns& col, std::size_t i0, int b, const TX& gh_x,
+                            const TX& gh_logw, bool symmetric, int steps,
+                            const std::vector<int>& cut_start, Block& blk, double* value,
+                            const Gradient& out) {
+  const std::size_t C = col.C, J = blk.J;
+  const double log_sqrt_pi = 0.5 * std::log(stan::math::pi());
+  const bool grad = out.wanted();
+  // the negative binomial's eta-free terms, and the start: the mode with each count child's
+  // log density replaced by its Normal approximation in eta
+  double num[BLOCK], den[BLOCK];
+  for (int k = 0; k < b; ++k) {
+    num[k] = 0.0;
+    den[k] = 1.0;
+    blk.slow[k] = false;
+    blk.done[k] = false;
+  }
+  for (std::size_t c = 0; c < C; ++c) {
+    const Child& ch = col.child[c];
+    if (ch.family != 1 && ch.family != 2) continue;
+    const double* E = col.eta + c * col.N + i0;
+    const double* Y = col.y.data() + c * col.N + i0;
+    const double L = col.load[c];
+    // the phi-only terms of the negative binomial's constant (as fill_row() sums them)
+    const double nb_phi = ch.family == 2 ? -std::lgamma(ch.phi) + ch.phi * std::log(ch.phi) : 0.0;
+    for (int k = 0; k < b; ++k) {
+      double w = Y[k] + 0.5;
+      double lw = std::log(w);
+      if (ch.family == 2) {
+        blk.nb[c * BLOCK + k] = std::lgamma(Y[k] + ch.phi) - std::lgamma(Y[k] + 1.0) + nb_phi;
+        w = 1.0 / (1.0 / w + 1.0 / ch.phi);
+      }
+      num[k] += w * L * (lw - E[k]);
+      den[k] += w * L * L;
+    }
+  }
+  for (int k = 0; k < b; ++k) blk.z[k] = num[k] / den[k];
+  evaluate_block(col, i0, b, blk.z, blk.f, blk.g, blk.h, blk.mu.data(), blk.nb.data());
+  for (int k = 0; k < b; ++k) {
+    if (!std::isfinite(blk.f[k]) || !std::isfinite(blk.g[k]) || !(blk.h[k] < 0)) {
+      blk.slow[k] = true;
+    }
+  }
+  for (int it = 0; it < steps; ++it) {
+    bool any = false;
+    for (int k = 0; k < b; ++k) {
+      double step = -blk.g[k] / blk.h[k];
+      if (blk.slow[k] || blk.done[k] || std::fabs(step) < STEP_TOLERANCE) {
+        blk.done[k] = true;
+        blk.zn[k] = blk.z[k];
+      } else {
+        blk.zn[k] = blk.z[k] + step;
+        any = true;
+      }
+    }
+    if (!any) break;
+    evaluate_block(col, i0, b, blk.zn, blk.fn, blk.gn, blk.hn, blk.mun.data(), blk.nb.data());
+    for (int k = 0; k < b; ++k) {
+      if (blk.done[k]) continue;
+      if (std::isfinite(blk.fn[k]) && blk.fn[k] >= blk.f[k] - 1e-12 * (1.0 + std::fabs(blk.f[k]))) {
+        blk.z[k] = blk.zn[k];
+        blk.f[k] = blk.fn[k];
+        blk.g[k] = blk.gn[k];
+        blk.h[k] = blk.hn[k];
+        for (std::size_t c = 0; c < C; ++c) blk.mu[c * BLOCK + k] = blk.mun[c * BLOCK + k];
+      } else {
+        blk.slow[k] = true;  // its step needs halving
+      }
+    }
+  }
+  for (int k = 0; k < b; ++k) {
+    if (!std::isfinite(blk.f[k]) || !(blk.h[k] < 0)) blk.slow[k] = true;
+    blk.s[k] = blk.slow[k] ? 1.0 : 1.0 / std::sqrt(-blk.h[k]);
+  }
+  // the nodes and the log integrand there
+  const double root2 = std::sqrt(2.0);
+  for (std::size_t j = 0; j < J; ++j) {
+    double* T = blk.t.data() + j * BLOCK;
+    double* F = blk.F.data() + j * BLOCK;
+    for (int k = 0; k < b; ++k) {
+      T[k] = blk.z[k] + root2 * blk.s[k] * gh_x(j);
+      F[k] = -0.5 * T[k] * T[k];
+    }
+  }
+  for (std::size_t c = 0; c < C; ++c) {
+    const Child& ch = col.child[c];
+    const double* E = col.eta + c * col.N + i0;
+    const double* Y = col.y.data() + c * col.N + i0;
+    const double L = col.load[c];
+    if (ch.family == 1) {
+      const double* M = blk.mu.data() + c * BLOCK;
+      for (std::size_t j = 0; j < J; ++j) {  // the node factors exp(L (t_j - z))
+        double* Q = blk.q.data() + j * BLOCK;
+        std::size_t mirror = J - 1 - j;
+        if (symmetric && mirror < j) {
+          const double* P = blk.q.data() + mirror * BLOCK;
+          for (int k = 0; k < b; ++k) Q[k] = 1.0 / P[k];
+        } else if (symmetric && mirror == j) {
+          for (int k = 0; k < b; ++k) Q[k] = 1.0;
+        } else {
+          const double* T = blk.t.data() + j * BLOCK;
+          for (int k = 0; k < b; ++k) Q[k] = std::exp(L * (T[k] - blk.z[k]));
+        }
+      }
+      for (std::size_t j = 0; j < J; ++j) {
+        const double* Q = blk.q.data() + j * BLOCK;
+        const double* T = blk.t.data() + j * BLOCK;
+        double* F = blk.F.data() + j * BLOCK;
+        double* D = blk.d1.data() + (c * J + j) * BLOCK;
+        for (int k = 0; k < b; ++k) {
+          double m = M[k] * Q[k];
+          F[k] += Y[k] * (E[k] + L * T[k]) - m;
+          D[k] = Y[k] - m;
+        }
+      }
+    } else {
+      Child chk = ch;
+      for (std::size_t j = 0; j < J; ++j) {
+        const double* T = blk.t.data() + j * BLOCK;
+        double* F = blk.F.data() + j * BLOCK;
+        double* D = blk.d1.data() + (c * J + j) * BLOCK;
+        Term* TM = blk.terms.data() + (c * J + j) * BLOCK;
+        for (int k = 0; k < b; ++k) {
+          chk.y = static_cast<int>(Y[k]);
+          chk.lgamma_const = blk.nb[c * BLOCK + k];
+          evaluate(chk, E[k] + L * T[k], TM[k], grad);
+          F[k] += TM[k].value;
+          D[k] = TM[k].d1;
+        }
+      }
+    }
+  }
+  // the nodes' weights and the log marginal
+  for (int k = 0; k < b; ++k) blk.top[k] = -std::numeric_limits<double>::infinity();
+  for (std::size_t j = 0; j < J; ++j) {
+    double* F = blk.F.data() + j * BLOCK;
+    const double add = gh_x(j) * gh_x(j) + gh_logw(j);
+    for (int k = 0; k < b; ++k) {
+      F[k] += add;
+      if (F[k] > blk.top[k]) blk.top[k] = F[k];
+    }
+  }
+  for (int k = 0; k < b; ++k) blk.sum[k] = 0.0;
+  for (std::size_t j = 0; j < J; ++j) {
+    double* F = blk.F.data() + j * BLOCK;
+    for (int k = 0; k < b; ++k) {
+      F[k] = std::exp(F[k] - blk.top[k]);  // the node's share, unnormalised
+      blk.sum[k] += F[k];
+    }
+  }
+  for (int k = 0; k < b; ++k) {
+    value[k] = blk.top[k] + std::log(blk.sum[k]) - 0.5 * std::log(-blk.h[k]) - log_sqrt_pi;
+    if (!blk.slow[k] && !std::isfinite(value[k])) blk.slow[k] = true;
+  }
+  if (!grad) return;
+  for (std::size_t j = 0; j < J; ++j) {  // the nodes' posterior weights
+    double* F = blk.F.data() + j * BLOCK;
+    for (int k = 0; k < b; ++k) F[k] = blk.slow[k] ? 0.0 : F[k] / blk.sum[k];
+  }
+  for (std::size_t c = 0; c < C; ++c) {
+    const Child& ch = col.child[c];
+    double* de = out.d_eta->data() + c * col.N + i0;
+    double dload = 0.0, dphi = 0.0;
+    for (std::size_t j = 0; j < J; ++j) {
+      const double* P = blk.F.data() + j * BLOCK;
+      const double* T = blk.t.data() + j * BLOCK;
+      const double* D = blk.d1.data() + (c * J + j) * BLOCK;
+      for (int k = 0; k < b; ++k) {
+        double pd = blk.slow[k] ? 0.0 : P[k] * D[k];
+        de[k] += pd;
+        dload += blk.slow[k] ? 0.0 : pd * T[k];
+      }
+      if (ch.family == 2 || ch.family == 4) {
+        const Term* TM = blk.terms.data() + (c * J + j) * BLOCK;
+        for (int k = 0; k < b; ++k) {
+          if (blk.slow[k]) continue;
+          if (ch.family == 2) {
+            dphi += P[k] * TM[k].dphi;
+          } else {
+            int start = cut_start[c] - 1;
+            if (TM[k].cut_lo >= 0) (*out.d_cuts)(start + TM[k].cut_lo) += P[k] * TM[k].dcut_lo;
+            if (TM[k].cut_hi >= 0) (*out.d_cuts)(start + TM[k].cut_hi) += P[k] * TM[k].dcut_hi;
+          }
+        }
+      }
+    }
+    if (ch.family == 2) {  // the eta-free part of the negative binomial's dl/dphi
+      const double* Y = col.y.data() + c * col.N + i0;
+      const double phi_part = -stan::math::digamma(ch.phi) + std::log(ch.phi) + 1.0;
+      for (int k = 0; k < b; ++k) {
+        if (blk.slow[k]) continue;
+        dphi += stan::math::digamma(Y[k] + ch.phi) + phi_part;
+      }
+      (*out.d_phi)(c) += dphi;
+    }
+    (*out.d_load)(c) += dload;
+  }
+}
+
+// The log marginal of every row (in `rows`, with the eta-free constants, when given), the
+// gradient pieces when asked; the sum over rows (without the Poisson children's constants
+// when `rows` is null).
 template <typename TY, typename TE, typename TL, typename TP, typename TC, typename TX>
 inline double integrate(const TY& y, const TE& eta, const TL& load,
                         const std::vector<int>& family, const TP& phi, const TC& cuts,
                         const std::vector<int>& cut_start, const std::vector<int>& cut_len,
                         const TX& gh_x, const TX& gh_logw, int steps, Eigen::VectorXd* rows,
-                        Eigen::MatrixXd* d_eta, Eigen::MatrixXd* d_load,
-                        Eigen::VectorXd* d_phi, Eigen::VectorXd* d_cuts) {
+                        const Gradient& out) {
   const std::size_t N = y.size();
   const std::size_t C = family.size();
   const Eigen::Index J = gh_x.size();
-  const double log_sqrt_pi = 0.5 * std::log(stan::math::pi());
+  const bool constants = rows != nullptr;
   std::vector<double> g(J), tnode(J);
   std::vector<Term> terms(J * C);
   double total = 0.0;
-  const bool grad = d_eta != nullptr;
   Row row;
-  for (std::size_t i = 0; i < N; ++i) {
-    fill_row(row, static_cast<int>(i), y, eta, load, family, phi, cuts, cut_start, cut_len,
-             rows != nullptr);
-    double z, f, gz, h;
-    double value;
-    if (!row.mode(steps, z, f, gz, h)) {
-      value = std::numeric_limits<double>::quiet_NaN();
-    } else {
-      double s = 1.0 / std::sqrt(-h);
-      double top = -std::numeric_limits<double>::infinity();
-      for (Eigen::Index j = 0; j < J; ++j) {
-        double t = z + std::sqrt(2.0) * s * gh_x(j);
-        tnode[j] = t;
-        double gz, hz;
-        double fj = row.evaluate_all(t, terms.data() + j * C, grad, gz, hz) - 0.5 * t * t;
-        g[j] = fj + gh_x(j) * gh_x(j) + gh_logw(j);
-        if (g[j] > top) top = g[j];
-      }
-      double sum = 0.0;
-      for (Eigen::Index j = 0; j < J; ++j) {
-        g[j] = std::exp(g[j] - top);  // the node's share, unnormalised
-        sum += g[j];
-      }
-      value = top + std::log(sum) + std::log(s) - log_sqrt_pi;
-      if (grad && std::isfinite(value)) {
-        for (Eigen::Index j = 0; j < J; ++j) {
-          double p = g[j] / sum;
-          for (std::size_t c = 0; c < C; ++c) {
-            const Term& term = terms[j * C + c];
-            (*d_eta)(i, c) += p * term.d1;
-            (*d_load)(i, c) += p * term.d1 * tnode[j];
-            if (family[c] == 2) (*d_phi)(c) += p * term.dphi;
-            if (family[c] == 4) {
-              int start = cut_start[c] - 1;
-              if (term.cut_lo >= 0) (*d_cuts)(start + term.cut_lo) += p * term.dcut_lo;
-              if (term.cut_hi >= 0) (*d_cuts)(start + term.cut_hi) += p * term.dcut_hi;
-            }
-          }
-        }
-        for (std::size_t c = 0; c < C; ++c) {
-          if (family[c] == 2) {  // the eta-free part of the negative binomial's dl/dphi
-            const Child& ch = row.children[c];
-            (*d_phi)(c) += stan::math::digamma(ch.y + ch.phi) - stan::math::digamma(ch.phi)
-                           + std::log(ch.phi) + 1.0;
-          }
-        }
-      }
+  bool blocks = true;  // every child takes the block path but a categorical one
+  for (std::size_t c = 0; c < C; ++c) blocks = blocks && family[c] >= 1 && family[c] <= 4;
+  if (!blocks) {
+    for (std::size_t i = 0; i < N; ++i) {
+      fill_row(row, static_cast<int>(i), y, eta, load, family, phi, cuts, cut_start, cut_len,
+               constants);
+      double value = integrate_row(row, i, family, cut_start, gh_x, gh_logw, steps, g, tnode,
+                                   terms, out);
+      if (rows != nullptr) (*rows)(i) = value;
+      total += value;
     }
-    if (rows != nullptr) (*rows)(i) = value;
-    total += value;
+    return total;
+  }
+  bool symmetric = true;  // nodes in mirrored pairs about 0 (and 0 itself, for an odd count)
+  for (Eigen::Index j = 0; j < J; ++j) {
+    double pair = gh_x(j) + gh_x(J - 1 - j);
+    symmetric = symmetric && std::fabs(pair) <= 1e-12 * (1.0 + std::fabs(gh_x(j)));
+  }
+  if (J % 2 == 1) symmetric = symmetric && gh_x(J / 2) == 0.0;
+  Columns col;
+  col.N = N;
+  col.C = C;
+  col.eta = eta.data();
+  col.y.resize(N * C);
+  col.load.resize(C);
+  col.child.resize(C);
+  for (std::size_t c = 0; c < C; ++c) {
+    for (std::size_t i = 0; i < N; ++i) col.y[c * N + i] = y[i][c];
+    col.load[c] = load(c);
+    Child& ch = col.child[c];
+    ch.family = family[c];
+    ch.y = 0;
+    ch.phi = phi(c);
+    ch.cuts = cut_len[c] > 0 ? cuts.data() + (cut_start[c] - 1) : nullptr;
+    ch.n_cuts = cut_len[c];
+    ch.lgamma_const = 0.0;
+  }
+  Block blk;
+  blk.size(C, static_cast<std::size_t>(J));
+  double value[BLOCK];
+  for (std::size_t i0 = 0; i0 < N; i0 += BLOCK) {
+    const int b = static_cast<int>(std::min<std::size_t>(BLOCK, N - i0));
+    integrate_block(col, i0, b, gh_x, gh_logw, symmetric, steps, cut_start, blk, value, out);
+    for (int k = 0; k < b; ++k) {
+      std::size_t i = i0 + k;
+      if (blk.slow[k]) {
+        fill_row(row, static_cast<int>(i), y, eta, load, family, phi, cuts, cut_start,
+                 cut_len, constants);
+        value[k] = integrate_row(row, i, family, cut_start, gh_x, gh_logw, steps, g, tnode,
+                                 terms, out);
+      } else if (constants) {
+        for (std::size_t c = 0; c < C; ++c) {
+          if (family[c] == 1) value[k] -= std::lgamma(col.y[c * N + i] + 1.0);
+        }
+      }
+      if (rows != nullptr) (*rows)(i) = value[k];
+      total += value[k];
+    }
   }
   return total;
 }
 
 }  // namespace counterfair_integrated
+
 
 // Sum over rows of the log marginal, with its gradient (see above).
 template <typename TE, typename TL, typename TP, typename TC, typename TX, typename TW>
@@ -399,25 +758,30 @@ stan::return_type_t<TE, TL, TP, TC> cf_integrated(
   const auto& phi_ref = stan::math::to_ref(phi);
   const auto& cuts_ref = stan::math::to_ref(cuts);
   const Eigen::MatrixXd eta_val = value_of(eta_ref);
-  const Eigen::MatrixXd load_val = value_of(load_ref);
+  const Eigen::RowVectorXd load_val = value_of(load_ref);
   const Eigen::VectorXd phi_val = value_of(phi_ref);
   const Eigen::VectorXd cuts_val = value_of(cuts_ref);
   const Eigen::VectorXd x = value_of(gh_x);
   const Eigen::VectorXd logw = value_of(gh_logw);
   counterfair_integrated::check_sizes("cf_integrated", eta_val.rows(), y.size(), eta_val.rows(),
-                                      eta_val.cols(), load_val.rows(), load_val.cols(),
-                                      family.size(), phi_val.size(), cut_start.size(),
-                                      cut_len.size(), x.size(), logw.size());
+                                      eta_val.cols(), load_val.size(), family.size(),
+                                      phi_val.size(), cut_start.size(), cut_len.size(), x.size(),
+                                      logw.size());
   Eigen::MatrixXd d_eta = Eigen::MatrixXd::Zero(eta_val.rows(), eta_val.cols());
-  Eigen::MatrixXd d_load = Eigen::MatrixXd::Zero(load_val.rows(), load_val.cols());
+  Eigen::VectorXd d_load = Eigen::VectorXd::Zero(load_val.size());
   Eigen::VectorXd d_phi = Eigen::VectorXd::Zero(phi_val.size());
   Eigen::VectorXd d_cuts = Eigen::VectorXd::Zero(cuts_val.size());
-  double total = counterfair_integrated::integrate(
-      y, eta_val, load_val, family, phi_val, cuts_val, cut_start, cut_len, x, logw, newton_steps, nullptr,
-      &d_eta, &d_load, &d_phi, &d_cuts);
+  counterfair_integrated::Gradient out;
+  out.d_eta = &d_eta;
+  out.d_load = &d_load;
+  out.d_phi = &d_phi;
+  out.d_cuts = &d_cuts;
+  double total = counterfair_integrated::integrate(y, eta_val, load_val, family, phi_val, cuts_val,
+                                                   cut_start, cut_len, x, logw, newton_steps,
+                                                   nullptr, out);
   auto ops = stan::math::make_partials_propagator(eta_ref, load_ref, phi_ref, cuts_ref);
   if (!stan::is_constant<TE>::value) stan::math::edge<0>(ops).partials_ = d_eta;
-  if (!stan::is_constant<TL>::value) stan::math::edge<1>(ops).partials_ = d_load;
+  if (!stan::is_constant<TL>::value) stan::math::edge<1>(ops).partials_ = d_load.transpose();
   if (!stan::is_constant<TP>::value) stan::math::edge<2>(ops).partials_ = d_phi;
   if (!stan::is_constant<TC>::value) stan::math::edge<3>(ops).partials_ = d_cuts;
   return ops.build(total);
@@ -433,19 +797,19 @@ Eigen::VectorXd cf_integrated_rows(const std::vector<std::vector<int>>& y, const
                                    const TW& gh_logw, int newton_steps, std::ostream* pstream__) {
   using stan::math::value_of;
   const Eigen::MatrixXd eta_val = value_of(eta);
-  const Eigen::MatrixXd load_val = value_of(load);
+  const Eigen::RowVectorXd load_val = value_of(load);
   const Eigen::VectorXd phi_val = value_of(phi);
   const Eigen::VectorXd cuts_val = value_of(cuts);
   const Eigen::VectorXd x = value_of(gh_x);
   const Eigen::VectorXd logw = value_of(gh_logw);
   counterfair_integrated::check_sizes("cf_integrated_rows", eta_val.rows(), y.size(),
-                                      eta_val.rows(), eta_val.cols(), load_val.rows(),
-                                      load_val.cols(), family.size(), phi_val.size(),
-                                      cut_start.size(), cut_len.size(), x.size(), logw.size());
+                                      eta_val.rows(), eta_val.cols(), load_val.size(),
+                                      family.size(), phi_val.size(), cut_start.size(),
+                                      cut_len.size(), x.size(), logw.size());
   Eigen::VectorXd rows(eta_val.rows());
   counterfair_integrated::integrate(y, eta_val, load_val, family, phi_val, cuts_val, cut_start,
-                                    cut_len, x, logw, newton_steps, &rows, nullptr, nullptr, nullptr,
-                                    nullptr);
+                                    cut_len, x, logw, newton_steps, &rows,
+                                    counterfair_integrated::Gradient());
   return rows;
 }
 
@@ -463,9 +827,13 @@ Eigen::VectorXd cf_integrated_rng(const std::vector<std::vector<int>>& y, const 
                                   std::ostream* pstream__) {
   using stan::math::value_of;
   const Eigen::MatrixXd eta_val = value_of(eta);
-  const Eigen::MatrixXd load_val = value_of(load);
+  const Eigen::RowVectorXd load_val = value_of(load);
   const Eigen::VectorXd phi_val = value_of(phi);
   const Eigen::VectorXd cuts_val = value_of(cuts);
+  counterfair_integrated::check_sizes("cf_integrated_rng", eta_val.rows(), y.size(),
+                                      eta_val.rows(), eta_val.cols(), load_val.size(),
+                                      family.size(), phi_val.size(), cut_start.size(),
+                                      cut_len.size(), gh_x.size(), gh_logw.size());
   const std::size_t N = y.size();
   Eigen::VectorXd out(N);
   const double nan = std::numeric_limits<double>::quiet_NaN();

@@ -68,13 +68,13 @@ FUNCTIONS = """\
   // Each row's latent integrated out of its non-Normal children (counterfair's
   // integrated.hpp, compiled in as CmdStan's user header): the sum over rows of the
   // log marginal, each row's log marginal, and one exact draw of each row's latent.
-  real cf_integrated(array[,] int y, matrix eta, matrix load, array[] int family,
+  real cf_integrated(array[,] int y, matrix eta, row_vector load, array[] int family,
                      vector phi, vector cuts, array[] int cut_start, array[] int cut_len,
                      vector gh_x, vector gh_logw, int n_newton);
-  vector cf_integrated_rows(array[,] int y, matrix eta, matrix load, array[] int family,
+  vector cf_integrated_rows(array[,] int y, matrix eta, row_vector load, array[] int family,
                             vector phi, vector cuts, array[] int cut_start,
                             array[] int cut_len, vector gh_x, vector gh_logw, int n_newton);
-  vector cf_integrated_rng(array[,] int y, matrix eta, matrix load, array[] int family,
+  vector cf_integrated_rng(array[,] int y, matrix eta, row_vector load, array[] int family,
                            vector phi, vector cuts, array[] int cut_start,
                            array[] int cut_len, vector gh_x, vector gh_logw, int n_newton);"""
 
@@ -196,10 +196,10 @@ class IntegratedChild:
 
     @property
     def loads(self) -> str:
-        """The ``N x width`` loadings."""
+        """The ``width`` loadings, a row vector (the same for every row)."""
         if self.width == 1:
-            return f"rep_vector({self.load}, N)"
-        return f"rep_matrix({self.load}, N)"
+            return f"[{self.load}]"
+        return self.load
 
 
 CATEGORICAL_MORE = 6
@@ -238,10 +238,18 @@ def _columns(parts: Sequence[str]) -> str:
     return out
 
 
+def _joined(parts: Sequence[str]) -> str:
+    """Row vectors side by side."""
+    out = parts[-1]
+    for part in reversed(parts[:-1]):
+        out = f"append_col({part}, {out})"
+    return out
+
+
 def call_arguments(latent: str, children: Sequence[IntegratedChild]) -> str:
     """The arguments of ``cf_integrated*`` for ``latent`` (its outcomes in ``Y_<latent>``)."""
     etas = _columns([c.eta for c in children])
-    loads = _columns([c.loads for c in children])
+    loads = _joined([c.loads for c in children])
     families = _int_list([code for c in children for code in c.codes])
     phis = _row_vector(
         [
