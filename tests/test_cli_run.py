@@ -258,6 +258,18 @@ def test_decompose_refusals_exit_2_and_leave_no_file(run: Path) -> None:
     assert nowhere.returncode == 2 and "folder no/dir does not exist" in nowhere.stderr
 
 
+def test_decompose_checks_its_options_in_the_words_of_the_library() -> None:
+    """``counterfair decompose`` refuses the options the SCM decides before it loads the
+    fit, with copies of counterfair.audit.decomposition's messages: they are the same."""
+    from counterfair.audit import decomposition
+    from counterfair.cli import run as cli_run
+
+    for name in ("NOT_PROTECTED", "CONTINUOUS_ATTRIBUTE", "SAME_LEVELS", "UNKNOWN_LEVEL",
+                 "NOT_AN_OUTCOME", "BAD_ALLOW", "UNKNOWN_ROLE_NODE"):
+        assert getattr(cli_run, name) == getattr(decomposition, name), name
+    assert cli_run.DECOMPOSE_EFFECTS == tuple(decomposition.EFFECTS)
+
+
 @pytest.mark.parametrize("command", ["fit", "learn", "audit", "counterfactual", "decompose"])
 def test_help_has_an_example(command: str, tmp_path: Path) -> None:
     done = counterfair(command, "--help", cwd=tmp_path)

@@ -75,19 +75,59 @@ def _output_file(path: Path, force: bool) -> None:
         raise CommandError(f"{path} already exists; pass --force to replace it")
 
 
-def _load_fit(run: str) -> Fit:
-    from counterfair.inference.fit import Fit
-    from counterfair.io.load import load
-
+def _fit_folder(run: str) -> Path:
+    """The saved fit of a run folder, or a :class:`CommandError` saying it is none."""
     folder = Path(run) / "fit"
     if not folder.is_dir():
         raise CommandError(
             f"{run} is not a run folder (no fit/ inside); make one with "
             "'counterfair fit model.yaml --data my.csv --out RUN'"
         )
-    fit = load(folder)
+    return folder
+
+
+def _load_fit(run: str) -> Fit:
+    from counterfair.inference.fit import Fit
+    from counterfair.io.load import load
+
+    fit = load(_fit_folder(run))
     assert isinstance(fit, Fit)
     return fit
+
+
+class _SavedRun:
+    """A run's saved fit without its posterior draws: the SCM, the levels of its protected
+    attributes and, when asked for, the rows it was fitted to.
+
+    Loading the fit (arviz, the draws, their diagnostics) takes seconds; the commands
+    check their options against this first, so that a refused command answers at once.
+    The folder's manifest is checked as :func:`counterfair.load` checks it (format,
+    version, every file's checksum), so a damaged run is refused with the same message.
+    """
+
+    def __init__(self, run: str) -> None:
+        from counterfair.io.fit_folder import read_fit_parts, read_manifest
+        from counterfair.io.scm_file import scm_from_dict
+
+        self.folder = _fit_folder(run)
+        read_manifest(self.folder)
+        parts = read_fit_parts(self.folder)
+        self.scm = scm_from_dict(parts["scm"])
+        info = parts["info"]
+        self.levels: dict[str, tuple[str, ...]] = {
+            node: tuple(levels) for node, levels in info["levels"].items()
+        }
+        self.continuous = frozenset(info["continuous"])
+        self._data: pd.DataFrame | None = None
+
+    @property
+    def data(self) -> pd.DataFrame:
+        """The rows of the fit (``Fit.data`` of the loaded fit)."""
+        if self._data is None:
+            from counterfair.io.fit_folder import read_data
+
+            self._data = read_data(self.folder / "data.json")
+        return self._data
 
 
 # ---------------------------------------------------------------------- fit
@@ -202,10 +242,6 @@ def run_fit(args: argparse.Namespace) -> int:
     With ``--until-converged``, refit with doubled warm-up and draws while a parameter's
     R-hat is above 1.01 and the doubled draws stay within ``--max-draws``.
     """
-    from counterfair.inference.diagnostics import RHAT_MAX
-    from counterfair.io.fit_folder import check_target, write_folder
-    from counterfair.io.scm_file import check_data_columns, read_scm
-
     if args.max_draws is not None and not args.until_converged:
         raise CommandError("--max-draws is the budget of --until-converged; add "
                            "--until-converged, or drop --max-draws")
@@ -218,10 +254,17 @@ def run_fit(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.is_dir() and any(out.iterdir()) and not args.force:
         raise CommandError(f"{out} exists and is not empty; pass --force to replace it")
+    # the refusals above need no import; the SCM file and the data are checked before
+    # the inference stage (arviz) is imported
+    from counterfair.io.fit_folder import check_target, write_folder
+    from counterfair.io.scm_file import check_data_columns, read_scm
+
     check_target(out, overwrite=args.force)
     scm = read_scm(args.scm)
     data = read_csv(args.data, "data")
     check_data_columns(scm, data.columns, source=f"data file {args.data}")
+    from counterfair.inference.diagnostics import RHAT_MAX
+
     columns = [c for c in data.columns if c in scm.specs]
     warmup, draws = args.warmup, args.draws
     fit = _fit_once(scm, data[columns], args, warmup, draws)
@@ -301,19 +344,21 @@ def _estimator(name: str) -> Any:
 
 
 def run_learn(args: argparse.Namespace) -> int:
-    """Train and save a FairLearner on the run's rows."""
-    from counterfair.learn.fair import FairLearner
-    from counterfair.learn.held_out import held_out_scores, usefulness_warning
+    """Train and save a FairLearner on the run's rows.
 
-    fit = _load_fit(args.run)
+    The options are checked against the run's saved SCM and rows before the fit (its
+    draws) is loaded.
+    """
+    _fit_folder(args.run)
     run = Path(args.run)
     for path in (run / "learner", run / "predictions.csv"):
         if path.exists() and not args.force:
             raise CommandError(f"{path} already exists; pass --force to replace it")
-    if args.target not in fit.data.columns:
+    saved = _SavedRun(args.run)
+    if args.target not in saved.data.columns:
         raise CommandError(
             f"target {args.target!r} is not a column of the run's data; columns: "
-            f"{list(fit.data.columns)}"
+            f"{list(saved.data.columns)}"
         )
     path_specific = args.features == "path_specific"
     if path_specific != (args.unfair_path is not None) or path_specific != (
@@ -323,12 +368,12 @@ def run_learn(args: argparse.Namespace) -> int:
             "--unfair-path and --baseline go together with --features path_specific, and only "
             "with it"
         )
-    if args.folds != 0 and not 2 <= args.folds <= len(fit.data):
+    if args.folds != 0 and not 2 <= args.folds <= len(saved.data):
         raise CommandError(f"--folds {args.folds}: give 0 (no held-out scores) or a number "
-                           f"from 2 to the number of rows ({len(fit.data)})")
+                           f"from 2 to the number of rows ({len(saved.data)})")
     if args.n_samples < 1:
         raise CommandError(f"--n-samples {args.n_samples}: give a positive number")
-    spec = fit.scm.specs.get(args.target)
+    spec = saved.scm.specs.get(args.target)
     task = getattr(spec, "family", None)
     classifier = task in ("bernoulli", "ordinal", "categorical")
     if classifier and args.estimator in ("linear", "ridge"):
@@ -338,6 +383,10 @@ def run_learn(args: argparse.Namespace) -> int:
     if not classifier and args.estimator == "logistic" and task is not None:
         raise CommandError(f"--estimator logistic is a classifier; target {args.target!r} is "
                            f"a {task} node: use --estimator linear or ridge (or auto)")
+    from counterfair.learn.fair import FairLearner
+    from counterfair.learn.held_out import held_out_scores, usefulness_warning
+
+    fit = _load_fit(args.run)
     learner = FairLearner(
         fit.scm,
         target=args.target,
@@ -469,28 +518,33 @@ def is_run_folder(path: str) -> bool:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    """HTML report of a predictions CSV on a run's rows (and of the saved learner)."""
+    """HTML report of a predictions CSV on a run's rows (and of the saved learner).
+
+    The predictions and the protected columns are checked against the run's saved rows
+    before the fit (its draws) is loaded.
+    """
+    saved = _SavedRun(args.csv)
+    run = Path(args.csv)
+    predictions = read_csv(args.predictions[0], "predictions")
+    if len(args.predictions) > 1:
+        raise CommandError("give one predictions CSV (one column per model) with a run folder")
+    if len(predictions) != len(saved.data):
+        raise CommandError(
+            f"{args.predictions[0]} has {len(predictions)} rows but the run's data has "
+            f"{len(saved.data)}; give one prediction per row of the data, in the same order"
+        )
+    protected = [p for item in args.protected for p in item.split(",") if p]
+    unknown = [p for p in protected if p not in saved.data.columns]
+    if unknown:
+        raise CommandError(
+            f"protected column {unknown[0]!r} is not in the run's data; columns: "
+            f"{list(saved.data.columns)}"
+        )
     from counterfair.audit import counterfactual_fairness, write_report
     from counterfair.io.load import load
     from counterfair.learn.fair import FairLearner
 
     fit = _load_fit(args.csv)
-    run = Path(args.csv)
-    predictions = read_csv(args.predictions[0], "predictions")
-    if len(args.predictions) > 1:
-        raise CommandError("give one predictions CSV (one column per model) with a run folder")
-    if len(predictions) != len(fit.data):
-        raise CommandError(
-            f"{args.predictions[0]} has {len(predictions)} rows but the run's data has "
-            f"{len(fit.data)}; give one prediction per row of the data, in the same order"
-        )
-    protected = [p for item in args.protected for p in item.split(",") if p]
-    unknown = [p for p in protected if p not in fit.data.columns]
-    if unknown:
-        raise CommandError(
-            f"protected column {unknown[0]!r} is not in the run's data; columns: "
-            f"{list(fit.data.columns)}"
-        )
     learner = load(run / "learner") if (run / "learner").is_dir() else None
     label = args.label or (learner.target if isinstance(learner, FairLearner) else None)
     if label is None or label not in fit.data.columns:
@@ -606,17 +660,18 @@ def add_counterfactual_parser(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing --out")
 
 
-def _parse_do(items: list[str], fit: Fit) -> dict[str, Any]:
+def _parse_do(items: list[str], saved: _SavedRun) -> dict[str, Any]:
     do: dict[str, Any] = {}
     for item in items:
         node, sep, value = item.partition("=")
         if not sep or not node:
             raise CommandError(f"--do {item!r}: write NODE=VALUE, e.g. race=White")
-        if node not in fit.scm.specs:
+        if node not in saved.scm.specs:
             raise CommandError(
-                f"--do {item!r}: {node!r} is not a node of the SCM; nodes: {list(fit.scm.nodes)}"
+                f"--do {item!r}: {node!r} is not a node of the SCM; nodes: "
+                f"{list(saved.scm.nodes)}"
             )
-        levels = fit.encoding.levels.get(node)
+        levels = saved.levels.get(node)
         if levels is not None:
             if value not in levels:
                 raise CommandError(f"--do {item!r}: {value!r} is not a level of {node}; "
@@ -631,12 +686,13 @@ def _parse_do(items: list[str], fit: Fit) -> dict[str, Any]:
 
 
 def run_counterfactual(args: argparse.Namespace) -> int:
-    """Write both worlds of the rows under ``--do`` as CSV."""
-    fit = _load_fit(args.run)
-    do = _parse_do(args.do, fit)
+    """Write both worlds of the rows under ``--do`` as CSV (``--do`` and ``--out`` are
+    checked before the fit, with its draws, is loaded)."""
+    do = _parse_do(args.do, _SavedRun(args.run))
     out = Path(args.out) if args.out else Path(args.run) / "counterfactuals.csv"
     _output_file(out, args.force)
     rows = read_csv(args.rows, "rows")
+    fit = _load_fit(args.run)
     frame = fit.counterfactual(rows, do=do, n_samples=args.n_samples, seed=args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     _write_csv(frame, out)
@@ -691,20 +747,99 @@ def _names(value: str | None) -> list[str] | None:
     return [name for name in value.split(",") if name]
 
 
+# The refusals of counterfair.audit.decomposition that need the SCM and the levels only,
+# in its words: ``counterfair decompose`` checks its options with them before it loads the
+# fit (the draws), which takes seconds. tests/test_cli_run.py checks that each text is
+# the library's.
+DECOMPOSE_EFFECTS = ("DE", "IE", "SE")
+NOT_PROTECTED = (
+    "attribute {attribute!r} is not a protected attribute of the SCM{role}; the "
+    "decomposition splits the gap between two levels of one; protected: {protected}"
+)
+CONTINUOUS_ATTRIBUTE = (
+    "attribute {attribute!r} is continuous: the decomposition compares two levels of a "
+    "categorical protected attribute; declare it with levels (bin it) to decompose a gap"
+)
+SAME_LEVELS = (
+    "x0 and x1 are both {level!r}: a disparity compares two different levels of {attribute!r}"
+)
+UNKNOWN_LEVEL = (
+    "{name}={value!r} is not a level of {attribute!r}; its levels (fixed at fit time) are "
+    "{levels}"
+)
+NOT_AN_OUTCOME = (
+    "outcome={outcome!r} is {what}; the outcome is an observed node of the SCM: "
+    "{observed}"
+)
+BAD_ALLOW = "allow= names {effect!r}, which is not an effect; effects: {effects}"
+UNKNOWN_ROLE_NODE = "{option} names {node!r}, which is not a node of the SCM; nodes: {nodes}"
+
+
+def _check_decompose(args: argparse.Namespace, saved: _SavedRun) -> None:
+    """The refusals of :func:`counterfair.audit.decompose` that the SCM and the levels
+    decide, in its order and words, before the fit is loaded; the rest are its own."""
+    scm, attribute = saved.scm, args.attribute
+    specs = scm.specs
+    if attribute not in scm.protected:
+        role = (
+            f" (it is a {type(specs[attribute]).__name__} node)"
+            if attribute in specs
+            else " (it is not a node of the SCM)"
+        )
+        raise CommandError(
+            NOT_PROTECTED.format(attribute=attribute, role=role, protected=list(scm.protected))
+        )
+    if attribute in saved.continuous:
+        raise CommandError(CONTINUOUS_ATTRIBUTE.format(attribute=attribute))
+    if args.x0 == args.x1:
+        raise CommandError(SAME_LEVELS.format(level=args.x0, attribute=attribute))
+    levels = list(saved.levels[attribute])
+    for name, value in (("x0", args.x0), ("x1", args.x1)):
+        if value not in levels:
+            raise CommandError(
+                UNKNOWN_LEVEL.format(name=name, value=value, attribute=attribute, levels=levels)
+            )
+    outcome = args.outcome
+    if outcome is not None and outcome not in scm.observed:
+        what = (
+            f"a {type(specs[outcome]).__name__} node" if outcome in specs
+            else "not a node of the SCM"
+        )
+        raise CommandError(
+            NOT_AN_OUTCOME.format(outcome=outcome, what=what, observed=list(scm.observed))
+        )
+    for effect in _names(args.allow) or []:
+        if effect not in DECOMPOSE_EFFECTS:
+            raise CommandError(BAD_ALLOW.format(effect=effect, effects=list(DECOMPOSE_EFFECTS)))
+    for option in ("mediators", "confounders"):
+        for node in _names(getattr(args, option)) or []:
+            if node not in specs:
+                raise CommandError(
+                    UNKNOWN_ROLE_NODE.format(option=option, node=node, nodes=list(scm.nodes))
+                )
+
+
 def run_decompose(args: argparse.Namespace) -> int:
-    """Write the decomposition table of a gap and print its summary."""
+    """Write the decomposition table of a gap and print its summary.
+
+    ``--out`` and the options the SCM decides are checked before the fit (its draws) is
+    loaded; with ``--learner``, only the learner's copy of the fit is loaded.
+    """
+    _fit_folder(args.run)
+    out = Path(args.out) if args.out else Path(args.run) / "decomposition.csv"
+    _output_file(out, args.force)
+    if not out.parent.is_dir():
+        raise CommandError(f"--out {out}: folder {out.parent} does not exist")
+    saved = _SavedRun(args.run)
+    _check_decompose(args, saved)
+    rows = saved.data if args.rows is None else read_csv(args.rows, "rows")
     import pandas as pd
 
     from counterfair.audit.decomposition import decompose
     from counterfair.io.load import load
     from counterfair.learn.fair import FairLearner
 
-    fit = _load_fit(args.run)
-    out = Path(args.out) if args.out else Path(args.run) / "decomposition.csv"
-    _output_file(out, args.force)
-    if not out.parent.is_dir():
-        raise CommandError(f"--out {out}: folder {out.parent} does not exist")
-    rows = fit.data if args.rows is None else read_csv(args.rows, "rows")
+    fit: Fit | None = None
     predictor: Any = None
     response: Literal["prediction", "probability"] = "prediction"
     if args.learner:
@@ -722,6 +857,8 @@ def run_decompose(args: argparse.Namespace) -> int:
             fit = predictor.scm_fit_
             if predictor._is_classifier():
                 response = "probability"  # a classifier's gap in the probability of class 1
+    if fit is None:
+        fit = _load_fit(args.run)
     try:
         result = decompose(
             fit, rows, attribute=args.attribute, x0=args.x0, x1=args.x1,
