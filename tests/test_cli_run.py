@@ -267,7 +267,7 @@ def test_decompose_checks_its_options_in_the_words_of_the_library() -> None:
     for name in ("NOT_PROTECTED", "CONTINUOUS_ATTRIBUTE", "SAME_LEVELS", "UNKNOWN_LEVEL",
                  "NOT_AN_OUTCOME", "BAD_ALLOW", "UNKNOWN_ROLE_NODE"):
         assert getattr(cli_run, name) == getattr(decomposition, name), name
-    assert cli_run.DECOMPOSE_EFFECTS == tuple(decomposition.EFFECTS)
+    assert tuple(decomposition.EFFECTS) == cli_run.DECOMPOSE_EFFECTS
 
 
 @pytest.mark.parametrize("command", ["fit", "learn", "audit", "counterfactual", "decompose"])

@@ -120,6 +120,18 @@ class _SavedRun:
         self.continuous = frozenset(info["continuous"])
         self._data: pd.DataFrame | None = None
 
+    def check_rows(self, rows: pd.DataFrame) -> None:
+        """Refuse new rows as their abduction would start by refusing them: the rows' door
+        with the fit's encoding (a missing protected column, a level the fit does not
+        know), then the parsing of the observed columns they hold (a value outside a
+        node's levels, a count that is not one)."""
+        from counterfair.model.encoding import Encoding
+        from counterfair.rows.rows import Rows
+
+        encoding = Encoding(levels=self.levels, continuous=self.continuous)
+        checked = Rows.check(rows, self.scm, encoding)
+        checked.values(checked.present())
+
     @property
     def data(self) -> pd.DataFrame:
         """The rows of the fit (``Fit.data`` of the loaded fit)."""
@@ -686,12 +698,14 @@ def _parse_do(items: list[str], saved: _SavedRun) -> dict[str, Any]:
 
 
 def run_counterfactual(args: argparse.Namespace) -> int:
-    """Write both worlds of the rows under ``--do`` as CSV (``--do`` and ``--out`` are
-    checked before the fit, with its draws, is loaded)."""
-    do = _parse_do(args.do, _SavedRun(args.run))
+    """Write both worlds of the rows under ``--do`` as CSV (``--do``, ``--out`` and the
+    rows are checked before the fit, with its draws, is loaded)."""
+    saved = _SavedRun(args.run)
+    do = _parse_do(args.do, saved)
     out = Path(args.out) if args.out else Path(args.run) / "counterfactuals.csv"
     _output_file(out, args.force)
     rows = read_csv(args.rows, "rows")
+    saved.check_rows(rows)
     fit = _load_fit(args.run)
     frame = fit.counterfactual(rows, do=do, n_samples=args.n_samples, seed=args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
