@@ -75,8 +75,8 @@ def _law_school_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--latents", choices=("auto", "integrated", "joint"), default=None,
-        help="sample K with the parameters of the level 2 fit (joint, the default) or "
-        "integrate it out (auto)",
+        help="integrate K out of the level 2 fit's likelihood (auto, the default) or "
+        "sample it with the parameters (joint)",
     )
 
 

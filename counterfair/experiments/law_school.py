@@ -91,15 +91,14 @@ class LawSchoolConfig:
         Joint samples per test row for the counterfactual figure.
     train_rows, test_rows : int or None
         Subset sizes (None: all rows).
-    latents : {"joint", "auto", "integrated"}
+    latents : {"auto", "integrated", "joint"}
         How the level 2 fit treats K (:meth:`counterfair.SCM.fit`). The default
-        ``"joint"`` samples every row's K with the parameters; ``"auto"`` integrates
-        it out of the likelihood (NUTS samples the structural parameters only; each
-        row's K is drawn exactly per draw; the quadrature's nodes are checked on the
-        training rows, :mod:`counterfair.inference.quadrature_nodes`). Measured at the
-        default draws (``benchmarks/law_school_study.py``): joint 103 s for the study
-        and a min bulk ESS of 569; integrated 144 s and 1,530: more effective draws
-        per second (11.7 against 6.5), more wall time; Table 1 is the same.
+        ``"auto"`` integrates it out of the likelihood: NUTS samples the structural
+        parameters only, each row's K is drawn exactly per draw, and the quadrature's
+        nodes are checked on the training rows
+        (:mod:`counterfair.inference.quadrature_nodes`). ``"joint"`` samples every
+        row's K with the parameters. Both ways, one run each at the default draws:
+        ``benchmarks/law_school_study.py`` (figures in ``docs/studies/law-school.md``).
     audit, audit_rows :
         Whether to write the audit report, and on how many test rows.
     """
@@ -117,7 +116,7 @@ class LawSchoolConfig:
     test_rows: int | None = None
     audit: bool = True
     audit_rows: int = 1000
-    latents: str = "joint"
+    latents: str = "auto"
 
     def __post_init__(self) -> None:
         if self.latents not in ("auto", "integrated", "joint"):
