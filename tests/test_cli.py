@@ -176,13 +176,13 @@ def test_a_quick_training_subsample_gets_a_row_of_every_group() -> None:
 def test_the_law_school_study_takes_the_level_2_fits_latents(monkeypatch, tmp_path):
     from counterfair.experiments import law_school
 
-    assert law_school.LawSchoolConfig().latents == "joint"
+    assert law_school.LawSchoolConfig().latents == "auto"
     with pytest.raises(ValueError, match="latents must be 'auto', 'integrated' or 'joint'"):
         law_school.LawSchoolConfig(latents="marginal")
     seen = {}
     monkeypatch.setattr(law_school, "run", lambda config: seen.setdefault("config", config))
-    assert main(["law-school", "--data-dir", str(tmp_path), "--latents", "auto",
+    assert main(["law-school", "--data-dir", str(tmp_path), "--latents", "joint",
                  "--out", str(tmp_path / "out")]) == 0
-    assert seen["config"].latents == "auto"
+    assert seen["config"].latents == "joint"
     with pytest.raises(SystemExit):
         main(["law-school", "--latents", "marginal"])
