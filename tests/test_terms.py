@@ -187,7 +187,7 @@ def test_linear_predictor_of_an_interaction_is_its_closed_form() -> None:
 
 
 # --------------------------------------------------------------------------- NUTS
-N_TRAIN = 600
+N_TRAIN = 400
 N_ROWS = 40
 N_SAMPLES = 30
 
@@ -198,7 +198,7 @@ def bending_fit(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", errors.ConvergenceWarning)
         fit = _model().fit(
-            train, chains=2, warmup=300, draws=300, seed=shifted(5), backend=stan_backend
+            train, chains=2, warmup=300, draws=200, seed=shifted(5), backend=stan_backend
         )
     return fit, train
 
