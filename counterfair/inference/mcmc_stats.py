@@ -10,7 +10,7 @@ against arviz.
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 from scipy.fft import next_fast_len
 
 
@@ -20,17 +20,41 @@ def _split_chains(draws: np.ndarray) -> np.ndarray:
     return np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0)
 
 
+def _average_ranks(ordered: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based) in sorted position of ``(k, m)`` rows sorted along axis 1.
+
+    A run of equal values takes the mean of its first and last positions, as
+    ``scipy.stats.rankdata(method="average")`` gives them (draws written with six
+    significant digits repeat in about a quarter of 1,400-draw columns).
+    """
+    k, m = ordered.shape
+    position = np.arange(m, dtype=float)[None, :]
+    change = np.diff(ordered, axis=1) != 0  # (k, m - 1): a new value starts to the right
+    starts = np.concatenate([np.ones((k, 1), bool), change], axis=1)
+    ends = np.concatenate([change, np.ones((k, 1), bool)], axis=1)
+    first = np.maximum.accumulate(np.where(starts, position, 0.0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, float(m))[:, ::-1], axis=1)[:, ::-1]
+    return np.asarray((first + last) / 2.0 + 1.0)
+
+
 def _z_scale(draws: np.ndarray) -> np.ndarray:
-    """Rank-normalise each quantity over all its draws (average ranks for ties)."""
+    """Rank-normalise each quantity over all its draws (average ranks for ties).
+
+    Works on one contiguous row of draws per quantity (sorting along a strided axis
+    took four times as long for the 17,432 latents of a fit).
+    """
     c, d, n = draws.shape
-    flat = draws.reshape(c * d, n)
-    order = np.argsort(flat, axis=0)
-    ranks = np.empty_like(flat)
-    np.put_along_axis(ranks, order, np.arange(1.0, c * d + 1.0)[:, None], axis=0)
-    tied = (np.diff(np.take_along_axis(flat, order, axis=0), axis=0) == 0).any(axis=0)
+    rows = np.ascontiguousarray(draws.reshape(c * d, n).T)  # (n, c * d)
+    order = np.argsort(rows, axis=1)
+    ordered = np.take_along_axis(rows, order, axis=1)
+    tied = (np.diff(ordered, axis=1) == 0).any(axis=1)
+    in_order = np.broadcast_to(np.arange(1.0, c * d + 1.0)[None, :], rows.shape).copy()
     if tied.any():  # average ranks where values repeat (constants, discrete draws)
-        ranks[:, tied] = stats.rankdata(flat[:, tied], method="average", axis=0)
-    return np.asarray(special.ndtri((ranks - 0.375) / (c * d + 0.25))).reshape(c, d, n)
+        in_order[tied] = _average_ranks(ordered[tied])
+    ranks = np.empty_like(rows)
+    np.put_along_axis(ranks, order, in_order, axis=1)
+    z = special.ndtri((ranks - 0.375) / (c * d + 0.25))
+    return np.asarray(z.T).reshape(c, d, n)
 
 
 def _plain_rhat(draws: np.ndarray) -> np.ndarray:
