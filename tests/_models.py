@@ -284,6 +284,10 @@ generated quantities {
     ll[i] = cf_integrated_rows({y[i]}, eta[i:i], load[i], family, phi, cuts, cut_start,
                                cut_len, gh_x, gh_logw, n_newton)[1];
   }
+  // every row in one call, 128 at a time, with the first row's loadings (the same as
+  // every row's where the test compares it with ll)
+  vector[N] ll_together = cf_integrated_rows(y, eta, load[1], family, phi, cuts, cut_start,
+                                             cut_len, gh_x, gh_logw, n_newton);
 }
 """
 """Each row's log marginal by the integrated-latent quadrature, for given predictors

@@ -186,7 +186,9 @@ def _brute_force_rows(n: int, log_density: Any) -> np.ndarray:
     return out
 
 
-def _quadrature_rows(data: dict[str, Any]) -> np.ndarray:
+def _quadrature_rows(data: dict[str, Any], variable: str = "ll") -> np.ndarray:
+    """Each row's log marginal by the C++ quadrature: ``ll`` row by row, ``ll_together``
+    all rows in one call (blocks of 128 rows; rows sharing the first row's loadings)."""
     import cmdstanpy
 
     from counterfair.stan.cmdstan_adapter import executable
@@ -202,7 +204,7 @@ def _quadrature_rows(data: dict[str, Any]) -> np.ndarray:
         show_progress=False,
         sig_figs=18,
     )
-    return np.asarray(run.stan_variable("ll"))[0]
+    return np.asarray(run.stan_variable(variable))[0]
 
 
 def _rows_of(family: int, loads: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -269,6 +271,40 @@ def test_the_quadrature_is_within_1e6_of_brute_force_for_every_family(stan_backe
     exact = _brute_force_rows(n, _categorical_log_density(y, eta, load))
     error = np.abs(quadrature - exact)
     assert error.max() < 1e-6, ("categorical", error.max(), int(error.argmax()))
+
+
+@pytest.mark.stan
+def test_a_rows_log_marginal_does_not_depend_on_the_rows_it_is_computed_with(
+    stan_backend: str,
+) -> None:
+    """The quadrature takes rows 128 at a time: 300 rows of every family in one call (three
+    blocks, the last one partial, counts of 0 to 40 and predictors 3 units either side
+    of the data) give each row the very value it gets alone."""
+    if stan_backend != "cmdstanpy":
+        pytest.skip("the quadrature is C++ compiled into CmdStan programs")
+    phi, cuts = 3.0, np.array([-1.0, 0.0, 1.5])
+    for family in (1, 2, 3, 4):
+        y, eta, load = _rows_of(family, (0.3,))
+        repeat = -(-300 // len(y))
+        y, eta = np.tile(y, repeat)[:300], np.tile(eta, repeat)[:300]
+        data = {
+            "N": len(y),
+            "C": 1,
+            "y": y[:, None].tolist(),
+            "eta": eta[:, None],
+            "load": np.full((len(y), 1), 0.3),
+            "family": [family],
+            "phi": [phi],
+            "n_cuts": 3,
+            "cuts": cuts,
+            "cut_start": [1],
+            "cut_len": [3 if family == 4 else 0],
+            **integrated.quadrature_data(),
+        }
+        alone = _quadrature_rows(data)
+        together = _quadrature_rows(data, "ll_together")
+        assert np.isfinite(alone).all(), family
+        np.testing.assert_array_equal(together, alone, err_msg=f"family {family}")
 
 
 # ---------------------------------------------------------------------- a fit of every family
