@@ -284,7 +284,7 @@ def test_a_rows_log_marginal_does_not_depend_on_the_rows_it_is_computed_with(
         pytest.skip("the quadrature is C++ compiled into CmdStan programs")
     phi, cuts = 3.0, np.array([-1.0, 0.0, 1.5])
     for family in (1, 2, 3, 4):
-        y, eta, load = _rows_of(family, (0.3,))
+        y, eta, _ = _rows_of(family, (0.3,))
         repeat = -(-300 // len(y))
         y, eta = np.tile(y, repeat)[:300], np.tile(eta, repeat)[:300]
         data = {
