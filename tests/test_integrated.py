@@ -207,6 +207,26 @@ def _quadrature_rows(data: dict[str, Any], variable: str = "ll") -> np.ndarray:
     return np.asarray(run.stan_variable(variable))[0]
 
 
+def _one_child_data(
+    family: int, y: np.ndarray, eta: np.ndarray, load: np.ndarray, phi: float, cuts: np.ndarray
+) -> dict[str, Any]:
+    """Data of the accuracy program for rows of one child of ``family`` (3 cutpoints)."""
+    return {
+        "N": len(y),
+        "C": 1,
+        "y": y[:, None].tolist(),
+        "eta": eta[:, None],
+        "load": load[:, None],
+        "family": [family],
+        "phi": [phi],
+        "n_cuts": 3,
+        "cuts": cuts,
+        "cut_start": [1],
+        "cut_len": [3 if family == 4 else 0],
+        **integrated.quadrature_data(),
+    }
+
+
 def _rows_of(family: int, loads: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ys = {1: (0, 1, 3, 12, 40), 2: (0, 2, 7, 30), 3: (0, 1), 4: (1, 2, 3, 4)}[family]
     rows = []
@@ -228,21 +248,7 @@ def test_the_quadrature_is_within_1e6_of_brute_force_for_every_family(stan_backe
     phi, cuts = 3.0, np.array([-1.0, 0.0, 1.5])
     for family in (1, 2, 3, 4):
         y, eta, load = _rows_of(family, (0.02, 0.1, 0.3))
-        data = {
-            "N": len(y),
-            "C": 1,
-            "y": y[:, None].tolist(),
-            "eta": eta[:, None],
-            "load": load[:, None],
-            "family": [family],
-            "phi": [phi],
-            "n_cuts": 3,
-            "cuts": cuts,
-            "cut_start": [1],
-            "cut_len": [3 if family == 4 else 0],
-            **integrated.quadrature_data(),
-        }
-        quadrature = _quadrature_rows(data)
+        quadrature = _quadrature_rows(_one_child_data(family, y, eta, load, phi, cuts))
         exact = _brute_force(family, y, eta, load, phi, cuts)
         error = np.abs(quadrature - exact)
         assert error.max() < 1e-6, (family, error.max(), int(error.argmax()))
@@ -287,20 +293,7 @@ def test_a_rows_log_marginal_does_not_depend_on_the_rows_it_is_computed_with(
         y, eta, _ = _rows_of(family, (0.3,))
         repeat = -(-300 // len(y))
         y, eta = np.tile(y, repeat)[:300], np.tile(eta, repeat)[:300]
-        data = {
-            "N": len(y),
-            "C": 1,
-            "y": y[:, None].tolist(),
-            "eta": eta[:, None],
-            "load": np.full((len(y), 1), 0.3),
-            "family": [family],
-            "phi": [phi],
-            "n_cuts": 3,
-            "cuts": cuts,
-            "cut_start": [1],
-            "cut_len": [3 if family == 4 else 0],
-            **integrated.quadrature_data(),
-        }
+        data = _one_child_data(family, y, eta, np.full(len(y), 0.3), phi, cuts)
         alone = _quadrature_rows(data)
         together = _quadrature_rows(data, "ll_together")
         assert np.isfinite(alone).all(), family
