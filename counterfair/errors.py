@@ -140,3 +140,29 @@ UNKNOWN_NODE = "{node!r} is not a node of the SCM; nodes: {nodes}"
 
 class BackendUnavailableError(RuntimeError):
     """No Stan back end can run here; the message lists what is missing and how to get it."""
+
+
+# ---------------------------------------------------------------------- decomposition
+# Refusals of counterfair.audit.decompose that the SCM and the levels decide; the command
+# line (``counterfair decompose``) makes them before it loads a fit.
+SAME_LEVELS = (
+    "x0 and x1 are both {level!r}: a disparity compares two different levels of {attribute!r}"
+)
+NOT_PROTECTED = (
+    "attribute {attribute!r} is not a protected attribute of the SCM{role}; the "
+    "decomposition splits the gap between two levels of one; protected: {protected}"
+)
+CONTINUOUS_ATTRIBUTE = (
+    "attribute {attribute!r} is continuous: the decomposition compares two levels of a "
+    "categorical protected attribute; declare it with levels (bin it) to decompose a gap"
+)
+UNKNOWN_LEVEL = (
+    "{name}={value!r} is not a level of {attribute!r}; its levels (fixed at fit time) are "
+    "{levels}"
+)
+NOT_AN_OUTCOME = (
+    "outcome={outcome!r} is {what}; the outcome is an observed node of the SCM: "
+    "{observed}"
+)
+BAD_ALLOW = "allow= names {effect!r}, which is not an effect; effects: {effects}"
+UNKNOWN_ROLE_NODE = "{option} names {node!r}, which is not a node of the SCM; nodes: {nodes}"

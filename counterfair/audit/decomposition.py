@@ -90,6 +90,15 @@ from counterfair.counterfactual.prediction import (
     predict_world,
 )
 from counterfair.counterfactual.world import World
+from counterfair.errors import (
+    BAD_ALLOW,
+    CONTINUOUS_ATTRIBUTE,
+    NOT_AN_OUTCOME,
+    NOT_PROTECTED,
+    SAME_LEVELS,
+    UNKNOWN_LEVEL,
+    UNKNOWN_ROLE_NODE,
+)
 from counterfair.inference.chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.rng import RandomSource
@@ -134,21 +143,8 @@ MCMC_PARAM_DRAWS = 20
 counterfactual audit); exact abduction takes one parameter draw per sample."""
 
 # ---------------------------------------------------------------------- error texts
-SAME_LEVELS = (
-    "x0 and x1 are both {level!r}: a disparity compares two different levels of {attribute!r}"
-)
-NOT_PROTECTED = (
-    "attribute {attribute!r} is not a protected attribute of the SCM{role}; the "
-    "decomposition splits the gap between two levels of one; protected: {protected}"
-)
-CONTINUOUS_ATTRIBUTE = (
-    "attribute {attribute!r} is continuous: the decomposition compares two levels of a "
-    "categorical protected attribute; declare it with levels (bin it) to decompose a gap"
-)
-UNKNOWN_LEVEL = (
-    "{name}={value!r} is not a level of {attribute!r}; its levels (fixed at fit time) are "
-    "{levels}"
-)
+# (the refusals ``counterfair decompose`` makes before loading a fit are in
+# counterfair.errors, imported above, so that the command line reads them cheaply)
 NO_ROWS = (
     "no row has {attribute}={level!r} ({name}): the rows' levels of {attribute!r} are "
     "{present}; a conditional expectation given {name} needs rows of that group"
@@ -157,16 +153,11 @@ OUTCOME_OR_PREDICTOR = (
     "give exactly one of outcome= (a node of the SCM: is the world fair?) and predictor= "
     "(a model's output: is the model fair?); got {got}"
 )
-NOT_AN_OUTCOME = (
-    "outcome={outcome!r} is {what}; the outcome is an observed node of the SCM: "
-    "{observed}"
-)
 RESPONSE_WITH_OUTCOME = (
     "response={response!r} applies to a predictor's output; the outcome {outcome!r} is "
     "averaged as its column holds it: drop response="
 )
 BAD_RESPONSE = "response must be one of {allowed}, got {got!r}"
-BAD_ALLOW = "allow= names {effect!r}, which is not an effect; effects: {effects}"
 MULTICLASS = (
     "predictor {name} predicts labels of more than two classes, which have no mean to "
     "decompose; give response='probability' for a binary classifier, or a function "
@@ -183,7 +174,6 @@ PREDICTOR_NOT_FINITE = (
     "predictor {name} returned {count} non-finite value(s) (NaN or inf) in the {world} "
     "world; every output must be a finite number"
 )
-UNKNOWN_ROLE_NODE = "{option} names {node!r}, which is not a node of the SCM; nodes: {nodes}"
 ROLE_IS_SPECIAL = "{option} names {node!r}, which is the {what}; it cannot be one of {role}"
 ROLE_KIND = (
     "{option} names {node!r}, a {kind} node; {role} are {allowed} nodes"

@@ -33,6 +33,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from counterfair import errors
+from counterfair.errors import (
+    BAD_ALLOW,
+    CONTINUOUS_ATTRIBUTE,
+    NOT_AN_OUTCOME,
+    NOT_PROTECTED,
+    SAME_LEVELS,
+    UNKNOWN_LEVEL,
+    UNKNOWN_ROLE_NODE,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -761,32 +770,10 @@ def _names(value: str | None) -> list[str] | None:
     return [name for name in value.split(",") if name]
 
 
-# The refusals of counterfair.audit.decomposition that need the SCM and the levels only,
-# in its words: ``counterfair decompose`` checks its options with them before it loads the
-# fit (the draws), which takes seconds. tests/test_cli_run.py checks that each text is
-# the library's.
+# ``counterfair decompose`` checks the options the SCM and the levels decide with the
+# library's texts (counterfair.errors) before it loads the fit (the draws), which takes
+# seconds; tests/test_cli_run.py checks that these effects are the library's.
 DECOMPOSE_EFFECTS = ("DE", "IE", "SE")
-NOT_PROTECTED = (
-    "attribute {attribute!r} is not a protected attribute of the SCM{role}; the "
-    "decomposition splits the gap between two levels of one; protected: {protected}"
-)
-CONTINUOUS_ATTRIBUTE = (
-    "attribute {attribute!r} is continuous: the decomposition compares two levels of a "
-    "categorical protected attribute; declare it with levels (bin it) to decompose a gap"
-)
-SAME_LEVELS = (
-    "x0 and x1 are both {level!r}: a disparity compares two different levels of {attribute!r}"
-)
-UNKNOWN_LEVEL = (
-    "{name}={value!r} is not a level of {attribute!r}; its levels (fixed at fit time) are "
-    "{levels}"
-)
-NOT_AN_OUTCOME = (
-    "outcome={outcome!r} is {what}; the outcome is an observed node of the SCM: "
-    "{observed}"
-)
-BAD_ALLOW = "allow= names {effect!r}, which is not an effect; effects: {effects}"
-UNKNOWN_ROLE_NODE = "{option} names {node!r}, which is not a node of the SCM; nodes: {nodes}"
 
 
 def _check_decompose(args: argparse.Namespace, saved: _SavedRun) -> None:
