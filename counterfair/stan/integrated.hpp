@@ -1,305 +1,19 @@
-// counterfair: each row's latent integrated out of its non-Normal children's likelihood.
+// counterfair: the Stan face of the integrated-latent quadrature and exact draws.
 //
 // Included (cmdstan USER_HEADER) by fit programs with latents="integrated"; see
-// counterfair/stan/integrated.py for the model these functions serve.
-//
-// Row i has one standardised latent z ~ Normal(0, 1) (already conditioned on its Normal
-// children, see counterfair/stan/anchoring.py) and C non-Normal children with linear
-// predictors eta[i, c] + load[i, c] * z. The log marginal of the row is
-//
-//     V_i = log int prod_c p_c(y[i, c] | eta[i, c] + load[i, c] * z) Normal(z | 0, 1) dz,
-//
-// computed by adaptive Gauss-Hermite quadrature: the mode z* of the (strictly concave)
-// integrand by a given number of Newton steps with step halving, from the mode of a Normal
-// approximation of the count children, and the nodes z* + sqrt(2) s x_j with s = 1 / sqrt(-F''(z*)) (x_j, log w_j given as data).
-//
-// The gradient is that of the quadrature with its nodes held where they are: the
-// derivative of each child's log density at the nodes, weighted by the nodes' posterior
-// weights. It differs from the derivative of V_i through z* and s by the derivative of
-// the quadrature's error (below 1e-6 on the tested models); the leapfrog integrator stays
-// volume-preserving and reversible with any force field, so NUTS still samples the
-// posterior the program's log density defines.
-//
-// Families (codes shared with counterfair/model/families): 1 Poisson (log link),
-// 2 negative binomial (log link, dispersion phi: variance mu + mu^2 / phi),
-// 3 Bernoulli (logit link), 4 ordinal (ordered logistic, cutpoints in `cuts`),
-// 5 categorical (softmax with reference level 1): a child with K levels takes K - 1
-// columns, one per non-reference level, the first coded 5 and the others 6; each
-// column's y holds the observed level (1 .. K). Every family is log-concave in z.
+// counterfair/stan/integrated.py for the model these functions serve. The computation
+// itself is quadrature.hpp's (shared with the library of counterfair/stan/native.py);
+// here are only Stan's argument types, the sizes check and the autodiff of the sum.
 #ifndef COUNTERFAIR_INTEGRATED_HPP
 #define COUNTERFAIR_INTEGRATED_HPP
 
 #include <stan/math.hpp>
-#include <algorithm>
-#include <cmath>
-#include <limits>
 #include <ostream>
 #include <vector>
 
+#include "quadrature.hpp"
+
 namespace counterfair_integrated {
-
-constexpr int HALVING_MAX = 60;
-constexpr double STEP_TOLERANCE = 1e-9;  // a Newton step below this ends the search
-constexpr int DRAW_NEWTON_MIN = 50;      // Newton steps allowed before an exact draw
-constexpr int WIDEN_MAX = 60;            // tangent points moved out at most this often
-constexpr int REJECTION_MAX = 10000;
-
-// One child's log density and its derivatives at eta (and with respect to phi, cutpoints).
-struct Term {
-  double value = 0, d1 = 0, d2 = 0;  // l, dl/deta, d2l/deta2
-  double dphi = 0;                   // dl/dphi (negative binomial)
-  int cut_lo = -1, cut_hi = -1;      // indices into cuts of the cutpoints it reads
-  double dcut_lo = 0, dcut_hi = 0;   // dl/d cut_lo, dl/d cut_hi
-};
-
-struct Child {
-  int family;
-  int y;
-  int width = 1;  // columns of a categorical child (family 5), else 1
-  double phi;
-  const double* cuts;  // this child's cutpoints (ordinal)
-  int n_cuts;
-  double lgamma_const;  // the terms of l free of eta (counts)
-};
-
-inline double log1p_exp(double x) {  // log(1 + exp(x)) without overflow
-  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-}
-inline double inv_logit(double x) {
-  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
-  double e = std::exp(x);
-  return e / (1.0 + e);
-}
-
-inline void evaluate(const Child& c, double eta, Term& t, bool want_params) {
-  switch (c.family) {
-    case 1: {  // Poisson, log link
-      double mu = std::exp(eta);
-      t.value = c.y * eta - mu - c.lgamma_const;
-      t.d1 = c.y - mu;
-      t.d2 = -mu;
-      break;
-    }
-    case 2: {  // negative binomial, log link
-      double mu = std::exp(eta);
-      double log_mu_phi = log1p_exp(eta - std::log(c.phi)) + std::log(c.phi);  // log(mu + phi)
-      double mu_phi = mu + c.phi;
-      t.value = c.lgamma_const + c.y * eta - (c.y + c.phi) * log_mu_phi;
-      t.d1 = c.y - (c.y + c.phi) * mu / mu_phi;
-      t.d2 = -(c.y + c.phi) * mu * c.phi / (mu_phi * mu_phi);
-      if (want_params) {
-        // lgamma_const holds lgamma(y + phi) - lgamma(phi) - lgamma(y + 1) + phi log phi;
-        // its derivative in phi is added by the caller once per row.
-        t.dphi = -log_mu_phi - (c.y + c.phi) / mu_phi;
-      }
-      break;
-    }
-    case 3: {  // Bernoulli, logit link
-      double e = std::exp(-std::fabs(eta));  // in (0, 1]
-      double log1pe = std::log1p(e);
-      double p = eta >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-      // log p(y = 1) = -log(1 + exp(-eta)), log p(y = 0) = -log(1 + exp(eta))
-      double signed_eta = c.y == 1 ? eta : -eta;
-      t.value = signed_eta >= 0 ? -log1pe : signed_eta - log1pe;
-      t.d1 = c.y - p;
-      t.d2 = -p * (1 - p);
-      break;
-    }
-    case 4: {  // ordinal, ordered logistic: level y in 1..K, K - 1 cutpoints
-      int k = c.y;
-      bool has_lo = k > 1, has_hi = k <= c.n_cuts;
-      double a = has_lo ? eta - c.cuts[k - 2] : 0.0;  // eta - c_{k-1}
-      double b = has_hi ? eta - c.cuts[k - 1] : 0.0;  // eta - c_k
-      double sa = has_lo ? inv_logit(a) : 1.0;
-      double sb = has_hi ? inv_logit(b) : 0.0;
-      if (has_lo && has_hi) {
-        t.value = stan::math::log_inv_logit_diff(a, b);
-      } else if (has_lo) {
-        t.value = -log1p_exp(-a);
-      } else {
-        t.value = -log1p_exp(b);
-      }
-      t.d1 = 1.0 - sa - sb;
-      t.d2 = -(sa * (1 - sa) + sb * (1 - sb));
-      if (want_params) {
-        double mass = std::exp(t.value);
-        t.cut_lo = has_lo ? k - 2 : -1;
-        t.cut_hi = has_hi ? k - 1 : -1;
-        // d/dc_{k-1} = -sigma'(a) / mass, d/dc_k = sigma'(b) / mass
-        t.dcut_lo = has_lo ? (has_hi ? -sa * (1 - sa) / mass : -(1 - sa)) : 0.0;
-        t.dcut_hi = has_hi ? (has_lo ? sb * (1 - sb) / mass : sb) : 0.0;
-      }
-      break;
-    }
-    default:
-      throw std::domain_error("counterfair integrated latents: unknown family code");
-  }
-}
-
-// The integrand's log F(z) = sum_c l_c(eta_c + load_c z) - z^2 / 2 and its derivatives.
-struct Row {
-  std::vector<Child> children;
-  std::vector<double> eta, load;
-  mutable std::vector<Term> scratch;  // terms of at()
-
-  // A categorical child's columns c .. c + width - 1 at z: its log probability
-  // (returned), its first and second derivatives in z, and in out[k] the derivative
-  // in column k's eta (delta(level k + 1 observed) - p_{k + 1}); value on out[0].
-  double categorical(std::size_t c, double z, Term* out, double& dz, double& dzz) const {
-    const int m = children[c].width;
-    const int level = children[c].y;  // 1 .. m + 1, 1 the reference
-    double top = 0.0;
-    for (int k = 0; k < m; ++k) {
-      out[k].value = eta[c + k] + load[c + k] * z;  // the logit, for now
-      if (out[k].value > top) top = out[k].value;
-    }
-    double sum = std::exp(-top);
-    for (int k = 0; k < m; ++k) {
-      out[k].d2 = std::exp(out[k].value - top);  // unnormalised p, for now
-      sum += out[k].d2;
-    }
-    double chosen = level > 1 ? out[level - 2].value : 0.0;
-    double value = chosen - top - std::log(sum);
-    double mean_load = 0.0, second = 0.0;
-    for (int k = 0; k < m; ++k) {
-      double p = out[k].d2 / sum;
-      double l = load[c + k];
-      mean_load += p * l;
-      second += p * l * l;
-      out[k].d1 = (level == k + 2 ? 1.0 : 0.0) - p;
-      out[k].d2 = 0.0;
-      out[k].value = 0.0;
-    }
-    out[0].value = value;
-    dz = (level > 1 ? load[c + level - 2] : 0.0) - mean_load;
-    dzz = -(second - mean_load * mean_load);
-    return value;
-  }
-
-  // sum_c l_c at z (without the prior), each child's term in terms[c] (a categorical
-  // child's in its columns'), and the sum's first and second derivatives in z.
-  double evaluate_all(double z, Term* terms, bool want_params, double& g, double& h) const {
-    double f = 0.0;
-    g = 0.0;
-    h = 0.0;
-    for (std::size_t c = 0; c < children.size();) {
-      if (children[c].family == 5) {
-        double dz, dzz;
-        f += categorical(c, z, terms + c, dz, dzz);
-        g += dz;
-        h += dzz;
-        c += children[c].width;
-        continue;
-      }
-      Term& t = terms[c];
-      evaluate(children[c], eta[c] + load[c] * z, t, want_params);
-      f += t.value;
-      g += t.d1 * load[c];
-      h += t.d2 * load[c] * load[c];
-      ++c;
-    }
-    return f;
-  }
-
-  void at(double z, double& f, double& g, double& h) const {
-    scratch.resize(children.size());
-    f = evaluate_all(z, scratch.data(), false, g, h) - 0.5 * z * z;
-    g -= z;
-    h -= 1.0;
-  }
-
-  // Where Newton's method starts: the mode when each count child's log density is
-  // replaced by its Normal approximation in eta (mean log(y + 1/2), precision y + 1/2);
-  // binary and ordinal children add nothing to it.
-  double start() const {
-    double num = 0.0, den = 1.0;
-    for (std::size_t c = 0; c < children.size(); ++c) {
-      const Child& ch = children[c];
-      if (ch.family == 1 || ch.family == 2) {
-        double w = ch.y + 0.5;
-        if (ch.family == 2) w = 1.0 / (1.0 / w + 1.0 / ch.phi);  // the dispersion's share
-        num += w * load[c] * (std::log(ch.y + 0.5) - eta[c]);
-        den += w * load[c] * load[c];
-      }
-    }
-    return num / den;
-  }
-
-  // `steps` Newton steps from start(), each halved until the integrand does not fall
-  // (a step below STEP_TOLERANCE ends them early); false if the integrand is not finite.
-  bool mode(int steps, double& z, double& f, double& g, double& h) const {
-    z = start();
-    at(z, f, g, h);
-    if (!std::isfinite(f) || !std::isfinite(g) || !(h < 0)) {
-      z = 0.0;
-      at(z, f, g, h);
-      if (!std::isfinite(f)) return false;
-    }
-    for (int it = 0; it < steps; ++it) {
-      double step = -g / h;
-      if (std::fabs(step) < STEP_TOLERANCE) break;
-      double zn = z, fn = f, gn = g, hn = h;
-      bool moved = false;
-      for (int k = 0; k < HALVING_MAX; ++k) {
-        zn = z + step;
-        at(zn, fn, gn, hn);
-        if (std::isfinite(fn) && fn >= f - 1e-12 * (1.0 + std::fabs(f))) {
-          moved = true;
-          break;
-        }
-        step *= 0.5;
-      }
-      if (!moved) break;
-      z = zn;
-      f = fn;
-      g = gn;
-      h = hn;
-    }
-    return std::isfinite(f) && h < 0;
-  }
-};
-
-template <typename TY, typename TE, typename TL, typename TP, typename TC>
-inline void fill_row(Row& row, int i, const TY& y, const TE& eta, const TL& load,
-                     const std::vector<int>& family, const TP& phi, const TC& cuts,
-                     const std::vector<int>& cut_start, const std::vector<int>& cut_len,
-                     bool constants) {
-  const std::size_t C = family.size();
-  row.children.resize(C);
-  row.eta.resize(C);
-  row.load.resize(C);
-  for (std::size_t c = 0; c < C; ++c) {
-    Child& ch = row.children[c];
-    ch.family = family[c];
-    ch.y = y[i][c];
-    ch.phi = phi(c);
-    ch.cuts = cut_len[c] > 0 ? cuts.data() + (cut_start[c] - 1) : nullptr;
-    ch.n_cuts = cut_len[c];
-    if (ch.family == 1) {  // free of the parameters: left out of the sum NUTS reads
-      ch.lgamma_const = constants ? std::lgamma(ch.y + 1.0) : 0.0;
-    } else if (ch.family == 2) {
-      ch.lgamma_const = std::lgamma(ch.y + ch.phi) - std::lgamma(ch.phi)
-                        - std::lgamma(ch.y + 1.0) + ch.phi * std::log(ch.phi);
-    } else {
-      ch.lgamma_const = 0.0;
-    }
-    row.eta[c] = eta(i, c);
-    row.load[c] = load(c);
-  }
-  for (std::size_t c = 0; c < C; ++c) {  // a categorical child's columns: 5, then 6s
-    if (family[c] == 5) {
-      std::size_t end = c + 1;
-      while (end < C && family[end] == 6) ++end;
-      row.children[c].width = static_cast<int>(end - c);
-      if (row.children[c].y < 1 || row.children[c].y > row.children[c].width + 1) {
-        throw std::domain_error("counterfair integrated latents: a categorical level is "
-                                "outside 1 .. its number of levels");
-      }
-    } else {
-      row.children[c].width = 1;
-    }
-  }
-}
 
 inline void check_sizes(const char* fn, std::size_t N, std::size_t yrows, Eigen::Index erows,
                         Eigen::Index ecols, Eigen::Index nload, std::size_t C, Eigen::Index nphi,
@@ -312,473 +26,76 @@ inline void check_sizes(const char* fn, std::size_t N, std::size_t yrows, Eigen:
   }
 }
 
-// Where the gradient of the log marginal goes (null: values only).
-struct Gradient {
-  Eigen::MatrixXd* d_eta = nullptr;   // N x C
-  Eigen::VectorXd* d_load = nullptr;  // C
-  Eigen::VectorXd* d_phi = nullptr;   // C
-  Eigen::VectorXd* d_cuts = nullptr;  // all cutpoints
-  bool wanted() const { return d_eta != nullptr; }
-};
+// A call's values, owned, and the Inputs that point into them.
+struct StanCall {
+  std::vector<int> y;  // N x C, column-major
+  Eigen::MatrixXd eta;
+  Eigen::RowVectorXd load;
+  Eigen::VectorXd phi, cuts, x, logw;
+  Inputs in;
 
-// Row i by the general path (every family, Newton steps halved until the integrand does
-// not fall): its log marginal (NaN when its mode is not found), its gradient added to
-// `out`. The block path below hands it the rows it does not take.
-template <typename TX>
-inline double integrate_row(const Row& row, std::size_t i, const std::vector<int>& family,
-                            const std::vector<int>& cut_start, const TX& gh_x,
-                            const TX& gh_logw, int steps, std::vector<double>& g,
-                            std::vector<double>& tnode, std::vector<Term>& terms,
-                            const Gradient& out) {
-  const std::size_t C = family.size();
-  const Eigen::Index J = gh_x.size();
-  const double log_sqrt_pi = 0.5 * std::log(stan::math::pi());
-  const bool grad = out.wanted();
-  double z, f, gz, h;
-  if (!row.mode(steps, z, f, gz, h)) return std::numeric_limits<double>::quiet_NaN();
-  double s = 1.0 / std::sqrt(-h);
-  double top = -std::numeric_limits<double>::infinity();
-  for (Eigen::Index j = 0; j < J; ++j) {
-    double t = z + std::sqrt(2.0) * s * gh_x(j);
-    tnode[j] = t;
-    double gj, hj;
-    double fj = row.evaluate_all(t, terms.data() + j * C, grad, gj, hj) - 0.5 * t * t;
-    g[j] = fj + gh_x(j) * gh_x(j) + gh_logw(j);
-    if (g[j] > top) top = g[j];
-  }
-  double sum = 0.0;
-  for (Eigen::Index j = 0; j < J; ++j) {
-    g[j] = std::exp(g[j] - top);  // the node's share, unnormalised
-    sum += g[j];
-  }
-  double value = top + std::log(sum) + std::log(s) - log_sqrt_pi;
-  if (grad && std::isfinite(value)) {
-    for (Eigen::Index j = 0; j < J; ++j) {
-      double p = g[j] / sum;
-      for (std::size_t c = 0; c < C; ++c) {
-        const Term& term = terms[j * C + c];
-        (*out.d_eta)(i, c) += p * term.d1;
-        (*out.d_load)(c) += p * term.d1 * tnode[j];
-        if (family[c] == 2) (*out.d_phi)(c) += p * term.dphi;
-        if (family[c] == 4) {
-          int start = cut_start[c] - 1;
-          if (term.cut_lo >= 0) (*out.d_cuts)(start + term.cut_lo) += p * term.dcut_lo;
-          if (term.cut_hi >= 0) (*out.d_cuts)(start + term.cut_hi) += p * term.dcut_hi;
-        }
-      }
-    }
-    for (std::size_t c = 0; c < C; ++c) {
-      if (family[c] == 2) {  // the eta-free part of the negative binomial's dl/dphi
-        const Child& ch = row.children[c];
-        (*out.d_phi)(c) += stan::math::digamma(ch.y + ch.phi) - stan::math::digamma(ch.phi)
-                           + std::log(ch.phi) + 1.0;
-      }
-    }
-  }
-  return value;
-}
-
-// ---------------------------------------------------------------- the block path
-// The same quadrature, BLOCK rows at a time with one loop per child and family (the rows'
-// values side by side), for children other than categorical ones. A row whose Newton
-// step would need halving, or whose integrand is not finite, goes to integrate_row().
-// A Poisson child's mean at node j is its mean at the mode times exp(load sqrt(2) s x_j),
-// the node's factor, whose mirror node's is its inverse (the nodes are symmetric).
-constexpr int BLOCK = 128;
-
-struct Block {
-  std::size_t C = 0, J = 0;
-  double z[BLOCK], f[BLOCK], g[BLOCK], h[BLOCK];
-  double zn[BLOCK], fn[BLOCK], gn[BLOCK], hn[BLOCK];
-  double s[BLOCK], top[BLOCK], sum[BLOCK];
-  bool slow[BLOCK], done[BLOCK];
-  std::vector<double> mu, mun;   // C x BLOCK: exp(eta) of count children at z, at zn
-  std::vector<double> nb;        // C x BLOCK: the negative binomial's eta-free terms
-  std::vector<double> t, F;      // J x BLOCK: nodes, log integrand there
-  std::vector<double> d1;        // C x J x BLOCK: dl/deta at the nodes
-  std::vector<double> q;         // J x BLOCK: a count child's node factors
-  std::vector<Term> terms;       // C x J x BLOCK: negative binomial, ordinal, Bernoulli
-  void size(std::size_t children, std::size_t nodes) {
-    C = children;
-    J = nodes;
-    mu.assign(C * BLOCK, 0.0);
-    mun.assign(C * BLOCK, 0.0);
-    nb.assign(C * BLOCK, 0.0);
-    t.assign(J * BLOCK, 0.0);
-    F.assign(J * BLOCK, 0.0);
-    d1.assign(C * J * BLOCK, 0.0);
-    q.assign(J * BLOCK, 1.0);
-    terms.assign(C * J * BLOCK, Term());
-  }
-};
-
-// The columns of one call as the block path reads them.
-struct Columns {
-  std::size_t N = 0, C = 0;
-  const double* eta = nullptr;     // N x C, column-major
-  std::vector<double> y;           // N x C, column-major
-  std::vector<double> load;        // C
-  std::vector<Child> child;        // C (y, lgamma_const set per row)
-  double e(std::size_t c, std::size_t i) const { return eta[c * N + i]; }
-};
-
-// Sum of the children's log densities (without eta-free constants of count children)
-// minus zq^2 / 2 at zq[0..b), and its first two derivatives in z; exp(eta) of the count
-// children in mu.
-inline void evaluate_block(const Columns& col, std::size_t i0, int b, const double* zq,
-                           double* f, double* g, double* h, double* mu, const double* nb) {
-  for (int k = 0; k < b; ++k) {
-    f[k] = -0.5 * zq[k] * zq[k];
-    g[k] = -zq[k];
-    h[k] = -1.0;
-  }
-  for (std::size_t c = 0; c < col.C; ++c) {
-    const double* E = col.eta + c * col.N + i0;
-    const double* Y = col.y.data() + c * col.N + i0;
-    const double L = col.load[c];
-    double* M = mu + c * BLOCK;
-    if (col.child[c].family == 1) {
-      for (int k = 0; k < b; ++k) {
-        double e = E[k] + L * zq[k];
-        double m = std::exp(e);
-        M[k] = m;
-        f[k] += Y[k] * e - m;
-        g[k] += (Y[k] - m) * L;
-        h[k] -= m * L * L;
-      }
-    } else {
-      Child ch = col.child[c];
-      Term t;
-      for (int k = 0; k < b; ++k) {
-        ch.y = static_cast<int>(Y[k]);
-        ch.lgamma_const = nb[c * BLOCK + k];
-        double e = E[k] + L * zq[k];
-        evaluate(ch, e, t, false);
-        f[k] += t.value;
-        g[k] += t.d1 * L;
-        h[k] += t.d2 * L * L;
-      }
-    }
-  }
-}
-
-// Rows i0 .. i0 + b: log marginals in value[], gradient added to `out`; rows it leaves to
-// integrate_row() flagged in blk.slow.
-template <typename TX>
-inline void integrate_block(const Columns& col, std::size_t i0, int b, const TX& gh_x,
-                            const TX& gh_logw, bool symmetric, int steps,
-                            const std::vector<int>& cut_start, Block& blk, double* value,
-                            const Gradient& out) {
-  const std::size_t C = col.C, J = blk.J;
-  const double log_sqrt_pi = 0.5 * std::log(stan::math::pi());
-  const bool grad = out.wanted();
-  // the negative binomial's eta-free terms, and the start: the mode with each count child's
-  // log density replaced by its Normal approximation in eta
-  double num[BLOCK], den[BLOCK];
-  for (int k = 0; k < b; ++k) {
-    num[k] = 0.0;
-    den[k] = 1.0;
-    blk.slow[k] = false;
-    blk.done[k] = false;
-  }
-  for (std::size_t c = 0; c < C; ++c) {
-    const Child& ch = col.child[c];
-    if (ch.family != 1 && ch.family != 2) continue;
-    const double* E = col.eta + c * col.N + i0;
-    const double* Y = col.y.data() + c * col.N + i0;
-    const double L = col.load[c];
-    // the phi-only terms of the negative binomial's constant (as fill_row() sums them)
-    const double nb_phi = ch.family == 2 ? -std::lgamma(ch.phi) + ch.phi * std::log(ch.phi) : 0.0;
-    for (int k = 0; k < b; ++k) {
-      double w = Y[k] + 0.5;
-      double lw = std::log(w);
-      if (ch.family == 2) {
-        blk.nb[c * BLOCK + k] = std::lgamma(Y[k] + ch.phi) - std::lgamma(Y[k] + 1.0) + nb_phi;
-        w = 1.0 / (1.0 / w + 1.0 / ch.phi);
-      }
-      num[k] += w * L * (lw - E[k]);
-      den[k] += w * L * L;
-    }
-  }
-  for (int k = 0; k < b; ++k) blk.z[k] = num[k] / den[k];
-  evaluate_block(col, i0, b, blk.z, blk.f, blk.g, blk.h, blk.mu.data(), blk.nb.data());
-  for (int k = 0; k < b; ++k) {
-    if (!std::isfinite(blk.f[k]) || !std::isfinite(blk.g[k]) || !(blk.h[k] < 0)) {
-      blk.slow[k] = true;
-    }
-  }
-  for (int it = 0; it < steps; ++it) {
-    bool any = false;
-    for (int k = 0; k < b; ++k) {
-      double step = -blk.g[k] / blk.h[k];
-      if (blk.slow[k] || blk.done[k] || std::fabs(step) < STEP_TOLERANCE) {
-        blk.done[k] = true;
-        blk.zn[k] = blk.z[k];
-      } else {
-        blk.zn[k] = blk.z[k] + step;
-        any = true;
-      }
-    }
-    if (!any) break;
-    evaluate_block(col, i0, b, blk.zn, blk.fn, blk.gn, blk.hn, blk.mun.data(), blk.nb.data());
-    for (int k = 0; k < b; ++k) {
-      if (blk.done[k]) continue;
-      if (std::isfinite(blk.fn[k]) && blk.fn[k] >= blk.f[k] - 1e-12 * (1.0 + std::fabs(blk.f[k]))) {
-        blk.z[k] = blk.zn[k];
-        blk.f[k] = blk.fn[k];
-        blk.g[k] = blk.gn[k];
-        blk.h[k] = blk.hn[k];
-        for (std::size_t c = 0; c < C; ++c) blk.mu[c * BLOCK + k] = blk.mun[c * BLOCK + k];
-      } else {
-        blk.slow[k] = true;  // its step needs halving
-      }
-    }
-  }
-  for (int k = 0; k < b; ++k) {
-    if (!std::isfinite(blk.f[k]) || !(blk.h[k] < 0)) blk.slow[k] = true;
-    blk.s[k] = blk.slow[k] ? 1.0 : 1.0 / std::sqrt(-blk.h[k]);
-  }
-  // the nodes and the log integrand there
-  const double root2 = std::sqrt(2.0);
-  for (std::size_t j = 0; j < J; ++j) {
-    double* T = blk.t.data() + j * BLOCK;
-    double* F = blk.F.data() + j * BLOCK;
-    for (int k = 0; k < b; ++k) {
-      T[k] = blk.z[k] + root2 * blk.s[k] * gh_x(j);
-      F[k] = -0.5 * T[k] * T[k];
-    }
-  }
-  for (std::size_t c = 0; c < C; ++c) {
-    const Child& ch = col.child[c];
-    const double* E = col.eta + c * col.N + i0;
-    const double* Y = col.y.data() + c * col.N + i0;
-    const double L = col.load[c];
-    if (ch.family == 1) {
-      const double* M = blk.mu.data() + c * BLOCK;
-      for (std::size_t j = 0; j < J; ++j) {  // the node factors exp(L (t_j - z))
-        double* Q = blk.q.data() + j * BLOCK;
-        std::size_t mirror = J - 1 - j;
-        if (symmetric && mirror < j) {
-          const double* P = blk.q.data() + mirror * BLOCK;
-          for (int k = 0; k < b; ++k) Q[k] = 1.0 / P[k];
-        } else if (symmetric && mirror == j) {
-          for (int k = 0; k < b; ++k) Q[k] = 1.0;
-        } else {
-          const double* T = blk.t.data() + j * BLOCK;
-          for (int k = 0; k < b; ++k) Q[k] = std::exp(L * (T[k] - blk.z[k]));
-        }
-      }
-      for (std::size_t j = 0; j < J; ++j) {
-        const double* Q = blk.q.data() + j * BLOCK;
-        const double* T = blk.t.data() + j * BLOCK;
-        double* F = blk.F.data() + j * BLOCK;
-        double* D = blk.d1.data() + (c * J + j) * BLOCK;
-        for (int k = 0; k < b; ++k) {
-          double m = M[k] * Q[k];
-          F[k] += Y[k] * (E[k] + L * T[k]) - m;
-          D[k] = Y[k] - m;
-        }
-      }
-    } else {
-      Child chk = ch;
-      for (std::size_t j = 0; j < J; ++j) {
-        const double* T = blk.t.data() + j * BLOCK;
-        double* F = blk.F.data() + j * BLOCK;
-        double* D = blk.d1.data() + (c * J + j) * BLOCK;
-        Term* TM = blk.terms.data() + (c * J + j) * BLOCK;
-        for (int k = 0; k < b; ++k) {
-          chk.y = static_cast<int>(Y[k]);
-          chk.lgamma_const = blk.nb[c * BLOCK + k];
-          evaluate(chk, E[k] + L * T[k], TM[k], grad);
-          F[k] += TM[k].value;
-          D[k] = TM[k].d1;
-        }
-      }
-    }
-  }
-  // the nodes' weights and the log marginal
-  for (int k = 0; k < b; ++k) blk.top[k] = -std::numeric_limits<double>::infinity();
-  for (std::size_t j = 0; j < J; ++j) {
-    double* F = blk.F.data() + j * BLOCK;
-    const double add = gh_x(j) * gh_x(j) + gh_logw(j);
-    for (int k = 0; k < b; ++k) {
-      F[k] += add;
-      if (F[k] > blk.top[k]) blk.top[k] = F[k];
-    }
-  }
-  for (int k = 0; k < b; ++k) blk.sum[k] = 0.0;
-  for (std::size_t j = 0; j < J; ++j) {
-    double* F = blk.F.data() + j * BLOCK;
-    for (int k = 0; k < b; ++k) {
-      F[k] = std::exp(F[k] - blk.top[k]);  // the node's share, unnormalised
-      blk.sum[k] += F[k];
-    }
-  }
-  for (int k = 0; k < b; ++k) {
-    value[k] = blk.top[k] + std::log(blk.sum[k]) - 0.5 * std::log(-blk.h[k]) - log_sqrt_pi;
-    if (!blk.slow[k] && !std::isfinite(value[k])) blk.slow[k] = true;
-  }
-  if (!grad) return;
-  for (std::size_t j = 0; j < J; ++j) {  // the nodes' posterior weights
-    double* F = blk.F.data() + j * BLOCK;
-    for (int k = 0; k < b; ++k) F[k] = blk.slow[k] ? 0.0 : F[k] / blk.sum[k];
-  }
-  for (std::size_t c = 0; c < C; ++c) {
-    const Child& ch = col.child[c];
-    double* de = out.d_eta->data() + c * col.N + i0;
-    double dload = 0.0, dphi = 0.0;
-    for (std::size_t j = 0; j < J; ++j) {
-      const double* P = blk.F.data() + j * BLOCK;
-      const double* T = blk.t.data() + j * BLOCK;
-      const double* D = blk.d1.data() + (c * J + j) * BLOCK;
-      for (int k = 0; k < b; ++k) {
-        double pd = blk.slow[k] ? 0.0 : P[k] * D[k];
-        de[k] += pd;
-        dload += blk.slow[k] ? 0.0 : pd * T[k];
-      }
-      if (ch.family == 2 || ch.family == 4) {
-        const Term* TM = blk.terms.data() + (c * J + j) * BLOCK;
-        for (int k = 0; k < b; ++k) {
-          if (blk.slow[k]) continue;
-          if (ch.family == 2) {
-            dphi += P[k] * TM[k].dphi;
-          } else {
-            int start = cut_start[c] - 1;
-            if (TM[k].cut_lo >= 0) (*out.d_cuts)(start + TM[k].cut_lo) += P[k] * TM[k].dcut_lo;
-            if (TM[k].cut_hi >= 0) (*out.d_cuts)(start + TM[k].cut_hi) += P[k] * TM[k].dcut_hi;
-          }
-        }
-      }
-    }
-    if (ch.family == 2) {  // the eta-free part of the negative binomial's dl/dphi
-      const double* Y = col.y.data() + c * col.N + i0;
-      const double phi_part = -stan::math::digamma(ch.phi) + std::log(ch.phi) + 1.0;
-      for (int k = 0; k < b; ++k) {
-        if (blk.slow[k]) continue;
-        dphi += stan::math::digamma(Y[k] + ch.phi) + phi_part;
-      }
-      (*out.d_phi)(c) += dphi;
-    }
-    (*out.d_load)(c) += dload;
-  }
-}
-
-// The log marginal of every row (in `rows`, with the eta-free constants, when given), the
-// gradient pieces when asked; the sum over rows (without the Poisson children's constants
-// when `rows` is null).
-template <typename TY, typename TE, typename TL, typename TP, typename TC, typename TX>
-inline double integrate(const TY& y, const TE& eta, const TL& load,
-                        const std::vector<int>& family, const TP& phi, const TC& cuts,
-                        const std::vector<int>& cut_start, const std::vector<int>& cut_len,
-                        const TX& gh_x, const TX& gh_logw, int steps, Eigen::VectorXd* rows,
-                        const Gradient& out) {
-  const std::size_t N = y.size();
-  const std::size_t C = family.size();
-  const Eigen::Index J = gh_x.size();
-  const bool constants = rows != nullptr;
-  std::vector<double> g(J), tnode(J);
-  std::vector<Term> terms(J * C);
-  double total = 0.0;
-  Row row;
-  bool blocks = true;  // every child takes the block path but a categorical one
-  for (std::size_t c = 0; c < C; ++c) blocks = blocks && family[c] >= 1 && family[c] <= 4;
-  if (!blocks) {
+  template <typename TE, typename TL, typename TP, typename TC, typename TX, typename TW>
+  StanCall(const char* fn, const std::vector<std::vector<int>>& y_rows, const TE& eta_,
+           const TL& load_, const std::vector<int>& family, const TP& phi_, const TC& cuts_,
+           const std::vector<int>& cut_start, const std::vector<int>& cut_len, const TX& gh_x,
+           const TW& gh_logw, int newton_steps)
+      : eta(stan::math::value_of(eta_)),
+        load(stan::math::value_of(load_)),
+        phi(stan::math::value_of(phi_)),
+        cuts(stan::math::value_of(cuts_)),
+        x(stan::math::value_of(gh_x)),
+        logw(stan::math::value_of(gh_logw)) {
+    check_sizes(fn, eta.rows(), y_rows.size(), eta.rows(), eta.cols(), load.size(),
+                family.size(), phi.size(), cut_start.size(), cut_len.size(), x.size(),
+                logw.size());
+    const std::size_t N = y_rows.size(), C = family.size();
+    y.resize(N * C);
     for (std::size_t i = 0; i < N; ++i) {
-      fill_row(row, static_cast<int>(i), y, eta, load, family, phi, cuts, cut_start, cut_len,
-               constants);
-      double value = integrate_row(row, i, family, cut_start, gh_x, gh_logw, steps, g, tnode,
-                                   terms, out);
-      if (rows != nullptr) (*rows)(i) = value;
-      total += value;
+      for (std::size_t c = 0; c < C; ++c) y[c * N + i] = y_rows[i][c];
     }
-    return total;
+    in.N = N;
+    in.C = C;
+    in.y = y.data();
+    in.eta = eta.data();
+    in.load = load.data();
+    in.family = family.data();
+    in.phi = phi.data();
+    in.cuts = cuts.data();
+    in.cut_start = cut_start.data();
+    in.cut_len = cut_len.data();
+    in.gh_x = x.data();
+    in.gh_logw = logw.data();
+    in.J = static_cast<std::size_t>(x.size());
+    in.steps = newton_steps;
   }
-  bool symmetric = true;  // nodes in mirrored pairs about 0 (and 0 itself, for an odd count)
-  for (Eigen::Index j = 0; j < J; ++j) {
-    double pair = gh_x(j) + gh_x(J - 1 - j);
-    symmetric = symmetric && std::fabs(pair) <= 1e-12 * (1.0 + std::fabs(gh_x(j)));
-  }
-  if (J % 2 == 1) symmetric = symmetric && gh_x(J / 2) == 0.0;
-  Columns col;
-  col.N = N;
-  col.C = C;
-  col.eta = eta.data();
-  col.y.resize(N * C);
-  col.load.resize(C);
-  col.child.resize(C);
-  for (std::size_t c = 0; c < C; ++c) {
-    for (std::size_t i = 0; i < N; ++i) col.y[c * N + i] = y[i][c];
-    col.load[c] = load(c);
-    Child& ch = col.child[c];
-    ch.family = family[c];
-    ch.y = 0;
-    ch.phi = phi(c);
-    ch.cuts = cut_len[c] > 0 ? cuts.data() + (cut_start[c] - 1) : nullptr;
-    ch.n_cuts = cut_len[c];
-    ch.lgamma_const = 0.0;
-  }
-  Block blk;
-  blk.size(C, static_cast<std::size_t>(J));
-  double value[BLOCK];
-  for (std::size_t i0 = 0; i0 < N; i0 += BLOCK) {
-    const int b = static_cast<int>(std::min<std::size_t>(BLOCK, N - i0));
-    integrate_block(col, i0, b, gh_x, gh_logw, symmetric, steps, cut_start, blk, value, out);
-    for (int k = 0; k < b; ++k) {
-      std::size_t i = i0 + k;
-      if (blk.slow[k]) {
-        fill_row(row, static_cast<int>(i), y, eta, load, family, phi, cuts, cut_start,
-                 cut_len, constants);
-        value[k] = integrate_row(row, i, family, cut_start, gh_x, gh_logw, steps, g, tnode,
-                                 terms, out);
-      } else if (constants) {
-        for (std::size_t c = 0; c < C; ++c) {
-          if (family[c] == 1) value[k] -= std::lgamma(col.y[c * N + i] + 1.0);
-        }
-      }
-      if (rows != nullptr) (*rows)(i) = value[k];
-      total += value[k];
-    }
-  }
-  return total;
-}
+};
 
 }  // namespace counterfair_integrated
 
-
-// Sum over rows of the log marginal, with its gradient (see above).
+// Sum over rows of the log marginal, with its gradient (see quadrature.hpp).
 template <typename TE, typename TL, typename TP, typename TC, typename TX, typename TW>
 stan::return_type_t<TE, TL, TP, TC> cf_integrated(
     const std::vector<std::vector<int>>& y, const TE& eta, const TL& load,
     const std::vector<int>& family, const TP& phi, const TC& cuts,
     const std::vector<int>& cut_start, const std::vector<int>& cut_len, const TX& gh_x,
     const TW& gh_logw, int newton_steps, std::ostream* pstream__) {
-  using stan::math::value_of;
   const auto& eta_ref = stan::math::to_ref(eta);
   const auto& load_ref = stan::math::to_ref(load);
   const auto& phi_ref = stan::math::to_ref(phi);
   const auto& cuts_ref = stan::math::to_ref(cuts);
-  const Eigen::MatrixXd eta_val = value_of(eta_ref);
-  const Eigen::RowVectorXd load_val = value_of(load_ref);
-  const Eigen::VectorXd phi_val = value_of(phi_ref);
-  const Eigen::VectorXd cuts_val = value_of(cuts_ref);
-  const Eigen::VectorXd x = value_of(gh_x);
-  const Eigen::VectorXd logw = value_of(gh_logw);
-  counterfair_integrated::check_sizes("cf_integrated", eta_val.rows(), y.size(), eta_val.rows(),
-                                      eta_val.cols(), load_val.size(), family.size(),
-                                      phi_val.size(), cut_start.size(), cut_len.size(), x.size(),
-                                      logw.size());
-  Eigen::MatrixXd d_eta = Eigen::MatrixXd::Zero(eta_val.rows(), eta_val.cols());
-  Eigen::VectorXd d_load = Eigen::VectorXd::Zero(load_val.size());
-  Eigen::VectorXd d_phi = Eigen::VectorXd::Zero(phi_val.size());
-  Eigen::VectorXd d_cuts = Eigen::VectorXd::Zero(cuts_val.size());
+  counterfair_integrated::StanCall call("cf_integrated", y, eta_ref, load_ref, family, phi_ref,
+                                        cuts_ref, cut_start, cut_len, gh_x, gh_logw,
+                                        newton_steps);
+  Eigen::MatrixXd d_eta = Eigen::MatrixXd::Zero(call.eta.rows(), call.eta.cols());
+  Eigen::VectorXd d_load = Eigen::VectorXd::Zero(call.load.size());
+  Eigen::VectorXd d_phi = Eigen::VectorXd::Zero(call.phi.size());
+  Eigen::VectorXd d_cuts = Eigen::VectorXd::Zero(call.cuts.size());
   counterfair_integrated::Gradient out;
-  out.d_eta = &d_eta;
-  out.d_load = &d_load;
-  out.d_phi = &d_phi;
-  out.d_cuts = &d_cuts;
-  double total = counterfair_integrated::integrate(y, eta_val, load_val, family, phi_val, cuts_val,
-                                                   cut_start, cut_len, x, logw, newton_steps,
-                                                   nullptr, out);
+  out.d_eta = d_eta.data();
+  out.d_load = d_load.data();
+  out.d_phi = d_phi.data();
+  out.d_cuts = d_cuts.data();
+  double total = counterfair_integrated::integrate(call.in, nullptr, out);
   auto ops = stan::math::make_partials_propagator(eta_ref, load_ref, phi_ref, cuts_ref);
   if (!stan::is_constant<TE>::value) stan::math::edge<0>(ops).partials_ = d_eta;
   if (!stan::is_constant<TL>::value) stan::math::edge<1>(ops).partials_ = d_load.transpose();
@@ -787,7 +104,7 @@ stan::return_type_t<TE, TL, TP, TC> cf_integrated(
   return ops.build(total);
 }
 
-// The log marginal of each row (values only: generated quantities, LOO).
+// The log marginal of each row (values only: generated quantities).
 template <typename TE, typename TL, typename TP, typename TC, typename TX, typename TW>
 Eigen::VectorXd cf_integrated_rows(const std::vector<std::vector<int>>& y, const TE& eta,
                                    const TL& load, const std::vector<int>& family,
@@ -795,27 +112,16 @@ Eigen::VectorXd cf_integrated_rows(const std::vector<std::vector<int>>& y, const
                                    const std::vector<int>& cut_start,
                                    const std::vector<int>& cut_len, const TX& gh_x,
                                    const TW& gh_logw, int newton_steps, std::ostream* pstream__) {
-  using stan::math::value_of;
-  const Eigen::MatrixXd eta_val = value_of(eta);
-  const Eigen::RowVectorXd load_val = value_of(load);
-  const Eigen::VectorXd phi_val = value_of(phi);
-  const Eigen::VectorXd cuts_val = value_of(cuts);
-  const Eigen::VectorXd x = value_of(gh_x);
-  const Eigen::VectorXd logw = value_of(gh_logw);
-  counterfair_integrated::check_sizes("cf_integrated_rows", eta_val.rows(), y.size(),
-                                      eta_val.rows(), eta_val.cols(), load_val.size(),
-                                      family.size(), phi_val.size(), cut_start.size(),
-                                      cut_len.size(), x.size(), logw.size());
-  Eigen::VectorXd rows(eta_val.rows());
-  counterfair_integrated::integrate(y, eta_val, load_val, family, phi_val, cuts_val, cut_start,
-                                    cut_len, x, logw, newton_steps, &rows,
-                                    counterfair_integrated::Gradient());
+  counterfair_integrated::StanCall call("cf_integrated_rows", y, eta, load, family, phi, cuts,
+                                        cut_start, cut_len, gh_x, gh_logw, newton_steps);
+  Eigen::VectorXd rows(call.eta.rows());
+  counterfair_integrated::integrate(call.in, rows.data(), counterfair_integrated::Gradient());
   return rows;
 }
 
-// One exact draw of each row's z from its posterior (exact rejection sampling under the
-// tangent hull at z*, z* - s, z* + s; valid for any log-concave integrand). A row whose
-// density is not finite gets NaN (named by counterfair in a ConvergenceWarning).
+// One exact draw of each row's z from its posterior (quadrature.hpp's draw_row, with
+// Stan's random numbers). A row whose density is not finite gets NaN (named by
+// counterfair in a ConvergenceWarning).
 template <typename TE, typename TL, typename TP, typename TC, typename TX, typename TW,
           typename RNG>
 Eigen::VectorXd cf_integrated_rng(const std::vector<std::vector<int>>& y, const TE& eta,
@@ -825,82 +131,15 @@ Eigen::VectorXd cf_integrated_rng(const std::vector<std::vector<int>>& y, const 
                                   const std::vector<int>& cut_len, const TX& gh_x,
                                   const TW& gh_logw, int newton_steps, RNG& base_rng__,
                                   std::ostream* pstream__) {
-  using stan::math::value_of;
-  const Eigen::MatrixXd eta_val = value_of(eta);
-  const Eigen::RowVectorXd load_val = value_of(load);
-  const Eigen::VectorXd phi_val = value_of(phi);
-  const Eigen::VectorXd cuts_val = value_of(cuts);
-  counterfair_integrated::check_sizes("cf_integrated_rng", eta_val.rows(), y.size(),
-                                      eta_val.rows(), eta_val.cols(), load_val.size(),
-                                      family.size(), phi_val.size(), cut_start.size(),
-                                      cut_len.size(), gh_x.size(), gh_logw.size());
+  counterfair_integrated::StanCall call("cf_integrated_rng", y, eta, load, family, phi, cuts,
+                                        cut_start, cut_len, gh_x, gh_logw, newton_steps);
   const std::size_t N = y.size();
   Eigen::VectorXd out(N);
-  const double nan = std::numeric_limits<double>::quiet_NaN();
   counterfair_integrated::Row row;
+  auto uniform = [&base_rng__]() { return stan::math::uniform_rng(0.0, 1.0, base_rng__); };
   for (std::size_t i = 0; i < N; ++i) {
-    counterfair_integrated::fill_row(row, static_cast<int>(i), y, eta_val, load_val, family,
-                                     phi_val, cuts_val, cut_start, cut_len, false);
-    double z, f, g, h;
-    // the hull below is valid at any z; a mode found closely keeps the draw efficient
-    if (!row.mode(std::max(newton_steps, counterfair_integrated::DRAW_NEWTON_MIN), z, f, g, h)) {
-      out(i) = nan;
-      continue;
-    }
-    double s = 1.0 / std::sqrt(-h);
-    // the flat top: F <= F(z) + g^2 / 2 because F is 1-strongly concave
-    double top = f + 0.5 * g * g + 1e-12;
-    double z1 = z - s, z2 = z + s, f1, g1, h1, f2, g2, h2;
-    row.at(z1, f1, g1, h1);
-    row.at(z2, f2, g2, h2);
-    // tangent points on either side of the mode: moved out (doubling) if one is not
-    for (int k = 0; k < counterfair_integrated::WIDEN_MAX && std::isfinite(g1) && !(g1 > 0);
-         ++k) {
-      z1 -= s * std::ldexp(1.0, k);
-      row.at(z1, f1, g1, h1);
-    }
-    for (int k = 0; k < counterfair_integrated::WIDEN_MAX && std::isfinite(g2) && !(g2 < 0);
-         ++k) {
-      z2 += s * std::ldexp(1.0, k);
-      row.at(z2, f2, g2, h2);
-    }
-    if (!(g1 > 0) || !(g2 < 0) || !std::isfinite(f1) || !std::isfinite(f2)) {
-      out(i) = nan;
-      continue;
-    }
-    double xl = z1 + (top - f1) / g1, xr = z2 + (top - f2) / g2;
-    if (xl > xr) {  // the two tangents meet below the top
-      double x = (f2 - f1 + g1 * z1 - g2 * z2) / (g1 - g2);
-      xl = x;
-      xr = x;
-    }
-    double ul = f1 + g1 * (xl - z1) - top, ur = f2 + g2 * (xr - z2) - top;
-    double ml = std::exp(ul) / g1, mc = xr - xl, mr = std::exp(ur) / (-g2);
-    double mass = ml + mc + mr;
-    double drawn = nan;
-    for (int k = 0; k < counterfair_integrated::REJECTION_MAX; ++k) {
-      double u = stan::math::uniform_rng(0.0, 1.0, base_rng__) * mass;
-      double v = stan::math::uniform_rng(0.0, 1.0, base_rng__);
-      double w = stan::math::uniform_rng(0.0, 1.0, base_rng__);
-      double t, hull;
-      if (u < ml) {
-        t = xl + std::log(v) / g1;
-        hull = f1 + g1 * (t - z1);
-      } else if (u < ml + mc) {
-        t = xl + (u - ml);
-        hull = top;
-      } else {
-        t = xr + std::log(v) / g2;
-        hull = f2 + g2 * (t - z2);
-      }
-      double ft, gt, ht;
-      row.at(t, ft, gt, ht);
-      if (std::log(w) <= ft - hull) {
-        drawn = t;
-        break;
-      }
-    }
-    out(i) = drawn;
+    counterfair_integrated::fill_row(row, i, call.in, false);
+    out(i) = counterfair_integrated::draw_row(row, newton_steps, uniform);
   }
   return out;
 }

@@ -50,7 +50,11 @@ LatentsMode = Literal["joint", "integrated", "auto"]
 LATENTS_MODES: tuple[str, ...] = ("joint", "integrated", "auto")
 
 HEADER = Path(__file__).with_name("integrated.hpp")
-"""The C++ of the quadrature and of the exact draws (CmdStan user header)."""
+"""The Stan face of the quadrature and of the exact draws (CmdStan user header)."""
+
+CORE = Path(__file__).with_name("quadrature.hpp")
+"""The quadrature and the exact draws themselves (plain C++), included by :data:`HEADER`
+and by the ctypes library of :mod:`counterfair.stan.native`."""
 
 GH_NODES = 9
 """Gauss-Hermite nodes per row, from the accuracy test (``tests/test_integrated.py``,
@@ -93,8 +97,8 @@ def uses_header(code: str) -> bool:
 
 @cache
 def header_text() -> str:
-    """The C++ header's text (part of a compiled program's cache key)."""
-    return HEADER.read_text(encoding="utf-8")
+    """The C++ headers' text, both (part of a compiled program's cache key)."""
+    return HEADER.read_text(encoding="utf-8") + CORE.read_text(encoding="utf-8")
 
 
 def header_digest() -> str:
