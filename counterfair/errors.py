@@ -142,6 +142,11 @@ class BackendUnavailableError(RuntimeError):
     """No Stan back end can run here; the message lists what is missing and how to get it."""
 
 
+class NativeBuildError(RuntimeError):
+    """counterfair's quadrature library cannot be built here: no C++ compiler, or it failed
+    (the message says which, with the compiler's own words)."""
+
+
 # ---------------------------------------------------------------------- decomposition
 # Refusals of counterfair.audit.decompose that the SCM and the levels decide; the command
 # line (``counterfair decompose``) makes them before it loads a fit.

@@ -264,7 +264,7 @@ def test_draw_grid_quantiles_are_within_a_hundredth_of_an_sd_of_a_fine_grid() ->
     data = law_pass_data()
     scm, params, codes, observed = pass_inputs(data)
     conditioned = ("UGPA", "LSAT", "PASS")
-    problem = ea._problems(scm, params, codes, observed, conditioned)["K"]
+    problem = ea.latent_problems(scm, params, codes, observed, conditioned)["K"]
     sd = ea.posterior_moments(scm, params, codes, observed, conditioned)["K"][1]
     uniforms = np.concatenate(
         [np.linspace(1e-6, 1 - 1e-6, 101)[:, None, None] * np.ones((1, *sd.shape))]

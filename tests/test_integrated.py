@@ -1,6 +1,7 @@
 """Latents integrated out of the fit (``SCM.fit(latents="integrated")``, issue 32).
 
 * the C++ quadrature against brute-force integration, row by row, for every family;
+* the native library (LOO, the node check) against the program: one implementation;
 * a NUTS fit of a model with every covered family: the true parameters are recovered,
   and the training rows' latents drawn in the program agree with exact abduction;
 * the law school level 2 SCM: the integrated and the joint fits agree within 4 MCSE;
@@ -298,6 +299,100 @@ def test_a_rows_log_marginal_does_not_depend_on_the_rows_it_is_computed_with(
         together = _quadrature_rows(data, "ll_together")
         assert np.isfinite(alone).all(), family
         np.testing.assert_array_equal(together, alone, err_msg=f"family {family}")
+
+
+# ---------------------------------------------------------------------- one implementation
+def _library_rows(
+    family: int, y: np.ndarray, eta: np.ndarray, load: np.ndarray, phi: float, cuts: np.ndarray,
+    **options: Any,
+) -> np.ndarray:
+    """The native library's log marginals of rows of one child (one parameter set)."""
+    from counterfair.stan import native
+
+    ordinal = family == 4
+    return native.log_marginal_rows(
+        y=y[:, None],
+        eta=eta[None, :, None],
+        load=load[None, :, None] if load.ndim == 1 else load,
+        family=np.array([family]),
+        phi=np.full((1, 1), phi),
+        cuts=(cuts if ordinal else np.zeros(0))[None, :],
+        cut_len=np.array([len(cuts) if ordinal else 0]),
+        nodes=options.pop("nodes", integrated.GH_NODES),
+        newton=options.pop("newton", integrated.NEWTON_STEPS),
+        **options,
+    )[0]
+
+
+@pytest.mark.stan
+def test_the_library_gives_each_row_the_programs_value_for_every_family(
+    stan_backend: str,
+) -> None:
+    """LOO and the node check read the quadrature from the native library; the fit reads it
+    in its program. Both compile quadrature.hpp: rows of every family (loadings up to 1,
+    one per row) get the same log marginal from both, to rounding."""
+    if stan_backend != "cmdstanpy":
+        pytest.skip("the quadrature is C++ compiled into CmdStan programs")
+    phi, cuts = 3.0, np.array([-1.0, 0.0, 1.5])
+    for family in (1, 2, 3, 4):
+        y, eta, load = _rows_of(family, (0.02, 0.3, 1.0))
+        program = _quadrature_rows(_one_child_data(family, y, eta, load, phi, cuts))
+        library = _library_rows(family, y, eta, load, phi, cuts)
+        np.testing.assert_allclose(library, program, rtol=1e-13, atol=1e-13, err_msg=str(family))
+
+
+def test_the_librarys_values_do_not_depend_on_its_threads_or_path() -> None:
+    """Five parameter sets on one thread or three give the same values, bit for bit; the
+    loadings given per row (the general path) or once (128 rows at a time) agree to
+    rounding; categorical columns (codes 5, 6, 6) match brute-force integration."""
+    from counterfair.stan import native
+
+    rng = np.random.default_rng(shifted(31))
+    n, sets = 300, 5
+    y = rng.poisson(4.0, size=(n, 1))
+    eta = np.log(y + 0.5)[None] + rng.normal(0.0, 1.0, size=(sets, n, 1))
+    load = rng.uniform(0.05, 0.8, size=(sets, 1))
+    common = {"family": np.array([1]), "phi": np.ones((sets, 1)), "cuts": np.zeros((sets, 0)),
+              "cut_len": np.array([0]), "nodes": 9, "newton": 3}
+    one = native.log_marginal_rows(y=y, eta=eta, load=load, threads=1, **common)
+    three = native.log_marginal_rows(y=y, eta=eta, load=load, threads=3, **common)
+    np.testing.assert_array_equal(one, three)
+    per_row = np.broadcast_to(load[:, None, :], (sets, n, 1))
+    general = native.log_marginal_rows(y=y, eta=eta, load=per_row, threads=2, **common)
+    np.testing.assert_allclose(general, one, rtol=1e-14, atol=0)
+    # a categorical child of 4 levels
+    levels = np.tile(np.arange(1, 5), n // 4)
+    logits = rng.uniform(-3.0, 3.0, size=(n, 3))
+    loads = rng.uniform(-0.3, 0.3, size=(n, 3))
+    values = native.log_marginal_rows(
+        y=np.repeat(levels[:, None], 3, axis=1), eta=logits[None], load=loads[None],
+        family=np.array([5, 6, 6]), phi=np.ones((1, 3)), cuts=np.zeros((1, 0)),
+        cut_len=np.zeros(3, dtype=int), nodes=9, newton=3,
+    )[0]
+    exact = _brute_force_rows(n, _categorical_log_density(levels, logits, loads))
+    assert np.abs(values - exact).max() < 1e-6
+
+
+def test_the_library_names_what_does_not_fit_and_a_failed_build_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from counterfair.stan import native
+
+    with pytest.raises(ValueError, match=r"load must have shape \(2, 1\)"):
+        native.log_marginal_rows(
+            y=np.zeros((3, 1), dtype=int), eta=np.zeros((2, 3, 1)), load=np.zeros((2, 2)),
+            family=np.array([1]), phi=np.ones((2, 1)), cuts=np.zeros((2, 0)),
+            cut_len=np.array([0]), nodes=3, newton=2,
+        )
+    monkeypatch.setenv("COUNTERFAIR_CACHE", str(tmp_path))
+    monkeypatch.setenv("CXX", "false")  # a compiler that fails: its error is said
+    with pytest.raises(errors.NativeBuildError, match="building counterfair's quadrature"):
+        native.build()
+    assert list((tmp_path / "native").iterdir()) == []  # no half-written library
+    monkeypatch.delenv("CXX")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no compiler at all
+    with pytest.raises(errors.NativeBuildError, match="no C\\+\\+ compiler found"):
+        native.build()
 
 
 # ---------------------------------------------------------------------- a fit of every family
@@ -612,7 +707,8 @@ def _truth_params(scm: cf.SCM, scale_loadings: float) -> Any:
 def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(scale: float, nodes: int) -> None:
     """Loadings of 0.01 to 0.02 per sd: 3 nodes are within 1e-7 of 40 on every row.
     The test model's own loadings (up to 1.2): no rule below 9 nodes is, so 9 are kept,
-    with the worst error said."""
+    with the worst error said. The error is the rule's own, Newton steps included: the
+    same C++ against 60 nodes with Newton run to convergence."""
     from counterfair.inference.loo import pointwise_log_likelihood
     from counterfair.inference.quadrature_nodes import NODE_TOLERANCE, choose_nodes
     from counterfair.rows.rows import Rows
@@ -624,8 +720,12 @@ def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(scale: float, 
     rule = choose_nodes(scm, params, rows.codes, rows.values())
     assert rule.nodes == nodes
     assert rule.checked_rows == 400 and rule.checked_sets == 1
-    reference = pointwise_log_likelihood(scm, params, rows.codes, rows.values(), nodes=60)
-    chosen = pointwise_log_likelihood(scm, params, rows.codes, rows.values(), nodes=rule.nodes)
+    reference = pointwise_log_likelihood(
+        scm, params, rows.codes, rows.values(), nodes=60, newton=50
+    )
+    chosen = pointwise_log_likelihood(
+        scm, params, rows.codes, rows.values(), nodes=rule.nodes, newton=rule.newton
+    )
     error = np.abs(chosen - reference).max()
     assert rule.max_error == pytest.approx(error, rel=0.1, abs=1e-12)
     if nodes == 3:
@@ -678,7 +778,17 @@ def test_a_warm_started_integrated_fit_checks_its_nodes_and_keeps_them_with_the_
     assert rule is not None and rule.nodes in NODE_CHOICES
     assert rule.max_error is not None and rule.max_error <= NODE_TOLERANCE
     assert (rule.checked_rows, rule.checked_sets) == (500, 6)
-    assert f"{rule.nodes} Gauss-Hermite nodes per row" in caplog.text
+    assert f"{rule.nodes} Gauss-Hermite nodes and {rule.newton} Newton steps" in caplog.text
     assert np.isfinite(fit.idata.posterior["K"].values).all()
     loaded = cf.load(fit.save(tmp_path / "fit"))
     assert loaded.quadrature == rule
+    # LOO scores the rows with the fit's own rule (its log density's values)
+    from counterfair.inference.loo import _log_likelihood_idata, pointwise_log_likelihood
+
+    idata, method = _log_likelihood_idata(fit)
+    own = pointwise_log_likelihood(
+        fit.scm, fit.params(), dict(fit.rows.codes), fit.rows.values(),
+        nodes=rule.nodes, newton=rule.newton,
+    )
+    assert method == "quadrature"
+    np.testing.assert_array_equal(idata.log_likelihood["row"].values.reshape(own.shape), own)

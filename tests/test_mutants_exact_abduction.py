@@ -115,9 +115,9 @@ def test_grid_draws_index_sets_and_rows() -> None:
                                               np.array([[[0.25]]]))[0, 0, 0], 1.5)
 
 
-def normal_problem(mean: list[float], precision: float) -> ea._LatentProblem:
+def normal_problem(mean: list[float], precision: float) -> ea.LatentProblem:
     m = np.asarray(mean, dtype=float)[None, :]
-    return ea._LatentProblem(m, np.full((1, 1), precision), ())
+    return ea.LatentProblem(m, np.full((1, 1), precision), ())
 
 
 def test_normal_problem_grid_ends_at_the_tail_drop() -> None:
@@ -146,14 +146,14 @@ def test_normal_problem_grid_ends_at_the_tail_drop() -> None:
     np.testing.assert_allclose(curvature, -4.0)
 
 
-def poisson_problem() -> tuple[ea._LatentProblem, dict[str, np.ndarray]]:
+def poisson_problem() -> tuple[ea.LatentProblem, dict[str, np.ndarray]]:
     family = mediator_scm().equations["C"].family
     mean = np.array([[0.3, -1.0, 2.0, 0.0]])
     precision = np.full((1, 1), 1.5)
     base = np.array([[0.2, 1.0, -0.5, 3.0]])
     loading = np.array([[0.8]])
     y = np.array([3.0, 0.0, 7.0, 25.0])
-    problem = ea._LatentProblem(mean, precision, (ea._Child(family, base, loading, y),))
+    problem = ea.LatentProblem(mean, precision, (ea.LatentChild(family, base, loading, y),))
     return problem, {"mean": mean, "P": precision, "base": base, "l": loading, "y": y}
 
 
@@ -268,7 +268,7 @@ def test_draws_belong_to_set_j_mod_s_and_follow_the_row_stream() -> None:
     assert draws.shape == (6, len(data))
     assert (draws[0::2] > 3).all() and (draws[1::2] < -3).all()
     # the uniforms are those of the latent's own stream, one per (draw, set, row)
-    problem = ea._problems(fit.scm, params, codes, observed, ("M",))["U"]
+    problem = ea.latent_problems(fit.scm, params, codes, observed, ("M",))["U"]
     uniforms = RowRandom.for_rows(shifted(12), len(data)).child("abduct", "U").random(
         (3, 2, len(data)), row_axis=2)
     want = ea._grid_draws(ea._grid(problem, 16), uniforms).reshape(6, len(data))

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.stats import norm
 
 from counterfair.model.evaluate import latent_loading, linear_predictor, sigma_of
 from counterfair.model.families import Family
@@ -49,6 +50,7 @@ from counterfair.model.specs import Latent
 from counterfair.rng import RowRandom
 
 if TYPE_CHECKING:
+    from counterfair.model.equation import NodeEquation
     from counterfair.model.scm import SCM
 
 GRID_POINTS = 512
@@ -131,7 +133,7 @@ def require_exact(scm: SCM, conditioned: Collection[str]) -> None:
 
 # ---------------------------------------------------------------------- per-latent terms
 @dataclass(frozen=True)
-class _Child:
+class LatentChild:
     """A non-Normal conditioned child: ``eta = base + loading * L``, value ``y``."""
 
     family: Family
@@ -139,31 +141,37 @@ class _Child:
     loading: np.ndarray  # (S, 1), or (S, N) when it differs by group (loading_by)
     y: np.ndarray  # (N,)
     args: tuple[np.ndarray, ...] = ()  # the family's own parameters, each (S, N)
+    eq: NodeEquation | None = None  # its equation (the C++ quadrature's parameters)
 
 
 @dataclass(frozen=True)
-class _LatentProblem:
+class LatentProblem:
     """The posterior of one latent: Normal part ``N(mean, 1/sqrt(precision))`` and others."""
 
     mean: np.ndarray  # (S, N)
     precision: np.ndarray  # (S, 1), or (S, N) with group-specific loadings
-    children: tuple[_Child, ...]
+    children: tuple[LatentChild, ...]
+    # log density of the anchors with the latent integrated out (prior and anchors in
+    # closed form), (S, N); None where not computed
+    normal_log_marginal: np.ndarray | None = None
 
-    def rows(self, index: slice) -> _LatentProblem:
+    def rows(self, index: slice) -> LatentProblem:
         """The same problem restricted to a block of rows."""
-        return _LatentProblem(
+        return LatentProblem(
             self.mean[:, index],
             _row_slice(self.precision, index),
             tuple(
-                _Child(
+                LatentChild(
                     c.family,
                     c.base[:, index],
                     _row_slice(c.loading, index),
                     c.y[index],
                     tuple(a[:, index] for a in c.args),
+                    c.eq,
                 )
                 for c in self.children
             ),
+            None if self.normal_log_marginal is None else self.normal_log_marginal[:, index],
         )
 
 
@@ -172,7 +180,7 @@ def _row_slice(array: np.ndarray, index: slice) -> np.ndarray:
     return array if array.shape[1] == 1 else array[:, index]
 
 
-def _latent_problem(
+def latent_problem(
     scm: SCM,
     latent: str,
     conditioned: Collection[str],
@@ -180,7 +188,7 @@ def _latent_problem(
     observed: Mapping[str, np.ndarray],
     codes: Mapping[str, np.ndarray],
     n_rows: int,
-) -> _LatentProblem:
+) -> LatentProblem:
     """Prior and anchors of ``latent`` in closed form, and its other conditioned children."""
     spec = scm.specs[latent]
     assert isinstance(spec, Latent)
@@ -188,7 +196,8 @@ def _latent_problem(
     values = {**observed, latent: np.zeros(n_rows)}
     precision = np.full((params.n, 1), 1.0 / spec.scale**2)
     information = np.full((params.n, n_rows), spec.loc / spec.scale**2)
-    children: list[_Child] = []
+    children: list[LatentChild] = []
+    anchors: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # loading, sd, residual
     for node in scm.children(latent):
         eq = scm.equations.get(node)
         if eq is None or node not in conditioned:
@@ -199,27 +208,36 @@ def _latent_problem(
         loading = latent_loading(eq, eq.latent[0], params, values, codes)  # (S, 1) or (S, N)
         y = np.asarray(observed[node], dtype=float)
         if eq.family.additive_noise:  # an anchor: the formulas of stan.anchoring
-            variance = sigma_of(eq, params) ** 2
+            sigma = sigma_of(eq, params)
+            variance = sigma**2
             precision = precision + loading**2 / variance
             information = information + loading / variance * (y[None, :] - base)
+            anchors.append((loading, sigma, y[None, :] - base))
         else:
             args = tuple(
                 np.broadcast_to(a, (params.n, n_rows))
                 for a in eq.family.likelihood_arguments(eq, params, y)
             )
-            children.append(_Child(eq.family, base, loading, y, args))
-    return _LatentProblem(information / precision, precision, tuple(children))
+            children.append(LatentChild(eq.family, base, loading, y, args, eq))
+    mean = information / precision
+    # the anchors' joint density with L integrated out: at L = m, p(r) = p(r | m) p(m) / p(m | r)
+    normal = norm.logpdf(mean, loc=spec.loc, scale=spec.scale) + 0.5 * np.log(
+        2.0 * np.pi / precision
+    )
+    for loading, sigma, residual in anchors:
+        normal = normal + norm.logpdf(residual, loc=loading * mean, scale=sigma)
+    return LatentProblem(mean, precision, tuple(children), normal)
 
 
 # ---------------------------------------------------------------------- log density
-def _log_density(problem: _LatentProblem, x: np.ndarray) -> np.ndarray:
+def _log_density(problem: LatentProblem, x: np.ndarray) -> np.ndarray:
     """Unnormalised log posterior at ``x`` of shape ``(S, N)`` or ``(S, N, G)``."""
     extra = x.ndim - 2
     with np.errstate(over="ignore"):
         return _log_density_terms(problem, x, extra)
 
 
-def _log_density_terms(problem: _LatentProblem, x: np.ndarray, extra: int) -> np.ndarray:
+def _log_density_terms(problem: LatentProblem, x: np.ndarray, extra: int) -> np.ndarray:
     shape = (slice(None), slice(None)) + (None,) * extra
     centred = x - problem.mean[shape]
     out = -0.5 * problem.precision[shape] * centred**2
@@ -232,7 +250,7 @@ def _log_density_terms(problem: _LatentProblem, x: np.ndarray, extra: int) -> np
 
 
 def _gradient_and_curvature(
-    problem: _LatentProblem, x: np.ndarray
+    problem: LatentProblem, x: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """First and second derivative of the log posterior at ``x`` (shape ``(S, N)``)."""
     gradient = -problem.precision * (x - problem.mean)
@@ -245,7 +263,7 @@ def _gradient_and_curvature(
     return gradient, curvature
 
 
-def _mode(problem: _LatentProblem) -> tuple[np.ndarray, np.ndarray]:
+def _mode(problem: LatentProblem) -> tuple[np.ndarray, np.ndarray]:
     """Mode and curvature there, by Newton's method safeguarded by bisection.
 
     Strong concavity (curvature at most ``-P``) puts the mode within
@@ -269,7 +287,7 @@ def _mode(problem: _LatentProblem) -> tuple[np.ndarray, np.ndarray]:
     return x, curvature
 
 
-def _grid_bounds(problem: _LatentProblem) -> tuple[np.ndarray, np.ndarray]:
+def _grid_bounds(problem: LatentProblem) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper end of each row's grid, shape ``(S, N)``.
 
     Each side starts at :data:`GRID_HALF_WIDTH` Laplace scales from the mode and
@@ -309,7 +327,7 @@ class _Grid:
     cdf: np.ndarray  # (S, R, G - 1)
 
 
-def _grid(problem: _LatentProblem, points: int) -> _Grid:
+def _grid(problem: LatentProblem, points: int) -> _Grid:
     low, high = _grid_bounds(problem)
     step = (high - low) / (points - 1)
     x = low[..., None] + step[..., None] * np.arange(points)
@@ -370,17 +388,17 @@ def _row_blocks(n_sets: int, n_rows: int, points: int) -> list[slice]:
 
 
 # ---------------------------------------------------------------------- public API
-def _problems(
+def latent_problems(
     scm: SCM,
     params: ParamDraws,
     codes: Mapping[str, np.ndarray],
     observed: Mapping[str, np.ndarray],
     conditioned: Collection[str],
-) -> dict[str, _LatentProblem]:
+) -> dict[str, LatentProblem]:
     require_exact(scm, conditioned)
     n_rows = _n_rows(codes, observed)
     return {
-        latent: _latent_problem(scm, latent, conditioned, params, observed, codes, n_rows)
+        latent: latent_problem(scm, latent, conditioned, params, observed, codes, n_rows)
         for latent in scm.latents
     }
 
@@ -424,7 +442,7 @@ def posterior_moments(
     """
     _check_points(grid_points)
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for latent, problem in _problems(scm, params, codes, observed, conditioned).items():
+    for latent, problem in latent_problems(scm, params, codes, observed, conditioned).items():
         mean = np.empty_like(problem.mean)
         sd = np.empty_like(problem.mean)
         for block in _row_blocks(params.n, mean.shape[1], grid_points):
@@ -452,7 +470,7 @@ def laplace_approximation(
         Latent -> (mode, sd), each of shape ``(S, N)``.
     """
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for latent, problem in _problems(scm, params, codes, observed, conditioned).items():
+    for latent, problem in latent_problems(scm, params, codes, observed, conditioned).items():
         mode, curvature = _mode(problem)
         out[latent] = (mode, 1.0 / np.sqrt(-np.broadcast_to(curvature, mode.shape)))
     return out
@@ -494,7 +512,7 @@ def sample_latents(
     if draws_per_set < 1:
         raise ValueError(f"draws_per_set must be at least 1, got {draws_per_set}")
     out: dict[str, np.ndarray] = {}
-    for latent, problem in _problems(scm, params, codes, observed, conditioned).items():
+    for latent, problem in latent_problems(scm, params, codes, observed, conditioned).items():
         s, n = problem.mean.shape
         if isinstance(rng, RowRandom):
             uniforms = rng.child("abduct", latent).random((draws_per_set, s, n), row_axis=2)

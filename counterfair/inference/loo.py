@@ -9,20 +9,22 @@ The quantity LOO needs is the row's *marginal* likelihood given a draw
 
     log p(row_n | theta_s) = log  ∫ p(row_n | u, theta_s) p(u | theta_s) du
 
-computed here in numpy/scipy for every posterior draw and row, then handed
-to :func:`arviz.loo` / :func:`arviz.compare` (Pareto-smoothed importance
-sampling over the draws ``s``).
+computed here for every posterior draw and row, then handed to
+:func:`arviz.loo` / :func:`arviz.compare` (Pareto-smoothed importance sampling over
+the draws ``s``).
 
 Integration
 -----------
 * ``"quadrature"``: when every latent is a root with a Normal prior and no
   observed node has two latent parents (the case of exact abduction,
   :func:`counterfair.inference.exact_abduction.supports_exact`), the integral factorises
-  into one 1-D integral per latent over its children. Each is computed by
-  adaptive Gauss-Hermite quadrature with :data:`HERMITE_NODES` nodes centred at
-  the latent's posterior mode and scaled by its Laplace sd (both from exact
-  abduction, :func:`counterfair.inference.exact_abduction.laplace_approximation`). For
-  Normal children it is exact (the integrand is Gaussian).
+  into one 1-D integral per latent over its children. The Normal children (anchors)
+  enter in closed form; the others through the adaptive Gauss-Hermite quadrature an
+  integrated fit's program runs (:func:`counterfair.inference.marginal.latent_log_marginal`,
+  the C++ of ``counterfair/stan/quadrature.hpp``): the same values the fit's log density
+  sums. The rule is an integrated fit's own (``fit.quadrature``), else the default of
+  :data:`~counterfair.stan.integrated.GH_NODES` nodes and
+  :data:`~counterfair.stan.integrated.NEWTON_STEPS` Newton steps.
 * ``"importance"``: otherwise, importance sampling from the latents' prior with
   ``n_draws`` draws per row (default :data:`IMPORTANCE_DRAWS`) and a seed;
   its Monte Carlo error grows when a row pins its latents down tightly.
@@ -45,11 +47,13 @@ from scipy.stats import norm
 
 from counterfair import errors
 from counterfair.inference import exact_abduction
+from counterfair.inference.marginal import latent_log_marginal
 from counterfair.logs import user_stacklevel
 from counterfair.model.evaluate import linear_predictor, sigma_of
 from counterfair.model.families.base import CountFamily
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Latent
+from counterfair.stan.integrated import GH_NODES, NEWTON_STEPS
 
 if TYPE_CHECKING:  # types only: Fit.loo delegates here
     from counterfair.inference.fit import Fit
@@ -57,9 +61,6 @@ if TYPE_CHECKING:  # types only: Fit.loo delegates here
 
 if TYPE_CHECKING:
     from counterfair.model.equation import NodeEquation
-
-HERMITE_NODES = 40
-"""Gauss-Hermite nodes per latent, row and draw (adaptive: centred on the posterior)."""
 
 IMPORTANCE_DRAWS = 2000
 """Prior draws of the latents per row in importance sampling."""
@@ -152,31 +153,12 @@ def _quadrature(
     observed: Mapping[str, np.ndarray],
     n: int,
     nodes: int,
+    newton: int,
 ) -> np.ndarray:
-    reference = scm.coding == "reference"
     total = _latent_free_terms(scm, params, codes, observed, n)
-    moments = exact_abduction.laplace_approximation(scm, params, codes, observed, scm.observed)
-    x, w = np.polynomial.hermite.hermgauss(nodes)
-    log_w = np.log(w) + x**2  # exp(x^2) undoes the Hermite weight
-    codes_k = {k: _tile(v, nodes) for k, v in codes.items()}
-    observed_k = {k: _tile(v, nodes) for k, v in observed.items()}
-    for latent in scm.latents:
-        spec = scm.specs[latent]
-        assert isinstance(spec, Latent)
-        mean, sd = moments[latent]
-        sd = np.maximum(sd, 1e-12)
-        u = mean[..., None] + np.sqrt(2.0) * sd[..., None] * x  # (S, n, K)
-        u_flat = u.reshape(params.n, n * nodes)
-        log_f = norm.logpdf(u_flat, loc=spec.loc, scale=spec.scale)
-        values = {**observed_k, latent: u_flat}
-        for child in scm.children(latent):
-            eq = scm.equations[child]
-            eta = linear_predictor(
-                eq, params, values, codes_k, reference_coding=reference, n_rows=n * nodes
-            )
-            log_f = log_f + node_log_density(eq, params, eta, observed_k[child])
-        log_f = log_f.reshape(params.n, n, nodes) + log_w
-        total += logsumexp(log_f, axis=-1) + np.log(np.sqrt(2.0) * sd)
+    problems = exact_abduction.latent_problems(scm, params, codes, observed, scm.observed)
+    for problem in problems.values():
+        total += latent_log_marginal(problem, params, nodes=nodes, newton=newton)
     return total
 
 
@@ -212,7 +194,8 @@ def pointwise_log_likelihood(
     observed: Mapping[str, np.ndarray],
     *,
     method: str | None = None,
-    nodes: int = HERMITE_NODES,
+    nodes: int = GH_NODES,
+    newton: int = NEWTON_STEPS,
     n_draws: int = IMPORTANCE_DRAWS,
     seed: int = 0,
 ) -> np.ndarray:
@@ -228,8 +211,9 @@ def pointwise_log_likelihood(
         Protected level codes and values of every observed node, each ``(N,)``.
     method : {"quadrature", "importance"}, optional
         Default: :func:`integration_method`. Quadrature needs exact abduction to apply.
-    nodes : int
-        Gauss-Hermite nodes per latent (quadrature).
+    nodes, newton : int
+        Gauss-Hermite nodes and Newton steps per latent and row (quadrature): an
+        integrated fit's rule by default, more for a reference.
     n_draws, seed : int
         Prior draws per row and their seed (importance sampling); draws depend on
         the row's position only, so results do not depend on chunking.
@@ -240,8 +224,11 @@ def pointwise_log_likelihood(
     if chosen == "quadrature" and not exact_abduction.supports_exact(scm, scm.observed):
         node = exact_abduction.unsupported_node(scm, scm.observed)
         raise errors.SCMError(f"quadrature does not apply: node {node!r}; use 'importance'")
-    if nodes < 1 or n_draws < 1:
-        raise ValueError(f"nodes and n_draws must be positive, got {nodes} and {n_draws}")
+    if nodes < 1 or n_draws < 1 or newton < 0:
+        raise ValueError(
+            f"nodes and n_draws must be positive and newton non-negative, got {nodes}, "
+            f"{n_draws} and {newton}"
+        )
     n = exact_abduction._n_rows(codes, observed)
     out = np.empty((params.n, n))
     if chosen == "importance":
@@ -251,13 +238,13 @@ def pointwise_log_likelihood(
             spec = scm.specs[latent]
             assert isinstance(spec, Latent)
             latent_draws[i] = spec.loc + spec.scale * rng.standard_normal((n, n_draws))
-    k = nodes if chosen == "quadrature" else n_draws if chosen == "importance" else 1
+    k = n_draws if chosen == "importance" else 1  # (the quadrature keeps no node axis)
     for block in _block_rows(params.n, n, k):
         c = {key: np.asarray(v)[block] for key, v in codes.items()}
         o = {key: np.asarray(v, dtype=float)[block] for key, v in observed.items()}
         m = block.stop - block.start
         if chosen == "quadrature":
-            out[:, block] = _quadrature(scm, params, c, o, m, nodes)
+            out[:, block] = _quadrature(scm, params, c, o, m, nodes, newton)
         elif chosen == "importance":
             out[:, block] = _importance(scm, params, c, o, m, latent_draws[:, block])
         else:
@@ -271,6 +258,9 @@ def _log_likelihood_idata(fit: Fit, **options: Any) -> tuple[az.InferenceData, s
     codes = dict(fit.rows.codes)
     observed = fit.rows.values()
     method = options.pop("method", None) or integration_method(fit.scm)
+    if fit.quadrature is not None and method == "quadrature":  # the fit's own rule
+        options.setdefault("nodes", fit.quadrature.nodes)
+        options.setdefault("newton", fit.quadrature.newton)
     values = pointwise_log_likelihood(fit.scm, params, codes, observed, method=method, **options)
     posterior = fit.idata.posterior
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
@@ -306,7 +296,8 @@ def loo(fit: Fit, **options: Any) -> pd.DataFrame:
     fit : Fit
         A fitted SCM.
     **options
-        ``method``, ``nodes``, ``n_draws``, ``seed`` of :func:`pointwise_log_likelihood`.
+        ``method``, ``nodes``, ``newton``, ``n_draws``, ``seed`` of
+        :func:`pointwise_log_likelihood`.
 
     Returns
     -------

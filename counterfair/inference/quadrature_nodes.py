@@ -10,13 +10,16 @@ per standard deviation, where 3 nodes are as exact as 9 and the gradient costs h
 
 When the fit is warm-started, the pilot's posterior draws are at hand before NUTS
 starts: :func:`choose_nodes` computes every training row's log marginal at
-:data:`CHECK_SETS` of them with each rule of :data:`NODE_CHOICES` and with
-:data:`REFERENCE_NODES` nodes, and keeps the fewest nodes whose worst error over the
-rows and sets is below :data:`NODE_TOLERANCE` (a tenth of the 1e-6 per row the
-integrated fit promises). The pilot ran on a subsample, so its posterior is wider
-than the full data's and the check covers the region NUTS will visit. Without a
-pilot, or when the check cannot run (a latent with a categorical child, which the
-numpy quadrature of :mod:`counterfair.inference.loo` does not cover), the fit keeps the
+:data:`CHECK_SETS` of them with each rule of :data:`NODE_CHOICES` x
+:data:`NEWTON_CHOICES` and with a reference rule (:data:`REFERENCE_NODES` nodes, Newton
+run to convergence), and keeps the cheapest rule (fewest nodes, then fewest Newton
+steps) whose worst error over the rows and sets is below :data:`NODE_TOLERANCE` (a
+tenth of the 1e-6 per row the integrated fit promises). The values come from the C++
+the fit program runs (:mod:`counterfair.inference.marginal`), so the check measures the
+very rule the fit will use, Newton steps included. The pilot ran on a subsample, so its
+posterior is wider than the full data's and the check covers the region NUTS will
+visit. Without a pilot, or when the check cannot run (a latent with a categorical
+child, which exact abduction's latent problems do not describe), the fit keeps the
 default.
 """
 
@@ -40,10 +43,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 NODE_CHOICES = (3, 5, 7, GH_NODES)
-"""The rules tried, fewest nodes first."""
+"""The node counts tried, fewest first."""
+
+NEWTON_CHOICES = (2, NEWTON_STEPS)
+"""The Newton step counts tried with each node count, fewest first."""
 
 REFERENCE_NODES = 40
 """Nodes of the reference rule the others are checked against."""
+
+REFERENCE_NEWTON = 50
+"""Newton steps of the reference rule (they stop once a step is below 1e-9)."""
 
 NODE_TOLERANCE = 1e-7
 """Largest error of a row's log marginal that a rule may make on the check."""
@@ -96,7 +105,8 @@ def choose_nodes(
     *,
     seed: int | None = None,
 ) -> QuadratureRule:
-    """The fewest nodes of :data:`NODE_CHOICES` within :data:`NODE_TOLERANCE` on every row.
+    """The cheapest rule of :data:`NODE_CHOICES` x :data:`NEWTON_CHOICES` within
+    :data:`NODE_TOLERANCE` of the reference on every row.
 
     Parameters
     ----------
@@ -110,44 +120,49 @@ def choose_nodes(
     """
     if not exact_abduction.supports_exact(scm, scm.observed):
         return default_rule(
-            "the default: the check's numpy quadrature does not cover "
+            "the default: the check (on exact abduction's latent problems) does not cover "
             f"node {exact_abduction.unsupported_node(scm, scm.observed)!r}"
         )
     if params.n > CHECK_SETS:
         pick = np.sort(np.random.default_rng(seed).choice(params.n, CHECK_SETS, replace=False))
         params = params.take(pick)
     reference = pointwise_log_likelihood(
-        scm, params, codes, observed, method="quadrature", nodes=REFERENCE_NODES
+        scm, params, codes, observed, method="quadrature", nodes=REFERENCE_NODES,
+        newton=REFERENCE_NEWTON,
     )
     n_rows = reference.shape[1]
-    errors: dict[int, float] = {}
+    errors: dict[tuple[int, int], float] = {}
     for nodes in NODE_CHOICES:
-        values = pointwise_log_likelihood(
-            scm, params, codes, observed, method="quadrature", nodes=nodes
-        )
-        gap = np.abs(values - reference)
-        error = float(np.max(gap)) if np.all(np.isfinite(gap)) else float("inf")
-        errors[nodes] = error
-        if error <= NODE_TOLERANCE:
-            rule = QuadratureRule(
-                nodes, NEWTON_STEPS, error, params.n, n_rows,
-                f"the fewest nodes within {NODE_TOLERANCE:g} of {REFERENCE_NODES} nodes on "
-                f"every training row at {params.n} of the pilot's posterior draws",
+        for newton in NEWTON_CHOICES:
+            values = pointwise_log_likelihood(
+                scm, params, codes, observed, method="quadrature", nodes=nodes, newton=newton
             )
-            logger.info(
-                "integrated latents: %d Gauss-Hermite nodes per row (worst error %.1e on "
-                "%d rows x %d parameter sets; tried %s)",
-                nodes, error, n_rows, params.n,
-                ", ".join(f"{k}: {v:.1e}" for k, v in errors.items()),
-            )
-            return rule
-    worst = errors[GH_NODES]
+            gap = np.abs(values - reference)
+            error = float(np.max(gap)) if np.all(np.isfinite(gap)) else float("inf")
+            errors[nodes, newton] = error
+            if error <= NODE_TOLERANCE:
+                logger.info(
+                    "integrated latents: %d Gauss-Hermite nodes and %d Newton steps per row "
+                    "(worst error %.1e on %d rows x %d parameter sets; tried %s)",
+                    nodes, newton, error, n_rows, params.n, _tried(errors),
+                )
+                return QuadratureRule(
+                    nodes, newton, error, params.n, n_rows,
+                    f"the cheapest rule within {NODE_TOLERANCE:g} of {REFERENCE_NODES} nodes "
+                    f"on every training row at {params.n} of the pilot's posterior draws",
+                )
+    worst = errors[GH_NODES, NEWTON_STEPS]
     logger.info(
-        "integrated latents: %d Gauss-Hermite nodes per row, the most tried (worst error "
-        "%.1e on %d rows x %d parameter sets, above %g)",
-        GH_NODES, worst, n_rows, params.n, NODE_TOLERANCE,
+        "integrated latents: %d Gauss-Hermite nodes and %d Newton steps per row, the most "
+        "tried (worst error %.1e on %d rows x %d parameter sets, above %g)",
+        GH_NODES, NEWTON_STEPS, worst, n_rows, params.n, NODE_TOLERANCE,
     )
     return QuadratureRule(
         GH_NODES, NEWTON_STEPS, worst, params.n, n_rows,
-        f"no rule of {list(NODE_CHOICES)} was within {NODE_TOLERANCE:g}: the most nodes",
+        f"no rule of {list(NODE_CHOICES)} nodes x {list(NEWTON_CHOICES)} Newton steps was "
+        f"within {NODE_TOLERANCE:g}: the most of both",
     )
+
+
+def _tried(errors: Mapping[tuple[int, int], float]) -> str:
+    return ", ".join(f"{n} nodes/{k} steps: {v:.1e}" for (n, k), v in errors.items())

@@ -10,8 +10,9 @@ other latent parent):
    ``z ~ Normal(0, 1)`` (``L = loc + scale * z`` when it has no Normal child);
 2. its other children (Poisson, negative binomial, Bernoulli, ordinal, categorical) enter through
    ``log int prod_c p_c(y_c | eta_c + load_c z) Normal(z | 0, 1) dz`` per row, by
-   adaptive Gauss-Hermite quadrature (the C++ of ``integrated.hpp``, included as
-   CmdStan's user header): :data:`NEWTON_STEPS` Newton steps to the mode and
+   adaptive Gauss-Hermite quadrature (the C++ of ``quadrature.hpp``, included through
+   ``integrated.hpp`` as CmdStan's user header, and shared with the native library of
+   :mod:`counterfair.stan.native` that LOO and the node check call): :data:`NEWTON_STEPS` Newton steps to the mode and
    :data:`GH_NODES` nodes scaled by the curvature there;
 3. the generated quantities draw each row's ``z`` exactly from its posterior given
    the draw's parameters (rejection under a tangent hull of the log-concave density),

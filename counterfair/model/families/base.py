@@ -138,7 +138,7 @@ class Family:
         :meth:`derivatives`).
     quadrature_code : int or None
         The family's code in the C++ quadrature of integrated latents
-        (``counterfair/stan/integrated.hpp``: 1 Poisson, 2 negative binomial,
+        (``counterfair/stan/quadrature.hpp``: 1 Poisson, 2 negative binomial,
         3 Bernoulli, 4 ordinal, 5 categorical), None where it does not cover the family.
     glm, plain : str
         Stan sampling functions with and without a design matrix.
@@ -506,6 +506,17 @@ class Family:
         cutpoints either side of each row's observed level. None by default.
         """
         return ()
+
+    def quadrature_parameters(
+        self, eq: NodeEquation, params: ParamDraws
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The family's own parameters as the C++ quadrature takes them (``quadrature_code``).
+
+        A dispersion per set, shape ``(S,)`` (1 where the family has none), and the
+        cutpoints per set, shape ``(S, m)`` (``m = 0`` where it has none); what the fit
+        program passes as ``phi`` and ``cuts`` (:mod:`counterfair.stan.integrated`).
+        """
+        return np.ones(params.n), np.zeros((params.n, 0))
 
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         """Log likelihood of ``y`` given ``eta``, up to terms free of ``eta`` (exact only).

@@ -119,6 +119,12 @@ class NegativeBinomialFamily(CountFamily):
         log_phi = np.log(params[eq.param("phi")])[:, None]
         return (np.broadcast_to(log_phi, (log_phi.shape[0], np.shape(y)[-1])),)
 
+    def quadrature_parameters(
+        self, eq: NodeEquation, params: ParamDraws
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``phi`` per set; no cutpoints."""
+        return np.asarray(params[eq.param("phi")], dtype=float), np.zeros((params.n, 0))
+
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         (log_phi,) = args
         return np.asarray(y * eta - (y + np.exp(log_phi)) * np.logaddexp(eta, log_phi))

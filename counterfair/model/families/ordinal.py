@@ -258,6 +258,13 @@ class OrdinalFamily(LevelFamily):
         code = np.rint(np.asarray(y)).astype(np.int64).reshape(-1)
         return padded[:, code], padded[:, code + 1]
 
+    def quadrature_parameters(
+        self, eq: NodeEquation, params: ParamDraws
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """No dispersion; the cutpoints per set, ``(S, K - 1)``."""
+        cutpoints = np.asarray(params[eq.param("cutpoints")], dtype=float)
+        return np.ones(params.n), cutpoints.reshape(params.n, -1)
+
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         lower, upper = args
         return np.asarray(log_expit(upper - eta) + log_expit(eta - lower))

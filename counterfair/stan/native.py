@@ -1,0 +1,227 @@
+"""The integrated-latent quadrature as a native library, for Python callers.
+
+The fit programs of :mod:`counterfair.stan.integrated` compute each row's log marginal
+in C++ (``quadrature.hpp``, compiled into the program). Leave-one-out
+(:mod:`counterfair.inference.loo`) and the fit's node check
+(:mod:`counterfair.inference.quadrature_nodes`) need the same values outside a Stan
+program, for many parameter sets: this module compiles ``native.cpp`` (which includes
+the same ``quadrature.hpp``) into a shared library with the C++ compiler CmdStan uses,
+caches it, and calls it through :mod:`ctypes`. One implementation serves the fit, LOO
+and the node check.
+
+The library is built once per machine and source: ``<cache>/native_<hash>.so``, where
+``<cache>`` is ``$COUNTERFAIR_CACHE/native``, else ``$XDG_CACHE_HOME/counterfair/native``,
+else ``~/.cache/counterfair/native``; the hash covers both C++ files, the compiler and
+its flags. The build takes a few seconds (plain C++17: no Stan, no Eigen); concurrent
+processes each write a temporary file and rename it into place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from counterfair import errors
+
+SOURCE = Path(__file__).with_name("native.cpp")
+CORE = Path(__file__).with_name("quadrature.hpp")
+
+FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread")
+"""Compiler flags (CmdStan's optimisation level; no fast-math, so values match the
+programs')."""
+
+ERROR_SIZE = 512
+
+
+def cache_dir() -> Path:
+    """Folder of the built library."""
+    explicit = os.environ.get("COUNTERFAIR_CACHE")
+    if explicit:
+        return Path(explicit) / "native"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "counterfair" / "native"
+
+
+def compiler() -> str:
+    """The C++ compiler: ``$CXX``, else ``g++``, else ``c++``, else ``clang++``.
+
+    Raises
+    ------
+    NativeBuildError
+        When none is found.
+    """
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return str(shutil.which(name))
+    raise errors.NativeBuildError(
+        "no C++ compiler found (set CXX, or install g++): counterfair's quadrature library "
+        "needs one, as CmdStan does"
+    )
+
+
+def _version(cxx: str) -> str:
+    try:
+        run = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return run.stdout.splitlines()[0] if run.stdout else ""
+
+
+def library_path() -> Path:
+    """Where the library for the current sources and compiler is (or will be) cached."""
+    cxx = compiler()
+    digest = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), CORE.read_bytes(), cxx.encode(), _version(cxx).encode()):
+        digest.update(part)
+    digest.update(" ".join(FLAGS).encode())
+    return cache_dir() / f"native_{digest.hexdigest()[:16]}.so"
+
+
+def build() -> Path:
+    """The library's path, compiled first when it is not cached.
+
+    Raises
+    ------
+    NativeBuildError
+        When the compiler fails (its message is kept).
+    """
+    path = library_path()
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
+    os.close(fd)
+    command = [compiler(), *FLAGS, f"-I{SOURCE.parent}", "-o", tmp, str(SOURCE)]
+    try:
+        run = subprocess.run(command, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise errors.NativeBuildError(
+                f"building counterfair's quadrature library failed ({' '.join(command)}):\n"
+                + run.stderr[-4000:]
+            )
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+_SIZE = ctypes.c_size_t
+_INT_P = np.ctypeslib.ndpointer(dtype=np.intc, flags="C_CONTIGUOUS")
+_DOUBLE_P = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
+
+
+@cache
+def _library() -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(build()))
+    fn = lib.cf_log_marginal_rows
+    fn.restype = ctypes.c_int
+    fn.argtypes = [
+        _SIZE, _SIZE, _SIZE, _SIZE,  # S, N, C, n_cuts
+        _INT_P, _DOUBLE_P, _DOUBLE_P, ctypes.c_int,  # y, eta, load, load_per_row
+        _INT_P, _DOUBLE_P, _DOUBLE_P, _INT_P, _INT_P,  # family, phi, cuts, start, len
+        _SIZE, _DOUBLE_P, _DOUBLE_P, ctypes.c_int, ctypes.c_int,  # J, x, log w, steps, threads
+        _DOUBLE_P, ctypes.c_char_p, _SIZE,  # out, error, its size
+    ]
+    return lib
+
+
+def log_marginal_rows(
+    *,
+    y: np.ndarray,
+    eta: np.ndarray,
+    load: np.ndarray,
+    family: np.ndarray,
+    phi: np.ndarray,
+    cuts: np.ndarray,
+    cut_len: np.ndarray,
+    nodes: int,
+    newton: int,
+    threads: int | None = None,
+) -> np.ndarray:
+    """Each row's log marginal ``log int prod_c p_c(y_c | eta_c + load_c z) N(z | 0, 1) dz``.
+
+    The computation of the fit programs' ``cf_integrated_rows`` (every constant included),
+    for ``S`` parameter sets at once.
+
+    Parameters
+    ----------
+    y : array of int, shape (N, C)
+        Each column's observed value in Stan's coding (counts; 0/1; levels from 1).
+    eta : array, shape (S, N, C)
+        Each column's linear predictor without the latent.
+    load : array, shape (S, C) or (S, N, C)
+        The latent's coefficient per column (per row too, when it differs by row).
+    family : array of int, shape (C,)
+        Codes of :attr:`~counterfair.model.families.base.Family.quadrature_code`.
+    phi : array, shape (S, C)
+        Negative binomial dispersions (any positive value for other columns).
+    cuts : array, shape (S, K)
+        Every ordinal column's cutpoints, one after another.
+    cut_len : array of int, shape (C,)
+        Cutpoints per column (0 but for ordinal columns), in the order of ``cuts``.
+    nodes, newton : int
+        Gauss-Hermite nodes and Newton steps per row.
+    threads : int, optional
+        Threads (default: the machine's cores); the values do not depend on it.
+
+    Raises
+    ------
+    ValueError
+        For arrays whose shapes do not agree, naming them.
+    """
+    eta = np.asarray(eta, dtype=np.float64)
+    if eta.ndim != 3:
+        raise ValueError(f"eta must have shape (S, N, C), got {eta.shape}")
+    S, N, C = eta.shape
+    y_arr = np.asarray(y)
+    load_arr = np.asarray(load, dtype=np.float64)
+    per_row = load_arr.ndim == 3
+    shapes = {
+        "y": (y_arr.shape, (N, C)),
+        "load": (load_arr.shape, (S, N, C) if per_row else (S, C)),
+        "family": (np.shape(family), (C,)),
+        "phi": (np.shape(phi), (S, C)),
+        "cut_len": (np.shape(cut_len), (C,)),
+    }
+    for name, (got, want) in shapes.items():
+        if tuple(got) != want:
+            raise ValueError(f"{name} must have shape {want}, got {tuple(got)}")
+    lengths = np.asarray(cut_len, dtype=np.intc)
+    cuts_arr = np.asarray(cuts, dtype=np.float64).reshape(S, -1)
+    if cuts_arr.shape[1] != int(lengths.sum()):
+        raise ValueError(f"cuts must have {int(lengths.sum())} columns, got {cuts_arr.shape[1]}")
+    if nodes < 1 or newton < 0:
+        raise ValueError(f"nodes must be positive and newton non-negative, got {nodes}, {newton}")
+    starts = (np.concatenate([[0], np.cumsum(lengths)[:-1]]) + 1).astype(np.intc)
+    x, w = np.polynomial.hermite.hermgauss(nodes)
+    out = np.empty((S, N))
+    if S == 0 or N == 0:
+        return out
+    error = ctypes.create_string_buffer(ERROR_SIZE)
+    n_threads = threads if threads is not None else (os.cpu_count() or 1)
+    status = _library().cf_log_marginal_rows(
+        S, N, C, cuts_arr.shape[1],
+        np.ascontiguousarray(y_arr.T, dtype=np.intc),
+        np.ascontiguousarray(eta.transpose(0, 2, 1)),
+        np.ascontiguousarray(load_arr.transpose(0, 2, 1) if per_row else load_arr),
+        int(per_row),
+        np.ascontiguousarray(family, dtype=np.intc),
+        np.ascontiguousarray(phi, dtype=np.float64),
+        np.ascontiguousarray(cuts_arr if cuts_arr.size else np.zeros((S, 1))),
+        np.ascontiguousarray(starts),
+        lengths,
+        nodes, np.ascontiguousarray(x), np.ascontiguousarray(np.log(w)), int(newton),
+        int(n_threads), out, error, ERROR_SIZE,
+    )
+    if status != 0:
+        raise ValueError(f"counterfair's quadrature library: {error.value.decode()}")
+    return out
