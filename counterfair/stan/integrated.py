@@ -12,8 +12,9 @@ other latent parent):
    ``log int prod_c p_c(y_c | eta_c + load_c z) Normal(z | 0, 1) dz`` per row, by
    adaptive Gauss-Hermite quadrature (the C++ of ``quadrature.hpp``, included through
    ``integrated.hpp`` as CmdStan's user header, and shared with the native library of
-   :mod:`counterfair.stan.native` that LOO and the node check call): :data:`NEWTON_STEPS` Newton steps to the mode and
-   :data:`GH_NODES` nodes scaled by the curvature there;
+   :mod:`counterfair.stan.native` that LOO and the node check call):
+   :data:`NEWTON_STEPS` Newton steps to the mode and :data:`GH_NODES` nodes scaled by
+   the curvature there;
 3. the generated quantities draw each row's ``z`` exactly from its posterior given
    the draw's parameters (rejection under a tangent hull of the log-concave density),
    so the fit carries every training row's latent draws as the joint fit does, and
