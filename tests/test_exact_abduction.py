@@ -43,6 +43,7 @@ from scipy import integrate, stats
 
 import counterfair as cf
 from counterfair.inference import exact_abduction as ea
+from counterfair.inference import latent_problem as lp
 from counterfair.inference.diagnostics import Diagnostics
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
@@ -257,36 +258,49 @@ def test_doubling_grid_points_changes_moments_negligibly() -> None:
     assert np.max(np.abs(rough[0] - fine[0]) / sd) < 3e-3
 
 
-def test_draw_grid_quantiles_are_within_a_hundredth_of_an_sd_of_a_fine_grid() -> None:
-    """Draws invert the grid's CDF: at DRAW_GRID_POINTS every quantile from 1e-6 to
-    1 - 1e-6 is within 0.01 posterior sds of a 2,048-point grid's, and 4x coarser
-    grids are visibly worse (the comparison can fail)."""
+def test_exact_draws_follow_the_posterior_of_a_row_with_count_and_binary_children() -> None:
+    """Draws come from rejection under the tangent hull (the C++ the integrated fit uses):
+    20,000 draws of three rows' K given one parameter set have the CDF of a 2,048-point
+    grid of the posterior within the 1 % Kolmogorov-Smirnov bound, and a draw shifted by
+    0.05 posterior sds is visibly off (the comparison can fail)."""
     data = law_pass_data()
     scm, params, codes, observed = pass_inputs(data)
     conditioned = ("UGPA", "LSAT", "PASS")
-    problem = ea.latent_problems(scm, params, codes, observed, conditioned)["K"]
-    sd = ea.posterior_moments(scm, params, codes, observed, conditioned)["K"][1]
-    uniforms = np.concatenate(
-        [np.linspace(1e-6, 1 - 1e-6, 101)[:, None, None] * np.ones((1, *sd.shape))]
-    )
-    fine = ea._grid_draws(ea._grid(problem, 2048), uniforms)
+    params = params.take(np.array([0]))
+    rows = np.array([0, 1, 2])
+    codes = {k: v[rows] for k, v in codes.items()}
+    observed = {k: v[rows] for k, v in observed.items()}
+    n = 20_000
+    draws = ea.sample_latents(
+        scm, params, codes, observed, conditioned, draws_per_set=n,
+        rng=np.random.default_rng(shifted(5)),
+    )["K"]
+    problem = lp.latent_problems(scm, params, codes, observed, conditioned)["K"]
+    grid = ea._grid(problem, 2048)
+    sd = ea.posterior_moments(scm, params, codes, observed, conditioned)["K"][1][0]
+    bound = 1.63 / np.sqrt(n)  # Kolmogorov-Smirnov at the 1 % level
 
-    def error(points: int) -> float:
-        draws = ea._grid_draws(ea._grid(problem, points), uniforms)
-        return float(np.max(np.abs(draws - fine) / sd[None]))
+    def distance(row: int, shift: float) -> float:
+        x = grid.low[0, row] + grid.step[0, row] * np.arange(2048)
+        cdf = np.concatenate([[0.0], np.cumsum(grid.mass[0, row])])
+        sample = np.sort(draws[:, row] + shift * sd[row])
+        reference = np.interp(sample, x, cdf)
+        steps = np.arange(1, n + 1) / n
+        return float(max(np.max(steps - reference), np.max(reference - (steps - 1 / n))))
 
-    assert error(ea.DRAW_GRID_POINTS) < 0.01
-    assert error(ea.DRAW_GRID_POINTS // 4) > error(ea.DRAW_GRID_POINTS)
+    for row in range(3):
+        assert distance(row, 0.0) < bound, row
+        assert distance(row, 0.05) > bound, row
 
 
 # ---------------------------------------------------------------------- (d) applicability
 def test_unsupported_scm_names_the_node_and_mcmc_settings_with_exact_raise() -> None:
     scm = two_latent_scm()
-    assert ea.unsupported_node(scm, ("X", "Y", "Z")) == "X"
-    assert not ea.supports_exact(scm, ("X", "Y", "Z"))
-    assert ea.supports_exact(scm, ("Y", "Z"))  # without X the latents are independent
+    assert lp.unsupported_node(scm, ("X", "Y", "Z")) == "X"
+    assert not lp.supports_exact(scm, ("X", "Y", "Z"))
+    assert lp.supports_exact(scm, ("Y", "Z"))  # without X the latents are independent
     with pytest.raises(ValueError, match=r"node 'X' has more than one latent parent"):
-        ea.require_exact(scm, ("Y", "X"))
+        lp.require_exact(scm, ("Y", "X"))
     values = {
         "alpha_X": 0.0,
         "beta_X_A": [0.5],
@@ -318,7 +332,7 @@ def test_unsupported_scm_names_the_node_and_mcmc_settings_with_exact_raise() -> 
 
 
 # ---------------------------------------------------------------------- (e) reproducibility
-def test_same_seed_same_draws_regardless_of_chunking(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_same_seed_same_draws_regardless_of_chunking() -> None:
     data = law_pass_data()
     fit = fixed_fit(law_pass_scm(), data, PASS_TRUTH, n_sets=5, seed=shifted(2))
     kwargs: dict[str, Any] = {"condition_on": ["UGPA", "LSAT", "PASS"], "method": "draws"}
@@ -327,8 +341,8 @@ def test_same_seed_same_draws_regardless_of_chunking(monkeypatch: pytest.MonkeyP
     other = fit.abduct(data, n_samples=50, seed=shifted(10), **kwargs)
     np.testing.assert_array_equal(first.latents["K"], again.latents["K"])
     assert not np.array_equal(first.latents["K"], other.latents["K"])
-    monkeypatch.setattr(ea, "MAX_GRID_CELLS", 5 * 512 * 7)  # blocks of 7 rows
-    chunked = fit.abduct(data, n_samples=50, seed=shifted(9), **kwargs)
+    with cf.set_options(chunk_bytes=cf.options.MIN_CHUNK_BYTES):  # chunks of 40 rows
+        chunked = fit.abduct(data, n_samples=50, seed=shifted(9), **kwargs)
     np.testing.assert_array_equal(first.latents["K"], chunked.latents["K"])
 
 
@@ -472,7 +486,7 @@ def test_exact_moments_match_quadrature_with_negative_binomial_and_ordinal_child
     data.iloc[4, data.columns.get_loc("C")] = 400  # far in its upper tail
     data.iloc[5, data.columns.get_loc("O")] = FAMILY_LEVELS[0]
     scm, params, codes, observed = families_inputs(data)
-    assert ea.supports_exact(scm, ("O", "X", "C"))
+    assert lp.supports_exact(scm, ("O", "X", "C"))
     for condition_on in [("O", "X", "C"), ("C",), ("O",), ("O", "C")]:
         mean, sd = ea.posterior_moments(scm, params, codes, observed, condition_on)["U"]
         for row in range(len(data)):

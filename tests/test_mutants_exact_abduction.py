@@ -1,19 +1,18 @@
 """Exact abduction piece by piece against closed forms (tools/mutation.py, exact_abduction).
 
-* piecewise linear densities whose moments and inverse CDF are known exactly
-  (uniform, triangles, a trapezoid), written as grids by hand;
+* piecewise linear densities whose moments are known exactly (uniform, triangles, a
+  trapezoid), written as grids by hand;
 * a Normal-only problem: grid ends at ``mode +- sqrt(2 * TAIL_DROP / P)`` and the
   density there ``exp(-TAIL_DROP)``; the conjugate posterior of the mediator SCM's
   latent (tests/_mutant_models.py) for every subset of conditioned children;
 * a Poisson child: log density, gradient and curvature against their formulas,
   the mode against a root finder;
 * row blocks, the row count, argument checks, and the draws' layout (draw ``j``
-  belongs to parameter set ``j % S``).
+  belongs to parameter set ``j % S``, each with its own random stream).
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 
 import numpy as np
@@ -23,6 +22,8 @@ from _seeds import shifted
 from scipy import optimize, special
 
 from counterfair.inference import exact_abduction as ea
+from counterfair.inference import latent_problem as lp
+from counterfair.inference.latent_rows import latent_draws
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
 
@@ -67,57 +68,9 @@ def test_grid_moments_never_take_the_root_of_a_negative_variance() -> None:
     assert np.isfinite(sd).all() and sd[0, 0] >= 0.0
 
 
-U = np.array([0.0, 0.01, 0.2, 0.5, 0.77, 0.99, 1.0])
-
-
-@pytest.mark.parametrize(
-    ("density", "quantile"),
-    [
-        ([1.0, 1.0], lambda u: u),
-        ([1.0, 1.0, 1.0], lambda u: 2.0 * u),
-        ([0.0, 1.0], np.sqrt),
-        ([1.0, 0.0], lambda u: 1.0 - np.sqrt(1.0 - u)),
-        ([0.0, 1.0, 0.0], lambda u: np.where(u < 0.5, np.sqrt(2 * u),
-                                             2.0 - np.sqrt(2 * (1 - u)))),
-        ([1.0, 3.0], lambda u: (-1.0 + np.sqrt(1.0 + 8.0 * u)) / 2.0),  # F = (x + x^2) / 2
-    ],
-)
-def test_grid_draws_invert_the_cdf(density: list[float], quantile: object) -> None:
-    for low, step in [(0.0, 1.0), (-2.0, 0.25)]:
-        grid = hand_grid(low, step, density)
-        got = ea._grid_draws(grid, U[:, None, None])
-        assert got.shape == (U.size, 1, 1)
-        want = low + step * quantile(U)  # type: ignore[operator]
-        np.testing.assert_allclose(got[:, 0, 0], want, rtol=1e-9, atol=1e-9)
-
-
-def test_grid_draws_index_sets_and_rows() -> None:
-    """Two sets by three rows, each its own density: every (set, row) is drawn from its own."""
-    shapes = [[[1.0, 1.0, 1.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]],
-              [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [2.0, 1.0, 1.0]]]
-    f = np.array(shapes)
-    mass = 0.5 * (f[..., :-1] + f[..., 1:])
-    mass = mass / mass.sum(axis=-1, keepdims=True)
-    cdf = np.cumsum(mass, axis=-1) - mass
-    low = np.arange(6, dtype=float).reshape(2, 3) * 10
-    step = np.full((2, 3), 0.5)
-    grid = ea._Grid(low, step, f, mass, cdf)
-    u = np.random.default_rng(shifted(4)).random((5, 2, 3))
-    got = ea._grid_draws(grid, u)
-    for s, r in itertools.product(range(2), range(3)):
-        one = ea._Grid(low[s:s + 1, r:r + 1], step[s:s + 1, r:r + 1], f[s:s + 1, r:r + 1],
-                       mass[s:s + 1, r:r + 1], cdf[s:s + 1, r:r + 1])
-        np.testing.assert_allclose(got[:, s, r], ea._grid_draws(one, u[:, s:s + 1, r:r + 1])
-                                   [:, 0, 0], rtol=1e-12)
-        assert (got[:, s, r] >= low[s, r]).all() and (got[:, s, r] <= low[s, r] + 1.0).all()
-    # the flat first cell of the third density of set 0 is skipped by no draw's left end
-    np.testing.assert_allclose(ea._grid_draws(hand_grid(0.0, 1.0, [0.0, 0.0, 1.0]),
-                                              np.array([[[0.25]]]))[0, 0, 0], 1.5)
-
-
-def normal_problem(mean: list[float], precision: float) -> ea.LatentProblem:
+def normal_problem(mean: list[float], precision: float) -> lp.LatentProblem:
     m = np.asarray(mean, dtype=float)[None, :]
-    return ea.LatentProblem(m, np.full((1, 1), precision), ())
+    return lp.LatentProblem(m, np.full((1, 1), precision), ())
 
 
 def test_normal_problem_grid_ends_at_the_tail_drop() -> None:
@@ -146,14 +99,14 @@ def test_normal_problem_grid_ends_at_the_tail_drop() -> None:
     np.testing.assert_allclose(curvature, -4.0)
 
 
-def poisson_problem() -> tuple[ea.LatentProblem, dict[str, np.ndarray]]:
+def poisson_problem() -> tuple[lp.LatentProblem, dict[str, np.ndarray]]:
     family = mediator_scm().equations["C"].family
     mean = np.array([[0.3, -1.0, 2.0, 0.0]])
     precision = np.full((1, 1), 1.5)
     base = np.array([[0.2, 1.0, -0.5, 3.0]])
     loading = np.array([[0.8]])
     y = np.array([3.0, 0.0, 7.0, 25.0])
-    problem = ea.LatentProblem(mean, precision, (ea.LatentChild(family, base, loading, y),))
+    problem = lp.LatentProblem(mean, precision, (lp.LatentChild(family, base, loading, y),))
     return problem, {"mean": mean, "P": precision, "base": base, "l": loading, "y": y}
 
 
@@ -204,7 +157,7 @@ def test_poisson_child_density_gradient_and_curvature() -> None:
     assert part.mean.tolist() == [[-1.0, 2.0]] and part.precision.shape == (1, 1)
     assert part.children[0].y.tolist() == [0.0, 7.0]
     assert part.children[0].base.tolist() == [[1.0, -0.5]]
-    assert ea._row_slice(np.arange(8.0).reshape(2, 4), slice(1, 3)).tolist() == [[1, 2], [5, 6]]
+    assert lp._row_slice(np.arange(8.0).reshape(2, 4), slice(1, 3)).tolist() == [[1, 2], [5, 6]]
 
 
 def conjugate(conditioned: tuple[str, ...]) -> tuple[np.ndarray, float]:
@@ -264,15 +217,19 @@ def test_draws_belong_to_set_j_mod_s_and_follow_the_row_stream() -> None:
     observed = {k: data[k].to_numpy(float) for k in ("M", "L", "Z", "Y", "C")}
     rng = RowRandom.for_rows(shifted(12), len(data))
     draws = ea.sample_latents(fit.scm, params, codes, observed, ("M",), draws_per_set=3,
-                              rng=rng, grid_points=16)["U"]
+                              rng=rng)["U"]
     assert draws.shape == (6, len(data))
     assert (draws[0::2] > 3).all() and (draws[1::2] < -3).all()
-    # the uniforms are those of the latent's own stream, one per (draw, set, row)
-    problem = ea.latent_problems(fit.scm, params, codes, observed, ("M",))["U"]
+    # each (draw, set, row) has its own stream, keyed by a uniform of the latent's stream
+    problem = lp.latent_problems(fit.scm, params, codes, observed, ("M",))["U"]
     uniforms = RowRandom.for_rows(shifted(12), len(data)).child("abduct", "U").random(
         (3, 2, len(data)), row_axis=2)
-    want = ea._grid_draws(ea._grid(problem, 16), uniforms).reshape(6, len(data))
+    keys = (uniforms * 2.0**53).astype(np.uint64)
+    want = latent_draws(problem, params, keys=keys).reshape(6, len(data))
     np.testing.assert_array_equal(draws, want)
+    # a row's draws do not depend on the rows drawn with it
+    alone = latent_draws(problem.rows(slice(3, 4)), params, keys=keys[:, :, 3:4])
+    np.testing.assert_array_equal(alone[:, :, 0].reshape(6), draws[:, 3])
 
 
 def test_row_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -285,11 +242,11 @@ def test_row_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_row_count_and_argument_checks() -> None:
-    assert ea._n_rows({"A": np.zeros(7)}, {"M": np.zeros(3)}) == 7
-    assert ea._n_rows({}, {"M": np.zeros((2, 5))}) == 5
+    assert lp.count_rows({"A": np.zeros(7)}, {"M": np.zeros(3)}) == 7
+    assert lp.count_rows({}, {"M": np.zeros((2, 5))}) == 5
     with pytest.raises(ValueError, match=exactly(
             "no protected codes or observed values given: cannot tell the number of rows")):
-        ea._n_rows({}, {})
+        lp.count_rows({}, {})
     ea._check_points(16)
     with pytest.raises(ValueError, match=exactly("grid_points must be at least 16, got 15")):
         ea._check_points(15)
@@ -303,6 +260,5 @@ def test_row_count_and_argument_checks() -> None:
                              grid_points=8)
     one = ea.sample_latents(fit.scm, params, {"A": np.zeros(2, np.int64)},
                             {k: np.zeros(2) for k in ("M", "L", "Z", "Y")}, ("M",),
-                            draws_per_set=1, rng=np.random.default_rng(shifted(0)),
-                            grid_points=16)["U"]
+                            draws_per_set=1, rng=np.random.default_rng(shifted(0)))["U"]
     assert one.shape == (1, 2)

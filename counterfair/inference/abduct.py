@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
-from counterfair.inference import exact_abduction
+from counterfair.inference import exact_abduction, latent_problem
 from counterfair.inference.abduction import (
     DEFAULT_CHAINS,
     DEFAULT_WARMUP,
@@ -335,11 +335,11 @@ def abduct(
             positions=positions,
         )
     if engine == "exact":
-        exact_abduction.require_exact(fit.scm, conditioned)
+        latent_problem.require_exact(fit.scm, conditioned)
     use_exact = engine == "exact" or (
         engine == "auto"
         and not mcmc_settings
-        and exact_abduction.supports_exact(fit.scm, conditioned)
+        and latent_problem.supports_exact(fit.scm, conditioned)
     )
     if use_exact:
         return exact(
@@ -388,4 +388,4 @@ def abduction_is_exact(
         if condition_on is None
         else conditioning_nodes(fit.scm, condition_on)
     )
-    return exact_abduction.supports_exact(fit.scm, conditioned)
+    return latent_problem.supports_exact(fit.scm, conditioned)

@@ -17,10 +17,10 @@ Integration
 -----------
 * ``"quadrature"``: when every latent is a root with a Normal prior and no
   observed node has two latent parents (the case of exact abduction,
-  :func:`counterfair.inference.exact_abduction.supports_exact`), the integral factorises
+  :func:`counterfair.inference.latent_problem.supports_exact`), the integral factorises
   into one 1-D integral per latent over its children. The Normal children (anchors)
   enter in closed form; the others through the adaptive Gauss-Hermite quadrature an
-  integrated fit's program runs (:func:`counterfair.inference.marginal.latent_log_marginal`,
+  integrated fit's program runs (:func:`counterfair.inference.latent_rows.latent_log_marginal`,
   the C++ of ``counterfair/stan/quadrature.hpp``): the same values the fit's log density
   sums. The rule is an integrated fit's own (``fit.quadrature``), else the default of
   :data:`~counterfair.stan.integrated.GH_NODES` nodes and
@@ -46,8 +46,8 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 from counterfair import errors
-from counterfair.inference import exact_abduction
-from counterfair.inference.marginal import latent_log_marginal
+from counterfair.inference import latent_problem
+from counterfair.inference.latent_rows import latent_log_marginal
 from counterfair.logs import user_stacklevel
 from counterfair.model.evaluate import linear_predictor, sigma_of
 from counterfair.model.families.base import CountFamily
@@ -115,7 +115,7 @@ def integration_method(scm: SCM) -> str:
     """``"quadrature"`` (factorised 1-D Gauss-Hermite), ``"importance"`` or ``"none"``."""
     if not scm.latents:
         return "none"
-    return "quadrature" if exact_abduction.supports_exact(scm, scm.observed) else "importance"
+    return "quadrature" if latent_problem.supports_exact(scm, scm.observed) else "importance"
 
 
 def _tile(array: np.ndarray, k: int) -> np.ndarray:
@@ -156,7 +156,7 @@ def _quadrature(
     newton: int,
 ) -> np.ndarray:
     total = _latent_free_terms(scm, params, codes, observed, n)
-    problems = exact_abduction.latent_problems(scm, params, codes, observed, scm.observed)
+    problems = latent_problem.latent_problems(scm, params, codes, observed, scm.observed)
     for problem in problems.values():
         total += latent_log_marginal(problem, params, nodes=nodes, newton=newton)
     return total
@@ -221,15 +221,15 @@ def pointwise_log_likelihood(
     chosen = integration_method(scm) if method is None else method
     if chosen not in ("quadrature", "importance", "none"):
         raise ValueError(f"method must be 'quadrature' or 'importance', got {method!r}")
-    if chosen == "quadrature" and not exact_abduction.supports_exact(scm, scm.observed):
-        node = exact_abduction.unsupported_node(scm, scm.observed)
+    if chosen == "quadrature" and not latent_problem.supports_exact(scm, scm.observed):
+        node = latent_problem.unsupported_node(scm, scm.observed)
         raise errors.SCMError(f"quadrature does not apply: node {node!r}; use 'importance'")
     if nodes < 1 or n_draws < 1 or newton < 0:
         raise ValueError(
             f"nodes and n_draws must be positive and newton non-negative, got {nodes}, "
             f"{n_draws} and {newton}"
         )
-    n = exact_abduction._n_rows(codes, observed)
+    n = latent_problem.count_rows(codes, observed)
     out = np.empty((params.n, n))
     if chosen == "importance":
         rng = np.random.default_rng(seed)

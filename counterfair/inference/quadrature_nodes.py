@@ -15,7 +15,7 @@ starts: :func:`choose_nodes` computes every training row's log marginal at
 run to convergence), and keeps the cheapest rule (fewest nodes, then fewest Newton
 steps) whose worst error over the rows and sets is below :data:`NODE_TOLERANCE` (a
 tenth of the 1e-6 per row the integrated fit promises). The values come from the C++
-the fit program runs (:mod:`counterfair.inference.marginal`), so the check measures the
+the fit program runs (:mod:`counterfair.inference.latent_rows`), so the check measures the
 very rule the fit will use, Newton steps included. The pilot ran on a subsample, so its
 posterior is wider than the full data's and the check covers the region NUTS will
 visit. Without a pilot, or when the check cannot run (a latent with a categorical
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from counterfair.inference import exact_abduction
+from counterfair.inference import latent_problem
 from counterfair.inference.loo import pointwise_log_likelihood
 from counterfair.model.params import ParamDraws
 from counterfair.stan.integrated import GH_NODES, NEWTON_STEPS
@@ -118,10 +118,10 @@ def choose_nodes(
     codes, observed : mapping
         The training rows' protected codes and observed values.
     """
-    if not exact_abduction.supports_exact(scm, scm.observed):
+    if not latent_problem.supports_exact(scm, scm.observed):
         return default_rule(
             "the default: the check (on exact abduction's latent problems) does not cover "
-            f"node {exact_abduction.unsupported_node(scm, scm.observed)!r}"
+            f"node {latent_problem.unsupported_node(scm, scm.observed)!r}"
         )
     if params.n > CHECK_SETS:
         pick = np.sort(np.random.default_rng(seed).choice(params.n, CHECK_SETS, replace=False))

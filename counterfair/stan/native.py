@@ -1,13 +1,14 @@
 """The integrated-latent quadrature as a native library, for Python callers.
 
-The fit programs of :mod:`counterfair.stan.integrated` compute each row's log marginal
-in C++ (``quadrature.hpp``, compiled into the program). Leave-one-out
-(:mod:`counterfair.inference.loo`) and the fit's node check
-(:mod:`counterfair.inference.quadrature_nodes`) need the same values outside a Stan
-program, for many parameter sets: this module compiles ``native.cpp`` (which includes
+The fit programs of :mod:`counterfair.stan.integrated` compute each row's log marginal,
+and draw each training row's latent exactly, in C++ (``quadrature.hpp``, compiled into
+the program). Leave-one-out (:mod:`counterfair.inference.loo`), the fit's node check
+(:mod:`counterfair.inference.quadrature_nodes`) and exact abduction of new rows
+(:mod:`counterfair.inference.exact_abduction`) need the same computations outside a
+Stan program, for many parameter sets: this module compiles ``native.cpp`` (which includes
 the same ``quadrature.hpp``) into a shared library with the C++ compiler CmdStan uses,
-caches it, and calls it through :mod:`ctypes`. One implementation serves the fit, LOO
-and the node check.
+caches it, and calls it through :mod:`ctypes`. One implementation serves the fit, LOO,
+the node check and exact abduction.
 
 The library is built once per machine and source: ``<cache>/native_<hash>.so``, where
 ``<cache>`` is ``$COUNTERFAIR_CACHE/native``, else ``$XDG_CACHE_HOME/counterfair/native``,
@@ -26,6 +27,7 @@ import subprocess
 import tempfile
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -117,21 +119,85 @@ def build() -> Path:
 _SIZE = ctypes.c_size_t
 _INT_P = np.ctypeslib.ndpointer(dtype=np.intc, flags="C_CONTIGUOUS")
 _DOUBLE_P = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
+_KEY_P = np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")
+_ROWS: list[Any] = [  # S, N, C, n_cuts, y, eta, load, per row, family, phi, cuts, start, len
+    _SIZE, _SIZE, _SIZE, _SIZE, _INT_P, _DOUBLE_P, _DOUBLE_P, ctypes.c_int,
+    _INT_P, _DOUBLE_P, _DOUBLE_P, _INT_P, _INT_P,
+]
 
 
 @cache
 def _library() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(build()))
-    fn = lib.cf_log_marginal_rows
-    fn.restype = ctypes.c_int
-    fn.argtypes = [
-        _SIZE, _SIZE, _SIZE, _SIZE,  # S, N, C, n_cuts
-        _INT_P, _DOUBLE_P, _DOUBLE_P, ctypes.c_int,  # y, eta, load, load_per_row
-        _INT_P, _DOUBLE_P, _DOUBLE_P, _INT_P, _INT_P,  # family, phi, cuts, start, len
+    lib.cf_log_marginal_rows.restype = ctypes.c_int
+    lib.cf_log_marginal_rows.argtypes = [
+        *_ROWS,
         _SIZE, _DOUBLE_P, _DOUBLE_P, ctypes.c_int, ctypes.c_int,  # J, x, log w, steps, threads
         _DOUBLE_P, ctypes.c_char_p, _SIZE,  # out, error, its size
     ]
+    lib.cf_draw_rows.restype = ctypes.c_int
+    lib.cf_draw_rows.argtypes = [
+        *_ROWS,
+        ctypes.c_int, _SIZE, _KEY_P, ctypes.c_int,  # steps, D, keys, threads
+        _DOUBLE_P, ctypes.c_char_p, _SIZE,  # out, error, its size
+    ]
     return lib
+
+
+def _rows_arguments(
+    y: np.ndarray,
+    eta: np.ndarray,
+    load: np.ndarray,
+    family: np.ndarray,
+    phi: np.ndarray,
+    cuts: np.ndarray,
+    cut_len: np.ndarray,
+) -> tuple[tuple[int, int, int], list[Any]]:
+    """``(S, N, C)`` and the rows' arguments in the library's layout, shapes checked."""
+    eta = np.asarray(eta, dtype=np.float64)
+    if eta.ndim != 3:
+        raise ValueError(f"eta must have shape (S, N, C), got {eta.shape}")
+    S, N, C = eta.shape
+    y_arr = np.asarray(y)
+    load_arr = np.asarray(load, dtype=np.float64)
+    per_row = load_arr.ndim == 3
+    shapes = {
+        "y": (y_arr.shape, (N, C)),
+        "load": (load_arr.shape, (S, N, C) if per_row else (S, C)),
+        "family": (np.shape(family), (C,)),
+        "phi": (np.shape(phi), (S, C)),
+        "cut_len": (np.shape(cut_len), (C,)),
+    }
+    for name, (got, want) in shapes.items():
+        if tuple(got) != want:
+            raise ValueError(f"{name} must have shape {want}, got {tuple(got)}")
+    lengths = np.asarray(cut_len, dtype=np.intc)
+    cuts_arr = np.asarray(cuts, dtype=np.float64).reshape(S, -1)
+    if cuts_arr.shape[1] != int(lengths.sum()):
+        raise ValueError(f"cuts must have {int(lengths.sum())} columns, got {cuts_arr.shape[1]}")
+    starts = (np.concatenate([[0], np.cumsum(lengths)[:-1]]) + 1).astype(np.intc)
+    arguments = [
+        S, N, C, cuts_arr.shape[1],
+        np.ascontiguousarray(y_arr.T, dtype=np.intc),
+        np.ascontiguousarray(eta.transpose(0, 2, 1)),
+        np.ascontiguousarray(load_arr.transpose(0, 2, 1) if per_row else load_arr),
+        int(per_row),
+        np.ascontiguousarray(family, dtype=np.intc),
+        np.ascontiguousarray(phi, dtype=np.float64),
+        np.ascontiguousarray(cuts_arr if cuts_arr.size else np.zeros((S, 1))),
+        np.ascontiguousarray(starts),
+        lengths,
+    ]
+    return (S, N, C), arguments
+
+
+def _threads(threads: int | None) -> int:
+    return int(threads) if threads is not None else (os.cpu_count() or 1)
+
+
+def _check(status: int, error: Any) -> None:
+    if status != 0:
+        raise ValueError(f"counterfair's quadrature library: {error.value.decode()}")
 
 
 def log_marginal_rows(
@@ -178,50 +244,55 @@ def log_marginal_rows(
     ValueError
         For arrays whose shapes do not agree, naming them.
     """
-    eta = np.asarray(eta, dtype=np.float64)
-    if eta.ndim != 3:
-        raise ValueError(f"eta must have shape (S, N, C), got {eta.shape}")
-    S, N, C = eta.shape
-    y_arr = np.asarray(y)
-    load_arr = np.asarray(load, dtype=np.float64)
-    per_row = load_arr.ndim == 3
-    shapes = {
-        "y": (y_arr.shape, (N, C)),
-        "load": (load_arr.shape, (S, N, C) if per_row else (S, C)),
-        "family": (np.shape(family), (C,)),
-        "phi": (np.shape(phi), (S, C)),
-        "cut_len": (np.shape(cut_len), (C,)),
-    }
-    for name, (got, want) in shapes.items():
-        if tuple(got) != want:
-            raise ValueError(f"{name} must have shape {want}, got {tuple(got)}")
-    lengths = np.asarray(cut_len, dtype=np.intc)
-    cuts_arr = np.asarray(cuts, dtype=np.float64).reshape(S, -1)
-    if cuts_arr.shape[1] != int(lengths.sum()):
-        raise ValueError(f"cuts must have {int(lengths.sum())} columns, got {cuts_arr.shape[1]}")
+    (S, N, _), arguments = _rows_arguments(y, eta, load, family, phi, cuts, cut_len)
     if nodes < 1 or newton < 0:
         raise ValueError(f"nodes must be positive and newton non-negative, got {nodes}, {newton}")
-    starts = (np.concatenate([[0], np.cumsum(lengths)[:-1]]) + 1).astype(np.intc)
     x, w = np.polynomial.hermite.hermgauss(nodes)
     out = np.empty((S, N))
     if S == 0 or N == 0:
         return out
     error = ctypes.create_string_buffer(ERROR_SIZE)
-    n_threads = threads if threads is not None else (os.cpu_count() or 1)
     status = _library().cf_log_marginal_rows(
-        S, N, C, cuts_arr.shape[1],
-        np.ascontiguousarray(y_arr.T, dtype=np.intc),
-        np.ascontiguousarray(eta.transpose(0, 2, 1)),
-        np.ascontiguousarray(load_arr.transpose(0, 2, 1) if per_row else load_arr),
-        int(per_row),
-        np.ascontiguousarray(family, dtype=np.intc),
-        np.ascontiguousarray(phi, dtype=np.float64),
-        np.ascontiguousarray(cuts_arr if cuts_arr.size else np.zeros((S, 1))),
-        np.ascontiguousarray(starts),
-        lengths,
+        *arguments,
         nodes, np.ascontiguousarray(x), np.ascontiguousarray(np.log(w)), int(newton),
-        int(n_threads), out, error, ERROR_SIZE,
+        _threads(threads), out, error, ERROR_SIZE,
     )
-    if status != 0:
-        raise ValueError(f"counterfair's quadrature library: {error.value.decode()}")
+    _check(status, error)
+    return out
+
+
+def draw_rows(
+    *,
+    y: np.ndarray,
+    eta: np.ndarray,
+    load: np.ndarray,
+    family: np.ndarray,
+    phi: np.ndarray,
+    cuts: np.ndarray,
+    cut_len: np.ndarray,
+    keys: np.ndarray,
+    newton: int,
+    threads: int | None = None,
+) -> np.ndarray:
+    """Exact draws of each row's ``z`` from its posterior, shape ``(D, S, N)``.
+
+    The draw of the fit programs' ``cf_integrated_rng`` (rejection under the tangent hull
+    of the log-concave density), with draw ``(d, s, i)`` taken from splitmix64's stream
+    of ``keys[d, s, i]`` instead of Stan's generator: the same keys give the same draws
+    whatever the threads or the rows drawn with them. NaN where a row's density is not
+    finite. Arguments as :func:`log_marginal_rows`, and ``keys`` (uint64, ``(D, S, N)``).
+    """
+    (S, N, _), arguments = _rows_arguments(y, eta, load, family, phi, cuts, cut_len)
+    keys_arr = np.ascontiguousarray(keys, dtype=np.uint64)
+    if keys_arr.ndim != 3 or keys_arr.shape[1:] != (S, N):
+        raise ValueError(f"keys must have shape (D, {S}, {N}), got {keys_arr.shape}")
+    out = np.empty(keys_arr.shape)
+    if out.size == 0:
+        return out
+    error = ctypes.create_string_buffer(ERROR_SIZE)
+    status = _library().cf_draw_rows(
+        *arguments, int(newton), keys_arr.shape[0], keys_arr, _threads(threads), out, error,
+        ERROR_SIZE,
+    )
+    _check(status, error)
     return out

@@ -774,15 +774,21 @@ inline double integrate(const Inputs& in, double* rows, const Gradient& out) {
 
 
 // ---------------------------------------------------------------- exact draws
-// One exact draw of a row's z from its posterior (exact rejection sampling under the
-// tangent hull at z*, z* - s, z* + s; valid for any log-concave integrand); NaN when its
-// density is not finite. `uniform()` returns independent Uniform(0, 1) values.
-template <typename Uniform>
-inline double draw_row(const Row& row, int newton_steps, Uniform&& uniform) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
+// Exact draws of a row's z from its posterior: rejection sampling under the tangent hull
+// of the log-concave integrand at z*, z* - s, z* + s (valid for any log-concave
+// integrand), with a flat top between the two outer tangents.
+struct Hull {
+  bool ok = false;  // false: the density is not finite (draws are NaN)
+  double z1 = 0, f1 = 0, g1 = 0, z2 = 0, f2 = 0, g2 = 0;  // the tangent points
+  double top = 0, xl = 0, xr = 0;                       // the flat top and its ends
+  double ml = 0, mc = 0, mass = 0;                      // masses: left tail, top, all
+};
+
+inline Hull hull_of(const Row& row, int newton_steps) {
+  Hull hull;
   double z, f, g, h;
   // the hull below is valid at any z; a mode found closely keeps the draw efficient
-  if (!row.mode(std::max(newton_steps, DRAW_NEWTON_MIN), z, f, g, h)) return nan;
+  if (!row.mode(std::max(newton_steps, DRAW_NEWTON_MIN), z, f, g, h)) return hull;
   double s = 1.0 / std::sqrt(-h);
   // the flat top: F <= F(z) + g^2 / 2 because F is 1-strongly concave
   double top = f + 0.5 * g * g + 1e-12;
@@ -798,7 +804,7 @@ inline double draw_row(const Row& row, int newton_steps, Uniform&& uniform) {
     z2 += s * std::ldexp(1.0, k);
     row.at(z2, f2, g2, h2);
   }
-  if (!(g1 > 0) || !(g2 < 0) || !std::isfinite(f1) || !std::isfinite(f2)) return nan;
+  if (!(g1 > 0) || !(g2 < 0) || !std::isfinite(f1) || !std::isfinite(f2)) return hull;
   double xl = z1 + (top - f1) / g1, xr = z2 + (top - f2) / g2;
   if (xl > xr) {  // the two tangents meet below the top
     double x = (f2 - f1 + g1 * z1 - g2 * z2) / (g1 - g2);
@@ -807,27 +813,53 @@ inline double draw_row(const Row& row, int newton_steps, Uniform&& uniform) {
   }
   double ul = f1 + g1 * (xl - z1) - top, ur = f2 + g2 * (xr - z2) - top;
   double ml = std::exp(ul) / g1, mc = xr - xl, mr = std::exp(ur) / (-g2);
-  double mass = ml + mc + mr;
+  hull.ok = true;
+  hull.z1 = z1;
+  hull.f1 = f1;
+  hull.g1 = g1;
+  hull.z2 = z2;
+  hull.f2 = f2;
+  hull.g2 = g2;
+  hull.top = top;
+  hull.xl = xl;
+  hull.xr = xr;
+  hull.ml = ml;
+  hull.mc = mc;
+  hull.mass = ml + mc + mr;
+  return hull;
+}
+
+// One draw under `hull` (NaN if the hull is not ok, or after REJECTION_MAX rejections).
+// `uniform()` returns independent Uniform(0, 1) values, three per proposal.
+template <typename Uniform>
+inline double draw_from(const Row& row, const Hull& hull, Uniform&& uniform) {
+  if (!hull.ok) return std::numeric_limits<double>::quiet_NaN();
   for (int k = 0; k < REJECTION_MAX; ++k) {
-    double u = uniform() * mass;
+    double u = uniform() * hull.mass;
     double v = uniform();
     double w = uniform();
-    double t, hull;
-    if (u < ml) {
-      t = xl + std::log(v) / g1;
-      hull = f1 + g1 * (t - z1);
-    } else if (u < ml + mc) {
-      t = xl + (u - ml);
-      hull = top;
+    double t, bound;
+    if (u < hull.ml) {
+      t = hull.xl + std::log(v) / hull.g1;
+      bound = hull.f1 + hull.g1 * (t - hull.z1);
+    } else if (u < hull.ml + hull.mc) {
+      t = hull.xl + (u - hull.ml);
+      bound = hull.top;
     } else {
-      t = xr + std::log(v) / g2;
-      hull = f2 + g2 * (t - z2);
+      t = hull.xr + std::log(v) / hull.g2;
+      bound = hull.f2 + hull.g2 * (t - hull.z2);
     }
     double ft, gt, ht;
     row.at(t, ft, gt, ht);
-    if (std::log(w) <= ft - hull) return t;
+    if (std::log(w) <= ft - bound) return t;
   }
-  return nan;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+// One exact draw of a row's z (its hull, then one draw under it).
+template <typename Uniform>
+inline double draw_row(const Row& row, int newton_steps, Uniform&& uniform) {
+  return draw_from(row, hull_of(row, newton_steps), uniform);
 }
 
 }  // namespace counterfair_integrated

@@ -1,0 +1,126 @@
+"""A latent's rows through the shared C++: log marginals and exact draws.
+
+For a latent ``L`` of exact abduction's form
+(:class:`~counterfair.inference.latent_problem.LatentProblem`: a root with a Normal
+prior, each conditioned child with no other latent parent), the Normal children
+(anchors) and the prior give ``Normal(m, 1 / sqrt(P))`` in closed form, and with
+``L = m + z / sqrt(P)`` the other children enter as ``base_c + loading_c m +
+(loading_c / sqrt(P)) z`` with ``z ~ Normal(0, 1)``: exactly what an integrated fit's
+program computes per row, by the C++ of ``counterfair/stan/quadrature.hpp``, called
+here through :mod:`counterfair.stan.native`.
+
+* :func:`latent_log_marginal`: each row's likelihood of ``L``'s children with ``L``
+  integrated out, ``p(anchors) * int prod_c p_c(...) dz`` (``p(anchors)`` is
+  ``problem.normal_log_marginal``), for leave-one-out and the fit's node check;
+* :func:`latent_draws`: exact draws of ``L`` given each parameter set (rejection under
+  the tangent hull of its log-concave posterior), for exact abduction of any rows.
+
+The fit, LOO, the node check and exact abduction thus share one implementation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from counterfair.inference.latent_problem import LatentProblem
+from counterfair.model.params import ParamDraws
+from counterfair.stan import native
+from counterfair.stan.integrated import NEWTON_STEPS
+
+
+def _columns(problem: LatentProblem, params: ParamDraws) -> dict[str, Any]:
+    """The library's row arguments for ``problem``'s non-Normal children (z standardised)."""
+    S, N = problem.mean.shape
+    root = np.sqrt(problem.precision)  # (S, 1) or (S, N)
+    eta, load, y, family, phi, cuts, cut_len = [], [], [], [], [], [], []
+    for child in problem.children:
+        eq = child.eq
+        code = child.family.quadrature_code
+        if eq is None or code is None:
+            raise ValueError(
+                f"child {getattr(eq, 'node', '?')!r} of family {child.family.name!r} is not "
+                "covered by the quadrature"
+            )
+        eta.append(np.broadcast_to(child.base + child.loading * problem.mean, (S, N)))
+        load.append(np.broadcast_to(child.loading / root, (S, N)))
+        y.append(child.family.stan_values(eq.spec, child.y))
+        family.append(code)
+        dispersion, cutpoints = child.family.quadrature_parameters(eq, params)
+        phi.append(dispersion)
+        cuts.append(cutpoints)
+        cut_len.append(cutpoints.shape[1])
+    C = len(family)
+    loads = np.stack(load, axis=-1) if C else np.zeros((S, N, 0))
+    shared = bool(np.all(loads == loads[:, :1, :])) if N else True  # the same for every row
+    return {
+        "y": np.stack(y, axis=-1) if C else np.zeros((N, 0), dtype=int),
+        "eta": np.stack(eta, axis=-1) if C else np.zeros((S, N, 0)),
+        "load": loads[:, 0, :] if shared else loads,
+        "family": np.asarray(family, dtype=int),
+        "phi": np.stack(phi, axis=-1) if C else np.zeros((S, 0)),
+        "cuts": np.concatenate(cuts, axis=1) if C else np.zeros((S, 0)),
+        "cut_len": np.asarray(cut_len, dtype=int),
+    }
+
+
+def latent_log_marginal(
+    problem: LatentProblem,
+    params: ParamDraws,
+    *,
+    nodes: int,
+    newton: int,
+    threads: int | None = None,
+) -> np.ndarray:
+    """``log p(children of L in row n | theta_s)`` with ``L`` integrated out, ``(S, N)``.
+
+    Parameters
+    ----------
+    problem : LatentProblem
+        The latent's prior, anchors and other children for ``S`` sets and ``N`` rows
+        (:func:`counterfair.inference.latent_problem.latent_problems`).
+    params : ParamDraws
+        The same ``S`` parameter sets (the children's dispersions and cutpoints).
+    nodes, newton : int
+        Gauss-Hermite nodes and Newton steps per row (an integrated fit's rule, or a
+        reference rule of many).
+    threads : int, optional
+        Threads of the library (the values do not depend on them).
+    """
+    if problem.normal_log_marginal is None:
+        raise ValueError("the latent problem was built without its anchors' marginal")
+    if not problem.children:
+        return problem.normal_log_marginal
+    values = native.log_marginal_rows(
+        **_columns(problem, params), nodes=nodes, newton=newton, threads=threads
+    )
+    return problem.normal_log_marginal + values
+
+
+def latent_draws(
+    problem: LatentProblem,
+    params: ParamDraws,
+    *,
+    keys: np.ndarray,
+    newton: int = NEWTON_STEPS,
+    threads: int | None = None,
+) -> np.ndarray:
+    """Exact draws of the latent given each parameter set and row, shape ``(D, S, N)``.
+
+    Parameters
+    ----------
+    problem : LatentProblem
+        As in :func:`latent_log_marginal`.
+    params : ParamDraws
+        The same ``S`` parameter sets.
+    keys : array of uint64, shape (D, S, N)
+        One random stream per draw: the same keys give the same draws, whatever rows or
+        threads they are drawn with.
+    newton : int
+        Newton steps to each row's mode before the hull (at least 50 are allowed).
+    threads : int, optional
+        Threads of the library (the draws do not depend on them).
+    """
+    z = native.draw_rows(**_columns(problem, params), keys=keys, newton=newton, threads=threads)
+    return problem.mean + z / np.sqrt(problem.precision)
