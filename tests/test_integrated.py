@@ -687,8 +687,12 @@ def test_the_integrated_program_has_no_per_row_parameter() -> None:
     code = fit_program(every_family_scm(), integrate=["U", "V"])
     parameters = code[code.index("parameters {") : code.index("}", code.index("parameters {"))]
     assert "vector[N]" not in parameters
-    assert "z_U = cf_integrated_rng(" in code and "V = cf_integrated_rng(" in code
     assert code.count("target += cf_integrated(") == 2
+    # exact abduction covers U's and V's children: their training draws come after
+    # sampling, so the program draws none; a categorical child is drawn in the program
+    assert "generated quantities {" not in code and "= cf_integrated_rng(" not in code
+    categorical = fit_program(categorical_child_scm(), integrate=["U"])
+    assert "z_U = cf_integrated_rng(" in categorical
     assert fit_program(every_family_scm()) == every_family_scm().stan_code()
 
 
@@ -792,3 +796,13 @@ def test_a_warm_started_integrated_fit_checks_its_nodes_and_keeps_them_with_the_
     )
     assert method == "quadrature"
     np.testing.assert_array_equal(idata.log_likelihood["row"].values.reshape(own.shape), own)
+    # the training rows' K is drawn after sampling, by exact abduction's C++: not by the
+    # program, and the same in chunks of 40 rows as in one
+    from counterfair.inference.training_latents import add_training_latents
+    from counterfair.stan.codegen import fit_program
+
+    assert "generated quantities" not in fit_program(fit.scm, integrate=["K"])
+    again = fit.idata.copy()
+    with cf.set_options(chunk_bytes=cf.options.MIN_CHUNK_BYTES):
+        add_training_latents(fit.scm, again, fit.rows, ["K"], {"K"}, fit.seed)
+    np.testing.assert_array_equal(again.posterior["z_K"].values, fit.idata.posterior["z_K"].values)

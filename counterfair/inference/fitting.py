@@ -28,6 +28,7 @@ from counterfair.inference.pathfinder import (
     run_pathfinder,
 )
 from counterfair.inference.quadrature_nodes import QuadratureRule, choose_nodes, default_rule
+from counterfair.inference.training_latents import add_training_latents, drawn_after_sampling
 from counterfair.logs import progress_enabled
 from counterfair.model.data_levels import with_levels_from_data
 from counterfair.model.encoding import Encoding
@@ -37,6 +38,7 @@ from counterfair.options import DEFAULT_MAX_ROWS
 from counterfair.rows.rows import Rows
 from counterfair.rows.subsample import fit_rows
 from counterfair.stan.anchored import add_anchored_latents
+from counterfair.stan.anchoring import all_anchors_of
 from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import coords_and_dims, fit_data
 from counterfair.stan.inits import latent_inits
@@ -375,6 +377,10 @@ def _sample(
         coords=coords,
         dims=dims,
         **sampler_args,
+    )
+    anchored = set(all_anchors_of(scm, integrate))
+    add_training_latents(
+        scm, run.idata, rows, drawn_after_sampling(scm, integrate), anchored, seed
     )
     for latent in integrate:
         name = f"z_{latent}" if f"z_{latent}" in run.idata.posterior else latent

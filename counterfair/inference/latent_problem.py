@@ -68,6 +68,23 @@ def unsupported_node(scm: SCM, conditioned: Collection[str]) -> str | None:
     return None
 
 
+def unsupported_child(scm: SCM, latent: str) -> str | None:
+    """The first node that keeps ``latent`` out of the latent problems, or None.
+
+    ``latent`` itself when it is not a root with a Normal prior; else the first observed
+    child with another latent parent, or of a family neither Normal nor ``exact``.
+    """
+    if not isinstance(scm.specs[latent], Latent) or scm.parents(latent):
+        return latent
+    for node in scm.children(latent):
+        eq = scm.equations.get(node)
+        if eq is None:
+            continue
+        if len(eq.latent) > 1 or not (eq.family.additive_noise or eq.family.exact):
+            return node
+    return None
+
+
 def supports_exact(scm: SCM, conditioned: Collection[str]) -> bool:
     """Whether exact abduction applies (otherwise callers fall back to MCMC)."""
     return unsupported_node(scm, conditioned) is None

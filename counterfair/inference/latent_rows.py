@@ -98,6 +98,20 @@ def latent_log_marginal(
     return problem.normal_log_marginal + values
 
 
+def standard_draws(
+    problem: LatentProblem,
+    params: ParamDraws,
+    *,
+    keys: np.ndarray,
+    newton: int = NEWTON_STEPS,
+    threads: int | None = None,
+) -> np.ndarray:
+    """Exact draws of ``z = (L - m) sqrt(P)`` per parameter set and row, ``(D, S, N)``
+    (arguments as :func:`latent_draws`)."""
+    return native.draw_rows(**_columns(problem, params), keys=keys, newton=newton,
+                            threads=threads)
+
+
 def latent_draws(
     problem: LatentProblem,
     params: ParamDraws,
@@ -122,5 +136,5 @@ def latent_draws(
     threads : int, optional
         Threads of the library (the draws do not depend on them).
     """
-    z = native.draw_rows(**_columns(problem, params), keys=keys, newton=newton, threads=threads)
+    z = standard_draws(problem, params, keys=keys, newton=newton, threads=threads)
     return problem.mean + z / np.sqrt(problem.precision)

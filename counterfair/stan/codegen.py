@@ -726,7 +726,11 @@ def _vector_anchor_lines(
 
 
 def fit_program(
-    scm: SCM, *, anchor_latents: bool = True, integrate: Collection[str] = ()
+    scm: SCM,
+    *,
+    anchor_latents: bool = True,
+    integrate: Collection[str] = (),
+    drawn_after: Collection[str] = (),
 ) -> str:
     """Stan program sampling the SCM's parameters and every row's latents.
 
@@ -744,6 +748,9 @@ def fit_program(
         NUTS samples the parameters only, and the generated quantities draw these
         latents exactly per draw. Each must pass
         :func:`counterfair.stan.integrated.unsupported_reason`.
+    drawn_after : collection of str
+        Integrated latents the generated quantities leave out: their training draws
+        come after sampling (:mod:`counterfair.inference.training_latents`).
 
     Returns
     -------
@@ -864,7 +871,13 @@ def _integrated_draws_block(
     anchors: dict[str, tuple[NodeEquation, ...]],
     integrated: dict[str, list[integrated_latents.IntegratedChild]],
 ) -> list[str]:
-    """Generated quantities: each integrated latent drawn exactly per row and draw."""
+    """Generated quantities: each integrated latent drawn exactly per row and draw, where
+    the program draws it (:func:`counterfair.stan.integrated.drawn_in_program`)."""
+    integrated = {
+        latent: children
+        for latent, children in integrated.items()
+        if integrated_latents.drawn_in_program(scm, latent)
+    }
     if not integrated:
         return []
     lines = ["generated quantities {"]

@@ -335,6 +335,19 @@ def draw_line(
     return f"{indent}{latent} = {stan_real(spec.loc)} + {stan_real(spec.scale)} * {z};"
 
 
+def drawn_in_program(scm: SCM, latent: str) -> bool:
+    """Whether the fit program's generated quantities draw the training rows' ``latent``.
+
+    Only where a child lies outside exact abduction (a categorical child): the others
+    are drawn after sampling, in Python, by the C++ that abducts new rows
+    (:mod:`counterfair.inference.training_latents`), which keeps them out of CmdStan's
+    output files. Both draw with ``quadrature.hpp``'s ``draw_row``.
+    """
+    return any(
+        not (eq.family.additive_noise or eq.family.exact) for eq in children_of(scm, latent)
+    )
+
+
 def nonfinite_rows(draws: np.ndarray) -> list[int]:
     """Rows (0-based) whose latent draw is not finite in some posterior draw."""
     bad = ~np.isfinite(np.asarray(draws, dtype=float))

@@ -1,0 +1,96 @@
+"""The training rows' integrated latents, drawn after NUTS with exact abduction's C++.
+
+An integrated fit (:mod:`counterfair.stan.integrated`) samples the structural parameters
+only. Every later stage reads each training row's latents per posterior draw (Fair K
+trains on them), so after sampling each row's latent is drawn exactly given each draw's
+parameters, by :func:`counterfair.inference.latent_rows.standard_draws`: the code that
+abducts new rows (:func:`counterfair.inference.exact_abduction.sample_latents`). The
+draws are neither written by CmdStan nor read back from its CSV files, and keep every
+digit.
+
+A latent with a categorical child lies outside exact abduction's latent problems
+(:mod:`counterfair.inference.latent_problem`); the program draws it in its generated
+quantities instead, with the same C++ (``quadrature.hpp``'s ``draw_row``) and Stan's
+random numbers.
+
+Each draw has its own random stream, keyed by the fit's seed, the latent and the row's
+position: the draws do not depend on the chunk size or the library's threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import xarray as xr
+
+from counterfair.inference import latent_problem
+from counterfair.inference.latent_rows import standard_draws
+from counterfair.model.params import ParamDraws
+from counterfair.rng import RowRandom
+from counterfair.rows import chunking
+from counterfair.stan.integrated import drawn_in_program
+
+if TYPE_CHECKING:
+    from counterfair.model.scm import SCM
+    from counterfair.rows.rows import Rows
+
+
+def drawn_after_sampling(scm: SCM, integrate: Collection[str]) -> tuple[str, ...]:
+    """The integrated latents whose training draws come after NUTS (the others' from the
+    program, :func:`counterfair.stan.integrated.drawn_in_program`)."""
+    after = tuple(name for name in integrate if not drawn_in_program(scm, name))
+    for name in after:  # the two stages agree on which latents exact abduction covers
+        assert latent_problem.unsupported_child(scm, name) is None, name
+    return after
+
+
+def add_training_latents(
+    scm: SCM,
+    idata: Any,
+    rows: Rows,
+    latents: Collection[str],
+    anchored: Collection[str],
+    seed: int | None,
+) -> None:
+    """Draw every training row's ``latents`` per posterior draw into ``idata.posterior``.
+
+    An anchored latent is stored standardised, as ``z_<latent>`` (as the program would
+    write it; :func:`counterfair.stan.anchored.add_anchored_latents` rebuilds it), another
+    as itself. Dims ``(chain, draw, row)``. Work runs chunk by chunk over the rows.
+    """
+    if not latents:
+        return
+    posterior = idata.posterior
+    params = ParamDraws.from_posterior(posterior, scm.parameter_names())
+    n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    n_rows = len(rows)
+    out = {name: np.empty((params.n, n_rows)) for name in latents}
+    # a chunk holds the latent problem's arrays: a few per child, each (S, rows)
+    per_row = chunking.bytes_per_row(params.n, 2 + 2 * max(len(scm.observed), 1))
+    entropy = int(np.random.default_rng().integers(2**62)) if seed is None else seed
+    for where, chunk in rows.chunks(per_row):
+        observed = chunk.values()
+        codes = dict(chunk.codes)
+        for name in latents:
+            problem = latent_problem.latent_problem(
+                scm, name, scm.observed, params, observed, codes, len(chunk)
+            )
+            uniforms = RowRandom(entropy, chunk.positions).child("fit", name).random(
+                (1, params.n, len(chunk)), row_axis=2
+            )
+            keys = (uniforms * 2.0**53).astype(np.uint64)
+            z = standard_draws(problem, params, keys=keys)[0]
+            out[name][:, where] = z if name in anchored else (
+                problem.mean + z / np.sqrt(problem.precision)
+            )
+    coords = {"chain": posterior["chain"], "draw": posterior["draw"]}
+    if "row" in posterior.coords:
+        coords["row"] = posterior["row"]
+    for name, values in out.items():
+        key = f"z_{name}" if name in anchored else name
+        posterior[key] = xr.DataArray(
+            values.reshape(n_chains, n_draws, n_rows), dims=("chain", "draw", "row"),
+            coords=coords,
+        )
