@@ -11,7 +11,7 @@ conditioned children's likelihoods. :func:`latent_problems` writes it as a
   ``P = 1 / scale^2 + sum_k lambda_k^2 / sigma_k^2`` and
   ``m = (loc / scale^2 + sum_k lambda_k / sigma_k^2 * r_k) / P`` (``r_k``: anchor ``k``'s
   residual given its other parents), and the anchors' own density with ``L`` integrated
-  out, ``normal_log_marginal``;
+  out, ``normal_log_marginal()`` (computed when asked);
 * the other children (families with ``exact = True``) keep their linear predictor
   without ``L`` (``base``) and their loading.
 
@@ -125,9 +125,27 @@ class LatentProblem:
     mean: np.ndarray  # (S, N)
     precision: np.ndarray  # (S, 1), or (S, N) with group-specific loadings
     children: tuple[LatentChild, ...]
-    # log density of the anchors with the latent integrated out (prior and anchors in
-    # closed form), (S, N); None where not computed
-    normal_log_marginal: np.ndarray | None = None
+    # the prior's (loc, scale) and each anchor's (loading, sigma, residual without the
+    # latent): what normal_log_marginal() needs; None where not kept
+    prior: tuple[float, float] | None = None
+    anchors: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...] = ()
+
+    def normal_log_marginal(self) -> np.ndarray:
+        """Log density of the anchors with the latent integrated out, ``(S, N)``.
+
+        The prior and the anchors are Gaussian in the latent, so at ``L = m``:
+        ``p(r) = p(r | m) p(m) / p(m | r)`` with ``p(m | r) = sqrt(P / (2 pi))``.
+        """
+        if self.prior is None:
+            raise ValueError("the latent problem was built without its prior and anchors")
+        loc, scale = self.prior
+        mean = self.mean
+        out = norm.logpdf(mean, loc=loc, scale=scale) + 0.5 * np.log(
+            2.0 * np.pi / self.precision
+        )
+        for loading, sigma, residual in self.anchors:
+            out = out + norm.logpdf(residual, loc=loading * mean, scale=sigma)
+        return np.asarray(out)
 
     def rows(self, index: slice) -> LatentProblem:
         """The same problem restricted to a block of rows."""
@@ -145,7 +163,11 @@ class LatentProblem:
                 )
                 for c in self.children
             ),
-            None if self.normal_log_marginal is None else self.normal_log_marginal[:, index],
+            self.prior,
+            tuple(
+                (_row_slice(loading, index), _row_slice(sigma, index), residual[:, index])
+                for loading, sigma, residual in self.anchors
+            ),
         )
 
 
@@ -193,14 +215,13 @@ def latent_problem(
                 for a in eq.family.likelihood_arguments(eq, params, y)
             )
             children.append(LatentChild(eq.family, base, loading, y, args, eq))
-    mean = information / precision
-    # the anchors' joint density with L integrated out: at L = m, p(r) = p(r | m) p(m) / p(m | r)
-    normal = norm.logpdf(mean, loc=spec.loc, scale=spec.scale) + 0.5 * np.log(
-        2.0 * np.pi / precision
+    return LatentProblem(
+        information / precision,
+        precision,
+        tuple(children),
+        (spec.loc, spec.scale),
+        tuple(anchors),
     )
-    for loading, sigma, residual in anchors:
-        normal = normal + norm.logpdf(residual, loc=loading * mean, scale=sigma)
-    return LatentProblem(mean, precision, tuple(children), normal)
 
 
 def latent_problems(

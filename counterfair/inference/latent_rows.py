@@ -11,7 +11,7 @@ here through :mod:`counterfair.stan.native`.
 
 * :func:`latent_log_marginal`: each row's likelihood of ``L``'s children with ``L``
   integrated out, ``p(anchors) * int prod_c p_c(...) dz`` (``p(anchors)`` is
-  ``problem.normal_log_marginal``), for leave-one-out and the fit's node check;
+  ``problem.normal_log_marginal()``), for leave-one-out and the fit's node check;
 * :func:`latent_draws`: exact draws of ``L`` given each parameter set (rejection under
   the tangent hull of its log-concave posterior), for exact abduction of any rows.
 
@@ -88,14 +88,13 @@ def latent_log_marginal(
     threads : int, optional
         Threads of the library (the values do not depend on them).
     """
-    if problem.normal_log_marginal is None:
-        raise ValueError("the latent problem was built without its anchors' marginal")
+    normal = problem.normal_log_marginal()
     if not problem.children:
-        return problem.normal_log_marginal
+        return normal
     values = native.log_marginal_rows(
         **_columns(problem, params), nodes=nodes, newton=newton, threads=threads
     )
-    return problem.normal_log_marginal + values
+    return normal + values
 
 
 def standard_draws(

@@ -9,6 +9,9 @@ against arviz.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from scipy import special
 from scipy.fft import next_fast_len
@@ -75,16 +78,17 @@ def rhat_and_bulk_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Quantities are processed in blocks of about ``CHUNK_VALUES`` draws, so the FFTs and
     ranks of thousands of per-row latents do not hold several copies of all their draws
-    at once; each quantity's statistics depend on its own draws only: R-hat does not
-    depend on the block size, ESS only through summation order (relative 1e-14).
+    at once, on one thread per core (numpy's sorts and FFTs release the GIL); each
+    quantity's statistics depend on its own draws only: R-hat does not depend on the
+    block size or the threads, ESS only through summation order (relative 1e-14).
     """
     draws = np.asarray(draws)
     width = max(1, CHUNK_VALUES // max(1, draws.shape[0] * draws.shape[1]))
     if draws.shape[2] <= width:
         return _rhat_and_bulk_ess(draws)
-    parts = [
-        _rhat_and_bulk_ess(draws[:, :, i : i + width]) for i in range(0, draws.shape[2], width)
-    ]
+    blocks = [draws[:, :, i : i + width] for i in range(0, draws.shape[2], width)]
+    with ThreadPoolExecutor(max_workers=min(len(blocks), os.cpu_count() or 1)) as pool:
+        parts = list(pool.map(_rhat_and_bulk_ess, blocks))
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 

@@ -19,7 +19,9 @@ position: the draws do not depend on the chunk size or the library's threads.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,9 +58,10 @@ def add_training_latents(
 ) -> None:
     """Draw every training row's ``latents`` per posterior draw into ``idata.posterior``.
 
-    An anchored latent is stored standardised, as ``z_<latent>`` (as the program would
-    write it; :func:`counterfair.stan.anchored.add_anchored_latents` rebuilds it), another
-    as itself. Dims ``(chain, draw, row)``. Work runs chunk by chunk over the rows.
+    Each latent is stored as itself, dims ``(chain, draw, row)``; an anchored one also
+    standardised, as ``z_<latent>`` (what the program would have drawn). The rows go in
+    chunks (:func:`counterfair.options.chunk_rows`), one thread per core; each chunk's
+    draws depend on its rows' positions only.
     """
     if not latents:
         return
@@ -66,11 +69,13 @@ def add_training_latents(
     params = ParamDraws.from_posterior(posterior, scm.parameter_names())
     n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
     n_rows = len(rows)
+    z_out = {name: np.empty((params.n, n_rows)) for name in latents}
     out = {name: np.empty((params.n, n_rows)) for name in latents}
     # a chunk holds the latent problem's arrays: a few per child, each (S, rows)
     per_row = chunking.bytes_per_row(params.n, 2 + 2 * max(len(scm.observed), 1))
     entropy = int(np.random.default_rng().integers(2**62)) if seed is None else seed
-    for where, chunk in rows.chunks(per_row):
+
+    def draw_chunk(where: slice, chunk: Rows) -> None:
         observed = chunk.values()
         codes = dict(chunk.codes)
         for name in latents:
@@ -81,16 +86,23 @@ def add_training_latents(
                 (1, params.n, len(chunk)), row_axis=2
             )
             keys = (uniforms * 2.0**53).astype(np.uint64)
-            z = standard_draws(problem, params, keys=keys)[0]
-            out[name][:, where] = z if name in anchored else (
-                problem.mean + z / np.sqrt(problem.precision)
-            )
+            z = standard_draws(problem, params, keys=keys, threads=1)[0]
+            z_out[name][:, where] = z
+            out[name][:, where] = problem.mean + z / np.sqrt(problem.precision)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        jobs = [pool.submit(draw_chunk, where, chunk) for where, chunk in rows.chunks(per_row)]
+        for job in jobs:
+            job.result()
     coords = {"chain": posterior["chain"], "draw": posterior["draw"]}
     if "row" in posterior.coords:
         coords["row"] = posterior["row"]
-    for name, values in out.items():
-        key = f"z_{name}" if name in anchored else name
-        posterior[key] = xr.DataArray(
-            values.reshape(n_chains, n_draws, n_rows), dims=("chain", "draw", "row"),
-            coords=coords,
+    shape = (n_chains, n_draws, n_rows)
+    for name in latents:
+        if name in anchored:
+            posterior[f"z_{name}"] = xr.DataArray(
+                z_out[name].reshape(shape), dims=("chain", "draw", "row"), coords=coords
+            )
+        posterior[name] = xr.DataArray(
+            out[name].reshape(shape), dims=("chain", "draw", "row"), coords=coords
         )

@@ -34,6 +34,7 @@ def conditional_moments(
     stan_data: Mapping[str, Any],
     codes: Mapping[str, np.ndarray] | None = None,
     integrate: Collection[str] = (),
+    only: Collection[str] | None = None,
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Mean ``(S, N)`` and precision ``(S, 1)`` of each anchored latent given its anchors.
 
@@ -50,6 +51,8 @@ def conditional_moments(
         protected ones from ``stan_data``.
     integrate : collection of str
         Latents the fit integrated out (anchored even with a categorical child).
+    only : collection of str, optional
+        The anchored latents wanted (default: every one).
     """
     if codes is None:
         codes = {node: np.asarray(stan_data[node]) - 1 for node in scm.protected}
@@ -61,6 +64,8 @@ def conditional_moments(
     reference = scm.coding == "reference"
     moments = {}
     for latent, chain in all_anchors_of(scm, integrate).items():
+        if only is not None and latent not in only:
+            continue
         spec = scm.specs[latent]
         assert isinstance(spec, Latent)
         values = {**observed, latent: np.zeros(n_rows)}
@@ -89,15 +94,17 @@ def add_anchored_latents(
     """Add every anchored latent to ``idata.posterior`` (dims chain, draw, row), in place.
 
     ``codes``: the rows' codes (grouping columns included), ``integrate``: the latents
-    integrated out of the fit; see :func:`conditional_moments`.
+    integrated out of the fit; see :func:`conditional_moments`. A latent already in the
+    posterior (an integrated latent drawn after sampling) is left as it is.
     """
-    if not all_anchors_of(scm, integrate):
-        return
     posterior = idata.posterior
+    wanted = [name for name in all_anchors_of(scm, integrate) if name not in posterior]
+    if not wanted:
+        return
     params = ParamDraws.from_posterior(posterior, scm.parameter_names())
     n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
     n_rows = int(stan_data["N"])
-    moments = conditional_moments(scm, params, stan_data, codes, integrate)
+    moments = conditional_moments(scm, params, stan_data, codes, integrate, only=wanted)
     for latent, (mean, precision) in moments.items():
         z = np.asarray(posterior[f"z_{latent}"].values).reshape(params.n, n_rows)
         draws = mean + z / np.sqrt(precision)
