@@ -1,4 +1,4 @@
-"""Speed benchmark: exact (grid) abduction against MCMC abduction on the law school data.
+"""Speed benchmark: exact abduction against MCMC abduction on the law school data.
 
 Fits the level 2 law school SCM of Kusner et al. (2017) with PyStan on a stratified
 subsample of the training rows (fitting all 17,432 takes about five minutes and the
