@@ -384,6 +384,14 @@ def test_the_library_names_what_does_not_fit_and_a_failed_build_leaves_nothing(
             family=np.array([1]), phi=np.ones((2, 1)), cuts=np.zeros((2, 0)),
             cut_len=np.array([0]), nodes=3, newton=2,
         )
+    ordinal = {"y": np.array([[1], [5]]), "eta": np.zeros((1, 2, 1)), "load": np.zeros((1, 1)),
+               "family": np.array([4]), "phi": np.ones((1, 1)), "cuts": np.zeros((1, 3)),
+               "cut_len": np.array([3]), "nodes": 3, "newton": 2}
+    outside = r"column 0 \(family code 4\): row 1 has 5, outside 1 .. 4"
+    with pytest.raises(ValueError, match=outside):
+        native.log_marginal_rows(**ordinal)
+    with pytest.raises(ValueError, match="column 0: unknown family code 9"):
+        native.log_marginal_rows(**{**ordinal, "family": np.array([9])})
     monkeypatch.setenv("COUNTERFAIR_CACHE", str(tmp_path))
     monkeypatch.setenv("CXX", "false")  # a compiler that fails: its error is said
     with pytest.raises(errors.NativeBuildError, match="building counterfair's quadrature"):
@@ -797,7 +805,7 @@ def test_a_warm_started_integrated_fit_checks_its_nodes_and_keeps_them_with_the_
     assert method == "quadrature"
     np.testing.assert_array_equal(idata.log_likelihood["row"].values.reshape(own.shape), own)
     # the training rows' K is drawn after sampling, by exact abduction's C++: not by the
-    # program, and the same in chunks of 40 rows as in one
+    # program, and the same in the smallest chunks (a row or a few) as in one
     from counterfair.inference.training_latents import add_training_latents
     from counterfair.stan.codegen import fit_program
 

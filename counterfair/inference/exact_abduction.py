@@ -153,14 +153,13 @@ class _Grid:
     """A piecewise linear density on a uniform grid, per parameter set and row.
 
     ``density`` holds the values at the grid points scaled so the peak is 1;
-    ``mass`` the normalised mass of each cell, ``cdf`` the mass below each cell.
+    ``mass`` the normalised mass of each cell.
     """
 
     low: np.ndarray  # (S, R)
     step: np.ndarray  # (S, R)
     density: np.ndarray  # (S, R, G)
     mass: np.ndarray  # (S, R, G - 1)
-    cdf: np.ndarray  # (S, R, G - 1)
 
 
 def _grid(problem: LatentProblem, points: int) -> _Grid:
@@ -171,8 +170,7 @@ def _grid(problem: LatentProblem, points: int) -> _Grid:
     density = np.exp(log_f - log_f.max(axis=-1, keepdims=True))
     mass = 0.5 * (density[..., :-1] + density[..., 1:])
     mass = mass / mass.sum(axis=-1, keepdims=True)
-    cdf = np.cumsum(mass, axis=-1) - mass
-    return _Grid(low, step, density, mass, cdf)
+    return _Grid(low, step, density, mass)
 
 
 def _grid_moments(grid: _Grid) -> tuple[np.ndarray, np.ndarray]:

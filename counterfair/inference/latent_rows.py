@@ -29,6 +29,12 @@ from counterfair.model.params import ParamDraws
 from counterfair.stan import native
 from counterfair.stan.integrated import NEWTON_STEPS
 
+REFERENCE_NODES = 40
+"""Nodes of the reference rule: the node check's yardstick, and a joint fit's LOO."""
+
+REFERENCE_NEWTON = 50
+"""Newton steps of the reference rule (they stop once a step is below 1e-9)."""
+
 
 def _columns(problem: LatentProblem, params: ParamDraws) -> dict[str, Any]:
     """The library's row arguments for ``problem``'s non-Normal children (z standardised)."""
@@ -53,7 +59,11 @@ def _columns(problem: LatentProblem, params: ParamDraws) -> dict[str, Any]:
         cut_len.append(cutpoints.shape[1])
     C = len(family)
     loads = np.stack(load, axis=-1) if C else np.zeros((S, N, 0))
-    shared = bool(np.all(loads == loads[:, :1, :])) if N else True  # the same for every row
+    # one loading per set for every row (the block path), from the arrays' shapes, so that
+    # the path does not depend on which rows a block holds
+    shared = problem.precision.shape[1] == 1 and all(
+        child.loading.shape[1] == 1 for child in problem.children
+    )
     return {
         "y": np.stack(y, axis=-1) if C else np.zeros((N, 0), dtype=int),
         "eta": np.stack(eta, axis=-1) if C else np.zeros((S, N, 0)),

@@ -22,9 +22,12 @@ Integration
   enter in closed form; the others through the adaptive Gauss-Hermite quadrature an
   integrated fit's program runs (:func:`counterfair.inference.latent_rows.latent_log_marginal`,
   the C++ of ``counterfair/stan/quadrature.hpp``): the same values the fit's log density
-  sums. The rule is an integrated fit's own (``fit.quadrature``), else the default of
-  :data:`~counterfair.stan.integrated.GH_NODES` nodes and
-  :data:`~counterfair.stan.integrated.NEWTON_STEPS` Newton steps.
+  sums. :func:`loo` and :func:`compare` take an integrated fit's own rule
+  (``fit.quadrature``), and for a joint fit, whose loadings no check has seen, the
+  reference rule (:data:`~counterfair.inference.latent_rows.REFERENCE_NODES` nodes,
+  Newton run to convergence); :func:`pointwise_log_likelihood` defaults to the integrated
+  fit's default rule (:data:`~counterfair.stan.integrated.GH_NODES` nodes,
+  :data:`~counterfair.stan.integrated.NEWTON_STEPS` Newton steps).
 * ``"importance"``: otherwise, importance sampling from the latents' prior with
   ``n_draws`` draws per row (default :data:`IMPORTANCE_DRAWS`) and a seed;
   its Monte Carlo error grows when a row pins its latents down tightly.
@@ -47,7 +50,11 @@ from scipy.stats import norm
 
 from counterfair import errors
 from counterfair.inference import latent_problem
-from counterfair.inference.latent_rows import latent_log_marginal
+from counterfair.inference.latent_rows import (
+    REFERENCE_NEWTON,
+    REFERENCE_NODES,
+    latent_log_marginal,
+)
 from counterfair.logs import user_stacklevel
 from counterfair.model.evaluate import linear_predictor, sigma_of
 from counterfair.model.families.base import CountFamily
@@ -258,9 +265,13 @@ def _log_likelihood_idata(fit: Fit, **options: Any) -> tuple[az.InferenceData, s
     codes = dict(fit.rows.codes)
     observed = fit.rows.values()
     method = options.pop("method", None) or integration_method(fit.scm)
-    if fit.quadrature is not None and method == "quadrature":  # the fit's own rule
-        options.setdefault("nodes", fit.quadrature.nodes)
-        options.setdefault("newton", fit.quadrature.newton)
+    if method == "quadrature":
+        if fit.quadrature is not None:  # an integrated fit: its own rule
+            options.setdefault("nodes", fit.quadrature.nodes)
+            options.setdefault("newton", fit.quadrature.newton)
+        else:  # no rule was checked for this fit's loadings: the reference rule
+            options.setdefault("nodes", REFERENCE_NODES)
+            options.setdefault("newton", REFERENCE_NEWTON)
     values = pointwise_log_likelihood(fit.scm, params, codes, observed, method=method, **options)
     posterior = fit.idata.posterior
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]

@@ -83,11 +83,12 @@ def rhat_and_bulk_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     block size or the threads, ESS only through summation order (relative 1e-14).
     """
     draws = np.asarray(draws)
-    width = max(1, CHUNK_VALUES // max(1, draws.shape[0] * draws.shape[1]))
+    workers = os.cpu_count() or 1  # blocks in flight at once: together about CHUNK_VALUES
+    width = max(1, CHUNK_VALUES // max(1, workers * draws.shape[0] * draws.shape[1]))
     if draws.shape[2] <= width:
         return _rhat_and_bulk_ess(draws)
     blocks = [draws[:, :, i : i + width] for i in range(0, draws.shape[2], width)]
-    with ThreadPoolExecutor(max_workers=min(len(blocks), os.cpu_count() or 1)) as pool:
+    with ThreadPoolExecutor(max_workers=min(len(blocks), workers)) as pool:
         parts = list(pool.map(_rhat_and_bulk_ess, blocks))
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 

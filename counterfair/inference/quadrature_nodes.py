@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from counterfair.inference import latent_problem
+from counterfair.inference.latent_rows import REFERENCE_NEWTON, REFERENCE_NODES
 from counterfair.inference.loo import pointwise_log_likelihood
 from counterfair.model.params import ParamDraws
 from counterfair.stan.integrated import GH_NODES, NEWTON_STEPS
@@ -48,11 +49,6 @@ NODE_CHOICES = (3, 5, 7, GH_NODES)
 NEWTON_CHOICES = (2, NEWTON_STEPS)
 """The Newton step counts tried with each node count, fewest first."""
 
-REFERENCE_NODES = 40
-"""Nodes of the reference rule the others are checked against."""
-
-REFERENCE_NEWTON = 50
-"""Newton steps of the reference rule (they stop once a step is below 1e-9)."""
 
 NODE_TOLERANCE = 1e-7
 """Largest error of a row's log marginal that a rule may make on the check."""

@@ -69,10 +69,12 @@ def add_training_latents(
     params = ParamDraws.from_posterior(posterior, scm.parameter_names())
     n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
     n_rows = len(rows)
-    z_out = {name: np.empty((params.n, n_rows)) for name in latents}
+    z_out = {name: np.empty((params.n, n_rows)) for name in latents if name in anchored}
     out = {name: np.empty((params.n, n_rows)) for name in latents}
-    # a chunk holds the latent problem's arrays: a few per child, each (S, rows)
-    per_row = chunking.bytes_per_row(params.n, 2 + 2 * max(len(scm.observed), 1))
+    # a chunk holds the latent problem's arrays, a few per child, each (S, rows), and
+    # one chunk per thread is in flight: together they keep to chunk_bytes
+    workers = os.cpu_count() or 1
+    per_row = workers * chunking.bytes_per_row(params.n, 2 + 2 * max(len(scm.observed), 1))
     entropy = int(np.random.default_rng().integers(2**62)) if seed is None else seed
 
     def draw_chunk(where: slice, chunk: Rows) -> None:
@@ -87,10 +89,11 @@ def add_training_latents(
             )
             keys = (uniforms * 2.0**53).astype(np.uint64)
             z = standard_draws(problem, params, keys=keys, threads=1)[0]
-            z_out[name][:, where] = z
+            if name in z_out:
+                z_out[name][:, where] = z
             out[name][:, where] = problem.mean + z / np.sqrt(problem.precision)
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         jobs = [pool.submit(draw_chunk, where, chunk) for where, chunk in rows.chunks(per_row)]
         for job in jobs:
             job.result()
@@ -99,7 +102,7 @@ def add_training_latents(
         coords["row"] = posterior["row"]
     shape = (n_chains, n_draws, n_rows)
     for name in latents:
-        if name in anchored:
+        if name in z_out:
             posterior[f"z_{name}"] = xr.DataArray(
                 z_out[name].reshape(shape), dims=("chain", "draw", "row"), coords=coords
             )

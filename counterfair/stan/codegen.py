@@ -726,11 +726,7 @@ def _vector_anchor_lines(
 
 
 def fit_program(
-    scm: SCM,
-    *,
-    anchor_latents: bool = True,
-    integrate: Collection[str] = (),
-    drawn_after: Collection[str] = (),
+    scm: SCM, *, anchor_latents: bool = True, integrate: Collection[str] = ()
 ) -> str:
     """Stan program sampling the SCM's parameters and every row's latents.
 
@@ -745,12 +741,10 @@ def fit_program(
         centred form, the same posterior; kept for checks).
     integrate : collection of str
         Latents integrated out of the likelihood (:mod:`counterfair.stan.integrated`):
-        NUTS samples the parameters only, and the generated quantities draw these
-        latents exactly per draw. Each must pass
-        :func:`counterfair.stan.integrated.unsupported_reason`.
-    drawn_after : collection of str
-        Integrated latents the generated quantities leave out: their training draws
-        come after sampling (:mod:`counterfair.inference.training_latents`).
+        NUTS samples the parameters only, and the generated quantities draw those
+        latents with a categorical child exactly per draw (the others' training draws
+        come after sampling, :func:`counterfair.stan.integrated.drawn_in_program`).
+        Each must pass :func:`counterfair.stan.integrated.unsupported_reason`.
 
     Returns
     -------

@@ -15,10 +15,12 @@ other latent parent):
    :mod:`counterfair.stan.native` that LOO and the node check call):
    :data:`NEWTON_STEPS` Newton steps to the mode and :data:`GH_NODES` nodes scaled by
    the curvature there;
-3. the generated quantities draw each row's ``z`` exactly from its posterior given
-   the draw's parameters (rejection under a tangent hull of the log-concave density),
-   so the fit carries every training row's latent draws as the joint fit does, and
-   every later stage reads the same ``Fit``.
+3. each training row's ``z`` is drawn exactly from its posterior given each draw's
+   parameters (rejection under a tangent hull of the log-concave density): after
+   sampling, by exact abduction's code (:mod:`counterfair.inference.training_latents`),
+   or, for a latent with a categorical child, in the generated quantities
+   (:func:`drawn_in_program`). The fit carries every training row's latent draws as the
+   joint fit does, and every later stage reads the same ``Fit``.
 
 A latent with a loading that differs by group (``loading_by``), a child with two
 latent parents, or a non-root latent is not integrated: its reason is

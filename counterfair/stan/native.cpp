@@ -112,14 +112,19 @@ int on_threads(const Sets& a, Work work, int threads, char* error, std::size_t e
     }
     std::vector<std::thread> pool;
     std::vector<std::exception_ptr> failed(n);
-    for (std::size_t t = 0; t < n; ++t) {
-      pool.emplace_back([&, t]() {
-        try {
-          work(a, S * t / n, S * (t + 1) / n);
-        } catch (...) {
-          failed[t] = std::current_exception();
-        }
-      });
+    try {
+      for (std::size_t t = 0; t < n; ++t) {
+        pool.emplace_back([&, t]() {
+          try {
+            work(a, S * t / n, S * (t + 1) / n);
+          } catch (...) {
+            failed[t] = std::current_exception();
+          }
+        });
+      }
+    } catch (...) {  // a thread that cannot start: wait for those started, then say so
+      for (auto& thread : pool) thread.join();
+      throw;
     }
     for (auto& thread : pool) thread.join();
     for (auto& f : failed) {

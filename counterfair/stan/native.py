@@ -6,7 +6,8 @@ the program). Leave-one-out (:mod:`counterfair.inference.loo`), the fit's node c
 (:mod:`counterfair.inference.quadrature_nodes`) and exact abduction of new rows
 (:mod:`counterfair.inference.exact_abduction`) need the same computations outside a
 Stan program, for many parameter sets: this module compiles ``native.cpp`` (which includes
-the same ``quadrature.hpp``) into a shared library with the C++ compiler CmdStan uses,
+the same ``quadrature.hpp``) into a shared library with the system's C++ compiler
+(``$CXX``, else ``g++``: the one a CmdStan build needs),
 caches it, and calls it through :mod:`ctypes`. One implementation serves the fit, LOO,
 the node check and exact abduction.
 
@@ -172,9 +173,12 @@ def _rows_arguments(
         if tuple(got) != want:
             raise ValueError(f"{name} must have shape {want}, got {tuple(got)}")
     lengths = np.asarray(cut_len, dtype=np.intc)
-    cuts_arr = np.asarray(cuts, dtype=np.float64).reshape(S, -1)
-    if cuts_arr.shape[1] != int(lengths.sum()):
-        raise ValueError(f"cuts must have {int(lengths.sum())} columns, got {cuts_arr.shape[1]}")
+    cuts_arr = np.asarray(cuts, dtype=np.float64)
+    if cuts_arr.ndim != 2 or cuts_arr.shape != (S, int(lengths.sum())):
+        raise ValueError(
+            f"cuts must have shape ({S}, {int(lengths.sum())}), got {cuts_arr.shape}"
+        )
+    _check_values(y_arr, np.asarray(family), lengths)
     starts = (np.concatenate([[0], np.cumsum(lengths)[:-1]]) + 1).astype(np.intc)
     arguments = [
         S, N, C, cuts_arr.shape[1],
@@ -189,6 +193,45 @@ def _rows_arguments(
         lengths,
     ]
     return (S, N, C), arguments
+
+
+FAMILY_CODES = (1, 2, 3, 4, 5, 6)
+"""Poisson, negative binomial, Bernoulli, ordinal, categorical (first column, others)."""
+
+
+def _check_values(y: np.ndarray, family: np.ndarray, cut_len: np.ndarray) -> None:
+    """Each column's values are what its family takes (the C++ reads them unchecked)."""
+    if not np.issubdtype(y.dtype, np.integer) and not np.all(y == np.round(y)):
+        raise ValueError("y must hold whole numbers (Stan's coding of each column)")
+    y = np.asarray(y, dtype=np.int64)
+    width = np.zeros(len(family), dtype=np.int64)  # a categorical child's columns
+    for c, code in enumerate(family):
+        if code not in FAMILY_CODES:
+            raise ValueError(f"column {c}: unknown family code {code}; known: {FAMILY_CODES}")
+        if code == 6 and (c == 0 or family[c - 1] not in (5, 6)):
+            raise ValueError(f"column {c}: family code 6 must follow a categorical column (5)")
+        if code == 5:
+            end = c + 1
+            while end < len(family) and family[end] == 6:
+                end += 1
+            width[c:end] = end - c
+    allowed = {
+        1: (0, None), 2: (0, None), 3: (0, 1),
+    }
+    for c, code in enumerate(family):
+        low, high = allowed.get(int(code), (1, None))
+        if code == 4:
+            high = int(cut_len[c]) + 1
+        elif code in (5, 6):
+            high = int(width[c]) + 1
+        column = y[:, c]
+        bad = (column < low) | (column > high if high is not None else False)
+        if np.any(bad):
+            row = int(np.flatnonzero(bad)[0])
+            span = f"{low} .. {high}" if high is not None else f"at least {low}"
+            raise ValueError(
+                f"column {c} (family code {code}): row {row} has {column[row]}, outside {span}"
+            )
 
 
 def _threads(threads: int | None) -> int:
@@ -249,7 +292,7 @@ def log_marginal_rows(
         raise ValueError(f"nodes must be positive and newton non-negative, got {nodes}, {newton}")
     x, w = np.polynomial.hermite.hermgauss(nodes)
     out = np.empty((S, N))
-    if S == 0 or N == 0:
+    if out.size == 0:
         return out
     error = ctypes.create_string_buffer(ERROR_SIZE)
     status = _library().cf_log_marginal_rows(

@@ -457,7 +457,6 @@ struct Columns {
   std::vector<double> y;           // N x C, column-major
   std::vector<double> load;        // C
   std::vector<Child> child;        // C (y, lgamma_const set per row)
-  double e(std::size_t c, std::size_t i) const { return eta[c * N + i]; }
 };
 
 // Sum of the children's log densities (without eta-free constants of count children)
