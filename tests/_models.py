@@ -294,6 +294,42 @@ generated quantities {
 (``tests/test_integrated.py``'s accuracy test)."""
 
 
+PAIR_ACCURACY_PROGRAM = "functions {\n" + integrated.FUNCTIONS_PAIR + """
+}
+data {
+  int<lower=1> N;
+  int<lower=1> C;
+  array[N, C] int y;
+  matrix[N, C] eta;
+  matrix[N, C] load1;
+  matrix[N, C] load2;
+  array[C] int family;
+  vector[C] phi;
+  int<lower=1> n_cuts;
+  vector[n_cuts] cuts;
+  array[C] int cut_start;
+  array[C] int cut_len;
+  int<lower=1> n_gh2;
+  vector[n_gh2] gh2_x;
+  vector[n_gh2] gh2_logw;
+  int<lower=0> n_newton2;
+  int<lower=1> D;  // exact draws of row 1
+}
+generated quantities {
+  vector[N] ll;  // one row at a time: the loadings are one row vector per call
+  for (i in 1:N) {
+    ll[i] = cf_integrated2_rows({y[i]}, eta[i:i], load1[i], load2[i], family, phi, cuts,
+                                cut_start, cut_len, gh2_x, gh2_logw, n_newton2)[1];
+  }
+  matrix[D, 2] z = cf_integrated2_rng(rep_array(y[1], D), rep_matrix(eta[1], D), load1[1],
+                                      load2[1], family, phi, cuts, cut_start, cut_len, gh2_x,
+                                      gh2_logw, n_newton2);
+}
+"""
+"""Each row's log marginal by the quadrature of two latents per row, and exact draws of
+row 1's pair (``tests/test_integrated_pairs.py``)."""
+
+
 def stan_programs(*, slow: bool = False) -> dict[str, str]:
     """Every Stan program the ``stan`` tests compile, by name (compiled up front, in parallel).
 
@@ -314,6 +350,7 @@ def stan_programs(*, slow: bool = False) -> dict[str, str]:
         "mediation": mediation_scm().stan_code(),
         "adult pscf": _adult_pscf_scm().stan_code(),
         "quadrature accuracy": ACCURACY_PROGRAM,
+        "pair quadrature accuracy": PAIR_ACCURACY_PROGRAM,
     }
     if slow:
         programs["new families abduction"] = families_scm().abduction_code()

@@ -46,6 +46,8 @@ from counterfair.stan.integrated import (
     LATENTS_MODES,
     integrated_latents,
     nonfinite_rows,
+    pair_quadrature_data,
+    pairs_of,
     quadrature_data,
 )
 from counterfair.stan.interface import SamplerRun
@@ -205,6 +207,8 @@ def fit_scm(
     rule = _quadrature_rule(scm, rows, start, seed) if integrate else None
     if rule is not None:
         stan_data = {**stan_data, **quadrature_data(rule.nodes, rule.newton)}
+    if pairs_of(scm, integrate):  # two latents per row: the fixed rule (PAIR_NODES per axis)
+        stan_data = {**stan_data, **pair_quadrature_data()}
     run = _sample(scm, rows, stan_data, start, backend, chains=chains, warmup=warmup,
                   draws=draws, seed=seed, progress=progress, sampler_args=sampler_args,
                   integrate=integrate)

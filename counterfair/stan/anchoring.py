@@ -51,11 +51,15 @@ def anchors_of(
     directly), and so are latents with a child whose family lays out its own
     coefficients (categorical): its statement needs the latent's values. A latent
     in ``integrate`` (integrated out of the fit, :mod:`counterfair.stan.integrated`)
-    is anchored even then: its categorical children enter through the quadrature.
+    is anchored even then: its categorical children enter through the quadrature; one
+    integrated with the latent it shares a child with (two latents per row) is not: every
+    child of the pair enters the pair's quadrature.
     """
     anchors: dict[str, tuple[NodeEquation, ...]] = {}
     for latent in scm.latents:
         children = [scm.equations[c] for c in scm.children(latent) if c in scm.equations]
+        if latent in integrate and any(len(eq.latent) > 1 for eq in children):
+            continue  # integrated with the latent it shares a child with: no anchors
         if latent not in integrate and any(eq.family.declares_coefficients for eq in children):
             continue  # a categorical child reads the latent itself: sample it directly
         if any(eq.loading_by is not None for eq in children):

@@ -77,10 +77,12 @@ functions {
 }"""
 
 
-def _functions_block(scm: SCM, integrated: bool = False) -> str:
+def _functions_block(scm: SCM, integrated: bool = False, pairs: bool = False) -> str:
     """The functions block: ``indicators``, the functions the SCM's families need, and the
     integrated latents' C++ functions (declared here, defined in ``integrated.hpp``)."""
     extra: list[str] = [integrated_latents.FUNCTIONS] if integrated else []
+    if pairs:
+        extra.append(integrated_latents.FUNCTIONS_PAIR)
     for node in scm.observed:
         for function in scm.equations[node].family.stan_functions():
             if function not in extra:
@@ -504,7 +506,7 @@ def _statement_comment(eq: NodeEquation, anchors: dict[str, tuple[NodeEquation, 
 
 
 def _fit_data_block(
-    scm: SCM, equations: list[NodeEquation], integrated: bool = False
+    scm: SCM, equations: list[NodeEquation], integrated: bool = False, pairs: bool = False
 ) -> list[str]:
     """The fit program's data block: the rows, a sampler scale per equation, and the
     quadrature's nodes when latents are integrated out."""
@@ -516,6 +518,8 @@ def _fit_data_block(
         )
     if integrated:
         lines += [_INDENT + line for line in integrated_latents.DATA_LINES]
+    if pairs:
+        lines += [_INDENT + line for line in integrated_latents.PAIR_DATA_LINES]
     lines.append("}")
     return lines
 
@@ -631,16 +635,20 @@ def _fit_model_block(
     designs: dict[str, str],
     vector_anchors: dict[str, tuple[NodeEquation, ...]] | None = None,
     integrated: dict[str, list[integrated_latents.IntegratedChild]] | None = None,
+    pairs: dict[tuple[str, str], list[integrated_latents.PairChild]] | None = None,
 ) -> list[str]:
     """The fit program's model block: anchoring, priors, then the structural equations."""
     vector_anchors = vector_anchors or {}
     integrated = integrated or {}
+    pairs = pairs or {}
     lines = ["model {", *_anchor_preamble(scm, anchors), f"{_INDENT}// priors"]
-    lines += _latent_priors(scm, {**anchors, **vector_anchors}, integrated)
+    skipped = set(integrated) | {latent for pair in pairs for latent in pair}
+    lines += _latent_priors(scm, {**anchors, **vector_anchors}, skipped)
     for eq in equations:
         lines += _equation_priors(eq)
     lines.append(f"{_INDENT}// structural equations")
     done: set[str] = {c.eq.node for children in integrated.values() for c in children}
+    done |= {c.eq.node for children in pairs.values() for c in children}
     for latent, chain in vector_anchors.items():
         lines += _vector_anchor_lines(scm, latent, chain, predictors, designs)
         done.update(eq.node for eq in chain)
@@ -654,6 +662,8 @@ def _fit_model_block(
     for latent, children in integrated.items():
         if children:
             lines += integrated_latents.model_line(latent, children, _INDENT)
+    for pair, pair_children in pairs.items():
+        lines += integrated_latents.pair_model_lines(pair, pair_children, _INDENT)
     lines.append("}")
     return lines
 
@@ -776,11 +786,17 @@ def fit_program(
     }
     columns.update({latent: tuple(pred.blocks) for latent, pred in means.items()})
     designs = design_names(columns)
+    pairs = {
+        pair: _pair_children(scm, pair, predictors, designs)
+        for pair in integrated_latents.pairs_of(scm, integrate)
+    }
+    paired = {latent for pair in pairs for latent in pair}
     integrated = {
         latent: _integrated_children(
             scm, latent, anchors, predictors, designs, means.get(latent)
         )
         for latent in integrate
+        if latent not in paired
     }
 
     purpose = (
@@ -789,15 +805,15 @@ def fit_program(
         else "fit of the structural causal model (parameters and latents)"
     )
     lines = _header(scm, purpose)
-    lines.append(_functions_block(scm, integrated=bool(integrate)))
-    lines += _fit_data_block(scm, equations, integrated=bool(integrate))
-    lines += _with_outcomes(_transformed_data_block(scm, columns, equations), integrated)
+    lines.append(_functions_block(scm, integrated=bool(integrate), pairs=bool(pairs)))
+    lines += _fit_data_block(scm, equations, integrated=bool(integrate), pairs=bool(pairs))
+    lines += _with_outcomes(_transformed_data_block(scm, columns, equations), integrated, pairs)
     lines += _fit_parameters_block(scm, equations, {**anchors, **vector_anchors}, integrate)
     lines += _fit_transformed_parameters_block(equations)
     lines += _fit_model_block(
-        scm, equations, anchors, predictors, designs, vector_anchors, integrated
+        scm, equations, anchors, predictors, designs, vector_anchors, integrated, pairs
     )
-    lines += _integrated_draws_block(scm, anchors, integrated)
+    lines += _integrated_draws_block(scm, anchors, integrated, pairs)
     return "\n".join(lines) + "\n"
 
 
@@ -843,8 +859,30 @@ def _integrated_children(
     return out
 
 
+def _pair_children(
+    scm: SCM,
+    pair: tuple[str, str],
+    predictors: dict[str, Predictor],
+    designs: dict[str, str],
+) -> list[integrated_latents.PairChild]:
+    """Every child of an integrated ``pair`` as ``eta + load1 * z1 + load2 * z2`` (``z``
+    standard normal; a Normal child's ``eta`` is its mean less its value)."""
+    out = []
+    for eq in integrated_latents.pair_children(scm, pair):
+        load1, load2, shift = integrated_latents.pair_loads(scm, pair, eq)
+        eta = _linear_part(scm, predictors[eq.node], designs.get(eq.node))
+        if shift != "0.0":
+            eta = f"{eta} + {shift}"
+        if eq.family.additive_noise:
+            eta = f"{eta} - {eq.node}"
+        out.append(integrated_latents.PairChild(eq=eq, eta=eta, load1=load1, load2=load2))
+    return out
+
+
 def _with_outcomes(
-    block: list[str], integrated: dict[str, list[integrated_latents.IntegratedChild]]
+    block: list[str],
+    integrated: dict[str, list[integrated_latents.IntegratedChild]],
+    pairs: dict[tuple[str, str], list[integrated_latents.PairChild]] | None = None,
 ) -> list[str]:
     """The transformed data block with the integrated latents' outcome arrays added."""
     extra = [
@@ -853,6 +891,8 @@ def _with_outcomes(
         if children
         for line in integrated_latents.outcome_lines(latent, children, _INDENT)
     ]
+    for pair, children in (pairs or {}).items():
+        extra += integrated_latents.pair_outcome_lines(pair, children, _INDENT)
     if not extra:
         return block
     if not block:
@@ -864,15 +904,18 @@ def _integrated_draws_block(
     scm: SCM,
     anchors: dict[str, tuple[NodeEquation, ...]],
     integrated: dict[str, list[integrated_latents.IntegratedChild]],
+    pairs: dict[tuple[str, str], list[integrated_latents.PairChild]] | None = None,
 ) -> list[str]:
     """Generated quantities: each integrated latent drawn exactly per row and draw, where
-    the program draws it (:func:`counterfair.stan.integrated.drawn_in_program`)."""
+    the program draws it (:func:`counterfair.stan.integrated.drawn_in_program`): a
+    latent with a categorical child, and the latents of a pair."""
+    pairs = pairs or {}
     integrated = {
         latent: children
         for latent, children in integrated.items()
         if integrated_latents.drawn_in_program(scm, latent)
     }
-    if not integrated:
+    if not integrated and not pairs:
         return []
     lines = ["generated quantities {"]
     for latent in integrated:
@@ -880,6 +923,12 @@ def _integrated_draws_block(
         lines.append(
             f"{_INDENT}vector[N] {name};  // {latent} drawn exactly given the draw's parameters"
         )
+    for pair in pairs:
+        for latent in pair:
+            lines.append(
+                f"{_INDENT}vector[N] {latent};  // {latent} drawn exactly (with "
+                f"{pair[1] if latent == pair[0] else pair[0]}) given the draw's parameters"
+            )
     lines.append(f"{_INDENT}{{")
     inner = _INDENT * 2
     for latent in integrated:
@@ -889,6 +938,8 @@ def _integrated_draws_block(
         lines.append(
             integrated_latents.draw_line(scm, latent, children, latent in anchors, inner)
         )
+    for pair, pair_children in pairs.items():
+        lines += integrated_latents.pair_draw_lines(scm, pair, pair_children, inner)
     lines += [f"{_INDENT}}}", "}"]
     return lines
 

@@ -30,9 +30,19 @@ inline void check_sizes(const char* fn, std::size_t N, std::size_t yrows, Eigen:
 struct StanCall {
   std::vector<int> y;  // N x C, column-major
   Eigen::MatrixXd eta;
-  Eigen::RowVectorXd load;
+  Eigen::RowVectorXd load, load2;
   Eigen::VectorXd phi, cuts, x, logw;
   Inputs in;
+
+  // the second latent's loadings (two latents per row)
+  template <typename TL2>
+  void second(const char* fn, const TL2& load2_) {
+    load2 = stan::math::value_of(load2_);
+    if (load2.size() != load.size()) {
+      throw std::domain_error(std::string(fn) + ": argument sizes do not agree");
+    }
+    in.load2 = load2.data();
+  }
 
   template <typename TE, typename TL, typename TP, typename TC, typename TX, typename TW>
   StanCall(const char* fn, const std::vector<std::vector<int>>& y_rows, const TE& eta_,
@@ -140,6 +150,91 @@ Eigen::VectorXd cf_integrated_rng(const std::vector<std::vector<int>>& y, const 
   for (std::size_t i = 0; i < N; ++i) {
     counterfair_integrated::fill_row(row, i, call.in, false);
     out(i) = counterfair_integrated::draw_row(row, newton_steps, uniform);
+  }
+  return out;
+}
+
+// Two latents per row: the sum over rows of the log marginal, with its gradient.
+template <typename TE, typename TL, typename TL2, typename TP, typename TC, typename TX,
+          typename TW>
+stan::return_type_t<TE, TL, TL2, TP, TC> cf_integrated2(
+    const std::vector<std::vector<int>>& y, const TE& eta, const TL& load, const TL2& load2,
+    const std::vector<int>& family, const TP& phi, const TC& cuts,
+    const std::vector<int>& cut_start, const std::vector<int>& cut_len, const TX& gh_x,
+    const TW& gh_logw, int newton_steps, std::ostream* pstream__) {
+  const auto& eta_ref = stan::math::to_ref(eta);
+  const auto& load_ref = stan::math::to_ref(load);
+  const auto& load2_ref = stan::math::to_ref(load2);
+  const auto& phi_ref = stan::math::to_ref(phi);
+  const auto& cuts_ref = stan::math::to_ref(cuts);
+  counterfair_integrated::StanCall call("cf_integrated2", y, eta_ref, load_ref, family,
+                                        phi_ref, cuts_ref, cut_start, cut_len, gh_x, gh_logw,
+                                        newton_steps);
+  call.second("cf_integrated2", load2_ref);
+  Eigen::MatrixXd d_eta = Eigen::MatrixXd::Zero(call.eta.rows(), call.eta.cols());
+  Eigen::VectorXd d_load = Eigen::VectorXd::Zero(call.load.size());
+  Eigen::VectorXd d_load2 = Eigen::VectorXd::Zero(call.load.size());
+  Eigen::VectorXd d_phi = Eigen::VectorXd::Zero(call.phi.size());
+  Eigen::VectorXd d_cuts = Eigen::VectorXd::Zero(call.cuts.size());
+  counterfair_integrated::Gradient out;
+  out.d_eta = d_eta.data();
+  out.d_load = d_load.data();
+  out.d_load2 = d_load2.data();
+  out.d_phi = d_phi.data();
+  out.d_cuts = d_cuts.data();
+  double total = counterfair_integrated::integrate2(call.in, nullptr, out);
+  auto ops = stan::math::make_partials_propagator(eta_ref, load_ref, load2_ref, phi_ref,
+                                                  cuts_ref);
+  if (!stan::is_constant<TE>::value) stan::math::edge<0>(ops).partials_ = d_eta;
+  if (!stan::is_constant<TL>::value) stan::math::edge<1>(ops).partials_ = d_load.transpose();
+  if (!stan::is_constant<TL2>::value) stan::math::edge<2>(ops).partials_ = d_load2.transpose();
+  if (!stan::is_constant<TP>::value) stan::math::edge<3>(ops).partials_ = d_phi;
+  if (!stan::is_constant<TC>::value) stan::math::edge<4>(ops).partials_ = d_cuts;
+  return ops.build(total);
+}
+
+// Two latents per row: each row's log marginal (values only).
+template <typename TE, typename TL, typename TL2, typename TP, typename TC, typename TX,
+          typename TW>
+Eigen::VectorXd cf_integrated2_rows(const std::vector<std::vector<int>>& y, const TE& eta,
+                                    const TL& load, const TL2& load2,
+                                    const std::vector<int>& family, const TP& phi,
+                                    const TC& cuts, const std::vector<int>& cut_start,
+                                    const std::vector<int>& cut_len, const TX& gh_x,
+                                    const TW& gh_logw, int newton_steps,
+                                    std::ostream* pstream__) {
+  counterfair_integrated::StanCall call("cf_integrated2_rows", y, eta, load, family, phi, cuts,
+                                        cut_start, cut_len, gh_x, gh_logw, newton_steps);
+  call.second("cf_integrated2_rows", load2);
+  Eigen::VectorXd rows(call.eta.rows());
+  counterfair_integrated::integrate2(call.in, rows.data(), counterfair_integrated::Gradient());
+  return rows;
+}
+
+// Two latents per row: one exact draw of each row's (z1, z2), an N x 2 matrix (NaN where
+// the row's density is not finite).
+template <typename TE, typename TL, typename TL2, typename TP, typename TC, typename TX,
+          typename TW, typename RNG>
+Eigen::MatrixXd cf_integrated2_rng(const std::vector<std::vector<int>>& y, const TE& eta,
+                                   const TL& load, const TL2& load2,
+                                   const std::vector<int>& family, const TP& phi,
+                                   const TC& cuts, const std::vector<int>& cut_start,
+                                   const std::vector<int>& cut_len, const TX& gh_x,
+                                   const TW& gh_logw, int newton_steps, RNG& base_rng__,
+                                   std::ostream* pstream__) {
+  counterfair_integrated::StanCall call("cf_integrated2_rng", y, eta, load, family, phi, cuts,
+                                        cut_start, cut_len, gh_x, gh_logw, newton_steps);
+  call.second("cf_integrated2_rng", load2);
+  const std::size_t N = y.size();
+  Eigen::MatrixXd out(N, 2);
+  counterfair_integrated::Row2 row;
+  auto uniform = [&base_rng__]() { return stan::math::uniform_rng(0.0, 1.0, base_rng__); };
+  double z[2];
+  for (std::size_t i = 0; i < N; ++i) {
+    counterfair_integrated::fill_row2(row, i, call.in);
+    counterfair_integrated::draw_row2(row, newton_steps, uniform, z);
+    out(i, 0) = z[0];
+    out(i, 1) = z[1];
   }
   return out;
 }

@@ -22,12 +22,21 @@ other latent parent):
    (:func:`drawn_in_program`). The fit carries every training row's latent draws as the
    joint fit does, and every later stage reads the same ``Fit``.
 
-A latent with a loading that differs by group (``loading_by``), a child with two
-latent parents, or a non-root latent is not integrated: its reason is
-:func:`unsupported_reason`. A latent with a categorical child is (the joint program
-cannot anchor it: it samples it directly, which mixes slowly); new rows' latents are
-then abducted by MCMC, as with a joint fit, since exact abduction does not cover
-categorical children.
+**Two latents per row.** Two latents that share a child (and no child with a third
+latent) are integrated out together (:func:`pair_of`): every child of either, Normal
+ones included, enters ``log int prod_c p_c(y_c | eta_c + load1_c z1 + load2_c z2)
+Normal(z | 0, I) dz`` per row, by the product rule of :data:`PAIR_NODES` nodes per
+axis rotated to the Hessian at the row's mode (:data:`PAIR_NEWTON` Newton steps);
+``cf_integrated2`` in ``quadrature.hpp``. The generated quantities draw each row's
+``(z1, z2)`` exactly (rejection from a Gaussian bound, ``draw_row2``), and the fit
+carries both latents per row as the joint fit does; new rows are abducted by MCMC.
+
+A latent with a loading that differs by group (``loading_by``), one that shares
+children with two others (more than two per row), a pair with a categorical child,
+or a non-root latent is not integrated: its reason is :func:`unsupported_reason`. A
+latent with a categorical child is (the joint program cannot anchor it: it samples it
+directly, which mixes slowly); new rows' latents are then abducted by MCMC, as with a
+joint fit, since exact abduction does not cover categorical children.
 """
 
 from __future__ import annotations
@@ -72,6 +81,39 @@ beyond what nine nodes follow)."""
 NEWTON_STEPS = 3
 """Newton steps from the Normal approximation's mode to the integrand's mode."""
 
+PAIR_NODES = 7
+"""Gauss-Hermite nodes per axis for two latents per row (49 per row), from the accuracy
+test (``tests/test_integrated_pairs.py``)."""
+
+PAIR_NEWTON = 4
+"""Newton steps to each row's mode for two latents per row."""
+
+NORMAL_CODE = 7
+"""The quadrature's code of a Normal child (two latents per row only: its ``eta`` holds
+``mu - y`` and its ``phi`` the residual sd)."""
+
+FUNCTIONS_PAIR = """\
+  // Two latents per row integrated out of all their children (quadrature.hpp's
+  // integrate2 and draw_row2): the sum over rows, each row, one exact draw per row.
+  real cf_integrated2(array[,] int y, matrix eta, row_vector load1, row_vector load2,
+                      array[] int family, vector phi, vector cuts, array[] int cut_start,
+                      array[] int cut_len, vector gh_x, vector gh_logw, int n_newton);
+  vector cf_integrated2_rows(array[,] int y, matrix eta, row_vector load1,
+                             row_vector load2, array[] int family, vector phi, vector cuts,
+                             array[] int cut_start, array[] int cut_len, vector gh_x,
+                             vector gh_logw, int n_newton);
+  matrix cf_integrated2_rng(array[,] int y, matrix eta, row_vector load1, row_vector load2,
+                            array[] int family, vector phi, vector cuts,
+                            array[] int cut_start, array[] int cut_len, vector gh_x,
+                            vector gh_logw, int n_newton);"""
+
+PAIR_DATA_LINES = (
+    "int<lower=1> n_gh2;  // Gauss-Hermite nodes per axis (two latents per row)",
+    "vector[n_gh2] gh2_x;  // their positions",
+    "vector[n_gh2] gh2_logw;  // log of their weights",
+    "int<lower=0> n_newton2;  // Newton steps to each row's mode (two latents per row)",
+)
+
 FUNCTIONS = """\
   // Each row's latent integrated out of its non-Normal children (counterfair's
   // integrated.hpp, compiled in as CmdStan's user header): the sum over rows of the
@@ -96,7 +138,7 @@ DATA_LINES = (
 
 def uses_header(code: str) -> bool:
     """Whether a program calls the integrated-latent functions (needs :data:`HEADER`)."""
-    return "cf_integrated(" in code
+    return "cf_integrated(" in code or "cf_integrated2(" in code
 
 
 @cache
@@ -116,19 +158,85 @@ def quadrature_data(nodes: int = GH_NODES, newton: int = NEWTON_STEPS) -> dict[s
     return {"n_gh": nodes, "gh_x": x, "gh_logw": np.log(w), "n_newton": newton}
 
 
+def pair_quadrature_data(
+    nodes: int = PAIR_NODES, newton: int = PAIR_NEWTON
+) -> dict[str, Any]:
+    """The fit program's quadrature data for two latents per row (nodes per axis)."""
+    x, w = np.polynomial.hermite.hermgauss(nodes)
+    return {"n_gh2": nodes, "gh2_x": x, "gh2_logw": np.log(w), "n_newton2": newton}
+
+
 # ---------------------------------------------------------------------- applicability
-def unsupported_reason(scm: SCM, latent: str) -> str | None:
-    """Why ``latent`` cannot be integrated out, or None when it can."""
+def partners(scm: SCM, latent: str) -> list[str]:
+    """The other latents that share a child with ``latent``, in the SCM's order."""
+    found: set[str] = set()
+    for child in scm.children(latent):
+        eq = scm.equations.get(child)
+        if eq is not None:
+            found.update(t.parent for t in eq.latent if t.parent != latent)
+    return [name for name in scm.latents if name in found]
+
+
+def pair_of(scm: SCM, latent: str) -> tuple[str, str] | None:
+    """The two latents integrated together with ``latent`` (in the SCM's order), or None
+    when it shares no child with another latent."""
+    others = partners(scm, latent)
+    if not others:
+        return None
+    first, second = sorted([latent, others[0]], key=scm.latents.index)
+    return first, second
+
+
+def _root_reason(scm: SCM, latent: str) -> str | None:
     spec = scm.specs[latent]
     if not isinstance(spec, Latent) or scm.parents(latent):
         return "it is not a root latent with a Normal prior"
+    return None
+
+
+def _pair_reason(scm: SCM, latent: str, others: list[str]) -> str | None:
+    """Why ``latent`` and its one partner cannot be integrated out together."""
+    if len(others) > 1:
+        return f"it shares children with {others} (more than two latents per row)"
+    (other,) = others
+    beyond = [name for name in partners(scm, other) if name != latent]
+    if beyond:
+        return (
+            f"its partner {other!r} shares children with {beyond} too (more than two "
+            "latents per row)"
+        )
+    reason = _root_reason(scm, other)
+    if reason is not None:
+        return f"its partner {other!r}: {reason}"
+    for name in (latent, other):
+        for child in scm.children(name):
+            eq = scm.equations.get(child)
+            if eq is None:
+                continue
+            if eq.loading_by is not None:
+                return f"the loading of {name!r} on {child!r} differs by group (loading_by)"
+            if eq.family.additive_noise or eq.family.quadrature_code in (1, 2, 3, 4):
+                continue
+            return (
+                f"the child {child!r} of {name!r} has family {eq.spec.family!r}, which the "
+                "quadrature of two latents per row does not cover"
+            )
+    return None
+
+
+def unsupported_reason(scm: SCM, latent: str) -> str | None:
+    """Why ``latent`` cannot be integrated out, or None when it can (alone, or with the
+    one latent it shares children with, :func:`pair_of`)."""
+    reason = _root_reason(scm, latent)
+    if reason is not None:
+        return reason
+    others = partners(scm, latent)
+    if others:
+        return _pair_reason(scm, latent, others)
     for child in scm.children(latent):
         eq = scm.equations.get(child)
         if eq is None:
             continue
-        if len(eq.latent) > 1:
-            others = [t.parent for t in eq.latent if t.parent != latent]
-            return f"its child {child!r} has another latent parent {others} (more than one per row)"
         if eq.loading_by is not None:
             return f"its loading on {child!r} differs by group (loading_by)"
         if eq.family.additive_noise:
@@ -167,6 +275,12 @@ def integrated_latents(scm: SCM, latents: str, backend: str) -> tuple[str, ...]:
         logger.info("latents sampled jointly: the PyStan back end cannot integrate them out")
         return ()
     reasons = {name: unsupported_reason(scm, name) for name in scm.latents}
+    for name in scm.latents:  # a pair is integrated together or not at all
+        pair = pair_of(scm, name)
+        if pair is not None and reasons[name] is None:
+            other = pair[1] if pair[0] == name else pair[0]
+            if reasons[other] is not None:
+                reasons[name] = f"its partner {other!r} cannot be: {reasons[other]}"
     if latents == "integrated":
         for name, reason in reasons.items():
             if reason is not None:
@@ -345,6 +459,8 @@ def drawn_in_program(scm: SCM, latent: str) -> bool:
     (:mod:`counterfair.inference.training_latents`), which keeps them out of CmdStan's
     output files. Both draw with ``quadrature.hpp``'s ``draw_row``.
     """
+    if pair_of(scm, latent) is not None:
+        return True  # exact abduction does not cover two latents per row
     return any(
         not (eq.family.additive_noise or eq.family.exact) for eq in children_of(scm, latent)
     )
@@ -370,3 +486,148 @@ def children_of(scm: SCM, latent: str) -> list[NodeEquation]:
 def integrated_names(integrate: Collection[str]) -> tuple[str, ...]:
     """The integrated latents in a stable order."""
     return tuple(sorted(integrate))
+
+
+# ---------------------------------------------------------------------- two latents per row
+@dataclass(frozen=True)
+class PairChild:
+    """A child of an integrated pair: ``eta + load1 * z1 + load2 * z2`` in the program
+    (``z`` the pair's standardised latents; a Normal child's ``eta`` is ``mu - y``)."""
+
+    eq: NodeEquation
+    eta: str  # vector[N] expression
+    load1: str  # real expressions ("0.0" for a latent that is not its parent)
+    load2: str
+
+    @property
+    def code(self) -> int:
+        """The quadrature's family code."""
+        return NORMAL_CODE if self.eq.family.additive_noise else _family_code(self.eq)
+
+    @property
+    def phi(self) -> str:
+        """The family's dispersion (negative binomial) or sd (Normal), else ``1.0``."""
+        if self.code == 2:
+            return self.eq.param("phi")
+        if self.code == NORMAL_CODE:
+            fixed = self.eq.sigma_fixed
+            assert self.eq.sigma is not None
+            return self.eq.sigma if fixed is None else stan_real(fixed)
+        return "1.0"
+
+
+def pair_name(pair: tuple[str, str]) -> str:
+    """The program's name of a pair's pieces (``<first>_<second>``)."""
+    return f"{pair[0]}_{pair[1]}"
+
+
+def pair_children(scm: SCM, pair: tuple[str, str]) -> list[NodeEquation]:
+    """Every child of either latent of ``pair``, in graph order."""
+    nodes = set(scm.children(pair[0])) | set(scm.children(pair[1]))
+    return [scm.equations[n] for n in scm.observed if n in nodes and n in scm.equations]
+
+
+def pair_loads(scm: SCM, pair: tuple[str, str], eq: NodeEquation) -> tuple[str, str, str]:
+    """``eq``'s loadings on the pair's standardised latents and the shift their locations
+    add to its predictor (``"0.0"`` where none)."""
+    loads = ["0.0", "0.0"]
+    shifts: list[str] = []
+    for lterm in eq.latent:
+        spec = scm.specs[lterm.parent]
+        assert isinstance(spec, Latent)
+        k = pair.index(lterm.parent)
+        loads[k] = (
+            lterm.param if spec.scale == 1.0 else f"{lterm.param} * {stan_real(spec.scale)}"
+        )
+        if spec.loc != 0.0:
+            shifts.append(f"{lterm.param} * {stan_real(spec.loc)}")
+    return loads[0], loads[1], " + ".join(shifts) if shifts else "0.0"
+
+
+def pair_call_arguments(pair: tuple[str, str], children: Sequence[PairChild]) -> str:
+    """The arguments of ``cf_integrated2*`` for ``pair`` (its outcomes in ``Y_<pair>``)."""
+    etas = _columns([c.eta for c in children])
+    load1 = _joined([f"[{c.load1}]" for c in children])
+    load2 = _joined([f"[{c.load2}]" for c in children])
+    families = _int_list([c.code for c in children])
+    phis = _row_vector([c.phi for c in children])
+    cut_names = [c.eq.param("cutpoints") for c in children if c.code == 4]
+    starts: list[str] = []
+    lengths: list[str] = []
+    offset: list[str] = ["1"]
+    for child in children:
+        if child.code == 4:
+            count = f"rows({child.eq.param('cutpoints')})"
+            starts.append(" + ".join(offset))
+            lengths.append(count)
+            offset.append(count)
+        else:
+            starts.append("1")
+            lengths.append("0")
+    cuts = "[0.0]'"
+    if cut_names:
+        cuts = cut_names[-1]
+        for name in reversed(cut_names[:-1]):
+            cuts = f"append_row({name}, {cuts})"
+    return (
+        f"Y_{pair_name(pair)}, {etas}, {load1}, {load2}, {families}, {phis}, {cuts}, "
+        f"{{{', '.join(starts)}}}, {{{', '.join(lengths)}}}, gh2_x, gh2_logw, n_newton2"
+    )
+
+
+def pair_outcome_lines(
+    pair: tuple[str, str], children: Sequence[PairChild], indent: str
+) -> list[str]:
+    """Transformed data: the outcomes of the pair's non-Normal children (0 for Normal ones,
+    whose values are in their ``eta``)."""
+    lines = [
+        f"{indent}array[N, {len(children)}] int Y_{pair_name(pair)};  // outcomes of "
+        f"{', '.join(c.eq.node for c in children)} (integrated {pair[0]} and {pair[1]})"
+    ]
+    for k, child in enumerate(children, start=1):
+        value = "rep_array(0, N)" if child.code == NORMAL_CODE else child.eq.node
+        lines.append(f"{indent}Y_{pair_name(pair)}[:, {k}] = {value};")
+    return lines
+
+
+def pair_model_lines(
+    pair: tuple[str, str], children: Sequence[PairChild], indent: str
+) -> list[str]:
+    """The model block's statement of every child of ``pair``, both latents integrated out."""
+    nodes = ", ".join(c.eq.node for c in children)
+    return [
+        f"{indent}// {nodes}: {pair[0]} and {pair[1]} integrated out together (adaptive "
+        "Gauss-Hermite, n_gh2 x n_gh2 nodes per row)",
+        f"{indent}target += cf_integrated2({pair_call_arguments(pair, children)});",
+    ]
+
+
+def pair_draw_lines(
+    scm: SCM, pair: tuple[str, str], children: Sequence[PairChild], indent: str
+) -> list[str]:
+    """Generated quantities (inside a local block): both latents of ``pair`` drawn exactly
+    per row, ``loc + scale * z``."""
+    z = f"z_{pair_name(pair)}"
+    call = f"cf_integrated2_rng({pair_call_arguments(pair, children)})"
+    lines = [f"{indent}matrix[N, 2] {z} = {call};"]
+    for k, latent in enumerate(pair, start=1):
+        spec = scm.specs[latent]
+        assert isinstance(spec, Latent)
+        value = f"{z}[:, {k}]"
+        if spec.scale != 1.0:
+            value = f"{stan_real(spec.scale)} * {value}"
+        if spec.loc != 0.0:
+            value = f"{stan_real(spec.loc)} + {value}"
+        lines.append(f"{indent}{latent} = {value};")
+    return lines
+
+
+def pairs_of(scm: SCM, integrate: Collection[str]) -> list[tuple[str, str]]:
+    """The pairs among the integrated latents, in the SCM's order."""
+    out: list[tuple[str, str]] = []
+    for latent in scm.latents:
+        if latent in integrate:
+            pair = pair_of(scm, latent)
+            if pair is not None and pair not in out:
+                out.append(pair)
+    return out

@@ -29,7 +29,12 @@
 // 3 Bernoulli (logit link), 4 ordinal (ordered logistic, cutpoints in `cuts`),
 // 5 categorical (softmax with reference level 1): a child with K levels takes K - 1
 // columns, one per non-reference level, the first coded 5 and the others 6; each
-// column's y holds the observed level (1 .. K). Every family is log-concave in z.
+// column's y holds the observed level (1 .. K); 7 Normal (two latents per row only: eta
+// holds mu - y and phi the sd). Every family is log-concave in z.
+//
+// Two latents per row (a child with two latent parents): the rows' standardised latents
+// z = (z1, z2) ~ Normal(0, I) enter each child as eta + load1 z1 + load2 z2, every child
+// (Normal ones too) through the quadrature: integrate2() and draw_row2() at the end.
 #ifndef COUNTERFAIR_QUADRATURE_HPP
 #define COUNTERFAIR_QUADRATURE_HPP
 
@@ -160,6 +165,14 @@ inline void evaluate(const Child& c, double eta, Term& t, bool want_params) {
         t.dcut_lo = has_lo ? (has_hi ? -sa * (1 - sa) / mass : -(1 - sa)) : 0.0;
         t.dcut_hi = has_hi ? (has_lo ? sb * (1 - sb) / mass : sb) : 0.0;
       }
+      break;
+    }
+    case 7: {  // Normal (two latents per row only): eta holds mu - y, phi the sd
+      double e = eta / c.phi;
+      t.value = -0.5 * e * e - std::log(c.phi) - 0.5 * std::log(2.0 * PI);
+      t.d1 = -e / c.phi;
+      t.d2 = -1.0 / (c.phi * c.phi);
+      if (want_params) t.dphi = (e * e - 1.0) / c.phi;
       break;
     }
     default:
@@ -302,6 +315,7 @@ struct Inputs {
   const double* cuts = nullptr;     // every ordinal child's cutpoints
   const int* cut_start = nullptr;   // C, 1-based into cuts
   const int* cut_len = nullptr;     // C
+  const double* load2 = nullptr;    // C: the second latent's loadings (two per row)
   const double* gh_x = nullptr;     // J nodes
   const double* gh_logw = nullptr;  // J log weights
   std::size_t J = 0;
@@ -353,6 +367,7 @@ inline void fill_row(Row& row, std::size_t i, const Inputs& in, bool constants) 
 struct Gradient {
   double* d_eta = nullptr;   // N x C, column-major
   double* d_load = nullptr;  // C
+  double* d_load2 = nullptr;  // C (two latents per row)
   double* d_phi = nullptr;   // C
   double* d_cuts = nullptr;  // all cutpoints
   bool wanted() const { return d_eta != nullptr; }
@@ -859,6 +874,257 @@ inline double draw_from(const Row& row, const Hull& hull, Uniform&& uniform) {
 template <typename Uniform>
 inline double draw_row(const Row& row, int newton_steps, Uniform&& uniform) {
   return draw_from(row, hull_of(row, newton_steps), uniform);
+}
+
+// ---------------------------------------------------------------- two latents per row
+// Row i's integrand is F(z) = sum_c l_c(eta_c + load1_c z1 + load2_c z2) - |z|^2 / 2 over
+// all the pair's children (code 7 for Normal ones, whose eta holds mu - y). Its log
+// marginal log int exp(F) dz / (2 pi) is computed by the product rule of the 1-D nodes,
+// rotated and scaled by the Cholesky factor of -F'' at the mode (found by Newton steps,
+// halved until F does not fall): with -F''(z*) = R R', the nodes are
+// z* + sqrt(2) R^-T (x_j, x_k). As in one dimension, the gradient holds the nodes fixed.
+struct Row2 {
+  Row base;                // children, eta, and the first latent's loadings (base.load)
+  std::vector<double> l2;  // the second latent's loadings
+
+  // sum_c l_c at z (the prior left out), each child's term, and the sum's gradient g and
+  // Hessian h = (h11, h12, h22)
+  double evaluate_all(double a, double b, Term* terms, bool want_params, double* g,
+                      double* h) const {
+    double f = 0.0;
+    g[0] = g[1] = h[0] = h[1] = h[2] = 0.0;
+    for (std::size_t c = 0; c < base.children.size(); ++c) {
+      const double u = base.load[c], v = l2[c];
+      Term& t = terms[c];
+      evaluate(base.children[c], base.eta[c] + u * a + v * b, t, want_params);
+      f += t.value;
+      g[0] += t.d1 * u;
+      g[1] += t.d1 * v;
+      h[0] += t.d2 * u * u;
+      h[1] += t.d2 * u * v;
+      h[2] += t.d2 * v * v;
+    }
+    return f;
+  }
+
+  void at(double a, double b, double& f, double* g, double* h) const {
+    base.scratch.resize(base.children.size());
+    f = evaluate_all(a, b, base.scratch.data(), false, g, h) - 0.5 * (a * a + b * b);
+    g[0] -= a;
+    g[1] -= b;
+    h[0] -= 1.0;
+    h[2] -= 1.0;
+  }
+
+  // Newton's start: each count child replaced by its Normal approximation in eta (as in
+  // Row::start), each Normal child exactly; binary and ordinal children add nothing.
+  void start(double& a, double& b) const {
+    double p11 = 1.0, p12 = 0.0, p22 = 1.0, r1 = 0.0, r2 = 0.0;
+    for (std::size_t c = 0; c < base.children.size(); ++c) {
+      const Child& ch = base.children[c];
+      double w, target;
+      if (ch.family == 1 || ch.family == 2) {
+        w = ch.y + 0.5;
+        if (ch.family == 2) w = 1.0 / (1.0 / w + 1.0 / ch.phi);
+        target = std::log(ch.y + 0.5) - base.eta[c];
+      } else if (ch.family == 7) {
+        w = 1.0 / (ch.phi * ch.phi);
+        target = -base.eta[c];
+      } else {
+        continue;
+      }
+      const double u = base.load[c], v = l2[c];
+      p11 += w * u * u;
+      p12 += w * u * v;
+      p22 += w * v * v;
+      r1 += w * u * target;
+      r2 += w * v * target;
+    }
+    const double det = p11 * p22 - p12 * p12;
+    a = (p22 * r1 - p12 * r2) / det;
+    b = (p11 * r2 - p12 * r1) / det;
+  }
+
+  // `steps` Newton steps from start(), each halved until F does not fall; false if F is
+  // not finite or not strictly concave at the end.
+  bool mode(int steps, double& a, double& b, double& f, double* g, double* h) const {
+    start(a, b);
+    at(a, b, f, g, h);
+    if (!std::isfinite(f) || !std::isfinite(g[0]) || !std::isfinite(g[1])) {
+      a = b = 0.0;
+      at(a, b, f, g, h);
+      if (!std::isfinite(f)) return false;
+    }
+    for (int it = 0; it < steps; ++it) {
+      const double det = h[0] * h[2] - h[1] * h[1];
+      if (!(h[0] < 0) || !(det > 0)) return false;
+      double sa = -(h[2] * g[0] - h[1] * g[1]) / det;
+      double sb = -(h[0] * g[1] - h[1] * g[0]) / det;
+      if (std::fabs(sa) + std::fabs(sb) < STEP_TOLERANCE) break;
+      double an = a, bn = b, fn = f, gn[2], hn[3];
+      bool moved = false;
+      for (int k = 0; k < HALVING_MAX; ++k) {
+        an = a + sa;
+        bn = b + sb;
+        at(an, bn, fn, gn, hn);
+        if (std::isfinite(fn) && fn >= f - 1e-12 * (1.0 + std::fabs(f))) {
+          moved = true;
+          break;
+        }
+        sa *= 0.5;
+        sb *= 0.5;
+      }
+      if (!moved) break;
+      a = an;
+      b = bn;
+      f = fn;
+      g[0] = gn[0];
+      g[1] = gn[1];
+      h[0] = hn[0];
+      h[1] = hn[1];
+      h[2] = hn[2];
+    }
+    return std::isfinite(f) && h[0] < 0 && h[0] * h[2] - h[1] * h[1] > 0;
+  }
+};
+
+inline void fill_row2(Row2& row, std::size_t i, const Inputs& in) {
+  fill_row(row.base, i, in, true);
+  row.l2.assign(in.load2, in.load2 + in.C);
+  for (std::size_t c = 0; c < in.C; ++c) {
+    const int fam = in.family[c];
+    if (fam != 7 && (fam < 1 || fam > 4)) {
+      throw std::domain_error("counterfair integrated latents: two latents per row take "
+                              "Normal, Poisson, negative binomial, Bernoulli and ordinal "
+                              "children only");
+    }
+  }
+}
+
+// Row i's log marginal (NaN when its mode is not found), its gradient added to `out`.
+// g holds J * J node weights, tnode 2 * J * J node positions, terms J * J * C terms.
+inline double integrate_row2(const Row2& row, std::size_t i, const Inputs& in,
+                             std::vector<double>& g, std::vector<double>& tnode,
+                             std::vector<Term>& terms, const Gradient& out) {
+  const std::size_t C = in.C, N = in.N, J = in.J;
+  const bool grad = out.wanted();
+  double a, b, f, gz[2], h[3];
+  if (!row.mode(in.steps, a, b, f, gz, h)) return std::numeric_limits<double>::quiet_NaN();
+  const double r11 = std::sqrt(-h[0]);
+  const double r21 = -h[1] / r11;
+  const double r22 = std::sqrt(-h[2] - r21 * r21);
+  double top = -std::numeric_limits<double>::infinity();
+  for (std::size_t j = 0; j < J; ++j) {
+    for (std::size_t k = 0; k < J; ++k) {
+      const std::size_t n = j * J + k;
+      const double x1 = in.gh_x[j], x2 = in.gh_x[k];
+      const double u2 = x2 / r22, u1 = (x1 - r21 * u2) / r11;  // R' u = x
+      const double ta = a + std::sqrt(2.0) * u1, tb = b + std::sqrt(2.0) * u2;
+      tnode[2 * n] = ta;
+      tnode[2 * n + 1] = tb;
+      double gj[2], hj[3];
+      double fj = row.evaluate_all(ta, tb, terms.data() + n * C, grad, gj, hj)
+                  - 0.5 * (ta * ta + tb * tb);
+      g[n] = fj + x1 * x1 + x2 * x2 + in.gh_logw[j] + in.gh_logw[k];
+      if (g[n] > top) top = g[n];
+    }
+  }
+  double sum = 0.0;
+  for (std::size_t n = 0; n < J * J; ++n) {
+    g[n] = std::exp(g[n] - top);
+    sum += g[n];
+  }
+  const double value = top + std::log(sum) - std::log(r11) - std::log(r22) - std::log(PI);
+  if (grad && std::isfinite(value)) {
+    for (std::size_t n = 0; n < J * J; ++n) {
+      const double p = g[n] / sum;
+      for (std::size_t c = 0; c < C; ++c) {
+        const Term& term = terms[n * C + c];
+        out.d_eta[c * N + i] += p * term.d1;
+        out.d_load[c] += p * term.d1 * tnode[2 * n];
+        out.d_load2[c] += p * term.d1 * tnode[2 * n + 1];
+        const int fam = in.family[c];
+        if (fam == 2 || fam == 7) out.d_phi[c] += p * term.dphi;
+        if (fam == 4) {
+          const int start = in.cut_start[c] - 1;
+          if (term.cut_lo >= 0) out.d_cuts[start + term.cut_lo] += p * term.dcut_lo;
+          if (term.cut_hi >= 0) out.d_cuts[start + term.cut_hi] += p * term.dcut_hi;
+        }
+      }
+    }
+    for (std::size_t c = 0; c < C; ++c) {
+      if (in.family[c] == 2) {  // the eta-free part of the negative binomial's dl/dphi
+        const Child& ch = row.base.children[c];
+        out.d_phi[c] += digamma(ch.y + ch.phi) - digamma(ch.phi) + std::log(ch.phi) + 1.0;
+      }
+    }
+  }
+  return value;
+}
+
+// Every row's log marginal (in `rows` when given) and the gradient pieces when asked;
+// the sum over rows.
+inline double integrate2(const Inputs& in, double* rows, const Gradient& out) {
+  const std::size_t J = in.J;
+  std::vector<double> g(J * J), tnode(2 * J * J);
+  std::vector<Term> terms(J * J * in.C);
+  Row2 row;
+  double total = 0.0;
+  for (std::size_t i = 0; i < in.N; ++i) {
+    fill_row2(row, i, in);
+    const double value = integrate_row2(row, i, in, g, tnode, terms, out);
+    if (rows != nullptr) rows[i] = value;
+    total += value;
+  }
+  return total;
+}
+
+// One exact draw of a row's z = (z1, z2), by rejection. F is the sum of a Gaussian part,
+// -z' P z / 2 + linear (the prior and the Normal children: P = I + sum over Normal
+// children of load load' / sd^2, the same for every row) and a concave part (the other
+// children). At any point z0, F(z) <= F(z0) + F'(z0)'d - d' P d / 2 with d = z - z0 (the
+// concave part lies under its tangent), so proposals from the Normal that bound defines
+// (mean z0 + P^-1 F'(z0), precision P), accepted with probability exp(F(z) - bound(z)),
+// are exact draws. z0 is the mode found by Newton steps, which keeps acceptance high.
+// `uniform()` returns independent Uniform(0, 1) values, three per proposal; a row whose
+// density is not finite gets NaN in both.
+template <typename Uniform>
+inline void draw_row2(const Row2& row, int newton_steps, Uniform&& uniform, double* z) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  z[0] = z[1] = nan;
+  double a, b, f, g[2], h[3];
+  if (!row.mode(std::max(newton_steps, DRAW_NEWTON_MIN), a, b, f, g, h)) return;
+  double p11 = 1.0, p12 = 0.0, p22 = 1.0;
+  for (std::size_t c = 0; c < row.base.children.size(); ++c) {
+    const Child& ch = row.base.children[c];
+    if (ch.family != 7) continue;
+    const double w = 1.0 / (ch.phi * ch.phi), u = row.base.load[c], v = row.l2[c];
+    p11 += w * u * u;
+    p12 += w * u * v;
+    p22 += w * v * v;
+  }
+  const double det = p11 * p22 - p12 * p12;
+  // the bound's peak: z0 + P^-1 g
+  const double ca = a + (p22 * g[0] - p12 * g[1]) / det;
+  const double cb = b + (p11 * g[1] - p12 * g[0]) / det;
+  const double l11 = std::sqrt(p11), l21 = p12 / l11, l22 = std::sqrt(p22 - l21 * l21);
+  for (int k = 0; k < REJECTION_MAX; ++k) {
+    const double u1 = uniform(), u2 = uniform(), w = uniform();
+    const double radius = std::sqrt(-2.0 * std::log(u1));  // Box-Muller
+    const double e1 = radius * std::cos(2.0 * PI * u2), e2 = radius * std::sin(2.0 * PI * u2);
+    const double d2 = e2 / l22, d1 = (e1 - l21 * d2) / l11;  // L' d = e
+    const double ta = ca + d1, tb = cb + d2;
+    const double da = ta - a, db = tb - b;
+    const double bound = f + g[0] * da + g[1] * db
+                         - 0.5 * (p11 * da * da + 2.0 * p12 * da * db + p22 * db * db);
+    double ft, gt[2], ht[3];
+    row.at(ta, tb, ft, gt, ht);
+    if (std::log(w) <= ft - bound) {
+      z[0] = ta;
+      z[1] = tb;
+      return;
+    }
+  }
 }
 
 }  // namespace counterfair_integrated
