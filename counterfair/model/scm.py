@@ -427,7 +427,9 @@ class SCM:
             Poisson, negative binomial, Bernoulli and ordinal ones), so NUTS samples
             the parameters only; the training rows' latents are then drawn exactly
             per posterior draw, and ``fit.integrated`` names the latents
-            (:mod:`counterfair.stan.integrated`). CmdStan only.
+            (:mod:`counterfair.stan.integrated`). Two latents that share a child
+            are integrated out together (a 2-D quadrature); more per row are
+            refused. CmdStan only.
             ``"auto"`` integrates the latents that can be and samples the others
             jointly, with a log line naming them and why.
         **sampler_args
