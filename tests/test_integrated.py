@@ -758,7 +758,7 @@ def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(scale: float, 
         assert rule.max_error > NODE_TOLERANCE and "no rule" in rule.reason
 
 
-def test_without_a_pilot_or_with_a_categorical_child_the_default_nodes_are_kept() -> None:
+def test_without_a_pilot_or_with_two_latents_per_row_the_default_nodes_are_kept() -> None:
     from counterfair.inference.fitting import _quadrature_rule
     from counterfair.inference.quadrature_nodes import choose_nodes
     from counterfair.model.params import ParamDraws
@@ -769,12 +769,26 @@ def test_without_a_pilot_or_with_a_categorical_child_the_default_nodes_are_kept(
     rule = _quadrature_rule(scm, rows, None, seed=shifted(0))
     assert (rule.nodes, rule.max_error) == (integrated.GH_NODES, None)
     assert "no pilot" in rule.reason
+    # a categorical child is checked like the others (the library's codes 5 and 6)
     categorical = categorical_child_scm()
     data = categorical.sample(50, params=CATEGORICAL_TRUTH, seed=shifted(23))
     crows = Rows.check(data.drop(columns=["U"]), categorical)
     params = ParamDraws.from_values(categorical, CATEGORICAL_TRUTH, {"A": 2})
     rule = choose_nodes(categorical, params, crows.codes, crows.values())
-    assert rule.nodes == integrated.GH_NODES and "does not cover node 'C'" in rule.reason
+    assert (rule.checked_rows, rule.checked_sets) == (50, 1)
+    assert rule.max_error is not None
+    # two latents per row: the check's latent problems hold one latent
+    pair = _two_latents_in_one_child()
+    pair_truth = {
+        "alpha_X": 0.1, "beta_X_A": [0.4], "lambda_X_U": 0.7, "sigma_X": 0.8, "alpha_Y": 0.0,
+        "lambda_Y_W": 0.6, "sigma_Y": 0.5, "alpha_P": 1.0, "lambda_P_U": 0.3, "lambda_P_W": -0.2,
+    }
+    pdata = pair.sample(50, params=pair_truth, seed=shifted(24)).drop(columns=["U", "W"])
+    prows = Rows.check(pdata, pair)
+    rule = choose_nodes(
+        pair, ParamDraws.from_values(pair, pair_truth, {"A": 2}), prows.codes, prows.values()
+    )
+    assert rule.nodes == integrated.GH_NODES and "does not cover node 'P'" in rule.reason
 
 
 @pytest.mark.stan

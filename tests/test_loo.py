@@ -222,3 +222,44 @@ def test_an_outlying_row_gets_a_pareto_k_warning_naming_it() -> None:
     assert "moment matching" in message and "K-fold" in message
     assert table.loc[0, "n_bad_k"] == 1
     assert table.attrs["pareto_k"].idxmax() == 0
+
+
+def test_quadrature_with_a_categorical_child_equals_a_fine_grid() -> None:
+    """A latent with a Normal, a categorical (4 levels) and a Poisson child: LOO's
+    quadrature (the library, whose categorical columns are coded 5, 6, 6) equals a
+    20,001-point grid integral over the latent, per parameter set and row, to 1e-7."""
+    from test_integrated import CATEGORICAL_TRUTH, categorical_child_scm
+
+    from counterfair.model.params import ParamDraws
+    from counterfair.rows.rows import Rows
+
+    scm = categorical_child_scm()
+    assert integration_method(scm) == "quadrature"
+    data = scm.sample(60, params=CATEGORICAL_TRUTH, seed=shifted(41)).drop(columns="U")
+    rows = Rows.check(data, scm)
+    codes, observed = rows.codes, rows.values()
+    params = ParamDraws(
+        {
+            k: np.stack([np.asarray(v, dtype=float) * f for f in (0.7, 1.0, 1.4)])
+            for k, v in CATEGORICAL_TRUTH.items()
+        }
+    )
+    got = pointwise_log_likelihood(scm, params, codes, observed, nodes=40, newton=50)
+    grid = np.linspace(-10.0, 10.0, 20_001)
+    step = grid[1] - grid[0]
+    for n in range(len(data)):
+        m = len(grid)
+        row_codes = {c: np.repeat(v[n], m) for c, v in codes.items()}
+        values = {c: np.repeat(v[n], m) for c, v in observed.items()}
+        values["U"] = np.broadcast_to(grid, (params.n, m))
+        log_f = np.broadcast_to(-0.5 * grid**2 - 0.5 * np.log(2 * np.pi), (params.n, m))
+        for node in scm.observed:
+            eq = scm.equations[node]
+            eta = linear_predictor(eq, params, values, row_codes, n_rows=m)
+            log_f = log_f + node_log_density(eq, params, eta, values[node])
+        expected = logsumexp(log_f, axis=1) + np.log(step)
+        np.testing.assert_allclose(got[:, n], expected, rtol=0, atol=1e-7, err_msg=f"row {n}")
+    # the grid can tell: the loadings of the categorical child matter to the values
+    other = ParamDraws({**params.arrays, "lambda_C_U": params["lambda_C_U"] * 1.1})
+    moved = pointwise_log_likelihood(scm, other, codes, observed, nodes=40, newton=50)
+    assert np.max(np.abs(moved - got)) > 1e-3

@@ -18,9 +18,9 @@ each row's latent ``U_R`` integrated out. When this study was written ``cf.compa
 raised ``SCMError`` on a categorical node (no log density; added since, in 1c6eda2),
 and its importance sampling (every node, for every prior draw of ``U_R``) is slow on
 these rows (more than 15 minutes on 300 rows on a shared machine).
-:func:`compare_declarations` computes the same quantity, ``log p(row | theta)`` with
-``U_R`` integrated out, by Gauss-Hermite quadrature over ``U_R``'s children only, with
-the log softmax for a categorical node, and ranks it with :func:`arviz.compare`.
+:func:`compare_declarations` computes ``log p(row | theta)`` with ``U_R`` integrated
+out by counterfair's LOO quadrature, which now covers categorical children (the C++ the
+integrated fit runs), and ranks it with :func:`arviz.compare`.
 Each declaration then trains and audits the study's four predictors (Full, Unaware,
 Kusner L2, PSCF) exactly as :func:`counterfair.experiments.adult_pscf.run_study` does:
 accuracy and AUC on the test rows, total and path-specific change of the probability
@@ -66,10 +66,9 @@ SMOOTH_TERMS: dict[str, tuple[str, ...]] = {
 """Nodes given smooth terms, and the parents each term bends in."""
 
 DECLARATIONS = ("linear", "smooth")
-HERMITE_NODES = 32
-"""Gauss-Hermite points per row for the latent ``U_R`` in the LOO."""
-MAX_CELLS = 4_000_000
-"""Largest ``draws x rows x points`` block built at once."""
+HERMITE_NODES = 40
+"""Gauss-Hermite nodes per row for the latent ``U_R`` in the LOO (the reference rule of
+:mod:`counterfair.inference.latent_rows`)."""
 PARETO_K_BAD = 0.7
 
 
@@ -174,46 +173,21 @@ def node_log_density(eq: Any, params: Any, eta: np.ndarray, y: np.ndarray) -> np
 def pointwise_log_likelihood(fit: Any, *, nodes: int = HERMITE_NODES) -> np.ndarray:
     """``log p(row_n | theta_s)`` of a fit, shape ``(S, N)``, its latents integrated out.
 
-    Nodes without a latent parent enter once; each latent (a root with a Normal prior)
-    is integrated out of its children's joint density by Gauss-Hermite quadrature
-    against that prior (``nodes`` points). ``cf.compare`` does the same by importance
-    sampling over every node, which is slow here and stops at the categorical nodes.
+    counterfair's LOO quadrature (:func:`counterfair.inference.loo.pointwise_log_likelihood`):
+    nodes without a latent parent enter once; ``U_R``'s Normal child in closed form and
+    its categorical children by the adaptive Gauss-Hermite quadrature an integrated
+    fit's program runs (the C++ of ``counterfair/stan/quadrature.hpp``), with ``nodes``
+    nodes and Newton steps run to convergence. The study computed this itself, by a
+    non-adaptive quadrature, while the package's latent problems did not cover
+    categorical children.
     """
-    from counterfair.model.evaluate import linear_predictor
+    from counterfair.inference import loo
+    from counterfair.inference.latent_rows import REFERENCE_NEWTON
 
-    scm = fit.scm
-    params = fit.params()
-    codes = dict(fit.rows.codes)
-    observed = {k: np.asarray(v, dtype=float) for k, v in fit.rows.values().items()}
-    n = len(fit.data)
-    reference = scm.coding == "reference"
-    total = np.zeros((params.n, n))
-    for node in scm.observed:
-        eq = scm.equations[node]
-        if not eq.latent:
-            eta = linear_predictor(eq, params, observed, codes, reference_coding=reference,
-                                   n_rows=n)
-            total += node_log_density(eq, params, eta, observed[node])
-    x, w = np.polynomial.hermite_e.hermegauss(nodes)
-    log_w = np.log(w / np.sqrt(2.0 * np.pi))
-    for latent in scm.latents:
-        spec = scm.specs[latent]
-        block = max(1, MAX_CELLS // (params.n * nodes))
-        for lo in range(0, n, block):
-            rows = slice(lo, min(lo + block, n))
-            m = rows.stop - rows.start
-            tiled = {k: np.repeat(v[rows], nodes) for k, v in observed.items()}
-            tiled_codes = {k: np.repeat(np.asarray(v)[rows], nodes) for k, v in codes.items()}
-            u = np.tile(spec.loc + spec.scale * x, m)
-            values = {**tiled, latent: np.broadcast_to(u, (params.n, m * nodes))}
-            log_f = np.zeros((params.n, m * nodes))
-            for child in scm.children(latent):
-                eq = scm.equations[child]
-                eta = linear_predictor(eq, params, values, tiled_codes,
-                                       reference_coding=reference, n_rows=m * nodes)
-                log_f += node_log_density(eq, params, eta, tiled[child])
-            total[:, rows] += logsumexp(log_f.reshape(params.n, m, nodes) + log_w, axis=-1)
-    return total
+    return loo.pointwise_log_likelihood(
+        fit.scm, fit.params(), dict(fit.rows.codes), fit.rows.values(), method="quadrature",
+        nodes=nodes, newton=REFERENCE_NEWTON,
+    )
 
 
 def compare_declarations(fits: dict[str, Any], *, nodes: int = HERMITE_NODES) -> pd.DataFrame:

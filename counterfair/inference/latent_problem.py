@@ -13,7 +13,9 @@ conditioned children's likelihoods. :func:`latent_problems` writes it as a
   residual given its other parents), and the anchors' own density with ``L`` integrated
   out, ``normal_log_marginal()`` (computed when asked);
 * the other children (families with ``exact = True``) keep their linear predictor
-  without ``L`` (``base``) and their loading.
+  without ``L`` (``base``) and their loading; a categorical child keeps one of each per
+  non-reference level (``base`` ``(S, N, K-1)``, loading ``(S, 1, K-1)``), for the
+  quadrature's users only (``quadrature=True``): exact abduction's grid does not cover it.
 
 Exact abduction (:mod:`counterfair.inference.exact_abduction`), leave-one-out and the
 integrated fit's node check (:mod:`counterfair.inference.latent_rows`) all start here.
@@ -39,7 +41,16 @@ if TYPE_CHECKING:
 
 
 # ---------------------------------------------------------------------- applicability
-def unsupported_node(scm: SCM, conditioned: Collection[str]) -> str | None:
+def _covered(family: Family, quadrature: bool) -> bool:
+    """Whether a latent's child of ``family`` has a place in its latent problem."""
+    if family.additive_noise or family.exact:
+        return True
+    return quadrature and family.quadrature_code is not None
+
+
+def unsupported_node(
+    scm: SCM, conditioned: Collection[str], *, quadrature: bool = False
+) -> str | None:
     """The first node that prevents exact abduction, or None when it applies.
 
     Exact abduction needs every latent to be a root with a Normal prior, and
@@ -53,6 +64,9 @@ def unsupported_node(scm: SCM, conditioned: Collection[str]) -> str | None:
         The model.
     conditioned : collection of str
         Observed nodes the latents are conditioned on.
+    quadrature : bool
+        For the users of the C++ quadrature only (leave-one-out, the node check), which
+        also cover a categorical child.
     """
     for latent in scm.latents:
         if not isinstance(scm.specs[latent], Latent) or scm.parents(latent):
@@ -63,7 +77,7 @@ def unsupported_node(scm: SCM, conditioned: Collection[str]) -> str | None:
         eq = scm.equations[node]
         if len(eq.latent) > 1:
             return node
-        if eq.latent and not (eq.family.additive_noise or eq.family.exact):
+        if eq.latent and not _covered(eq.family, quadrature):
             return node
     return None
 
@@ -90,9 +104,18 @@ def supports_exact(scm: SCM, conditioned: Collection[str]) -> bool:
     return unsupported_node(scm, conditioned) is None
 
 
-def require_exact(scm: SCM, conditioned: Collection[str]) -> None:
-    """Raise a ValueError naming the node that prevents exact abduction, if any."""
-    node = unsupported_node(scm, conditioned)
+def supports_quadrature(scm: SCM, conditioned: Collection[str]) -> bool:
+    """Whether the latent problems describe the model for the quadrature's users
+    (leave-one-out, the node check): exact abduction's form, categorical children too."""
+    return unsupported_node(scm, conditioned, quadrature=True) is None
+
+
+def require_exact(
+    scm: SCM, conditioned: Collection[str], *, quadrature: bool = False
+) -> None:
+    """Raise a ValueError naming the node that prevents exact abduction (or, with
+    ``quadrature``, the latent problems of the quadrature's users), if any."""
+    node = unsupported_node(scm, conditioned, quadrature=quadrature)
     if node is None:
         return
     if node in scm.latents:
@@ -111,8 +134,8 @@ class LatentChild:
     """A non-Normal conditioned child: ``eta = base + loading * L``, value ``y``."""
 
     family: Family
-    base: np.ndarray  # (S, N)
-    loading: np.ndarray  # (S, 1), or (S, N) when it differs by group (loading_by)
+    base: np.ndarray  # (S, N); categorical: (S, N, K-1), one per non-reference level
+    loading: np.ndarray  # (S, 1), or (S, N) with loading_by; categorical: (S, 1, K-1)
     y: np.ndarray  # (N,)
     args: tuple[np.ndarray, ...] = ()  # the family's own parameters, each (S, N)
     eq: NodeEquation | None = None  # its equation (the C++ quadrature's parameters)
@@ -230,8 +253,12 @@ def latent_problems(
     codes: Mapping[str, np.ndarray],
     observed: Mapping[str, np.ndarray],
     conditioned: Collection[str],
+    *,
+    quadrature: bool = False,
 ) -> dict[str, LatentProblem]:
-    require_exact(scm, conditioned)
+    """Every latent's problem (``quadrature``: categorical children too, for the users of
+    the C++ quadrature; exact abduction leaves it False)."""
+    require_exact(scm, conditioned, quadrature=quadrature)
     n_rows = count_rows(codes, observed)
     return {
         latent: latent_problem(scm, latent, conditioned, params, observed, codes, n_rows)

@@ -27,7 +27,7 @@ import numpy as np
 from counterfair.inference.latent_problem import LatentProblem
 from counterfair.model.params import ParamDraws
 from counterfair.stan import native
-from counterfair.stan.integrated import NEWTON_STEPS
+from counterfair.stan.integrated import CATEGORICAL_MORE, NEWTON_STEPS
 
 REFERENCE_NODES = 40
 """Nodes of the reference rule: the node check's yardstick, and a joint fit's LOO."""
@@ -49,6 +49,17 @@ def _columns(problem: LatentProblem, params: ParamDraws) -> dict[str, Any]:
                 f"child {getattr(eq, 'node', '?')!r} of family {child.family.name!r} is not "
                 "covered by the quadrature"
             )
+        if child.base.ndim == 3:  # categorical: one column per non-reference level
+            level = child.family.stan_values(eq.spec, child.y)
+            for k in range(child.base.shape[2]):
+                eta.append(child.base[..., k] + child.loading[..., k] * problem.mean)
+                load.append(np.broadcast_to(child.loading[..., k] / root, (S, N)))
+                y.append(level)
+                family.append(code if k == 0 else CATEGORICAL_MORE)
+                phi.append(np.ones(S))
+                cuts.append(np.zeros((S, 0)))
+                cut_len.append(0)
+            continue
         eta.append(np.broadcast_to(child.base + child.loading * problem.mean, (S, N)))
         load.append(np.broadcast_to(child.loading / root, (S, N)))
         y.append(child.family.stan_values(eq.spec, child.y))

@@ -18,9 +18,9 @@ tenth of the 1e-6 per row the integrated fit promises). The values come from the
 the fit program runs (:mod:`counterfair.inference.latent_rows`), so the check measures the
 very rule the fit will use, Newton steps included. The pilot ran on a subsample, so its
 posterior is wider than the full data's and the check covers the region NUTS will
-visit. Without a pilot, or when the check cannot run (a latent with a categorical
-child, which exact abduction's latent problems do not describe), the fit keeps the
-default.
+visit. A categorical child is checked like the others. Without a pilot, or when the
+check cannot run (two latents per row, which the latent problems do not describe), the
+fit keeps the default.
 """
 
 from __future__ import annotations
@@ -114,10 +114,10 @@ def choose_nodes(
     codes, observed : mapping
         The training rows' protected codes and observed values.
     """
-    if not latent_problem.supports_exact(scm, scm.observed):
+    if not latent_problem.supports_quadrature(scm, scm.observed):
         return default_rule(
             "the default: the check (on exact abduction's latent problems) does not cover "
-            f"node {latent_problem.unsupported_node(scm, scm.observed)!r}"
+            f"node {latent_problem.unsupported_node(scm, scm.observed, quadrature=True)!r}"
         )
     if params.n > CHECK_SETS:
         pick = np.sort(np.random.default_rng(seed).choice(params.n, CHECK_SETS, replace=False))
