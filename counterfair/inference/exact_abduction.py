@@ -1,9 +1,10 @@
 """Exact abduction of one-dimensional latents given parameter sets.
 
 Given a parameter set ``s`` and a row ``n``, the posterior of a latent ``L`` is its
-Normal prior times the likelihood of each conditioned child of ``L``. When every latent
-is a root with a Normal prior and no conditioned child has more than one latent parent,
-each posterior is a one-dimensional density
+Normal prior times the likelihood of each conditioned child of ``L`` (a categorical
+child's: the log softmax of its levels' predictors at the observed level). When every
+latent is a root with a Normal prior and no conditioned child has more than one latent
+parent, each posterior is a one-dimensional density
 (:class:`~counterfair.inference.latent_problem.LatentProblem`: the prior and the Normal
 children in closed form, ``Normal(m, 1 / sqrt(P))``, times the other children's
 likelihoods, each concave in its linear predictor), and needs no MCMC:
@@ -39,8 +40,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.special import logsumexp
 
-from counterfair.inference.latent_problem import LatentProblem, latent_problems
+from counterfair.inference.latent_problem import LatentChild, LatentProblem, latent_problems
 from counterfair.inference.latent_rows import latent_draws
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
@@ -73,12 +75,38 @@ def _log_density(problem: LatentProblem, x: np.ndarray) -> np.ndarray:
         return _log_density_terms(problem, x, extra)
 
 
+def _child_eta(child: LatentChild, x: np.ndarray, extra: int) -> np.ndarray:
+    """The child's linear predictor at ``x`` (``(S, N)`` plus ``extra`` grid axes); a
+    categorical child's has a last axis, one per non-reference level."""
+    shape = (slice(None), slice(None)) + (None,) * extra
+    if child.base.ndim == 3:
+        levels = (*shape, slice(None))
+        return np.asarray(child.base[levels] + child.loading[levels] * x[..., None])
+    return np.asarray(child.base[shape] + child.loading[shape] * x)
+
+
+def _categorical_derivatives(child: LatentChild, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First and second derivative in ``x`` of a categorical child's log softmax at its
+    observed level (``(S, N)``): ``l_y - E[l]`` and ``-(E[l^2] - E[l]^2)`` under the level
+    probabilities, ``l`` the loadings (0 for the reference level)."""
+    eta = _child_eta(child, x, 0)  # (S, N, K-1)
+    logits = np.concatenate([np.zeros((*eta.shape[:-1], 1)), eta], axis=-1)
+    p = np.exp(logits - logsumexp(logits, axis=-1, keepdims=True))[..., 1:]
+    load = np.broadcast_to(child.loading, eta.shape)
+    mean = (p * load).sum(axis=-1)
+    second = (p * load**2).sum(axis=-1)
+    code = np.rint(child.y).astype(np.int64)  # 0 = the reference level
+    index = np.broadcast_to(np.maximum(code - 1, 0)[None, :, None], (*eta.shape[:-1], 1))
+    chosen = np.where(code[None, :] > 0, np.take_along_axis(load, index, axis=-1)[..., 0], 0.0)
+    return chosen - mean, -(second - mean**2)
+
+
 def _log_density_terms(problem: LatentProblem, x: np.ndarray, extra: int) -> np.ndarray:
     shape = (slice(None), slice(None)) + (None,) * extra
     centred = x - problem.mean[shape]
     out = -0.5 * problem.precision[shape] * centred**2
     for child in problem.children:
-        eta = child.base[shape] + child.loading[shape] * x
+        eta = _child_eta(child, x, extra)
         y = child.y[(None, slice(None)) + (None,) * extra]
         args = tuple(a[shape] for a in child.args)
         out = out + child.family.log_likelihood(y, eta, *args)
@@ -92,6 +120,11 @@ def _gradient_and_curvature(
     gradient = -problem.precision * (x - problem.mean)
     curvature = np.broadcast_to(-problem.precision, x.shape).copy()
     for child in problem.children:
+        if child.base.ndim == 3:  # categorical: already in x
+            first, second = _categorical_derivatives(child, x)
+            gradient = gradient + first
+            curvature = curvature + second
+            continue
         eta = child.base + child.loading * x
         first, second = child.family.derivatives(child.y[None, :], eta, *child.args)
         gradient = gradient + child.loading * first

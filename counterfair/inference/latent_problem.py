@@ -14,8 +14,7 @@ conditioned children's likelihoods. :func:`latent_problems` writes it as a
   out, ``normal_log_marginal()`` (computed when asked);
 * the other children (families with ``exact = True``) keep their linear predictor
   without ``L`` (``base``) and their loading; a categorical child keeps one of each per
-  non-reference level (``base`` ``(S, N, K-1)``, loading ``(S, 1, K-1)``), for the
-  quadrature's users only (``quadrature=True``): exact abduction's grid does not cover it.
+  non-reference level (``base`` ``(S, N, K-1)``, loading ``(S, 1, K-1)``).
 
 Exact abduction (:mod:`counterfair.inference.exact_abduction`), leave-one-out and the
 integrated fit's node check (:mod:`counterfair.inference.latent_rows`) all start here.
@@ -41,22 +40,20 @@ if TYPE_CHECKING:
 
 
 # ---------------------------------------------------------------------- applicability
-def _covered(family: Family, quadrature: bool) -> bool:
-    """Whether a latent's child of ``family`` has a place in its latent problem."""
-    if family.additive_noise or family.exact:
-        return True
-    return quadrature and family.quadrature_code is not None
+def _covered(family: Family) -> bool:
+    """Whether a latent's child of ``family`` has a place in its latent problem: a Normal
+    child, an ``exact`` family, or a categorical one (one column per non-reference level
+    in the C++ quadrature and draws, the log softmax on exact abduction's grid)."""
+    return family.additive_noise or family.exact or family.quadrature_code is not None
 
 
-def unsupported_node(
-    scm: SCM, conditioned: Collection[str], *, quadrature: bool = False
-) -> str | None:
+def unsupported_node(scm: SCM, conditioned: Collection[str]) -> str | None:
     """The first node that prevents exact abduction, or None when it applies.
 
     Exact abduction needs every latent to be a root with a Normal prior, and
     every conditioned child of a latent to have exactly one latent parent and a
-    family with additive noise (an anchor) or with ``exact = True``, so that the
-    latents are independent and one-dimensional given the data.
+    family with additive noise (an anchor), with ``exact = True`` or categorical, so
+    that the latents are independent and one-dimensional given the data.
 
     Parameters
     ----------
@@ -64,9 +61,6 @@ def unsupported_node(
         The model.
     conditioned : collection of str
         Observed nodes the latents are conditioned on.
-    quadrature : bool
-        For the users of the C++ quadrature only (leave-one-out, the node check), which
-        also cover a categorical child.
     """
     for latent in scm.latents:
         if not isinstance(scm.specs[latent], Latent) or scm.parents(latent):
@@ -77,7 +71,7 @@ def unsupported_node(
         eq = scm.equations[node]
         if len(eq.latent) > 1:
             return node
-        if eq.latent and not _covered(eq.family, quadrature):
+        if eq.latent and not _covered(eq.family):
             return node
     return None
 
@@ -94,7 +88,7 @@ def unsupported_child(scm: SCM, latent: str) -> str | None:
         eq = scm.equations.get(node)
         if eq is None:
             continue
-        if len(eq.latent) > 1 or not (eq.family.additive_noise or eq.family.exact):
+        if len(eq.latent) > 1 or not _covered(eq.family):
             return node
     return None
 
@@ -104,18 +98,9 @@ def supports_exact(scm: SCM, conditioned: Collection[str]) -> bool:
     return unsupported_node(scm, conditioned) is None
 
 
-def supports_quadrature(scm: SCM, conditioned: Collection[str]) -> bool:
-    """Whether the latent problems describe the model for the quadrature's users
-    (leave-one-out, the node check): exact abduction's form, categorical children too."""
-    return unsupported_node(scm, conditioned, quadrature=True) is None
-
-
-def require_exact(
-    scm: SCM, conditioned: Collection[str], *, quadrature: bool = False
-) -> None:
-    """Raise a ValueError naming the node that prevents exact abduction (or, with
-    ``quadrature``, the latent problems of the quadrature's users), if any."""
-    node = unsupported_node(scm, conditioned, quadrature=quadrature)
+def require_exact(scm: SCM, conditioned: Collection[str]) -> None:
+    """Raise a ValueError naming the node that prevents exact abduction, if any."""
+    node = unsupported_node(scm, conditioned)
     if node is None:
         return
     if node in scm.latents:
@@ -253,12 +238,9 @@ def latent_problems(
     codes: Mapping[str, np.ndarray],
     observed: Mapping[str, np.ndarray],
     conditioned: Collection[str],
-    *,
-    quadrature: bool = False,
 ) -> dict[str, LatentProblem]:
-    """Every latent's problem (``quadrature``: categorical children too, for the users of
-    the C++ quadrature; exact abduction leaves it False)."""
-    require_exact(scm, conditioned, quadrature=quadrature)
+    """Every latent's problem (a ValueError naming the node where they do not apply)."""
+    require_exact(scm, conditioned)
     n_rows = count_rows(codes, observed)
     return {
         latent: latent_problem(scm, latent, conditioned, params, observed, codes, n_rows)

@@ -16,9 +16,8 @@ the draws ``s``).
 Integration
 -----------
 * ``"quadrature"``: when every latent is a root with a Normal prior and no
-  observed node has two latent parents (the case of exact abduction, categorical
-  children included: :func:`counterfair.inference.latent_problem.supports_quadrature`),
-  the integral factorises
+  observed node has two latent parents (the case of exact abduction,
+  :func:`counterfair.inference.latent_problem.supports_exact`), the integral factorises
   into one 1-D integral per latent over its children. The Normal children (anchors)
   enter in closed form; the others through the adaptive Gauss-Hermite quadrature an
   integrated fit's program runs (:func:`counterfair.inference.latent_rows.latent_log_marginal`,
@@ -123,7 +122,7 @@ def integration_method(scm: SCM) -> str:
     """``"quadrature"`` (factorised 1-D Gauss-Hermite), ``"importance"`` or ``"none"``."""
     if not scm.latents:
         return "none"
-    return "quadrature" if latent_problem.supports_quadrature(scm, scm.observed) else "importance"
+    return "quadrature" if latent_problem.supports_exact(scm, scm.observed) else "importance"
 
 
 def _tile(array: np.ndarray, k: int) -> np.ndarray:
@@ -164,9 +163,7 @@ def _quadrature(
     newton: int,
 ) -> np.ndarray:
     total = _latent_free_terms(scm, params, codes, observed, n)
-    problems = latent_problem.latent_problems(
-        scm, params, codes, observed, scm.observed, quadrature=True
-    )
+    problems = latent_problem.latent_problems(scm, params, codes, observed, scm.observed)
     for problem in problems.values():
         total += latent_log_marginal(problem, params, nodes=nodes, newton=newton)
     return total
@@ -231,8 +228,8 @@ def pointwise_log_likelihood(
     chosen = integration_method(scm) if method is None else method
     if chosen not in ("quadrature", "importance", "none"):
         raise ValueError(f"method must be 'quadrature' or 'importance', got {method!r}")
-    if chosen == "quadrature" and not latent_problem.supports_quadrature(scm, scm.observed):
-        node = latent_problem.unsupported_node(scm, scm.observed, quadrature=True)
+    if chosen == "quadrature" and not latent_problem.supports_exact(scm, scm.observed):
+        node = latent_problem.unsupported_node(scm, scm.observed)
         raise errors.SCMError(f"quadrature does not apply: node {node!r}; use 'importance'")
     if nodes < 1 or n_draws < 1 or newton < 0:
         raise ValueError(

@@ -114,10 +114,10 @@ def choose_nodes(
     codes, observed : mapping
         The training rows' protected codes and observed values.
     """
-    if not latent_problem.supports_quadrature(scm, scm.observed):
+    if not latent_problem.supports_exact(scm, scm.observed):
         return default_rule(
             "the default: the check (on exact abduction's latent problems) does not cover "
-            f"node {latent_problem.unsupported_node(scm, scm.observed, quadrature=True)!r}"
+            f"node {latent_problem.unsupported_node(scm, scm.observed)!r}"
         )
     if params.n > CHECK_SETS:
         pick = np.sort(np.random.default_rng(seed).choice(params.n, CHECK_SETS, replace=False))

@@ -8,10 +8,9 @@ abducts new rows (:func:`counterfair.inference.exact_abduction.sample_latents`).
 draws are neither written by CmdStan nor read back from its CSV files, and keep every
 digit.
 
-A latent with a categorical child lies outside exact abduction's latent problems
-(:mod:`counterfair.inference.latent_problem`); the program draws it in its generated
-quantities instead, with the same C++ (``quadrature.hpp``'s ``draw_row``) and Stan's
-random numbers.
+The latents of a pair (two latents per row), which exact abduction's latent problems
+do not hold, are drawn in the program's generated quantities instead
+(``quadrature.hpp``'s ``draw_row2``, with Stan's random numbers).
 
 Each draw has its own random stream, keyed by the fit's seed, the latent and the row's
 position: the draws do not depend on the chunk size or the library's threads.

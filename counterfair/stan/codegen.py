@@ -751,9 +751,9 @@ def fit_program(
         centred form, the same posterior; kept for checks).
     integrate : collection of str
         Latents integrated out of the likelihood (:mod:`counterfair.stan.integrated`):
-        NUTS samples the parameters only, and the generated quantities draw those
-        latents with a categorical child exactly per draw (the others' training draws
-        come after sampling, :func:`counterfair.stan.integrated.drawn_in_program`).
+        NUTS samples the parameters only, and the generated quantities draw the
+        latents of a pair exactly per draw (one latent per row is drawn after sampling,
+        :func:`counterfair.stan.integrated.drawn_in_program`).
         Each must pass :func:`counterfair.stan.integrated.unsupported_reason`.
 
     Returns
@@ -813,7 +813,7 @@ def fit_program(
     lines += _fit_model_block(
         scm, equations, anchors, predictors, designs, vector_anchors, integrated, pairs
     )
-    lines += _integrated_draws_block(scm, anchors, integrated, pairs)
+    lines += _integrated_draws_block(scm, pairs)
     return "\n".join(lines) + "\n"
 
 
@@ -901,28 +901,14 @@ def _with_outcomes(
 
 
 def _integrated_draws_block(
-    scm: SCM,
-    anchors: dict[str, tuple[NodeEquation, ...]],
-    integrated: dict[str, list[integrated_latents.IntegratedChild]],
-    pairs: dict[tuple[str, str], list[integrated_latents.PairChild]] | None = None,
+    scm: SCM, pairs: dict[tuple[str, str], list[integrated_latents.PairChild]]
 ) -> list[str]:
-    """Generated quantities: each integrated latent drawn exactly per row and draw, where
-    the program draws it (:func:`counterfair.stan.integrated.drawn_in_program`): a
-    latent with a categorical child, and the latents of a pair."""
-    pairs = pairs or {}
-    integrated = {
-        latent: children
-        for latent, children in integrated.items()
-        if integrated_latents.drawn_in_program(scm, latent)
-    }
-    if not integrated and not pairs:
+    """Generated quantities: the latents of each integrated pair drawn exactly per row and
+    draw (:func:`counterfair.stan.integrated.drawn_in_program`; one latent per row is
+    drawn after sampling, by exact abduction's code)."""
+    if not pairs:
         return []
     lines = ["generated quantities {"]
-    for latent in integrated:
-        name = f"z_{latent}" if latent in anchors else latent
-        lines.append(
-            f"{_INDENT}vector[N] {name};  // {latent} drawn exactly given the draw's parameters"
-        )
     for pair in pairs:
         for latent in pair:
             lines.append(
@@ -931,13 +917,6 @@ def _integrated_draws_block(
             )
     lines.append(f"{_INDENT}{{")
     inner = _INDENT * 2
-    for latent in integrated:
-        if latent in anchors:
-            lines += [inner + line for line in precision_lines(scm, latent, anchors[latent])]
-    for latent, children in integrated.items():
-        lines.append(
-            integrated_latents.draw_line(scm, latent, children, latent in anchors, inner)
-        )
     for pair, pair_children in pairs.items():
         lines += integrated_latents.pair_draw_lines(scm, pair, pair_children, inner)
     lines += [f"{_INDENT}}}", "}"]

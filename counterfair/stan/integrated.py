@@ -16,10 +16,9 @@ other latent parent):
    :data:`NEWTON_STEPS` Newton steps to the mode and :data:`GH_NODES` nodes scaled by
    the curvature there;
 3. each training row's ``z`` is drawn exactly from its posterior given each draw's
-   parameters (rejection under a tangent hull of the log-concave density): after
-   sampling, by exact abduction's code (:mod:`counterfair.inference.training_latents`),
-   or, for a latent with a categorical child, in the generated quantities
-   (:func:`drawn_in_program`). The fit carries every training row's latent draws as the
+   parameters (rejection under a tangent hull of the log-concave density) after
+   sampling, by exact abduction's code (:mod:`counterfair.inference.training_latents`;
+   :func:`drawn_in_program`). The fit carries every training row's latent draws as the
    joint fit does, and every later stage reads the same ``Fit``.
 
 **Two latents per row.** Two latents that share a child (and no child with a third
@@ -35,8 +34,7 @@ A latent with a loading that differs by group (``loading_by``), one that shares
 children with two others (more than two per row), a pair with a categorical child,
 or a non-root latent is not integrated: its reason is :func:`unsupported_reason`. A
 latent with a categorical child is (the joint program cannot anchor it: it samples it
-directly, which mixes slowly); new rows' latents are then abducted by MCMC, as with a
-joint fit, since exact abduction does not cover categorical children.
+directly, which mixes slowly), and exact abduction draws its rows, as any other's.
 """
 
 from __future__ import annotations
@@ -439,40 +437,15 @@ def model_line(latent: str, children: Sequence[IntegratedChild], indent: str) ->
     ]
 
 
-def draw_line(
-    scm: SCM, latent: str, children: Sequence[IntegratedChild], anchored: bool, indent: str
-) -> str:
-    """Generated quantities: each row's latent drawn given the draw's parameters.
-
-    An anchored latent is written as ``z_<latent>`` (rebuilt as the joint fit's is);
-    another as the latent itself, ``loc + scale * z``.
-    """
-    if children:
-        z = f"cf_integrated_rng({call_arguments(latent, children)})"
-    else:
-        z = "to_vector(normal_rng(rep_vector(0.0, N), 1.0))"
-    if anchored:
-        return f"{indent}z_{latent} = {z};"
-    spec = scm.specs[latent]
-    assert isinstance(spec, Latent)
-    if spec.loc == 0.0 and spec.scale == 1.0:
-        return f"{indent}{latent} = {z};"
-    return f"{indent}{latent} = {stan_real(spec.loc)} + {stan_real(spec.scale)} * {z};"
-
-
 def drawn_in_program(scm: SCM, latent: str) -> bool:
     """Whether the fit program's generated quantities draw the training rows' ``latent``.
 
-    Only where a child lies outside exact abduction (a categorical child): the others
+    Only the latents of a pair (exact abduction covers one latent per row): the others
     are drawn after sampling, in Python, by the C++ that abducts new rows
     (:mod:`counterfair.inference.training_latents`), which keeps them out of CmdStan's
-    output files. Both draw with ``quadrature.hpp``'s ``draw_row``.
+    output files.
     """
-    if pair_of(scm, latent) is not None:
-        return True  # exact abduction does not cover two latents per row
-    return any(
-        not (eq.family.additive_noise or eq.family.exact) for eq in children_of(scm, latent)
-    )
+    return pair_of(scm, latent) is not None
 
 
 def nonfinite_rows(draws: np.ndarray) -> list[int]:
