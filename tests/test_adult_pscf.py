@@ -88,14 +88,17 @@ def test_pscf_is_path_specific_fair_and_kusner_totally_fair(study: dict) -> None
     assert kusner["change"].abs().max() <= EXACT
     assert metrics.loc["Full", "total_change"] > 1e-2
     assert metrics.loc["Full", "path_specific_change"] > 1e-2
-    # a predictor that learned anything beats predicting the majority class of the scored
-    # test rows (a constant predictor gets at most that rate)
+    # a predictor that learned anything ranks the scored test rows better than a constant
+    # (AUC 0.5); Full and Unaware also beat the majority class's rate in accuracy. PSCF's
+    # fair inputs, learned from 200 rows and cut at 0.5, need not: at one seed shift it
+    # ranked with AUC 0.83 and was one row short of the majority rate (0.750 vs 0.755).
     income = study["captured"]["rows"].test[OUTCOME].to_numpy()
     majority = max(income.mean(), 1 - income.mean())
-    accuracy = metrics.loc[["Full", "Unaware", "PSCF"], "accuracy"]
+    accuracy = metrics.loc[["Full", "Unaware"], "accuracy"]
     assert (accuracy > majority).all(), (accuracy, majority)
     assert (metrics["accuracy"] <= 1).all()
-    assert (metrics.loc[["Full", "Unaware", "PSCF"], "auc"] > 0.6).all()
+    assert (metrics.loc[["Full", "Unaware"], "auc"] > 0.8).all()
+    assert metrics.loc["PSCF", "auc"] > 0.7
     groups = study["groups"].set_index("predictor")
     assert (groups.loc[["Full", "PSCF"], "selection_rate_ratio"] > 0).all()
     info = study["info"]

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import sys
+import time
 from pathlib import Path
 
 import httpstan.cache
@@ -178,6 +180,47 @@ def test_pystan_binary_is_shared_by_every_interpreter_path_of_an_environment(
     monkeypatch.setattr(sys, "prefix", "/another/environment")
     with environment_interpreter_path():
         assert httpstan.models.calculate_model_name("parameters { real x; }") not in names
+
+
+def _long_program(statements: int) -> str:
+    """A valid program whose ``stanc`` time grows faster than its length."""
+    body = "\n".join(f"  real x{i} = {i} * 0.5 + sqrt({i}.0);" for i in range(statements))
+    return f"transformed data {{\n{body}\n}}\nparameters {{ real y; }}\nmodel {{ y ~ std_normal(); }}\n"
+
+
+def test_pystan_build_gives_stanc_more_than_httpstan_s_one_second() -> None:
+    """httpstan kills ``stanc`` after one second; a loaded CI machine once failed a build so.
+
+    The program is lengthened until ``stanc`` needs two seconds here, then httpstan's own
+    translation must time out while the one used during counterfair's build succeeds and
+    gives the same C++ as httpstan does for a short program.
+    """
+    import subprocess
+
+    import httpstan.compile
+
+    from counterfair.stan.pystan_adapter import patient_stanc
+
+    original = httpstan.compile.compile
+    short = "parameters { real y; }\nmodel { y ~ std_normal(); }\n"
+    with patient_stanc():
+        assert httpstan.compile.compile is not original
+        ours, theirs = httpstan.compile.compile(short, "model_short"), original(short, "model_short")
+        at_file = re.compile(r"'[^']*model_short\.stan'")  # each names its own temporary file
+        assert at_file.sub("F", ours[0]) == at_file.sub("F", theirs[0]) and ours[1] == theirs[1]
+        with pytest.raises(ValueError, match="Ill-formed|Syntax|Parsing"):
+            httpstan.compile.compile("parameters { real y }", "model_broken")
+        statements = 1000
+        while True:
+            start = time.perf_counter()
+            cpp, _ = httpstan.compile.compile(_long_program(statements), "model_long")
+            if time.perf_counter() - start > 2.0:
+                break
+            statements *= 2
+        assert "model_long" in cpp
+    assert httpstan.compile.compile is original
+    with pytest.raises(subprocess.TimeoutExpired):
+        original(_long_program(statements), "model_long")
 
 
 @pytest.mark.stan

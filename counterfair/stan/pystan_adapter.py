@@ -9,7 +9,10 @@ handled here so that users never meet them:
   so the console script and ``python -m pytest`` compiled the same program twice;
   while a model is built, the path is replaced by the environment's own ``python``
   (``sys.prefix``), so every interpreter path of one environment shares a binary while
-  two environments still get their own (the binary links to its environment's httpstan).
+  two environments still get their own (the binary links to its environment's httpstan);
+* httpstan gives ``stanc`` one second to translate a program, which a loaded machine
+  sometimes exceeds (the request then fails with an unreadable JSON error); while a
+  model is built, ``stanc`` runs the same way with :data:`STANC_SECONDS`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import asyncio
 import contextlib
 import io
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -61,6 +65,42 @@ def environment_interpreter_path() -> Iterator[None]:
         yield
     finally:
         sys.executable = original
+
+
+STANC_SECONDS = 120.0
+"""How long ``stanc`` may take to translate a program to C++ during a PyStan build."""
+
+
+def _stanc(program_code: str, stan_model_name: str) -> tuple[str, str]:
+    """httpstan's ``compile`` (C++ text and ``stanc``'s warnings) with :data:`STANC_SECONDS`."""
+    import importlib.resources
+
+    with (
+        importlib.resources.as_file(importlib.resources.files("httpstan") / "stanc") as stanc,
+        tempfile.TemporaryDirectory(prefix="counterfair_stanc_") as folder,
+    ):
+        path = os.path.join(folder, f"{stan_model_name}.stan")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(program_code)
+        arguments = [str(stanc), "--name", stan_model_name, "--warn-pedantic", "--print-cpp", path]
+        completed = subprocess.run(arguments, capture_output=True, timeout=STANC_SECONDS)
+    warnings = completed.stderr.decode().strip()
+    if completed.returncode != 0:
+        raise ValueError(warnings)  # httpstan turns this into its own syntax-error reply
+    return completed.stdout.decode().strip(), warnings
+
+
+@contextlib.contextmanager
+def patient_stanc() -> Iterator[None]:
+    """Let httpstan's build run ``stanc`` for up to :data:`STANC_SECONDS`, not one second."""
+    import httpstan.compile
+
+    original = httpstan.compile.compile
+    httpstan.compile.compile = _stanc
+    try:
+        yield
+    finally:
+        httpstan.compile.compile = original
 
 
 @contextlib.contextmanager
@@ -162,7 +202,7 @@ def _silenced(quiet: bool) -> Iterator[None]:
 def _build(code: str, data: Mapping[str, Any], seed: int | None) -> Any:
     import stan
 
-    with environment_interpreter_path():
+    with environment_interpreter_path(), patient_stanc():
         return stan.build(code, data=dict(data), random_seed=seed)
 
 
