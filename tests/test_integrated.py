@@ -801,7 +801,11 @@ def test_a_warm_started_integrated_fit_checks_its_nodes_and_keeps_them_with_the_
         pytest.skip("the quadrature is C++ compiled into CmdStan programs")
     from _models import law_level2_scm, law_train
 
-    from counterfair.inference.quadrature_nodes import NODE_CHOICES, NODE_TOLERANCE
+    from counterfair.inference.quadrature_nodes import (
+        NEWTON_CHOICES,
+        NODE_CHOICES,
+        NODE_TOLERANCE,
+    )
 
     with warnings.catch_warnings(), caplog.at_level(
         logging.INFO, logger="counterfair.inference.quadrature_nodes"
@@ -813,7 +817,7 @@ def test_a_warm_started_integrated_fit_checks_its_nodes_and_keeps_them_with_the_
         )
     rule = fit.quadrature
     assert fit.warm_start is not None and fit.warm_start.draws is not None
-    assert rule is not None and rule.nodes in NODE_CHOICES
+    assert rule is not None and rule.nodes in NODE_CHOICES and rule.newton in NEWTON_CHOICES
     assert rule.max_error is not None and rule.max_error <= NODE_TOLERANCE
     assert (rule.checked_rows, rule.checked_sets) == (500, 6)
     assert f"{rule.nodes} Gauss-Hermite nodes and {rule.newton} Newton steps" in caplog.text

@@ -46,8 +46,12 @@ logger = logging.getLogger(__name__)
 NODE_CHOICES = (3, 5, 7, GH_NODES)
 """The node counts tried, fewest first."""
 
-NEWTON_CHOICES = (2, NEWTON_STEPS)
-"""The Newton step counts tried with each node count, fewest first."""
+NEWTON_CHOICES = (1, 2, NEWTON_STEPS)
+"""The Newton step counts tried with each node count, fewest first. Each step costs one
+evaluation of every child per row: on the law school rows (LSAT's loading about 0.03
+per sd of K, so the start, the Normal approximation's mode, is nearly the mode) one step
+left the worst error at 6.7e-08, as two did, and cut the quadrature's time per row by
+about a tenth (105 against 120 ns)."""
 
 
 NODE_TOLERANCE = 1e-7
