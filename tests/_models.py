@@ -23,7 +23,7 @@ from _seeds import shifted
 
 import counterfair as cf
 from counterfair.experiments.adult_pscf import adult_pscf_scm as _adult_pscf_scm
-from counterfair.stan import integrated
+from counterfair.stan import integrated, integrated_pairs
 from counterfair.stan.backend import resolve_backend_name
 
 T = TypeVar("T")
@@ -294,7 +294,7 @@ generated quantities {
 (``tests/test_integrated.py``'s accuracy test)."""
 
 
-PAIR_ACCURACY_PROGRAM = "functions {\n" + integrated.FUNCTIONS_PAIR + """
+PAIR_ACCURACY_PROGRAM = "functions {\n" + integrated_pairs.FUNCTIONS_PAIR + """
 }
 data {
   int<lower=1> N;

@@ -24,7 +24,7 @@ from scipy import special, stats
 
 import counterfair as cf
 from counterfair import errors
-from counterfair.stan import integrated
+from counterfair.stan import integrated, integrated_pairs
 from counterfair.stan.codegen import fit_program
 
 pytestmark = pytest.mark.toy_latents  # the small SCMs' weak identification is expected
@@ -47,7 +47,7 @@ def _log_density(family: int, y: int, eta: np.ndarray, phi: float) -> np.ndarray
         upper = np.concatenate([CUTS, [np.inf]])[y - 1]
         lower = np.concatenate([[-np.inf], CUTS])[y - 1]
         return np.asarray(np.log(special.expit(eta - lower) - special.expit(eta - upper)))
-    assert family == integrated.NORMAL_CODE  # eta holds mu - y
+    assert family == integrated_pairs.NORMAL_CODE  # eta holds mu - y
     return np.asarray(stats.norm.logpdf(eta, scale=phi))
 
 
@@ -91,7 +91,7 @@ def _rows() -> list[dict[str, Any]]:
                 for load in (0.05, 0.3):
                     rows.append(
                         {
-                            "family": [integrated.NORMAL_CODE, family, 1],
+                            "family": [integrated_pairs.NORMAL_CODE, family, 1],
                             "y": [0, y, 4],
                             "eta": [offset / 3, centre + offset, np.log(4.5) - 1.0],
                             "load1": [0.9, load, 0.0],
@@ -119,7 +119,7 @@ def _program_data(rows: list[dict[str, Any]], nodes: int, draws: int = 1) -> dic
         "cut_start": [1] * len(family),
         "cut_len": [3 if f == 4 else 0 for f in family],
         "D": draws,
-        **integrated.pair_quadrature_data(nodes),
+        **integrated_pairs.pair_quadrature_data(nodes),
     }
 
 
@@ -175,7 +175,7 @@ def test_the_pair_quadrature_is_within_1e6_of_brute_force_for_every_family(
     fail."""
     if stan_backend != "cmdstanpy":
         pytest.skip("the quadrature is C++ compiled into CmdStan programs")
-    worst = _errors(integrated.PAIR_NODES)
+    worst = _errors(integrated_pairs.PAIR_NODES)
     assert max(worst.values()) < 1e-6, worst
     assert max(_errors(3).values()) > 1e-6
 
@@ -188,14 +188,14 @@ def test_the_pairs_exact_draws_follow_its_posterior(stan_backend: str) -> None:
     if stan_backend != "cmdstanpy":
         pytest.skip("the draws are C++ compiled into CmdStan programs")
     row = {
-        "family": [integrated.NORMAL_CODE, 1, 3],
+        "family": [integrated_pairs.NORMAL_CODE, 1, 3],
         "y": [0, 9, 1],
         "eta": [0.4, 1.5, -0.5],
         "load1": [0.8, 0.3, 0.5],
         "load2": [0.3, -0.4, 0.9],
         "phi": [0.7, 1.0, 1.0],
     }
-    _, z = _run(_program_data([row], integrated.PAIR_NODES, draws=100_000))
+    _, z = _run(_program_data([row], integrated_pairs.PAIR_NODES, draws=100_000))
     assert np.isfinite(z).all()
     a, b, logs = _grid(row)
     density = np.exp(logs - logs.max())

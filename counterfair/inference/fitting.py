@@ -46,10 +46,9 @@ from counterfair.stan.integrated import (
     LATENTS_MODES,
     integrated_latents,
     nonfinite_rows,
-    pair_quadrature_data,
-    pairs_of,
     quadrature_data,
 )
+from counterfair.stan.integrated_pairs import pair_quadrature_data, pairs_of
 from counterfair.stan.interface import SamplerRun
 from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
 

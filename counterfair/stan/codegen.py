@@ -38,6 +38,7 @@ from counterfair.model.families import family_of
 from counterfair.model.families.base import append_rows
 from counterfair.model.specs import Latent, Observed, Protected, stan_real
 from counterfair.stan import integrated as integrated_latents
+from counterfair.stan import integrated_pairs
 from counterfair.stan.anchoring import (
     Predictor,
     anchors_of,
@@ -82,7 +83,7 @@ def _functions_block(scm: SCM, integrated: bool = False, pairs: bool = False) ->
     integrated latents' C++ functions (declared here, defined in ``integrated.hpp``)."""
     extra: list[str] = [integrated_latents.FUNCTIONS] if integrated else []
     if pairs:
-        extra.append(integrated_latents.FUNCTIONS_PAIR)
+        extra.append(integrated_pairs.FUNCTIONS_PAIR)
     for node in scm.observed:
         for function in scm.equations[node].family.stan_functions():
             if function not in extra:
@@ -519,7 +520,7 @@ def _fit_data_block(
     if integrated:
         lines += [_INDENT + line for line in integrated_latents.DATA_LINES]
     if pairs:
-        lines += [_INDENT + line for line in integrated_latents.PAIR_DATA_LINES]
+        lines += [_INDENT + line for line in integrated_pairs.PAIR_DATA_LINES]
     lines.append("}")
     return lines
 
@@ -635,7 +636,7 @@ def _fit_model_block(
     designs: dict[str, str],
     vector_anchors: dict[str, tuple[NodeEquation, ...]] | None = None,
     integrated: dict[str, list[integrated_latents.IntegratedChild]] | None = None,
-    pairs: dict[tuple[str, str], list[integrated_latents.PairChild]] | None = None,
+    pairs: dict[tuple[str, str], list[integrated_pairs.PairChild]] | None = None,
 ) -> list[str]:
     """The fit program's model block: anchoring, priors, then the structural equations."""
     vector_anchors = vector_anchors or {}
@@ -663,7 +664,7 @@ def _fit_model_block(
         if children:
             lines += integrated_latents.model_line(latent, children, _INDENT)
     for pair, pair_children in pairs.items():
-        lines += integrated_latents.pair_model_lines(pair, pair_children, _INDENT)
+        lines += integrated_pairs.pair_model_lines(pair, pair_children, _INDENT)
     lines.append("}")
     return lines
 
@@ -788,7 +789,7 @@ def fit_program(
     designs = design_names(columns)
     pairs = {
         pair: _pair_children(scm, pair, predictors, designs)
-        for pair in integrated_latents.pairs_of(scm, integrate)
+        for pair in integrated_pairs.pairs_of(scm, integrate)
     }
     paired = {latent for pair in pairs for latent in pair}
     integrated = {
@@ -864,25 +865,25 @@ def _pair_children(
     pair: tuple[str, str],
     predictors: dict[str, Predictor],
     designs: dict[str, str],
-) -> list[integrated_latents.PairChild]:
+) -> list[integrated_pairs.PairChild]:
     """Every child of an integrated ``pair`` as ``eta + load1 * z1 + load2 * z2`` (``z``
     standard normal; a Normal child's ``eta`` is its mean less its value)."""
     out = []
-    for eq in integrated_latents.pair_children(scm, pair):
-        load1, load2, shift = integrated_latents.pair_loads(scm, pair, eq)
+    for eq in integrated_pairs.pair_children(scm, pair):
+        load1, load2, shift = integrated_pairs.pair_loads(scm, pair, eq)
         eta = _linear_part(scm, predictors[eq.node], designs.get(eq.node))
         if shift != "0.0":
             eta = f"{eta} + {shift}"
         if eq.family.additive_noise:
             eta = f"{eta} - {eq.node}"
-        out.append(integrated_latents.PairChild(eq=eq, eta=eta, load1=load1, load2=load2))
+        out.append(integrated_pairs.PairChild(eq=eq, eta=eta, load1=load1, load2=load2))
     return out
 
 
 def _with_outcomes(
     block: list[str],
     integrated: dict[str, list[integrated_latents.IntegratedChild]],
-    pairs: dict[tuple[str, str], list[integrated_latents.PairChild]] | None = None,
+    pairs: dict[tuple[str, str], list[integrated_pairs.PairChild]] | None = None,
 ) -> list[str]:
     """The transformed data block with the integrated latents' outcome arrays added."""
     extra = [
@@ -892,7 +893,7 @@ def _with_outcomes(
         for line in integrated_latents.outcome_lines(latent, children, _INDENT)
     ]
     for pair, children in (pairs or {}).items():
-        extra += integrated_latents.pair_outcome_lines(pair, children, _INDENT)
+        extra += integrated_pairs.pair_outcome_lines(pair, children, _INDENT)
     if not extra:
         return block
     if not block:
@@ -901,7 +902,7 @@ def _with_outcomes(
 
 
 def _integrated_draws_block(
-    scm: SCM, pairs: dict[tuple[str, str], list[integrated_latents.PairChild]]
+    scm: SCM, pairs: dict[tuple[str, str], list[integrated_pairs.PairChild]]
 ) -> list[str]:
     """Generated quantities: the latents of each integrated pair drawn exactly per row and
     draw (:func:`counterfair.stan.integrated.drawn_in_program`; one latent per row is
@@ -918,7 +919,7 @@ def _integrated_draws_block(
     lines.append(f"{_INDENT}{{")
     inner = _INDENT * 2
     for pair, pair_children in pairs.items():
-        lines += integrated_latents.pair_draw_lines(scm, pair, pair_children, inner)
+        lines += integrated_pairs.pair_draw_lines(scm, pair, pair_children, inner)
     lines += [f"{_INDENT}}}", "}"]
     return lines
 

@@ -24,9 +24,10 @@ other latent parent):
 **Two latents per row.** Two latents that share a child (and no child with a third
 latent) are integrated out together (:func:`pair_of`): every child of either, Normal
 ones included, enters ``log int prod_c p_c(y_c | eta_c + load1_c z1 + load2_c z2)
-Normal(z | 0, I) dz`` per row, by the product rule of :data:`PAIR_NODES` nodes per
-axis rotated to the Hessian at the row's mode (:data:`PAIR_NEWTON` Newton steps);
-``cf_integrated2`` in ``quadrature.hpp``. The generated quantities draw each row's
+Normal(z | 0, I) dz`` per row, by the product rule of ``PAIR_NODES`` nodes per
+axis rotated to the Hessian at the row's mode (``PAIR_NEWTON`` Newton steps);
+``cf_integrated2`` in ``quadrature.hpp``; the program's pieces are in
+:mod:`counterfair.stan.integrated_pairs`. The generated quantities draw each row's
 ``(z1, z2)`` exactly (rejection from a Gaussian bound, ``draw_row2``), and the fit
 carries both latents per row as the joint fit does; new rows are abducted by MCMC.
 
@@ -50,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from counterfair.model.equation import NodeEquation
-from counterfair.model.specs import Latent, stan_real
+from counterfair.model.specs import Latent
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -78,39 +79,6 @@ beyond what nine nodes follow)."""
 
 NEWTON_STEPS = 3
 """Newton steps from the Normal approximation's mode to the integrand's mode."""
-
-PAIR_NODES = 7
-"""Gauss-Hermite nodes per axis for two latents per row (49 per row), from the accuracy
-test (``tests/test_integrated_pairs.py``)."""
-
-PAIR_NEWTON = 4
-"""Newton steps to each row's mode for two latents per row."""
-
-NORMAL_CODE = 7
-"""The quadrature's code of a Normal child (two latents per row only: its ``eta`` holds
-``mu - y`` and its ``phi`` the residual sd)."""
-
-FUNCTIONS_PAIR = """\
-  // Two latents per row integrated out of all their children (quadrature.hpp's
-  // integrate2 and draw_row2): the sum over rows, each row, one exact draw per row.
-  real cf_integrated2(array[,] int y, matrix eta, row_vector load1, row_vector load2,
-                      array[] int family, vector phi, vector cuts, array[] int cut_start,
-                      array[] int cut_len, vector gh_x, vector gh_logw, int n_newton);
-  vector cf_integrated2_rows(array[,] int y, matrix eta, row_vector load1,
-                             row_vector load2, array[] int family, vector phi, vector cuts,
-                             array[] int cut_start, array[] int cut_len, vector gh_x,
-                             vector gh_logw, int n_newton);
-  matrix cf_integrated2_rng(array[,] int y, matrix eta, row_vector load1, row_vector load2,
-                            array[] int family, vector phi, vector cuts,
-                            array[] int cut_start, array[] int cut_len, vector gh_x,
-                            vector gh_logw, int n_newton);"""
-
-PAIR_DATA_LINES = (
-    "int<lower=1> n_gh2;  // Gauss-Hermite nodes per axis (two latents per row)",
-    "vector[n_gh2] gh2_x;  // their positions",
-    "vector[n_gh2] gh2_logw;  // log of their weights",
-    "int<lower=0> n_newton2;  // Newton steps to each row's mode (two latents per row)",
-)
 
 FUNCTIONS = """\
   // Each row's latent integrated out of its non-Normal children (counterfair's
@@ -154,14 +122,6 @@ def quadrature_data(nodes: int = GH_NODES, newton: int = NEWTON_STEPS) -> dict[s
     """The fit program's quadrature data: nodes, log weights and Newton steps."""
     x, w = np.polynomial.hermite.hermgauss(nodes)
     return {"n_gh": nodes, "gh_x": x, "gh_logw": np.log(w), "n_newton": newton}
-
-
-def pair_quadrature_data(
-    nodes: int = PAIR_NODES, newton: int = PAIR_NEWTON
-) -> dict[str, Any]:
-    """The fit program's quadrature data for two latents per row (nodes per axis)."""
-    x, w = np.polynomial.hermite.hermgauss(nodes)
-    return {"n_gh2": nodes, "gh2_x": x, "gh2_logw": np.log(w), "n_newton2": newton}
 
 
 # ---------------------------------------------------------------------- applicability
@@ -320,7 +280,7 @@ class IntegratedChild:
     @property
     def codes(self) -> list[int]:
         """The family code of each of the child's columns (5 then 6s: categorical)."""
-        code = _family_code(self.eq)
+        code = family_code(self.eq)
         return [code] if self.width == 1 else [code] + [CATEGORICAL_MORE] * (self.width - 1)
 
     @property
@@ -346,28 +306,28 @@ def categorical_width(eq: NodeEquation) -> int:
     return int(levels) - 1
 
 
-def _family_code(eq: NodeEquation) -> int:
+def family_code(eq: NodeEquation) -> int:
     code = eq.family.quadrature_code
     assert code is not None
     return code
 
 
-def _int_list(values: Sequence[int]) -> str:
+def int_list(values: Sequence[int]) -> str:
     return "{" + ", ".join(str(v) for v in values) + "}"
 
 
-def _row_vector(values: Sequence[str]) -> str:
+def row_vector(values: Sequence[str]) -> str:
     return "[" + ", ".join(values) + "]'"
 
 
-def _columns(parts: Sequence[str]) -> str:
+def columns(parts: Sequence[str]) -> str:
     out = f"to_matrix({parts[-1]})"
     for part in reversed(parts[:-1]):
         out = f"append_col({part}, {out})"
     return out
 
 
-def _joined(parts: Sequence[str]) -> str:
+def joined(parts: Sequence[str]) -> str:
     """Row vectors side by side."""
     out = parts[-1]
     for part in reversed(parts[:-1]):
@@ -377,39 +337,52 @@ def _joined(parts: Sequence[str]) -> str:
 
 def call_arguments(latent: str, children: Sequence[IntegratedChild]) -> str:
     """The arguments of ``cf_integrated*`` for ``latent`` (its outcomes in ``Y_<latent>``)."""
-    etas = _columns([c.eta for c in children])
-    loads = _joined([c.loads for c in children])
-    families = _int_list([code for c in children for code in c.codes])
-    phis = _row_vector(
+    etas = columns([c.eta for c in children])
+    loads = joined([c.loads for c in children])
+    families = int_list([code for c in children for code in c.codes])
+    phis = row_vector(
         [
-            c.eq.param("phi") if _family_code(c.eq) == 2 else "1.0"
+            c.eq.param("phi") if family_code(c.eq) == 2 else "1.0"
             for c in children
             for _ in range(c.width)
         ]
     )
-    cut_names = [c.eq.param("cutpoints") for c in children if _family_code(c.eq) == 4]
+    cuts, starts, lengths = cut_arguments(
+        [(c.eq if family_code(c.eq) == 4 else None, c.width) for c in children]
+    )
+    return (
+        f"Y_{latent}, {etas}, {loads}, {families}, {phis}, {cuts}, "
+        f"{starts}, {lengths}, gh_x, gh_logw, n_newton"
+    )
+
+
+def cut_arguments(children: Sequence[tuple[NodeEquation | None, int]]) -> tuple[str, str, str]:
+    """The cutpoint arguments of a quadrature call: every ordinal child's cutpoints
+    appended, and each column's 1-based start and count in them (``{...}`` lists).
+
+    ``children`` holds, per child, its equation when it is ordinal (else None) and the
+    columns it takes (a categorical child's non-reference levels, else 1).
+    """
+    cut_names: list[str] = []
     starts: list[str] = []
     lengths: list[str] = []
     offset: list[str] = ["1"]
-    for child in children:
-        if _family_code(child.eq) == 4:
-            count = f"rows({child.eq.param('cutpoints')})"
+    for ordinal, width in children:
+        if ordinal is not None:
+            cut_names.append(ordinal.param("cutpoints"))
+            count = f"rows({ordinal.param('cutpoints')})"
             starts.append(" + ".join(offset))
             lengths.append(count)
             offset.append(count)
         else:
-            starts += ["1"] * child.width
-            lengths += ["0"] * child.width
+            starts += ["1"] * width
+            lengths += ["0"] * width
+    cuts = "[0.0]'"
     if cut_names:
         cuts = cut_names[-1]
         for name in reversed(cut_names[:-1]):
             cuts = f"append_row({name}, {cuts})"
-    else:
-        cuts = "[0.0]'"
-    return (
-        f"Y_{latent}, {etas}, {loads}, {families}, {phis}, {cuts}, "
-        f"{{{', '.join(starts)}}}, {{{', '.join(lengths)}}}, gh_x, gh_logw, n_newton"
-    )
+    return cuts, "{" + ", ".join(starts) + "}", "{" + ", ".join(lengths) + "}"
 
 
 def outcome_lines(latent: str, children: Sequence[IntegratedChild], indent: str) -> list[str]:
@@ -431,8 +404,7 @@ def model_line(latent: str, children: Sequence[IntegratedChild], indent: str) ->
     """The model block's statement of ``latent``'s non-Normal children, latent integrated out."""
     nodes = ", ".join(c.eq.node for c in children)
     return [
-        f"{indent}// {nodes}: {latent} integrated out (adaptive Gauss-Hermite, n_gh nodes "
-        "per row)",
+        f"{indent}// {nodes}: {latent} integrated out (adaptive Gauss-Hermite, n_gh nodes per row)",
         f"{indent}target += cf_integrated({call_arguments(latent, children)});",
     ]
 
@@ -468,148 +440,3 @@ def children_of(scm: SCM, latent: str) -> list[NodeEquation]:
 def integrated_names(integrate: Collection[str]) -> tuple[str, ...]:
     """The integrated latents in a stable order."""
     return tuple(sorted(integrate))
-
-
-# ---------------------------------------------------------------------- two latents per row
-@dataclass(frozen=True)
-class PairChild:
-    """A child of an integrated pair: ``eta + load1 * z1 + load2 * z2`` in the program
-    (``z`` the pair's standardised latents; a Normal child's ``eta`` is ``mu - y``)."""
-
-    eq: NodeEquation
-    eta: str  # vector[N] expression
-    load1: str  # real expressions ("0.0" for a latent that is not its parent)
-    load2: str
-
-    @property
-    def code(self) -> int:
-        """The quadrature's family code."""
-        return NORMAL_CODE if self.eq.family.additive_noise else _family_code(self.eq)
-
-    @property
-    def phi(self) -> str:
-        """The family's dispersion (negative binomial) or sd (Normal), else ``1.0``."""
-        if self.code == 2:
-            return self.eq.param("phi")
-        if self.code == NORMAL_CODE:
-            fixed = self.eq.sigma_fixed
-            assert self.eq.sigma is not None
-            return self.eq.sigma if fixed is None else stan_real(fixed)
-        return "1.0"
-
-
-def pair_name(pair: tuple[str, str]) -> str:
-    """The program's name of a pair's pieces (``<first>_<second>``)."""
-    return f"{pair[0]}_{pair[1]}"
-
-
-def pair_children(scm: SCM, pair: tuple[str, str]) -> list[NodeEquation]:
-    """Every child of either latent of ``pair``, in graph order."""
-    nodes = set(scm.children(pair[0])) | set(scm.children(pair[1]))
-    return [scm.equations[n] for n in scm.observed if n in nodes and n in scm.equations]
-
-
-def pair_loads(scm: SCM, pair: tuple[str, str], eq: NodeEquation) -> tuple[str, str, str]:
-    """``eq``'s loadings on the pair's standardised latents and the shift their locations
-    add to its predictor (``"0.0"`` where none)."""
-    loads = ["0.0", "0.0"]
-    shifts: list[str] = []
-    for lterm in eq.latent:
-        spec = scm.specs[lterm.parent]
-        assert isinstance(spec, Latent)
-        k = pair.index(lterm.parent)
-        loads[k] = (
-            lterm.param if spec.scale == 1.0 else f"{lterm.param} * {stan_real(spec.scale)}"
-        )
-        if spec.loc != 0.0:
-            shifts.append(f"{lterm.param} * {stan_real(spec.loc)}")
-    return loads[0], loads[1], " + ".join(shifts) if shifts else "0.0"
-
-
-def pair_call_arguments(pair: tuple[str, str], children: Sequence[PairChild]) -> str:
-    """The arguments of ``cf_integrated2*`` for ``pair`` (its outcomes in ``Y_<pair>``)."""
-    etas = _columns([c.eta for c in children])
-    load1 = _joined([f"[{c.load1}]" for c in children])
-    load2 = _joined([f"[{c.load2}]" for c in children])
-    families = _int_list([c.code for c in children])
-    phis = _row_vector([c.phi for c in children])
-    cut_names = [c.eq.param("cutpoints") for c in children if c.code == 4]
-    starts: list[str] = []
-    lengths: list[str] = []
-    offset: list[str] = ["1"]
-    for child in children:
-        if child.code == 4:
-            count = f"rows({child.eq.param('cutpoints')})"
-            starts.append(" + ".join(offset))
-            lengths.append(count)
-            offset.append(count)
-        else:
-            starts.append("1")
-            lengths.append("0")
-    cuts = "[0.0]'"
-    if cut_names:
-        cuts = cut_names[-1]
-        for name in reversed(cut_names[:-1]):
-            cuts = f"append_row({name}, {cuts})"
-    return (
-        f"Y_{pair_name(pair)}, {etas}, {load1}, {load2}, {families}, {phis}, {cuts}, "
-        f"{{{', '.join(starts)}}}, {{{', '.join(lengths)}}}, gh2_x, gh2_logw, n_newton2"
-    )
-
-
-def pair_outcome_lines(
-    pair: tuple[str, str], children: Sequence[PairChild], indent: str
-) -> list[str]:
-    """Transformed data: the outcomes of the pair's non-Normal children (0 for Normal ones,
-    whose values are in their ``eta``)."""
-    lines = [
-        f"{indent}array[N, {len(children)}] int Y_{pair_name(pair)};  // outcomes of "
-        f"{', '.join(c.eq.node for c in children)} (integrated {pair[0]} and {pair[1]})"
-    ]
-    for k, child in enumerate(children, start=1):
-        value = "rep_array(0, N)" if child.code == NORMAL_CODE else child.eq.node
-        lines.append(f"{indent}Y_{pair_name(pair)}[:, {k}] = {value};")
-    return lines
-
-
-def pair_model_lines(
-    pair: tuple[str, str], children: Sequence[PairChild], indent: str
-) -> list[str]:
-    """The model block's statement of every child of ``pair``, both latents integrated out."""
-    nodes = ", ".join(c.eq.node for c in children)
-    return [
-        f"{indent}// {nodes}: {pair[0]} and {pair[1]} integrated out together (adaptive "
-        "Gauss-Hermite, n_gh2 x n_gh2 nodes per row)",
-        f"{indent}target += cf_integrated2({pair_call_arguments(pair, children)});",
-    ]
-
-
-def pair_draw_lines(
-    scm: SCM, pair: tuple[str, str], children: Sequence[PairChild], indent: str
-) -> list[str]:
-    """Generated quantities (inside a local block): both latents of ``pair`` drawn exactly
-    per row, ``loc + scale * z``."""
-    z = f"z_{pair_name(pair)}"
-    call = f"cf_integrated2_rng({pair_call_arguments(pair, children)})"
-    lines = [f"{indent}matrix[N, 2] {z} = {call};"]
-    for k, latent in enumerate(pair, start=1):
-        spec = scm.specs[latent]
-        assert isinstance(spec, Latent)
-        value = f"{z}[:, {k}]"
-        if spec.scale != 1.0:
-            value = f"{stan_real(spec.scale)} * {value}"
-        if spec.loc != 0.0:
-            value = f"{stan_real(spec.loc)} + {value}"
-        lines.append(f"{indent}{latent} = {value};")
-    return lines
-
-
-def pairs_of(scm: SCM, integrate: Collection[str]) -> list[tuple[str, str]]:
-    """The pairs among the integrated latents, in the SCM's order."""
-    out: list[tuple[str, str]] = []
-    for latent in scm.latents:
-        if latent in integrate:
-            pair = pair_of(scm, latent)
-            if pair is not None and pair not in out:
-                out.append(pair)
-    return out
