@@ -270,7 +270,7 @@ def test_exact_draws_follow_the_posterior_of_a_row_with_count_and_binary_childre
     rows = np.array([0, 1, 2])
     codes = {k: v[rows] for k, v in codes.items()}
     observed = {k: v[rows] for k, v in observed.items()}
-    n = 20_000
+    n = 100_000  # three rows at the 0.1 % bound: at 1 % with 20,000 draws, one seed shift failed
     draws = ea.sample_latents(
         scm, params, codes, observed, conditioned, draws_per_set=n,
         rng=np.random.default_rng(shifted(5)),
@@ -589,13 +589,13 @@ def test_exact_abduction_with_a_categorical_child_matches_a_fine_grid() -> None:
                 assert mean[s, row] == pytest.approx(q_mean, abs=1e-4 * q_sd), where
                 assert sd[s, row] == pytest.approx(q_sd, rel=2e-4), where
     one = params.take(np.array([1]))
-    n = 20_000
+    n = 100_000  # three rows at the 0.1 % bound: at 1 % with 20,000 draws, one seed shift failed
     draws = ea.sample_latents(
         scm, one, codes, observed, ("C", "P"), draws_per_set=n,
         rng=np.random.default_rng(shifted(62)),
     )["U"]
     sd = ea.posterior_moments(scm, one, codes, observed, ("C", "P"))["U"][1][0]
-    bound = 1.63 / np.sqrt(n)
+    bound = 1.949 / np.sqrt(n)  # Kolmogorov's 0.1 % critical value
     for row in range(3):
         density = np.exp(log_post(1, row, ("C", "P"))(grid))
         cdf = np.cumsum(density) - 0.5 * density
