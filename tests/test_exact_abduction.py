@@ -260,8 +260,8 @@ def test_doubling_grid_points_changes_moments_negligibly() -> None:
 
 def test_exact_draws_follow_the_posterior_of_a_row_with_count_and_binary_children() -> None:
     """Draws come from rejection under the tangent hull (the C++ the integrated fit uses):
-    20,000 draws of three rows' K given one parameter set have the CDF of a 2,048-point
-    grid of the posterior within the 1 % Kolmogorov-Smirnov bound, and a draw shifted by
+    100,000 draws of three rows' K given one parameter set have the CDF of a 2,048-point
+    grid of the posterior within the 0.1 % Kolmogorov-Smirnov bound, and a draw shifted by
     0.05 posterior sds is visibly off (the comparison can fail)."""
     data = law_pass_data()
     scm, params, codes, observed = pass_inputs(data)
@@ -278,7 +278,7 @@ def test_exact_draws_follow_the_posterior_of_a_row_with_count_and_binary_childre
     problem = lp.latent_problems(scm, params, codes, observed, conditioned)["K"]
     grid = ea._grid(problem, 2048)
     sd = ea.posterior_moments(scm, params, codes, observed, conditioned)["K"][1][0]
-    bound = 1.63 / np.sqrt(n)  # Kolmogorov-Smirnov at the 1 % level
+    bound = 1.949 / np.sqrt(n)  # Kolmogorov-Smirnov at the 0.1 % level
 
     def distance(row: int, shift: float) -> float:
         x = grid.low[0, row] + grid.step[0, row] * np.arange(2048)
