@@ -84,7 +84,9 @@ class LawSchoolConfig:
     seed : int
         Seed of the split, the fits and the draws.
     chains, warmup, draws : int
-        MCMC settings of the SCM fits (chains run in parallel).
+        MCMC settings of the SCM fits (chains run in parallel). ``warmup=None`` (the
+        default) leaves it to each fit: 50 iterations where it starts from its Laplace
+        approximation (both fits of the full study), else 500 (:meth:`counterfair.SCM.fit`).
     n_samples : int
         ``m``, draws of K (or noise) per training row for FairLearning.
     cf_samples : int
@@ -108,7 +110,7 @@ class LawSchoolConfig:
     quick: bool = False
     seed: int = 0
     chains: int = 2
-    warmup: int = 300
+    warmup: int | None = None
     draws: int = 700
     n_samples: int = 50
     cf_samples: int = 20

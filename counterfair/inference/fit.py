@@ -24,6 +24,7 @@ from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
 from counterfair.rows import dispatch
 from counterfair.rows.rows import Rows
+from counterfair.stan.laplace_start import LaplaceStart
 from counterfair.stan.warm_start import WarmStart
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ class Fit:
     seed: int | None
     diagnostics: Diagnostics
     _backend_name: str = field(default="auto", repr=False)
-    warm_start: WarmStart | None = None
+    warm_start: WarmStart | LaplaceStart | None = None
     subsample: dict[str, Any] | None = None
     method: str = "nuts"
     integrated: tuple[str, ...] = ()

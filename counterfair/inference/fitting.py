@@ -33,6 +33,7 @@ from counterfair.logs import progress_enabled
 from counterfair.model.data_levels import with_levels_from_data
 from counterfair.model.encoding import Encoding
 from counterfair.model.identification import convergence_hint
+from counterfair.model.params import ParamDraws
 from counterfair.model.terms import group_codes
 from counterfair.options import DEFAULT_MAX_ROWS
 from counterfair.rows.rows import Rows
@@ -50,6 +51,7 @@ from counterfair.stan.integrated import (
 )
 from counterfair.stan.integrated_pairs import pair_quadrature_data, pairs_of
 from counterfair.stan.interface import SamplerRun
+from counterfair.stan.laplace_start import DEFAULT_WARMUP, LaplaceError, LaplaceStart, laplace_start
 from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
 
 logger = logging.getLogger(__name__)
@@ -60,35 +62,67 @@ if TYPE_CHECKING:
 __all__ = ["Fit", "fit", "fit_scm", "strata_columns", "training_rows"]
 
 _ADAPTATION_ARGS = ("stepsize", "init_phase", "metric_window", "term_phase", "inv_metric")
+WARM_STARTS = (True, False, "auto", "pilot", "laplace")
+"""Values of ``warm_start``: ``True`` is ``"pilot"``."""
+NUTS_WARMUP = 500
+"""Warm-up of a NUTS fit when none is given (a Laplace-started fit: ``DEFAULT_WARMUP``)."""
 
 
 def _warm_start(
     scm: SCM,
     rows: Rows,
     stan_data: dict[str, Any],
-    warm_start: bool | Literal["auto"],
+    warm_start: bool | str,
     backend: str,
     chains: int,
-    warmup: int,
+    warmup: int | None,
     seed: int | None,
     sampler_args: dict[str, Any],
     integrate: tuple[str, ...] = (),
-) -> WarmStart | None:
-    """Run the pilot fit of :mod:`counterfair.stan.warm_start` when asked or worth it.
+) -> WarmStart | LaplaceStart | None:
+    """The start of NUTS: a Laplace start, a pilot fit, or none.
 
-    With integrated latents it is worth it at any size: the pilot runs the joint
+    ``"auto"`` takes the Laplace start (:mod:`counterfair.stan.laplace_start`) where the
+    program has no per-row parameter (every latent integrated out, or none) and there
+    are at least ``MIN_ROWS`` rows, falling back to the pilot with a log line if it
+    fails; else the pilot fit of :mod:`counterfair.stan.warm_start` where it is worth
+    it. With integrated latents the pilot is worth it at any size: it runs the joint
     program, whose gradients are several times cheaper than the quadrature's, so the
     main fit's warm-up does not spend its first deep trees on the quadrature.
     """
-    if warm_start not in (True, False, "auto"):
-        raise ValueError(f"warm_start must be True, False or 'auto', got {warm_start!r}")
+    if not any(warm_start is v or (isinstance(v, str) and warm_start == v) for v in WARM_STARTS):
+        raise ValueError(
+            f"warm_start must be True, False, 'auto', 'pilot' or 'laplace', got {warm_start!r}"
+        )
     if warm_start is False:
         return None
     explicit = [k for k in _ADAPTATION_ARGS if k in sampler_args]
     on_cmdstan = resolve_backend_name(backend) == "cmdstanpy"
+    sampled = [latent for latent in scm.latents if latent not in integrate]
+    wanted = warm_start == "laplace" or (
+        warm_start == "auto" and len(rows) >= MIN_ROWS and warmup != 0
+    )
+    if wanted and on_cmdstan and not explicit and not sampled:
+        try:
+            return _laplace(scm, stan_data, chains, seed, integrate)
+        except LaplaceError as error:
+            if warm_start == "laplace":
+                raise ValueError(f"warm_start='laplace' failed: {error}") from error
+            logger.info("Laplace start failed (%s); a pilot fit instead", error)
+    if warm_start == "laplace":
+        why = (
+            "it needs the cmdstanpy back end"
+            if not on_cmdstan
+            else f"it sets {explicit} itself; pass warm_start=False to set them"
+            if explicit
+            else f"latents {sampled} are sampled jointly (per-row parameters); "
+            "use latents='integrated' or another warm_start"
+        )
+        raise ValueError(f"warm_start='laplace' cannot apply: {why}")
+    steps = NUTS_WARMUP if warmup is None else warmup
     if warm_start == "auto":
         small = len(rows) < MIN_ROWS and not integrate
-        if explicit or not on_cmdstan or small or warmup < MIN_WARMUP:
+        if explicit or not on_cmdstan or small or steps < MIN_WARMUP:
             return None
     else:
         if not on_cmdstan:
@@ -103,6 +137,43 @@ def _warm_start(
     return pilot_fit(scm, rows, stan_data, chains=chains, seed=seed, integrate=integrate)
 
 
+def _laplace(
+    scm: SCM,
+    stan_data: dict[str, Any],
+    chains: int,
+    seed: int | None,
+    integrate: tuple[str, ...],
+) -> LaplaceStart:
+    """The Laplace start of the fit program, its quadrature at the default rule."""
+    data = dict(stan_data)
+    if integrate:
+        rule = default_rule("")
+        data.update(quadrature_data(rule.nodes, rule.newton))
+    if pairs_of(scm, integrate):
+        data.update(pair_quadrature_data())
+    init = _inits(scm, stan_data, 1, seed, integrate)[0]
+    start = laplace_start(
+        scm.stan_code(integrate=integrate), data, chains=chains, seed=seed, init=init
+    )
+    logger.info(
+        "Laplace start: mode and Hessian of %d parameters in %.1f s (dense metric; "
+        "warm-up adapts the step size only)",
+        start.inv_metric.shape[0],
+        start.seconds,
+    )
+    return start
+
+
+def _inits(
+    scm: SCM, stan_data: dict[str, Any], chains: int, seed: int | None, integrate: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """The latents' inits (:func:`counterfair.stan.inits.latent_inits`) of the fit program:
+    without the per-row latents that ``integrate`` takes out of it."""
+    inits = latent_inits(scm, stan_data, chains, seed)
+    names = {f"z_{name}" for name in integrate} | set(integrate)
+    return [{k: v for k, v in chain.items() if k not in names} for chain in inits]
+
+
 def fit(
     scm: SCM,
     data: pd.DataFrame,
@@ -113,7 +184,7 @@ def fit(
     seed: int | None = None,
     backend: str = "auto",
     progress: bool | None = None,
-    warm_start: bool | Literal["auto"] = "auto",
+    warm_start: bool | str = "auto",
     subsample: int | None = None,
     max_rows: int | None = DEFAULT_MAX_ROWS,
     method: Literal["nuts", "pathfinder"] = "nuts",
@@ -148,15 +219,24 @@ def fit(
         )
         check_pathfinder_backend(backend)
         return fit_scm(
-            scm, data, chains=1, warmup=0, draws=pathfinder_draws(draws), seed=seed,
-            backend=backend, progress=False, warm_start=False, subsample=subsample,
-            max_rows=max_rows, method="pathfinder",
+            scm,
+            data,
+            chains=1,
+            warmup=0,
+            draws=pathfinder_draws(draws),
+            seed=seed,
+            backend=backend,
+            progress=False,
+            warm_start=False,
+            subsample=subsample,
+            max_rows=max_rows,
+            method="pathfinder",
         )
     return fit_scm(
         scm,
         data,
         chains=4 if chains is None else chains,
-        warmup=500 if warmup is None else warmup,
+        warmup=warmup,
         draws=500 if draws is None else draws,
         seed=seed,
         backend=backend,
@@ -174,12 +254,12 @@ def fit_scm(
     data: pd.DataFrame,
     *,
     chains: int,
-    warmup: int,
+    warmup: int | None,
     draws: int,
     seed: int | None,
     backend: str,
     progress: bool | None,
-    warm_start: bool | Literal["auto"] = "auto",
+    warm_start: bool | str = "auto",
     subsample: int | None = None,
     max_rows: int | None = DEFAULT_MAX_ROWS,
     method: str = "nuts",
@@ -201,16 +281,30 @@ def fit_scm(
     if method == "pathfinder":
         return _pathfinder_fit(scm, rows, stan_data, draws, seed, backend, subsample_info)
     integrate = integrated_latents(scm, latents, resolve_backend_name(backend))
-    start = _warm_start(scm, rows, stan_data, warm_start, backend, chains, warmup,
-                        seed, sampler_args, integrate)
+    start = _warm_start(
+        scm, rows, stan_data, warm_start, backend, chains, warmup, seed, sampler_args, integrate
+    )
+    if warmup is None:
+        warmup = DEFAULT_WARMUP if isinstance(start, LaplaceStart) else NUTS_WARMUP
     rule = _quadrature_rule(scm, rows, start, seed) if integrate else None
     if rule is not None:
         stan_data = {**stan_data, **quadrature_data(rule.nodes, rule.newton)}
     if pairs_of(scm, integrate):  # two latents per row: the fixed rule (PAIR_NODES per axis)
         stan_data = {**stan_data, **pair_quadrature_data()}
-    run = _sample(scm, rows, stan_data, start, backend, chains=chains, warmup=warmup,
-                  draws=draws, seed=seed, progress=progress, sampler_args=sampler_args,
-                  integrate=integrate)
+    run = _sample(
+        scm,
+        rows,
+        stan_data,
+        start,
+        backend,
+        chains=chains,
+        warmup=warmup,
+        draws=draws,
+        seed=seed,
+        progress=progress,
+        sampler_args=sampler_args,
+        integrate=integrate,
+    )
     diagnostics = diagnose(
         run.idata,
         scm.parameter_names(),
@@ -241,13 +335,15 @@ def fit_scm(
 
 
 def _quadrature_rule(
-    scm: SCM, rows: Rows, start: WarmStart | None, seed: int | None
+    scm: SCM, rows: Rows, start: WarmStart | LaplaceStart | None, seed: int | None
 ) -> QuadratureRule:
-    """The nodes of an integrated fit: checked at the pilot's draws when there is a pilot
+    """The nodes of an integrated fit: checked at the start's draws when there are some
     (:func:`counterfair.inference.quadrature_nodes.choose_nodes`), else the default."""
     if start is None or start.draws is None:
         return default_rule("the default: no pilot fit whose draws the check could use")
-    return choose_nodes(scm, start.draws, rows.codes, rows.values(), seed=seed)
+    names = scm.parameter_names()
+    draws = ParamDraws({k: v for k, v in start.draws.items() if k in names})
+    return choose_nodes(scm, draws, rows.codes, rows.values(), seed=seed)
 
 
 def training_rows(
@@ -313,7 +409,12 @@ def _pathfinder_fit(
     """The fit by Pathfinder: its draws kept as one chain, no convergence warnings."""
     coords, dims = coords_and_dims(scm, _encoding(rows), rows.frame, ["row"])
     run = run_pathfinder(
-        scm.stan_code(), stan_data, draws=draws, seed=seed, coords=coords, dims=dims,
+        scm.stan_code(),
+        stan_data,
+        draws=draws,
+        seed=seed,
+        coords=coords,
+        dims=dims,
         init=latent_inits(scm, stan_data, 1, seed)[0],
     )
     add_anchored_latents(scm, run.idata, stan_data, _encoding(rows), rows.codes)
@@ -337,7 +438,7 @@ def _sample(
     scm: SCM,
     rows: Rows,
     stan_data: dict[str, Any],
-    start: WarmStart | None,
+    start: WarmStart | LaplaceStart | None,
     backend: str,
     *,
     chains: int,
@@ -349,21 +450,28 @@ def _sample(
     integrate: tuple[str, ...] = (),
 ) -> SamplerRun:
     """NUTS on the fit program, from the latents' inits and the warm start if any."""
+    burn = 0
+    if isinstance(start, LaplaceStart):
+        if "metric" in sampler_args and sampler_args["metric"] != "dense_e":
+            raise ValueError(
+                f"a Laplace-started fit uses a dense metric, not {sampler_args['metric']!r}; "
+                "pass warm_start=False to choose the metric"
+            )
+        sampler_args.setdefault("init", start.inits)
+        sampler_args.update(start.sampler_args(warmup))
+        warmup, burn = start.split(warmup)
     if "init" not in sampler_args:
-        sampler_args["init"] = latent_inits(scm, stan_data, chains, seed)
-        if integrate:  # no per-row latent is a parameter of the integrated program
-            names = {f"z_{name}" for name in integrate} | set(integrate)
-            sampler_args["init"] = [
-                {k: v for k, v in chain.items() if k not in names}
-                for chain in sampler_args["init"]
-            ]
+        sampler_args["init"] = _inits(scm, stan_data, chains, seed, integrate)
         if start is not None:
-            sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
+            sampler_args["init"] = [
+                {**chain, **start.inits}
+                for chain in sampler_args["init"]  # type: ignore[dict-item]
+            ]
     if integrate and "metric" not in sampler_args:
         # a few dozen structural parameters, correlated (intercepts and level effects):
         # a dense metric cut the Adult fit's leapfrog steps per draw from 38 to 14
         sampler_args["metric"] = "dense_e"
-    if start is not None:
+    if isinstance(start, WarmStart):
         adapted = start.sampler_args(warmup)
         if sampler_args.get("metric") == "dense_e":
             adapted["inv_metric"] = np.diag(adapted["inv_metric"])
@@ -374,17 +482,17 @@ def _sample(
         stan_data,
         chains=chains,
         warmup=warmup,
-        draws=draws,
+        draws=draws + burn,
         seed=seed,
         progress=progress_enabled(progress),  # never a bar in a log file, a pipe or CI
         coords=coords,
         dims=dims,
         **sampler_args,
     )
+    if burn:  # the Laplace start's burn-in: run after adaptation, dropped here
+        run = dataclasses.replace(run, idata=_without_burn_in(run.idata, burn))
     anchored = set(all_anchors_of(scm, integrate))
-    add_training_latents(
-        scm, run.idata, rows, drawn_after_sampling(scm, integrate), anchored, seed
-    )
+    add_training_latents(scm, run.idata, rows, drawn_after_sampling(scm, integrate), anchored, seed)
     for latent in integrate:
         name = f"z_{latent}" if f"z_{latent}" in run.idata.posterior else latent
         bad = nonfinite_rows(run.idata.posterior[name].values)
@@ -398,6 +506,16 @@ def _sample(
             )
     add_anchored_latents(scm, run.idata, stan_data, _encoding(rows), rows.codes, integrate)
     return run
+
+
+def _without_burn_in(idata: Any, burn: int) -> Any:
+    """``idata`` without its first ``burn`` draws of every chain, draws renumbered from 0."""
+    kept = idata.isel(draw=slice(burn, None))
+    for group in kept.groups():
+        dataset = kept[group]
+        if "draw" in dataset.dims:
+            kept[group] = dataset.assign_coords(draw=np.arange(dataset.sizes["draw"]))
+    return kept
 
 
 def strata_columns(scm: SCM, data: pd.DataFrame) -> list[str]:
