@@ -462,11 +462,8 @@ def _sample(
         warmup, burn = start.split(warmup)
     if "init" not in sampler_args:
         sampler_args["init"] = _inits(scm, stan_data, chains, seed, integrate)
-        if start is not None:
-            sampler_args["init"] = [
-                {**chain, **start.inits}
-                for chain in sampler_args["init"]  # type: ignore[dict-item]
-            ]
+        if isinstance(start, WarmStart):
+            sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
     if integrate and "metric" not in sampler_args:
         # a few dozen structural parameters, correlated (intercepts and level effects):
         # a dense metric cut the Adult fit's leapfrog steps per draw from 38 to 14
