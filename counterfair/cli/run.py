@@ -167,7 +167,10 @@ def add_fit_parser(sub: Any) -> None:
     p.add_argument("--data", required=True, help="CSV file, one column per node of the SCM")
     p.add_argument("--out", required=True, help="run folder to write (must be new or empty)")
     p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--warmup", type=int, default=500)
+    p.add_argument(
+        "--warmup", type=int, default=None,
+        help="warm-up iterations per chain (default: 500, or 50 after a Laplace start)",
+    )
     p.add_argument("--draws", type=int, default=500)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", choices=("auto", "pystan", "cmdstanpy"), default="auto")
@@ -233,7 +236,7 @@ def _not_mixed(fit: Fit) -> list[str]:
     return [str(name) for name in bad.index]
 
 
-def _fit_once(scm: Any, data: pd.DataFrame, args: argparse.Namespace, warmup: int,
+def _fit_once(scm: Any, data: pd.DataFrame, args: argparse.Namespace, warmup: int | None,
               draws: int) -> Fit:
     import logging
 
@@ -267,7 +270,7 @@ def run_fit(args: argparse.Namespace) -> int:
         raise CommandError("--max-draws is the budget of --until-converged; add "
                            "--until-converged, or drop --max-draws")
     for name in ("chains", "warmup", "draws"):
-        if getattr(args, name) < (0 if name == "warmup" else 1):
+        if getattr(args, name) is not None and getattr(args, name) < (name != "warmup"):
             raise CommandError(f"--{name} {getattr(args, name)}: give a positive number")
     budget = args.max_draws or DEFAULT_MAX_DRAWS
     if args.until_converged and args.draws > budget:
@@ -289,6 +292,10 @@ def run_fit(args: argparse.Namespace) -> int:
     columns = [c for c in data.columns if c in scm.specs]
     warmup, draws = args.warmup, args.draws
     fit = _fit_once(scm, data[columns], args, warmup, draws)
+    if warmup is None:  # the fit's own default, doubled below if need be
+        from counterfair.inference.fitting import default_warmup
+
+        warmup = default_warmup(fit.warm_start)
     print(fit.diagnostics)
     while args.until_converged and _not_mixed(fit):
         if 2 * draws > budget or 2 * warmup > budget:

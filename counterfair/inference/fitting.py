@@ -137,6 +137,12 @@ def _warm_start(
     return pilot_fit(scm, rows, stan_data, chains=chains, seed=seed, integrate=integrate)
 
 
+def default_warmup(start: WarmStart | LaplaceStart | None) -> int:
+    """Warm-up of a fit given none: ``DEFAULT_WARMUP`` after a Laplace start (its step
+    size adapts in 19 iterations), else ``NUTS_WARMUP``."""
+    return DEFAULT_WARMUP if isinstance(start, LaplaceStart) else NUTS_WARMUP
+
+
 def _laplace(
     scm: SCM,
     stan_data: dict[str, Any],
@@ -285,7 +291,7 @@ def fit_scm(
         scm, rows, stan_data, warm_start, backend, chains, warmup, seed, sampler_args, integrate
     )
     if warmup is None:
-        warmup = DEFAULT_WARMUP if isinstance(start, LaplaceStart) else NUTS_WARMUP
+        warmup = default_warmup(start)
     rule = _quadrature_rule(scm, rows, start, seed) if integrate else None
     if rule is not None:
         stan_data = {**stan_data, **quadrature_data(rule.nodes, rule.newton)}
