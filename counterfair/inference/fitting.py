@@ -127,12 +127,13 @@ def _warm_start(
     else:
         if not on_cmdstan:
             raise ValueError(
-                "warm_start=True needs the cmdstanpy back end (PyStan cannot be given an "
-                "initial metric); use backend='cmdstanpy' or warm_start=False"
+                f"warm_start={warm_start!r} needs the cmdstanpy back end (PyStan cannot be "
+                "given an initial metric); use backend='cmdstanpy' or warm_start=False"
             )
         if explicit:
             raise ValueError(
-                f"warm_start=True sets {explicit} itself; pass warm_start=False to set them"
+                f"warm_start={warm_start!r} sets {explicit} itself; pass warm_start=False "
+                "to set them"
             )
     return pilot_fit(scm, rows, stan_data, chains=chains, seed=seed, integrate=integrate)
 

@@ -383,7 +383,7 @@ class SCM:
         seed: int | None = None,
         backend: str = "auto",
         progress: bool | None = None,
-        warm_start: bool | Literal["auto"] = "auto",
+        warm_start: bool | Literal["auto", "pilot", "laplace"] = "auto",
         subsample: int | None = None,
         max_rows: int | None = DEFAULT_MAX_ROWS,
         method: Literal["nuts", "pathfinder"] = "nuts",
@@ -398,7 +398,8 @@ class SCM:
             One row per individual, one column per protected and observed node.
         chains, warmup, draws : int, optional
             Number of chains (run in parallel) and iterations per chain; NUTS
-            defaults 4, 500 and 500. With ``method="pathfinder"``, ``draws`` is
+            defaults 4, 500 and 500 (``warmup`` 50 after a Laplace start, see
+            ``warm_start``). With ``method="pathfinder"``, ``draws`` is
             the number of approximate draws (default 1,000) and ``chains`` /
             ``warmup`` must not be given.
         seed : int, optional
@@ -409,12 +410,18 @@ class SCM:
             Show the sampler's progress bars. Default: where a person watches (a
             terminal or a notebook; never in a log file, a pipe or CI, see
             :mod:`counterfair.logs`).
-        warm_start : bool or "auto"
-            Learn the sampler's metric on a 2,000-row pilot fit first
-            (:mod:`counterfair.stan.warm_start`; CmdStan only). "auto" does so for
-            fits of at least 5,000 rows on CmdStan with ``warmup >= 175`` (of any size
-            with integrated latents); it makes warm-up several times cheaper without
-            changing the posterior.
+        warm_start : bool, "auto", "pilot" or "laplace"
+            Where NUTS starts (CmdStan only; the posterior does not change).
+            ``"laplace"``: from the posterior mode, with the inverse Hessian there as a
+            dense metric; warm-up adapts the step size in 19 iterations and the rest
+            is burn-in (:mod:`counterfair.stan.laplace_start`); for programs with no
+            per-row parameter (every latent integrated out, or none).
+            ``"pilot"`` (or ``True``): the metric learned on a 2,000-row pilot fit
+            first (:mod:`counterfair.stan.warm_start`). ``"auto"`` takes the Laplace
+            start where it applies on at least 5,000 rows (the pilot if its checks
+            fail, with a log line), else the pilot for fits of at least 5,000 rows
+            with ``warmup >= 175`` (of any size with integrated latents).
+            ``fit.warm_start.kind`` says which ran.
         method : {"nuts", "pathfinder"}
             ``"pathfinder"``: CmdStan's multi-path Pathfinder, a fast variational
             approximation (:mod:`counterfair.inference.pathfinder`); its draws are kept as

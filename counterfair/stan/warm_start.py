@@ -71,6 +71,8 @@ class WarmStart:
     draws : ParamDraws or None
         The pilot's posterior draws of the structural parameters (a subsample's
         posterior: wider than the full data's).
+    kind : str
+        ``"pilot"`` (a Laplace start's is ``"laplace"``).
     """
 
     inv_metric: np.ndarray
@@ -79,6 +81,7 @@ class WarmStart:
     pilot_rows: int
     seconds: float
     draws: ParamDraws | None = None
+    kind: str = "pilot"
 
     def sampler_args(self, warmup: int) -> dict[str, Any]:
         """Arguments of the main fit: metric, step size and adaptation windows."""
