@@ -97,8 +97,12 @@ def _warm_start(
     if warm_start is False:
         return None
     explicit = [k for k in _ADAPTATION_ARGS if k in sampler_args]
+    if sampler_args.get("metric", "dense_e") != "dense_e":  # a Laplace start is dense
+        explicit.append("metric")
     on_cmdstan = resolve_backend_name(backend) == "cmdstanpy"
     sampled = [latent for latent in scm.latents if latent not in integrate]
+    if warm_start == "laplace" and warmup == 0:
+        raise ValueError("warm_start='laplace' adapts the step size: give warmup >= 1")
     wanted = warm_start == "laplace" or (
         warm_start == "auto" and len(rows) >= MIN_ROWS and warmup != 0
     )
@@ -119,6 +123,7 @@ def _warm_start(
             "use latents='integrated' or another warm_start"
         )
         raise ValueError(f"warm_start='laplace' cannot apply: {why}")
+    explicit = [k for k in explicit if k != "metric"]  # the pilot takes any metric
     steps = NUTS_WARMUP if warmup is None else warmup
     if warm_start == "auto":
         small = len(rows) < MIN_ROWS and not integrate
@@ -219,7 +224,7 @@ def fit(
             {
                 "chains": chains,
                 "warmup": warmup,
-                "warm_start": True if warm_start is True else None,
+                "warm_start": None if warm_start in ("auto", False) else warm_start,
                 "progress": True if progress else None,
                 **sampler_args,
             }

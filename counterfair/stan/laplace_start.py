@@ -16,10 +16,12 @@ long run gave 7. This start computes it instead:
    within ``MODE_TOLERANCE`` (in posterior sds) of the Newton step's end; otherwise
    :class:`LaplaceError` is raised and the fit falls back to the pilot.
 3. **Metric, inits, check draws.** ``(-H)^-1`` is the dense inverse metric. Each chain
-   starts at its own draw from CmdStan's Laplace approximation (``laplace``: the same
-   Gaussian, transformed parameters included; dispersed like the posterior, so R-hat
-   can still see chains that disagree), and ``CHECK_SETS`` more draws serve the
-   quadrature's node check.
+   starts at its own draw from the Gaussian ``N(mode, (-H)^-1)`` (dispersed like the
+   posterior, so R-hat can still see chains that disagree). The quadrature's node check
+   gets ``CHECK_SETS`` draws of CmdStan's ``laplace`` method instead, which come with
+   the transformed parameters the check reads; they are centred at the optimizer's end,
+   with CmdStan's own Hessian, a fraction of a posterior sd from this Gaussian, which is
+   all a check of the quadrature's accuracy needs.
 
 NUTS then adapts only the step size, for ``ADAPT_ITERATIONS`` iterations: CmdStan
 estimates no metric when warm-up is shorter than 20 iterations, so the metric stays the
