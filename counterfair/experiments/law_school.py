@@ -755,7 +755,8 @@ def plot_densities(
             ax.tick_params(labelsize=7)
     axes[0][0].legend(fontsize=7)
     fig.suptitle("Predicted ZFYA: factual vs counterfactual (level 2 SCM as the world)")
-    fig.tight_layout()
+    # fixed margins: tight_layout drew the 24 panels once more only to measure them
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.04, top=0.94, wspace=0.25, hspace=0.3)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

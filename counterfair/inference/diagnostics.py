@@ -107,7 +107,7 @@ def _stacked_latents(idata: az.InferenceData, latents: Sequence[str]) -> np.ndar
     for name in latents:
         values = np.asarray(idata.posterior[name].values, dtype=float)
         parts.append(values.reshape(values.shape[0], values.shape[1], -1))
-    return np.concatenate(parts, axis=2)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=2)  # one: no copy
 
 
 def diagnose(

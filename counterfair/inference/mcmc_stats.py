@@ -51,12 +51,14 @@ def _z_scale(draws: np.ndarray) -> np.ndarray:
     order = np.argsort(rows, axis=1)
     ordered = np.take_along_axis(rows, order, axis=1)
     tied = (np.diff(ordered, axis=1) == 0).any(axis=1)
-    in_order = np.broadcast_to(np.arange(1.0, c * d + 1.0)[None, :], rows.shape).copy()
+    # the normal scores of the ranks 1 .. c d in sorted position, computed once: every
+    # column without ties takes them as they are (the same numbers as scoring its ranks)
+    scores = special.ndtri((np.arange(1.0, c * d + 1.0) - 0.375) / (c * d + 0.25))
+    in_order = np.broadcast_to(scores[None, :], rows.shape).copy()
     if tied.any():  # average ranks where values repeat (constants, discrete draws)
-        in_order[tied] = _average_ranks(ordered[tied])
-    ranks = np.empty_like(rows)
-    np.put_along_axis(ranks, order, in_order, axis=1)
-    z = special.ndtri((ranks - 0.375) / (c * d + 0.25))
+        in_order[tied] = special.ndtri((_average_ranks(ordered[tied]) - 0.375) / (c * d + 0.25))
+    z = np.empty_like(rows)
+    np.put_along_axis(z, order, in_order, axis=1)
     return np.asarray(z.T).reshape(c, d, n)
 
 

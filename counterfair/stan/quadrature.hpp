@@ -663,12 +663,16 @@ inline void integrate_block(const Columns& col, std::size_t i0, int b, const dou
   for (std::size_t j = 0; j < J; ++j) {
     double* F = blk.F.data() + j * BLOCK;
     for (int k = 0; k < b; ++k) {
-      F[k] = std::exp(F[k] - blk.top[k]);  // the node's share, unnormalised
+      // the node's share, unnormalised (the largest node's is exp(0) = 1 exactly)
+      F[k] = F[k] == blk.top[k] ? 1.0 : std::exp(F[k] - blk.top[k]);
       blk.sum[k] += F[k];
     }
   }
   for (int k = 0; k < b; ++k) {
-    value[k] = blk.top[k] + std::log(blk.sum[k]) - 0.5 * std::log(-blk.h[k]) - log_sqrt_pi;
+    // log(sum) - log(-h) / 2 as one log: s = 1 / sqrt(-h) where the row is not slow
+    value[k] = blk.slow[k]
+        ? blk.top[k] + std::log(blk.sum[k]) - 0.5 * std::log(-blk.h[k]) - log_sqrt_pi
+        : blk.top[k] + std::log(blk.sum[k] * blk.s[k]) - log_sqrt_pi;
     if (!blk.slow[k] && !std::isfinite(value[k])) blk.slow[k] = true;
   }
   if (!grad) return;
