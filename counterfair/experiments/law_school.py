@@ -473,6 +473,7 @@ def _results(
             name: {
                 "backend": fit.backend,
                 "seconds": fit.seconds,
+                "warm_start": fit.warm_start.kind if fit.warm_start else None,
                 "warm_start_pilot_rows": fit.warm_start.pilot_rows if fit.warm_start else None,
                 "warm_start_seconds": fit.warm_start.seconds if fit.warm_start else None,
                 "integrated": list(fit.integrated),

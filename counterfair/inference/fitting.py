@@ -355,7 +355,8 @@ def _quadrature_rule(
         return default_rule("the default: no pilot fit whose draws the check could use")
     names = scm.parameter_names()
     draws = ParamDraws({k: v for k, v in start.draws.items() if k in names})
-    return choose_nodes(scm, draws, rows.codes, rows.values(), seed=seed)
+    source = "the Laplace approximation's" if isinstance(start, LaplaceStart) else "the pilot's"
+    return choose_nodes(scm, draws, rows.codes, rows.values(), seed=seed, source=source)
 
 
 def training_rows(

@@ -104,6 +104,7 @@ def choose_nodes(
     observed: Mapping[str, np.ndarray],
     *,
     seed: int | None = None,
+    source: str = "the pilot's",
 ) -> QuadratureRule:
     """The cheapest rule of :data:`NODE_CHOICES` x :data:`NEWTON_CHOICES` within
     :data:`NODE_TOLERANCE` of the reference on every row.
@@ -113,8 +114,10 @@ def choose_nodes(
     scm : SCM
         The model (its latents are the integrated ones).
     params : ParamDraws
-        Posterior draws of the structural parameters (the pilot's); :data:`CHECK_SETS`
-        of them are picked with ``seed``.
+        Posterior draws of the structural parameters (the start's: the pilot's or the
+        Laplace approximation's); :data:`CHECK_SETS` of them are picked with ``seed``.
+    source : str
+        Whose draws they are, for the rule's reason (``"the pilot's"``).
     codes, observed : mapping
         The training rows' protected codes and observed values.
     """
@@ -149,7 +152,7 @@ def choose_nodes(
                 return QuadratureRule(
                     nodes, newton, error, params.n, n_rows,
                     f"the cheapest rule within {NODE_TOLERANCE:g} of {REFERENCE_NODES} nodes "
-                    f"on every training row at {params.n} of the pilot's posterior draws",
+                    f"on every training row at {params.n} of {source} posterior draws",
                 )
     worst = errors[GH_NODES, NEWTON_STEPS]
     logger.info(
