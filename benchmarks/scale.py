@@ -8,7 +8,8 @@ is sampled (every 20 ms, this process and every child process, i.e. the Dask wor
 * ``fit``: NUTS on a stratified subsample of the rows (``SCM.fit(max_rows=...)``);
 * ``fit_integrated_all_rows`` (sizes up to ``--integrated-up-to``, default 100,000):
   NUTS on every row with K integrated out (``latents="integrated"``, 2 chains of
-  300 + 300), issue 32's column; not summed into the end-to-end totals;
+  300 draws after the fit's default warm-up: a Laplace start and 50 iterations), issue
+  32's column; not summed into the end-to-end totals;
 * ``abduction``: posterior means of the latent K for every row (exact abduction);
 * ``learn``: Fair K (Algorithm 1) on a subsample of the rows;
 * ``predict``: Fair K's predictions for every row;
@@ -259,8 +260,8 @@ end-to-end totals, which fit a subsample)."""
 
 def fit_integrated(scm: Any, rows: pd.DataFrame, args: argparse.Namespace) -> Any:
     """NUTS on every row with K integrated out of the likelihood (no subsample)."""
-    return scm.fit(rows, max_rows=None, latents="integrated", chains=2, warmup=300,
-                   draws=300, seed=args.seed)
+    return scm.fit(rows, max_rows=None, latents="integrated", chains=2, draws=300,
+                   seed=args.seed)  # warm-up: the fit's default (50 after a Laplace start)
 
 
 def integrated_record(fit: Any) -> dict[str, Any]:

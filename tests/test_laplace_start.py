@@ -355,6 +355,8 @@ def test_a_laplace_started_fit_drops_its_burn_in_and_keeps_its_step_size(
     np.testing.assert_array_equal(posterior["draw"].values, np.arange(DRAWS))
     stats = fit.idata.sample_stats
     assert stats.sizes["draw"] == DRAWS
+    # each group once (setting a group of an InferenceData appends its name again)
+    assert sorted(laplace_fit.idata.groups()) == ["posterior", "sample_stats"]
     np.testing.assert_array_equal(stats["draw"].values, np.arange(DRAWS))
     step = stats["step_size"].values
     assert np.all(step == step[:, :1]), "the step size changed after adaptation"

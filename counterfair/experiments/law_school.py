@@ -42,6 +42,7 @@ from counterfair.counterfactual.prediction import counterfactual_predictions
 from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets.law_school_models import law_school_level2, law_school_level3
 from counterfair.errors import ConvergenceWarning, ScaleWarning
+from counterfair.inference.fitting import default_warmup
 from counterfair.inference.latent_problem import supports_exact
 from counterfair.learn.baselines import full_predictor, unaware_predictor
 from counterfair.learn.fair import FairLearner
@@ -474,6 +475,8 @@ def _results(
                 "backend": fit.backend,
                 "seconds": fit.seconds,
                 "warm_start": fit.warm_start.kind if fit.warm_start else None,
+                "warmup": config.warmup if config.warmup is not None
+                else default_warmup(fit.warm_start),
                 "warm_start_pilot_rows": fit.warm_start.pilot_rows if fit.warm_start else None,
                 "warm_start_seconds": fit.warm_start.seconds if fit.warm_start else None,
                 "integrated": list(fit.integrated),

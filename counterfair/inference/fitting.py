@@ -296,8 +296,9 @@ def fit_scm(
     start = _warm_start(
         scm, rows, stan_data, warm_start, backend, chains, warmup, seed, sampler_args, integrate
     )
-    if warmup is None:
-        warmup = default_warmup(start)
+    if warmup is None:  # chains the user started elsewhere than the Laplace start's
+        # draws get the pilot's warm-up length: their burn-in is not known to be short
+        warmup = NUTS_WARMUP if "init" in sampler_args else default_warmup(start)
     rule = _quadrature_rule(scm, rows, start, seed) if integrate else None
     if rule is not None:
         stan_data = {**stan_data, **quadrature_data(rule.nodes, rule.newton)}
@@ -520,12 +521,16 @@ def _sample(
 
 def _without_burn_in(idata: Any, burn: int) -> Any:
     """``idata`` without its first ``burn`` draws of every chain, draws renumbered from 0."""
-    kept = idata.isel(draw=slice(burn, None))
-    for group in kept.groups():
-        dataset = kept[group]
+    import arviz as az
+
+    groups = {}
+    for group in idata.groups():
+        dataset = idata[group]
         if "draw" in dataset.dims:
-            kept[group] = dataset.assign_coords(draw=np.arange(dataset.sizes["draw"]))
-    return kept
+            dataset = dataset.isel(draw=slice(burn, None))
+            dataset = dataset.assign_coords(draw=np.arange(dataset.sizes["draw"]))
+        groups[group] = dataset
+    return az.InferenceData(**groups)  # a new one: setting a group adds it once more
 
 
 def strata_columns(scm: SCM, data: pd.DataFrame) -> list[str]:

@@ -19,9 +19,9 @@ long run gave 7. This start computes it instead:
    starts at its own draw from the Gaussian ``N(mode, (-H)^-1)`` (dispersed like the
    posterior, so R-hat can still see chains that disagree). The quadrature's node check
    gets ``CHECK_SETS`` draws of CmdStan's ``laplace`` method instead, which come with
-   the transformed parameters the check reads; they are centred at the optimizer's end,
-   with CmdStan's own Hessian, a fraction of a posterior sd from this Gaussian, which is
-   all a check of the quadrature's accuracy needs.
+   the transformed parameters the check reads: centred at the same mode (CmdStan's
+   optimizer restarted there writes it with all digits), with CmdStan's own
+   finite-difference Hessian.
 
 NUTS then adapts only the step size, for ``ADAPT_ITERATIONS`` iterations: CmdStan
 estimates no metric when warm-up is shorter than 20 iterations, so the metric stays the
@@ -91,7 +91,8 @@ class LaplaceStart:
     mode : dict
         The mode (constrained values).
     draws : ParamDraws
-        ``CHECK_SETS`` draws of the structural parameters from the Gaussian.
+        ``CHECK_SETS`` draws of every parameter from CmdStan's Laplace approximation
+        at the mode (transformed parameters included).
     seconds : float
         Wall time of the start (optimizer and Hessian).
     """
@@ -183,6 +184,11 @@ def _hessian(gradients: np.ndarray, step: float) -> np.ndarray:
     return (hessian + hessian.T) / 2.0
 
 
+def _listed(values: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Constrained values as CmdStan's JSON inits take them."""
+    return {name: np.asarray(value).tolist() for name, value in values.items()}
+
+
 def _newton(
     exe: Path, data_file: Path, u: np.ndarray, folder: Path
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -266,7 +272,7 @@ def laplace_start(
                     output_dir=str(folder / "optimize"),
                     iter=10_000,
                 )
-            except RuntimeError as error:
+            except (RuntimeError, ValueError) as error:  # ValueError: CmdStan before 2.32
                 raise LaplaceError(f"CmdStan's optimizer failed: {error}") from error
         try:
             names = [d.name for d in declarations(code)]
@@ -282,16 +288,24 @@ def laplace_start(
         u = transform.unconstrain(values)
         precision, mode = _newton(exe, data_file, u, folder)
         with _quiet_cmdstanpy(logging.ERROR):  # draws with transformed parameters
-            try:
+            try:  # CmdStan's laplace method centred at the Newton mode (all its digits)
+                at_mode = model.optimize(
+                    data=str(data_file),
+                    inits=_listed(transform.constrain(mode)),
+                    seed=seed,
+                    jacobian=True,
+                    output_dir=str(folder / "mode"),
+                    sig_figs=18,
+                )
                 gaussian = model.laplace_sample(
                     data=str(data_file),
-                    mode=optimum,
+                    mode=at_mode,
                     draws=CHECK_SETS,
                     jacobian=True,
                     seed=seed,
                     output_dir=str(folder / "laplace"),
                 )
-            except RuntimeError as error:
+            except (RuntimeError, ValueError) as error:
                 raise LaplaceError(f"CmdStan's laplace method failed: {error}") from error
         checks = {k: np.asarray(v, dtype=float) for k, v in gaussian.stan_variables().items()}
     covariance = np.linalg.inv(precision)
@@ -299,7 +313,7 @@ def laplace_start(
     factor = np.linalg.cholesky(precision)
     z = np.random.default_rng(seed).standard_normal((chains, mode.size))
     spread = np.linalg.solve(factor.T, z.T).T  # rows ~ N(0, precision^-1)
-    inits = [{k: v.tolist() for k, v in transform.constrain(mode + row).items()} for row in spread]
+    inits = [_listed(transform.constrain(mode + row)) for row in spread]
     return LaplaceStart(
         inv_metric=covariance,
         inits=inits,
