@@ -293,7 +293,7 @@ def run_fit(args: argparse.Namespace) -> int:
     warmup, draws = args.warmup, args.draws
     fit = _fit_once(scm, data[columns], args, warmup, draws)
     if warmup is None:  # the fit's own default, doubled below if need be
-        from counterfair.inference.fitting import default_warmup
+        from counterfair.inference.starts import default_warmup
 
         warmup = default_warmup(fit.warm_start)
     print(fit.diagnostics)

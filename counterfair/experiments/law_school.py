@@ -42,8 +42,8 @@ from counterfair.counterfactual.prediction import counterfactual_predictions
 from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets.law_school_models import law_school_level2, law_school_level3
 from counterfair.errors import ConvergenceWarning, ScaleWarning
-from counterfair.inference.fitting import default_warmup
 from counterfair.inference.latent_problem import supports_exact
+from counterfair.inference.starts import default_warmup
 from counterfair.learn.baselines import full_predictor, unaware_predictor
 from counterfair.learn.fair import FairLearner
 from counterfair.learn.noncausal import OrderPreservingPredictor

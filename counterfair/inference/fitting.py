@@ -28,6 +28,8 @@ from counterfair.inference.pathfinder import (
     run_pathfinder,
 )
 from counterfair.inference.quadrature_nodes import QuadratureRule, choose_nodes, default_rule
+from counterfair.inference.starts import NUTS_WARMUP, default_warmup, fit_inits
+from counterfair.inference.starts import choose_start as _warm_start
 from counterfair.inference.training_latents import add_training_latents, drawn_after_sampling
 from counterfair.logs import progress_enabled
 from counterfair.model.data_levels import with_levels_from_data
@@ -51,8 +53,8 @@ from counterfair.stan.integrated import (
 )
 from counterfair.stan.integrated_pairs import pair_quadrature_data, pairs_of
 from counterfair.stan.interface import SamplerRun
-from counterfair.stan.laplace_start import DEFAULT_WARMUP, LaplaceError, LaplaceStart, laplace_start
-from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_fit
+from counterfair.stan.laplace_start import LaplaceStart
+from counterfair.stan.warm_start import WarmStart
 
 logger = logging.getLogger(__name__)
 
@@ -60,131 +62,6 @@ if TYPE_CHECKING:
     from counterfair.model.scm import SCM
 
 __all__ = ["Fit", "fit", "fit_scm", "strata_columns", "training_rows"]
-
-_ADAPTATION_ARGS = ("stepsize", "init_phase", "metric_window", "term_phase", "inv_metric")
-WARM_STARTS = (True, False, "auto", "pilot", "laplace")
-"""Values of ``warm_start``: ``True`` is ``"pilot"``."""
-NUTS_WARMUP = 500
-"""Warm-up of a NUTS fit when none is given (a Laplace-started fit: ``DEFAULT_WARMUP``)."""
-
-
-def _warm_start(
-    scm: SCM,
-    rows: Rows,
-    stan_data: dict[str, Any],
-    warm_start: bool | str,
-    backend: str,
-    chains: int,
-    warmup: int | None,
-    seed: int | None,
-    sampler_args: dict[str, Any],
-    integrate: tuple[str, ...] = (),
-) -> WarmStart | LaplaceStart | None:
-    """The start of NUTS: a Laplace start, a pilot fit, or none.
-
-    ``"auto"`` takes the Laplace start (:mod:`counterfair.stan.laplace_start`) where the
-    program has no per-row parameter (every latent integrated out, or none) and there
-    are at least ``MIN_ROWS`` rows, falling back to the pilot with a log line if it
-    fails; else the pilot fit of :mod:`counterfair.stan.warm_start` where it is worth
-    it. With integrated latents the pilot is worth it at any size: it runs the joint
-    program, whose gradients are several times cheaper than the quadrature's, so the
-    main fit's warm-up does not spend its first deep trees on the quadrature.
-    """
-    if not any(warm_start is v or (isinstance(v, str) and warm_start == v) for v in WARM_STARTS):
-        raise ValueError(
-            f"warm_start must be True, False, 'auto', 'pilot' or 'laplace', got {warm_start!r}"
-        )
-    if warm_start is False:
-        return None
-    explicit = [k for k in _ADAPTATION_ARGS if k in sampler_args]
-    if sampler_args.get("metric", "dense_e") != "dense_e":  # a Laplace start is dense
-        explicit.append("metric")
-    on_cmdstan = resolve_backend_name(backend) == "cmdstanpy"
-    sampled = [latent for latent in scm.latents if latent not in integrate]
-    if warm_start == "laplace" and warmup == 0:
-        raise ValueError("warm_start='laplace' adapts the step size: give warmup >= 1")
-    wanted = warm_start == "laplace" or (
-        warm_start == "auto" and len(rows) >= MIN_ROWS and warmup != 0
-    )
-    if wanted and on_cmdstan and not explicit and not sampled:
-        try:
-            return _laplace(scm, stan_data, chains, seed, integrate)
-        except LaplaceError as error:
-            if warm_start == "laplace":
-                raise ValueError(f"warm_start='laplace' failed: {error}") from error
-            logger.info("Laplace start failed (%s); a pilot fit instead", error)
-    if warm_start == "laplace":
-        why = (
-            "it needs the cmdstanpy back end"
-            if not on_cmdstan
-            else f"it sets {explicit} itself; pass warm_start=False to set them"
-            if explicit
-            else f"latents {sampled} are sampled jointly (per-row parameters); "
-            "use latents='integrated' or another warm_start"
-        )
-        raise ValueError(f"warm_start='laplace' cannot apply: {why}")
-    explicit = [k for k in explicit if k != "metric"]  # the pilot takes any metric
-    steps = NUTS_WARMUP if warmup is None else warmup
-    if warm_start == "auto":
-        small = len(rows) < MIN_ROWS and not integrate
-        if explicit or not on_cmdstan or small or steps < MIN_WARMUP:
-            return None
-    else:
-        if not on_cmdstan:
-            raise ValueError(
-                f"warm_start={warm_start!r} needs the cmdstanpy back end (PyStan cannot be "
-                "given an initial metric); use backend='cmdstanpy' or warm_start=False"
-            )
-        if explicit:
-            raise ValueError(
-                f"warm_start={warm_start!r} sets {explicit} itself; pass warm_start=False "
-                "to set them"
-            )
-    return pilot_fit(scm, rows, stan_data, chains=chains, seed=seed, integrate=integrate)
-
-
-def default_warmup(start: WarmStart | LaplaceStart | None) -> int:
-    """Warm-up of a fit given none: ``DEFAULT_WARMUP`` after a Laplace start (its step
-    size adapts in 19 iterations), else ``NUTS_WARMUP``."""
-    return DEFAULT_WARMUP if isinstance(start, LaplaceStart) else NUTS_WARMUP
-
-
-def _laplace(
-    scm: SCM,
-    stan_data: dict[str, Any],
-    chains: int,
-    seed: int | None,
-    integrate: tuple[str, ...],
-) -> LaplaceStart:
-    """The Laplace start of the fit program, its quadrature at the default rule."""
-    data = dict(stan_data)
-    if integrate:
-        rule = default_rule("")
-        data.update(quadrature_data(rule.nodes, rule.newton))
-    if pairs_of(scm, integrate):
-        data.update(pair_quadrature_data())
-    init = _inits(scm, stan_data, 1, seed, integrate)[0]
-    start = laplace_start(
-        scm.stan_code(integrate=integrate), data, chains=chains, seed=seed, init=init
-    )
-    logger.info(
-        "Laplace start: mode and Hessian of %d parameters in %.1f s (dense metric; "
-        "warm-up adapts the step size only)",
-        start.inv_metric.shape[0],
-        start.seconds,
-    )
-    return start
-
-
-def _inits(
-    scm: SCM, stan_data: dict[str, Any], chains: int, seed: int | None, integrate: tuple[str, ...]
-) -> list[dict[str, Any]]:
-    """The latents' inits (:func:`counterfair.stan.inits.latent_inits`) of the fit program:
-    without the per-row latents that ``integrate`` takes out of it."""
-    inits = latent_inits(scm, stan_data, chains, seed)
-    names = {f"z_{name}" for name in integrate} | set(integrate)
-    return [{k: v for k, v in chain.items() if k not in names} for chain in inits]
-
 
 def fit(
     scm: SCM,
@@ -475,7 +352,7 @@ def _sample(
         sampler_args.update(start.sampler_args(warmup))
         warmup, burn = start.split(warmup)
     if "init" not in sampler_args:
-        sampler_args["init"] = _inits(scm, stan_data, chains, seed, integrate)
+        sampler_args["init"] = fit_inits(scm, stan_data, chains, seed, integrate)
         if isinstance(start, WarmStart):
             sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
     if integrate and "metric" not in sampler_args:
