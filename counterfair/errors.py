@@ -126,6 +126,10 @@ UNSEEN_LEVEL = (
     "protected attribute {node!r} has level {value!r} (row {row!r}) that was not seen "
     "at fit time; known levels: {levels}"
 )
+UNSEEN_INPUT_LEVEL = (
+    "column {node!r} has level {value!r} (row {row!r}) that the baseline did not see when "
+    "it was fitted; known levels: {levels}"
+)
 UNKNOWN_DO_NODE = (
     "do() names {node!r}, which is not a protected or observed node of the SCM; "
     "protected: {protected}, observed: {observed}"

@@ -8,6 +8,7 @@ baselines must not. The level 2 fit is the one shared with ``test_fit.py``.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -143,6 +144,60 @@ def test_baselines_use_the_expected_columns() -> None:
     assert list(unaware_predictor(scm2, "ZFYA").columns) == ["UGPA", "LSAT"]
     assert list(unaware_predictor(scm2, "ZFYA", exclude=["LSAT"]).columns) == ["UGPA"]
 
+
+def _yes_no_rows(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    colour = rng.choice(["Black", "White"], n)
+    employed = rng.random(n) < np.where(colour == "White", 0.8, 0.6)
+    checks = rng.poisson(1 + employed)
+    released = rng.random(n) < 1 / (1 + np.exp(-(0.5 + employed - 0.4 * checks)))
+    return pd.DataFrame({
+        "colour": colour,
+        "employed": np.where(employed, "Yes", "No"),
+        "checks": checks,
+        "released": np.where(released, "Yes", "No"),
+    })
+
+
+def _yes_no_scm() -> cf.SCM:
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_node("colour", spec=cf.Protected())
+    g.add_node("employed", spec=cf.Bernoulli())
+    g.add_node("checks", spec=cf.Poisson())
+    g.add_node("released", spec=cf.Bernoulli())
+    g.add_edges_from([("colour", "employed"), ("colour", "checks"), ("employed", "checks"),
+                      ("employed", "released"), ("checks", "released"), ("colour", "released")])
+    return cf.SCM(g)
+
+
+@pytest.mark.parametrize("make", [full_predictor, unaware_predictor])
+def test_baselines_read_yes_no_columns_as_the_learners_do(make: Any) -> None:
+    """A yes/no feature column is one-hot encoded with its training levels (it raised
+    "could not convert string to float: 'Yes'"); the predictions equal those of the same
+    estimator on the column coded 0/1 by hand."""
+    from sklearn.linear_model import LogisticRegression
+
+    rows = _yes_no_rows(400, shifted(3))
+    model = make(_yes_no_scm(), "released", estimator=LogisticRegression()).fit(rows)
+    assert model.levels_["employed"] == ["No", "Yes"]
+    proba = model.predict_proba(rows)[:, 1]
+    assert set(model.predict(rows)) <= {"No", "Yes"}
+    by_hand = pd.DataFrame(index=rows.index)
+    for column in model.columns:
+        if column in ("colour", "employed"):
+            for level in sorted(rows[column].unique()):
+                by_hand[f"{column}={level}"] = (rows[column] == level).astype(float)
+        else:
+            by_hand[column] = rows[column].astype(float)
+    assert proba.std() > 0
+    reference = LogisticRegression().fit(by_hand.to_numpy(), rows["released"])
+    np.testing.assert_allclose(proba, reference.predict_proba(by_hand.to_numpy())[:, 1],
+                               atol=1e-10)
+    unseen = rows.iloc[:3].assign(employed=["Yes", "maybe", "No"])
+    with pytest.raises(cf.DataError, match=r"employed.*maybe"):
+        model.predict(unseen)
 
 @pytest.mark.stan
 def test_predict_abducts_even_if_the_rows_carry_a_latent_column(

@@ -148,7 +148,7 @@ def _check_baseline(ddf: Any, baseline: BaselinePredictor) -> None:
         )
     for column in baseline.columns:
         kind = dtype_kind(dtypes[column])
-        if column not in baseline.categorical and kind not in ("integer", "float", "bool"):
+        if column not in baseline.levels_ and kind not in ("integer", "float", "bool"):
             raise errors.DataError(
                 f"column {column!r} of the Dask frame has dtype {dtypes[column]} but the "
                 "baseline was fitted on it as a number; cast it first"

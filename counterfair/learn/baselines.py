@@ -52,6 +52,13 @@ def _design(
     return out
 
 
+def _holds_labels(values: pd.Series) -> bool:
+    """Whether a column holds labels (strings, a categorical) rather than numbers."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return True
+    return not (pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values))
+
+
 class BaselinePredictor(Savable, BaseEstimator):  # type: ignore[misc]
     """A plain scikit-learn model on chosen columns (protected ones one-hot encoded).
 
@@ -62,7 +69,10 @@ class BaselinePredictor(Savable, BaseEstimator):  # type: ignore[misc]
     target : str
         Column to predict.
     categorical : list of str
-        Columns to one-hot encode (all levels, as the paper's Full model).
+        Columns to one-hot encode (all levels, as the paper's Full model). Any other
+        column that does not hold numbers or booleans (yes/no labels, strings, a pandas
+        categorical) is one-hot encoded as well, with the levels of the training rows,
+        so that a baseline reads the columns a fair learner reads.
     estimator : estimator, optional
         Default ``LinearRegression()``.
     """
@@ -80,13 +90,12 @@ class BaselinePredictor(Savable, BaseEstimator):  # type: ignore[misc]
         self.estimator = estimator
 
     def _matrix(self, X: pd.DataFrame) -> np.ndarray:
-        for column in self.categorical:
-            levels = self.levels_[column]
+        for column, levels in self.levels_.items():
             unseen = _level_codes(X[column], levels) < 0
             if unseen.any():
                 at = int(np.argmax(unseen))
                 raise errors.DataError(
-                    errors.UNSEEN_LEVEL.format(
+                    errors.UNSEEN_INPUT_LEVEL.format(
                         node=column, value=str(X[column].iloc[at]), row=X.index[at],
                         levels=list(levels),
                     )
@@ -100,7 +109,10 @@ class BaselinePredictor(Savable, BaseEstimator):  # type: ignore[misc]
             raise errors.DataError(
                 errors.MISSING_COLUMN.format(column=missing[0], columns=list(X.columns))
             )
-        self.levels_ = {c: sorted(X[c].astype(str).unique()) for c in self.categorical}
+        encoded = [*self.categorical, *(c for c in self.columns if _holds_labels(X[c]))]
+        self.levels_ = {
+            c: sorted(X[c].dropna().astype(str).unique()) for c in dict.fromkeys(encoded)
+        }
         response = X[self.target] if y is None else y
         base = self.estimator if self.estimator is not None else LinearRegression()
         self.estimator_ = clone(base).fit(self._matrix(X), np.asarray(response))
