@@ -111,7 +111,14 @@ BAD_CODING = "coding must be 'reference' or 'onehot', got {coding!r}"
 NOT_A_DATAFRAME = "data must be a pandas DataFrame, got {type}"
 EMPTY_DATA = "data has no rows"
 MISSING_COLUMN = "data has no column {column!r} (node {column!r} of the SCM); columns: {columns}"
-NAN_VALUES = "column {column!r} has {count} missing (NaN) value(s), first at row {row!r}"
+NAN_COLUMNS = (
+    "missing (NaN) values in {n} column(s): {columns}; {complete:,} of {rows:,} rows are "
+    "complete"
+)
+NAN_HINT = (
+    ". Fit on the complete rows with missing='drop' (SCM.fit) or --missing drop "
+    "(counterfair fit), or fill the values first"
+)
 NOT_NUMERIC = "column {column!r} (node {node!r}, {family}) must be numeric, got dtype {dtype}"
 NOT_FINITE = "column {column!r} has non-finite value {value!r} at row {row!r}"
 POISSON_NOT_COUNT = (

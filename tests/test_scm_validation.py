@@ -339,9 +339,28 @@ def test_nan_values(column: str) -> None:
     df = _frame()
     df[column] = df[column].astype(object)
     df.loc[[1, 3], column] = np.nan
-    message = errors.NAN_VALUES.format(column=column, count=2, row=1)
+    message = errors.NAN_COLUMNS.format(
+        n=1, columns=f"{column!r} 2 (first at row 1 (0-based data rows))", complete=2, rows=4
+    ) + errors.NAN_HINT
     with pytest.raises(cf.DataError, match=_exact(message)):
         _fit_data(df)
+
+
+def test_nan_values_in_several_columns_are_named_at_once() -> None:
+    """Every column with missing values is named in one refusal, with its count and first
+    row, and the number of complete rows (the user fixed one column per attempt)."""
+    df = _frame().astype({"X": object, "C": object})
+    df.loc[[2], "X"] = np.nan
+    df.loc[[1, 2], "C"] = np.nan
+    df.index = ["a", "b", "c", "d"]
+    with pytest.raises(cf.DataError) as info:
+        _fit_data(df)
+    text = str(info.value)
+    assert "in 2 column(s)" in text
+    assert "'X' 1 (first at index label 'c')" in text
+    assert "'C' 2 (first at index label 'b')" in text
+    assert "2 of 4 rows are complete" in text
+    assert "missing='drop'" in text and "--missing drop" in text
 
 
 def test_non_numeric_observed_column() -> None:

@@ -179,6 +179,12 @@ def add_fit_parser(sub: Any) -> None:
         help="sample each row's latents with the parameters (joint), or integrate them out "
         "of the likelihood and draw them afterwards (integrated; auto where it applies)",
     )
+    p.add_argument(
+        "--missing", choices=("error", "drop"), default="error",
+        help="rows with missing values in the SCM's columns: refuse them, naming every "
+        "column (error), or fit on the complete rows, one line per column (drop; assumes "
+        "values missing completely at random)",
+    )
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
     p.add_argument(
         "--until-converged", action="store_true",
@@ -218,6 +224,8 @@ def _fit_command(args: argparse.Namespace, **changes: object) -> str:
         options["backend"] = args.backend
     if getattr(args, "latents", "joint") != "joint":
         options["latents"] = args.latents
+    if getattr(args, "missing", "error") != "error":
+        options["missing"] = args.missing
     words = ["counterfair", "fit", args.scm]
     for key, value in options.items():
         if value is True:
@@ -255,6 +263,7 @@ def _fit_once(scm: Any, data: pd.DataFrame, args: argparse.Namespace, warmup: in
                 backend=args.backend,
                 progress=False,
                 latents=getattr(args, "latents", "joint"),
+                missing=getattr(args, "missing", "error"),
             )
     finally:
         fitting.setLevel(level)

@@ -78,6 +78,11 @@ class Fit:
     quadrature : QuadratureRule or None
         The Gauss-Hermite rule of an integrated fit and how it was chosen
         (:mod:`counterfair.inference.quadrature_nodes`).
+    missing : dict or None
+        With ``SCM.fit(missing="drop")``, what was dropped: ``policy``, ``rows`` (given),
+        ``dropped`` (incomplete rows left out) and ``columns`` (missing values per
+        column); ``None`` when every row given was fitted
+        (:mod:`counterfair.rows.missing`).
     """
 
     scm: SCM
@@ -94,6 +99,7 @@ class Fit:
     method: str = "nuts"
     integrated: tuple[str, ...] = ()
     quadrature: QuadratureRule | None = None
+    missing: dict[str, Any] | None = None
     _rows: Rows | None = field(default=None, repr=False, compare=False)
 
     @property

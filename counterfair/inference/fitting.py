@@ -38,6 +38,7 @@ from counterfair.model.identification import convergence_hint
 from counterfair.model.params import ParamDraws
 from counterfair.model.terms import group_codes
 from counterfair.options import DEFAULT_MAX_ROWS
+from counterfair.rows.missing import check_missing_policy, drop_incomplete
 from counterfair.rows.rows import Rows
 from counterfair.rows.subsample import fit_rows
 from counterfair.stan.anchored import add_anchored_latents
@@ -78,6 +79,7 @@ def fit(
     max_rows: int | None = DEFAULT_MAX_ROWS,
     method: Literal["nuts", "pathfinder"] = "nuts",
     latents: str = "joint",
+    missing: str = "error",
     **sampler_args: Any,
 ) -> Fit:
     """Fit ``scm`` to ``data``: what :meth:`counterfair.SCM.fit` runs (see it for the options).
@@ -94,8 +96,36 @@ def fit(
             "latents='integrated' is a NUTS option: Pathfinder approximates the joint "
             "program; drop one of them"
         )
+    dropped = None
+    if check_missing_policy(missing) == "drop" and isinstance(data, pd.DataFrame):
+        data, dropped = drop_incomplete(data, scm)
     if isinstance(data, pd.DataFrame):  # levels left to the data are read once, here
         scm = with_levels_from_data(scm, data)
+    result = _fit_by_method(
+        scm, data, chains=chains, warmup=warmup, draws=draws, seed=seed, backend=backend,
+        progress=progress, warm_start=warm_start, subsample=subsample, max_rows=max_rows,
+        method=method, latents=latents, **sampler_args,
+    )
+    return result if dropped is None else dataclasses.replace(result, missing=dropped)
+
+
+def _fit_by_method(
+    scm: SCM,
+    data: pd.DataFrame,
+    *,
+    chains: int | None,
+    warmup: int | None,
+    draws: int | None,
+    seed: int | None,
+    backend: str,
+    progress: bool | None,
+    warm_start: bool | str,
+    subsample: int | None,
+    max_rows: int | None,
+    method: Literal["nuts", "pathfinder"],
+    latents: str,
+    **sampler_args: Any,
+) -> Fit:
     if method == "pathfinder":
         refuse_nuts_options(
             {

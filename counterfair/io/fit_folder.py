@@ -193,6 +193,7 @@ def fill_fit(fit: Fit, folder: Path) -> None:
             "seconds": fit.seconds,
             "max_treedepth_hits": fit.diagnostics.max_treedepth_hits,
             "subsample": fit.subsample,
+            "missing": fit.missing,
             "method": fit.method,
             "integrated": list(fit.integrated),
             "quadrature": None if fit.quadrature is None else fit.quadrature.as_dict(),

@@ -82,6 +82,7 @@ def _load_fit(folder: Path) -> Fit:
         diagnostics=diagnostics,
         _backend_name=LOADED_BACKEND,
         subsample=info.get("subsample"),
+        missing=info.get("missing"),
         method=str(info.get("method", "nuts")),
         integrated=tuple(str(name) for name in info.get("integrated", [])),
         quadrature=None if info.get("quadrature") is None else QuadratureRule(**info["quadrature"]),

@@ -388,6 +388,7 @@ class SCM:
         max_rows: int | None = DEFAULT_MAX_ROWS,
         method: Literal["nuts", "pathfinder"] = "nuts",
         latents: Literal["joint", "integrated", "auto"] = "joint",
+        missing: Literal["error", "drop"] = "error",
         **sampler_args: Any,
     ) -> Fit:
         """Fit the SCM by NUTS: posterior of parameters and of every row's latents.
@@ -439,6 +440,13 @@ class SCM:
             refused. CmdStan only.
             ``"auto"`` integrates the latents that can be and samples the others
             jointly, with a log line naming them and why.
+        missing : {"error", "drop"}
+            What to do with rows that have missing (NaN) values in a column the SCM
+            reads. ``"error"`` (default) refuses them, naming every such column with
+            its count and the number of complete rows. ``"drop"`` fits on the complete
+            rows, with a log line per column, and records what was dropped in
+            ``fit.missing``; it assumes the values are missing completely at random
+            (:mod:`counterfair.rows.missing`).
         **sampler_args
             Passed to the sampler (e.g. ``max_depth``, ``delta``; on CmdStan also
             ``metric``, ``"diag_e"`` or ``"dense_e"``: a fit with integrated latents
@@ -480,7 +488,7 @@ class SCM:
         return fit(
             self, data, chains=chains, warmup=warmup, draws=draws, seed=seed, backend=backend,
             progress=progress, warm_start=warm_start, subsample=subsample, max_rows=max_rows,
-            method=method, latents=latents, **sampler_args,
+            method=method, latents=latents, missing=missing, **sampler_args,
         )
 
     # ------------------------------------------------------------------ simulation

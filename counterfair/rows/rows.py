@@ -30,6 +30,7 @@ from counterfair.model.families import family_of
 from counterfair.model.specs import Observed, Protected
 from counterfair.model.terms import group_codes
 from counterfair.rows import chunking
+from counterfair.rows.missing import missing_message, scm_columns
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -53,18 +54,17 @@ def check_frame(data: object) -> pd.DataFrame:
 
 
 def check_columns(data: pd.DataFrame, columns: Sequence[str]) -> None:
-    """Every column is present and has no missing values; the error names the first row."""
+    """Every column is present and has no missing values; the error names every column
+    with missing values, its count and first row, and the number of complete rows
+    (:func:`counterfair.rows.missing.missing_message`)."""
     for column in columns:
         if column not in data.columns:
             raise errors.DataError(
                 errors.MISSING_COLUMN.format(column=column, columns=list(map(str, data.columns)))
             )
-        missing = data[column].isna().to_numpy()
-        if missing.any():
-            row = _label(data.index[int(np.argmax(missing))])
-            raise errors.DataError(
-                errors.NAN_VALUES.format(column=column, count=int(missing.sum()), row=row)
-            )
+    message = missing_message(data, columns)
+    if message:
+        raise errors.DataError(message)
 
 
 def _positions(positions: np.ndarray | None, n: int) -> np.ndarray:
@@ -147,7 +147,9 @@ class Rows:
             data = data.frame
         frame = check_frame(data)
         where = _positions(positions, len(frame))
-        check_columns(frame, scm.protected)
+        # every column the SCM reads is checked for missing values at once (a refusal
+        # names them all); observed columns are parsed later, on demand
+        check_columns(frame, [*scm.protected, *scm_columns(scm, frame)])
         if encoding is None:
             specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
             encoding = Encoding.from_data(specs, frame)

@@ -1,0 +1,136 @@
+"""Missing values in an SCM's columns: one refusal that names them all, or the rows dropped.
+
+A fit needs every protected and observed column of its rows complete. By default
+(``missing="error"``) the door refuses rows with missing values, naming every such
+column with its count, the first row of each and how many rows are complete, so that a
+user fixes them in one pass and knows what dropping the incomplete rows would cost.
+``missing="drop"`` (``--missing drop`` on the command line) fits on the complete rows
+instead, with one log line per column, and the fit records what was dropped
+(``Fit.missing``). Dropping assumes that the rows are missing completely at random: when
+whether a value is missing depends on the protected attributes or the other columns,
+the complete rows are not a sample of the population and every estimate may be biased
+(the documentation's *Missing values* page).
+
+Rows are numbered as :mod:`pandas` numbers them: by the frame's index labels, which
+for a frame read from a CSV file are the 0-based data rows (the header not counted;
+a spreadsheet shows row ``label + 2``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from counterfair import errors
+
+if TYPE_CHECKING:
+    from counterfair.model.scm import SCM
+
+__all__ = [
+    "MISSING_POLICIES",
+    "check_missing_policy",
+    "drop_incomplete",
+    "missing_message",
+    "scm_columns",
+]
+
+MISSING_POLICIES = ("error", "drop")
+"""What a fit does with missing values: refuse the rows (the default), or drop them."""
+
+_LOG = logging.getLogger(__name__)
+
+
+def check_missing_policy(missing: object) -> str:
+    """``missing`` if it names a policy of :data:`MISSING_POLICIES`, else a ValueError."""
+    if missing not in MISSING_POLICIES:
+        raise ValueError(
+            f"missing must be one of {list(MISSING_POLICIES)}, got {missing!r}"
+        )
+    return str(missing)
+
+
+def _label(value: object) -> object:
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
+
+
+def _row_words(index: pd.Index, position: int) -> str:
+    """Where a row is, in words that say how rows are counted."""
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        return f"row {position} (0-based data rows)"
+    return f"index label {_label(index[position])!r}"
+
+
+def missing_message(frame: pd.DataFrame, columns: Sequence[str], *, hint: bool = True) -> str:
+    """The refusal for ``columns`` of ``frame`` that hold missing values ('' if none).
+
+    Every such column is named with its count and first row; the message ends with the
+    number of complete rows (over ``columns``) and, with ``hint``, the option that drops
+    the others.
+    """
+    columns = list(dict.fromkeys(columns))
+    missing = frame[columns].isna()
+    counts = missing.sum()
+    bad = [c for c in columns if counts[c]]
+    if not bad:
+        return ""
+    parts = []
+    for column in bad:
+        first = int(np.argmax(missing[column].to_numpy()))
+        parts.append(
+            f"{column!r} {int(counts[column]):,} (first at {_row_words(frame.index, first)})"
+        )
+    complete = int((~missing.any(axis=1)).sum())
+    text = errors.NAN_COLUMNS.format(
+        n=len(bad), columns="; ".join(parts), complete=complete, rows=len(frame)
+    )
+    return text + (errors.NAN_HINT if hint else "")
+
+
+def scm_columns(scm: SCM, frame: pd.DataFrame) -> list[str]:
+    """The columns of ``frame`` a fit of ``scm`` reads: protected, observed and the
+    grouping columns of bending terms, in the SCM's order."""
+    wanted = [*scm.protected, *scm.observed]
+    for equation in scm.equations.values():
+        for term in equation.bending:
+            column = getattr(term.term, "column", None)
+            if column is not None:
+                wanted.append(column)
+    return [c for c in dict.fromkeys(wanted) if c in frame.columns]
+
+
+def drop_incomplete(data: pd.DataFrame, scm: SCM) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The rows of ``data`` complete in every column a fit of ``scm`` reads, and a record
+    of what was dropped: ``{"policy": "drop", "rows": N, "dropped": D, "columns": {column:
+    count}}``. One INFO line per column with missing values, and one for the total.
+
+    Raises
+    ------
+    DataError
+        If no row is complete (the message names every column).
+    """
+    columns = scm_columns(scm, data)
+    missing = data[columns].isna()
+    counts = {c: int(n) for c, n in missing.sum().items() if n}
+    incomplete = missing.any(axis=1).to_numpy()
+    record: dict[str, Any] = {
+        "policy": "drop", "rows": len(data), "dropped": int(incomplete.sum()), "columns": counts,
+    }
+    if not counts:
+        return data, record
+    if incomplete.all():
+        raise errors.DataError(missing_message(data, columns, hint=False))
+    for column, count in counts.items():
+        _LOG.info("missing='drop': column %r has %s missing value(s)", column, f"{count:,}")
+    share = record["dropped"] / len(data)
+    _LOG.info(
+        "missing='drop': fitting on %s of %s rows (%s incomplete rows dropped, %.1f %%); "
+        "this assumes the values are missing completely at random",
+        f"{len(data) - record['dropped']:,}", f"{len(data):,}", f"{record['dropped']:,}",
+        100 * share,
+    )
+    return data.loc[~incomplete], record
