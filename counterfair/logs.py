@@ -15,10 +15,13 @@ notebook, never a log file, a pipe or CI (``CI`` set), and not when the level is
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from types import FrameType
 from typing import TypeVar
 
@@ -109,6 +112,54 @@ def progress(
     from tqdm.auto import tqdm
 
     yield from tqdm(items, desc=desc, total=total, leave=False)
+
+
+# ---------------------------------------------------------------------- the user's language
+_DIALECT: ContextVar[str] = ContextVar("counterfair_dialect", default="python")
+
+
+def in_words(python: str, scm_file: str) -> str:
+    """A fix written in the user's language: ``python`` (the default), or ``scm_file``
+    when the command line runs (:func:`speaking_scm_file`), whose users write SCM files."""
+    return scm_file if _DIALECT.get() == "scm_file" else python
+
+
+@contextlib.contextmanager
+def speaking_scm_file() -> Iterator[None]:
+    """Within the block, fixes are written as SCM-file keys (:func:`in_words`)."""
+    token = _DIALECT.set("scm_file")
+    try:
+        yield
+    finally:
+        _DIALECT.reset(token)
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Within the block, each of counterfair's warnings is one ``[counterfair]`` log line,
+    and a warning said once is not said again (the command line: every warning once per
+    command). Other packages' warnings are shown as Python shows them."""
+    seen: set[tuple[str, str]] = set()
+    logger = logging.getLogger(LOGGER_NAME)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # repeats of counterfair's are dropped below
+        shown = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], filename: str,
+                 lineno: int, file: object = None, line: str | None = None) -> None:
+            text = str(message)
+            module = getattr(category, "__module__", "")
+            ours = module.startswith(LOGGER_NAME) or filename.startswith(_PACKAGE_DIR)
+            if not ours:
+                shown(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
+                return
+            if (category.__name__, text) in seen:
+                return
+            seen.add((category.__name__, text))
+            logger.warning("%s", " ".join(text.split()))
+
+        warnings.showwarning = show
+        yield
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep

@@ -198,7 +198,11 @@ def test_continuous_protected_value_that_is_not_a_number() -> None:
 def test_numeric_protected_column_with_many_values_needs_a_kind() -> None:
     n = MAX_IMPLICIT_LEVELS + 1
     df = pd.DataFrame({"age": np.arange(18, 18 + n), "X": np.zeros(n)})
-    message = NUMERIC_PROTECTED.format(node="age", count=n, examples="18, 19, 20, ...")
+    message = NUMERIC_PROTECTED.format(
+        node="age", count=n, examples="18, 19, 20, ...",
+        continuous="Protected(kind='continuous')",
+        levels="Protected(levels=[...]) (or make the column a pandas Categorical)",
+    )
     with pytest.raises(cf.DataError, match=re.escape(message)):
         Encoding.from_data({"age": Protected()}, df)
     assert "Protected(kind='continuous')" in message

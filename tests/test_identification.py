@@ -39,9 +39,38 @@ def test_two_normal_indicators_identify_only_the_product_of_loadings() -> None:
     message = str(caught[0].message)
     assert message.startswith("latent 'U' is not identified: 2 Normal indicators")
     assert "product of their loadings" in message
-    assert "add a third indicator" in message and "fix a child's residual sd" in message
+    assert "add a third indicator" in message and "fix a Normal child's residual sd" in message
+    assert "cf.Normal(sigma=1.0)" in message  # Python's words, from Python
     table = scm.identification()
     assert table[["latent", "problem"]].values.tolist() == [["U", "not identified"]]
+
+
+def test_four_children_joined_by_edges_say_what_they_count_and_why() -> None:
+    """The user's shape: four children of U, four of their pairs joined by edges, three
+    binary children. The message counts the pairs that give a covariance, names the
+    edges that explain the others, says which children give no variance moment and why,
+    and asks for "another" indicator, not "a third"; from the command line, the fix is an
+    SCM-file key."""
+    from counterfair.logs import speaking_scm_file
+
+    nodes = {"U": cf.Latent(), "employed": cf.Bernoulli(), "citizen": cf.Bernoulli(),
+             "checks": cf.Poisson(), "released": cf.Bernoulli()}
+    children = ["employed", "citizen", "checks", "released"]
+    edges = [*_children("U", children), ("employed", "released"), ("checks", "released"),
+             ("citizen", "released"), ("employed", "checks")]
+    with pytest.warns(cf.IdentificationWarning) as caught:
+        scm = _scm(nodes, edges)
+    message = str(caught[0].message)
+    assert "its 4 children give 3 moment(s) for 4 loadings" in message
+    assert "2 of their 6 pair(s) give a covariance" in message
+    assert "employed -> checks, employed -> released, citizen -> released, checks -> released" \
+        in message
+    assert "checks give(s) a variance moment" in message
+    assert "employed, citizen, released give(s) none" in message and "fixed by its mean" in message
+    assert "add another indicator" in message and "third" not in message
+    with speaking_scm_file():
+        remedy = scm.identification()["remedy"].iloc[0]
+    assert "sigma: 1.0 on the node in the SCM file" in remedy and "cf." not in remedy
 
 
 def test_three_normal_indicators_or_a_fixed_sd_identify_the_latent() -> None:

@@ -64,7 +64,15 @@ def test_a_single_level_is_refused() -> None:
     data = pd.DataFrame({"a": ["m", "m"]})
     with pytest.raises(errors.DataError, match=exactly(
             "protected attribute 'a' has a single level ('m',) in the data; "
-            "it needs at least 2 (or declare Protected(levels=...))")):
+            "it needs at least 2 (or declare Protected(levels=[...]) (or make the column a "
+            "pandas Categorical))")):
+        Encoding.from_data({"a": Protected()}, data)
+    from counterfair.logs import speaking_scm_file
+
+    with speaking_scm_file(), pytest.raises(errors.DataError, match=exactly(
+            "protected attribute 'a' has a single level ('m',) in the data; it needs at "
+            "least 2 (or declare its levels in the SCM file (a: {family: protected, levels: "
+            "[...]}))")):
         Encoding.from_data({"a": Protected()}, data)
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from counterfair.cli import run as cli_run
-from counterfair.logs import console
+from counterfair.logs import console, speaking_scm_file, warnings_as_lines
 
 logger = logging.getLogger(__name__)
 
@@ -320,6 +320,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         print(f"counterfair: {error}", file=sys.stderr)
         return 2
+    # every warning once per command, as a [counterfair] line
+    with warnings_as_lines():
+        return _dispatch(arguments)
+
+
+def _dispatch(arguments: list[str]) -> int:
     if arguments[:1] == ["explanations"]:  # the study parses (and documents) its own options
         from counterfair.experiments.explanations import main as explanations_main
 
@@ -333,26 +339,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return _refused_exits_2(adult_pscf_main, arguments[1:])
     args = build_parser(arguments[0] if arguments else "").parse_args(arguments)
+    if args.command in RUN_COMMANDS:  # a user's own SCM file: fixes as SCM-file keys
+        with speaking_scm_file():
+            return cli_run.guarded(RUN_COMMANDS[args.command], args)
+    return _run_command(args)
+
+
+RUN_COMMANDS = {
+    "fit": cli_run.run_fit,
+    "learn": cli_run.run_learn,
+    "counterfactual": cli_run.run_counterfactual,
+    "decompose": cli_run.run_decompose,
+}
+"""The commands on a user's own SCM file and data (:mod:`counterfair.cli.run`)."""
+
+
+def _run_command(args: argparse.Namespace) -> int:
     if args.command == "law-school":
         return _refused_exits_2(_run_law_school, args)
     if args.command == "audit":
-        return _run_audit(args)
+        with speaking_scm_file():
+            return _run_audit(args)
     if args.command == "compile":
         return _run_compile(args)
-    if args.command == "fit":
-        return cli_run.guarded(cli_run.run_fit, args)
-    if args.command == "learn":
-        return cli_run.guarded(cli_run.run_learn, args)
-    if args.command == "counterfactual":
-        return cli_run.guarded(cli_run.run_counterfactual, args)
-    if args.command == "decompose":
-        return cli_run.guarded(cli_run.run_decompose, args)
     if args.command == "law-school-worlds":
         from counterfair.experiments.law_school_worlds import run_from_arguments
 
         return _refused_exits_2(run_from_arguments, args)
     return 2
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

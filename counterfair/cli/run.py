@@ -24,6 +24,7 @@ standard error; 1 anything unexpected.
 from __future__ import annotations
 
 import argparse
+import logging
 import json
 import os
 import sys
@@ -101,7 +102,34 @@ def _load_fit(run: str) -> Fit:
 
     fit = load(_fit_folder(run))
     assert isinstance(fit, Fit)
+    note = not_converged_note(fit, run)
+    if note:
+        logging.getLogger(__name__).warning("%s", note)
     return fit
+
+
+def not_converged_note(fit: Fit, run: str) -> str:
+    """One line saying that the run's fit did not converge ('' when it did, or when its
+    draws are Pathfinder's, which have no convergence diagnostics)."""
+    if fit.method != "nuts" or not fit.diagnostics.problems():
+        return ""
+    from counterfair.inference.diagnostics import ESS_MIN, LATENT_RHAT_MAX, RHAT_MAX
+
+    d = fit.diagnostics
+    said = []
+    if d.max_rhat > RHAT_MAX:
+        said.append(f"max R-hat {d.max_rhat:.3f} > {RHAT_MAX}")
+    if d.min_ess_bulk < ESS_MIN:
+        said.append(f"min bulk ESS {d.min_ess_bulk:.0f} < {ESS_MIN:.0f}")
+    if d.divergences:
+        said.append(f"{d.divergences} divergent transition(s)")
+    if d.latent_max_rhat > LATENT_RHAT_MAX:
+        said.append(f"latents' max R-hat {d.latent_max_rhat:.3f} > {LATENT_RHAT_MAX}")
+    return (
+        f"the fit in {run} did not converge ({', '.join(said)}): what this command computes "
+        "from it may be wrong; refit with 'counterfair fit ... --until-converged' (or more "
+        "--warmup and --draws)"
+    )
 
 
 class _SavedRun:
@@ -910,8 +938,13 @@ def guarded(function: Any, args: argparse.Namespace) -> int:
 
 def one_line(message: str) -> str:
     """A message on one line: its lines joined by '; ' (an SCM file's list of problems, a
-    parser's report, a file name holding a line break)."""
-    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
+    parser's report, a file name holding a line break), or by a space after a line that
+    ends with a colon (``invalid SCM document: nodes...``, not ``document:; nodes``)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    out = lines[0] if lines else ""
+    for before, line in zip(lines, lines[1:], strict=False):
+        out += (" " if before.endswith(":") else "; ") + line
+    return out
 
 
 __all__ = [

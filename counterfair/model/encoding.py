@@ -15,14 +15,19 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
+from counterfair.logs import in_words
 from counterfair.model.families.base import MAX_VALUE
 from counterfair.model.specs import MAX_IMPLICIT_LEVELS, Protected
 
 NUMERIC_PROTECTED = (
     "protected attribute {node!r} is a numeric column with {count} distinct values "
-    "(e.g. {examples}); declare Protected(kind='continuous') if it is a number that enters "
-    "its children linearly (an age), or Protected(levels=[...]) (or make the column a pandas "
-    "Categorical) if these values are categories"
+    "(e.g. {examples}); declare {continuous} if it is a number that enters "
+    "its children linearly (an age), or {levels} if these values are categories"
+)
+_CONTINUOUS = ("Protected(kind='continuous')", "kind: continuous on the node in the SCM file")
+_LEVELS = (
+    "Protected(levels=[...]) (or make the column a pandas Categorical)",
+    "its levels in the SCM file ({node}: {{family: protected, levels: [...]}})",
 )
 """Error when a numeric protected column with many values has no declared kind or levels."""
 
@@ -43,7 +48,10 @@ def _check_implicit_levels(node: str, series: pd.Series) -> None:
     if distinct.shape[0] > MAX_IMPLICIT_LEVELS:
         shown = ", ".join(str(v.item() if hasattr(v, "item") else v) for v in distinct[:3])
         raise errors.DataError(
-            NUMERIC_PROTECTED.format(node=node, count=distinct.shape[0], examples=shown + ", ...")
+            NUMERIC_PROTECTED.format(
+                node=node, count=distinct.shape[0], examples=shown + ", ...",
+                continuous=in_words(*_CONTINUOUS), levels=in_words(*_LEVELS).format(node=node),
+            )
         )
 
 
@@ -86,7 +94,7 @@ class Encoding:
             if len(ordered) < 2:
                 raise errors.DataError(
                     f"protected attribute {node!r} has a single level {ordered} in the data; "
-                    "it needs at least 2 (or declare Protected(levels=...))"
+                    f"it needs at least 2 (or declare {in_words(*_LEVELS).format(node=node)})"
                 )
             levels[node] = ordered
         return cls(levels=levels, continuous=continuous)

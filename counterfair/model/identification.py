@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from counterfair.errors import IdentificationWarning
-from counterfair.logs import user_stacklevel
+from counterfair.logs import in_words, user_stacklevel
 from counterfair.model.families import family_of
 from counterfair.model.specs import Observed
 
@@ -54,9 +54,60 @@ if TYPE_CHECKING:
 COLUMNS = ["latent", "problem", "reason", "remedy"]
 
 _REMEDY = (
-    "add a third indicator (child) of {latent!r}, fix a child's residual sd "
-    "(e.g. cf.Normal(sigma=1.0)) or a loading, or give the loadings an informative prior"
+    "add {another} indicator (child) of {latent!r} that is neither a parent nor a child of "
+    "its other children, fix a Normal child's residual sd ({fixed_sd}) or a loading, or give "
+    "the loadings an informative prior"
 )
+_FIXED_SD = ("e.g. cf.Normal(sigma=1.0)", "e.g. sigma: 1.0 on the node in the SCM file")
+
+def _remedy(scm: SCM, latent: str) -> str:
+    """The remedy in the user's language (Python, or SCM-file keys on the command line)."""
+    another = "a third" if len(scm.children(latent)) == 2 else "another"
+    return _REMEDY.format(latent=latent, another=another, fixed_sd=in_words(*_FIXED_SD))
+
+
+def _count_reason(scm: SCM, latent: str, moments: int, loadings: int) -> str:
+    """Why ``latent``'s children give ``moments`` moments: which pairs count and which
+    children give a variance moment, counted as :func:`_moments` counts them."""
+    children = scm.children(latent)
+    graph = scm.graph
+    joined = [
+        f"{a} -> {b}" if graph.has_edge(a, b) else f"{b} -> {a}"
+        for i, a in enumerate(children)
+        for b in children[i + 1 :]
+        if graph.has_edge(a, b) or graph.has_edge(b, a)
+    ]
+    pairs = len(children) * (len(children) - 1) // 2
+    text = (
+        f"its {len(children)} children give {moments} moment(s) for {loadings} loadings: "
+        f"{pairs - len(joined)} of their {pairs} pair(s) give a covariance"
+    )
+    if joined:
+        text += (
+            f" (the other {len(joined)} are joined by an edge, {', '.join(joined)}, whose own "
+            "coefficient explains their covariance)"
+        )
+    own, none_fixed, none_free = [], [], []
+    for child in children:
+        spec = scm.specs[child]
+        assert isinstance(spec, Observed)
+        family = family_of(spec)
+        fixed_sd = family.additive_noise and getattr(spec, "sigma", None) is not None
+        if fixed_sd or family.name == "poisson":
+            own.append(child)
+        elif family.additive_noise or family.name == "negative_binomial":
+            none_free.append(child)
+        else:
+            none_fixed.append(child)
+    if own:
+        text += f"; {', '.join(own)} give(s) a variance moment (Poisson overdispersion, or a " \
+            "fixed-sd Normal's variance)"
+    if none_fixed:
+        text += f"; {', '.join(none_fixed)} give(s) none: a binary or level-valued " \
+            "child's variance is fixed by its mean"
+    if none_free:
+        text += f"; {', '.join(none_free)} give(s) none: a free dispersion absorbs it"
+    return text
 
 
 def _group_levels(scm: SCM, latent: str) -> int:
@@ -120,7 +171,7 @@ def findings(scm: SCM) -> pd.DataFrame:
     for latent in scm.latents:
         children = scm.children(latent)
         moments, loadings = _moments(scm, latent)
-        remedy = _REMEDY.format(latent=latent)
+        remedy = _remedy(scm, latent)
         if len(children) == 1:
             rows.append(
                 {
@@ -141,8 +192,7 @@ def findings(scm: SCM) -> pd.DataFrame:
                 f"{len(normal)} Normal indicators with free residual sds identify only the "
                 "product of their loadings"
                 if len(normal) == len(children) == 2 and moments == 1
-                else f"its {len(children)} children give {moments} moment(s) for "
-                f"{loadings} loadings"
+                else _count_reason(scm, latent, moments, loadings)
             )
             rows.append(
                 {"latent": latent, "problem": "not identified", "reason": detail, "remedy": remedy}
