@@ -139,7 +139,7 @@ def test_a_stale_installed_library_is_noticed(
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "no-compiler"))
     with pytest.raises(errors.NativeBuildError, match=r"was built from other sources.*"
-                       r"no C\+\+ compiler found.*pip install -e \."):
+                       r"no C\+\+ compiler is found.*pip install -e \."):
         native.choose(stale)
     with pytest.raises(errors.NativeBuildError, match="installed without its quadrature"):
         native.choose(None)

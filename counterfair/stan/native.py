@@ -55,9 +55,8 @@ FLAGS = (*native_source.COMPILE_FLAGS, *native_source.LINK_FLAGS)
 values match the programs' and the installed library's)."""
 
 REINSTALL = (
-    "reinstall counterfair to build it (pip install --force-reinstall counterfair, or "
-    "pip install -e . in a source checkout), or install a C++ compiler (set CXX, or "
-    "install g++) to build it at run time"
+    "Reinstall counterfair, which builds it (pip install --force-reinstall counterfair; "
+    "pip install -e . in a source checkout), or install a C++ compiler (or set CXX)"
 )
 
 ERROR_SIZE = 512
@@ -142,20 +141,25 @@ def choose(installed: Path | None) -> Path:
     """
     if installed is not None and library_digest(installed) == source_digest():
         return installed
+    if installed is None:
+        why = "counterfair was installed without its quadrature library"
+    else:
+        why = (
+            f"counterfair's installed quadrature library ({installed}) was built from other "
+            "sources than the native.cpp and quadrature.hpp beside it (an editable install "
+            "whose C++ changed since it was built)"
+        )
+    try:
+        compiler()
+    except errors.NativeBuildError:
+        raise errors.NativeBuildError(
+            f"{why}, and no C++ compiler is found to build one at run time (neither $CXX "
+            f"nor g++, c++ or clang++ on PATH). {REINSTALL}"
+        ) from None
     try:
         return build()
     except errors.NativeBuildError as error:
-        if installed is None:
-            why = "counterfair was installed without its quadrature library"
-        else:
-            why = (
-                f"counterfair's installed quadrature library ({installed}) was built from "
-                "other sources than the native.cpp and quadrature.hpp beside it (an "
-                "editable install whose sources changed since it was built)"
-            )
-        raise errors.NativeBuildError(
-            f"{why}, and none can be built here: {error}. {REINSTALL[0].upper()}{REINSTALL[1:]}"
-        ) from error
+        raise errors.NativeBuildError(f"{why}; {error}\n{REINSTALL}") from error
 
 
 def library() -> Path:
