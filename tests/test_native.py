@@ -23,8 +23,8 @@ from counterfair import errors
 from counterfair.stan import native, native_source
 
 NOT_BUILT = (
-    "counterfair's native library is not built here: run pip install -e . (or python "
-    "setup.py build_ext --inplace) in the checkout"
+    "counterfair's native library is not built here: run pip install -e . in the checkout "
+    "(it builds counterfair/stan/_native*.so in place)"
 )
 
 

@@ -102,7 +102,7 @@ def test_a_saved_fit_and_learner_predict_without_a_compiler(
 
     if native.installed_library() is None:
         pytest.fail("counterfair's native library is not built here: run pip install -e . "
-                    "(or python setup.py build_ext --inplace) in the checkout")
+                    "in the checkout (it builds counterfair/stan/_native*.so in place)")
     scm = law_level2_scm()
     train = law_train().drop(columns="K").iloc[:200]
     folders, expected = {}, {}
