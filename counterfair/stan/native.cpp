@@ -1,10 +1,12 @@
 // counterfair's native library: quadrature.hpp's log marginals and exact draws for Python
 // (ctypes).
 //
-// Built and loaded by counterfair/stan/native.py with the C++ compiler CmdStan uses; the
-// fit programs include the same quadrature.hpp (through integrated.hpp), so leave-one-out
-// and the fit's node check compute exactly what the fit's log density computes, and
-// exact abduction draws new rows' latents as the fit draws the training rows'.
+// Built when the package is installed (setup.py: the extension counterfair.stan._native),
+// or by counterfair/stan/native.py at run time when that build is missing or stale, and
+// loaded by native.py through ctypes. The fit programs include the same quadrature.hpp
+// (through integrated.hpp), so leave-one-out and the fit's node check compute exactly
+// what the fit's log density computes, and exact abduction draws new rows' latents as
+// the fit draws the training rows'.
 #define COUNTERFAIR_STANDALONE
 #include "quadrature.hpp"
 
@@ -142,7 +144,16 @@ int on_threads(const Sets& a, Work work, int threads, char* error, std::size_t e
 
 }  // namespace
 
+#ifndef COUNTERFAIR_NATIVE_DIGEST
+#define COUNTERFAIR_NATIVE_DIGEST ""
+#endif
+
 extern "C" {
+
+// The sha256 of native.cpp and quadrature.hpp this library was built from
+// (counterfair/stan/native_source.py's digest, passed by the build as a macro): how
+// native.py tells a current library from a stale one.
+const char* cf_native_digest() { return COUNTERFAIR_NATIVE_DIGEST; }
 
 // Each row's log marginal (with every constant) for S parameter sets, on `threads`
 // threads (each set on one thread: the values do not depend on their number). Returns 0,

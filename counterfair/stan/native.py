@@ -5,23 +5,35 @@ and draw each training row's latent exactly, in C++ (``quadrature.hpp``, compile
 the program). Leave-one-out (:mod:`counterfair.inference.loo`), the fit's node check
 (:mod:`counterfair.inference.quadrature_nodes`) and exact abduction of new rows
 (:mod:`counterfair.inference.exact_abduction`) need the same computations outside a
-Stan program, for many parameter sets: this module compiles ``native.cpp`` (which includes
-the same ``quadrature.hpp``) into a shared library with the system's C++ compiler
-(``$CXX``, else ``g++``: the one a CmdStan build needs),
-caches it, and calls it through :mod:`ctypes`. One implementation serves the fit, LOO,
-the node check and exact abduction.
+Stan program, for many parameter sets: this module loads ``native.cpp`` (which includes
+the same ``quadrature.hpp``) as a shared library and calls it through :mod:`ctypes`. One
+implementation serves the fit, LOO, the node check and exact abduction.
 
-The library is built once per machine and source: ``<cache>/native_<hash>.so``, where
-``<cache>`` is ``$COUNTERFAIR_CACHE/native``, else ``$XDG_CACHE_HOME/counterfair/native``,
-else ``~/.cache/counterfair/native``; the hash covers both C++ files, the compiler and
-its flags. The build takes a few seconds (plain C++17: no Stan, no Eigen); concurrent
-processes each write a temporary file and rename it into place.
+Which library (:func:`library`):
+
+1. **The installed one**, built when the package was installed (``setup.py``: the
+   extension :data:`~counterfair.stan.native_source.MODULE`, in wheels too), found by the
+   import system, when it was built from the sources beside this module: it holds their
+   digest (:func:`~counterfair.stan.native_source.digest`). Loading a saved fit or
+   learner, then predicting, auditing or abducting new rows, needs no compiler.
+2. Else (an editable install whose ``native.cpp`` or ``quadrature.hpp`` changed since it
+   was built, or a source tree never built) **one built at run time** with the system's
+   C++ compiler (``$CXX``, else ``g++``: the one a CmdStan build needs) and the same
+   flags (:data:`~counterfair.stan.native_source.COMPILE_FLAGS`), so the values agree to
+   the bit. It is built once per machine and source: ``<cache>/native_<hash>.so``, where
+   ``<cache>`` is ``$COUNTERFAIR_CACHE/native``, else ``$XDG_CACHE_HOME/counterfair/native``,
+   else ``~/.cache/counterfair/native``; the hash covers both C++ files, the compiler and
+   its flags. The build takes a few seconds (plain C++17: no Stan, no Eigen); concurrent
+   processes each write a temporary file and rename it into place.
+3. Else a :class:`~counterfair.errors.NativeBuildError` says which library is missing or
+   stale, and to reinstall the package.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -33,13 +45,19 @@ from typing import Any
 import numpy as np
 
 from counterfair import errors
+from counterfair.stan import native_source
 
 SOURCE = Path(__file__).with_name("native.cpp")
 CORE = Path(__file__).with_name("quadrature.hpp")
 
-FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread")
-"""Compiler flags (CmdStan's optimisation level; no fast-math, so values match the
-programs')."""
+FLAGS = (*native_source.COMPILE_FLAGS, *native_source.LINK_FLAGS)
+"""Compiler flags of the run-time build (CmdStan's optimisation level; no fast-math, so
+values match the programs' and the installed library's)."""
+
+REINSTALL = (
+    "Reinstall counterfair, which builds it (pip install --force-reinstall counterfair; "
+    "pip install -e . in a source checkout), or install a C++ compiler (or set CXX)"
+)
 
 ERROR_SIZE = 512
 
@@ -78,6 +96,77 @@ def _version(cxx: str) -> str:
     return run.stdout.splitlines()[0] if run.stdout else ""
 
 
+def source_digest() -> str:
+    """The digest of the sources beside this module (what a current library holds)."""
+    return native_source.digest(SOURCE.parent)
+
+
+def installed_library() -> Path | None:
+    """The library built when the package was installed (None when there is none).
+
+    Found by the import system (:func:`importlib.util.find_spec`), wherever the install
+    put it: beside this module for wheels, and for editable installs, which build it in
+    place.
+    """
+    spec = importlib.util.find_spec(native_source.MODULE)
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return None
+    return Path(spec.origin)
+
+
+def library_digest(path: Path) -> str | None:
+    """The source digest compiled into the library at ``path`` (None when it holds none,
+    or cannot be loaded)."""
+    try:
+        function = ctypes.CDLL(str(path)).cf_native_digest
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_char_p
+    function.argtypes = []
+    value = function()
+    return value.decode() if value else None
+
+
+def choose(installed: Path | None) -> Path:
+    """The library to load, given the installed one (None: none is installed).
+
+    The installed library when it was built from the current sources; else one built into
+    the cache (:func:`build`).
+
+    Raises
+    ------
+    NativeBuildError
+        When the installed library is missing or stale and no compiler builds one; it
+        says which, and to reinstall.
+    """
+    if installed is not None and library_digest(installed) == source_digest():
+        return installed
+    if installed is None:
+        why = "counterfair was installed without its quadrature library"
+    else:
+        why = (
+            f"counterfair's installed quadrature library ({installed}) was built from other "
+            "sources than the native.cpp and quadrature.hpp beside it (an editable install "
+            "whose C++ changed since it was built)"
+        )
+    try:
+        compiler()
+    except errors.NativeBuildError:
+        raise errors.NativeBuildError(
+            f"{why}, and no C++ compiler is found to build one at run time (neither $CXX "
+            f"nor g++, c++ or clang++ on PATH). {REINSTALL}"
+        ) from None
+    try:
+        return build()
+    except errors.NativeBuildError as error:
+        raise errors.NativeBuildError(f"{why}; {error}\n{REINSTALL}") from error
+
+
+def library() -> Path:
+    """The library to load: :func:`choose` given :func:`installed_library`."""
+    return choose(installed_library())
+
+
 def library_path() -> Path:
     """Where the library for the current sources and compiler is (or will be) cached."""
     cxx = compiler()
@@ -102,7 +191,10 @@ def build() -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
     os.close(fd)
-    command = [compiler(), *FLAGS, f"-I{SOURCE.parent}", "-o", tmp, str(SOURCE)]
+    command = [
+        compiler(), *FLAGS, f'-D{native_source.MACRO}="{source_digest()}"',
+        f"-I{SOURCE.parent}", "-o", tmp, str(SOURCE),
+    ]
     try:
         run = subprocess.run(command, capture_output=True, text=True)
         if run.returncode != 0:
@@ -129,7 +221,13 @@ _ROWS: list[Any] = [  # S, N, C, n_cuts, y, eta, load, per row, family, phi, cut
 
 @cache
 def _library() -> ctypes.CDLL:
-    lib = ctypes.CDLL(str(build()))
+    return load(library())
+
+
+@cache
+def load(path: Path) -> ctypes.CDLL:
+    """The library at ``path``, its functions typed."""
+    lib = ctypes.CDLL(str(path))
     lib.cf_log_marginal_rows.restype = ctypes.c_int
     lib.cf_log_marginal_rows.argtypes = [
         *_ROWS,
