@@ -24,8 +24,9 @@ standard error; 1 anything unexpected.
 from __future__ import annotations
 
 import argparse
-import logging
+import itertools
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -942,7 +943,7 @@ def one_line(message: str) -> str:
     ends with a colon (``invalid SCM document: nodes...``, not ``document:; nodes``)."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     out = lines[0] if lines else ""
-    for before, line in zip(lines, lines[1:], strict=False):
+    for before, line in itertools.pairwise(lines):
         out += (" " if before.endswith(":") else "; ") + line
     return out
 
