@@ -333,6 +333,30 @@ def test_explicit_priors_that_fit_the_scale_do_not_warn() -> None:
     assert scales.check_scales(scm, scales.scale_values(scm, _normal_data(1000.0, 50.0))) == []
 
 
+def test_the_remedy_from_the_command_line_is_written_as_scm_file_keys() -> None:
+    """From the command line the fix is the priors' SCM-file keys, on the column's scale,
+    and the priors it proposes fit that scale (no warning once they are given)."""
+    import yaml
+
+    from counterfair.logs import speaking_scm_file
+
+    scm = _normal_scm()
+    data = _normal_data(1000.0, 50.0)
+    with speaking_scm_file():
+        remedy = scales.check_scales(scm, scales.scale_values(scm, data))[0].remedy
+    assert "df[" not in remedy and "cf.Normal" not in remedy
+    assert remedy.endswith(", ...}")
+    key = remedy[remedy.index("X: {family: normal"):].replace(", ...}", "}")
+    proposed = yaml.safe_load(key)["X"]
+    spec = cf.Normal(
+        prior_intercept=cf.Prior(**proposed["prior_intercept"]),
+        prior_weights=cf.Prior(**proposed["prior_weights"]),
+    )
+    assert proposed["prior_intercept"]["args"][0] == pytest.approx(data["X"].mean(), rel=1e-2)
+    fitted = _normal_scm(spec)
+    assert scales.check_scales(fitted, scales.scale_values(fitted, data)) == []
+
+
 def test_tiny_scale_names_the_variance_prior_and_the_child_coefficient() -> None:
     scm = _normal_scm()
     problems = scales.check_scales(scm, scales.scale_values(scm, _normal_data(0.0, 0.01)))

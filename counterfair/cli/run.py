@@ -24,13 +24,16 @@ standard error; 1 anything unexpected.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import logging
 import os
 import sys
 import tempfile
+import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -322,14 +325,16 @@ def run_fit(args: argparse.Namespace) -> int:
     from counterfair.io.scm_file import check_data_columns, read_scm
 
     check_target(out, overwrite=args.force)
-    scm = read_scm(args.scm)
-    data = read_csv(args.data, "data")
-    check_data_columns(scm, data.columns, source=f"data file {args.data}")
+    with _stage("read the SCM file and the data"):
+        scm = read_scm(args.scm)
+        data = read_csv(args.data, "data")
+        check_data_columns(scm, data.columns, source=f"data file {args.data}")
     from counterfair.inference.diagnostics import RHAT_MAX
 
     columns = [c for c in data.columns if c in scm.specs]
     warmup, draws = args.warmup, args.draws
-    fit = _fit_once(scm, data[columns], args, warmup, draws)
+    with _stage(f"fit ({len(data):,} rows, {args.chains} chain(s))"):
+        fit = _fit_once(scm, data[columns], args, warmup, draws)
     if warmup is None:  # the fit's own default, doubled below if need be
         from counterfair.inference.starts import default_warmup
 
@@ -344,7 +349,8 @@ def run_fit(args: argparse.Namespace) -> int:
         warmup, draws = 2 * warmup, 2 * draws
         print(f"--until-converged: R-hat above {RHAT_MAX}; refitting with {warmup} warm-up + "
               f"{draws} draws per chain")
-        fit = _fit_once(scm, data[columns], args, warmup, draws)
+        with _stage("refit"):
+            fit = _fit_once(scm, data[columns], args, warmup, draws)
         print(fit.diagnostics)
     else:
         if args.until_converged:
@@ -360,7 +366,8 @@ def run_fit(args: argparse.Namespace) -> int:
               "counterfair double them until it converges:\n  "
               + _fit_command(args, force=True, until_converged=True,
                              max_draws=max(budget, 4 * draws)))
-    check = fit.ppc(seed=args.seed)
+    with _stage("posterior predictive check"):
+        check = fit.ppc(seed=args.seed)
     print(check)
 
     def fill(folder: Path) -> None:
@@ -368,9 +375,18 @@ def run_fit(args: argparse.Namespace) -> int:
         check.table.to_csv(folder / "ppc.csv", index=False)
         (folder / "diagnostics.txt").write_text(f"{fit.diagnostics}\n\n{check}\n")
 
-    write_folder(out, "run", fill, overwrite=args.force)
+    with _stage("save the run"):
+        write_folder(out, "run", fill, overwrite=args.force)
     print(f"saved the run in {out}")
     return 0
+
+
+@contextlib.contextmanager
+def _stage(name: str) -> Iterator[None]:
+    """One ``[counterfair]`` line when a stage of a command ends: its name and time."""
+    started = time.perf_counter()
+    yield
+    logging.getLogger(__name__).info("%s: %.1f s", name, time.perf_counter() - started)
 
 
 # ---------------------------------------------------------------------- learn
@@ -712,7 +728,11 @@ def add_counterfactual_parser(sub: Any) -> None:
         description="Abduct the latents of the rows with the run's fit (exactly, without "
         "Stan, wherever that applies), set the nodes of --do, and write the factual and "
         "counterfactual values of every node, per row and posterior sample, as CSV "
-        "(columns row, sample, world, then the nodes).",
+        "(columns row, sample, world, then the nodes, then NODE:noise for each normal node: "
+        "its abducted noise, the part of its value that its parents and latents do not "
+        "explain, the same in both worlds). Counts, two-valued and level columns are "
+        "written as the data hold them; a normal node's values are real numbers in every "
+        "world, so a column of whole numbers declared normal is written with decimals.",
         epilog="example:\n  counterfair counterfactual run/ --rows new.csv --do race=White "
         "--out counterfactuals.csv",
     )

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair.errors import ScaleWarning
-from counterfair.logs import user_stacklevel
+from counterfair.logs import in_words, user_stacklevel
 from counterfair.model.specs import Observed, Prior, Protected
 from counterfair.rows.rows import Rows
 
@@ -70,6 +70,18 @@ FIX = (
     "or give {where} explicit priors that fit its scale ({how})"
 )
 """The remedy every scale warning ends with."""
+FIX_FILE = (
+    "counterfair's default priors assume unit-scale data: standardise the column in the "
+    "CSV file, or give the node priors on its scale in the SCM file, e.g. {node}: "
+    "{{family: normal, prior_intercept: {{family: normal, args: [{mean:.3g}, {sd:.3g}]}}, "
+    "prior_weights: {{family: normal, args: [0, {sd:.3g}]}}, ...}}"
+)
+FIX_FILE_PARENT = (
+    "counterfair's default priors assume unit-scale data: standardise the column in the "
+    "CSV file, or give each child priors that fit it in the SCM file (prior_weights: "
+    "{family: normal, args: [0, S]} on the child, S a plausible effect of one unit)"
+)
+"""The same remedies in SCM-file keys, from the command line."""
 
 
 @dataclass(frozen=True)
@@ -214,7 +226,10 @@ def check_scales(scm: SCM, values: Mapping[str, np.ndarray]) -> list[ScaleProble
         else:
             how = "prior_weights= of each child's spec"
             where = "its children"
-        remedy = FIX.format(node=node, where=where, how=how)
+        remedy = in_words(
+            FIX.format(node=node, where=where, how=how),
+            FIX_FILE.format(node=node, mean=mean, sd=sd) if normal else FIX_FILE_PARENT,
+        )
         problems.append(ScaleProblem(node, mean, sd, tuple(reasons), remedy))
     return problems
 
