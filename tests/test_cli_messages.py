@@ -68,7 +68,7 @@ def test_a_warning_is_one_line_once_per_command_in_scm_file_words(
     assert "cf.Normal" not in fitted.stderr
     assert "IdentificationWarning" not in fitted.stderr  # no raw Python warning
     # a line per stage with its time, as the getting-started page says
-    for stage in ("read the SCM file and the data: ", "fit (200 rows, 2 chain(s)): ",
+    for stage in ("read the SCM file and the data: ", "fit (200 rows given, 2 chain(s)): ",
                   "posterior predictive check: ", "save the run: "):
         assert len(_lines(fitted.stderr, f"[counterfair] {stage}")) == 1, fitted.stderr
 

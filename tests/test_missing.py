@@ -50,7 +50,11 @@ def test_the_refusal_names_every_column_and_the_complete_rows() -> None:
     assert f"'X' 40 (first at row {first_x} (0-based data rows))" in text
     assert f"'Y' 25 (first at row {first_y} (0-based data rows))" in text
     assert f"{len(data) - 55} of {len(data)} rows are complete" in text
-    assert "missing='drop'" in text and "--missing drop" in text
+    assert "missing='drop' (SCM.fit)" in text and "--missing" not in text
+    from counterfair.logs import speaking_scm_file
+
+    with speaking_scm_file(), pytest.raises(cf.DataError, match="with --missing drop"):
+        Rows.check(data, linear_gaussian_scm())
 
 
 def test_drop_incomplete_records_and_logs_each_column(caplog: pytest.LogCaptureFixture) -> None:
@@ -118,6 +122,7 @@ def test_cli_fit_missing_drop_logs_each_column_and_writes_the_run(tmp_path: Path
     refused = fit()
     assert refused.returncode == 2, refused.stderr
     assert "missing (NaN) values in 2 column(s)" in refused.stderr
+    assert "--missing drop (counterfair fit)" in refused.stderr
     assert not (tmp_path / "run").exists()
     done = fit("--missing", "drop")
     assert done.returncode == 0, done.stderr

@@ -333,7 +333,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
     columns = [c for c in data.columns if c in scm.specs]
     warmup, draws = args.warmup, args.draws
-    with _stage(f"fit ({len(data):,} rows, {args.chains} chain(s))"):
+    with _stage(f"fit ({len(data):,} rows given, {args.chains} chain(s))"):
         fit = _fit_once(scm, data[columns], args, warmup, draws)
     if warmup is None:  # the fit's own default, doubled below if need be
         from counterfair.inference.starts import default_warmup

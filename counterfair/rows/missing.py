@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
+from counterfair.logs import in_words
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -88,7 +89,7 @@ def missing_message(frame: pd.DataFrame, columns: Sequence[str], *, hint: bool =
     text = errors.NAN_COLUMNS.format(
         n=len(bad), columns="; ".join(parts), complete=complete, rows=len(frame)
     )
-    return text + (errors.NAN_HINT if hint else "")
+    return text + (in_words(errors.NAN_HINT, errors.NAN_HINT_CLI) if hint else "")
 
 
 def scm_columns(scm: SCM, frame: pd.DataFrame) -> list[str]:
