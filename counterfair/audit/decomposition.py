@@ -528,6 +528,7 @@ def _factual_output(
     if predictor is None or not takes_rows(predictor) or missing_nodes(fit.scm, abduction):
         return np.asarray(read(factual, "factual", n))
     frame = factual.frame(fit.scm, fit.encoding, latents=False).iloc[:n]
+    frame.index = abduction.data.index  # the rows, as a Dask task keys them
     label = _predictor_name(predictor)
     try:
         values = predict_output(

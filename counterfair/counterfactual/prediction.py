@@ -395,6 +395,9 @@ def predict_deployed(
     """
     frame = world.frame(scm, encoding, latents=False)
     s = world.shape[0]
+    # every sample's copy of a row carries the row's own index label and position (a Dask
+    # task's fit keys its abductions by the label)
+    frame.index = pd.Index(np.tile(world.abduction.data.index.to_numpy(), s))
     positions = np.tile(np.asarray(world.abduction.row_positions, dtype=np.int64), s)
     return predict_output(predictor, frame, response, positions=positions)
 
