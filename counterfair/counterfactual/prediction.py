@@ -186,17 +186,22 @@ def _is_learner(predictor: Predictor) -> bool:
 
 
 def has_probabilities(predictor: Predictor) -> bool:
-    """Whether the predictor is a binary classifier with ``predict_proba``: an estimator
-    or pipeline that has it (scikit-learn hides it where it does not apply) or a
-    classifying ``FairLearner``, with at most two classes. A function (a bound
-    ``predict_proba`` included) returns what it returns and is compared as it is."""
+    """Whether the predictor is a binary classifier with ``predict_proba``: it has
+    ``predict``, ``predict_proba`` and the ``classes_`` of a fitted classifier (at most
+    two), as a scikit-learn classifier or pipeline, a classifying ``FairLearner`` or a
+    baseline of a classifier has. A function (a bound ``predict_proba`` included)
+    returns what it returns and is compared as it is."""
     if not hasattr(predictor, "predict") or not hasattr(predictor, "predict_proba"):
         return False
     if _is_learner(predictor):
         classify = getattr(predictor, "_is_classifier", None)
         if classify is None or not classify():
             return False
-    return len(getattr(predictor, "classes_", ())) <= 2
+    inner = getattr(predictor, "estimator_", None)
+    if inner is not None and not _is_learner(predictor) and not hasattr(inner, "predict_proba"):
+        return False  # a wrapper (a baseline) of a regressor: its predict_proba refuses
+    classes = getattr(predictor, "classes_", None)
+    return classes is not None and 1 <= len(classes) <= 2
 
 
 def audited_response(predictor: Predictor, response: Response | None) -> Response:
