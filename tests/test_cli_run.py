@@ -37,10 +37,13 @@ pytestmark = [
 
 
 def counterfair(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``counterfair ARGS`` as a separate process."""
+    """Run ``counterfair ARGS`` as a separate process, importing this checkout's package
+    (the tests' own, which a folder elsewhere would not find first on the path)."""
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return subprocess.run(
         [sys.executable, "-m", "counterfair.cli.commands", *args],
         cwd=cwd, capture_output=True, text=True, timeout=900, check=False,
+        env={**os.environ, "PYTHONPATH": path},
     )
 
 
@@ -108,6 +111,8 @@ def test_audit_of_a_run_writes_a_report(run: Path) -> None:
     assert done.returncode == 0, done.stderr
     text = (run / "report.html").read_text()
     assert text.startswith("<!DOCTYPE html>") and "fair learner" in text
+    # the report says what the counterfactual audit compared (a regressor: predictions)
+    assert "Audited on fair learner: the predictions" in text
 
 
 def test_refusals_exit_2_and_say_why(run: Path) -> None:
@@ -222,12 +227,18 @@ def test_decompose_writes_the_table_of_the_outcome_and_of_the_learner(run: Path)
     )
     assert fair.returncode == 0, fair.stderr
     learner = pd.read_csv(run / "fair.csv").set_index(["form", "term"])
-    # the Fair K learner reads K only: race moves it along no path
-    assert learner.loc[("x-specific", "Ctf-DE"), "mean"] == 0.0
-    assert learner.loc[("x-specific", "Ctf-IE"), "mean"] == 0.0
+    # the learner is decomposed as deployed: TV is the raw gap of its predictions on the
+    # rows (those 'counterfair learn' wrote), and what remains unfair is TV less the
+    # allowed indirect effect
+    predicted = pd.read_csv(run / "run" / "predictions.csv")["prediction"].to_numpy()
+    race = data["race"].to_numpy()
+    raw = predicted[race == "Black"].mean() - predicted[race == "White"].mean()
+    tv = learner.loc[("x-specific", "TV"), "mean"]
+    assert tv == pytest.approx(raw, abs=1e-9)
     assert learner.loc[("unfair", "unfair"), "mean"] == pytest.approx(
-        -learner.loc[("x-specific", "Ctf-SE"), "mean"]
+        tv + learner.loc[("x-specific", "Ctf-IE"), "mean"], abs=1e-9
     )
+    assert "y is the predictions (response='prediction')" in fair.stdout
     assert "business necessity: allowed IE" in fair.stdout
 
 

@@ -45,11 +45,13 @@ from counterfair.counterfactual.paths import (
 )
 from counterfair.counterfactual.prediction import (
     RESPONSES,
+    audited_response,
     counterfactual_predictions,
     multiclass_labels,
     needs_both_worlds,
     predict_output,
     predict_world,
+    response_text,
 )
 from counterfair.errors import NOT_A_DATAFRAME, DataError, SCMError
 from counterfair.inference.chunks import abduct_chunks
@@ -248,7 +250,7 @@ def counterfactual_fairness(
     condition_on: Sequence[str] | None = None,
     seed: int | None = 0,
     abduction: Abduction | None = None,
-    response: Literal["prediction", "probability"] = "prediction",
+    response: Literal["prediction", "probability"] | None = None,
     do: Mapping[str, DoValue] | None = None,
     coupling: Coupling = DEFAULT_COUPLING,
     unfair_paths: Sequence[Sequence[str]] | None = None,
@@ -294,11 +296,20 @@ def counterfactual_fairness(
         Joint samples for exactly the rows of ``data`` to reuse, e.g. one
         abduction for several predictors on the same rows. Giving
         ``n_samples`` or ``condition_on`` with it is an error.
-    response : {"prediction", "probability"}
-        Audit the predictions, or the probability of the positive class
-        (``predict_proba``). A :class:`~counterfair.FairLearner` of ``fit``
-        (or its bound methods) reads its inputs from the same abducted samples
-        in both worlds, so a fair learner changes by exactly 0.
+    response : {"prediction", "probability"}, optional
+        What is compared: the probability of the positive class
+        (``predict_proba``) or the predictions (labels for a classifier). By
+        default a binary classifier with ``predict_proba`` (an estimator, a
+        pipeline, a classifying :class:`~counterfair.FairLearner`) is audited on
+        its probabilities -- labels can stay put while the probabilities move
+        (a classifier predicting one label for every row changes by 0 on
+        labels) -- and any other predictor on its predictions; give
+        ``"prediction"`` to audit a classifier's labels. The report says which
+        (:attr:`CounterfactualReport.response`). A
+        :class:`~counterfair.FairLearner` of ``fit`` (or its bound methods)
+        reads its inputs from the same abducted samples in both worlds, so a
+        fair learner changes by exactly 0; its flip test abducts them again
+        from the flipped rows.
     do : mapping, optional
         One intervention of your own instead of the level swaps of
         ``attributes`` (giving both is an error): node -> value for every row,
@@ -360,6 +371,7 @@ def counterfactual_fairness(
     whose level differs, and a FairLearner abducts each of them again with the
     draws it has among all the rows (the same numbers as on a Dask frame).
     """
+    response = audited_response(predictor, response)
     if (handler := dispatch.handler_for("counterfactual_fairness", data)) is not None:
         if keep_samples:
             raise ValueError(
@@ -393,6 +405,8 @@ def counterfactual_fairness(
         tolerance=tolerance,
         interval=interval,
         unfair_paths=paths,
+        response=response,
+        compared=response_text(predictor, response),
     )
 
 
@@ -658,7 +672,7 @@ def audit_stream(
     condition_on: Sequence[str] | None = None,
     seed: int | None = 0,
     abduction: Abduction | None = None,
-    response: Literal["prediction", "probability"] = "prediction",
+    response: Literal["prediction", "probability"] | None = None,
     do: Mapping[str, DoValue] | None = None,
     coupling: Coupling = DEFAULT_COUPLING,
     unfair_paths: Sequence[Sequence[str]] | None = None,
@@ -674,6 +688,7 @@ def audit_stream(
     run merges, :mod:`counterfair.dask.summary`) and the per-row summaries; the
     second value is the checked ``unfair_paths``.
     """
+    response = audited_response(predictor, response)
     coupling = _check_settings(
         data, interval=interval, tolerance=tolerance, response=response, coupling=coupling
     )

@@ -55,6 +55,12 @@ class CounterfactualReport:
         The unfair paths of a path-specific audit; then ``by_group`` and
         ``overall`` have the columns of :data:`PATH_COLUMNS` too and
         ``changes`` a ``path_specific_change`` column.
+    response : {"prediction", "probability"}
+        What was compared: the predictions (a classifier's labels) or the
+        probability of the positive class.
+    compared : str
+        The same in words (``"the probability of class 'Yes'"``), as the summary
+        and the HTML report say it.
     """
 
     by_group: pd.DataFrame
@@ -64,10 +70,12 @@ class CounterfactualReport:
     tolerance: float
     interval: float
     unfair_paths: tuple[tuple[str, ...], ...] | None = None
+    response: str = "prediction"
+    compared: str = "the predictions"
 
     def summary(self) -> str:
         """A few lines saying which attributes move the prediction, causally and by flip."""
-        lines = []
+        lines = [f"audited on {self.compared} (response={self.response!r})"]
         for row in self.overall.itertuples(index=False):
             lines.append(
                 f"{row.attribute}: mean |change| {row.mean_abs_change:.4f} "
@@ -108,6 +116,7 @@ def counterfactual_html(
             record: dict[str, Any] = {
                 "predictor": name,
                 "attribute": str(r.attribute),
+                "audited on": report.compared,
                 "mean |change|": r.mean_abs_change,
                 "interval": f"[{r.ci_lower:.4f}, {r.ci_upper:.4f}]",
                 "max |change|": r.max_abs_change,
@@ -120,7 +129,12 @@ def counterfactual_html(
                 record["path-specific mean |change|"] = r.path_specific_mean_abs_change
             records.append(record)
     tolerance = next(iter(reports.values())).tolerance if reports else 0.0
+    said = sorted({f"{name}: {report.compared}" for name, report in reports.items()})
     parts = [
+        "<p class=\"meta\">Audited on " + esc("; ".join(said) or "the predictions") + ". "
+        "A classifier with predict_proba is audited on its probabilities unless its labels "
+        "are asked for (response='prediction'): labels can stay put while the "
+        "probabilities move.</p>",
         "<p class=\"meta\">Causal: prediction under do(A = a') for every other level a', "
         "with abducted latents and noise (posterior interval of the mean |change| in "
         f"brackets). Flip test: only the protected column swapped. Tolerance {tolerance:g}.</p>",

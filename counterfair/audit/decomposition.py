@@ -85,9 +85,14 @@ from counterfair.counterfactual.prediction import (
     RESPONSES,
     Predictor,
     Response,
+    audited_response,
     multiclass_labels,
     needs_both_worlds,
+    predict_deployed,
+    predict_output,
     predict_world,
+    response_text,
+    takes_rows,
 )
 from counterfair.counterfactual.world import World
 from counterfair.errors import (
@@ -217,6 +222,9 @@ NOTE_OUTCOME_SIMULATED = (
     "the outcome {outcome!r} is not a column of the rows: its factual values are "
     "simulated from the abducted inputs, so TV is the model's gap, not the data's"
 )
+NOTE_RESPONSE = (
+    "y is {what} (response={response!r}){other}"
+)
 NOTE_OTHER_LEVELS = (
     "{count} row(s) have another level of {attribute!r}: they enter the averages over all "
     "rows of the general form (E[y_x], NDE, NIE), not the x-specific terms"
@@ -253,13 +261,13 @@ def _check_levels(fit: Fit, attribute: str, x0: object, x1: object) -> tuple[str
 
 
 def _check_target(
-    scm: SCM, outcome: str | None, predictor: Predictor | None, response: str
+    scm: SCM, outcome: str | None, predictor: Predictor | None, response: str | None
 ) -> None:
     """Exactly one of outcome and predictor; an observed outcome; a known response."""
     if (outcome is None) == (predictor is None):
         got = "both" if outcome is not None else "neither"
         raise ValueError(OUTCOME_OR_PREDICTOR.format(got=got))
-    if response not in RESPONSES:
+    if response is not None and response not in RESPONSES:
         raise ValueError(BAD_RESPONSE.format(allowed=RESPONSES, got=response))
     if outcome is not None:
         if outcome not in scm.observed:
@@ -271,7 +279,7 @@ def _check_target(
             raise errors.SCMError(
                 NOT_AN_OUTCOME.format(outcome=outcome, what=what, observed=list(scm.observed))
             )
-        if response != "prediction":
+        if response not in (None, "prediction"):
             raise ValueError(RESPONSE_WITH_OUTCOME.format(response=response, outcome=outcome))
 
 
@@ -481,7 +489,7 @@ def _outputs(
             return np.broadcast_to(world.values[outcome], (shape[0], rows)).astype(float)
         return _predict(fit, predictor, world, response, name, (shape[0], rows))
 
-    out = {"factual": read(factual, "factual", shape[1])}
+    out = {"factual": _factual_output(fit, abduction, factual, predictor, response, read)}
     codes = np.asarray(abduction.codes[attribute])
     for name, level, code in (("x0", levels[0], code0), ("x1", levels[1], code1)):
         # consistency: the world do(X = x) of a row whose level is x is its factual world,
@@ -502,6 +510,34 @@ def _outputs(
     )
     out["x1,W_x0"] = read(nested, "x1,W_x0", shape[1])
     return out
+
+
+def _factual_output(
+    fit: Fit,
+    abduction: Abduction,
+    factual: World,
+    predictor: Predictor | None,
+    response: Response,
+    read: Any,
+) -> np.ndarray:
+    """``y`` in the factual world, ``(S, N)``. A learner (deployed: its output depends on
+    the rows' columns and positions only) is run once on the rows when they hold every
+    observed node, every sample being the same rows, and its output repeated: the
+    learner's output on the rows, whose gap between the groups is TV in every sample."""
+    s, n = abduction.n_samples, len(abduction.data)
+    if predictor is None or not takes_rows(predictor) or missing_nodes(fit.scm, abduction):
+        return np.asarray(read(factual, "factual", n))
+    frame = factual.frame(fit.scm, fit.encoding, latents=False).iloc[:n]
+    frame.index = abduction.data.index  # the rows, as a Dask task keys them
+    label = _predictor_name(predictor)
+    try:
+        values = predict_output(
+            predictor, frame, response, positions=np.asarray(abduction.row_positions)
+        )
+    except TypeError as error:
+        raise TypeError(PREDICTOR_NOT_NUMERIC.format(name=label, error=error)) from error
+    once = _checked_output(label, values, "factual", (1, n))
+    return np.repeat(once, s, axis=0)
 
 
 def _path_learner_outputs(
@@ -550,12 +586,25 @@ def _predict(
     name: str,
     shape: tuple[int, int],
 ) -> np.ndarray:
-    """The predictor's output in a world, ``(S, N)``, checked to be finite numbers."""
+    """The predictor's output in a world, ``(S, N)``, checked to be finite numbers. A
+    FairLearner is run as it is deployed (:func:`predict_deployed`): on the world's
+    columns, abducting its inputs again, as the same function given as a plain callable
+    would be."""
     label = _predictor_name(predictor)
     try:
-        values = predict_world(fit, predictor, world, response)
+        if takes_rows(predictor):
+            values = predict_deployed(predictor, world, fit.scm, fit.encoding, response)
+        else:
+            values = predict_world(fit, predictor, world, response)
     except TypeError as error:
         raise TypeError(PREDICTOR_NOT_NUMERIC.format(name=label, error=error)) from error
+    return _checked_output(label, values, name, shape)
+
+
+def _checked_output(
+    label: str, values: Any, name: str, shape: tuple[int, int]
+) -> np.ndarray:
+    """A predictor's output as ``(S, N)`` floats, checked to be finite numbers."""
     values = np.asarray(values)
     if values.dtype.kind not in "biuf":
         raise TypeError(
@@ -583,7 +632,7 @@ def decompose(
     x1: object,
     outcome: str | None = None,
     predictor: Predictor | None = None,
-    response: Response = "prediction",
+    response: Response | None = None,
     mediators: str | Sequence[str] | None = None,
     confounders: str | Sequence[str] | None = None,
     n_samples: int = DEFAULT_DECOMPOSITION_SAMPLES,
@@ -619,12 +668,22 @@ def decompose(
         An observed node of the SCM to decompose.
     predictor : estimator, pipeline or callable, optional
         Any predictor the counterfactual audit takes (an estimator with ``predict``, a
-        :class:`~counterfair.FairLearner` of ``fit`` other than a path-specific one, a
-        function of a DataFrame returning one number per row), applied to every world's
-        frame. Give exactly one of ``outcome`` and ``predictor``.
-    response : {"prediction", "probability"}
-        For a predictor: its predictions, or the probability of the positive class
-        (:func:`counterfair.counterfactual.prediction.predict_output`).
+        :class:`~counterfair.FairLearner`, a function of a DataFrame returning one
+        number per row), applied to every world's frame. A FairLearner is run as it is
+        deployed, a function of the world's protected and observed columns that
+        abducts its inputs again (keyed by each row's position, so the factual world
+        gives its outputs on the rows and TV is their raw gap between the groups), as
+        the same function given as a plain callable would be; a path-specific
+        learner computes its corrected inputs from the decomposition's abduction in
+        each world (its own engine). Give exactly one of ``outcome`` and
+        ``predictor``.
+    response : {"prediction", "probability"}, optional
+        For a predictor: the probability of the positive class
+        (:func:`counterfair.counterfactual.prediction.predict_output`), or its
+        predictions (a classifier's labels). By default a binary classifier with
+        ``predict_proba`` (an estimator, a pipeline, a classifying
+        :class:`~counterfair.FairLearner`) is decomposed on its probabilities and
+        any other predictor on its predictions; a note says which.
     mediators : sequence of str, optional
         ``W``, observed nodes (default: the observed descendants of ``attribute``, other
         than the outcome and its descendants; for a predictor, every observed
@@ -732,7 +791,7 @@ def decomposition_plan(
     x1: object,
     outcome: str | None = None,
     predictor: Predictor | None = None,
-    response: Response = "prediction",
+    response: Response | None = None,
     mediators: str | Sequence[str] | None = None,
     confounders: str | Sequence[str] | None = None,
     n_samples: int = DEFAULT_DECOMPOSITION_SAMPLES,
@@ -751,6 +810,7 @@ def decomposition_plan(
         n_param_draws, "n_param_draws"
     )
     allowed = _check_allow(allow)
+    response = "prediction" if predictor is None else audited_response(predictor, response)
     if predictor is not None and multiclass_labels(predictor, response):
         raise ValueError(MULTICLASS.format(name=_predictor_name(predictor)))
     code0, code1 = (int(fit.encoding.code(attribute, [level])[0]) for level in levels)
@@ -827,6 +887,18 @@ def finish_decomposition(
     notes = list(plan.roles.notes)
     if plan.outcome is not None and not outcome_in_rows:
         notes.append(NOTE_OUTCOME_SIMULATED.format(outcome=plan.outcome))
+    if plan.predictor is not None:
+        other = (
+            "; response='prediction' decomposes its labels"
+            if plan.response == "probability"
+            else ""
+        )
+        notes.append(
+            NOTE_RESPONSE.format(
+                what=response_text(plan.predictor, plan.response), response=plan.response,
+                other=other,
+            )
+        )
     others = sums.n_rows - sums.n_x0 - sums.n_x1
     if others:
         notes.append(NOTE_OTHER_LEVELS.format(count=others, attribute=plan.attribute))

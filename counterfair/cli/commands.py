@@ -158,6 +158,12 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
         "--cf-samples", type=int, default=None,
         help="with a run folder: posterior samples per row of the counterfactual audit",
     )
+    p.add_argument(
+        "--response", choices=("probability", "prediction"), default=None,
+        help="with a run folder: what the counterfactual audit of the learner compares "
+        "(default: a classifier's probability of the positive class, a regressor's "
+        "prediction; 'prediction': a classifier's labels)",
+    )
 
 
 def _run_audit(args: argparse.Namespace) -> int:

@@ -665,7 +665,7 @@ def run_audit(args: argparse.Namespace) -> int:
         counterfactual = {
             "fair learner": counterfactual_fairness(
                 fit, fit.data, learner, attributes=protected, seed=args.seed,
-                n_samples=args.cf_samples,
+                n_samples=args.cf_samples, response=getattr(args, "response", None),
             )
         }
     path = write_report(
@@ -823,6 +823,10 @@ def add_decompose_parser(sub: Any) -> None:
     p.add_argument("--allow", default=None,
                    help="comma-separated effects that are a business necessity (DE, IE, SE)")
     p.add_argument("--n-samples", type=int, default=200, help="posterior samples per row")
+    p.add_argument("--response", choices=("probability", "prediction"), default=None,
+                   help="with --learner: what is decomposed (default: a classifier's "
+                   "probability of the positive class, a regressor's prediction; "
+                   "'prediction': a classifier's labels)")
     p.add_argument("--interval", type=float, default=0.9, help="mass of the intervals")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="CSV to write (default RUN/decomposition.csv)")
@@ -907,7 +911,12 @@ def run_decompose(args: argparse.Namespace) -> int:
 
     fit: Fit | None = None
     predictor: Any = None
-    response: Literal["prediction", "probability"] = "prediction"
+    response: Literal["prediction", "probability"] | None = getattr(args, "response", None)
+    if response is not None and not args.learner:
+        raise CommandError(
+            f"--response {response} applies to --learner; the outcome "
+            f"{args.outcome!r} is decomposed as its column holds it: drop --response"
+        )
     if args.learner:
         folder = Path(args.run) / "learner"
         if not folder.is_dir():
@@ -921,8 +930,7 @@ def run_decompose(args: argparse.Namespace) -> int:
             # its inputs (latents, noise) from the worlds' shared abduction, as the
             # counterfactual audit does
             fit = predictor.scm_fit_
-            if predictor._is_classifier():
-                response = "probability"  # a classifier's gap in the probability of class 1
+            # response None: a classifier's gap in the probability of its positive class
     if fit is None:
         fit = _load_fit(args.run)
     try:

@@ -178,6 +178,58 @@ def as_numbers(predictor: Predictor, labels: np.ndarray) -> np.ndarray:
     return np.array([lookup[str(label)] for label in labels], dtype=float)
 
 
+def _is_learner(predictor: Predictor) -> bool:
+    """Whether the predictor (or the object of a bound method) is a FairLearner, recognised
+    by what it has (this module does not import the learners)."""
+    owner = getattr(predictor, "__self__", predictor)
+    return hasattr(owner, "predict_abduction") and hasattr(owner, "scm_fit_")
+
+
+def has_probabilities(predictor: Predictor) -> bool:
+    """Whether the predictor is a binary classifier with ``predict_proba``: it has
+    ``predict``, ``predict_proba`` and the ``classes_`` of a fitted classifier (at most
+    two), as a scikit-learn classifier or pipeline, a classifying ``FairLearner`` or a
+    baseline of a classifier has. A function (a bound ``predict_proba`` included)
+    returns what it returns and is compared as it is."""
+    if not hasattr(predictor, "predict") or not hasattr(predictor, "predict_proba"):
+        return False
+    if _is_learner(predictor):
+        classify = getattr(predictor, "_is_classifier", None)
+        if classify is None or not classify():
+            return False
+    inner = getattr(predictor, "estimator_", None)
+    if inner is not None and not _is_learner(predictor) and not hasattr(inner, "predict_proba"):
+        return False  # a wrapper (a baseline) of a regressor: its predict_proba refuses
+    classes = getattr(predictor, "classes_", None)
+    return classes is not None and 1 <= len(classes) <= 2
+
+
+def audited_response(predictor: Predictor, response: Response | None) -> Response:
+    """The output an audit compares: ``response`` when given, else the probability of
+    the positive class for a predictor that has it (:func:`has_probabilities`) and the
+    prediction for any other (a regressor, a multi-class classifier's labels, a
+    function)."""
+    if response is not None:
+        if response not in RESPONSES:
+            raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
+        return response
+    return "probability" if has_probabilities(predictor) else "prediction"
+
+
+def response_text(predictor: Predictor, response: Response) -> str:
+    """What an audit of ``predictor`` on ``response`` compares, in words (the reports
+    say it): the probability of the positive class, labels, or predictions."""
+    owner = getattr(predictor, "__self__", predictor)
+    classes = getattr(owner, "classes_", None)
+    if response == "probability" or getattr(predictor, "__name__", "") == "predict_proba":
+        if classes is not None and len(classes) == 2:
+            return f"the probability of class {str(np.asarray(classes)[-1])!r}"
+        return "the probability of the positive class"
+    if classes is not None:
+        return "the predicted labels"
+    return "the predictions"
+
+
 def multiclass_labels(predictor: Predictor, response: Response) -> bool:
     """Whether the outputs compared are labels of more than two classes (a change is then
     0 or 1: the label differs or not). A bound ``predict_proba`` gives probabilities."""
@@ -326,6 +378,32 @@ def predict_world(
     positions = None
     if not shared and takes_rows(predictor):  # a FairLearner of another fit abducts
         positions = world_positions(world.abduction.row_positions, world.shape[0])
+    return predict_output(predictor, frame, response, positions=positions)
+
+
+def predict_deployed(
+    predictor: Predictor,
+    world: World,
+    scm: Any,
+    encoding: Any,
+    response: Response = "prediction",
+) -> np.ndarray:
+    """A FairLearner's output in a world as it is deployed, sample-major ``(S * N,)``.
+
+    The learner is a function of what it is given: the world's protected and observed
+    columns (not its latents), from which it abducts its inputs again, each row of every
+    sample keyed by the row's global position. A row whose columns are the same in two
+    samples or two worlds gets the same output; in the factual world of rows that hold
+    every observed column, that is the learner's output on the rows
+    (``predictor.predict_proba(rows)[:, 1]`` for ``response="probability"``), so the gap
+    between two groups is the raw gap of its outputs.
+    """
+    frame = world.frame(scm, encoding, latents=False)
+    s = world.shape[0]
+    # every sample's copy of a row carries the row's own index label and position (a Dask
+    # task's fit keys its abductions by the label)
+    frame.index = pd.Index(np.tile(world.abduction.data.index.to_numpy(), s))
+    positions = np.tile(np.asarray(world.abduction.row_positions, dtype=np.int64), s)
     return predict_output(predictor, frame, response, positions=positions)
 
 

@@ -50,6 +50,7 @@ from counterfair.audit.streaming import ROW_COLUMNS
 from counterfair.counterfactual.prediction import (
     counterfactual_predictions_chunk,
     multiclass_labels,
+    response_text,
 )
 from counterfair.dask import parquet as dask_parquet
 from counterfair.dask.run import fit_of, partition_starts, partitions, run_partitions
@@ -447,6 +448,8 @@ def dask_counterfactual_fairness(
         unfair_paths=(
             None if paths is None else tuple(tuple(p) for p in paths)
         ),
+        response=options.get("response", "prediction"),
+        compared=response_text(predictor, options.get("response", "prediction")),
     )
 
 
