@@ -26,6 +26,10 @@ Naming scheme (also the names in ``fit.idata.posterior``):
   ``cutpoints_<node>``: cutpoints of an ordinal node);
 * ``n_levels_<node>`` (data): number of levels of a level-valued node.
 
+In the posterior, vectors and matrices are indexed by level (axes ``<parent>_effect``,
+``<parent>_level``, ``<node>_level`` for a categorical node's coefficients,
+``<node>_cutpoint``; :func:`counterfair.stan.data.coords_and_dims`).
+
 Every name is made by :class:`counterfair.SCM` when it builds the equations;
 the families and the code generator read them from the equation.
 """

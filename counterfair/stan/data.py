@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -10,11 +11,13 @@ import pandas as pd
 
 from counterfair import errors
 from counterfair.model.encoding import Encoding
+from counterfair.model.families.categorical import Categorical
 from counterfair.model.params import ParamDraws
 from counterfair.rows.rows import Rows
 from counterfair.stan.codegen import abduction_equations
 
 if TYPE_CHECKING:
+    from counterfair.model.equation import NodeEquation
     from counterfair.model.scm import SCM
 
 
@@ -150,25 +153,110 @@ def _row_coord(data: pd.DataFrame) -> list[Any]:
     return list(data.index) if data.index.is_unique else list(range(len(data)))
 
 
+def _levels(scm: SCM, encoding: Encoding, node: str) -> list[Any] | None:
+    """Every level of a categorical protected or level-valued observed node, in code order
+    (the reference level first); None for any other node, or levels not known yet.
+
+    Level labels where the spec (or the encoding) has them, else the codes ``0 .. K-1``.
+    """
+    if node in encoding.levels:
+        return list(encoding.levels[node])
+    eq = scm.equations.get(node)
+    count = None if eq is None else eq.family.n_levels(eq.spec)
+    if eq is None or count is None or count < 2:
+        return None
+    labels = getattr(eq.spec, "labels", None)
+    return list(labels) if labels is not None else list(range(count))
+
+
+class _Axes:
+    """The named axes (dims and their coords) of a fit's parameters, as they are made.
+
+    An axis is named after what it runs over and has the same coords wherever it is
+    used; :meth:`add` returns None (the parameter keeps arviz's default dims) if one
+    name would get two sets of coords, or its levels are not known.
+    """
+
+    def __init__(self, coords: dict[str, list[Any]]) -> None:
+        self.coords = coords
+
+    def add(self, name: str, values: list[Any] | None) -> str | None:
+        if values is None or not values:
+            return None
+        known = self.coords.setdefault(name, values)
+        return name if known == values else None
+
+    def effect(self, scm: SCM, encoding: Encoding, parent: str) -> str | None:
+        """The effects of a categorical protected parent: its non-reference levels under
+        reference coding, every level under one-hot coding."""
+        levels = _levels(scm, encoding, parent)
+        if levels is None:
+            return None
+        return self.add(f"{parent}_effect", levels[1:] if scm.coding == "reference" else levels)
+
+    def level(self, scm: SCM, encoding: Encoding, node: str) -> str | None:
+        """The non-reference levels of a node (its indicators as a parent, the predictors of
+        a categorical node, the groups of a ``loading_by`` parent)."""
+        levels = _levels(scm, encoding, node)
+        return None if levels is None else self.add(f"{node}_level", levels[1:])
+
+
+def _equation_dims(
+    scm: SCM, encoding: Encoding, eq: NodeEquation, axes: _Axes
+) -> dict[str, list[str | None]]:
+    """The dims of an equation's coefficients (None where an axis is not known).
+
+    One axis per dimension of each parameter as the fit program declares it
+    (:mod:`counterfair.stan.codegen`, :mod:`counterfair.model.families.categorical`);
+    the bending terms' weights keep arviz's dims.
+    """
+    own: list[str | None] = []  # a categorical node's coefficients: one per non-reference level
+    if eq.family.declares_coefficients:
+        if not isinstance(eq.spec, Categorical):  # a layout this function does not know
+            return {}
+        own = [axes.level(scm, encoding, eq.node)]
+    dims: dict[str, list[str | None]] = {}
+    if eq.intercept and own:
+        dims[eq.intercept] = own
+    for term in eq.protected:
+        parent = [] if term.continuous else [axes.effect(scm, encoding, term.parent)]
+        dims[term.param] = parent + own
+    for oterm in eq.observed:
+        parent = [] if oterm.levels is None else [axes.level(scm, encoding, oterm.parent)]
+        dims[oterm.param] = parent + own
+    by = eq.loading_by
+    for lterm in eq.latent:
+        dims[lterm.param] = list(own)
+        if lterm.by_param is not None and by is not None:
+            dims[lterm.by_param] = [axes.level(scm, encoding, by.name), *own]
+    for role, name in eq.extra:
+        if role == "cutpoints":  # between each level and the next
+            levels = _levels(scm, encoding, eq.node)
+            if levels is not None:
+                bounds = [f"{low}|{high}" for low, high in itertools.pairwise(levels)]
+                dims[name] = [axes.add(f"{eq.node}_cutpoint", bounds)]
+    return {name: d for name, d in dims.items() if d}
+
+
 def coords_and_dims(
     scm: SCM, encoding: Encoding, data: pd.DataFrame, latent_dims: list[str]
 ) -> tuple[dict[str, list[Any]], dict[str, list[str]]]:
+    """Coords and dims of a fit's variables for arviz: latents by row, parameters by level.
+
+    A categorical protected parent's effects run over ``<parent>_effect``; a level-valued
+    observed parent's over ``<parent>_level`` (its non-reference levels), as do the extra
+    loadings of the levels of a ``loading_by`` parent; a categorical node's coefficients
+    have a last axis ``<node>_level`` (one per non-reference level: ``beta_K_A`` is
+    ``(A_effect, K_level)``); an ordinal node's cutpoints run over ``<node>_cutpoint``
+    (``"low|mid"``, ``"mid|high"``). A parameter with an axis that is not known keeps
+    arviz's default dims.
+    """
     coords: dict[str, list[Any]] = {"row": _row_coord(data)}
     dims: dict[str, list[str]] = {latent: latent_dims for latent in scm.latents}
     dims.update({f"z_{latent}": latent_dims for latent in scm.latents})
+    axes = _Axes(coords)
     for eq in scm.equations.values():
-        if eq.family.declares_coefficients:  # matrices: arviz names their dims
-            continue
-        for term in eq.protected:
-            if term.continuous:
-                continue
-            levels = list(encoding.levels[term.parent])
-            coords[f"{term.parent}_effect"] = levels[1:] if scm.coding == "reference" else levels
-            dims[term.param] = [f"{term.parent}_effect"]
-        by = eq.loading_by
-        if by is not None and by.name in encoding.levels:  # extra loadings: one per level
-            coords[f"{by.name}_level"] = list(encoding.levels[by.name])[1:]
-            for lterm in eq.latent:
-                if lterm.by_param:
-                    dims[lterm.by_param] = [f"{by.name}_level"]
+        for name, named in _equation_dims(scm, encoding, eq, axes).items():
+            if all(dim is not None for dim in named):
+                dims[name] = [dim for dim in named if dim is not None]
     return coords, dims

@@ -10,6 +10,13 @@ non-reference level, each with its own intercept and coefficients:
   ``row_vector[K-1]`` for a parent entering as one column;
 * ``lambda_<node>_<latent>``: ``row_vector[K-1]``, the loadings.
 
+In the fit's posterior (``fit.idata``, ``fit.summary()``, the diagnostics table) each of
+them has a last axis ``<node>_level`` over the non-reference levels, after the parent's
+axis for a matrix (``<parent>_effect`` for a protected parent, ``<parent>_level`` for a
+level-valued one, ``<by>_level`` for the extra loadings of ``loading_by``): the entries
+read ``beta_K_A[b, drug]`` (:func:`counterfair.stan.data.coords_and_dims`); the weights
+of its smooth terms and interactions keep arviz's default axes.
+
 Stan: ``categorical_logit_glm(x, append_row(0, alpha), with_reference(beta))``
 with the latents as extra columns of ``x`` (``with_reference`` prepends the
 reference level's zero column; it joins the program's functions block).
