@@ -25,7 +25,11 @@ import pytest
 from _seeds import shifted
 
 from counterfair.audit import CounterfactualReport, group_metrics, render_report, write_report
-from counterfair.audit._findings import parity_findings, predictor_data
+from counterfair.audit._findings import (
+    SIZE_DEPENDENT_CRITERIA,
+    parity_findings,
+    predictor_data,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -121,9 +125,13 @@ def _dom_verdicts(browser: Any, section: str) -> dict[tuple[int, str], str]:
 
 
 def _python_verdicts(report: Any) -> dict[tuple[int, str], str]:
+    """The verdicts of the criteria the report judges (not share-of-positives parity,
+    which follows group sizes)."""
     out = {}
     for position, (_, row) in enumerate(report.verdicts.iterrows()):
         for criterion, value in row.items():
+            if criterion in SIZE_DEPENDENT_CRITERIA:
+                continue
             out[(position, str(criterion))] = ("n/a" if value is pd.NA
                                                else "pass" if value else "FAIL")
     return out
@@ -139,8 +147,9 @@ def _set_tau(browser: Any, value: str) -> None:
 def boundary_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     y, decisions, protected = _boundary_data()
     path = tmp_path_factory.mktemp("report") / "boundary.html"
+    # race x sex groups have 20 rows each: judged here (the default minimum is 30)
     return write_report(path, y_true=y, y_pred={"rule": decisions}, protected=protected,
-                        n_bootstrap=20, seed=shifted(1))
+                        n_bootstrap=20, seed=shifted(1), min_group_rows=20)
 
 
 def test_loads_offline_without_console_errors(driver: Any, boundary_report: Path) -> None:
@@ -181,8 +190,11 @@ def test_tau_flips_a_verdict_across_its_boundary(driver: Any, boundary_report: P
     assert driver.find_element("css selector", cell).text == "FAIL"
     assert driver.find_element("css selector", summary).text == "FAIL"
     assert _dom_verdicts(driver, "predictor-0") == _python_verdicts(at[0.9])
-    entry = predictor_data("rule", at[0.9], "predictor-0")
+    with_intervals = group_metrics(y, decisions, protected, tau=0.9, n_bootstrap=20,
+                                   seed=shifted(1))  # the report's intervals
+    entry = predictor_data("rule", with_intervals, "predictor-0", min_group_rows=20)
     assert _dom_findings(driver) == [text for text, _ in parity_findings(entry, 0.9)]
+    assert any("(95% interval " in text for text in _dom_findings(driver))
     assert any(text.startswith("rule fails selection rate parity at tau = 0.9: ")
                for text in _dom_findings(driver))
     # the chart's point of race B (selection rate panel) is red now
@@ -228,7 +240,7 @@ def test_group_selector_filters_the_tables(driver: Any, boundary_report: Path) -
 
 def test_header_click_sorts(driver: Any, boundary_report: Path) -> None:
     _open(driver, boundary_report)
-    table = driver.find_elements("css selector", "#predictor-0 table.sortable")[2]  # by group
+    table = driver.find_elements("css selector", "#predictor-0 table.sortable")[3]  # by group
     headers = table.find_elements("css selector", "thead th")
     column = [h.text for h in headers].index("predicted_prevalence")
 
