@@ -39,7 +39,7 @@ table.audit td.pass, table.audit td.verdict-pass { color: #2d7a3e; font-weight: 
 table.audit td.fail, table.audit td.verdict-fail { color: #fff; background: #c44e52;
                                                    font-weight: bold; text-align: center; }
 table.audit td.na, table.audit td.verdict-na { color: #777; text-align: center; }
-table.audit td.ci, table.audit .nowrap { white-space: nowrap; }
+table.audit td.ci, table.audit .nowrap, table.audit td.verdict { white-space: nowrap; }
 table.audit td.ci .iv { color: #555; font-size: .92em; }
 table.audit tr.reference-row th, table.audit tr.reference-row td { background: #f4f8ff; }
 p.references { background: #f7f9fc; border-left: 4px solid #4c72b0; padding: .3em .8em; }

@@ -236,7 +236,8 @@ def _verdict_table(report: GroupReport, entry: dict[str, Any]) -> str:
 
 def _ratio_charts(report: GroupReport, entry: dict[str, Any]) -> str:
     parts = []
-    small = {(g["attribute"], g["label"]): g["small"] for g in entry["groups"]}
+    constant = entry.get("constant") is not None  # no group is judged
+    small = {(g["attribute"], g["label"]): g["small"] or constant for g in entry["groups"]}
     for attribute in dict.fromkeys(report.ratios.index.get_level_values(0)):
         block = report.ratios.loc[attribute]
         groups = [str(g) for g in block.index]
@@ -388,7 +389,8 @@ def classification_section(ident: str, name: str, report: GroupReport,
         '<p class="explain">Ratio of each group\'s rate to its reference group\'s (log '
         "scale); the shaded band is <span class=\"tau-value\">"
         f"{tau_text(report.tau)[0]}</span> to <span class=\"tau-inverse\">"
-        f"{tau_text(report.tau)[1]}</span>, red points are outside it.</p>",
+        f"{tau_text(report.tau)[1]}</span>, red points are outside it; hollow grey points "
+        "are not judged (too few rows, or a constant decision).</p>",
         _ratio_charts(report, entry),
         "<h3>Group measures</h3>",
         table_html(report.by_group),

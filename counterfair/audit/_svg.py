@@ -59,8 +59,8 @@ def ratio_chart(
 ) -> str:
     """SVG of the ratios ``ratios[g, m]`` of ``groups`` for ``metrics`` with the tau band.
 
-    Groups flagged in ``small`` (too few rows to be judged) are hollow grey points that
-    stay grey whatever tau.
+    Groups flagged in ``small`` (not judged: too few rows, or a constant decision) are
+    hollow grey points that stay grey whatever tau.
     """
     labels = [f"{g} (ref)" if g == reference else g for g in groups]
     left = _label_width(labels)
@@ -115,7 +115,7 @@ def ratio_chart(
             verdict = "pass" if tau <= value <= 1.0 / tau else "fail"
             flag = ""
             if small is not None and small[row]:
-                verdict, flag, tip = "small", ' data-small="1"', tip + " (too few rows)"
+                verdict, flag, tip = "small", ' data-small="1"', tip + " (not judged)"
             parts.append(f'<line class="stem" x1="{one:.2f}" x2="{px:.2f}" y1="{y:.1f}" '
                          f'y2="{y:.1f}"/>')
             parts.append(f'<circle class="pt {verdict}" cx="{px:.2f}" cy="{y:.1f}" r="4" '
