@@ -483,8 +483,8 @@ def test_a_classifier_whose_labels_are_constant(driver: Any, tmp_path: Path) -> 
     decision, 'too few rows' for the 72-row group (minimum 100 here), each group's mean
     probability with its interval, the largest group as the reference, intervals on one
     line even in a narrow window."""
-    from counterfair.audit.report import score_means
     from counterfair.audit._groups import build_layout
+    from counterfair.audit.report import score_means
 
     y, probability, protected = _constant_label_data()
     path = write_report(tmp_path / "constant.html", y_true=y, y_pred={"learner": probability},

@@ -189,8 +189,8 @@ def test_each_group_mean_score_with_its_interval() -> None:
     text = html.unescape(render_report(y_true=y, y_pred={"m": scores}, protected=protected))
     assert "mean probability</th>" in text
     white = means.loc[("colour", "White")]
-    assert (f"m: mean probability by colour (95% interval): Black {means.loc[('colour', 'Black'), 'mean']:.3g}"
-            in text)
+    black = means.loc[("colour", "Black"), "mean"]
+    assert f"m: mean probability by colour (95% interval): Black {black:.3g}" in text
     assert f"White (reference) {white['mean']:.3g} ({white['lower']:.3g} to " \
            f"{white['upper']:.3g})" in text
     # scores beyond [0, 1] are scores; decisions have no mean-score column
@@ -209,7 +209,7 @@ def test_a_failing_finding_carries_the_ratio_interval() -> None:
     protected = pd.Series(g, name="g")
     report = group_metrics(y, pred, protected, n_bootstrap=50, seed=shifted(1))
     entry = predictor_data("m", report, "p", min_group_rows=30)
-    lower, upper, lower_s, upper_s = entry["groups"][1]["intervals"]["predicted_prevalence"]
+    _, upper, lower_s, upper_s = entry["groups"][1]["intervals"]["predicted_prevalence"]
     assert upper < 0.8  # clearly outside the band
     sentence = next(s for s, failed in parity_findings(entry, 0.8)
                     if failed and "selection rate parity" in s)

@@ -297,7 +297,8 @@ def glance_html(report: GroupReport, entry: dict[str, Any],
         def bounds(metric: str, row_key: Any = key) -> tuple[float | None, float | None]:
             if ci is None or (metric, "lower") not in ci.columns:
                 return None, None
-            return float(ci.at[row_key, (metric, "lower")]), float(ci.at[row_key, (metric, "upper")])
+            return (float(ci.at[row_key, (metric, "lower")]),
+                    float(ci.at[row_key, (metric, "upper")]))
 
         cells = [f'<th scope="row" data-v="{esc(attribute)}">{esc(attribute)}</th>',
                  f'<th scope="row" data-v="{esc(group)}">{esc(shown)}</th>',

@@ -84,9 +84,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEPENDENCE_EXPLANATION",
+    "EXPLANATION_MEASURES",
     "MIN_GROUP_ROWS",
     "REPORT_REFERENCE_RULE",
-    "EXPLANATION_MEASURES",
     "explanations_html",
     "regression_html",
     "render_report",
