@@ -25,7 +25,11 @@ import pytest
 from _seeds import shifted
 
 from counterfair.audit import CounterfactualReport, group_metrics, render_report, write_report
-from counterfair.audit._findings import parity_findings, predictor_data
+from counterfair.audit._findings import (
+    SIZE_DEPENDENT_CRITERIA,
+    parity_findings,
+    predictor_data,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -121,9 +125,13 @@ def _dom_verdicts(browser: Any, section: str) -> dict[tuple[int, str], str]:
 
 
 def _python_verdicts(report: Any) -> dict[tuple[int, str], str]:
+    """The verdicts of the criteria the report judges (not share-of-positives parity,
+    which follows group sizes)."""
     out = {}
     for position, (_, row) in enumerate(report.verdicts.iterrows()):
         for criterion, value in row.items():
+            if criterion in SIZE_DEPENDENT_CRITERIA:
+                continue
             out[(position, str(criterion))] = ("n/a" if value is pd.NA
                                                else "pass" if value else "FAIL")
     return out
@@ -139,8 +147,9 @@ def _set_tau(browser: Any, value: str) -> None:
 def boundary_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     y, decisions, protected = _boundary_data()
     path = tmp_path_factory.mktemp("report") / "boundary.html"
+    # race x sex groups have 20 rows each: judged here (the default minimum is 30)
     return write_report(path, y_true=y, y_pred={"rule": decisions}, protected=protected,
-                        n_bootstrap=20, seed=shifted(1))
+                        n_bootstrap=20, seed=shifted(1), min_group_rows=20)
 
 
 def test_loads_offline_without_console_errors(driver: Any, boundary_report: Path) -> None:
@@ -181,8 +190,11 @@ def test_tau_flips_a_verdict_across_its_boundary(driver: Any, boundary_report: P
     assert driver.find_element("css selector", cell).text == "FAIL"
     assert driver.find_element("css selector", summary).text == "FAIL"
     assert _dom_verdicts(driver, "predictor-0") == _python_verdicts(at[0.9])
-    entry = predictor_data("rule", at[0.9], "predictor-0")
+    with_intervals = group_metrics(y, decisions, protected, tau=0.9, n_bootstrap=20,
+                                   seed=shifted(1))  # the report's intervals
+    entry = predictor_data("rule", with_intervals, "predictor-0", min_group_rows=20)
     assert _dom_findings(driver) == [text for text, _ in parity_findings(entry, 0.9)]
+    assert any("(95% interval " in text for text in _dom_findings(driver))
     assert any(text.startswith("rule fails selection rate parity at tau = 0.9: ")
                for text in _dom_findings(driver))
     # the chart's point of race B (selection rate panel) is red now
@@ -228,7 +240,7 @@ def test_group_selector_filters_the_tables(driver: Any, boundary_report: Path) -
 
 def test_header_click_sorts(driver: Any, boundary_report: Path) -> None:
     _open(driver, boundary_report)
-    table = driver.find_elements("css selector", "#predictor-0 table.sortable")[2]  # by group
+    table = driver.find_elements("css selector", "#predictor-0 table.sortable")[3]  # by group
     headers = table.find_elements("css selector", "thead th")
     column = [h.text for h in headers].index("predicted_prevalence")
 
@@ -443,3 +455,90 @@ def test_real_counterfactual_audit_in_the_page(driver: Any, tmp_path: Path,
                 f"{overall['mean_abs_change']:.3g} on average")
     assert any(text.startswith(expected) and "against 0 by the flip test" in text
                for text in _dom_findings(driver))
+
+
+def _constant_label_data() -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """5,226 arrest-like records: colour x sex cells of 3,567 White men down to 72 Black
+    women; the classifier says yes to everyone (every probability above 0.5), its
+    probabilities higher for White and for male rows; the actual outcomes differ by group."""
+    rng = np.random.default_rng(shifted(49))
+    cells = {("White", "Male"): 3567, ("White", "Female"): 900, ("Black", "Male"): 687,
+             ("Black", "Female"): 72}
+    colour = np.concatenate([[c] * k for (c, _), k in cells.items()])
+    sex = np.concatenate([[s] * k for (_, s), k in cells.items()])
+    base = 0.6 + 0.12 * (colour == "White") + 0.06 * (sex == "Male")
+    probability = np.clip(base + rng.uniform(-0.08, 0.08, colour.size), 0.51, 0.99)
+    y = (rng.random(colour.size) < base - 0.1).astype(int)
+    return y, probability, pd.DataFrame({"colour": colour, "sex": sex})
+
+
+def _text_height(browser: Any, element: Any) -> float:
+    return float(browser.execute_script(
+        "var r = document.createRange(); r.selectNodeContents(arguments[0]);"
+        "return r.getBoundingClientRect().height;", element))
+
+
+def test_a_classifier_whose_labels_are_constant(driver: Any, tmp_path: Path) -> None:
+    """Issue 49 item 7: no FAIL from group sizes, 'not informative' for a constant
+    decision, 'too few rows' for the 72-row group (minimum 100 here), each group's mean
+    probability with its interval, the largest group as the reference, intervals on one
+    line even in a narrow window."""
+    from counterfair.audit._groups import build_layout
+    from counterfair.audit.report import score_means
+
+    y, probability, protected = _constant_label_data()
+    path = write_report(tmp_path / "constant.html", y_true=y, y_pred={"learner": probability},
+                        protected=protected, n_bootstrap=40, seed=shifted(2),
+                        min_group_rows=100)
+    _open(driver, path)
+    assert _severe(driver) == []
+    findings = _dom_findings(driver)
+    assert findings == _static_findings(path.read_text("utf-8"))
+    assert driver.find_elements("css selector", "#findings-list li.fail") == []
+    assert not any("FAIL" in t or " fails " in t for t in findings), findings
+    assert findings[0].startswith("learner gives every row the same decision (1, positive")
+    assert any("colour x sex = Black x Female (72 rows)" in t and "too few rows" in t
+               for t in findings)
+    warning = driver.find_element("css selector", "p.warning").text
+    assert "every decision is 1" in warning and "not informative" in warning
+
+    verdicts = _dom_verdicts(driver, "predictor-0")
+    assert "FAIL" not in verdicts.values()
+    assert set(verdicts.values()) == {"not informative", "too few rows"}
+    summary = [c.text for c in driver.find_elements("css selector", "#predictor-0 td.verdict")]
+    assert summary and set(summary) == {"not informative"}
+
+    # the reference of each attribute is its largest group, and the page says so
+    references = driver.find_element("css selector", "#predictor-0 p.references").text
+    for attribute, group, rows in (("colour", "White", 4467), ("sex", "Male", 4254),
+                                   ("colour x sex", "White x Male", 3567)):
+        assert f"{attribute} = {group} (the largest group, {rows} rows)" in references
+
+    # each group's mean probability with its interval, as Python computes it
+    glance = driver.find_element("css selector", "#predictor-0 table.glance")
+    headers = [h.text for h in glance.find_elements("css selector", "thead th")]
+    column = headers.index("mean probability")
+    means = score_means(probability, build_layout(protected), 0.95)
+    rows = glance.find_elements("css selector", "tbody tr")
+    assert len(rows) == len(means) == 8
+    for row, (key, expected) in zip(rows, means.iterrows(), strict=True):
+        cell = row.find_elements("css selector", "th, td")[column]
+        assert cell.text == (f"{expected['mean']:.3g} [{expected['lower']:.3g}, "
+                             f"{expected['upper']:.3g}]"), key
+        assert float(cell.get_attribute("data-v")) == expected["mean"]
+    shown = [r.find_elements("css selector", "th")[1].text for r in rows]
+    assert "White x Male (reference)" in shown and "Black x Female (too few rows)" in shown
+
+    # intervals stay on one line, even when the window is narrow
+    driver.set_window_size(640, 900)
+    try:
+        one_line = _text_height(driver, rows[0].find_elements("css selector", "td")[0])
+        cells = driver.find_elements("css selector", "#predictor-0 td.ci")
+        assert len(cells) > 30
+        heights = [_text_height(driver, c) for c in cells]
+        assert max(heights) <= 1.3 * one_line, (max(heights), one_line)
+    finally:
+        driver.set_window_size(1300, 1000)
+    shot = tmp_path / "report_constant.png"
+    assert driver.save_screenshot(str(shot))
+    assert shot.read_bytes().startswith(b"\x89PNG")

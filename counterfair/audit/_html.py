@@ -118,6 +118,8 @@ def table_html(
             tag = "th" if position < shown_index else "td"
             scope = ' scope="row"' if tag == "th" else ""
             css_class = f' class="{esc(classes[text])}"' if text in classes else ""
+            if not css_class and tag == "td" and text.startswith("[") and text.endswith("]"):
+                css_class = ' class="ci"'  # an interval: kept on one line
             cells.append(f'<{tag}{scope}{css_class} data-v="{esc(key)}">{esc(text)}</{tag}>')
         rows.append(f"<tr{attribute}>{''.join(cells)}</tr>")
     ident = f' id="{esc(table_id)}"' if table_id else ""

@@ -2,7 +2,8 @@
 
 The script reads the data embedded by :mod:`counterfair.audit.report` and, when tau
 changes, recomputes every parity verdict with the rule of ``_findings.evaluate``
-(``tau <= ratio <= 1 / tau`` for each rate; undefined ratios give ``n/a``), the summary
+(``tau <= ratio <= 1 / tau`` for each rate; undefined ratios give ``n/a``; groups marked
+small give ``too few rows`` and a constant decision ``not informative``), the summary
 cells, the chart bands and the findings; it also filters rows by attribute and sorts
 tables. It never writes data as HTML (``textContent`` only) and loads nothing.
 """
@@ -37,7 +38,11 @@ table.audit td.pass, table.audit td.verdict-pass { color: #2d7a3e; font-weight: 
                                                    text-align: center; }
 table.audit td.fail, table.audit td.verdict-fail { color: #fff; background: #c44e52;
                                                    font-weight: bold; text-align: center; }
-table.audit td.na, table.audit td.verdict-na { color: #999; text-align: center; }
+table.audit td.na, table.audit td.verdict-na { color: #777; text-align: center; }
+table.audit td.ci, table.audit .nowrap, table.audit td.verdict { white-space: nowrap; }
+table.audit td.ci .iv { color: #555; font-size: .92em; }
+table.audit tr.reference-row th, table.audit tr.reference-row td { background: #f4f8ff; }
+p.references { background: #f7f9fc; border-left: 4px solid #4c72b0; padding: .3em .8em; }
 h2, h3, h4 { scroll-margin-top: 6em; }
 tr[hidden], .chart-block[hidden] { display: none; }
 p.explain { color: #444; font-size: 0.9em; margin: .2em 0 .6em; }
@@ -56,6 +61,7 @@ svg .band { fill: #55a868; fill-opacity: .2; }
 svg .one { stroke: #444; stroke-dasharray: 3 2; }
 svg .stem { stroke: #aaa; }
 svg .pt.pass { fill: #4c72b0; } svg .pt.fail { fill: #c44e52; }
+svg .pt.small { fill: #fff; stroke: #888; stroke-width: 1.4; }
 svg .bar { fill: #4c72b0; }
 svg .step-up { fill: #c44e52; } svg .step-down { fill: #55a868; } svg .step-total { fill: #4c72b0; }
 svg .whisker { stroke: #222; stroke-width: 1.4; }
@@ -112,31 +118,50 @@ JS = r"""
   function outside(ratio, tau) { return !(tau <= ratio && ratio <= 1 / tau); }
   function distance(r) { return r <= 0 ? Infinity : (r < 1 ? 1 / r : r); }
 
+  var TOO_FEW = "too few rows", NOT_INFORMATIVE = "not informative";
   function evaluate(pred, tau) {
+    var constant = pred.constant !== null && pred.constant !== undefined;
     return DATA.criteria.map(function (criterion) {
       var metrics = criterion.metrics;
+      var judged = false;
       var verdicts = pred.groups.map(function (group) {
+        if (group.small) { return TOO_FEW; }
+        if (constant) { return NOT_INFORMATIVE; }
         var fails = false, undefinedRatio = false;
         metrics.forEach(function (m) {
           var cell = group.ratios[m];
           if (cell === null) { undefinedRatio = true; }
           else if (outside(cell[0], tau)) { fails = true; }
         });
+        judged = judged || !group.reference;
         return fails ? "FAIL" : (undefinedRatio ? "n/a" : "pass");
       });
       var failing = [];
       metrics.forEach(function (m) {
         pred.groups.forEach(function (group, position) {
           var cell = group.ratios[m];
-          if (cell !== null && outside(cell[0], tau)) {
+          if (verdicts[position] === "FAIL" && cell !== null && outside(cell[0], tau)) {
             failing.push([position, m, cell[0], cell[1]]);
           }
         });
       });
-      var word = failing.length ? "FAIL" : (verdicts.indexOf("n/a") >= 0 ? "n/a" : "pass");
+      var word;
+      if (constant) { word = NOT_INFORMATIVE; }
+      else if (failing.length) { word = "FAIL"; }
+      else if (verdicts.indexOf("n/a") >= 0) { word = "n/a"; }
+      else { word = judged ? "pass" : TOO_FEW; }
       return {criterion: criterion.key, label: criterion.label, word: word,
               failing: failing, verdicts: verdicts};
     });
+  }
+
+  function intervalClause(pred, group, metric, tau) {
+    var interval = group.intervals ? group.intervals[metric] : null;
+    if (!interval || pred.level === null || pred.level === undefined) { return ""; }
+    var where = (interval[0] <= 1 / tau && interval[1] >= tau) ? "reaching into the band"
+      : "outside the band";
+    return " (" + pred.level + " interval " + interval[2] + " to " + interval[3] + ", " +
+      where + ")";
   }
 
   function failingText(pred, result) {
@@ -150,9 +175,11 @@ JS = r"""
   function parityFindings(pred, results, tau) {
     var tauS = gfmt(tau, 6), invS = gfmt(1 / tau, 4);
     var out = [], passed = [], undecided = [];
+    if (pred.constant_finding) { out.push({fail: false, text: pred.constant_finding}); }
     results.forEach(function (result) {
       if (result.word === "pass") { passed.push(result.label); return; }
       if (result.word === "n/a") { undecided.push(result.label); return; }
+      if (result.word !== "FAIL") { return; }
       var worst = result.failing[0];
       result.failing.slice(1).forEach(function (item) {
         if (distance(item[2]) > distance(worst[2])) { worst = item; }
@@ -164,7 +191,8 @@ JS = r"""
       out.push({fail: true, text: pred.name + " fails " + result.label + " at tau = " + tauS +
         ": " + count + " group" + (count > 1 ? "s" : "") + " outside the band " + tauS +
         " to " + invS + "; the farthest is " + g.attribute + " = " + g.label + ", whose " +
-        NAMES[worst[1]] + " is " + worst[3] + " times its reference group's."});
+        NAMES[worst[1]] + " is " + worst[3] + " times its reference group's" +
+        intervalClause(pred, g, worst[1], tau) + "."});
     });
     if (passed.length) {
       out.push({fail: false, text: pred.name + " passes " + joinWords(passed) +
@@ -176,6 +204,7 @@ JS = r"""
         joinWords(undecided) + ": no group fails, but a ratio is undefined " +
         "(reference rate 0 or no cases)."});
     }
+    (pred.notes || []).forEach(function (t) { out.push({fail: false, text: t}); });
     return out;
   }
 
@@ -200,6 +229,7 @@ JS = r"""
         band.setAttribute("width", Math.max(0, b - a).toFixed(2));
       });
       all("circle.pt", svg).forEach(function (point) {
+        if (point.getAttribute("data-small") === "1") { return; }
         var ratio = parseFloat(point.getAttribute("data-ratio"));
         point.setAttribute("class", "pt " + (outside(ratio, tau) ? "fail" : "pass"));
       });

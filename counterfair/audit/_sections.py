@@ -9,16 +9,27 @@ cells, ``data-attribute`` rows and chart blocks for the group selector).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import _html
-from ._findings import CHART_METRICS, CRITERIA, METRIC_NAMES, tau_text
+from ._findings import (
+    CHART_METRICS,
+    METRIC_NAMES,
+    NOT_INFORMATIVE,
+    TOO_FEW,
+    evaluate,
+    failing_text,
+    join_words,
+    predictor_data,
+    tau_text,
+)
 from ._groups import Intersections, build_layout
 from ._html import esc
 from ._svg import difference_chart, ratio_chart, waterfall_chart
-from .classification import GroupReport
+from .classification import CRITERION_EXPLANATIONS, GroupReport
 from .decomposition_result import Decomposition
 from .dependence import g_test, mutual_information, normalized_mutual_information
 from .explanations import ExplanationAudit
@@ -35,8 +46,10 @@ def table_html(frame: pd.DataFrame, *, digits: int = 3) -> str:
     return _html.table_html(frame, digits=digits)
 
 
-_VERDICT_CSS = {"pass": "verdict-pass", "FAIL": "verdict-fail", "n/a": "verdict-na"}
-_WORD_CSS = {"pass": "pass", "FAIL": "fail", "n/a": "na"}
+_VERDICT_CSS = {"pass": "verdict-pass", "FAIL": "verdict-fail", "n/a": "verdict-na",
+                TOO_FEW: "verdict-na", NOT_INFORMATIVE: "verdict-na"}
+_WORD_CSS = {"pass": "pass", "FAIL": "fail", "n/a": "na", TOO_FEW: "na",
+             NOT_INFORMATIVE: "na"}
 
 DEPENDENCE_EXPLANATION = (
     "How much knowing a person's group tells about the decision: mutual information "
@@ -139,60 +152,92 @@ def subpopulations_html(report: SubpopulationReport, *, top: int = 10) -> str:
 
 
 
-def summary_html(report: GroupReport) -> str:
+def summary_html(report: GroupReport, entry: dict[str, Any] | None = None) -> str:
     """The criterion summary of a :class:`GroupReport` as a colour-coded, sortable table.
 
-    Rows carry ``data-criterion`` so that the page's script can rewrite the verdict and
-    the failing groups when tau changes.
+    ``entry`` is the predictor's page data (:func:`~._findings.predictor_data`; by default
+    built from ``report`` with no minimum group size). Rows carry ``data-criterion`` so
+    that the page's script can rewrite the verdict and the failing groups when tau
+    changes; the worst ratio is over the groups that are judged.
     """
-    table = report.summary_table()
-    keys = [c for c, _ in CRITERIA]
+    entry = entry if entry is not None else predictor_data("", report, "")
+    results = evaluate(entry, report.tau)
     rows = []
-    for key, row in zip(keys, table.itertuples(index=False), strict=True):
-        worst = row[5]
+    for result in results:
+        criterion, metrics = result["criterion"], result["metrics"]
+        judged = [p for p, v in enumerate(result["verdicts"])
+                  if v not in (TOO_FEW, NOT_INFORMATIVE)]
+        values = np.asarray([entry["groups"][p]["ratios"][m][0] for p in judged for m in metrics
+                             if entry["groups"][p]["ratios"][m] is not None], dtype=np.float64)
+        finite = values[np.isfinite(values) & (values > 0)]
+        worst = float(finite[np.argmax(np.abs(np.log(finite)))]) if finite.size else np.nan
         worst_text = f"{worst:.3g}" if np.isfinite(worst) else "n/a"
         worst_key = repr(float(worst)) if np.isfinite(worst) else ""
+        label = criterion.replace("_", " ")
+        meaning = CRITERION_EXPLANATIONS[criterion]
+        measure = " and ".join(metrics) + " ratio"
+        word = result["word"]
+        failing = failing_text(entry, result)
         rows.append(
-            f'<tr data-criterion="{esc(key)}"><th scope="row" data-v="{esc(row[0])}">'
-            f"{esc(row[0])}</th>"
-            f'<td data-v="{esc(row[1])}">{esc(row[1])}</td>'
-            f'<td data-v="{esc(row[2])}">{esc(row[2])}</td>'
-            f'<td class="verdict {_VERDICT_CSS[row[3]]}" data-v="{esc(row[3])}">'
-            f"{esc(row[3])}</td>"
-            f'<td class="failing" data-v="{esc(row[4])}">{esc(row[4])}</td>'
+            f'<tr data-criterion="{esc(criterion)}"><th scope="row" data-v="{esc(label)}">'
+            f"{esc(label)}</th>"
+            f'<td data-v="{esc(meaning)}">{esc(meaning)}</td>'
+            f'<td data-v="{esc(measure)}">{esc(measure)}</td>'
+            f'<td class="verdict {_VERDICT_CSS[word]}" data-v="{esc(word)}">'
+            f"{esc(word)}</td>"
+            f'<td class="failing" data-v="{esc(failing)}">{esc(failing)}</td>'
             f'<td class="num" data-v="{worst_key}">{esc(worst_text)}</td></tr>'
         )
-    head = "".join(f'<th scope="col" tabindex="0">{esc(c)}</th>' for c in table.columns)
-    reference = "; ".join(f"{a} = {g}" for a, g in report.reference.items())
+    columns = ["criterion", "meaning", "measure", "verdict", "failing groups", "worst ratio"]
+    head = "".join(f'<th scope="col" tabindex="0">{esc(c)}</th>' for c in columns)
     tau_s, inverse_s = tau_text(report.tau)
+    minimum = entry.get("min_group_rows", 0)
+    small = (f" A group with fewer than {minimum} rows, or whose reference group has "
+             "fewer, is not judged (too few rows)." if minimum else "")
     intro = (f'<p class="explain">A group passes when its rate divided by the reference '
              f'group\'s lies between <span class="tau-value">{tau_s}</span> and '
-             f'<span class="tau-inverse">{inverse_s}</span>. Reference groups: '
-             f"{esc(reference)}.</p>")
+             f'<span class="tau-inverse">{inverse_s}</span>.{esc(small)} '
+             f"{esc(SIZE_NOTE)}</p>")
     return (intro + '<div class="table-wrap"><table class="audit summary sortable">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
-def _verdict_table(report: GroupReport) -> str:
-    """Pass / FAIL / n/a per group and criterion; cells carry their group and criterion."""
+SIZE_NOTE = (
+    "Each group's share of all positive decisions is shown beside its share of rows but "
+    "not judged: it follows the group's size (a large group holds most positives under "
+    "any decision), and over the share of rows it is the selection rate, which selection "
+    "rate parity judges."
+)
+"""Why the report does not judge share-of-positives parity."""
+
+
+def _verdict_table(report: GroupReport, entry: dict[str, Any]) -> str:
+    """Verdict per group and criterion (pass, FAIL, n/a, too few rows, not informative);
+    cells carry their group and criterion."""
+    results = evaluate(entry, report.tau)
     head = "".join(f'<th scope="col" tabindex="0">{esc(h)}</th>'
-                   for h in ["attribute", "group",
-                             *(c.replace("_", " ") for c in report.verdicts.columns)])
+                   for h in ["attribute", "group", "rows",
+                             *(r["criterion"].replace("_", " ") for r in results)])
     rows = []
-    for position, ((attribute, group), verdicts) in enumerate(report.verdicts.iterrows()):
+    for position, group in enumerate(entry["groups"]):
+        attribute, label = group["attribute"], group["label"]
         cells = [f'<th scope="row" data-v="{esc(attribute)}">{esc(attribute)}</th>',
-                 f'<th scope="row" data-v="{esc(group)}">{esc(group)}</th>']
-        for criterion, value in verdicts.items():
-            word = "n/a" if value is pd.NA else ("pass" if value else "FAIL")
+                 f'<th scope="row" data-v="{esc(label)}">{esc(label)}</th>',
+                 f'<td data-v="{group["rows"]}">{group["rows"]}</td>']
+        for result in results:
+            word = result["verdicts"][position]
             cells.append(f'<td class="{_WORD_CSS[word]}" data-g="{position}" '
-                         f'data-c="{esc(criterion)}" data-v="{word}">{word}</td>')
+                         f'data-c="{esc(result["criterion"])}" data-v="{esc(word)}">'
+                         f"{esc(word)}</td>")
         rows.append(f'<tr data-attribute="{esc(attribute)}">{"".join(cells)}</tr>')
     return ('<div class="table-wrap"><table class="audit verdicts sortable">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
-def _ratio_charts(report: GroupReport) -> str:
+def _ratio_charts(report: GroupReport, entry: dict[str, Any]) -> str:
     parts = []
+    constant = entry.get("constant") is not None  # no group is judged
+    small = {(g["attribute"], g["label"]): g["small"] or constant for g in entry["groups"]}
     for attribute in dict.fromkeys(report.ratios.index.get_level_values(0)):
         block = report.ratios.loc[attribute]
         groups = [str(g) for g in block.index]
@@ -200,10 +245,90 @@ def _ratio_charts(report: GroupReport) -> str:
             attribute=str(attribute), groups=groups,
             reference=str(report.reference[attribute]), metrics=CHART_METRICS,
             titles=METRIC_NAMES, ratios=block[list(CHART_METRICS)].to_numpy(dtype=np.float64),
-            tau=report.tau)
+            tau=report.tau, small=[small[(str(attribute), g)] for g in groups])
         parts.append(f'<div class="chart-block" data-attribute="{esc(attribute)}">'
                      f"<h4>{esc(attribute)}</h4>{svg}</div>")
     return "".join(parts)
+
+
+GLANCE_RATES: tuple[tuple[str, str], ...] = (
+    ("predicted_prevalence", "selection rate"),
+    ("tpr", "true positive rate"),
+    ("fpr", "false positive rate"),
+    ("precision", "precision"),
+)
+"""Rates of the groups-at-a-glance table, beside each group's mean score."""
+
+
+def _value_cell(value: float, lower: float | None = None, upper: float | None = None) -> str:
+    """A number with its interval on one line (``0.512 [0.47, 0.553]``), sortable."""
+    if not np.isfinite(value):
+        return '<td data-v="">n/a</td>'
+    text = esc(f"{value:.3g}")
+    if lower is None or upper is None or not (np.isfinite(lower) and np.isfinite(upper)):
+        return f'<td class="ci" data-v="{value!r}">{text}</td>'
+    return (f'<td class="ci" data-v="{value!r}">{text} '
+            f'<span class="iv">[{lower:.3g}, {upper:.3g}]</span></td>')
+
+
+def glance_html(report: GroupReport, entry: dict[str, Any],
+                scores: pd.DataFrame | None, score_word: str) -> str:
+    """One row per group: rows, share of rows and of positive decisions, the rates a
+    decision maker reads first and the mean score, each with its interval when there is
+    one; the reference group of each attribute is marked."""
+    ci = report.ci
+    level = f"{100 * report.confidence:g}%"
+    headers = ["attribute", "group", "rows", "share of rows", "share of positive decisions",
+               "selection rate"]
+    if scores is not None:
+        headers.append(f"mean {score_word}")
+    headers += [label for metric, label in GLANCE_RATES[1:]]
+    head = "".join(f'<th scope="col" tabindex="0">{esc(h)}</th>' for h in headers)
+    totals = report.by_group.groupby(level="attribute", sort=False)["size"].transform("sum")
+    small = {(g["attribute"], g["label"]): g["small"] for g in entry["groups"]}
+    body = []
+    for key, row in report.by_group.iterrows():
+        attribute, group = key
+        is_reference = report.reference[str(attribute)] == group
+        shown = str(group) + (" (reference)" if is_reference else "")
+        if small[(str(attribute), str(group))]:
+            shown += " (too few rows)"
+
+        def bounds(metric: str, row_key: Any = key) -> tuple[float | None, float | None]:
+            if ci is None or (metric, "lower") not in ci.columns:
+                return None, None
+            return (float(ci.at[row_key, (metric, "lower")]),
+                    float(ci.at[row_key, (metric, "upper")]))
+
+        cells = [f'<th scope="row" data-v="{esc(attribute)}">{esc(attribute)}</th>',
+                 f'<th scope="row" data-v="{esc(group)}">{esc(shown)}</th>',
+                 f'<td data-v="{int(row["size"])}">{int(row["size"])}</td>',
+                 _value_cell(float(row["size"]) / float(totals.loc[key])),
+                 _value_cell(float(row["predicted_positive_rate"]), *bounds(
+                     "predicted_positive_rate")),
+                 _value_cell(float(row["predicted_prevalence"]), *bounds(
+                     "predicted_prevalence"))]
+        if scores is not None:
+            mean = scores.loc[key]
+            cells.append(_value_cell(float(mean["mean"]), float(mean["lower"]),
+                                     float(mean["upper"])))
+        for metric, _ in GLANCE_RATES[1:]:
+            cells.append(_value_cell(float(row[metric]), *bounds(metric)))
+        css = ' class="reference-row"' if is_reference else ""
+        body.append(f'<tr data-attribute="{esc(attribute)}"{css}>{"".join(cells)}</tr>')
+    intervals = []
+    if ci is not None:
+        intervals.append(f"rates with their {level} intervals in brackets")
+    if scores is not None:
+        intervals.append(f"the mean {score_word} with its {level} normal-approximation "
+                         "interval (mean +/- z sd / sqrt(rows))")
+    explain = (f"One row per group; {join_words(intervals)}. " if intervals else
+               "One row per group (no intervals: pass n_bootstrap or ci_method='analytic'). ")
+    explain += ("Ratios and verdicts compare each group with its attribute's reference "
+                "group, marked here.")
+    return (f'<p class="explain">{esc(explain)}</p>'
+            '<div class="table-wrap"><table class="audit glance sortable">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
 def _difference_charts(report: RegressionReport, metrics: Sequence[str]) -> str:
@@ -245,20 +370,29 @@ def _dependence_html(decisions: np.ndarray, frame: pd.DataFrame,
 
 def classification_section(ident: str, name: str, report: GroupReport,
                             decisions: np.ndarray, frame: pd.DataFrame,
-                            intersections: Intersections) -> str:
+                            intersections: Intersections, *,
+                            entry: dict[str, Any] | None = None,
+                            scores: pd.DataFrame | None = None,
+                            score_word: str = "score",
+                            references: str = "") -> str:
+    entry = entry if entry is not None else predictor_data(name, report, ident)
     parts = [
         f'<section class="predictor" id="{ident}">',
         f"<h2>Predictor: {esc(name)}</h2>",
+        f'<p class="references">{esc(references)}</p>' if references else "",
+        "<h3>Groups at a glance</h3>",
+        glance_html(report, entry, scores, score_word),
         "<h3>Summary</h3>",
-        summary_html(report),
+        summary_html(report, entry),
         "<h3>Parity verdicts</h3>",
-        _verdict_table(report),
+        _verdict_table(report, entry),
         "<h3>Disparity charts</h3>",
         '<p class="explain">Ratio of each group\'s rate to its reference group\'s (log '
         "scale); the shaded band is <span class=\"tau-value\">"
         f"{tau_text(report.tau)[0]}</span> to <span class=\"tau-inverse\">"
-        f"{tau_text(report.tau)[1]}</span>, red points are outside it.</p>",
-        _ratio_charts(report),
+        f"{tau_text(report.tau)[1]}</span>, red points are outside it; hollow grey points "
+        "are not judged (too few rows, or a constant decision).</p>",
+        _ratio_charts(report, entry),
         "<h3>Group measures</h3>",
         table_html(report.by_group),
         "<h3>Ratios to the reference group</h3>",

@@ -55,8 +55,13 @@ def ratio_chart(
     titles: Mapping[str, str],
     ratios: NDArray[np.float64],
     tau: float,
+    small: Sequence[bool] | None = None,
 ) -> str:
-    """SVG of the ratios ``ratios[g, m]`` of ``groups`` for ``metrics`` with the tau band."""
+    """SVG of the ratios ``ratios[g, m]`` of ``groups`` for ``metrics`` with the tau band.
+
+    Groups flagged in ``small`` (not judged: too few rows, or a constant decision) are
+    hollow grey points that stay grey whatever tau.
+    """
     labels = [f"{g} (ref)" if g == reference else g for g in groups]
     left = _label_width(labels)
     positive = ratios[np.isfinite(ratios) & (ratios > 0)]
@@ -108,10 +113,13 @@ def ratio_chart(
                 continue
             px = x_of(value, x0)
             verdict = "pass" if tau <= value <= 1.0 / tau else "fail"
+            flag = ""
+            if small is not None and small[row]:
+                verdict, flag, tip = "small", ' data-small="1"', tip + " (not judged)"
             parts.append(f'<line class="stem" x1="{one:.2f}" x2="{px:.2f}" y1="{y:.1f}" '
                          f'y2="{y:.1f}"/>')
             parts.append(f'<circle class="pt {verdict}" cx="{px:.2f}" cy="{y:.1f}" r="4" '
-                         f'data-ratio="{value!r}"><title>{esc(tip)} {value:.3g}</title>'
+                         f'data-ratio="{value!r}"{flag}><title>{esc(tip)} {value:.3g}</title>'
                          "</circle>")
     parts.append("</svg>")
     return "".join(parts)

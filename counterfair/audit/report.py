@@ -40,13 +40,15 @@ from numpy.typing import ArrayLike
 from ._findings import (
     CRITERIA,
     METRIC_NAMES,
+    MIN_GROUP_ROWS,
     counterfactual_findings,
     parity_findings,
     predictor_data,
     regression_findings,
     tau_text,
+    too_few_note,
 )
-from ._groups import Intersections, Protected, build_layout, protected_frame
+from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
 from ._html import esc, json_script
 from ._report_assets import CSS, JS
 from ._sections import (
@@ -61,7 +63,15 @@ from ._sections import (
     summary_html,
     table_html,
 )
-from ._validation import NO_PREDICTORS, check_choice, check_tau
+from ._validation import (
+    NO_PREDICTORS,
+    as_numeric,
+    check_choice,
+    check_count,
+    check_open_unit,
+    check_tau,
+    is_binary,
+)
 from .causal_report import CounterfactualReport, counterfactual_html
 from .classification import binary_decisions, group_metrics
 from .decomposition_result import Decomposition
@@ -75,9 +85,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEPENDENCE_EXPLANATION",
     "EXPLANATION_MEASURES",
+    "MIN_GROUP_ROWS",
+    "REPORT_REFERENCE_RULE",
     "explanations_html",
     "regression_html",
     "render_report",
+    "report_references",
     "subpopulations_html",
     "summary_html",
     "table_html",
@@ -93,6 +106,109 @@ REPORT_EXISTS = (
 REPORT_IS_DIRECTORY = "{path} is a directory; give the path of the HTML file to write"
 TAU_SLIDER_MIN = 0.5
 """Lower end of the tau slider (the number box takes any tau in (0, 1])."""
+
+REPORT_REFERENCE_RULE = (
+    "the largest group of each attribute and intersection (ties: the first in order), "
+    "unless reference= names it"
+)
+"""The report's default reference group. :func:`~counterfair.audit.group_metrics` keeps
+:data:`~counterfair.audit.REFERENCE_RULE` (the first group in order); the report
+compares every group with the one most rows speak for, so a ratio's uncertainty comes
+from the smaller group, and passes that choice down with ``reference=``."""
+
+
+def report_references(
+    layout: GroupLayout, reference: Mapping[str, Hashable] | None
+) -> tuple[dict[str, Hashable], dict[str, str]]:
+    """The reference group of every attribute of ``layout`` and why it is the reference.
+
+    Returns ``({attribute: group}, {attribute: "given" | "largest group"})``: the group
+    given in ``reference``, else the largest group (ties: the first in order).
+
+    Raises
+    ------
+    ValueError
+        If ``reference`` names an attribute or a group the layout does not have.
+    """
+    given = dict(reference or {})
+    layout.reference_rows(given)  # refuses an unknown attribute or group, naming it
+    chosen: dict[str, Hashable] = {}
+    why: dict[str, str] = {}
+    for attribute, codes, labels in zip(layout.attributes, layout.codes, layout.labels,
+                                        strict=True):
+        if attribute in given:
+            chosen[attribute], why[attribute] = given[attribute], "given"
+        else:
+            sizes = np.bincount(codes, minlength=len(labels))
+            chosen[attribute] = labels[int(np.argmax(sizes))]  # argmax: the first of ties
+            why[attribute] = "largest group"
+    return chosen, why
+
+
+def _references_text(report_reference: Mapping[str, Hashable], why: Mapping[str, str],
+                     sizes: pd.Series) -> str:
+    """``Reference groups: colour = White (the largest group, 3567 rows); ...``."""
+    parts = []
+    for attribute, group in report_reference.items():
+        rows = int(sizes.loc[(attribute, group)])
+        reason = "given" if why.get(attribute) == "given" else "the largest group"
+        parts.append(f"{attribute} = {group} ({reason}, {rows} rows)")
+    return "Reference groups: " + "; ".join(parts) + "."
+
+
+def score_means(scores: np.ndarray, layout: GroupLayout, confidence: float) -> pd.DataFrame:
+    """Per group: rows, mean score and its normal-approximation interval.
+
+    The interval is ``mean +/- z * sd / sqrt(rows)`` with the sample standard deviation
+    and ``z`` the normal quantile of ``confidence`` (NaN bounds for a group of one row).
+    """
+    from statistics import NormalDist
+
+    values = np.asarray(scores, dtype=np.float64)
+    sums = layout.group_sums(np.column_stack([np.ones_like(values), values, values**2]))
+    n, total, squares = sums.T
+    mean = total / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = np.maximum(squares - n * mean**2, 0.0) / (n - 1)
+        half = NormalDist().inv_cdf(0.5 + confidence / 2) * np.sqrt(variance / n)
+    return pd.DataFrame({"rows": n.astype(np.int64), "mean": mean, "lower": mean - half,
+                         "upper": mean + half}, index=layout.index)
+
+
+def _score_word(scores: np.ndarray) -> str:
+    return "probability" if bool(np.all((scores >= 0) & (scores <= 1))) else "score"
+
+
+def _score_notes(name: str, means: pd.DataFrame, word: str, level: str,
+                 reference: Mapping[str, Hashable], small: Mapping[tuple[str, str], bool]
+                 ) -> list[str]:
+    """One sentence per attribute: each group's mean score with its interval."""
+    out = []
+    for attribute in dict.fromkeys(means.index.get_level_values(0)):
+        parts = []
+        for group, row in means.loc[attribute].iterrows():
+            marks = " (reference)" if reference[str(attribute)] == group else ""
+            if small.get((str(attribute), str(group))):
+                marks += " (too few rows)"
+            parts.append(f"{group}{marks} {row['mean']:.3g} ({row['lower']:.3g} to "
+                         f"{row['upper']:.3g})")
+        out.append(f"{name}: mean {word} by {attribute} ({level} interval): "
+                   + "; ".join(parts) + ".")
+    return out
+
+
+def _constant_decision(scores: np.ndarray, decisions: np.ndarray,
+                       threshold: float) -> str | None:
+    """The decision every row gets, as the findings print it, or None if they differ."""
+    values = np.unique(decisions)
+    if values.size != 1:
+        return None
+    positive = bool(values[0] == 1.0)
+    text = "1, positive" if positive else "0, negative"
+    if not is_binary(scores):
+        text += (f": every score is {'at or above' if positive else 'below'} the "
+                 f"threshold {threshold:g}")
+    return text
 
 
 def _controls(tau: float | None, attributes: Sequence[str]) -> str:
@@ -163,6 +279,12 @@ def _settings_text(frame: pd.DataFrame, task: Task, predictors: Mapping[str, Arr
     return settings
 
 
+def _settings_with_minimum(settings: str, task: Task, min_group_rows: int) -> str:
+    if task == "classification" and min_group_rows:
+        settings += f"; groups judged from {min_group_rows} rows"
+    return settings
+
+
 def _predictor_part(
     task: Task,
     position: int,
@@ -179,6 +301,8 @@ def _predictor_part(
     confidence: float,
     seed: int,
     ci_method: str,
+    min_group_rows: int,
+    why: Mapping[str, str],
 ) -> tuple[str, dict[str, Any], list[tuple[str, bool]]]:
     """One predictor's audit: its section, its JSON entry and its ``(finding, failed)`` pairs."""
     name, ident = str(key), f"predictor-{position}"
@@ -187,9 +311,24 @@ def _predictor_part(
                                intersections=intersections, reference=reference, tau=tau,
                                n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
                                ci_method=ci_method)
-        decisions = binary_decisions(predictions, threshold)
-        section = classification_section(ident, name, report, decisions, frame, intersections)
-        entry = predictor_data(name, report, ident)
+        scores = as_numeric(predictions, "y_pred")
+        decisions = binary_decisions(scores, threshold)
+        entry = predictor_data(name, report, ident, min_group_rows=min_group_rows,
+                               constant=_constant_decision(scores, decisions, threshold))
+        note = too_few_note(name, entry["groups"], min_group_rows)
+        means, word = None, "score"
+        if not is_binary(scores):  # scores or probabilities: their mean per group
+            word = _score_word(scores)
+            means = score_means(scores, build_layout(frame, intersections), confidence)
+            small = {(g["attribute"], g["label"]): g["small"] for g in entry["groups"]}
+            entry["notes"] += _score_notes(name, means, word, f"{100 * confidence:g}%",
+                                           report.reference, small)
+        if note is not None:
+            entry["notes"].insert(0, note)
+        references = _references_text(report.reference, why, report.by_group["size"])
+        section = classification_section(ident, name, report, decisions, frame, intersections,
+                                         entry=entry, scores=means, score_word=word,
+                                         references=references)
         return section, entry, parity_findings(entry, tau)
     reg = regression_metrics(y_true, predictions, frame, intersections=intersections,
                              reference=reference, n_bootstrap=n_bootstrap,
@@ -283,17 +422,22 @@ def render_report(
     counterfactual: Mapping[str, CounterfactualReport] | None = None,
     warnings: Sequence[str] = (),
     decompositions: Mapping[str, Decomposition] | None = None,
+    min_group_rows: int = MIN_GROUP_ROWS,
 ) -> str:
     """Build the HTML text of the audit report (see :func:`write_report`)."""
     task = check_choice(task, "task", ("classification", "regression"))  # type: ignore[assignment]
     tau = check_tau(tau)
+    min_group_rows = check_count(min_group_rows, "min_group_rows")
+    confidence = check_open_unit(confidence, "confidence")
     predictors = dict(y_pred) if isinstance(y_pred, Mapping) else {"prediction": y_pred}
     if not predictors:
         raise ValueError(NO_PREDICTORS)
     _check_counterfactual(counterfactual)
     _check_decompositions(decompositions)
     frame = protected_frame(protected)
-    attributes = list(build_layout(frame, intersections).attributes)
+    layout = build_layout(frame, intersections)
+    attributes = list(layout.attributes)
+    reference, why = report_references(layout, reference)
     sections = []
     data = _page_data(tau, attributes)
     findings: list[tuple[str, bool]] = []
@@ -302,6 +446,7 @@ def render_report(
             task, position, key, predictions, y_true=y_true, frame=frame,
             threshold=threshold, tau=tau, intersections=intersections, reference=reference,
             n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, ci_method=ci_method,
+            min_group_rows=min_group_rows, why=why,
         )
         sections.append(section)
         data["predictors"].append(entry)
@@ -322,8 +467,12 @@ def render_report(
     tau_note = (f' Parity verdicts at tau = <span class="tau-value">{tau_s}</span>.'
                 if task == "classification" else "")
     notes = [*warnings, *constant_warnings(predictors)]
+    if task == "classification":
+        notes += constant_decision_warnings(predictors, threshold)
     return _page(
-        title=title, settings=_settings_text(frame, task, predictors, threshold, tau),
+        title=title,
+        settings=_settings_with_minimum(_settings_text(frame, task, predictors, threshold, tau),
+                                        task, min_group_rows),
         controls=_controls(tau if task == "classification" else None, attributes),
         findings=findings, tau_note=tau_note, sections=sections, data=data,
         warnings=notes,
@@ -335,6 +484,31 @@ CONSTANT_PREDICTOR = (
     "and this audit says nothing of its use"
 )
 """Warning at the top of a report whose predictor gives one value to every row."""
+
+
+CONSTANT_DECISIONS = (
+    "{name}: every decision is {decision} (every score is {side} the threshold "
+    "{threshold:g}); the parity tests of its decisions are not informative, and the "
+    "groups' mean {word} show how its scores differ"
+)
+"""Warning at the top of a report whose scores vary but whose decisions do not."""
+
+
+def constant_decision_warnings(predictors: Mapping[str, ArrayLike],
+                               threshold: float) -> list[str]:
+    """One warning per predictor whose scores vary but all fall on one side of
+    ``threshold`` (a predictor constant as given has its own warning)."""
+    out = []
+    for name, predictions in predictors.items():
+        scores = as_numeric(predictions, "y_pred")
+        decisions = binary_decisions(scores, threshold)
+        if np.unique(scores).size > 1 and np.unique(decisions).size == 1:
+            positive = bool(decisions[0] == 1.0)
+            out.append(CONSTANT_DECISIONS.format(
+                name=name, decision=1 if positive else 0, threshold=threshold,
+                side="at or above" if positive else "below",
+                word="probabilities" if _score_word(scores) == "probability" else "scores"))
+    return out
 
 
 def constant_warnings(predictors: Mapping[str, ArrayLike]) -> list[str]:
@@ -395,6 +569,7 @@ def write_report(
     decompositions: Mapping[str, Decomposition] | None = None,
     overwrite: bool = False,
     warnings: Sequence[str] = (),
+    min_group_rows: int = MIN_GROUP_ROWS,
 ) -> Path:
     """Audit one or more predictors and write a self-contained, interactive HTML report.
 
@@ -423,10 +598,22 @@ def write_report(
         Score threshold for classification scores.
     tau
         Parity threshold (band ``[tau, 1 / tau]``) at which the report opens.
-    intersections, reference
+    intersections
         As in :func:`counterfair.audit.group_metrics`.
+    reference
+        Reference group per attribute or intersection (``{"colour": "White"}``, an
+        intersection as ``"White x Male"`` or a tuple), against which every group's rates
+        are compared. Attributes not given use their largest group (ties: the first in
+        order; :data:`REPORT_REFERENCE_RULE`), not the first group in order that
+        :func:`~counterfair.audit.group_metrics` uses by default. The report says, per
+        attribute, which group is the reference and why.
     n_bootstrap, confidence, seed
-        Bootstrap intervals (0 resamples: none).
+        Bootstrap intervals (0 resamples: none); ``confidence`` is also the level of
+        each group's mean-score interval, which is always shown for scores.
+    min_group_rows
+        Groups with fewer rows (or whose reference group has fewer) are marked
+        ``"too few rows"`` instead of pass or FAIL (default :data:`MIN_GROUP_ROWS`, 30;
+        0 judges every group).
     title
         Report title.
     ci_method
@@ -455,7 +642,8 @@ def write_report(
         Lines shown at the top of the report, before anything else (e.g. that a
         predictor does no better than a baseline on held-out rows). A predictor
         that gives every row the same value adds its own warning: a constant
-        predictor is trivially fair.
+        predictor is trivially fair. A predictor whose scores vary but whose decisions
+        are all the same adds one too: its parity tests are not informative.
 
     Returns
     -------
@@ -481,6 +669,7 @@ def write_report(
         explanations=explanations,
         subpopulations=subpopulations, extra_sections=extra_sections,
         counterfactual=counterfactual, warnings=warnings, decompositions=decompositions,
+        min_group_rows=min_group_rows,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(out, text, overwrite=overwrite)

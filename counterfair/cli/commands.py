@@ -147,6 +147,23 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--threshold", type=float, default=0.5, help="score threshold")
     p.add_argument("--tau", type=float, default=0.8, help="parity band [tau, 1/tau]")
+    p.add_argument(
+        "--reference", action="append", metavar="ATTRIBUTE=LEVEL",
+        help="reference group of an attribute, e.g. --reference colour=White (repeat it or "
+        "separate with commas; an intersection as 'colour x sex=White x Male'); default: "
+        "each attribute's largest group",
+    )
+    p.add_argument(
+        "--min-group-rows", type=int, default=30, metavar="N",
+        help="groups with fewer rows (or a reference group with fewer) are marked 'too few "
+        "rows' instead of pass or FAIL (default 30; 0 judges every group)",
+    )
+    p.add_argument(
+        "--name", action="append", metavar="NAME",
+        help="the predictors' names in the report, one per audited prediction column in "
+        "order (repeat it or separate with commas); default: the column names, and "
+        "'learner' for the predictions 'counterfair learn' wrote",
+    )
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="audit.html", help="output HTML file")
@@ -190,12 +207,18 @@ def _audit_csv(args: argparse.Namespace) -> int:
         )
     if Path(args.out).exists() and not args.overwrite:
         raise cli_run.CommandError(f"{args.out} already exists; pass --overwrite to replace it")
+    protected = frame[args.protected].astype(str)
+    reference = cli_run.audit_reference(args.reference, protected, args.protected)
+    names = cli_run.predictor_names(args.name, list(args.predictions))
     try:
         path = write_report(
             args.out,
             y_true=frame[args.label].to_numpy(),
-            y_pred={name: frame[name].to_numpy() for name in args.predictions},
-            protected=frame[args.protected].astype(str),
+            y_pred={name: frame[column].to_numpy()
+                    for name, column in zip(names, args.predictions, strict=True)},
+            protected=protected,
+            reference=reference,
+            min_group_rows=cli_run.check_min_group_rows(args.min_group_rows),
             task=args.task,
             threshold=args.threshold,
             tau=args.tau,

@@ -622,6 +622,9 @@ def run_audit(args: argparse.Namespace) -> int:
             f"protected column {unknown[0]!r} is not in the run's data; columns: "
             f"{list(saved.data.columns)}"
         )
+    reference = audit_reference(getattr(args, "reference", None),
+                                saved.data[protected].astype(str), protected)
+    min_group_rows = check_min_group_rows(getattr(args, "min_group_rows", 30))
     from counterfair.audit import counterfactual_fairness, write_report
     from counterfair.io.load import load
     from counterfair.learn.fair import FairLearner
@@ -646,6 +649,13 @@ def run_audit(args: argparse.Namespace) -> int:
         # a labelled outcome (no/yes): 1 for its positive label
         y_true = (fit.data[label].astype(str) == str(positive)).to_numpy(dtype=int)
     scored = _audited_columns(predictions, positive if levels is not None else None)
+    # the learner's own columns (from 'counterfair learn') are the learner, not 'probability'
+    learners = all(str(c) in LEARNER_COLUMNS or str(c).startswith("probability_")
+                   for c in predictions.columns)
+    names = predictor_names(getattr(args, "name", None), list(scored),
+                            [LEARNER_NAME] if learners and len(scored) == 1 else None)
+    scored = dict(zip(names, scored.values(), strict=True))
+    learner_name = names[0] if learners and len(scored) == 1 else LEARNER_NAME
     out = Path(args.out) if args.out != "audit.html" else run / "audit.html"
     _output_file(out, args.force or args.overwrite)
     notes = []
@@ -663,7 +673,7 @@ def run_audit(args: argparse.Namespace) -> int:
     counterfactual = None
     if isinstance(learner, FairLearner):
         counterfactual = {
-            "fair learner": counterfactual_fairness(
+            learner_name: counterfactual_fairness(
                 fit, fit.data, learner, attributes=protected, seed=args.seed,
                 n_samples=args.cf_samples, response=getattr(args, "response", None),
             )
@@ -681,9 +691,79 @@ def run_audit(args: argparse.Namespace) -> int:
         counterfactual=counterfactual,
         overwrite=True,
         warnings=notes,
+        reference=reference,
+        min_group_rows=min_group_rows,
     )
     print(f"wrote {path}")
     return 0
+
+
+LEARNER_NAME = "learner"
+"""The name of the run's learner in its audit report (``--name`` gives another)."""
+
+LEARNER_COLUMNS = ("prediction", "probability")
+"""The columns ``counterfair learn`` writes for a binary or a regression target (with
+``probability_<class>`` columns for more classes)."""
+
+
+def _split(items: list[str] | None) -> list[str]:
+    """Values given as repeated options and / or comma-separated lists."""
+    return [part.strip() for item in items or [] for part in item.split(",") if part.strip()]
+
+
+def audit_reference(items: list[str] | None, frame: pd.DataFrame,
+                    protected: list[str]) -> dict[str, str]:
+    """``--reference colour=White`` (repeatable or comma-separated) as ``{attribute: level}``,
+    checked against the protected columns (``frame`` holds them as text) and their
+    intersection (``"colour x sex=White x Male"``)."""
+    from counterfair.audit._groups import INTERSECTION_SEPARATOR
+
+    levels = {name: sorted(set(frame[name])) for name in protected}
+    if len(protected) >= 2:
+        crossed = frame[protected].agg(INTERSECTION_SEPARATOR.join, axis=1)
+        levels[INTERSECTION_SEPARATOR.join(protected)] = sorted(set(crossed))
+    out: dict[str, str] = {}
+    for part in _split(items):
+        attribute, equals, level = (text.strip() for text in part.partition("="))
+        if not equals or not attribute or not level:
+            raise CommandError(f"--reference {part}: give ATTRIBUTE=LEVEL, such as "
+                               f"--reference {protected[0]}={levels[protected[0]][0]}")
+        if attribute not in levels:
+            raise CommandError(f"--reference {part}: {attribute!r} is not a protected "
+                               f"attribute; protected: {list(levels)}")
+        if level not in levels[attribute]:
+            raise CommandError(f"--reference {part}: {level!r} is not a level of "
+                               f"{attribute}; levels: {levels[attribute]}")
+        if attribute in out and out[attribute] != level:
+            raise CommandError(f"--reference {part}: {attribute} is given two reference "
+                               f"levels ({out[attribute]!r} and {level!r})")
+        out[attribute] = level
+    return out
+
+
+def check_min_group_rows(value: int) -> int:
+    """``--min-group-rows``: a count of rows (0 judges every group)."""
+    if value < 0:
+        raise CommandError(f"--min-group-rows {value}: give 0 or a positive number of rows")
+    return value
+
+
+def predictor_names(items: list[str] | None, columns: list[str],
+                    default: list[str] | None = None) -> list[str]:
+    """The report's names of the audited predictions: ``--name`` (one per column, in
+    order), else ``default``, else the columns' names."""
+    names = _split(items)
+    if not names:
+        return list(default or columns)
+    if len(names) != len(columns):
+        raise CommandError(
+            f"--name: {len(names)} name{'s' if len(names) != 1 else ''} for "
+            f"{len(columns)} audited prediction column{'s' if len(columns) != 1 else ''} "
+            f"({', '.join(columns)}); give one name per column, in order"
+        )
+    if len(set(names)) != len(names):
+        raise CommandError(f"--name: every predictor needs its own name; given {names}")
+    return names
 
 
 def _audited_columns(predictions: pd.DataFrame, positive: str | None) -> dict[str, Any]:
@@ -978,6 +1058,7 @@ def one_line(message: str) -> str:
 
 __all__ = [
     "CommandError", "add_counterfactual_parser", "add_decompose_parser", "add_fit_parser",
-    "add_learn_parser", "guarded", "is_run_folder", "one_line", "read_csv", "run_audit",
+    "add_learn_parser", "audit_reference", "check_min_group_rows", "guarded", "is_run_folder",
+    "one_line", "predictor_names", "read_csv", "run_audit",
     "run_counterfactual", "run_decompose", "run_fit", "run_learn",
 ]
