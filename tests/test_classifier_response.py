@@ -197,10 +197,10 @@ def test_counterfactual_fairness_audits_probabilities_by_default(
     fit: cf.Fit, rows: pd.DataFrame, constant_classifier: Any, fair: cf.FairLearner
 ) -> None:
     default = cf.audit.counterfactual_fairness(
-        fit, rows, constant_classifier, attributes=["colour"], n_samples=10, seed=1
+        fit, rows, constant_classifier, attributes=["colour"], n_samples=10, seed=shifted(1)
     )
     labels = cf.audit.counterfactual_fairness(
-        fit, rows, constant_classifier, attributes=["colour"], n_samples=10, seed=1,
+        fit, rows, constant_classifier, attributes=["colour"], n_samples=10, seed=shifted(1),
         response="prediction",
     )
     assert default.response == "probability" and labels.response == "prediction"
@@ -212,7 +212,7 @@ def test_counterfactual_fairness_audits_probabilities_by_default(
     assert labels.overall["flip_mean_abs_change"].iloc[0] == 0.0
     assert "audited on the probability of class 'Yes'" in default.summary()
     learner = cf.audit.counterfactual_fairness(
-        fit, rows, fair, attributes=["colour"], n_samples=10, seed=1
+        fit, rows, fair, attributes=["colour"], n_samples=10, seed=shifted(1)
     )
     assert learner.response == "probability"
     assert learner.overall["flip_mean_abs_change"].iloc[0] > 1e-4
@@ -223,10 +223,10 @@ def test_the_report_says_what_was_audited(
 ) -> None:
     reports = {
         "default": cf.audit.counterfactual_fairness(
-            fit, rows, constant_classifier, attributes=["colour"], n_samples=5, seed=1
+            fit, rows, constant_classifier, attributes=["colour"], n_samples=5, seed=shifted(1)
         ),
         "labels": cf.audit.counterfactual_fairness(
-            fit, rows, constant_classifier, attributes=["colour"], n_samples=5, seed=1,
+            fit, rows, constant_classifier, attributes=["colour"], n_samples=5, seed=shifted(1),
             response="prediction",
         ),
     }
