@@ -207,9 +207,11 @@ def add_fit_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", choices=("auto", "pystan", "cmdstanpy"), default="auto")
     p.add_argument(
-        "--latents", choices=("joint", "integrated", "auto"), default="joint",
-        help="sample each row's latents with the parameters (joint), or integrate them out "
-        "of the likelihood and draw them afterwards (integrated; auto where it applies)",
+        "--latents", choices=("auto", "integrated", "joint"), default="auto",
+        help="integrate each row's latents out of the likelihood and draw them afterwards "
+        "where that applies, with one line for each latent kept joint and why (auto, the "
+        "default); integrate all or refuse (integrated); or sample them with the "
+        "parameters (joint)",
     )
     p.add_argument(
         "--missing", choices=("error", "drop"), default="error",
@@ -254,7 +256,7 @@ def _fit_command(args: argparse.Namespace, **changes: object) -> str:
     }
     if args.backend != "auto":
         options["backend"] = args.backend
-    if getattr(args, "latents", "joint") != "joint":
+    if getattr(args, "latents", "auto") != "auto":
         options["latents"] = args.latents
     if getattr(args, "missing", "error") != "error":
         options["missing"] = args.missing
@@ -294,7 +296,7 @@ def _fit_once(scm: Any, data: pd.DataFrame, args: argparse.Namespace, warmup: in
                 seed=args.seed,
                 backend=args.backend,
                 progress=False,
-                latents=getattr(args, "latents", "joint"),
+                latents=getattr(args, "latents", "auto"),
                 missing=getattr(args, "missing", "error"),
             )
     finally:

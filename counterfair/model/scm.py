@@ -387,7 +387,7 @@ class SCM:
         subsample: int | None = None,
         max_rows: int | None = DEFAULT_MAX_ROWS,
         method: Literal["nuts", "pathfinder"] = "nuts",
-        latents: Literal["joint", "integrated", "auto"] = "joint",
+        latents: Literal["joint", "integrated", "auto"] = "auto",
         missing: Literal["error", "drop"] = "error",
         **sampler_args: Any,
     ) -> Fit:
