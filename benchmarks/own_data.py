@@ -7,8 +7,8 @@ roots), one latent ``U`` with three children that also depend on all four: ``emp
 (Bernoulli), with ``employed -> released``. ``U`` is identified (``scm.identification()``
 is empty: the pairs (employed, checks) and (checks, released) give two covariances and
 ``checks`` its overdispersion, three moments for three loadings; the pair (employed,
-released) is explained by its edge). Then fits it at the Python and CLI defaults (4 chains x 500 draws,
-default warm-up) twice, same seed, both programs compiled first: ``latents="joint"``
+released) is explained by its edge). Then fits it at the Python and CLI defaults (4 chains
+x 500 draws, default warm-up) twice, same seed, both programs compiled first: ``latents="joint"``
 (every row's U sampled by NUTS) and the default (``latents="auto"``: U integrated out,
 Laplace start from 5,000 rows). Prints, per fit, the fit's wall time, the minimum bulk
 ESS over the structural parameters, ESS per second, the maximum R-hat, the quadrature
@@ -168,9 +168,10 @@ def main() -> None:
                   f"{d['max_rhat']:.4f}, bulk ESS {d['min_ess_bulk']:.0f}: "
                   f"{'PASS' if ok else 'FAIL'}")
         if default and joint:
+            j, d = joint[0], default[0]
             print(f"  default against joint at {rows:,} rows: "
-                  f"{joint[0]['fit_seconds'] / default[0]['fit_seconds']:.1f}x the speed, "
-                  f"{default[0]['min_ess_bulk_per_second'] / joint[0]['min_ess_bulk_per_second']:.1f}x "
+                  f"{j['fit_seconds'] / d['fit_seconds']:.1f}x the speed, "
+                  f"{d['min_ess_bulk_per_second'] / j['min_ess_bulk_per_second']:.1f}x "
                   "the ESS per second")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

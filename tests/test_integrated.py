@@ -732,8 +732,8 @@ def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(scale: float, 
     """Loadings of 0.01 to 0.02 per sd: 3 nodes give the fit's log density (the sum over
     the 400 rows) within 0.01 of 40 nodes'. The test model's own loadings (up to 1.2):
     5 nodes are not, 7 are; three times them, 15. Eight times them: no rule is, so the
-    most tried are kept, with the error said. The error is the rule's own, Newton steps included: the same
-    C++ against 60 nodes with Newton run to convergence."""
+    most tried are kept, with the error said. The error is the rule's own, Newton steps
+    included: the same C++ against 60 nodes with Newton run to convergence."""
     from counterfair.inference.loo import pointwise_log_likelihood
     from counterfair.inference.quadrature_nodes import NODE_CHOICES, TOTAL_TOLERANCE, choose_nodes
     from counterfair.rows.rows import Rows

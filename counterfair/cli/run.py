@@ -298,7 +298,7 @@ def _unconverged(fit: Fit) -> bool:
     return bool(_not_mixed(fit) or _too_few(fit))
 
 
-def _names(names: list[str]) -> str:
+def _first_eight(names: list[str]) -> str:
     return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
 
@@ -310,11 +310,11 @@ def _not_converged_message(fit: Fit, args: argparse.Namespace, warmup: int, draw
 
     said = []
     if _not_mixed(fit):
-        said.append(f"R-hat > {RHAT_MAX} for {_names(_not_mixed(fit))}")
+        said.append(f"R-hat > {RHAT_MAX} for {_first_eight(_not_mixed(fit))}")
     few = _too_few(fit)
     if few:
         least = float(fit.diagnostics.table["ess_bulk"].min())
-        said.append(f"bulk ESS < {ESS_TARGET:.0f} for {_names(few)} (least {least:.0f})")
+        said.append(f"bulk ESS < {ESS_TARGET:.0f} for {_first_eight(few)} (least {least:.0f})")
     if not said:
         return ""
     longer = _fit_command(args, warmup=2 * warmup, draws=2 * draws, force=True)
