@@ -372,7 +372,14 @@ class RecordedFit:
 
 
 def fit_recording(scm: cf.SCM, data: pd.DataFrame, **kwargs: Any) -> RecordedFit:
-    """Fit ``scm`` to ``data``, recording (not raising) every warning."""
+    """Fit ``scm`` to ``data``, recording (not raising) every warning.
+
+    The suite's shared fits are the joint program's (``latents="joint"`` unless given):
+    their seeds, draws and the tests that read them (every row's latent draws sampled by
+    NUTS, their R-hat, the pilot) were set for it; ``SCM.fit``'s default, ``"auto"``,
+    is tested in ``tests/test_integrated.py``, ``tests/test_readme.py`` and the CLI's tests.
+    """
+    kwargs.setdefault("latents", "joint")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = scm.fit(data, progress=False, **kwargs)

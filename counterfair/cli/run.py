@@ -207,9 +207,11 @@ def add_fit_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", choices=("auto", "pystan", "cmdstanpy"), default="auto")
     p.add_argument(
-        "--latents", choices=("joint", "integrated", "auto"), default="joint",
-        help="sample each row's latents with the parameters (joint), or integrate them out "
-        "of the likelihood and draw them afterwards (integrated; auto where it applies)",
+        "--latents", choices=("auto", "integrated", "joint"), default="auto",
+        help="integrate each row's latents out of the likelihood and draw them afterwards "
+        "where that applies, with one line for each latent kept joint and why (auto, the "
+        "default); integrate all or refuse (integrated); or sample them with the "
+        "parameters (joint)",
     )
     p.add_argument(
         "--missing", choices=("error", "drop"), default="error",
@@ -221,7 +223,7 @@ def add_fit_parser(sub: Any) -> None:
     p.add_argument(
         "--until-converged", action="store_true",
         help="refit with doubled warm-up and draws until every parameter's R-hat is at most "
-        "1.01, or until --max-draws would be exceeded",
+        "1.01 and its bulk ESS at least 400, or until --max-draws would be exceeded",
     )
     p.add_argument(
         "--max-draws", type=_positive_int, default=None, metavar="N",
@@ -254,7 +256,7 @@ def _fit_command(args: argparse.Namespace, **changes: object) -> str:
     }
     if args.backend != "auto":
         options["backend"] = args.backend
-    if getattr(args, "latents", "joint") != "joint":
+    if getattr(args, "latents", "auto") != "auto":
         options["latents"] = args.latents
     if getattr(args, "missing", "error") != "error":
         options["missing"] = args.missing
@@ -267,6 +269,14 @@ def _fit_command(args: argparse.Namespace, **changes: object) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
+ESS_TARGET = 400.0
+"""Bulk ESS every parameter of ``counterfair fit``'s fit should reach (with R-hat at most
+``RHAT_MAX``): below it, ``fit`` says so once with the command to run next, and
+``--until-converged`` refits. Four chains of 100 effective draws each: the Monte Carlo
+error of a posterior mean is then a twentieth of its sd. (The fit's own
+``ConvergenceWarning`` is raised below ``ESS_MIN``, 100.)"""
+
+
 def _not_mixed(fit: Fit) -> list[str]:
     """Parameters whose R-hat is above the limit (sorted, worst first)."""
     from counterfair.inference.diagnostics import RHAT_MAX
@@ -274,6 +284,46 @@ def _not_mixed(fit: Fit) -> list[str]:
     table = fit.diagnostics.table
     bad = table[table["r_hat"] > RHAT_MAX].sort_values("r_hat", ascending=False)
     return [str(name) for name in bad.index]
+
+
+def _too_few(fit: Fit) -> list[str]:
+    """Parameters whose bulk ESS is below :data:`ESS_TARGET` (sorted, fewest first)."""
+    table = fit.diagnostics.table
+    bad = table[table["ess_bulk"] < ESS_TARGET].sort_values("ess_bulk")
+    return [str(name) for name in bad.index]
+
+
+def _unconverged(fit: Fit) -> bool:
+    """Whether a parameter's R-hat is above 1.01 or its bulk ESS below :data:`ESS_TARGET`."""
+    return bool(_not_mixed(fit) or _too_few(fit))
+
+
+def _first_eight(names: list[str]) -> str:
+    return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+
+def _not_converged_message(fit: Fit, args: argparse.Namespace, warmup: int, draws: int,
+                           budget: int) -> str:
+    """The one message of ``fit`` on draws that did not reach R-hat <= 1.01 and bulk ESS
+    >= :data:`ESS_TARGET` ('' when they did), with the command to run next."""
+    from counterfair.inference.diagnostics import RHAT_MAX
+
+    said = []
+    if _not_mixed(fit):
+        said.append(f"R-hat > {RHAT_MAX} for {_first_eight(_not_mixed(fit))}")
+    few = _too_few(fit)
+    if few:
+        least = float(fit.diagnostics.table["ess_bulk"].min())
+        said.append(f"bulk ESS < {ESS_TARGET:.0f} for {_first_eight(few)} (least {least:.0f})")
+    if not said:
+        return ""
+    longer = _fit_command(args, warmup=2 * warmup, draws=2 * draws, force=True)
+    return (
+        f"not converged: {'; '.join(said)}. The run is saved, but its results are not to be "
+        f"trusted yet. Next, run:\n  {longer}\nor let counterfair double them until it "
+        "converges:\n  "
+        + _fit_command(args, force=True, until_converged=True, max_draws=max(budget, 4 * draws))
+    )
 
 
 def _fit_once(scm: Any, data: pd.DataFrame, args: argparse.Namespace, warmup: int | None,
@@ -294,7 +344,7 @@ def _fit_once(scm: Any, data: pd.DataFrame, args: argparse.Namespace, warmup: in
                 seed=args.seed,
                 backend=args.backend,
                 progress=False,
-                latents=getattr(args, "latents", "joint"),
+                latents=getattr(args, "latents", "auto"),
                 missing=getattr(args, "missing", "error"),
             )
     finally:
@@ -305,7 +355,9 @@ def run_fit(args: argparse.Namespace) -> int:
     """Fit, print diagnostics and the posterior predictive check, save the run folder.
 
     With ``--until-converged``, refit with doubled warm-up and draws while a parameter's
-    R-hat is above 1.01 and the doubled draws stay within ``--max-draws``.
+    R-hat is above 1.01 or its bulk ESS below :data:`ESS_TARGET`, and the doubled draws
+    stay within ``--max-draws``. Otherwise, draws that do not reach both are said once,
+    with the command to run next.
     """
     if args.max_draws is not None and not args.until_converged:
         raise CommandError("--max-draws is the budget of --until-converged; add "
@@ -340,32 +392,25 @@ def run_fit(args: argparse.Namespace) -> int:
 
         warmup = default_warmup(fit.warm_start)
     print(fit.diagnostics)
-    while args.until_converged and _not_mixed(fit):
+    while args.until_converged and _unconverged(fit):
         if 2 * draws > budget or 2 * warmup > budget:
             print(f"--until-converged: stopped at {warmup} warm-up + {draws} draws per chain: "
                   f"doubling them would exceed --max-draws {budget}; R-hat is still above "
-                  f"{RHAT_MAX} (see below)")
+                  f"{RHAT_MAX} or bulk ESS below {ESS_TARGET:.0f} (see below)")
             break
         warmup, draws = 2 * warmup, 2 * draws
-        print(f"--until-converged: R-hat above {RHAT_MAX}; refitting with {warmup} warm-up + "
-              f"{draws} draws per chain")
+        print(f"--until-converged: R-hat above {RHAT_MAX} or bulk ESS below "
+              f"{ESS_TARGET:.0f}; refitting with {warmup} warm-up + {draws} draws per chain")
         with _stage("refit"):
             fit = _fit_once(scm, data[columns], args, warmup, draws)
         print(fit.diagnostics)
     else:
         if args.until_converged:
-            print(f"--until-converged: converged (every parameter's R-hat <= {RHAT_MAX}) with "
-                  f"{warmup} warm-up + {draws} draws per chain")
-    not_mixed = _not_mixed(fit)
-    if not_mixed:
-        shown = ", ".join(not_mixed[:8]) + (f" and {len(not_mixed) - 8} more"
-                                            if len(not_mixed) > 8 else "")
-        longer = _fit_command(args, warmup=2 * warmup, draws=2 * draws, force=True)
-        print(f"not converged: R-hat > {RHAT_MAX} for {shown}. The run is saved, but its "
-              f"results are not to be trusted yet. Next, run:\n  {longer}\nor let "
-              "counterfair double them until it converges:\n  "
-              + _fit_command(args, force=True, until_converged=True,
-                             max_draws=max(budget, 4 * draws)))
+            print(f"--until-converged: converged (every parameter's R-hat <= {RHAT_MAX}, bulk "
+                  f"ESS >= {ESS_TARGET:.0f}) with {warmup} warm-up + {draws} draws per chain")
+    message = _not_converged_message(fit, args, warmup, draws, budget)
+    if message:
+        print(message)
     with _stage("posterior predictive check"):
         check = fit.ppc(seed=args.seed)
     print(check)

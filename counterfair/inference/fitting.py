@@ -78,7 +78,7 @@ def fit(
     subsample: int | None = None,
     max_rows: int | None = DEFAULT_MAX_ROWS,
     method: Literal["nuts", "pathfinder"] = "nuts",
-    latents: str = "joint",
+    latents: str = "auto",
     missing: str = "error",
     **sampler_args: Any,
 ) -> Fit:
@@ -150,6 +150,7 @@ def _fit_by_method(
             subsample=subsample,
             max_rows=max_rows,
             method="pathfinder",
+            latents=latents,
         )
     return fit_scm(
         scm,
@@ -182,7 +183,7 @@ def fit_scm(
     subsample: int | None = None,
     max_rows: int | None = DEFAULT_MAX_ROWS,
     method: str = "nuts",
-    latents: str = "joint",
+    latents: str = "auto",
     **sampler_args: Any,
 ) -> Fit:
     """Fit ``scm`` to ``data`` by NUTS (or Pathfinder); see :meth:`counterfair.SCM.fit`.
@@ -198,6 +199,12 @@ def fit_scm(
     stan_data = fit_data(scm, rows)
     scales.warn_on_scales(scm, rows)
     if method == "pathfinder":
+        if latents == "auto":
+            for name in scm.latents:
+                logger.info(
+                    "latent %r sampled jointly: Pathfinder approximates the joint program "
+                    "(integrated latents are a NUTS option)", name,
+                )
         return _pathfinder_fit(scm, rows, stan_data, draws, seed, backend, subsample_info)
     integrate = integrated_latents(scm, latents, resolve_backend_name(backend))
     start = _warm_start(

@@ -387,11 +387,16 @@ class SCM:
         subsample: int | None = None,
         max_rows: int | None = DEFAULT_MAX_ROWS,
         method: Literal["nuts", "pathfinder"] = "nuts",
-        latents: Literal["joint", "integrated", "auto"] = "joint",
+        latents: Literal["joint", "integrated", "auto"] = "auto",
         missing: Literal["error", "drop"] = "error",
         **sampler_args: Any,
     ) -> Fit:
         """Fit the SCM by NUTS: posterior of parameters and of every row's latents.
+
+        By default each row's latents are integrated out of the likelihood where that
+        applies (``latents="auto"``), NUTS samples the structural parameters from a
+        Laplace start (5,000 rows or more) or after a pilot fit, and the rows' latents
+        are drawn exactly afterwards: ``fit.idata.posterior`` holds them either way.
 
         Parameters
         ----------
@@ -428,8 +433,14 @@ class SCM:
             approximation (:mod:`counterfair.inference.pathfinder`); its draws are kept as
             one chain, ``fit.method`` records it, and no convergence warnings are
             raised for them. CmdStan only.
-        latents : {"joint", "integrated", "auto"}
-            ``"joint"`` samples every row's latents beside the parameters.
+        latents : {"auto", "integrated", "joint"}
+            ``"auto"`` (the default) integrates the latents that can be and samples the
+            others jointly, with one INFO line for each latent kept joint and why (a
+            loading by group, a child the quadrature does not cover, a child shared with
+            another latent, the PyStan back end, Pathfinder).
+            ``"joint"`` samples every row's latents beside the parameters (the
+            default before issue 49: slower where a latent has thousands of rows,
+            ``benchmarks/own_data.py``).
             ``"integrated"`` integrates each row's latent out of the likelihood
             (exactly for Normal children, by adaptive Gauss-Hermite quadrature for
             Poisson, negative binomial, Bernoulli and ordinal ones), so NUTS samples
@@ -437,9 +448,10 @@ class SCM:
             per posterior draw, and ``fit.integrated`` names the latents
             (:mod:`counterfair.stan.integrated`). Two latents that share a child
             are integrated out together (a 2-D quadrature); more per row are
-            refused. CmdStan only.
-            ``"auto"`` integrates the latents that can be and samples the others
-            jointly, with a log line naming them and why.
+            refused. CmdStan only. The Gauss-Hermite nodes are checked on the
+            training rows at the warm start's draws: the fewest whose log density is
+            within 0.01 of a 40-node reference (``fit.quadrature``,
+            :mod:`counterfair.inference.quadrature_nodes`).
         missing : {"error", "drop"}
             What to do with rows that have missing (NaN) values in a column the SCM
             reads. ``"error"`` (default) refuses them, naming every such column with

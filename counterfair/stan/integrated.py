@@ -231,7 +231,11 @@ def integrated_latents(scm: SCM, latents: str, backend: str) -> tuple[str, ...]:
                 "latents='integrated' needs the cmdstanpy back end: its quadrature is C++ "
                 "compiled into the program, which PyStan cannot include; use backend='cmdstanpy'"
             )
-        logger.info("latents sampled jointly: the PyStan back end cannot integrate them out")
+        for name in scm.latents:
+            logger.info(
+                "latent %r sampled jointly: the PyStan back end cannot compile the "
+                "quadrature's C++ (backend='cmdstanpy' integrates it out)", name,
+            )
         return ()
     reasons = {name: unsupported_reason(scm, name) for name in scm.latents}
     for name in scm.latents:  # a pair is integrated together or not at all
