@@ -113,6 +113,11 @@ def test_audit_of_a_run_writes_a_report(run: Path) -> None:
     assert text.startswith("<!DOCTYPE html>") and "Predictor: learner" in text
     # the report says what the counterfactual audit compared (a regressor: predictions)
     assert "Audited on learner: the predictions" in text
+    # Fair K does not move under do(race): the audit's world is the learner's own copy of
+    # the run's fit, whose abduction the learner shares (a separately loaded copy made it
+    # abduct again and move by about 0.01)
+    assert "Under do(race = another level), the output of learner changes by 0 on average" \
+        in text
 
 
 def test_refusals_exit_2_and_say_why(run: Path) -> None:

@@ -106,10 +106,14 @@ def _load_fit(run: str) -> Fit:
 
     fit = load(_fit_folder(run))
     assert isinstance(fit, Fit)
+    _say_if_not_converged(fit, run)
+    return fit
+
+
+def _say_if_not_converged(fit: Fit, run: str) -> None:
     note = not_converged_note(fit, run)
     if note:
         logging.getLogger(__name__).warning("%s", note)
-    return fit
 
 
 def not_converged_note(fit: Fit, run: str) -> str:
@@ -674,8 +678,16 @@ def run_audit(args: argparse.Namespace) -> int:
     from counterfair.io.load import load
     from counterfair.learn.fair import FairLearner
 
-    fit = _load_fit(args.csv)
     learner = load(run / "learner") if (run / "learner").is_dir() else None
+    if isinstance(learner, FairLearner):
+        # the learner's own copy of the run's fit is the audit's world, so that the learner
+        # reads its inputs from the audit's shared abduction (a separately loaded copy of
+        # the same fit is another object: the learner would abduct again, and Fair K would
+        # seem to move under do())
+        fit = learner.scm_fit_
+        _say_if_not_converged(fit, args.csv)
+    else:
+        fit = _load_fit(args.csv)
     label = args.label or (learner.target if isinstance(learner, FairLearner) else None)
     if label is None or label not in fit.data.columns:
         raise CommandError(
@@ -1055,6 +1067,7 @@ def run_decompose(args: argparse.Namespace) -> int:
             # its inputs (latents, noise) from the worlds' shared abduction, as the
             # counterfactual audit does
             fit = predictor.scm_fit_
+            _say_if_not_converged(fit, args.run)
             # response None: a classifier's gap in the probability of its positive class
     if fit is None:
         fit = _load_fit(args.run)
