@@ -257,8 +257,12 @@ def test_pathfinder_agrees_with_nuts_on_a_linear_gaussian_model(
     assert approx.idata.posterior.sizes["draw"] == 1000
     assert approx.idata.posterior.sizes["row"] == 1000
     assert not any("R-hat" in p for p in approx.diagnostics.problems())
-    lines = [r.getMessage() for r in caplog.records if "Pathfinder" in r.getMessage()]
+    messages = [r.getMessage() for r in caplog.records]
+    lines = [m for m in messages if m.startswith("Pathfinder")]
     assert len(lines) == 1 and "one chain" in lines[0] and "R-hat" in lines[0]
+    # latents='auto' (the default) says once why the latent stays joint
+    joint = [m for m in messages if m.startswith("latent 'U' sampled jointly")]
+    assert len(joint) == 1 and "Pathfinder approximates the joint program" in joint[0]
     for name in scm.parameter_names():
         a = approx.idata.posterior[name].values.reshape(-1, *approx.idata.posterior[name].shape[2:])
         b = nuts.idata.posterior[name].values.reshape(-1, *nuts.idata.posterior[name].shape[2:])
