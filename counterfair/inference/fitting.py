@@ -101,31 +101,6 @@ def fit(
         data, dropped = drop_incomplete(data, scm)
     if isinstance(data, pd.DataFrame):  # levels left to the data are read once, here
         scm = with_levels_from_data(scm, data)
-    result = _fit_by_method(
-        scm, data, chains=chains, warmup=warmup, draws=draws, seed=seed, backend=backend,
-        progress=progress, warm_start=warm_start, subsample=subsample, max_rows=max_rows,
-        method=method, latents=latents, **sampler_args,
-    )
-    return result if dropped is None else dataclasses.replace(result, missing=dropped)
-
-
-def _fit_by_method(
-    scm: SCM,
-    data: pd.DataFrame,
-    *,
-    chains: int | None,
-    warmup: int | None,
-    draws: int | None,
-    seed: int | None,
-    backend: str,
-    progress: bool | None,
-    warm_start: bool | str,
-    subsample: int | None,
-    max_rows: int | None,
-    method: Literal["nuts", "pathfinder"],
-    latents: str,
-    **sampler_args: Any,
-) -> Fit:
     if method == "pathfinder":
         refuse_nuts_options(
             {
@@ -137,7 +112,7 @@ def _fit_by_method(
             }
         )
         check_pathfinder_backend(backend)
-        return fit_scm(
+        result = fit_scm(
             scm,
             data,
             chains=1,
@@ -152,21 +127,24 @@ def _fit_by_method(
             method="pathfinder",
             latents=latents,
         )
-    return fit_scm(
-        scm,
-        data,
-        chains=4 if chains is None else chains,
-        warmup=warmup,
-        draws=500 if draws is None else draws,
-        seed=seed,
-        backend=backend,
-        progress=progress,
-        warm_start=warm_start,
-        subsample=subsample,
-        max_rows=max_rows,
-        latents=latents,
-        **sampler_args,
-    )
+    else:
+        result = fit_scm(
+            scm,
+            data,
+            chains=4 if chains is None else chains,
+            warmup=warmup,
+            draws=500 if draws is None else draws,
+            seed=seed,
+            backend=backend,
+            progress=progress,
+            warm_start=warm_start,
+            subsample=subsample,
+            max_rows=max_rows,
+            latents=latents,
+            **sampler_args,
+        )
+    # what missing='drop' left out, kept with the fit
+    return result if dropped is None else dataclasses.replace(result, missing=dropped)
 
 
 def fit_scm(
