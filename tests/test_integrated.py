@@ -727,13 +727,20 @@ def _truth_params(scm: cf.SCM, scale_loadings: float) -> Any:
     return ParamDraws.from_values(scm, values, {"A": 2})
 
 
-@pytest.mark.parametrize(("scale", "nodes"), [(0.02, 3), (1.0, 7), (3.0, 15), (8.0, 21)])
-def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(scale: float, nodes: int) -> None:
+@pytest.mark.parametrize(
+    ("scale", "allowed"), [(0.02, (3,)), (1.0, (7,)), (3.0, (11, 15)), (8.0, (21,))]
+)
+def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(
+    scale: float, allowed: tuple[int, ...]
+) -> None:
     """Loadings of 0.01 to 0.02 per sd: 3 nodes give the fit's log density (the sum over
     the 400 rows) within 0.01 of 40 nodes'. The test model's own loadings (up to 1.2):
-    5 nodes are not, 7 are; three times them, 15. Eight times them: no rule is, so the
-    most tried are kept, with the error said. The error is the rule's own, Newton steps
-    included: the same C++ against 60 nodes with Newton run to convergence."""
+    5 nodes are not, 7 are; three times them, 11 or 15 (11 nodes are 0.0098 to 0.0102
+    off, on the bound: which side of it depends on the machine's floating point, so
+    either is allowed, and the property that holds on every machine is tested: the
+    rule kept is within the bound, the next fewer are not). Eight times them: no rule
+    is, so the most tried are kept, with the error said. The error is the rule's own,
+    Newton steps included: the same C++ against 60 nodes with Newton run to convergence."""
     from counterfair.inference.loo import pointwise_log_likelihood
     from counterfair.inference.quadrature_nodes import NODE_CHOICES, TOTAL_TOLERANCE, choose_nodes
     from counterfair.rows.rows import Rows
@@ -743,7 +750,8 @@ def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(scale: float, 
     rows = Rows.check(data.drop(columns=["U", "V"]), scm)
     params = _truth_params(scm, scale)
     rule = choose_nodes(scm, params, rows.codes, rows.values())
-    assert rule.nodes == nodes
+    assert rule.nodes in allowed
+    nodes = rule.nodes
     assert rule.checked_rows == 400 and rule.checked_sets == 1
     reference = pointwise_log_likelihood(
         scm, params, rows.codes, rows.values(), nodes=60, newton=50
@@ -760,10 +768,11 @@ def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(scale: float, 
     if nodes < NODE_CHOICES[-1]:
         assert rule.max_error == pytest.approx(row, rel=0.1, abs=1e-12)
         assert rule.total_error == pytest.approx(total, rel=0.1, abs=1e-12)
-        assert total <= TOTAL_TOLERANCE
+        # (60 nodes judge here, 40 in the check: a rule on the bound may differ by 5 %)
+        assert total <= 1.05 * TOTAL_TOLERANCE
         if nodes > NODE_CHOICES[0]:  # the next fewer nodes are not within it
             fewer = NODE_CHOICES[NODE_CHOICES.index(nodes) - 1]
-            assert errors(fewer, rule.newton)[0] > TOTAL_TOLERANCE
+            assert errors(fewer, rule.newton)[0] > 0.95 * TOTAL_TOLERANCE
     else:  # (the check's 40-node reference is itself 5e-3 off here: 60 nodes are the judge)
         assert rule.total_error > TOTAL_TOLERANCE and "no rule" in rule.reason
         assert total > TOTAL_TOLERANCE
