@@ -13,6 +13,9 @@
 * :func:`decompose` -- where a disparity comes from: total variation split into direct,
   indirect and spurious effects, x-specific and general (Plečko and Bareinboim), with
   posterior intervals (:class:`Decomposition`).
+* :func:`decompose_sfm` -- the same terms from the Standard Fairness Model's roles alone
+  (no SCM, no mechanism for any mediator): the outcome's and the attribute's
+  regressions fitted in Stan, a Bayesian bootstrap of the rows.
 * :func:`two_group_measures` -- statistical parity / equal opportunity differences and
   disparate impact (``<= tau`` is unfair) for a privileged group.
 * :func:`flip_counterfactual`, :func:`consistency` (:func:`consistency_interval`),
@@ -50,6 +53,7 @@ from .classification import (
     group_metrics,
 )
 from .decomposition import DECOMPOSITION_FORMS, DECOMPOSITION_TERMS, Decomposition, decompose
+from .sfm import decompose_sfm
 from .dependence import (
     DEPENDENCE_MEASURES,
     DependenceReport,
@@ -149,6 +153,7 @@ __all__ = [
     "counterfactual_fairness",
     "counterfactual_html",
     "decompose",
+    "decompose_sfm",
     "dependence_measures",
     "disparate_impact",
     "disparity_figure",

@@ -1,0 +1,416 @@
+"""The decomposition of a gap from the Standard Fairness Model's roles alone.
+
+:func:`decompose_sfm` splits ``TV = E[y | x1] - E[y | x0]`` into the same direct,
+indirect and spurious terms as :func:`counterfair.audit.decompose`, in both forms, but
+needs no SCM and no mechanism for any mediator: the user names ``X``, ``x0``, ``x1``,
+the confounders ``Z``, the mediators ``W`` and the outcome ``Y``, and the terms are
+identified under the Standard Fairness Model (Plečko and Bareinboim, *Causal Fairness
+Analysis*, 2024, Theorem 4.6 and its general-form counterpart) from
+
+* ``mu_x(z, w) = E[y | x, z, w]``, the outcome's regression within each level of
+  ``X`` (:mod:`counterfair.audit.sfm_models`), and
+* ``pi(z) = P(x1 | z)``, the attribute's dependence on the confounders.
+
+With ``r(z) = (1 - pi(z)) / pi(z)`` and every sum over the rows of the given level,
+weighted by the rows' weights ``omega`` (see below)::
+
+    E[y_{x1, W_{x0}} | x0] = sum_{x0} omega mu_1(z, w) / sum_{x0} omega
+    E[y_{x1} | x0]         = sum_{x1} omega r(z) mu_1(z, w) / sum_{x1} omega r(z)
+    E[y_{x0} | x1]         = sum_{x0} omega mu_0(z, w) / r(z) / sum_{x0} omega / r(z)
+    E[y_{x1, W_{x0}}]      = sum_{x0} omega mu_1(z, w) / (1 - pi(z))
+                             / sum_{x0} omega / (1 - pi(z))
+
+The first needs no model of ``X``: the mediators keep the values the rows of ``x0``
+have, and ``mu_1`` says what ``y`` would be with ``X = x1`` and those mediators. The
+second reweights the rows of ``x1`` to the confounders of ``x0`` (``P(z | x0) / P(z |
+x1)`` is ``r(z)`` times a constant); the last reweights the rows of ``x0`` to the
+confounders of everybody. The factual terms are the rows' own means, ``E[y_{x0} | x0]
+= E[y | x0]`` and ``E[y_{x1} | x1] = E[y | x1]``, so TV is the (weighted) raw gap and
+both identities, ``TV = Ctf-DE - Ctf-IE - Ctf-SE`` and ``TV = NDE - NIE + Exp-SE_x1 -
+Exp-SE_x0``, hold draw by draw.
+
+Uncertainty
+-----------
+Each of the ``n_samples`` draws pairs one posterior draw of every nuisance model with
+one weight vector over the rows: ``rows="bayesian_bootstrap"`` (the default) draws
+``omega`` from a flat Dirichlet (Rubin 1981), so the intervals carry the sampling of
+the rows (the distribution of ``Z`` and ``W``) as well as the models' uncertainty, as a
+frequentist's intervals over repeated samples do; ``rows="fixed"`` takes every weight
+as 1: the intervals are then the models' alone, given these rows, and TV is exactly the
+raw gap. The weights are counter-based random numbers keyed by the row's position, so
+the result does not depend on ``chunk_rows``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterfair import errors
+from counterfair.rng import RowRandom
+
+from .decomposition_result import DECOMPOSITION_TERMS, Decomposition, table_of
+from .sfm_models import NuisanceModel, SFMFrame, fit_nuisance, sfm_frame
+from .sfm_roles import SFMRoles, check_sfm_roles
+
+__all__ = ["ROW_WEIGHTS", "decompose_sfm"]
+
+ROW_WEIGHTS = ("bayesian_bootstrap", "fixed")
+"""What the rows' weights are (``rows=`` of :func:`decompose_sfm`)."""
+
+PROPENSITY_FLOOR = 1e-3
+"""``pi(z)`` is kept within ``[floor, 1 - floor]``; rows beyond are counted in a note."""
+
+_log = logging.getLogger("counterfair.audit.sfm")
+
+
+@dataclass
+class _Sums:
+    """Weighted sums over the rows, one entry per draw."""
+
+    n_samples: int
+    parts: dict[str, np.ndarray] = field(default_factory=dict)
+    clipped: int = 0
+
+    def add(self, name: str, value: np.ndarray) -> None:
+        if name in self.parts:
+            self.parts[name] = self.parts[name] + value
+        else:
+            self.parts[name] = np.asarray(value, dtype=float).copy()
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.parts[name]
+
+
+def _check_options(n_samples: object, interval: object, rows: object, chunk_rows: object) -> None:
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
+        raise ValueError(f"n_samples must be an integer of at least 2, got {n_samples!r}")
+    if not isinstance(interval, float | int) or not 0 < float(interval) < 1:
+        raise ValueError(f"interval must be a number in (0, 1), got {interval!r}")
+    if rows not in ROW_WEIGHTS:
+        raise ValueError(f"rows must be one of {ROW_WEIGHTS}, got {rows!r}")
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+
+
+def _draw_indices(model: NuisanceModel, n_samples: int) -> np.ndarray:
+    total = model.fit.params().n
+    if total < n_samples:
+        raise ValueError(
+            f"the {model.name} model has {total} posterior draws, fewer than n_samples="
+            f"{n_samples}: ask for more draws (draws= per chain) or fewer samples"
+        )
+    return np.unique(np.linspace(0, total - 1, n_samples).round().astype(int))
+
+
+def _accumulate(
+    sums: _Sums,
+    encoded: SFMFrame,
+    part: slice,
+    models: dict[str, NuisanceModel],
+    params: dict[str, Any],
+    *,
+    rows: str,
+    seed: int,
+) -> None:
+    frame = encoded.frame.iloc[part]
+    n = len(frame)
+    s = sums.n_samples
+    x1 = encoded.x[part].astype(float)
+    x0 = 1.0 - x1
+    y = encoded.y[part]
+    if rows == "bayesian_bootstrap":
+        positions = np.arange(part.start, part.start + n, dtype=np.int64)
+        omega = -np.log(RowRandom(seed, positions).random((s, n), row_axis=1))
+    else:
+        omega = np.ones((s, n))
+
+    def outcome(name: str) -> np.ndarray:
+        mu = models[name].means(frame, params[name])
+        return encoded.y_location + encoded.y_scale * mu
+
+    mu1 = outcome("outcome | x1")
+    mu0 = outcome("outcome | x0")
+    w0, w1 = omega * x0, omega * x1
+    sums.add("n0", w0.sum(axis=1))
+    sums.add("n1", w1.sum(axis=1))
+    sums.add("y0", w0 @ y)
+    sums.add("y1", w1 @ y)
+    sums.add("a", (w0 * mu1).sum(axis=1))
+    if "attribute" in models:
+        raw = models["attribute"].means(frame, params["attribute"])
+        sums.clipped += int(
+            np.count_nonzero((raw < PROPENSITY_FLOOR) | (raw > 1 - PROPENSITY_FLOOR))
+        )
+        pi = np.clip(raw, PROPENSITY_FLOOR, 1 - PROPENSITY_FLOOR)
+        odds0 = (1.0 - pi) / pi  # r(z): to the confounders of x0
+        sums.add("b_num", (w1 * odds0 * mu1).sum(axis=1))
+        sums.add("b_den", (w1 * odds0).sum(axis=1))
+        sums.add("c_num", (w0 * mu0 / odds0).sum(axis=1))
+        sums.add("c_den", (w0 / odds0).sum(axis=1))
+        sums.add("g_num", (w0 * mu1 / (1.0 - pi)).sum(axis=1))
+        sums.add("g_den", (w0 / (1.0 - pi)).sum(axis=1))
+
+
+def _terms(sums: _Sums, confounded: bool) -> dict[str, np.ndarray]:
+    n0, n1 = sums["n0"], sums["n1"]
+    p0, p1 = n0 / (n0 + n1), n1 / (n0 + n1)
+    ey0, ey1 = sums["y0"] / n0, sums["y1"] / n1
+    a = sums["a"] / n0
+    if confounded:
+        b = sums["b_num"] / sums["b_den"]
+        c = sums["c_num"] / sums["c_den"]
+        g = sums["g_num"] / sums["g_den"]
+    else:  # no confounder: X is independent of the rest, nothing is spurious
+        b, c, g = ey1, ey0, a
+    e_x1 = p1 * ey1 + p0 * b
+    e_x0 = p0 * ey0 + p1 * c
+    return {
+        "TV": ey1 - ey0,
+        "Ctf-DE": a - ey0,
+        "Ctf-IE": a - b,
+        "Ctf-SE": b - ey1,
+        "NDE": g - e_x0,
+        "NIE": g - e_x1,
+        "Exp-SE_x0": ey0 - e_x0,
+        "Exp-SE_x1": ey1 - e_x1,
+    }
+
+
+def _fit_options(
+    chains: int, warmup: int, draws: int, seed: int, progress: bool | None,
+    sampler_args: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "chains": chains, "warmup": warmup, "draws": draws, "seed": seed,
+        "progress": progress, **sampler_args,
+    }
+
+
+def _diagnostic_note(model: NuisanceModel, n_rows: int) -> str:
+    d = model.fit.diagnostics
+    rhat = getattr(d, "max_rhat", float("nan"))
+    ess = getattr(d, "min_ess_bulk", float("nan"))
+    return (
+        f"{model.name} model: {n_rows:,} rows, {model.fit.seconds:.0f} s, max R-hat "
+        f"{rhat:.3f}, min bulk ESS {ess:.0f}"
+    )
+
+
+def decompose_sfm(
+    data: pd.DataFrame,
+    *,
+    attribute: str,
+    x0: object,
+    x1: object,
+    outcome: str,
+    confounders: str | Sequence[str] | None,
+    mediators: str | Sequence[str] | None,
+    categorical: str | Sequence[str] | None = None,
+    family: str | None = None,
+    n_samples: int = 200,
+    interval: float = 0.9,
+    rows: str = "bayesian_bootstrap",
+    seed: int = 0,
+    chains: int = 2,
+    warmup: int = 500,
+    draws: int = 500,
+    chunk_rows: int = 20_000,
+    progress: bool | None = None,
+    **sampler_args: Any,
+) -> Decomposition:
+    """Decompose a gap from the Standard Fairness Model's roles, with no SCM.
+
+    The user names the protected attribute ``X`` and its levels, the confounders ``Z``,
+    the mediators ``W`` and the outcome ``Y``; the outcome's regression within each
+    level of ``X`` and the attribute's regression on ``Z`` are fitted by NUTS in Stan
+    (:mod:`counterfair.audit.sfm_models`), and every term of
+    :func:`~counterfair.audit.decompose` is computed from them, draw by draw
+    (:mod:`counterfair.audit.sfm`).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The rows. Rows whose ``X`` is neither ``x0`` nor ``x1`` are left out (a note
+        counts them).
+    attribute : str
+        ``X``.
+    x0, x1 : object
+        The two levels compared (``TV = E[y | x1] - E[y | x0]``); compared as strings.
+    outcome : str
+        ``Y``: a number, a count or a two-valued column.
+    confounders, mediators : str or sequence of str
+        ``Z`` and ``W`` (either may be empty).
+    categorical : str or sequence of str, optional
+        Numeric covariates to treat as categories (codes). Non-numeric columns are
+        categories anyway; a category with more than
+        :data:`~counterfair.audit.sfm_roles.GROUP_LEVELS` levels is a partially pooled
+        group effect.
+    family : {"normal", "negative_binomial", "poisson", "bernoulli"}, optional
+        The outcome's family. Default: chosen from the column (two values: Bernoulli;
+        an overdispersed non-negative whole number: negative binomial with a log link;
+        a count: Poisson; else Normal); the choice and its reason are in the notes.
+    n_samples : int
+        Draws of the terms (each a posterior draw of every model and a weight vector).
+    interval : float
+        Mass of the equal-tailed intervals.
+    rows : {"bayesian_bootstrap", "fixed"}
+        The rows' weights: a flat Dirichlet per draw (intervals carry the sampling of
+        the rows) or all 1 (the models' uncertainty only; TV is the raw gap exactly).
+    seed : int
+        Seed of the fits and of the weights.
+    chains, warmup, draws : int
+        NUTS settings of each nuisance fit (``draws`` per chain; at least
+        ``n_samples`` draws in all).
+    chunk_rows : int
+        Rows evaluated at a time (memory ``~ 8 * n_samples * chunk_rows`` bytes per
+        array); the result does not depend on it.
+    progress : bool, optional
+        The sampler's progress bars.
+    **sampler_args
+        Passed to every :meth:`~counterfair.SCM.fit` (``adapt_delta``, ``backend``, ...).
+
+    Returns
+    -------
+    Decomposition
+        The terms' draws and table; its notes say the outcome's family and why, the
+        estimator, the rows' weights and each nuisance fit's diagnostics.
+
+    Raises
+    ------
+    DataError
+        Naming the column: a column in two roles, a role naming no column, ``X`` with
+        one level, ``x0`` equal to ``x1``, a constant mediator, missing values.
+    ValueError
+        An option out of range.
+    """
+    _check_options(n_samples, interval, rows, chunk_rows)
+    if hasattr(data, "dask") and hasattr(data, "compute"):
+        data = data.compute()  # the fits read every row; a Dask frame is brought in once
+    roles = check_sfm_roles(
+        data, attribute=attribute, x0=x0, x1=x1, outcome=outcome, confounders=confounders,
+        mediators=mediators, categorical=categorical, family=family,
+    )
+    encoded = sfm_frame(data, roles)
+    if chains * draws < n_samples:
+        raise ValueError(
+            f"chains * draws = {chains * draws} posterior draws per model, fewer than "
+            f"n_samples={n_samples}"
+        )
+    started = time.perf_counter()
+    models = _fit_models(roles, encoded, chains, warmup, draws, seed, progress, sampler_args)
+    fitted = time.perf_counter()
+    params = {
+        name: model.fit.params().take(_draw_indices(model, n_samples))
+        for name, model in models.items()
+    }
+    n_used = min(p.n for p in params.values())
+    params = {name: p.take(np.arange(n_used)) for name, p in params.items()}
+    sums = _Sums(n_used)
+    n = len(encoded.frame)
+    for start in range(0, n, chunk_rows):
+        part = slice(start, min(start + chunk_rows, n))
+        _accumulate(sums, encoded, part, models, params, rows=rows, seed=seed)
+    _log.info(
+        "decompose_sfm: models fitted in %.1f s, %d rows x %d draws evaluated in %.1f s",
+        fitted - started, n, n_used, time.perf_counter() - fitted,
+    )
+    terms = _terms(sums, confounded="attribute" in models)
+    draws_frame = pd.DataFrame(
+        {term: terms[term] for term in DECOMPOSITION_TERMS},
+        index=pd.RangeIndex(n_used, name="sample"),
+    )
+    notes = _notes(roles, encoded, models, sums, data, rows)
+    return Decomposition(
+        table=table_of(draws_frame, float(interval)),
+        draws=draws_frame,
+        attribute=roles.attribute,
+        x0=roles.x0,
+        x1=roles.x1,
+        target=roles.outcome,
+        confounders=roles.confounders,
+        mediators=roles.mediators,
+        notes=tuple(notes),
+        interval=float(interval),
+        n_rows=len(data),
+        n_x0=int(np.count_nonzero(~encoded.x)),
+        n_x1=int(np.count_nonzero(encoded.x)),
+    )
+
+
+def _fit_models(
+    roles: SFMRoles,
+    encoded: SFMFrame,
+    chains: int,
+    warmup: int,
+    draws: int,
+    seed: int,
+    progress: bool | None,
+    sampler_args: dict[str, Any],
+) -> dict[str, NuisanceModel]:
+    models: dict[str, NuisanceModel] = {}
+    plan = [("outcome | x0", "outcome", ~encoded.x, 0), ("outcome | x1", "outcome", encoded.x, 1)]
+    if roles.confounders:
+        plan.append(("attribute", "attribute", np.ones(len(encoded.x), dtype=bool), 2))
+    for name, which, mask, k in plan:
+        t0 = time.perf_counter()
+        options = _fit_options(chains, warmup, draws, seed + k, progress, sampler_args)
+        models[name] = fit_nuisance(roles, encoded, which, mask, name=name, fit_options=options)
+        _log.info(
+            "decompose_sfm: the %s model on %d rows fitted in %.1f s",
+            name, int(mask.sum()), time.perf_counter() - t0,
+        )
+    return models
+
+
+def _notes(
+    roles: SFMRoles,
+    encoded: SFMFrame,
+    models: dict[str, NuisanceModel],
+    sums: _Sums,
+    data: pd.DataFrame,
+    rows: str,
+) -> list[str]:
+    notes = [
+        f"the Standard Fairness Model's roles, no SCM: the outcome's family is "
+        f"{roles.family} ({roles.family_reason}); numeric covariates "
+        f"{list(roles.numeric)}, categorical {list(roles.categorical)}, partially pooled "
+        f"groups {list(roles.grouped)}",
+        "estimator: the outcome's regression within each level of "
+        f"{roles.attribute!r} and, for the spurious and general terms, the attribute's "
+        "regression on the confounders (plug-in and reweighting; see "
+        "counterfair.audit.sfm)",
+        "rows weighted by a Bayesian bootstrap (a flat Dirichlet per draw): the intervals "
+        "carry the sampling of the rows and the models' uncertainty"
+        if rows == "bayesian_bootstrap"
+        else "rows weighted 1: the intervals carry the models' uncertainty only",
+    ]
+    if roles.family == "bernoulli":
+        notes.append(f"y is the indicator of {roles.outcome} = {encoded.positive!r}")
+    if not roles.confounders:
+        notes.append(
+            "no confounder: X is independent of everything else it does not cause, so "
+            "the spurious terms are 0"
+        )
+    if sums.clipped:
+        notes.append(
+            f"the attribute model's P({roles.attribute} = {roles.x1!r} | z) was beyond "
+            f"[{PROPENSITY_FLOOR}, {1 - PROPENSITY_FLOOR}] for {sums.clipped:,} row-draws "
+            "and was clipped there (near-violations of positivity)"
+        )
+    others = len(data) - len(encoded.frame)
+    if others:
+        notes.append(
+            f"{others:,} rows have another level of {roles.attribute!r} and are left out"
+        )
+    x = encoded.x
+    counts = {"outcome | x0": int((~x).sum()), "outcome | x1": int(x.sum()),
+              "attribute": len(x)}
+    notes += [_diagnostic_note(m, counts[name]) for name, m in models.items()]
+    return notes
