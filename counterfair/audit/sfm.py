@@ -52,7 +52,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterfair import errors
 from counterfair.rng import RowRandom
 
 from .decomposition_result import DECOMPOSITION_TERMS, Decomposition, table_of

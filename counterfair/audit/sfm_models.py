@@ -167,7 +167,7 @@ def sfm_frame(data: pd.DataFrame, roles: SFMRoles) -> SFMFrame:
     positive = None
     location, scale = 0.0, 1.0
     if roles.family == "bernoulli":
-        negative, positive = _positive(kept[roles.outcome])
+        _, positive = _positive(kept[roles.outcome])
         y = (kept[roles.outcome].astype(str).to_numpy() == positive).astype(float)
         columns[names[roles.outcome]] = y.astype(int)
     else:
