@@ -118,8 +118,7 @@ def _accumulate(
     rows: str,
     seed: int,
 ) -> None:
-    frame = encoded.frame.iloc[part]
-    n = len(frame)
+    n = part.stop - part.start
     s = sums.n_samples
     x1 = encoded.x[part].astype(float)
     x0 = 1.0 - x1
@@ -131,7 +130,7 @@ def _accumulate(
         omega = np.ones((s, n))
 
     def outcome(name: str) -> np.ndarray:
-        mu = models[name].means(frame, params[name])
+        mu = models[name].means(encoded, part, params[name])
         return encoded.y_location + encoded.y_scale * mu
 
     mu1 = outcome("outcome | x1")
@@ -143,7 +142,7 @@ def _accumulate(
     sums.add("y1", w1 @ y)
     sums.add("a", (w0 * mu1).sum(axis=1))
     if "attribute" in models:
-        raw = models["attribute"].means(frame, params["attribute"])
+        raw = models["attribute"].means(encoded, part, params["attribute"])
         sums.clipped += int(
             np.count_nonzero((raw < PROPENSITY_FLOOR) | (raw > 1 - PROPENSITY_FLOOR))
         )
@@ -312,7 +311,7 @@ def decompose_sfm(
     n_used = min(p.n for p in params.values())
     params = {name: p.take(np.arange(n_used)) for name, p in params.items()}
     sums = _Sums(n_used)
-    n = len(encoded.frame)
+    n = len(encoded)
     for start in range(0, n, chunk_rows):
         part = slice(start, min(start + chunk_rows, n))
         _accumulate(sums, encoded, part, models, params, rows=rows, seed=seed)
@@ -403,7 +402,7 @@ def _notes(
             f"[{PROPENSITY_FLOOR}, {1 - PROPENSITY_FLOOR}] for {sums.clipped:,} row-draws "
             "and was clipped there (near-violations of positivity)"
         )
-    others = len(data) - len(encoded.frame)
+    others = len(data) - len(encoded)
     if others:
         notes.append(
             f"{others:,} rows have another level of {roles.attribute!r} and are left out"
@@ -412,4 +411,10 @@ def _notes(
     counts = {"outcome | x0": int((~x).sum()), "outcome | x1": int(x.sum()),
               "attribute": len(x)}
     notes += [_diagnostic_note(m, counts[name]) for name, m in models.items()]
+    for name, m in models.items():
+        if m.left_out:
+            notes.append(
+                f"the {name} model leaves out columns constant on its rows (or spanned by "
+                f"the others): {list(m.left_out)}"
+            )
     return notes

@@ -8,27 +8,35 @@ two regressions and no mechanism of any mediator (:mod:`counterfair.audit.sfm`):
   modification by ``X`` is assumed away);
 * the **attribute model** ``pi(z) = P(X = x1 | z)``, fitted on the rows of both levels.
 
-Each is an SCM of one observed node whose parents are the covariates declared as given
-roots (counterfair's :class:`~counterfair.Protected` nodes: columns taken as they are,
-with no mechanism and no likelihood), fitted by NUTS in Stan like any SCM, so the
-families, smooth terms, group effects, priors, warm starts and diagnostics are the
-package's own:
+Each is an SCM of one observed node whose parents are given roots (counterfair's
+continuous :class:`~counterfair.Protected` nodes: columns taken as they are, with no
+mechanism and no likelihood), fitted by NUTS in Stan like any SCM, so the families,
+group effects, priors, warm starts and diagnostics are the package's own. The terms:
 
 * a numeric covariate with at least :data:`~counterfair.audit.sfm_roles.SMOOTH_VALUES`
   distinct values enters by a cubic regression spline: :data:`SPLINE_DF` B-spline
-  columns (knots at quantiles of all the rows, so both levels' rows share them; one
-  column dropped, as the intercept spans their sum), each standardised and a given
-  root with a Normal(0, 1) weight. A penalised spline (:class:`~counterfair.Smooth`) was tried
-  first: with thousands of rows per level its variance parameter's funnel gave
-  divergences and R-hat up to 1.1 on a straight-line truth, while a handful of fixed
-  columns are a well-conditioned GLM that the data pin down. A numeric covariate with
-  fewer values enters standardised, by a straight line;
-* a categorical covariate with few levels enters by one weight per level;
+  columns, knots at quantiles of all the rows so that both levels' rows share them, the
+  first dropped (the intercept spans their sum); one with fewer values by a straight
+  line;
+* a categorical covariate with few levels by its reference-coded indicators;
 * one with many levels (occupation, industry) by partially pooled intercepts
   (:class:`~counterfair.GroupEffect`); a group never seen in one level's rows gets the
-  population's draw;
-* a Normal outcome is standardised for the fit and put back on its own scale for the
-  effects; a count's intercept prior is centred at the log of its mean.
+  population's draw.
+
+The fixed columns enter through their **QR decomposition** on the model's own rows (as
+rstanarm's ``QR = TRUE``): with ``D = Q R`` (centred columns, ``Q`` scaled to unit
+variance), the model's weights are those of ``Q``'s columns, which the likelihood
+barely correlates, so NUTS takes short trajectories with a diagonal metric. A penalised
+spline (:class:`~counterfair.Smooth`) and raw correlated columns were tried first: the
+spline's variance parameter gave divergences and R-hat up to 1.1 on a straight-line
+truth, and the raw columns of the Census (B-spline columns of one covariate, the
+indicators of one category) made NUTS run past 5 minutes on 10,000 rows of one level.
+Any row, of either level, is mapped by the same ``R`` of the model's rows: ``(D -
+mean) R^-1``. A column constant on a model's rows (a level absent there) is left out
+of that model.
+
+A Normal outcome is standardised for the fit and put back on its own scale for the
+effects; a count's intercept prior is centred at the log of its mean.
 """
 
 from __future__ import annotations
@@ -55,7 +63,14 @@ if TYPE_CHECKING:
     from counterfair.inference.fit import Fit
     from counterfair.model.params import ParamDraws
 
-__all__ = ["SPLINE_DF", "NuisanceModel", "SFMFrame", "fit_nuisance", "sfm_frame"]
+__all__ = [
+    "SPLINE_DF",
+    "NuisanceModel",
+    "SFMFrame",
+    "fit_nuisance",
+    "sfm_frame",
+    "spline_columns",
+]
 
 SPLINE_DF = 5
 """B-spline columns of a numeric covariate's cubic regression spline (one is dropped)."""
@@ -74,134 +89,208 @@ def spline_columns(values: np.ndarray, df: int = SPLINE_DF) -> np.ndarray:
     return np.asarray(basis[:, 1:], dtype=float)
 
 
-def _node_names(columns: tuple[str, ...]) -> dict[str, str]:
-    """Stan-safe node names for the columns (letters, digits, underscores; unique)."""
-    out: dict[str, str] = {}
-    taken: set[str] = set()
-    for column in columns:
-        name = re.sub(r"\W", "_", column).strip("_") or "column"
-        if name[0].isdigit():
-            name = f"c_{name}"
-        base, k = name, 2
-        while name in taken or name.endswith("__"):
-            name = f"{base}_{k}"
-            k += 1
-        taken.add(name)
-        out[column] = name
-    return out
+def _safe(name: str) -> str:
+    safe = re.sub(r"\W", "_", name).strip("_") or "column"
+    return f"c_{safe}" if safe[0].isdigit() else safe
 
 
 @dataclass(frozen=True)
 class SFMFrame:
-    """The rows of ``x0`` and ``x1`` as the nuisance models read them.
+    """The rows of ``x0`` and ``x1`` (in the data's order) as the nuisance models read them.
 
     Attributes
     ----------
-    frame : pandas.DataFrame
-        One column per covariate under its node name (numbers standardised, categories
-        as strings), the outcome (standardised if Normal, the positive class's
-        indicator if binary) and ``X`` as a string.
-    names : dict of str to str
-        Node name of each column.
+    design : numpy.ndarray
+        The fixed columns of every covariate of ``Z`` then ``W`` that is not grouped,
+        ``(N, p)``: splines, straight lines, indicators.
+    design_names : tuple of str
+        What each column is (``"age: spline 2"``, ``"race = black"``).
+    design_of : tuple of str
+        The covariate each column belongs to.
+    groups : dict of str to numpy.ndarray
+        Each grouping covariate's levels (strings), ``(N,)``.
     x : numpy.ndarray
         ``True`` where ``X = x1``.
     y : numpy.ndarray
         The outcome on its own scale (the positive class's indicator if binary).
+    y_fit : numpy.ndarray
+        The outcome as the outcome model reads it (standardised if Normal, integers if
+        a count, 0/1 if binary).
     y_location, y_scale : float
         The Normal outcome's standardisation (0 and 1 otherwise).
     positive : str or None
         The positive class of a binary outcome.
-    columns : dict of str to tuple of str
-        The node names each numeric covariate enters by (its spline's columns, or its
-        standardised value).
     """
 
-    frame: pd.DataFrame
-    names: dict[str, str]
+    design: np.ndarray
+    design_names: tuple[str, ...]
+    design_of: tuple[str, ...]
+    groups: dict[str, np.ndarray]
     x: np.ndarray
     y: np.ndarray
+    y_fit: np.ndarray
     y_location: float
     y_scale: float
     positive: str | None
-    columns: dict[str, tuple[str, ...]]
+
+    def __len__(self) -> int:
+        return len(self.x)
 
 
-def _positive(y: pd.Series) -> tuple[str, str]:
+def _positive(y: pd.Series) -> str:
     values = sorted(pd.unique(y.astype(str)))
     for negative, positive in (("0", "1"), ("False", "True"), ("0.0", "1.0"), ("no", "yes")):
         if values == [negative, positive]:
-            return negative, positive
-    return values[0], values[1]
+            return positive
+    return values[1]
 
 
 def sfm_frame(data: pd.DataFrame, roles: SFMRoles) -> SFMFrame:
     """The rows of ``x0`` and ``x1`` (in their order), encoded for the nuisance models."""
     x_text = data[roles.attribute].astype(str)
     kept = data.loc[x_text.isin((roles.x0, roles.x1)).to_numpy()]
-    names = _node_names((roles.attribute, roles.outcome, *roles.covariates))
-    columns: dict[str, Any] = {}
-    expanded: dict[str, tuple[str, ...]] = {}
-    taken = set(names.values())
-    for column in roles.numeric:
-        values = kept[column].to_numpy(dtype=float)
-        if len(np.unique(values)) >= SMOOTH_VALUES:
-            basis = spline_columns(values)
-            nodes = []
-            for j in range(basis.shape[1]):
-                node = f"{names[column]}_s{j + 1}"
-                while node in taken:
-                    node += "_"
-                taken.add(node)
-                b = basis[:, j]  # standardised: unit-scale weights, no tie to the intercept
-                columns[node] = (b - b.mean()) / (float(b.std()) or 1.0)
-                nodes.append(node)
-            expanded[column] = tuple(nodes)
+    blocks: list[np.ndarray] = []
+    names: list[str] = []
+    owners: list[str] = []
+    groups: dict[str, np.ndarray] = {}
+    for column in roles.covariates:
+        if column in roles.numeric:
+            values = kept[column].to_numpy(dtype=float)
+            if len(np.unique(values)) >= SMOOTH_VALUES:
+                block = spline_columns(values)
+                labels = [f"{column}: spline {j + 1}" for j in range(block.shape[1])]
+            else:
+                block, labels = values[:, None], [column]
+        elif column in roles.categorical:
+            text = kept[column].astype(str).to_numpy()
+            others = roles.levels[column][1:]
+            block = (text[:, None] == np.asarray(others)[None, :]).astype(float)
+            labels = [f"{column} = {level}" for level in others]
         else:
-            sd = float(values.std())
-            columns[names[column]] = (values - float(values.mean())) / (sd if sd > 0 else 1.0)
-            expanded[column] = (names[column],)
-    for column in (*roles.categorical, *roles.grouped):
-        columns[names[column]] = kept[column].astype(str).to_numpy()
-    x = kept[roles.attribute].astype(str).to_numpy()
-    columns[names[roles.attribute]] = x
+            groups[column] = kept[column].astype(str).to_numpy()
+            continue
+        blocks.append(block)
+        names += labels
+        owners += [column] * block.shape[1]
+    n = len(kept)
+    design = np.hstack(blocks) if blocks else np.zeros((n, 0))
     positive = None
     location, scale = 0.0, 1.0
     if roles.family == "bernoulli":
-        _, positive = _positive(kept[roles.outcome])
+        positive = _positive(kept[roles.outcome])
         y = (kept[roles.outcome].astype(str).to_numpy() == positive).astype(float)
-        columns[names[roles.outcome]] = y.astype(int)
+        y_fit: np.ndarray = y.astype(np.int64)
     else:
         y = kept[roles.outcome].to_numpy(dtype=float)
         if roles.family == "normal":
             location, scale = float(y.mean()), float(y.std()) or 1.0
-            columns[names[roles.outcome]] = (y - location) / scale
+            y_fit = (y - location) / scale
         else:
-            columns[names[roles.outcome]] = np.round(y).astype(np.int64)
-    frame = pd.DataFrame(columns, index=pd.RangeIndex(len(kept)))
+            y_fit = np.round(y).astype(np.int64)
     return SFMFrame(
-        frame=frame, names=names, x=x == roles.x1, y=y, y_location=location,
-        y_scale=scale, positive=positive, columns=expanded,
+        design=design, design_names=tuple(names), design_of=tuple(owners), groups=groups,
+        x=kept[roles.attribute].astype(str).to_numpy() == roles.x1, y=y, y_fit=y_fit,
+        y_location=location, y_scale=scale, positive=positive,
     )
 
 
-def _terms(roles: SFMRoles, encoded: SFMFrame, covariates: tuple[str, ...]) -> list[Any]:
-    return [GroupEffect(encoded.names[c]) for c in covariates if c in roles.grouped]
+@dataclass(frozen=True)
+class QRMap:
+    """The map of any row's fixed columns to the columns one model was fitted on.
+
+    ``q = (d[:, kept] - mean) @ inverse`` where ``mean`` and ``inverse`` (``R^-1``
+    scaled so that ``q`` has unit variance on the model's rows) come from the model's
+    own rows.
+    """
+
+    kept: np.ndarray
+    mean: np.ndarray
+    inverse: np.ndarray
+
+    @classmethod
+    def of(cls, design: np.ndarray) -> QRMap:
+        """The map of a model's rows ``design``; constant columns are left out."""
+        if design.shape[1] == 0:
+            return cls(np.zeros(0, dtype=int), np.zeros(0), np.zeros((0, 0)))
+        spread = design.std(axis=0)
+        kept = np.flatnonzero(spread > 1e-12 * np.maximum(1.0, np.abs(design).max(axis=0)))
+        d = design[:, kept]
+        mean = d.mean(axis=0)
+        _, r = np.linalg.qr(d - mean, mode="reduced")
+        # drop columns the others span (|R_jj| tiny): pivot them out one at a time
+        diag = np.abs(np.diag(r))
+        independent = diag > 1e-8 * max(float(diag.max()), 1e-300)
+        if not independent.all():
+            kept, mean = kept[independent], mean[independent]
+            _, r = np.linalg.qr(design[:, kept] - mean, mode="reduced")
+        r = r / math.sqrt(max(design.shape[0] - 1, 1))
+        return cls(kept, mean, np.linalg.inv(r))
+
+    def __call__(self, design: np.ndarray) -> np.ndarray:
+        if self.kept.size == 0:
+            return np.zeros((design.shape[0], 0))
+        return np.asarray((design[:, self.kept] - self.mean) @ self.inverse)
 
 
-def _root_nodes(
-    graph: nx.DiGraph, roles: SFMRoles, encoded: SFMFrame, covariates: tuple[str, ...],
-    child: str,
-) -> None:
-    for column in covariates:
-        if column in roles.numeric:
-            for node in encoded.columns[column]:
-                graph.add_node(node, spec=Protected(kind="continuous"))
-                graph.add_edge(node, child)
-        elif column in roles.categorical:
-            node = encoded.names[column]
-            graph.add_node(node, spec=Protected(levels=roles.levels[column]))
-            graph.add_edge(node, child)
-        # a grouping column is no node: its group effect reads the column
+def _q_names(count: int, taken: set[str]) -> list[str]:
+    out = []
+    for j in range(count):
+        name = f"q{j + 1}"
+        while name in taken:
+            name = f"{name}_"
+        out.append(name)
+    return out
+
+
+@dataclass(frozen=True)
+class NuisanceModel:
+    """One fitted nuisance model and how to read its mean on any of the rows.
+
+    Attributes
+    ----------
+    name : str
+        ``"outcome | x0"``, ``"outcome | x1"`` or ``"attribute"``.
+    fit : Fit
+        The fitted one-node SCM.
+    node : str
+        The node whose mean is read.
+    qr : QRMap
+        The map of the rows' fixed columns to the model's.
+    columns : tuple of str
+        The model's column nodes (``q1``, ...), then its grouping columns' node names.
+    groups : dict of str to str
+        Node name of each grouping covariate.
+    left_out : tuple of str
+        Fixed columns constant on the model's rows (or spanned by the others), not in it.
+    """
+
+    name: str
+    fit: Fit
+    node: str
+    qr: QRMap
+    columns: tuple[str, ...]
+    groups: dict[str, str]
+    left_out: tuple[str, ...]
+
+    def frame(self, encoded: SFMFrame, rows: slice | np.ndarray) -> pd.DataFrame:
+        """The model's columns for ``rows`` of ``encoded`` (its fitted node left out)."""
+        q = self.qr(encoded.design[rows])
+        out: dict[str, Any] = dict(zip(self.columns, q.T, strict=False))
+        for column, node in self.groups.items():
+            out[node] = encoded.groups[column][rows]
+        return pd.DataFrame(out)
+
+    def means(self, encoded: SFMFrame, rows: slice, params: ParamDraws) -> np.ndarray:
+        """The node's mean given its parents on ``rows``, one row per draw: ``(S, N)``."""
+        frame = self.frame(encoded, rows)
+        scm = self.fit.scm
+        checked = Rows.check(frame, scm, self.fit.encoding)
+        eq = scm.equations[self.node]
+        eta = linear_predictor(
+            eq, params, checked.values(()), checked.codes,
+            reference_coding=scm.coding == "reference", n_rows=len(frame),
+        )
+        return np.asarray(mean_from_eta(eq, params, eta), dtype=float)
 
 
 def _outcome_spec(roles: SFMRoles, encoded: SFMFrame, terms: list[Any]) -> Any:
@@ -221,60 +310,6 @@ def _outcome_spec(roles: SFMRoles, encoded: SFMFrame, terms: list[Any]) -> Any:
     return NegativeBinomial(terms=tuple(terms), prior_intercept=centred)
 
 
-@dataclass(frozen=True)
-class NuisanceModel:
-    """One fitted nuisance model and how to read its mean on rows.
-
-    Attributes
-    ----------
-    name : str
-        ``"outcome | x0"``, ``"outcome | x1"`` or ``"attribute"``.
-    fit : Fit
-        The fitted one-node SCM.
-    node : str
-        The node whose mean is read.
-    """
-
-    name: str
-    fit: Fit
-    node: str
-
-    def means(self, frame: pd.DataFrame, params: ParamDraws) -> np.ndarray:
-        """The node's mean given its parents on ``frame``, one row per draw: ``(S, N)``."""
-        scm = self.fit.scm
-        rows = Rows.check(frame, scm, self.fit.encoding)
-        eq = scm.equations[self.node]
-        eta = linear_predictor(
-            eq, params, rows.values(), rows.codes,
-            reference_coding=scm.coding == "reference", n_rows=len(frame),
-        )
-        return np.asarray(mean_from_eta(eq, params, eta), dtype=float)
-
-
-def nuisance_scm(
-    roles: SFMRoles, encoded: SFMFrame, which: str
-) -> tuple[SCM, str]:
-    """The one-node SCM of a nuisance model (``"outcome"`` or ``"attribute"``) and its node."""
-    graph = nx.DiGraph()
-    if which == "outcome":
-        node = encoded.names[roles.outcome]
-        covariates = roles.covariates
-        terms = _terms(roles, encoded, covariates)
-        graph.add_node(node, spec=_outcome_spec(roles, encoded, terms))
-    else:
-        from counterfair.model.families.bernoulli import Bernoulli
-
-        node = encoded.names[roles.attribute]
-        covariates = roles.confounders
-        terms = _terms(roles, encoded, covariates)
-        graph.add_node(
-            node,
-            spec=Bernoulli(levels=(roles.x0, roles.x1), positive=roles.x1, terms=tuple(terms)),
-        )
-    _root_nodes(graph, roles, encoded, covariates, node)
-    return SCM(graph), node
-
-
 def fit_nuisance(
     roles: SFMRoles,
     encoded: SFMFrame,
@@ -284,11 +319,37 @@ def fit_nuisance(
     name: str,
     fit_options: Mapping[str, Any],
 ) -> NuisanceModel:
-    """Fit one nuisance model on the rows selected by the boolean mask ``rows``."""
-    scm, node = nuisance_scm(roles, encoded, which)
-    frame = encoded.frame.loc[rows].reset_index(drop=True)
-    columns = [*scm.protected, *scm.observed]
-    columns += [encoded.names[c] for c in roles.grouped if encoded.names[c] not in columns
-                and (which == "outcome" or c in roles.confounders)]
-    fit = scm.fit(frame[columns], max_rows=None, **fit_options)
-    return NuisanceModel(name=name, fit=fit, node=node)
+    """Fit one nuisance model (``"outcome"`` or ``"attribute"``) on the rows of the mask."""
+    from counterfair.model.families.bernoulli import Bernoulli
+
+    covariates = roles.covariates if which == "outcome" else roles.confounders
+    own = np.asarray([owner in covariates for owner in encoded.design_of], dtype=bool)
+    design = encoded.design[:, own]
+    labels = np.asarray(encoded.design_names, dtype=object)[own]
+    grouped = [c for c in covariates if c in roles.grouped]
+    node = "y" if which == "outcome" else "x"
+    group_nodes = {c: f"g_{_safe(c)}" for c in grouped}
+    qr = QRMap.of(design[rows])
+    left_out = tuple(str(v) for i, v in enumerate(labels) if i not in set(qr.kept.tolist()))
+    q_names = _q_names(qr.kept.size, {node, *group_nodes.values()})
+    terms = [GroupEffect(g) for g in group_nodes.values()]
+    graph = nx.DiGraph()
+    if which == "outcome":
+        graph.add_node(node, spec=_outcome_spec(roles, encoded, terms))
+    else:
+        graph.add_node(node, spec=Bernoulli(terms=tuple(terms)))
+    for q in q_names:
+        graph.add_node(q, spec=Protected(kind="continuous"))
+        graph.add_edge(q, node)
+    scm = SCM(graph)
+    mapped = NuisanceModel(
+        name=name, fit=None,  # type: ignore[arg-type]
+        node=node, qr=qr, columns=tuple(q_names), groups=group_nodes, left_out=left_out,
+    )
+    frame = mapped.frame(encoded, rows)
+    frame[node] = encoded.y_fit[rows] if which == "outcome" else encoded.x[rows].astype(int)
+    fit = scm.fit(frame, max_rows=None, **fit_options)
+    return NuisanceModel(
+        name=name, fit=fit, node=node, qr=qr, columns=tuple(q_names), groups=group_nodes,
+        left_out=left_out,
+    )
