@@ -58,7 +58,7 @@ from .decomposition_result import DECOMPOSITION_TERMS, Decomposition, table_of
 from .sfm_models import NuisanceModel, SFMFrame, fit_nuisance, sfm_frame
 from .sfm_roles import SFMRoles, check_sfm_roles
 
-__all__ = ["ROW_WEIGHTS", "decompose_sfm"]
+__all__ = ["ROW_WEIGHTS", "Sums", "add_sums", "decompose_sfm", "terms_of"]
 
 ROW_WEIGHTS = ("bayesian_bootstrap", "fixed")
 """What the rows' weights are (``rows=`` of :func:`decompose_sfm`)."""
@@ -70,8 +70,8 @@ _log = logging.getLogger("counterfair.audit.sfm")
 
 
 @dataclass
-class _Sums:
-    """Weighted sums over the rows, one entry per draw."""
+class Sums:
+    """Weighted sums over the rows, one entry per draw (:func:`add_sums`)."""
 
     n_samples: int
     parts: dict[str, np.ndarray] = field(default_factory=dict)
@@ -109,7 +109,7 @@ def _draw_indices(model: NuisanceModel, n_samples: int) -> np.ndarray:
 
 
 def _accumulate(
-    sums: _Sums,
+    sums: Sums,
     encoded: SFMFrame,
     part: slice,
     models: dict[str, NuisanceModel],
@@ -121,7 +121,6 @@ def _accumulate(
     n = part.stop - part.start
     s = sums.n_samples
     x1 = encoded.x[part].astype(float)
-    x0 = 1.0 - x1
     y = encoded.y[part]
     if rows == "bayesian_bootstrap":
         positions = np.arange(part.start, part.start + n, dtype=np.int64)
@@ -133,30 +132,48 @@ def _accumulate(
         mu = models[name].means(encoded, part, params[name])
         return encoded.y_location + encoded.y_scale * mu
 
-    mu1 = outcome("outcome | x1")
-    mu0 = outcome("outcome | x0")
+    pi = None
+    if "attribute" in models:
+        pi = models["attribute"].means(encoded, part, params["attribute"])
+    add_sums(sums, x1, y, outcome("outcome | x0"), outcome("outcome | x1"), pi, omega)
+
+
+def add_sums(
+    sums: Sums,
+    x1: np.ndarray,
+    y: np.ndarray,
+    mu0: np.ndarray,
+    mu1: np.ndarray,
+    pi: np.ndarray | None,
+    omega: np.ndarray,
+) -> None:
+    """Add the weighted sums of some rows: ``x1`` (1 where ``X = x1``) and ``y`` of shape
+    ``(N,)``; ``mu0``, ``mu1`` (the outcome models' means), ``pi`` (the attribute
+    model's ``P(x1 | z)``, ``None`` without confounders) and ``omega`` (the rows'
+    weights) of shape ``(S, N)``. Any estimate of the nuisances may be given (the
+    Census benchmark's gradient boosting, say); the terms are :func:`terms_of`."""
+    x0 = 1.0 - x1
     w0, w1 = omega * x0, omega * x1
     sums.add("n0", w0.sum(axis=1))
     sums.add("n1", w1.sum(axis=1))
     sums.add("y0", w0 @ y)
     sums.add("y1", w1 @ y)
     sums.add("a", (w0 * mu1).sum(axis=1))
-    if "attribute" in models:
-        raw = models["attribute"].means(encoded, part, params["attribute"])
-        sums.clipped += int(
-            np.count_nonzero((raw < PROPENSITY_FLOOR) | (raw > 1 - PROPENSITY_FLOOR))
-        )
-        pi = np.clip(raw, PROPENSITY_FLOOR, 1 - PROPENSITY_FLOOR)
-        odds0 = (1.0 - pi) / pi  # r(z): to the confounders of x0
-        sums.add("b_num", (w1 * odds0 * mu1).sum(axis=1))
-        sums.add("b_den", (w1 * odds0).sum(axis=1))
-        sums.add("c_num", (w0 * mu0 / odds0).sum(axis=1))
-        sums.add("c_den", (w0 / odds0).sum(axis=1))
-        sums.add("g_num", (w0 * mu1 / (1.0 - pi)).sum(axis=1))
-        sums.add("g_den", (w0 / (1.0 - pi)).sum(axis=1))
+    if pi is None:
+        return
+    sums.clipped += int(np.count_nonzero((pi < PROPENSITY_FLOOR) | (pi > 1 - PROPENSITY_FLOOR)))
+    pi = np.clip(pi, PROPENSITY_FLOOR, 1 - PROPENSITY_FLOOR)
+    odds0 = (1.0 - pi) / pi  # r(z): to the confounders of x0
+    sums.add("b_num", (w1 * odds0 * mu1).sum(axis=1))
+    sums.add("b_den", (w1 * odds0).sum(axis=1))
+    sums.add("c_num", (w0 * mu0 / odds0).sum(axis=1))
+    sums.add("c_den", (w0 / odds0).sum(axis=1))
+    sums.add("g_num", (w0 * mu1 / (1.0 - pi)).sum(axis=1))
+    sums.add("g_den", (w0 / (1.0 - pi)).sum(axis=1))
 
 
-def _terms(sums: _Sums, confounded: bool) -> dict[str, np.ndarray]:
+def terms_of(sums: Sums, confounded: bool) -> dict[str, np.ndarray]:
+    """Every term of :data:`DECOMPOSITION_TERMS` from the sums of all the rows, per draw."""
     n0, n1 = sums["n0"], sums["n1"]
     p0, p1 = n0 / (n0 + n1), n1 / (n0 + n1)
     ey0, ey1 = sums["y0"] / n0, sums["y1"] / n1
@@ -310,7 +327,7 @@ def decompose_sfm(
     }
     n_used = min(p.n for p in params.values())
     params = {name: p.take(np.arange(n_used)) for name, p in params.items()}
-    sums = _Sums(n_used)
+    sums = Sums(n_used)
     n = len(encoded)
     for start in range(0, n, chunk_rows):
         part = slice(start, min(start + chunk_rows, n))
@@ -319,7 +336,7 @@ def decompose_sfm(
         "decompose_sfm: models fitted in %.1f s, %d rows x %d draws evaluated in %.1f s",
         fitted - started, n, n_used, time.perf_counter() - fitted,
     )
-    terms = _terms(sums, confounded="attribute" in models)
+    terms = terms_of(sums, confounded="attribute" in models)
     draws_frame = pd.DataFrame(
         {term: terms[term] for term in DECOMPOSITION_TERMS},
         index=pd.RangeIndex(n_used, name="sample"),
@@ -371,7 +388,7 @@ def _notes(
     roles: SFMRoles,
     encoded: SFMFrame,
     models: dict[str, NuisanceModel],
-    sums: _Sums,
+    sums: Sums,
     data: pd.DataFrame,
     rows: str,
 ) -> list[str]:
