@@ -70,7 +70,8 @@ def test_import_counterfair_loads_no_heavy_module() -> None:
 @pytest.mark.parametrize(
     "arguments",
     [["--help"], ["fit", "--help"], ["learn", "--help"], ["counterfactual", "--help"],
-     ["audit", "--help"], ["law-school", "--help"], ["compile", "--help"]],
+     ["audit", "--help"], ["decompose", "--help"], ["law-school", "--help"],
+     ["compile", "--help"]],
     ids=" ".join,
 )
 def test_command_line_help_loads_no_heavy_module(arguments: list[str]) -> None:

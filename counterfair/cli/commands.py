@@ -9,7 +9,9 @@
 * ``counterfair explanations --out DIR`` -- the explanation-based discrimination study
   (fairness measures against SHAP measures on Adult and COMPAS);
 * ``counterfair fit | learn | counterfactual | decompose`` and ``counterfair audit RUN/
-  ...`` -- your own SCM file and CSV data (:mod:`counterfair.cli.run`).
+  ...`` -- your own SCM file and CSV data (:mod:`counterfair.cli.run`); ``counterfair
+  decompose --data CSV ...`` -- a gap decomposed from the Standard Fairness Model's roles,
+  with no SCM file.
 * ``counterfair adult-pscf [--data-dir DIR] [--out DIR] [--quick] [--force]`` -- the
   Adult path-specific counterfactual fairness study (Chiappa, 2019).
 * ``counterfair law-school-worlds [--quick] [--out DIR]`` -- one predictor fair with

@@ -14,7 +14,11 @@
 * ``counterfair decompose run/ --attribute race --x0 White --x1 Black --outcome ZFYA
   --out table.csv`` -- the causal decomposition of a gap (the outcome's, or with
   ``--learner`` the saved learner's predictions) into direct, indirect and spurious
-  effects, as a CSV table.
+  effects, as a CSV table;
+* ``counterfair decompose --data census.csv --attribute sex --x0 male --x1 female
+  --outcome salary --confounders age,race --mediators marital,occupation --out
+  table.csv`` -- the same terms from the Standard Fairness Model's roles alone, with no
+  SCM file and no run folder (:func:`counterfair.audit.decompose_sfm`).
 
 Exit codes: 0 success; 2 bad input (a missing or invalid file, an unknown node or
 column, an output that exists without ``--force``), with a one-line message on
@@ -71,15 +75,17 @@ def _formatter(prog: str) -> argparse.RawDescriptionHelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
 
-def read_csv(path: str, what: str) -> pd.DataFrame:
-    """A CSV file, or a :class:`CommandError` naming it (missing, unreadable)."""
+def read_csv(path: str, what: str, *, nrows: int | None = None) -> pd.DataFrame:
+    """A CSV file (compressed as its extension says: ``.gz``, ``.bz2``, ``.zip``, ``.xz``,
+    ``.zst``), its first ``nrows`` rows when given, or a :class:`CommandError` naming it
+    (missing, unreadable)."""
     import pandas as pd
 
     if not Path(path).is_file():
         raise CommandError(f"{what} file {path} does not exist")
     try:
-        return pd.read_csv(path)
-    except (ValueError, OSError, UnicodeDecodeError) as error:
+        return pd.read_csv(path, nrows=nrows)
+    except (ValueError, OSError, EOFError, UnicodeDecodeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise CommandError(f"cannot read {what} file {path}: {reason}") from error
 
@@ -926,6 +932,17 @@ def run_counterfactual(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- decompose
+# The Standard Fairness Model's decomposition (``--data``, counterfair.audit.sfm), copied
+# here so that ``counterfair --help`` does not import it (and with it pandas);
+# tests/test_cli_sfm.py checks that they are the library's.
+SFM_FAMILIES = ("normal", "negative_binomial", "poisson", "bernoulli")
+"""``--family`` with ``--data`` (:data:`counterfair.audit.sfm_roles.OUTCOME_FAMILIES`)."""
+SFM_ROW_WEIGHTS = ("bayesian_bootstrap", "fixed")
+"""``--rows`` with ``--data`` (:data:`counterfair.audit.sfm.ROW_WEIGHTS`)."""
+SFM_DEFAULTS = {"chains": 2, "warmup": 500, "draws": 500}
+"""The nuisance fits' NUTS settings with ``--data`` (those of :func:`decompose_sfm`)."""
+
+
 def add_decompose_parser(sub: Any) -> None:
     """The ``decompose`` subcommand."""
     p = sub.add_parser(
@@ -939,24 +956,43 @@ def add_decompose_parser(sub: Any) -> None:
         "with --allow, the rows of the unfair part too). y is an observed node (--outcome) "
         "or the run's saved learner's prediction (--learner, from 'counterfair learn'). A "
         "CSV of predictions cannot be decomposed: the effects need the model's output in "
-        "counterfactual worlds.",
+        "counterfactual worlds.\n\n"
+        "Without a run folder, --data CSV decomposes the gap from the Standard Fairness "
+        "Model's roles alone (no SCM file, no fit beforehand): name the outcome, the "
+        "confounders Z and the mediators W (comma-separated; '' for none); the outcome's "
+        "regression within each level of X and X's regression on Z are fitted by NUTS "
+        "(--chains, --warmup, --draws), the rows weighted by a Bayesian bootstrap (--rows "
+        "bayesian_bootstrap, the default) or all 1 (--rows fixed), and the table is "
+        "written to --out.",
         epilog="examples:\n  counterfair decompose run/ --attribute race --x0 White --x1 Black "
         "--outcome ZFYA --out table.csv\n  counterfair decompose run/ --attribute race --x0 "
-        "White --x1 Black --learner --allow IE --out learner.csv",
+        "White --x1 Black --learner --allow IE --out learner.csv\n  counterfair decompose "
+        "--data census.csv --attribute sex --x0 male --x1 female --outcome salary "
+        "--confounders age,race --mediators marital,occupation --out table.csv",
     )
-    p.add_argument("run", help="run folder written by 'counterfair fit'")
+    p.add_argument("run", nargs="?", default=None, metavar="RUN",
+                   help="run folder written by 'counterfair fit' (or give --data instead)")
+    p.add_argument("--data", default=None, metavar="CSV",
+                   help="instead of RUN: a CSV file (.csv, or compressed: .csv.gz, ...) "
+                   "decomposed from the Standard Fairness Model's roles alone")
     p.add_argument("--attribute", required=True, help="the protected attribute X")
     p.add_argument("--x0", required=True, help="the reference level of X")
     p.add_argument("--x1", required=True, help="the other level (TV = E[y | x1] - E[y | x0])")
-    target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--outcome", default=None, help="an observed node of the SCM")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--outcome", default=None,
+                        help="an observed node of the SCM (with --data: a column)")
     target.add_argument("--learner", action="store_true",
                         help="the run's saved learner (RUN/learner/)")
-    p.add_argument("--rows", default=None, help="CSV of rows (default: the run's data)")
+    p.add_argument("--rows", default=None,
+                   help="with RUN: a CSV of rows (default: the run's data); with --data: the "
+                   f"rows' weights, {' or '.join(SFM_ROW_WEIGHTS)} (default "
+                   f"{SFM_ROW_WEIGHTS[0]})")
     p.add_argument("--mediators", default=None,
-                   help="comma-separated mediators W (default: the descendants of X)")
+                   help="comma-separated mediators W (default: the descendants of X; with "
+                   "--data required, '' for none)")
     p.add_argument("--confounders", default=None,
-                   help="comma-separated confounders Z (default: the non-descendants of X)")
+                   help="comma-separated confounders Z (default: the non-descendants of X; "
+                   "with --data required, '' for none)")
     p.add_argument("--allow", default=None,
                    help="comma-separated effects that are a business necessity (DE, IE, SE)")
     p.add_argument("--n-samples", type=int, default=200, help="posterior samples per row")
@@ -966,7 +1002,23 @@ def add_decompose_parser(sub: Any) -> None:
                    "'prediction': a classifier's labels)")
     p.add_argument("--interval", type=float, default=0.9, help="mass of the intervals")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="CSV to write (default RUN/decomposition.csv)")
+    p.add_argument("--categorical", default=None,
+                   help="with --data: comma-separated numeric covariates to treat as "
+                   "categories (codes)")
+    p.add_argument("--family", choices=SFM_FAMILIES, default=None,
+                   help="with --data: the outcome's family (default: chosen from the column, "
+                   "and the reason printed)")
+    p.add_argument("--chains", type=int, default=None,
+                   help=f"with --data: chains of each fit (default {SFM_DEFAULTS['chains']})")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="with --data: warm-up iterations per chain (default "
+                   f"{SFM_DEFAULTS['warmup']})")
+    p.add_argument("--draws", type=int, default=None,
+                   help=f"with --data: draws per chain (default {SFM_DEFAULTS['draws']})")
+    p.add_argument("--nrows", type=_positive_int, default=None, metavar="N",
+                   help="with --data: read the first N rows only")
+    p.add_argument("--out", default=None,
+                   help="CSV to write (default RUN/decomposition.csv; with --data required)")
     p.add_argument("--force", action="store_true", help="replace an existing --out")
 
 
@@ -1026,12 +1078,85 @@ def _check_decompose(args: argparse.Namespace, saved: _SavedRun) -> None:
                 )
 
 
+# The options of one mode of ``counterfair decompose`` only: refused in the other, each with
+# what it is for there.
+RUN_ONLY = {
+    "learner": "the run's saved learner; with --data, give --outcome",
+    "allow": "the business necessity of the run's decomposition",
+    "response": "what the run's saved learner's output is",
+}
+DATA_ONLY = ("categorical", "family", "chains", "warmup", "draws", "nrows")
+
+
+def _usage(message: str) -> CommandError:
+    """A refused combination of options, said as the parser says its refusals."""
+    return CommandError(f"{message} (see 'counterfair decompose --help')")
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _check_decompose_mode(args: argparse.Namespace) -> None:
+    """Exactly one of RUN and ``--data``, and no option of the other mode (nothing is
+    read before this)."""
+    run, data = getattr(args, "run", None), getattr(args, "data", None)
+    if run is not None and data is not None:
+        raise _usage(f"give a run folder (RUN, here {run}) or --data, not both")
+    if run is None and data is None:
+        raise _usage("give a run folder (RUN, from 'counterfair fit') or --data CSV")
+    rows = getattr(args, "rows", None)
+    if data is not None:
+        given = [name for name in RUN_ONLY if getattr(args, name, None) not in (None, False)]
+        if given:
+            raise _usage(
+                "; ".join(f"{_option(name)} applies to a run folder ({RUN_ONLY[name]})"
+                          for name in given)
+                + ", not to --data: drop " + ", ".join(map(_option, given))
+            )
+        if rows is not None and rows not in SFM_ROW_WEIGHTS:
+            raise _usage(
+                f"--rows {rows}: with --data, --rows is the rows' weights, "
+                f"{' or '.join(SFM_ROW_WEIGHTS)}; a CSV of rows applies to a run folder (the "
+                "rows decomposed are those of --data)"
+            )
+        for name in ("outcome", "confounders", "mediators", "out"):
+            if getattr(args, name, None) is None:
+                why = {
+                    "outcome": "the column whose gap is decomposed",
+                    "confounders": "comma-separated columns Z, or '' for none",
+                    "mediators": "comma-separated columns W, or '' for none",
+                    "out": "the CSV to write: there is no run folder to write it into",
+                }[name]
+                raise _usage(f"--{name} is required with --data ({why})")
+        return
+    given = [name for name in DATA_ONLY if getattr(args, name, None) is not None]
+    if given:
+        raise _usage(
+            ", ".join(map(_option, given))
+            + f" {'applies' if len(given) == 1 else 'apply'} to --data (the Standard Fairness "
+            "Model's decomposition, whose models are fitted by the command); the run "
+            f"folder {run} has its fit: drop {'it' if len(given) == 1 else 'them'}"
+        )
+    if rows in SFM_ROW_WEIGHTS and not Path(rows).is_file():
+        raise _usage(
+            f"--rows {rows}: the rows' weights apply to --data; with a run folder, --rows "
+            "is a CSV of rows"
+        )
+    if args.outcome is None and not args.learner:
+        raise _usage("one of the arguments --outcome --learner is required")
+
+
 def run_decompose(args: argparse.Namespace) -> int:
     """Write the decomposition table of a gap and print its summary.
 
-    ``--out`` and the options the SCM decides are checked before the fit (its draws) is
-    loaded; with ``--learner``, only the learner's copy of the fit is loaded.
+    With a run folder, ``--out`` and the options the SCM decides are checked before the
+    fit (its draws) is loaded; with ``--learner``, only the learner's copy of the fit is
+    loaded. With ``--data``, see :func:`run_decompose_sfm`.
     """
+    _check_decompose_mode(args)
+    if args.data is not None:
+        return run_decompose_sfm(args)
     _fit_folder(args.run)
     out = Path(args.out) if args.out else Path(args.run) / "decomposition.csv"
     _output_file(out, args.force)
@@ -1093,6 +1218,82 @@ def run_decompose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sfm_numbers(args: argparse.Namespace) -> dict[str, int]:
+    """The nuisance fits' NUTS settings, checked against ``--n-samples`` with the options'
+    names (the library would name its arguments)."""
+    settings = {name: SFM_DEFAULTS[name] if getattr(args, name) is None else getattr(args, name)
+                for name in SFM_DEFAULTS}
+    for name, value in settings.items():
+        if value < (name != "warmup"):
+            what = "0 or a positive number" if name == "warmup" else "a positive number"
+            raise CommandError(f"--{name} {value}: give {what}")
+    if args.n_samples < 2:
+        raise CommandError(f"--n-samples {args.n_samples}: give at least 2")
+    if not 0 < args.interval < 1:
+        raise CommandError(f"--interval {args.interval}: give a number between 0 and 1")
+    total = settings["chains"] * settings["draws"]
+    if total < args.n_samples:
+        raise CommandError(
+            f"--chains {settings['chains']} x --draws {settings['draws']} = {total} posterior "
+            f"draws per model, fewer than --n-samples {args.n_samples}: give more --draws or "
+            "fewer --n-samples"
+        )
+    return settings
+
+
+def _columns(value: str) -> list[str]:
+    """Comma-separated column names ('' for none), each stripped of spaces."""
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
+def run_decompose_sfm(args: argparse.Namespace) -> int:
+    """``counterfair decompose --data CSV ...``: the decomposition from the Standard
+    Fairness Model's roles (:func:`counterfair.audit.decompose_sfm`), written as CSV, its
+    summary and notes printed.
+
+    The options and ``--out`` are checked before the data are read; the roles are checked
+    against the data (:func:`~counterfair.audit.sfm_roles.check_sfm_roles`, a
+    :class:`~counterfair.errors.DataError` naming the column) before anything is fitted.
+    Nothing is written unless the decomposition is done.
+    """
+    settings = _sfm_numbers(args)
+    covariates = {*_columns(args.confounders), *_columns(args.mediators)}
+    for name in _columns(args.categorical or ""):
+        if name not in covariates:
+            raise CommandError(
+                f"--categorical names {name!r}, which is neither a confounder nor a mediator"
+            )
+    out = Path(args.out)
+    _output_file(out, args.force)
+    if not out.parent.is_dir():
+        raise CommandError(f"--out {out}: folder {out.parent} does not exist")
+    if out.exists() and out.resolve() == Path(args.data).resolve():
+        raise CommandError(f"--out {out} is the --data file: write the table elsewhere")
+    with _stage("read the data"):
+        data = read_csv(args.data, "data", nrows=args.nrows)
+    from counterfair.audit.sfm import decompose_sfm
+
+    rows = args.rows or SFM_ROW_WEIGHTS[0]
+    try:
+        with _stage(f"decompose ({len(data):,} rows, {settings['chains']} chain(s) per fit)"):
+            result = decompose_sfm(
+                data, attribute=args.attribute, x0=args.x0, x1=args.x1,
+                outcome=args.outcome, confounders=_columns(args.confounders),
+                mediators=_columns(args.mediators),
+                categorical=_columns(args.categorical or ""), family=args.family,
+                n_samples=args.n_samples, interval=args.interval, rows=rows,
+                seed=args.seed, progress=False, **settings,
+            )
+    except errors.DataError:
+        raise  # naming the column: printed by guarded
+    except (ValueError, TypeError) as error:
+        raise CommandError(str(error)) from error
+    _write_csv(result.table, out)
+    print(result.summary())
+    print(f"wrote {out}")
+    return 0
+
+
 def guarded(function: Any, args: argparse.Namespace) -> int:
     """Run a command; a refused one prints its reason and returns :data:`BAD_INPUT`."""
     try:
@@ -1118,5 +1319,5 @@ __all__ = [
     "CommandError", "add_counterfactual_parser", "add_decompose_parser", "add_fit_parser",
     "add_learn_parser", "audit_reference", "check_min_group_rows", "guarded", "is_run_folder",
     "one_line", "predictor_names", "read_csv", "run_audit",
-    "run_counterfactual", "run_decompose", "run_fit", "run_learn",
+    "run_counterfactual", "run_decompose", "run_decompose_sfm", "run_fit", "run_learn",
 ]
