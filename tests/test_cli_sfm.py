@@ -237,13 +237,17 @@ def test_an_existing_out_is_refused_and_left_as_it_was(folder: Path) -> None:
 def test_the_command_line_copies_the_library_choices() -> None:
     """The parser holds copies of decompose_sfm's families, row weights and NUTS defaults
     (``counterfair --help`` imports no pandas): they are the same."""
-    from counterfair.audit import sfm, sfm_roles
+    from counterfair.audit import sfm, sfm_models, sfm_roles
     from counterfair.cli import run as cli_run
 
     assert cli_run.SFM_FAMILIES == sfm_roles.OUTCOME_FAMILIES
+    assert cli_run.SFM_GROUPINGS == sfm_models.GROUPINGS
+    assert cli_run.SFM_METHODS == sfm.METHODS
     assert cli_run.SFM_ROW_WEIGHTS == sfm.ROW_WEIGHTS
     defaults = inspect.signature(sfm.decompose_sfm).parameters
     assert defaults["rows"].default == cli_run.SFM_ROW_WEIGHTS[0]
+    assert defaults["groups"].default == cli_run.SFM_GROUPINGS[0]
+    assert defaults["method"].default == cli_run.SFM_METHODS[0]
     for name, value in cli_run.SFM_DEFAULTS.items():
         assert defaults[name].default == value, name
 

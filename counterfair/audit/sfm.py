@@ -55,34 +55,29 @@ import pandas as pd
 from counterfair.rng import RowRandom
 
 from .decomposition_result import DECOMPOSITION_TERMS, Decomposition, table_of
-from .sfm_models import NuisanceModel, SFMFrame, fit_nuisance, sfm_frame
+from .sfm_models import GROUPINGS, NuisanceModel, SFMFrame, fit_nuisance, sfm_frame
 from .sfm_roles import SFMRoles, check_sfm_roles
 
 __all__ = [
     "METHODS",
-    "PATHFINDER_ROWS",
     "ROW_WEIGHTS",
     "Sums",
     "add_sums",
     "decompose_sfm",
-    "model_method",
     "terms_of",
 ]
 
 ROW_WEIGHTS = ("bayesian_bootstrap", "fixed")
 """What the rows' weights are (``rows=`` of :func:`decompose_sfm`)."""
 
-METHODS = ("auto", "nuts", "pathfinder")
+METHODS = ("nuts", "pathfinder")
 """How the nuisance models are fitted (``method=`` of :func:`decompose_sfm`)."""
 
-PATHFINDER_ROWS = 5_000
-"""``method="auto"`` fits a model with a partially pooled group effect and at least this
-many rows by Pathfinder: NUTS on the Census's outcome model (518 occupations, 259
-industries, 10,000 rows of one sex) had not finished its 200-iteration pilot in 4
-minutes, where Pathfinder took 19 s."""
-
-PROPENSITY_FLOOR = 1e-3
-"""``pi(z)`` is kept within ``[floor, 1 - floor]``; rows beyond are counted in a note."""
+PROPENSITY_FLOOR = 0.01
+"""``pi(z)`` is kept within ``[floor, 1 - floor]`` (trimmed weights, a common choice);
+row-draws beyond are counted in a note. At ``1e-3`` the Census's spurious term had a
+posterior sd four times its 95 % interval's half-width: a few rows of one draw with
+odds near 1,000 carried its reweighted mean."""
 
 _log = logging.getLogger("counterfair.audit.sfm")
 
@@ -106,8 +101,11 @@ class Sums:
 
 
 def _check_options(
-    n_samples: object, interval: object, rows: object, chunk_rows: object, method: object
+    n_samples: object, interval: object, rows: object, chunk_rows: object, method: object,
+    groups: object,
 ) -> None:
+    if groups not in GROUPINGS:
+        raise ValueError(f"groups must be one of {GROUPINGS}, got {groups!r}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
@@ -238,17 +236,6 @@ def _fit_options(
     }
 
 
-def model_method(method: str, roles: SFMRoles, which: str, n_rows: int) -> str:
-    """How one nuisance model is fitted: ``method``, or for ``"auto"`` Pathfinder where
-    the model has a partially pooled group effect and at least
-    :data:`PATHFINDER_ROWS` rows, NUTS elsewhere."""
-    if method != "auto":
-        return method
-    covariates = roles.covariates if which == "outcome" else roles.confounders
-    grouped = any(c in roles.grouped for c in covariates)
-    return "pathfinder" if grouped and n_rows >= PATHFINDER_ROWS else "nuts"
-
-
 def _diagnostic_note(model: NuisanceModel, n_rows: int) -> str:
     if model.fit.method == "pathfinder":
         return (
@@ -279,10 +266,11 @@ def decompose_sfm(
     rows: str = "bayesian_bootstrap",
     seed: int = 0,
     chains: int = 2,
-    warmup: int = 500,
-    draws: int = 500,
+    warmup: int = 300,
+    draws: int = 300,
     chunk_rows: int = 20_000,
-    method: str = "auto",
+    groups: str = "auto",
+    method: str = "nuts",
     progress: bool | None = None,
     **sampler_args: Any,
 ) -> Decomposition:
@@ -332,10 +320,14 @@ def decompose_sfm(
     chunk_rows : int
         Rows evaluated at a time (memory ``~ 8 * n_samples * chunk_rows`` bytes per
         array); the result does not depend on it.
-    method : {"auto", "nuts", "pathfinder"}
-        How the nuisance models are fitted. ``"auto"``: Pathfinder for a model with a
-        partially pooled group effect and at least :data:`PATHFINDER_ROWS` rows
-        (approximate draws, said in the notes), NUTS for the others.
+    groups : {"auto", "pooled", "encoded"}
+        How a grouping covariate enters a model (:mod:`counterfair.audit.sfm_models`):
+        partially pooled intercepts in Stan, or its cross-fitted empirical-Bayes means
+        with one weight; ``"auto"`` pools while the model's rows times its groups' levels
+        stay within :data:`~counterfair.audit.sfm_models.POOLED_CELLS`.
+    method : {"nuts", "pathfinder"}
+        How the nuisance models are fitted (Pathfinder's draws are approximate; the
+        notes say so).
     progress : bool, optional
         The sampler's progress bars.
     **sampler_args
@@ -355,7 +347,7 @@ def decompose_sfm(
     ValueError
         An option out of range.
     """
-    _check_options(n_samples, interval, rows, chunk_rows, method)
+    _check_options(n_samples, interval, rows, chunk_rows, method, groups)
     if hasattr(data, "dask") and hasattr(data, "compute"):
         data = data.compute()  # the fits read every row; a Dask frame is brought in once
     roles = check_sfm_roles(
@@ -370,7 +362,7 @@ def decompose_sfm(
         )
     started = time.perf_counter()
     models = _fit_models(
-        roles, encoded, method, chains, warmup, draws, seed, progress, sampler_args
+        roles, encoded, groups, method, chains, warmup, draws, seed, progress, sampler_args
     )
     fitted = time.perf_counter()
     params = {
@@ -414,6 +406,7 @@ def decompose_sfm(
 def _fit_models(
     roles: SFMRoles,
     encoded: SFMFrame,
+    groups: str,
     method: str,
     chains: int,
     warmup: int,
@@ -428,9 +421,11 @@ def _fit_models(
         plan.append(("attribute", "attribute", np.ones(len(encoded.x), dtype=bool), 2))
     for name, which, mask, k in plan:
         t0 = time.perf_counter()
-        how = model_method(method, roles, which, int(mask.sum()))
+        how = method
         options = _fit_options(how, chains, warmup, draws, seed + k, progress, sampler_args)
-        models[name] = fit_nuisance(roles, encoded, which, mask, name=name, fit_options=options)
+        models[name] = fit_nuisance(
+            roles, encoded, which, mask, name=name, groups=groups, fit_options=options
+        )
         _log.info(
             "decompose_sfm: the %s model on %d rows fitted by %s in %.1f s",
             name, int(mask.sum()), how, time.perf_counter() - t0,
@@ -483,6 +478,12 @@ def _notes(
               "attribute": len(x)}
     notes += [_diagnostic_note(m, counts[name]) for name, m in models.items()]
     for name, m in models.items():
+        if m.encodings:
+            notes.append(
+                f"the {name} model reads {list(m.encodings)} by their groups' cross-fitted "
+                "empirical-Bayes means (groups='encoded'): their means, not their "
+                "uncertainty"
+            )
         if m.left_out:
             notes.append(
                 f"the {name} model leaves out columns constant on its rows (or spanned by "

@@ -939,7 +939,11 @@ SFM_FAMILIES = ("normal", "negative_binomial", "poisson", "bernoulli")
 """``--family`` with ``--data`` (:data:`counterfair.audit.sfm_roles.OUTCOME_FAMILIES`)."""
 SFM_ROW_WEIGHTS = ("bayesian_bootstrap", "fixed")
 """``--rows`` with ``--data`` (:data:`counterfair.audit.sfm.ROW_WEIGHTS`)."""
-SFM_DEFAULTS = {"chains": 2, "warmup": 500, "draws": 500}
+SFM_GROUPINGS = ("auto", "pooled", "encoded")
+"""``--groups`` with ``--data`` (:data:`counterfair.audit.sfm_models.GROUPINGS`)."""
+SFM_METHODS = ("nuts", "pathfinder")
+"""``--method`` with ``--data`` (:data:`counterfair.audit.sfm.METHODS`)."""
+SFM_DEFAULTS = {"chains": 2, "warmup": 300, "draws": 300}
 """The nuisance fits' NUTS settings with ``--data`` (those of :func:`decompose_sfm`)."""
 
 
@@ -1015,6 +1019,12 @@ def add_decompose_parser(sub: Any) -> None:
                    f"{SFM_DEFAULTS['warmup']})")
     p.add_argument("--draws", type=int, default=None,
                    help=f"with --data: draws per chain (default {SFM_DEFAULTS['draws']})")
+    p.add_argument("--groups", choices=SFM_GROUPINGS, default=None,
+                   help="with --data: how a many-level category enters (pooled in Stan, or "
+                   "its cross-fitted empirical-Bayes means; default auto: pooled while rows "
+                   "x levels are small)")
+    p.add_argument("--method", choices=SFM_METHODS, default=None,
+                   help="with --data: how the nuisance models are fitted (default nuts)")
     p.add_argument("--nrows", type=_positive_int, default=None, metavar="N",
                    help="with --data: read the first N rows only")
     p.add_argument("--out", default=None,
@@ -1085,7 +1095,7 @@ RUN_ONLY = {
     "allow": "the business necessity of the run's decomposition",
     "response": "what the run's saved learner's output is",
 }
-DATA_ONLY = ("categorical", "family", "chains", "warmup", "draws", "nrows")
+DATA_ONLY = ("categorical", "family", "groups", "method", "chains", "warmup", "draws", "nrows")
 
 
 def _usage(message: str) -> CommandError:
@@ -1282,6 +1292,7 @@ def run_decompose_sfm(args: argparse.Namespace) -> int:
                 mediators=_columns(args.mediators),
                 categorical=_columns(args.categorical or ""), family=args.family,
                 n_samples=args.n_samples, interval=args.interval, rows=rows,
+                groups=args.groups or SFM_GROUPINGS[0], method=args.method or SFM_METHODS[0],
                 seed=args.seed, progress=False, **settings,
             )
     except errors.DataError:
