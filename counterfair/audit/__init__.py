@@ -53,7 +53,6 @@ from .classification import (
     group_metrics,
 )
 from .decomposition import DECOMPOSITION_FORMS, DECOMPOSITION_TERMS, Decomposition, decompose
-from .sfm import decompose_sfm
 from .dependence import (
     DEPENDENCE_MEASURES,
     DependenceReport,
@@ -104,6 +103,7 @@ from .report import (
     summary_html,
     write_report,
 )
+from .sfm import decompose_sfm
 from .slices import SLICE_MEASURES, ConfusionCounts, compare_slices
 from .subpopulations import SubpopulationReport, find_subpopulations, subpopulation_mask
 from .two_groups import TWO_GROUP_MEASURES, two_group_measures

@@ -102,8 +102,12 @@ class Sums:
 
 def _check_options(
     n_samples: object, interval: object, rows: object, chunk_rows: object, method: object,
-    groups: object,
+    groups: object, fit_rows: object,
 ) -> None:
+    if fit_rows is not None and (
+        isinstance(fit_rows, bool) or not isinstance(fit_rows, int) or fit_rows < 100
+    ):
+        raise ValueError(f"fit_rows must be an integer of at least 100 or None, got {fit_rows!r}")
     if groups not in GROUPINGS:
         raise ValueError(f"groups must be one of {GROUPINGS}, got {groups!r}")
     if method not in METHODS:
@@ -237,14 +241,16 @@ def _fit_options(
 
 
 def _diagnostic_note(model: NuisanceModel, n_rows: int) -> str:
+    fitted = len(model.fit.data)
+    rows = f"{n_rows:,} rows" if fitted == n_rows else f"{fitted:,} of its {n_rows:,} rows"
     if model.fit.method == "pathfinder":
         return (
-            f"{model.name} model: {n_rows:,} rows, {model.fit.seconds:.0f} s, by Pathfinder "
+            f"{model.name} model: {rows}, {model.fit.seconds:.0f} s, by Pathfinder "
             "(approximate draws: no R-hat; its sds tend to be too small)"
         )
     d = model.fit.diagnostics
     return (
-        f"{model.name} model: {n_rows:,} rows, {model.fit.seconds:.0f} s, by NUTS, max "
+        f"{model.name} model: {rows}, {model.fit.seconds:.0f} s, by NUTS, max "
         f"R-hat {d.max_rhat:.3f}, min bulk ESS {d.min_ess_bulk:.0f}, {d.divergences} "
         "divergences"
     )
@@ -270,6 +276,7 @@ def decompose_sfm(
     draws: int = 300,
     chunk_rows: int = 20_000,
     groups: str = "auto",
+    fit_rows: int | None = None,
     method: str = "nuts",
     progress: bool | None = None,
     **sampler_args: Any,
@@ -325,6 +332,10 @@ def decompose_sfm(
         partially pooled intercepts in Stan, or its cross-fitted empirical-Bayes means
         with one weight; ``"auto"`` pools while the model's rows times its groups' levels
         stay within :data:`~counterfair.audit.sfm_models.POOLED_CELLS`.
+    fit_rows : int, optional
+        Fit each nuisance model on at most this many of its rows (a seeded random
+        subsample; the posterior is then that of the subsample, wider than all the
+        rows'), while every row is still evaluated and weighted. Default: all the rows.
     method : {"nuts", "pathfinder"}
         How the nuisance models are fitted (Pathfinder's draws are approximate; the
         notes say so).
@@ -347,7 +358,7 @@ def decompose_sfm(
     ValueError
         An option out of range.
     """
-    _check_options(n_samples, interval, rows, chunk_rows, method, groups)
+    _check_options(n_samples, interval, rows, chunk_rows, method, groups, fit_rows)
     if hasattr(data, "dask") and hasattr(data, "compute"):
         data = data.compute()  # the fits read every row; a Dask frame is brought in once
     roles = check_sfm_roles(
@@ -362,7 +373,8 @@ def decompose_sfm(
         )
     started = time.perf_counter()
     models = _fit_models(
-        roles, encoded, groups, method, chains, warmup, draws, seed, progress, sampler_args
+        roles, encoded, groups, fit_rows, method, chains, warmup, draws, seed, progress,
+        sampler_args,
     )
     fitted = time.perf_counter()
     params = {
@@ -407,6 +419,7 @@ def _fit_models(
     roles: SFMRoles,
     encoded: SFMFrame,
     groups: str,
+    fit_rows: int | None,
     method: str,
     chains: int,
     warmup: int,
@@ -424,7 +437,8 @@ def _fit_models(
         how = method
         options = _fit_options(how, chains, warmup, draws, seed + k, progress, sampler_args)
         models[name] = fit_nuisance(
-            roles, encoded, which, mask, name=name, groups=groups, fit_options=options
+            roles, encoded, which, mask, name=name, groups=groups, fit_options=options,
+            fit_rows=fit_rows, subsample_seed=seed + 100 + k,
         )
         _log.info(
             "decompose_sfm: the %s model on %d rows fitted by %s in %.1f s",

@@ -427,8 +427,12 @@ def fit_nuisance(
     name: str,
     groups: str,
     fit_options: Mapping[str, Any],
+    fit_rows: int | None = None,
+    subsample_seed: int = 0,
 ) -> NuisanceModel:
-    """Fit one nuisance model (``"outcome"`` or ``"attribute"``) on the rows of the mask."""
+    """Fit one nuisance model (``"outcome"`` or ``"attribute"``) on the rows of the mask
+    (at most ``fit_rows`` of them, drawn with ``subsample_seed``; the QR map and the
+    group encodings are learned on all of them)."""
     from counterfair.model.families.bernoulli import Bernoulli
 
     covariates = roles.covariates if which == "outcome" else roles.confounders
@@ -471,6 +475,9 @@ def fit_nuisance(
     )
     frame = shell.frame(encoded, index, design)
     frame[node] = encoded.y_fit[index] if which == "outcome" else encoded.x[index].astype(int)
+    if fit_rows is not None and fit_rows < len(frame):
+        chosen = np.random.default_rng(subsample_seed).choice(len(frame), fit_rows, replace=False)
+        frame = frame.iloc[np.sort(chosen)].reset_index(drop=True)
     fit = SCM(graph).fit(frame, max_rows=None, **fit_options)
     return NuisanceModel(
         name=name, fit=fit, node=node, own=own, encodings=encodings, qr=qr,
