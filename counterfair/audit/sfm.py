@@ -273,7 +273,7 @@ def decompose_sfm(
     seed: int = 0,
     chains: int = 2,
     warmup: int = 300,
-    draws: int = 300,
+    draws: int = 500,
     chunk_rows: int = 20_000,
     groups: str = "auto",
     fit_rows: int | None = None,
