@@ -215,7 +215,9 @@ def check_sfm_roles(
                 f"mediator {column!r} is constant ({kept[column].iloc[0]!r}) in the rows of "
                 f"{s0!r} and {s1!r}: it carries no effect; drop it from the mediators"
             )
-    numeric, categorical_, grouped = [], [], []
+    numeric: list[str] = []
+    categorical_: list[str] = []
+    grouped: list[str] = []
     covariate_levels: dict[str, tuple[str, ...]] = {}
     for column in (*z, *w):
         series = kept[column]
