@@ -22,13 +22,14 @@ group effects, priors, warm starts and diagnostics are the package's own. The te
 * one with many levels (occupation, industry), ``groups="pooled"``: by partially pooled
   intercepts in Stan (:class:`~counterfair.GroupEffect`; a group never seen in one
   level's rows gets the population's draw); ``groups="encoded"``: by its groups'
-  empirical-Bayes means of the model's target (:class:`GroupEncoding`: each group's mean
-  shrunk to the overall one by its share of the between-group variance, on the link
-  scale), cross-fitted over :data:`FOLDS` folds on the training rows so that no row's
-  outcome enters its own covariate, and one weight in Stan. The package's group effect
-  enters a Stan program as one indicator column per level, so each gradient of the
-  Census's outcome model (10,000 rows of one sex, 777 occupations and industries) reads
-  7.8 million cells and NUTS had not finished a 200-iteration pilot in 4 minutes;
+  empirical-Bayes means of the model's target over the rows of both levels
+  (:class:`GroupEncoding`: each group's mean shrunk to the overall one by its share of
+  the between-group variance, on the link scale), cross-fitted over :data:`FOLDS` folds
+  so that no row's outcome enters its own covariate, and one weight per model in Stan.
+  The package's group effect enters a Stan program as one indicator column per
+  level, so each gradient of the Census's outcome model (10,000 rows of one sex, 777
+  occupations and industries) reads 7.8 million cells and NUTS had not finished a
+  200-iteration pilot in 4 minutes;
   ``groups="auto"`` pools while rows times levels stay within :data:`POOLED_CELLS`.
   The encoded form carries the groups' means, not their posterior uncertainty.
 
@@ -442,15 +443,20 @@ def fit_nuisance(
     index = np.flatnonzero(rows)
     how = grouping(groups, roles, encoded, covariates, index.size)
     node = "y" if which == "outcome" else "x"
-    target = encoded.y_fit[index] if which == "outcome" else encoded.x[index].astype(float)
     family = roles.family if which == "outcome" else "bernoulli"
     encodings: dict[str, GroupEncoding] = {}
     training = [encoded.design[index][:, own]]
     if how == "encoded":
+        # learned on the rows of both levels: a group common in x0 and rare in x1 keeps
+        # its mean when the x1 model reads it on x0's rows (a mean of x1's rows alone
+        # would be shrunk towards x1's overall mean there)
+        every = np.arange(len(encoded))
+        everybody = encoded.y_fit.astype(float) if which == "outcome" else encoded.x.astype(float)
         for column in grouped:
-            levels = encoded.groups[column][index]
-            encodings[column] = GroupEncoding.learn(levels, target.astype(float), family)
-            training.append(_cross_fitted(levels, target.astype(float), family, index)[:, None])
+            levels = encoded.groups[column]
+            encodings[column] = GroupEncoding.learn(levels, everybody, family)
+            crossed = _cross_fitted(levels, everybody, family, every)
+            training.append(crossed[index][:, None])
             labels.append(f"{column}: pooled mean")
         grouped = []
     design = np.hstack(training)

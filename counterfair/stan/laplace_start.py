@@ -289,13 +289,14 @@ def laplace_start(
         precision, mode = _newton(exe, data_file, u, folder)
         with _quiet_cmdstanpy(logging.ERROR):  # draws with transformed parameters
             try:  # CmdStan's laplace method centred at the Newton mode (all its digits)
-                at_mode = model.optimize(
-                    data=str(data_file),
+                at_mode = model.optimize(  # started at the mode, L-BFGS may find no
+                    data=str(data_file),     # decrease ("line search failed"): it is there
                     inits=_listed(transform.constrain(mode)),
                     seed=seed,
                     jacobian=True,
                     output_dir=str(folder / "mode"),
                     sig_figs=18,
+                    require_converged=False,
                 )
                 gaussian = model.laplace_sample(
                     data=str(data_file),
