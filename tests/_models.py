@@ -20,6 +20,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 from _seeds import shifted
+from _sfm import sfm_programs
 
 import counterfair as cf
 from counterfair.experiments.adult_pscf import adult_pscf_scm as _adult_pscf_scm
@@ -352,6 +353,7 @@ def stan_programs(*, slow: bool = False) -> dict[str, str]:
         "quadrature accuracy": ACCURACY_PROGRAM,
         "pair quadrature accuracy": PAIR_ACCURACY_PROGRAM,
     }
+    programs.update(sfm_programs())  # decompose_sfm's nuisance models (tests/test_sfm.py)
     if slow:
         programs["new families abduction"] = families_scm().abduction_code()
     return programs
