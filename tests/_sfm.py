@@ -354,7 +354,10 @@ def sfm_programs() -> dict[str, str]:
         roles = check_sfm_roles(data, **scenario.roles())
         encoded = sfm_frame(data, roles)
         for which in ("outcome", "attribute") if scenario.confounders else ("outcome",):
-            code = nuisance_scm(roles, encoded, which)[0].stan_code()
+            scm = nuisance_scm(
+                roles, encoded, which, ~encoded.x, name=which, groups="auto"
+            )[0]
+            code = scm.stan_code()
             if code not in programs.values():
                 programs[f"sfm {scenario.name}, {which}"] = code
     return programs

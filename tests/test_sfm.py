@@ -259,12 +259,6 @@ def test_no_confounder_has_no_spurious_term(no_confounder: Fitted) -> None:
 
 
 @pytest.mark.stan
-@pytest.mark.xfail(
-    strict=True,
-    reason="sfm._terms without a confounder sets c = E[y | x0] and then e_x0 = p0 * ey0 + "
-    "p1 * ey0, which is ey0 only up to rounding: Exp-SE_x0 and Exp-SE_x1 come out as "
-    "+-1e-17, not the exact 0 the note promises (fix: e_x0, e_x1 = ey0, ey1 there)",
-)
 def test_no_confounder_general_spurious_terms_are_exactly_zero(no_confounder: Fitted) -> None:
     for term in ("Exp-SE_x0", "Exp-SE_x1"):
         values = no_confounder.result.draws[term].to_numpy()
@@ -279,14 +273,6 @@ class Separated(Linear):
 
 
 @pytest.mark.stan
-@pytest.mark.xfail(
-    strict=True,
-    reason="decompose_sfm standardises each spline column over both levels' rows and fits "
-    "the outcome on one level's rows, where a column of the other level's range has sd "
-    "~0.05: counterfair's ScaleWarning then names a column the user does not have "
-    "(\"node 'W_s4' ... standardise the column, e.g. df['W_s4'] = ...\") and the "
-    "Normal(0, 1) weight prior is informative on that scale",
-)
 def test_no_scale_warning_about_internal_columns(stan_backend: str) -> None:
     scenario = Separated()
     data = scenario.data(SMALL_ROWS, seed=shifted(35))
@@ -344,11 +330,6 @@ def test_constant_mediator_raises(rows: pd.DataFrame) -> None:
         _bad(pd.concat([rows.assign(W=1.5), extra], ignore_index=True))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sfm_roles.check_sfm_roles formats the constant value with !r of a numpy scalar: "
-    "the message reads 'constant (np.float64(1.5))' under numpy 2",
-)
 def test_constant_mediator_message_shows_the_plain_value(rows: pd.DataFrame) -> None:
     with pytest.raises(errors.DataError, match=r"mediator 'W' is constant \(1\.5\) in"):
         _bad(rows.assign(W=1.5))

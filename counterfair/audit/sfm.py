@@ -208,8 +208,11 @@ def terms_of(sums: Sums, confounded: bool) -> dict[str, np.ndarray]:
         g = sums["g_num"] / sums["g_den"]
     else:  # no confounder: X is independent of the rest, nothing is spurious
         b, c, g = ey1, ey0, a
-    e_x1 = p1 * ey1 + p0 * b
-    e_x0 = p0 * ey0 + p1 * c
+    if confounded:
+        e_x1 = p1 * ey1 + p0 * b
+        e_x0 = p0 * ey0 + p1 * c
+    else:  # exactly: the interventional means are the conditional ones
+        e_x1, e_x0 = ey1, ey0
     return {
         "TV": ey1 - ey0,
         "Ctf-DE": a - ey0,

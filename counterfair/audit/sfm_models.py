@@ -51,6 +51,7 @@ effects; a count's intercept prior is centred at the log of its mean.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
@@ -82,6 +83,7 @@ __all__ = [
     "NuisanceModel",
     "SFMFrame",
     "fit_nuisance",
+    "nuisance_scm",
     "sfm_frame",
     "spline_columns",
 ]
@@ -419,7 +421,7 @@ def grouping(groups: str, roles: SFMRoles, encoded: SFMFrame, covariates: tuple[
     return "pooled" if n_rows * levels <= POOLED_CELLS else "encoded"
 
 
-def fit_nuisance(
+def nuisance_scm(
     roles: SFMRoles,
     encoded: SFMFrame,
     which: str,
@@ -427,13 +429,9 @@ def fit_nuisance(
     *,
     name: str,
     groups: str,
-    fit_options: Mapping[str, Any],
-    fit_rows: int | None = None,
-    subsample_seed: int = 0,
-) -> NuisanceModel:
-    """Fit one nuisance model (``"outcome"`` or ``"attribute"``) on the rows of the mask
-    (at most ``fit_rows`` of them, drawn with ``subsample_seed``; the QR map and the
-    group encodings are learned on all of them)."""
+) -> tuple[SCM, NuisanceModel, pd.DataFrame]:
+    """One nuisance model (``"outcome"`` or ``"attribute"``) on the rows of the mask, not
+    yet fitted: its one-node SCM, the model without its fit, and its training frame."""
     from counterfair.model.families.bernoulli import Bernoulli
 
     covariates = roles.covariates if which == "outcome" else roles.confounders
@@ -481,11 +479,27 @@ def fit_nuisance(
     )
     frame = shell.frame(encoded, index, design)
     frame[node] = encoded.y_fit[index] if which == "outcome" else encoded.x[index].astype(int)
+    return SCM(graph), shell, frame
+
+
+def fit_nuisance(
+    roles: SFMRoles,
+    encoded: SFMFrame,
+    which: str,
+    rows: np.ndarray,
+    *,
+    name: str,
+    groups: str,
+    fit_options: Mapping[str, Any],
+    fit_rows: int | None = None,
+    subsample_seed: int = 0,
+) -> NuisanceModel:
+    """Fit one nuisance model (``"outcome"`` or ``"attribute"``) on the rows of the mask
+    (at most ``fit_rows`` of them, drawn with ``subsample_seed``; the QR map and the
+    group encodings are learned on all of them)."""
+    scm, shell, frame = nuisance_scm(roles, encoded, which, rows, name=name, groups=groups)
     if fit_rows is not None and fit_rows < len(frame):
         chosen = np.random.default_rng(subsample_seed).choice(len(frame), fit_rows, replace=False)
         frame = frame.iloc[np.sort(chosen)].reset_index(drop=True)
-    fit = SCM(graph).fit(frame, max_rows=None, **fit_options)
-    return NuisanceModel(
-        name=name, fit=fit, node=node, own=own, encodings=encodings, qr=qr,
-        columns=tuple(q_names), groups=group_nodes, left_out=left_out,
-    )
+    fit = scm.fit(frame, max_rows=None, **fit_options)
+    return dataclasses.replace(shell, fit=fit)

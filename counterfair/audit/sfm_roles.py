@@ -98,6 +98,13 @@ def _names(value: str | Sequence[str] | None, role: str) -> tuple[str, ...]:
     return names
 
 
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python value it holds (messages print ``1.5``, not
+    ``np.float64(1.5)``)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
+
+
 def _is_numeric(series: pd.Series) -> bool:
     return bool(pd.api.types.is_numeric_dtype(series)) and not pd.api.types.is_bool_dtype(
         series
@@ -212,7 +219,8 @@ def check_sfm_roles(
     for column in w:
         if kept[column].nunique() < 2:
             raise errors.DataError(
-                f"mediator {column!r} is constant ({kept[column].iloc[0]!r}) in the rows of "
+                f"mediator {column!r} is constant ({_plain(kept[column].iloc[0])!r}) in the "
+                "rows of "
                 f"{s0!r} and {s1!r}: it carries no effect; drop it from the mediators"
             )
     numeric: list[str] = []
