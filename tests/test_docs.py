@@ -288,3 +288,19 @@ def test_decomposition_tables_are_those_of_the_committed_run() -> None:
     assert len(rows) >= 9  # COMPAS: 2 outcomes x (ours, faircause); Adult: income + 4
     for line in rows:
         assert line in page, line
+
+
+def test_census_sfm_figures_are_those_of_the_committed_run() -> None:
+    """The SFM page's and the README's Census figures are benchmarks/sfm_census.py's."""
+    committed = json.loads((ROOT / "benchmarks/results/sfm_census_20000.json").read_text())
+    page = (DOCS / "sfm-decomposition.md").read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
+    rows = {(t["term"], t["form"]): t for t in committed["table"]}
+    for term in ("TV", "Ctf-DE", "Ctf-IE", "Ctf-SE"):
+        t = rows[(term, "x-specific")]
+        quoted = f"{t['mean']:,.0f} [{t['lower']:,.0f}, {t['upper']:,.0f}]"
+        assert quoted in page, (term, quoted)
+        assert f"{abs(t['mean']):,.0f}" in readme, (term, t["mean"])
+        if t["gbm"] is not None:
+            assert f"| {t['gbm']:,.0f} |" in page, (term, t["gbm"])
+    assert f"{committed['seconds']:.0f} s for 20,000 rows" in page
