@@ -355,7 +355,7 @@ def sfm_programs() -> dict[str, str]:
         encoded = sfm_frame(data, roles)
         for which in ("outcome", "attribute") if scenario.confounders else ("outcome",):
             scm = nuisance_scm(
-                roles, encoded, which, ~encoded.x, name=which, groups="auto"
+                roles, encoded, which, ~encoded.x, name=which, groups="encoded"
             )[0]
             code = scm.stan_code()
             if code not in programs.values():

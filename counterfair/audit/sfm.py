@@ -278,7 +278,7 @@ def decompose_sfm(
     warmup: int = 300,
     draws: int = 500,
     chunk_rows: int = 20_000,
-    groups: str = "auto",
+    groups: str = "encoded",
     fit_rows: int | None = None,
     method: str = "nuts",
     progress: bool | None = None,
@@ -330,11 +330,11 @@ def decompose_sfm(
     chunk_rows : int
         Rows evaluated at a time (memory ``~ 8 * n_samples * chunk_rows`` bytes per
         array); the result does not depend on it.
-    groups : {"auto", "pooled", "encoded"}
+    groups : {"encoded", "pooled"}
         How a grouping covariate enters a model (:mod:`counterfair.audit.sfm_models`):
-        partially pooled intercepts in Stan, or its cross-fitted empirical-Bayes means
-        with one weight; ``"auto"`` pools while the model's rows times its groups' levels
-        stay within :data:`~counterfair.audit.sfm_models.POOLED_CELLS`.
+        its cross-fitted empirical-Bayes means over both levels' rows with one weight
+        (default), or partially pooled intercepts in Stan within each level of X
+        (slow for many levels, and biased where the levels' groups differ: see there).
     fit_rows : int, optional
         Fit each nuisance model on at most this many of its rows (a seeded random
         subsample; the posterior is then that of the subsample, wider than all the

@@ -939,7 +939,7 @@ SFM_FAMILIES = ("normal", "negative_binomial", "poisson", "bernoulli")
 """``--family`` with ``--data`` (:data:`counterfair.audit.sfm_roles.OUTCOME_FAMILIES`)."""
 SFM_ROW_WEIGHTS = ("bayesian_bootstrap", "fixed")
 """``--rows`` with ``--data`` (:data:`counterfair.audit.sfm.ROW_WEIGHTS`)."""
-SFM_GROUPINGS = ("auto", "pooled", "encoded")
+SFM_GROUPINGS = ("encoded", "pooled")
 """``--groups`` with ``--data`` (:data:`counterfair.audit.sfm_models.GROUPINGS`)."""
 SFM_METHODS = ("nuts", "pathfinder")
 """``--method`` with ``--data`` (:data:`counterfair.audit.sfm.METHODS`)."""
@@ -1020,9 +1020,8 @@ def add_decompose_parser(sub: Any) -> None:
     p.add_argument("--draws", type=int, default=None,
                    help=f"with --data: draws per chain (default {SFM_DEFAULTS['draws']})")
     p.add_argument("--groups", choices=SFM_GROUPINGS, default=None,
-                   help="with --data: how a many-level category enters (pooled in Stan, or "
-                   "its cross-fitted empirical-Bayes means; default auto: pooled while rows "
-                   "x levels are small)")
+                   help="with --data: how a many-level category enters (default encoded: "
+                   "its cross-fitted empirical-Bayes means; pooled: group effects in Stan)")
     p.add_argument("--method", choices=SFM_METHODS, default=None,
                    help="with --data: how the nuisance models are fitted (default nuts)")
     p.add_argument("--nrows", type=_positive_int, default=None, metavar="N",
