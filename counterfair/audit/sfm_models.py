@@ -250,7 +250,7 @@ class QRMap:
         # values near sqrt(N / n_level) at its rows, 36 for 15 rows of 20,000, and the
         # prior let exp(eta) of the Census's log-link salary reach 1e12 on the other
         # rows of the 204,309.)
-        largest = np.abs((d - mean) @ inverse).max(axis=0)
+        largest = np.abs((design[:, kept] - mean) @ inverse).max(axis=0)
         return cls(kept, mean, inverse / np.where(largest > 0, largest, 1.0))
 
     def __call__(self, design: np.ndarray) -> np.ndarray:
