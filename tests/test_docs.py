@@ -303,4 +303,10 @@ def test_census_sfm_figures_are_those_of_the_committed_run() -> None:
         assert f"{abs(t['mean']):,.0f}" in readme, (term, t["mean"])
         if t["gbm"] is not None:
             assert f"| {t['gbm']:,.0f} |" in page, (term, t["gbm"])
-    assert f"{committed['seconds']:.0f} s for 20,000 rows" in page
+    assert f"{committed['seconds']:.1f} s for 20,000 rows" in page
+    whole = json.loads((ROOT / "benchmarks/results/sfm_census_204309.json").read_text())
+    assert f"{whole['seconds']:.1f} s" in page
+    for t in whole["table"]:
+        if t["form"] == "x-specific":
+            flat = " ".join(page.split())
+            assert f"{t['term']} {t['mean']:,.0f} [{t['lower']:,.0f}, {t['upper']:,.0f}]" in flat
