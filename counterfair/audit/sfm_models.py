@@ -59,6 +59,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from counterfair.errors import ScaleWarning
 from counterfair.model.evaluate import linear_predictor, mean_from_eta
 from counterfair.model.nodes import Prior, Protected
 from counterfair.model.scm import SCM
@@ -498,5 +500,10 @@ def fit_nuisance(
     if fit_rows is not None and fit_rows < len(frame):
         chosen = np.random.default_rng(subsample_seed).choice(len(frame), fit_rows, replace=False)
         frame = frame.iloc[np.sort(chosen)].reset_index(drop=True)
-    fit = scm.fit(frame, max_rows=None, **fit_options)
+    with warnings.catch_warnings():
+        # the q columns are scaled on purpose (a largest |value| of 1, so the weights'
+        # Normal(0, 1) prior bounds their effect); the scale check's advice to
+        # standardise them would name columns the user does not have
+        warnings.simplefilter("ignore", ScaleWarning)
+        fit = scm.fit(frame, max_rows=None, **fit_options)
     return dataclasses.replace(shell, fit=fit)
