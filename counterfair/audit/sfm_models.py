@@ -39,16 +39,16 @@ group effects, priors, warm starts and diagnostics are the package's own. The te
 
 The fixed columns enter through their **QR decomposition** on the model's own rows (as
 rstanarm's ``QR = TRUE``): with ``D = Q R`` (centred columns, each of ``Q``'s scaled to
-a largest absolute value of 1, so that a weight's Normal(0, 1) prior bounds what it does
-to the linear predictor at any row), the model's weights are those of ``Q``'s columns,
-which the likelihood barely correlates, so NUTS takes short trajectories with a diagonal
-metric. A penalised spline (:class:`~counterfair.Smooth`) and raw correlated columns
-were tried first: the spline's variance parameter gave divergences and R-hat up to 1.1
-on a straight-line truth, and the raw columns of the Census (B-spline columns of one
-covariate, the indicators of one category) made NUTS run past 5 minutes on 10,000 rows
-of one level. Any row, of either level, is mapped by the same ``R`` of the model's rows:
-``(D - mean) R^-1``. A column constant on a model's rows (a level absent there) is left
-out of that model.
+unit variance, and down to a largest absolute value of 4 where a rare level's direction
+goes beyond, so that a weight's Normal(0, 1) prior bounds what it does at any row), the
+model's weights are those of ``Q``'s columns, which the likelihood barely correlates, so
+NUTS takes short trajectories with a diagonal metric. A penalised spline
+(:class:`~counterfair.Smooth`) and raw correlated columns were tried first: the spline's
+variance parameter gave divergences and R-hat up to 1.1 on a straight-line truth, and
+the raw columns of the Census (B-spline columns of one covariate, the indicators of one
+category) made NUTS run past 5 minutes on 10,000 rows of one level. Any row, of either
+level, is mapped by the same ``R`` of the model's rows: ``(D - mean) R^-1``. A column
+constant on a model's rows (a level absent there) is left out of that model.
 
 A Normal outcome is standardised for the fit and put back on its own scale for the
 effects; a count's intercept prior is centred at the log of its mean.
@@ -93,6 +93,10 @@ __all__ = [
     "sfm_frame",
     "spline_columns",
 ]
+
+Q_LIMIT = 4.0
+"""The largest |value| a model's q column takes on its rows (a unit-variance column
+beyond it is scaled down to it)."""
 
 SPLINE_DF = 5
 """B-spline columns of a numeric covariate's cubic regression spline (one is dropped)."""
@@ -221,8 +225,8 @@ class QRMap:
     """The map of any row's fixed columns to the columns one model was fitted on.
 
     ``q = (d[:, kept] - mean) @ inverse`` where ``mean`` and ``inverse`` (``R^-1``, each
-    column scaled so that ``q``'s largest absolute value on the model's rows is 1) come
-    from the model's own rows.
+    column scaled to unit variance on the model's rows, and down to a largest absolute
+    value of :data:`Q_LIMIT` where it goes beyond) come from the model's own rows.
     """
 
     kept: np.ndarray
@@ -245,15 +249,15 @@ class QRMap:
         if not independent.all():
             kept, mean = kept[independent], mean[independent]
             _, r = np.linalg.qr(design[:, kept] - mean, mode="reduced")
-        inverse = np.linalg.inv(r)
-        # each q column scaled to a largest |value| of 1 on the model's rows: a weight's
-        # Normal(0, 1) prior then moves the linear predictor by at most about 1 at any
-        # training row. (Scaled to unit variance instead, a rare level's direction takes
-        # values near sqrt(N / n_level) at its rows, 36 for 15 rows of 20,000, and the
-        # prior let exp(eta) of the Census's log-link salary reach 1e12 on the other
-        # rows of the 204,309.)
+        inverse = np.linalg.inv(r) * math.sqrt(max(design.shape[0] - 1, 1))
+        # unit variance on the model's rows, but no column beyond |value| Q_LIMIT: a rare
+        # level's direction takes values near sqrt(N / n_level) at its rows (36 for 15
+        # rows of 20,000), where a weight's Normal(0, 1) prior let exp(eta) of the
+        # Census's log-link salary reach 1e12 on other rows; scaled to a largest |value|
+        # of 1 instead, every column's prior was too tight (a binary outcome's mediator
+        # effect shrunk to 0 on a simulated SFM)
         largest = np.abs((design[:, kept] - mean) @ inverse).max(axis=0)
-        return cls(kept, mean, inverse / np.where(largest > 0, largest, 1.0))
+        return cls(kept, mean, inverse / np.maximum(1.0, largest / Q_LIMIT))
 
     def __call__(self, design: np.ndarray) -> np.ndarray:
         if self.kept.size == 0:
