@@ -213,7 +213,7 @@ class Occupation(Scenario):
     ay, c, f, sigma_y = 0.3, 0.5, 0.4, 0.5
 
     def __init__(self) -> None:
-        rng = np.random.default_rng(20240601)
+        rng = np.random.default_rng(20240601)  # literal seed: fixed parameters
         k = self.levels
         self.beta = rng.normal(0.0, 0.7, k)
         self.delta = rng.normal(0.0, 1.0, k)
@@ -316,7 +316,11 @@ def terms_of_units(scenario: Scenario, units: Units) -> dict[str, float]:
 
 
 def monte_carlo_truth(
-    scenario: Scenario, n: int = 1_000_000, *, batches: int = 20, seed: int = 7
+    scenario: Scenario,
+    n: int = 1_000_000,
+    *,
+    batches: int = 20,
+    seed: int = 7,  # literal seed: a population truth, the same under every shift
 ) -> pd.DataFrame:
     """Every term of the population, by the true SCM's potential outcomes on ``n`` units.
 
@@ -350,7 +354,7 @@ def sfm_programs() -> dict[str, str]:
 
     programs: dict[str, str] = {}
     for scenario in (*SCENARIOS.values(), NoConfounder()):
-        data = scenario.data(500, seed=0)
+        data = scenario.data(500, seed=0)  # literal seed: only the programs' shapes
         roles = check_sfm_roles(data, **scenario.roles())
         encoded = sfm_frame(data, roles)
         for which in ("outcome", "attribute") if scenario.confounders else ("outcome",):
