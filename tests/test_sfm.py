@@ -357,3 +357,18 @@ def test_missing_values_raise_naming_the_column(rows: pd.DataFrame, column: str)
     holed.loc[[3, 17, 150], column] = None
     with pytest.raises(errors.DataError, match=rf"missing values in '{column}' \(3 rows\)"):
         _bad(holed)
+
+
+@pytest.mark.stan
+def test_the_report_draws_its_waterfall(bootstrap_small: Fitted) -> None:
+    """The result is the report's ``Decomposition``: ``render_report(decompositions=)``
+    draws its waterfall and table, as for the SCM-based decomposition."""
+    from counterfair.audit import render_report
+
+    data, result = bootstrap_small.data, bootstrap_small.result
+    html = render_report(
+        y_true=data["Y"], y_pred={"outcome": data["Y"]}, protected=data[["X"]],
+        task="regression", decompositions={"Y": result},
+    )
+    assert 'class="waterfall" data-name="Y"' in html
+    assert f"X {result.x1} vs {result.x0}" in html
