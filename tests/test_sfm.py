@@ -372,3 +372,14 @@ def test_the_report_draws_its_waterfall(bootstrap_small: Fitted) -> None:
     )
     assert 'class="waterfall" data-name="Y"' in html
     assert f"X {result.x1} vs {result.x0}" in html
+
+
+@pytest.mark.stan
+def test_a_dask_frame_gives_the_same_draws(bootstrap_small: Fitted) -> None:
+    """A Dask frame is brought into memory once (the fits read every row): the same
+    seed gives the same draws as the pandas rows, partitioned in any way."""
+    dd = pytest.importorskip("dask.dataframe")
+    data = bootstrap_small.data
+    lazy = dd.from_pandas(data, npartitions=3)
+    again = decompose(lazy, SCENARIOS["a"], seed=shifted(5), chunk_rows=100_000).result
+    pd.testing.assert_frame_equal(again.draws, bootstrap_small.result.draws)
