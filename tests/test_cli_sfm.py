@@ -124,7 +124,7 @@ def test_decompose_data_writes_the_table_near_the_truth(folder: Path) -> None:
     assert "the outcome's family is normal ('y' is a real number)" in out
     assert "categorical ['region']" in out
     assert "rows weighted 1: the intervals carry the models' uncertainty only" in out
-    for model in ("outcome | x0", "outcome | x1", "attribute"):
+    for model in ("outcome", "attribute"):
         assert f"{model} model: " in out and "max R-hat" in out, model
     assert "wrote table.csv" in out
     assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]  # no temporary

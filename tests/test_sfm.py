@@ -33,8 +33,18 @@ from counterfair import errors
 from counterfair.errors import ScaleWarning
 from counterfair.stan.backend import resolve_backend_name
 
-K_SD = 3.0
-"""A posterior mean must be within this many posterior sds of the population truth."""
+K_SD = 3.5
+"""A posterior mean must be within this many posterior sds of the population truth.
+
+Not 3: the suite's seed shift (0 to 4) meets 25 data sets of these scenarios, each with
+8 terms, and a calibrated posterior puts a mean beyond 3 sds 0.27 % of the time; with the
+terms correlated (about 3 free ones per scenario) some data set fails a bound of 3 with
+probability near 0.2 even with exact intervals. At shift 1, scenario e's data set (seed
+15) has Ctf-DE 3.3 posterior sds from the truth; on it the true logistic model's own
+maximum likelihood plug-in is 1.5 of those sds out, and over 20 fresh data sets the same
+estimator's 90 % intervals cover 90 % of the time with posterior sd 0.051 against an
+empirical 0.052 (``benchmarks/sfm_truth.py``). Beyond 3.5 sds: 0.05 % per value. The
+per-level fits this replaced were 4.9 sds out on that data set."""
 
 EXACT = 1e-9
 """Identities and the raw gap, up to rounding."""

@@ -7,8 +7,9 @@ the confounders ``Z``, the mediators ``W`` and the outcome ``Y``, and the terms 
 identified under the Standard Fairness Model (Plečko and Bareinboim, *Causal Fairness
 Analysis*, 2024, Theorem 4.6 and its general-form counterpart) from
 
-* ``mu_x(z, w) = E[y | x, z, w]``, the outcome's regression within each level of
-  ``X`` (:mod:`counterfair.audit.sfm_models`), and
+* ``mu_x(z, w) = E[y | x, z, w]``, the outcome's regression on ``X``, ``Z`` and ``W``
+  with ``X`` interacting with every other term (:mod:`counterfair.audit.sfm_models`),
+  and
 * ``pi(z) = P(x1 | z)``, the attribute's dependence on the confounders.
 
 With ``r(z) = (1 - pi(z)) / pi(z)`` and every sum over the rows of the given level,
@@ -152,14 +153,14 @@ def _accumulate(
     else:
         omega = np.ones((s, n))
 
-    def outcome(name: str) -> np.ndarray:
-        mu = models[name].means(encoded, part, params[name])
+    def outcome(level: int) -> np.ndarray:
+        mu = models["outcome"].means(encoded, part, params["outcome"], level=level)
         return encoded.y_location + encoded.y_scale * mu
 
     pi = None
     if "attribute" in models:
         pi = models["attribute"].means(encoded, part, params["attribute"])
-    add_sums(sums, x1, y, outcome("outcome | x0"), outcome("outcome | x1"), pi, omega)
+    add_sums(sums, x1, y, outcome(0), outcome(1), pi, omega)
 
 
 def add_sums(
@@ -333,8 +334,8 @@ def decompose_sfm(
     groups : {"encoded", "pooled"}
         How a grouping covariate enters a model (:mod:`counterfair.audit.sfm_models`):
         its cross-fitted empirical-Bayes means over both levels' rows with one weight
-        (default), or partially pooled intercepts in Stan within each level of X
-        (slow for many levels, and biased where the levels' groups differ: see there).
+        (default), or partially pooled intercepts in Stan shared by both levels of X
+        (slow for many levels: see there).
     fit_rows : int, optional
         Fit each nuisance model on at most this many of its rows (a seeded random
         subsample; the posterior is then that of the subsample, wider than all the
@@ -432,9 +433,10 @@ def _fit_models(
     sampler_args: dict[str, Any],
 ) -> dict[str, NuisanceModel]:
     models: dict[str, NuisanceModel] = {}
-    plan = [("outcome | x0", "outcome", ~encoded.x, 0), ("outcome | x1", "outcome", encoded.x, 1)]
+    every = np.ones(len(encoded.x), dtype=bool)
+    plan = [("outcome", "outcome", every, 0)]
     if roles.confounders:
-        plan.append(("attribute", "attribute", np.ones(len(encoded.x), dtype=bool), 2))
+        plan.append(("attribute", "attribute", every, 2))
     for name, which, mask, k in plan:
         t0 = time.perf_counter()
         how = method
@@ -463,10 +465,10 @@ def _notes(
         f"{roles.family} ({roles.family_reason}); numeric covariates "
         f"{list(roles.numeric)}, categorical {list(roles.categorical)}, partially pooled "
         f"groups {list(roles.grouped)}",
-        "estimator: the outcome's regression within each level of "
-        f"{roles.attribute!r} and, for the spurious and general terms, the attribute's "
-        "regression on the confounders (plug-in and reweighting; see "
-        "counterfair.audit.sfm)",
+        f"estimator: the outcome's regression on {roles.attribute!r}, the confounders "
+        f"and the mediators, {roles.attribute!r} interacting with every other term "
+        "and, for the spurious and general terms, the attribute's regression on the "
+        "confounders (plug-in and reweighting; see counterfair.audit.sfm)",
         "rows weighted by a Bayesian bootstrap (a flat Dirichlet per draw): the intervals "
         "carry the sampling of the rows and the models' uncertainty"
         if rows == "bayesian_bootstrap"
@@ -490,10 +492,7 @@ def _notes(
         notes.append(
             f"{others:,} rows have another level of {roles.attribute!r} and are left out"
         )
-    x = encoded.x
-    counts = {"outcome | x0": int((~x).sum()), "outcome | x1": int(x.sum()),
-              "attribute": len(x)}
-    notes += [_diagnostic_note(m, counts[name]) for name, m in models.items()]
+    notes += [_diagnostic_note(m, len(encoded)) for m in models.values()]
     for name, m in models.items():
         if m.encodings:
             notes.append(

@@ -3,10 +3,25 @@
 The x-specific and general effects of the Standard Fairness Model are identified from
 two regressions and no mechanism of any mediator (:mod:`counterfair.audit.sfm`):
 
-* the **outcome model** ``mu_x(z, w) = E[y | X = x, z, w]``, fitted separately on the
-  rows of each level ``x`` (so ``X`` interacts with every other term: no effect
-  modification by ``X`` is assumed away);
+* the **outcome model** ``mu_x(z, w) = E[y | X = x, z, w]``, one model fitted on the
+  rows of both levels, in which ``X`` interacts with every other term (so no effect
+  modification by ``X`` is assumed away): with ``q`` the fixed columns of ``Z`` and
+  ``W`` (below) and ``d = X - p`` (``X`` as 0/1, ``p`` the share of ``x1`` among the
+  rows), its linear predictor is ``alpha + q beta + d gamma + (d q) delta``, where the
+  interactions' weights ``delta`` have prior sd :data:`INTERACTION_SD` (half of the
+  main weights' 1): where the data say that ``x1`` and ``x0`` differ, they do; where
+  one level's rows are thin, its curve borrows the other's shape;
 * the **attribute model** ``pi(z) = P(X = x1 | z)``, fitted on the rows of both levels.
+
+Why one model and not one per level of ``X`` (as the first version had): ``mu_1`` is
+read at the rows of ``x0``, whose mediators ``x1`` may seldom take. A model of the rows
+of ``x1`` alone extrapolates there with nothing but its prior: on a simulated binary
+SFM whose mediator lies two sds apart between the levels (``tests/_sfm.py``, scenario
+``e``), a penalised per-level spline's plug-in Ctf-DE averaged 0.230 over 25 data sets
+against a truth of 0.165 (root mean square error 0.082), and one data set's posterior
+mean was 5 sds from it; with the interactions above, 0.188 (0.049). Their sd was chosen
+on those data sets and on scenario ``c``'s ``X x W`` effect (0.25 shrank ``c``'s
+interaction, 1 let ``e``'s extrapolation back in).
 
 Each is an SCM of one observed node whose parents are given roots (counterfair's
 continuous :class:`~counterfair.Protected` nodes: columns taken as they are, with no
@@ -20,35 +35,30 @@ group effects, priors, warm starts and diagnostics are the package's own. The te
   line;
 * a categorical covariate with few levels by its reference-coded indicators;
 * one with many levels (occupation, industry), ``groups="pooled"``: by partially pooled
-  intercepts in Stan (:class:`~counterfair.GroupEffect`; a group never seen in one
-  level's rows gets the population's draw); ``groups="encoded"``: by its groups'
-  empirical-Bayes means of the model's target over the rows of both levels
-  (:class:`GroupEncoding`: each group's mean shrunk to the overall one by its share of
-  the between-group variance, on the link scale), cross-fitted over :data:`FOLDS` folds
-  so that no row's outcome enters its own covariate, and one weight per model in Stan.
-  The package's group effect enters a Stan program as one indicator column per
-  level, so each gradient of the Census's outcome model (10,000 rows of one sex, 777
-  occupations and industries) reads 7.8 million cells and NUTS had not finished a
-  200-iteration pilot in 4 minutes;
-  and pooling within each level of X biases the direct and indirect effects: a group
-  common in x0 and rare in x1 is shrunk towards x1's mean in the x1 model, which is
-  then read at x0's groups (on a simulated SFM with 300 occupations, Ctf-DE 0.64
-  against 0.50, 5 posterior sd, in 5 of 5 data sets; encoded over both levels, within
-  2.2 sd). ``"encoded"`` is the default; it carries the groups' means, not their
+  intercepts in Stan (:class:`~counterfair.GroupEffect`), shared by both levels of
+  ``X``; ``groups="encoded"``: by its groups' empirical-Bayes means of the model's
+  target over the rows of both levels (:class:`GroupEncoding`: each group's mean shrunk
+  to the overall one by its share of the between-group variance, on the link scale),
+  cross-fitted over :data:`FOLDS` folds so that no row's outcome enters its own
+  covariate, and one weight (and its interaction with ``X``) in Stan. The package's
+  group effect enters a Stan program as one indicator column per level, so each
+  gradient of the Census's outcome model (10,000 rows of one sex, 777 occupations and
+  industries) reads 7.8 million cells and NUTS had not finished a 200-iteration pilot
+  in 4 minutes. ``"encoded"`` is the default; it carries the groups' means, not their
   posterior uncertainty.
 
-The fixed columns enter through their **QR decomposition** on the model's own rows (as
+The fixed columns enter through their **QR decomposition** on the model's rows (as
 rstanarm's ``QR = TRUE``): with ``D = Q R`` (centred columns, each of ``Q``'s scaled to
 unit variance, and down to a largest absolute value of 4 where a rare level's direction
 goes beyond, so that a weight's Normal(0, 1) prior bounds what it does at any row), the
 model's weights are those of ``Q``'s columns, which the likelihood barely correlates, so
-NUTS takes short trajectories with a diagonal metric. A penalised spline
-(:class:`~counterfair.Smooth`) and raw correlated columns were tried first: the spline's
-variance parameter gave divergences and R-hat up to 1.1 on a straight-line truth, and
-the raw columns of the Census (B-spline columns of one covariate, the indicators of one
-category) made NUTS run past 5 minutes on 10,000 rows of one level. Any row, of either
-level, is mapped by the same ``R`` of the model's rows: ``(D - mean) R^-1``. A column
-constant on a model's rows (a level absent there) is left out of that model.
+NUTS takes short trajectories with a diagonal metric; ``d`` is centred for the same
+reason. A penalised spline (:class:`~counterfair.Smooth`) and raw correlated columns
+were tried first: the spline's variance parameter gave divergences and R-hat up to 1.1
+on a straight-line truth, and the raw columns of the Census (B-spline columns of one
+covariate, the indicators of one category) made NUTS run past 5 minutes on 10,000 rows
+of one level. Any row is mapped by the same ``R``: ``(D - mean) R^-1``. A column
+constant on the model's rows is left out.
 
 A Normal outcome is standardised for the fit and put back on its own scale for the
 effects; a count's intercept prior is centred at the log of its mean.
@@ -94,6 +104,8 @@ if TYPE_CHECKING:
 __all__ = [
     "FOLDS",
     "GROUPINGS",
+    "INTERACTION_SD",
+    "LEVEL_COLUMN",
     "SPLINE_DF",
     "GroupEncoding",
     "NuisanceModel",
@@ -125,6 +137,13 @@ GROUPINGS = ("encoded", "pooled")
 """How a grouping covariate enters (``groups=`` of :func:`~counterfair.audit.decompose_sfm`;
 the first is the default)."""
 
+INTERACTION_SD = 0.5
+"""Prior sd of the weight of each interaction of ``X`` with a fixed column of the outcome
+model (on the scale of the main weights, whose prior sd is 1; the module says why)."""
+
+LEVEL_COLUMN = "d"
+"""The outcome model's column of ``X`` (``X - p``, scaled to unit variance)."""
+
 @dataclass(frozen=True)
 class NuisanceModel:
     """One fitted nuisance model and how to read its mean on any of the rows.
@@ -132,7 +151,7 @@ class NuisanceModel:
     Attributes
     ----------
     name : str
-        ``"outcome | x0"``, ``"outcome | x1"`` or ``"attribute"``.
+        ``"outcome"`` or ``"attribute"``.
     fit : Fit
         The fitted one-node SCM.
     node : str
@@ -149,6 +168,11 @@ class NuisanceModel:
         Node name of each grouping covariate pooled in Stan (``groups="pooled"``).
     left_out : tuple of str
         Fixed columns constant on the model's rows (or spanned by the others), not in it.
+    share : float or None
+        The outcome model's ``p``, the share of ``x1`` among its rows (its column
+        :data:`LEVEL_COLUMN` is ``X - p`` over ``sqrt(p (1 - p))`` and its interactions
+        ``INTERACTION_SD (X - p) q``); ``None`` for the attribute model, which has no
+        column of ``X``.
     """
 
     name: str
@@ -160,6 +184,7 @@ class NuisanceModel:
     columns: tuple[str, ...]
     groups: dict[str, str]
     left_out: tuple[str, ...]
+    share: float | None = None
 
     def design(self, encoded: SFMFrame, rows: slice | np.ndarray) -> np.ndarray:
         """The model's fixed columns on ``rows`` (the encodings learned on all its rows)."""
@@ -168,18 +193,35 @@ class NuisanceModel:
         return np.hstack(blocks)
 
     def frame(
-        self, encoded: SFMFrame, rows: slice | np.ndarray, design: np.ndarray | None = None
+        self,
+        encoded: SFMFrame,
+        rows: slice | np.ndarray,
+        design: np.ndarray | None = None,
+        *,
+        level: int | None = None,
     ) -> pd.DataFrame:
-        """The model's columns for ``rows`` of ``encoded`` (its fitted node left out)."""
+        """The model's columns for ``rows`` of ``encoded`` (its fitted node left out), with
+        ``X`` as the rows have it or, for the outcome model, set to ``level`` (0 for x0,
+        1 for x1)."""
         q = self.qr(self.design(encoded, rows) if design is None else design)
-        out: dict[str, Any] = dict(zip(self.columns, q.T, strict=False))
+        main = self.columns if self.share is None else self.columns[: q.shape[1]]
+        out: dict[str, Any] = dict(zip(main, q.T, strict=True))
+        if self.share is not None:
+            p = self.share
+            x = encoded.x[rows].astype(float) if level is None else np.full(len(q), float(level))
+            out[LEVEL_COLUMN] = (x - p) / math.sqrt(p * (1.0 - p))
+            crossed = INTERACTION_SD * (x - p)[:, None] * q
+            out.update(zip(self.columns[q.shape[1] + 1:], crossed.T, strict=True))
         for column, node in self.groups.items():
             out[node] = encoded.groups[column][rows]
         return pd.DataFrame(out)
 
-    def means(self, encoded: SFMFrame, rows: slice, params: ParamDraws) -> np.ndarray:
-        """The node's mean given its parents on ``rows``, one row per draw: ``(S, N)``."""
-        frame = self.frame(encoded, rows)
+    def means(
+        self, encoded: SFMFrame, rows: slice, params: ParamDraws, *, level: int | None = None
+    ) -> np.ndarray:
+        """The node's mean given its parents on ``rows`` (``X`` set to ``level`` for the
+        outcome model), one row per draw: ``(S, N)``."""
+        frame = self.frame(encoded, rows, level=level)
         scm = self.fit.scm
         checked = Rows.check(frame, scm, self.fit.encoding)
         eq = scm.equations[self.node]
@@ -232,8 +274,8 @@ def nuisance_scm(
     training = [encoded.design[index][:, own]]
     if how == "encoded":
         # learned on the rows of both levels: a group common in x0 and rare in x1 keeps
-        # its mean when the x1 model reads it on x0's rows (a mean of x1's rows alone
-        # would be shrunk towards x1's overall mean there)
+        # its mean when mu_1 is read at x0's rows (a mean of x1's rows alone would be
+        # shrunk towards x1's overall mean there)
         every = np.arange(len(encoded))
         everybody = encoded.y_fit.astype(float) if which == "outcome" else encoded.x.astype(float)
         for column in grouped:
@@ -248,20 +290,31 @@ def nuisance_scm(
     kept = set(qr.kept.tolist())
     left_out = tuple(str(v) for i, v in enumerate(labels) if i not in kept)
     group_nodes = {c: f"g_{_safe(c)}" for c in grouped}
-    q_names = _q_names(qr.kept.size, {node, *group_nodes.values()})
+    taken = {node, LEVEL_COLUMN, *group_nodes.values()}
+    q_names = _q_names(qr.kept.size, taken)
+    share = None
+    columns = list(q_names)
+    if which == "outcome":
+        share = float(encoded.x[index].mean())
+        if not 0.0 < share < 1.0:
+            raise ValueError("the outcome model needs rows of both levels of X")
+        crossed = [f"{LEVEL_COLUMN}{q}" for q in q_names]
+        if set(crossed) & (taken | set(q_names)):
+            crossed = [f"{c}_" for c in crossed]
+        columns += [LEVEL_COLUMN, *crossed]
     terms = [GroupEffect(g) for g in group_nodes.values()]
     graph = nx.DiGraph()
     if which == "outcome":
         graph.add_node(node, spec=_outcome_spec(roles, encoded, terms))
     else:
         graph.add_node(node, spec=Bernoulli(terms=tuple(terms)))
-    for q in q_names:
+    for q in columns:
         graph.add_node(q, spec=Protected(kind="continuous"))
         graph.add_edge(q, node)
     shell = NuisanceModel(
         name=name, fit=None,  # type: ignore[arg-type]
-        node=node, own=own, encodings=encodings, qr=qr, columns=tuple(q_names),
-        groups=group_nodes, left_out=left_out,
+        node=node, own=own, encodings=encodings, qr=qr, columns=tuple(columns),
+        groups=group_nodes, left_out=left_out, share=share,
     )
     frame = shell.frame(encoded, index, design)
     frame[node] = encoded.y_fit[index] if which == "outcome" else encoded.x[index].astype(int)

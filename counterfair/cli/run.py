@@ -964,7 +964,8 @@ def add_decompose_parser(sub: Any) -> None:
         "Without a run folder, --data CSV decomposes the gap from the Standard Fairness "
         "Model's roles alone (no SCM file, no fit beforehand): name the outcome, the "
         "confounders Z and the mediators W (comma-separated; '' for none); the outcome's "
-        "regression within each level of X and X's regression on Z are fitted by NUTS "
+        "regression on X, Z and W (X interacting with the rest) and X's regression on Z "
+        "are fitted by NUTS "
         "(--chains, --warmup, --draws), the rows weighted by a Bayesian bootstrap (--rows "
         "bayesian_bootstrap, the default) or all 1 (--rows fixed), and the table is "
         "written to --out.",
