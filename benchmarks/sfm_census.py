@@ -6,7 +6,7 @@ citizenship, nativity, economic_region; W = marital, family_size, children,
 education_level, english_level, hours_worked, weeks_worked, occupation (518 levels),
 industry (259 levels); Y = salary (faircause's "Census Task 1", the first 20,000 rows in
 file order). :func:`counterfair.audit.decompose_sfm` fits the outcome's regression
-within each sex and sex's regression on Z in Stan, and gives every term with 95 %
+on sex, Z and W (sex interacting with the rest) and sex's regression on Z in Stan, and gives every term with 95 %
 intervals (a Bayesian bootstrap of the rows). Printed beside faircause's published
 figures (its one-step debiased estimator with xgboost nuisances), effect by effect, with
 whether the two 95 % intervals overlap.
@@ -20,7 +20,7 @@ put on the outcome model or on the estimator.
     python benchmarks/sfm_census.py                      # 20,000 rows, with --gbm
     python benchmarks/sfm_census.py --rows 0             # all 204,309 rows
     python benchmarks/sfm_census.py --rows 20000 --no-gbm
-    python benchmarks/sfm_census.py --rows 0 --fit-rows 20000   # models on 20,000 rows each
+    python benchmarks/sfm_census.py --rows 0 --fit-rows 20000   # each model on 20,000 rows
 
 Prints the time of each stage and the peak memory (this process, and the largest
 CmdStan child), and the ratios to issue 46's targets: 20,000 rows in at most 120 s,

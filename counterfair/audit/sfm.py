@@ -277,7 +277,7 @@ def decompose_sfm(
     seed: int = 0,
     chains: int = 2,
     warmup: int = 300,
-    draws: int = 500,
+    draws: int = 300,
     chunk_rows: int = 20_000,
     groups: str = "encoded",
     fit_rows: int | None = None,
@@ -327,7 +327,8 @@ def decompose_sfm(
         Seed of the fits and of the weights.
     chains, warmup, draws : int
         NUTS settings of each nuisance fit (``draws`` per chain; at least
-        ``n_samples`` draws in all).
+        ``n_samples`` draws in all; the default 2 x 300 gives each of the 200 samples
+        its own posterior draw).
     chunk_rows : int
         Rows evaluated at a time (memory ``~ 8 * n_samples * chunk_rows`` bytes per
         array); the result does not depend on it.

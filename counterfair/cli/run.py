@@ -943,7 +943,7 @@ SFM_GROUPINGS = ("encoded", "pooled")
 """``--groups`` with ``--data`` (:data:`counterfair.audit.sfm_models.GROUPINGS`)."""
 SFM_METHODS = ("nuts", "pathfinder")
 """``--method`` with ``--data`` (:data:`counterfair.audit.sfm.METHODS`)."""
-SFM_DEFAULTS = {"chains": 2, "warmup": 300, "draws": 500}
+SFM_DEFAULTS = {"chains": 2, "warmup": 300, "draws": 300}
 """The nuisance fits' NUTS settings with ``--data`` (those of :func:`decompose_sfm`)."""
 
 
