@@ -6,10 +6,10 @@ citizenship, nativity, economic_region; W = marital, family_size, children,
 education_level, english_level, hours_worked, weeks_worked, occupation (518 levels),
 industry (259 levels); Y = salary (faircause's "Census Task 1", the first 20,000 rows in
 file order). :func:`counterfair.audit.decompose_sfm` fits the outcome's regression
-on sex, Z and W (sex interacting with the rest) and sex's regression on Z in Stan, and gives every term with 95 %
-intervals (a Bayesian bootstrap of the rows). Printed beside faircause's published
-figures (its one-step debiased estimator with xgboost nuisances), effect by effect, with
-whether the two 95 % intervals overlap.
+on sex, Z and W (sex interacting with the rest) and sex's regression on Z in Stan, and
+gives every term with 95 % intervals (a Bayesian bootstrap of the rows). Printed beside
+faircause's published figures (its one-step debiased estimator with xgboost
+nuisances), effect by effect, with whether the two 95 % intervals overlap.
 
 ``--gbm`` adds a sensitivity check: the same identification formulas
 (:func:`counterfair.audit.sfm.add_sums`) with scikit-learn's histogram gradient

@@ -358,9 +358,8 @@ def sfm_programs() -> dict[str, str]:
         roles = check_sfm_roles(data, **scenario.roles())
         encoded = sfm_frame(data, roles)
         for which in ("outcome", "attribute") if scenario.confounders else ("outcome",):
-            scm = nuisance_scm(
-                roles, encoded, which, ~encoded.x, name=which, groups="encoded"
-            )[0]
+            every = np.ones(len(encoded), dtype=bool)
+            scm = nuisance_scm(roles, encoded, which, every, name=which, groups="encoded")[0]
             code = scm.stan_code()
             if code not in programs.values():
                 programs[f"sfm {scenario.name}, {which}"] = code

@@ -15,7 +15,9 @@
   posterior intervals (:class:`Decomposition`).
 * :func:`decompose_sfm` -- the same terms from the Standard Fairness Model's roles alone
   (no SCM, no mechanism for any mediator): the outcome's and the attribute's
-  regressions fitted in Stan, a Bayesian bootstrap of the rows.
+  regressions fitted in Stan (:func:`fit_sfm`, once for every use), a Bayesian
+  bootstrap of the rows; :func:`sfm_predictor` builds on the same fits a prediction fair
+  by business necessity (it carries only the effects the user allows).
 * :func:`two_group_measures` -- statistical parity / equal opportunity differences and
   disparate impact (``<= tau`` is unfair) for a privileged group.
 * :func:`flip_counterfactual`, :func:`consistency` (:func:`consistency_interval`),
@@ -104,6 +106,8 @@ from .report import (
     write_report,
 )
 from .sfm import decompose_sfm
+from .sfm_fit import SFMFit, fit_sfm
+from .sfm_predictor import SFMPredictor, sfm_predictor
 from .slices import SLICE_MEASURES, ConfusionCounts, compare_slices
 from .subpopulations import SubpopulationReport, find_subpopulations, subpopulation_mask
 from .two_groups import TWO_GROUP_MEASURES, two_group_measures
@@ -137,6 +141,8 @@ __all__ = [
     "GroupSpec",
     "PerturbationReport",
     "RegressionReport",
+    "SFMFit",
+    "SFMPredictor",
     "ShapDisparity",
     "ShapResult",
     "SubpopulationReport",
@@ -160,6 +166,7 @@ __all__ = [
     "explanations_html",
     "figure_to_base64",
     "find_subpopulations",
+    "fit_sfm",
     "flip_counterfactual",
     "g_test",
     "generalized_entropy_index",
@@ -178,6 +185,7 @@ __all__ = [
     "reweighing_weights",
     "selection_difference",
     "selection_lift",
+    "sfm_predictor",
     "shap_disparity",
     "shap_values",
     "subpopulation_mask",

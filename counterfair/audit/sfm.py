@@ -56,8 +56,8 @@ import pandas as pd
 from counterfair.rng import RowRandom
 
 from .decomposition_result import DECOMPOSITION_TERMS, Decomposition, table_of
-from .sfm_models import GROUPINGS, NuisanceModel, SFMFrame, fit_nuisance, sfm_frame
-from .sfm_roles import SFMRoles, check_sfm_roles
+from .sfm_fit import FIT_DEFAULTS, METHODS, SFMFit, check_fit_options, fit_sfm
+from .sfm_models import NuisanceModel, SFMFrame
 
 __all__ = [
     "METHODS",
@@ -65,14 +65,13 @@ __all__ = [
     "Sums",
     "add_sums",
     "decompose_sfm",
+    "fit_sfm",
+    "row_weights",
     "terms_of",
 ]
 
 ROW_WEIGHTS = ("bayesian_bootstrap", "fixed")
 """What the rows' weights are (``rows=`` of :func:`decompose_sfm`)."""
-
-METHODS = ("nuts", "pathfinder")
-"""How the nuisance models are fitted (``method=`` of :func:`decompose_sfm`)."""
 
 PROPENSITY_FLOOR = 0.01
 """``pi(z)`` is kept within ``[floor, 1 - floor]`` (trimmed weights, a common choice);
@@ -101,18 +100,7 @@ class Sums:
         return self.parts[name]
 
 
-def _check_options(
-    n_samples: object, interval: object, rows: object, chunk_rows: object, method: object,
-    groups: object, fit_rows: object,
-) -> None:
-    if fit_rows is not None and (
-        isinstance(fit_rows, bool) or not isinstance(fit_rows, int) or fit_rows < 100
-    ):
-        raise ValueError(f"fit_rows must be an integer of at least 100 or None, got {fit_rows!r}")
-    if groups not in GROUPINGS:
-        raise ValueError(f"groups must be one of {GROUPINGS}, got {groups!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+def _check_options(n_samples: object, interval: object, rows: object, chunk_rows: object) -> None:
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
         raise ValueError(f"n_samples must be an integer of at least 2, got {n_samples!r}")
     if not isinstance(interval, float | int) or not 0 < float(interval) < 1:
@@ -143,15 +131,9 @@ def _accumulate(
     rows: str,
     seed: int,
 ) -> None:
-    n = part.stop - part.start
-    s = sums.n_samples
     x1 = encoded.x[part].astype(float)
     y = encoded.y[part]
-    if rows == "bayesian_bootstrap":
-        positions = np.arange(part.start, part.start + n, dtype=np.int64)
-        omega = -np.log(RowRandom(seed, positions).random((s, n), row_axis=1))
-    else:
-        omega = np.ones((s, n))
+    omega = row_weights(seed, part, sums.n_samples, rows)
 
     def outcome(level: int) -> np.ndarray:
         mu = models["outcome"].means(encoded, part, params["outcome"], level=level)
@@ -161,6 +143,16 @@ def _accumulate(
     if "attribute" in models:
         pi = models["attribute"].means(encoded, part, params["attribute"])
     add_sums(sums, x1, y, outcome(0), outcome(1), pi, omega)
+
+
+def row_weights(seed: int, part: slice, n_samples: int, rows: str) -> np.ndarray:
+    """The weights of the rows ``part`` in each draw, ``(n_samples, N)``: standard
+    exponentials (a flat Dirichlet once normalised) keyed by the row's position, or 1."""
+    n = part.stop - part.start
+    if rows == "bayesian_bootstrap":
+        positions = np.arange(part.start, part.start + n, dtype=np.int64)
+        return -np.log(RowRandom(seed, positions).random((n_samples, n), row_axis=1))
+    return np.ones((n_samples, n))
 
 
 def add_sums(
@@ -226,79 +218,47 @@ def terms_of(sums: Sums, confounded: bool) -> dict[str, np.ndarray]:
     }
 
 
-def _fit_options(
-    method: str, chains: int, warmup: int, draws: int, seed: int, progress: bool | None,
-    sampler_args: dict[str, Any],
-) -> dict[str, Any]:
-    if method == "pathfinder":
-        if sampler_args:
-            raise ValueError(
-                f"sampler arguments {sorted(sampler_args)} apply to NUTS only, and a model "
-                "is fitted by Pathfinder here: pass method='nuts' to use them"
-            )
-        return {"method": "pathfinder", "draws": chains * draws, "seed": seed,
-                "progress": progress}
-    return {
-        "chains": chains, "warmup": warmup, "draws": draws, "seed": seed,
-        "progress": progress, **sampler_args,
-    }
-
-
-def _diagnostic_note(model: NuisanceModel, n_rows: int) -> str:
-    fitted = len(model.fit.data)
-    rows = f"{n_rows:,} rows" if fitted == n_rows else f"{fitted:,} of its {n_rows:,} rows"
-    if model.fit.method == "pathfinder":
-        return (
-            f"{model.name} model: {rows}, {model.fit.seconds:.0f} s, by Pathfinder "
-            "(approximate draws: no R-hat; its sds tend to be too small)"
-        )
-    d = model.fit.diagnostics
-    return (
-        f"{model.name} model: {rows}, {model.fit.seconds:.0f} s, by NUTS, max "
-        f"R-hat {d.max_rhat:.3f}, min bulk ESS {d.min_ess_bulk:.0f}, {d.divergences} "
-        "divergences"
-    )
-
-
 def decompose_sfm(
-    data: pd.DataFrame,
+    data: pd.DataFrame | SFMFit,
     *,
-    attribute: str,
-    x0: object,
-    x1: object,
-    outcome: str,
-    confounders: str | Sequence[str] | None,
-    mediators: str | Sequence[str] | None,
+    attribute: str | None = None,
+    x0: object = None,
+    x1: object = None,
+    outcome: str | None = None,
+    confounders: str | Sequence[str] | None = None,
+    mediators: str | Sequence[str] | None = None,
     categorical: str | Sequence[str] | None = None,
     family: str | None = None,
     n_samples: int = 200,
     interval: float = 0.9,
     rows: str = "bayesian_bootstrap",
-    seed: int = 0,
-    chains: int = 2,
-    warmup: int = 300,
-    draws: int = 300,
+    seed: int | None = None,
+    chains: int | None = None,
+    warmup: int | None = None,
+    draws: int | None = None,
     chunk_rows: int = 20_000,
-    groups: str = "encoded",
+    groups: str | None = None,
     fit_rows: int | None = None,
-    method: str = "nuts",
+    method: str | None = None,
     progress: bool | None = None,
     **sampler_args: Any,
 ) -> Decomposition:
     """Decompose a gap from the Standard Fairness Model's roles, with no SCM.
 
     The user names the protected attribute ``X`` and its levels, the confounders ``Z``,
-    the mediators ``W`` and the outcome ``Y``; the outcome's regression within each
-    level of ``X`` and the attribute's regression on ``Z`` are fitted by NUTS in Stan
-    (:mod:`counterfair.audit.sfm_models`), and every term of
+    the mediators ``W`` and the outcome ``Y``; the outcome's regression on ``X``, ``Z``
+    and ``W`` (``X`` interacting with the rest) and the attribute's regression on ``Z``
+    are fitted by NUTS in Stan (:func:`~counterfair.audit.fit_sfm`), and every term of
     :func:`~counterfair.audit.decompose` is computed from them, draw by draw
-    (:mod:`counterfair.audit.sfm`).
+    (:mod:`counterfair.audit.sfm`). Given an :class:`~counterfair.audit.SFMFit`
+    instead of rows, it decomposes those fits (and the roles and fit options must not
+    be given again).
 
     Parameters
     ----------
-    data : pandas.DataFrame
-        The rows. Rows whose ``X`` is neither ``x0`` nor ``x1`` are left out (a note
-        counts them).
+    data : pandas.DataFrame or SFMFit
+        The rows (rows whose ``X`` is neither ``x0`` nor ``x1`` are left out, and a
+        note counts them), or the fit of :func:`~counterfair.audit.fit_sfm`.
     attribute : str
         ``X``.
     x0, x1 : object
@@ -324,11 +284,11 @@ def decompose_sfm(
         The rows' weights: a flat Dirichlet per draw (intervals carry the sampling of
         the rows) or all 1 (the models' uncertainty only; TV is the raw gap exactly).
     seed : int
-        Seed of the fits and of the weights.
+        Seed of the fits and of the weights (default 0).
     chains, warmup, draws : int
         NUTS settings of each nuisance fit (``draws`` per chain; at least
-        ``n_samples`` draws in all; the default 2 x 300 gives each of the 200 samples
-        its own posterior draw).
+        ``n_samples`` draws in all; the default 2, 300 and 300 gives each of the 200
+        samples its own posterior draw).
     chunk_rows : int
         Rows evaluated at a time (memory ``~ 8 * n_samples * chunk_rows`` bytes per
         array); the result does not depend on it.
@@ -363,25 +323,50 @@ def decompose_sfm(
     ValueError
         An option out of range.
     """
-    _check_options(n_samples, interval, rows, chunk_rows, method, groups, fit_rows)
-    if hasattr(data, "dask") and hasattr(data, "compute"):
-        data = data.compute()  # the fits read every row; a Dask frame is brought in once
-    roles = check_sfm_roles(
-        data, attribute=attribute, x0=x0, x1=x1, outcome=outcome, confounders=confounders,
-        mediators=mediators, categorical=categorical, family=family,
-    )
-    encoded = sfm_frame(data, roles)
-    if chains * draws < n_samples:
-        raise ValueError(
-            f"chains * draws = {chains * draws} posterior draws per model, fewer than "
-            f"n_samples={n_samples}"
-        )
+    _check_options(n_samples, interval, rows, chunk_rows)
+    roles_given = {
+        "attribute": attribute, "x0": x0, "x1": x1, "outcome": outcome,
+        "confounders": confounders, "mediators": mediators,
+    }
+    fit_given = {
+        "categorical": categorical, "family": family, "seed": seed, "chains": chains,
+        "warmup": warmup, "draws": draws, "groups": groups, "fit_rows": fit_rows,
+        "method": method, "progress": progress,
+    }
+    if isinstance(data, SFMFit):
+        given = [k for k, v in {**roles_given, **fit_given}.items() if v is not None]
+        given += sorted(sampler_args)
+        if given:
+            raise TypeError(
+                f"decompose_sfm was given a fitted SFMFit and also {given}: the roles and "
+                "the fit's options are the fit's (fit_sfm); pass the data instead to fit "
+                "anew"
+            )
+        fitted = data
+    else:
+        missing = [k for k in ("attribute", "x0", "x1", "outcome") if roles_given[k] is None]
+        if missing:
+            raise TypeError(f"decompose_sfm of a data frame needs {missing}")
+        options = {**FIT_DEFAULTS, **{k: v for k, v in fit_given.items() if v is not None},
+                   **sampler_args}
+        check_fit_options(method=options["method"], groups=options["groups"],
+                          fit_rows=options["fit_rows"], chains=options["chains"],
+                          draws=options["draws"])
+        if options["chains"] * options["draws"] < n_samples:
+            raise ValueError(
+                f"chains * draws = {options['chains'] * options['draws']} posterior draws "
+                f"per model, fewer than n_samples={n_samples}"
+            )
+        fitted = fit_sfm(data, **roles_given, **options)  # type: ignore[arg-type]
+    return _decompose(fitted, n_samples=n_samples, interval=float(interval), rows=rows,
+                      chunk_rows=chunk_rows)
+
+
+def _decompose(
+    fitted: SFMFit, *, n_samples: int, interval: float, rows: str, chunk_rows: int
+) -> Decomposition:
+    encoded, models, roles = fitted.encoded, fitted.models, fitted.roles
     started = time.perf_counter()
-    models = _fit_models(
-        roles, encoded, groups, fit_rows, method, chains, warmup, draws, seed, progress,
-        sampler_args,
-    )
-    fitted = time.perf_counter()
     params = {
         name: model.fit.params().take(_draw_indices(model, n_samples))
         for name, model in models.items()
@@ -392,19 +377,18 @@ def decompose_sfm(
     n = len(encoded)
     for start in range(0, n, chunk_rows):
         part = slice(start, min(start + chunk_rows, n))
-        _accumulate(sums, encoded, part, models, params, rows=rows, seed=seed)
+        _accumulate(sums, encoded, part, models, params, rows=rows, seed=fitted.seed)
     _log.info(
         "decompose_sfm: models fitted in %.1f s, %d rows x %d draws evaluated in %.1f s",
-        fitted - started, n, n_used, time.perf_counter() - fitted,
+        fitted.seconds, n, n_used, time.perf_counter() - started,
     )
-    terms = terms_of(sums, confounded="attribute" in models)
+    terms = terms_of(sums, confounded=fitted.confounded)
     draws_frame = pd.DataFrame(
         {term: terms[term] for term in DECOMPOSITION_TERMS},
         index=pd.RangeIndex(n_used, name="sample"),
     )
-    notes = _notes(roles, encoded, models, sums, data, rows)
     return Decomposition(
-        table=table_of(draws_frame, float(interval)),
+        table=table_of(draws_frame, interval),
         draws=draws_frame,
         attribute=roles.attribute,
         x0=roles.x0,
@@ -412,64 +396,19 @@ def decompose_sfm(
         target=roles.outcome,
         confounders=roles.confounders,
         mediators=roles.mediators,
-        notes=tuple(notes),
-        interval=float(interval),
-        n_rows=len(data),
+        notes=tuple(_notes(fitted, sums, rows)),
+        interval=interval,
+        n_rows=fitted.n_rows,
         n_x0=int(np.count_nonzero(~encoded.x)),
         n_x1=int(np.count_nonzero(encoded.x)),
     )
 
 
-def _fit_models(
-    roles: SFMRoles,
-    encoded: SFMFrame,
-    groups: str,
-    fit_rows: int | None,
-    method: str,
-    chains: int,
-    warmup: int,
-    draws: int,
-    seed: int,
-    progress: bool | None,
-    sampler_args: dict[str, Any],
-) -> dict[str, NuisanceModel]:
-    models: dict[str, NuisanceModel] = {}
-    every = np.ones(len(encoded.x), dtype=bool)
-    plan = [("outcome", "outcome", every, 0)]
-    if roles.confounders:
-        plan.append(("attribute", "attribute", every, 2))
-    for name, which, mask, k in plan:
-        t0 = time.perf_counter()
-        how = method
-        options = _fit_options(how, chains, warmup, draws, seed + k, progress, sampler_args)
-        models[name] = fit_nuisance(
-            roles, encoded, which, mask, name=name, groups=groups, fit_options=options,
-            fit_rows=fit_rows, subsample_seed=seed + 100 + k,
-        )
-        _log.info(
-            "decompose_sfm: the %s model on %d rows fitted by %s in %.1f s",
-            name, int(mask.sum()), how, time.perf_counter() - t0,
-        )
-    return models
-
-
-def _notes(
-    roles: SFMRoles,
-    encoded: SFMFrame,
-    models: dict[str, NuisanceModel],
-    sums: Sums,
-    data: pd.DataFrame,
-    rows: str,
-) -> list[str]:
+def _notes(fitted: SFMFit, sums: Sums, rows: str) -> list[str]:
+    roles, encoded = fitted.roles, fitted.encoded
+    head = fitted.description()
     notes = [
-        f"the Standard Fairness Model's roles, no SCM: the outcome's family is "
-        f"{roles.family} ({roles.family_reason}); numeric covariates "
-        f"{list(roles.numeric)}, categorical {list(roles.categorical)}, partially pooled "
-        f"groups {list(roles.grouped)}",
-        f"estimator: the outcome's regression on {roles.attribute!r}, the confounders "
-        f"and the mediators, {roles.attribute!r} interacting with every other term "
-        "and, for the spurious and general terms, the attribute's regression on the "
-        "confounders (plug-in and reweighting; see counterfair.audit.sfm)",
+        *head,
         "rows weighted by a Bayesian bootstrap (a flat Dirichlet per draw): the intervals "
         "carry the sampling of the rows and the models' uncertainty"
         if rows == "bayesian_bootstrap"
@@ -488,22 +427,4 @@ def _notes(
             f"[{PROPENSITY_FLOOR}, {1 - PROPENSITY_FLOOR}] for {sums.clipped:,} row-draws "
             "and was clipped there (near-violations of positivity)"
         )
-    others = len(data) - len(encoded)
-    if others:
-        notes.append(
-            f"{others:,} rows have another level of {roles.attribute!r} and are left out"
-        )
-    notes += [_diagnostic_note(m, len(encoded)) for m in models.values()]
-    for name, m in models.items():
-        if m.encodings:
-            notes.append(
-                f"the {name} model reads {list(m.encodings)} by their groups' cross-fitted "
-                "empirical-Bayes means (groups='encoded'): their means, not their "
-                "uncertainty"
-            )
-        if m.left_out:
-            notes.append(
-                f"the {name} model leaves out columns constant on its rows (or spanned by "
-                f"the others): {list(m.left_out)}"
-            )
-    return notes
+    return notes + fitted.diagnostics()

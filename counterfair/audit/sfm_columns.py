@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ __all__ = [
     "GroupEncoding",
     "QRMap",
     "SFMFrame",
+    "SplineBasis",
     "cross_fitted",
     "link",
     "sfm_frame",
@@ -40,17 +41,38 @@ SPLINE_DF = 5
 """B-spline columns of a numeric covariate's cubic regression spline (one is dropped)."""
 
 
+@dataclass(frozen=True)
+class SplineBasis:
+    """A numeric covariate's cubic B-spline basis, learned on some rows, for any rows.
+
+    Knots at quantiles of the learning rows' distinct values; a value beyond their range
+    is held at its end (the basis is flat outside)."""
+
+    lo: float
+    hi: float
+    knots: np.ndarray
+
+    @classmethod
+    def of(cls, values: np.ndarray, df: int = SPLINE_DF) -> SplineBasis:
+        lo, hi = float(values.min()), float(values.max())
+        distinct = np.unique(values)
+        inner = np.unique(np.quantile(distinct, np.linspace(0, 1, df - 2)[1:-1]))
+        return cls(lo, hi, np.concatenate([[lo] * 4, inner, [hi] * 4]))
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        """The basis at ``values``, ``(N, df - 1)``: the first column dropped (the
+        intercept spans the columns' sum)."""
+        from scipy.interpolate import BSpline
+
+        clipped = np.clip(np.asarray(values, dtype=float), self.lo, self.hi)
+        basis = BSpline.design_matrix(clipped, self.knots, 3).toarray()
+        return np.asarray(basis[:, 1:], dtype=float)
+
+
 def spline_columns(values: np.ndarray, df: int = SPLINE_DF) -> np.ndarray:
     """A cubic B-spline basis of ``values``, ``(N, df - 1)``: knots at quantiles of the
     distinct values, the first column dropped (the intercept spans the columns' sum)."""
-    from scipy.interpolate import BSpline
-
-    lo, hi = float(values.min()), float(values.max())
-    distinct = np.unique(values)
-    inner = np.unique(np.quantile(distinct, np.linspace(0, 1, df - 2)[1:-1]))
-    knots = np.concatenate([[lo] * 4, inner, [hi] * 4])
-    basis = BSpline.design_matrix(np.clip(values, lo, hi), knots, 3).toarray()
-    return np.asarray(basis[:, 1:], dtype=float)
+    return SplineBasis.of(values, df)(values)
 
 
 @dataclass(frozen=True)
@@ -79,6 +101,8 @@ class SFMFrame:
         The Normal outcome's standardisation (0 and 1 otherwise).
     positive : str or None
         The positive class of a binary outcome.
+    bases : dict of str to SplineBasis
+        Each smooth covariate's basis (to encode other rows alike: ``sfm_frame(like=)``).
     """
 
     design: np.ndarray
@@ -91,6 +115,7 @@ class SFMFrame:
     y_location: float
     y_scale: float
     positive: str | None
+    bases: dict[str, SplineBasis] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.x)
@@ -104,19 +129,31 @@ def _positive(y: pd.Series) -> str:
     return values[1]
 
 
-def sfm_frame(data: pd.DataFrame, roles: SFMRoles) -> SFMFrame:
-    """The rows of ``x0`` and ``x1`` (in their order), encoded for the nuisance models."""
+def sfm_frame(
+    data: pd.DataFrame, roles: SFMRoles, *, like: SFMFrame | None = None
+) -> SFMFrame:
+    """The rows of ``x0`` and ``x1`` (in their order), encoded for the nuisance models.
+
+    With ``like``, other rows are encoded as ``like``'s were (its splines' knots, its
+    outcome's standardisation and positive class); their outcome may then be missing
+    from ``data`` (``y`` is NaN)."""
     x_text = data[roles.attribute].astype(str)
     kept = data.loc[x_text.isin((roles.x0, roles.x1)).to_numpy()]
     blocks: list[np.ndarray] = []
     names: list[str] = []
     owners: list[str] = []
     groups: dict[str, np.ndarray] = {}
+    bases: dict[str, SplineBasis] = {}
     for column in roles.covariates:
         if column in roles.numeric:
             values = kept[column].to_numpy(dtype=float)
-            if len(np.unique(values)) >= SMOOTH_VALUES:
-                block = spline_columns(values)
+            smooth = column in like.bases if like is not None else (
+                len(np.unique(values)) >= SMOOTH_VALUES
+            )
+            if smooth:
+                basis = like.bases[column] if like is not None else SplineBasis.of(values)
+                bases[column] = basis
+                block = basis(values)
                 labels = [f"{column}: spline {j + 1}" for j in range(block.shape[1])]
             else:
                 block, labels = values[:, None], [column]
@@ -133,24 +170,44 @@ def sfm_frame(data: pd.DataFrame, roles: SFMRoles) -> SFMFrame:
         owners += [column] * block.shape[1]
     n = len(kept)
     design = np.hstack(blocks) if blocks else np.zeros((n, 0))
-    positive = None
-    location, scale = 0.0, 1.0
-    if roles.family == "bernoulli":
-        positive = _positive(kept[roles.outcome])
-        y = (kept[roles.outcome].astype(str).to_numpy() == positive).astype(float)
-        y_fit: np.ndarray = y.astype(np.int64)
-    else:
-        y = kept[roles.outcome].to_numpy(dtype=float)
-        if roles.family == "normal":
-            location, scale = float(y.mean()), float(y.std()) or 1.0
-            y_fit = (y - location) / scale
+    x = kept[roles.attribute].astype(str).to_numpy() == roles.x1
+    if like is not None:
+        if roles.outcome in kept.columns:
+            y, y_fit = _outcome_values(kept[roles.outcome], roles, like.positive)
         else:
-            y_fit = np.round(y).astype(np.int64)
+            y = y_fit = np.full(n, np.nan)
+        return SFMFrame(
+            design=design, design_names=tuple(names), design_of=tuple(owners),
+            groups=groups, x=x, y=y, y_fit=(y - like.y_location) / like.y_scale
+            if roles.family == "normal" else y_fit,
+            y_location=like.y_location, y_scale=like.y_scale, positive=like.positive,
+            bases=bases,
+        )
+    positive = _positive(kept[roles.outcome]) if roles.family == "bernoulli" else None
+    y, y_fit = _outcome_values(kept[roles.outcome], roles, positive)
+    location, scale = 0.0, 1.0
+    if roles.family == "normal":
+        location, scale = float(y.mean()), float(y.std()) or 1.0
+        y_fit = (y - location) / scale
     return SFMFrame(
         design=design, design_names=tuple(names), design_of=tuple(owners), groups=groups,
-        x=kept[roles.attribute].astype(str).to_numpy() == roles.x1, y=y, y_fit=y_fit,
-        y_location=location, y_scale=scale, positive=positive,
+        x=x, y=y, y_fit=y_fit, y_location=location, y_scale=scale, positive=positive,
+        bases=bases,
     )
+
+
+def _outcome_values(
+    column: pd.Series, roles: SFMRoles, positive: str | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The outcome on its own scale and as its family reads it (0/1, whole numbers, or
+    the values themselves for a Normal, standardised by the caller)."""
+    if roles.family == "bernoulli":
+        y = (column.astype(str).to_numpy() == positive).astype(float)
+        return y, y.astype(np.int64)
+    y = column.to_numpy(dtype=float)
+    if roles.family == "normal":
+        return y, y.copy()
+    return y, np.round(y).astype(np.int64)
 
 
 @dataclass(frozen=True)

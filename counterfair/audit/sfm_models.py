@@ -298,10 +298,10 @@ def nuisance_scm(
         share = float(encoded.x[index].mean())
         if not 0.0 < share < 1.0:
             raise ValueError("the outcome model needs rows of both levels of X")
-        crossed = [f"{LEVEL_COLUMN}{q}" for q in q_names]
-        if set(crossed) & (taken | set(q_names)):
-            crossed = [f"{c}_" for c in crossed]
-        columns += [LEVEL_COLUMN, *crossed]
+        interactions = [f"{LEVEL_COLUMN}{q}" for q in q_names]
+        if set(interactions) & (taken | set(q_names)):
+            interactions = [f"{c}_" for c in interactions]
+        columns += [LEVEL_COLUMN, *interactions]
     terms = [GroupEffect(g) for g in group_nodes.values()]
     graph = nx.DiGraph()
     if which == "outcome":
