@@ -310,3 +310,17 @@ def test_census_sfm_figures_are_those_of_the_committed_run() -> None:
         if t["form"] == "x-specific":
             flat = " ".join(page.split())
             assert f"{t['term']} {t['mean']:,.0f} [{t['lower']:,.0f}, {t['upper']:,.0f}]" in flat
+
+
+def test_census_predictor_figures_are_those_of_the_committed_run() -> None:
+    """The SFM page's business-necessity figures are benchmarks/sfm_predictor_census.py's."""
+    committed = json.loads((ROOT / "benchmarks/results/sfm_predictor_census.json").read_text())
+    page = " ".join((DOCS / "sfm-decomposition.md").read_text(encoding="utf-8").split())
+    for name in ("unconstrained", "business necessity"):
+        entry = committed[name]
+        assert f"{entry['rmse_fitted']:,.0f} | {entry['rmse_held_out']:,.0f} |" in page, name
+        for term in ("Ctf-IE", "Ctf-SE"):
+            t = entry["decomposition"][term]
+            assert f"{t['mean']:,.0f} [{t['lower']:,.0f}, {t['upper']:,.0f}]" in page, (name, term)
+    cost = f"{100 * (committed['rmse_ratio_held_out'] - 1):.0f} % of held-out RMSE"
+    assert cost in page
