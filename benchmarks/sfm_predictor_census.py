@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from sfm_census import CATEGORICAL, W, Z, data_folder  # type: ignore[import-not-found]
 
 SHOWN = ("TV", "Ctf-DE", "Ctf-IE", "Ctf-SE")

@@ -60,7 +60,7 @@ REMOVED = {"DE": "Ctf-DE", "IE": "Ctf-IE", "SE": "Ctf-SE"}
 def test_removed_effects_are_zero_and_kept_ones_the_outcomes(
     stan_backend: str, allow: tuple[str, ...]
 ) -> None:
-    data, fitted = fitted_c(stan_backend)
+    _, fitted = fitted_c(stan_backend)
     outcome = _terms(cf.audit.decompose_sfm(fitted))
     predictor = cf.audit.sfm_predictor(fitted, allow=allow)
     own = predictor.decompose()
