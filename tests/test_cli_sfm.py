@@ -244,12 +244,16 @@ def test_the_command_line_copies_the_library_choices() -> None:
     assert cli_run.SFM_GROUPINGS == sfm_models.GROUPINGS
     assert cli_run.SFM_METHODS == sfm.METHODS
     assert cli_run.SFM_ROW_WEIGHTS == sfm.ROW_WEIGHTS
-    defaults = inspect.signature(sfm.decompose_sfm).parameters
-    assert defaults["rows"].default == cli_run.SFM_ROW_WEIGHTS[0]
+    assert inspect.signature(sfm.decompose_sfm).parameters["rows"].default == (
+        cli_run.SFM_ROW_WEIGHTS[0]
+    )
+    # the fit's defaults are fit_sfm's (decompose_sfm passes None through to them)
+    defaults = inspect.signature(sfm.fit_sfm).parameters
     assert defaults["groups"].default == cli_run.SFM_GROUPINGS[0]
     assert defaults["method"].default == cli_run.SFM_METHODS[0]
     for name, value in cli_run.SFM_DEFAULTS.items():
         assert defaults[name].default == value, name
+        assert sfm.FIT_DEFAULTS[name] == value, name
 
 
 def test_help_shows_the_data_mode(capsys: pytest.CaptureFixture[str]) -> None:
