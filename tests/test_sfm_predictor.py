@@ -176,7 +176,7 @@ def test_bad_input_is_refused(stan_backend: str) -> None:
         predictor.predict(data.assign(Z=np.where(np.arange(len(data)) == 3, np.nan, data["Z"])))
     # the fit's roles and options are the fit's: given again, refused by name
     with pytest.raises(TypeError, match=r"\['outcome', 'seed'\]"):
-        cf.audit.decompose_sfm(fitted, outcome="Y", seed=1)
+        cf.audit.decompose_sfm(fitted, outcome="Y", seed=1)  # literal seed: refused, never used
 
 
 @pytest.mark.stan
