@@ -353,14 +353,118 @@ def sfm_programs() -> dict[str, str]:
     from counterfair.audit.sfm_roles import check_sfm_roles
 
     programs: dict[str, str] = {}
-    for scenario in (*SCENARIOS.values(), NoConfounder()):
+    for scenario in (*SCENARIOS.values(), NoConfounder(), Chain()):
         data = scenario.data(500, seed=0)  # literal seed: only the programs' shapes
         roles = check_sfm_roles(data, **scenario.roles())
         encoded = sfm_frame(data, roles)
-        for which in ("outcome", "attribute") if scenario.confounders else ("outcome",):
+        for which in ("outcome", "attribute") if roles.confounders else ("outcome",):
             every = np.ones(len(encoded), dtype=bool)
             scm = nuisance_scm(roles, encoded, which, every, name=which, groups="encoded")[0]
             code = scm.stan_code()
             if code not in programs.values():
                 programs[f"sfm {scenario.name}, {which}"] = code
     return programs
+
+
+class Chain:
+    """Two confounders and two mediators in a chain, for ``split_sfm``: every part of the
+    split spurious and indirect effects in closed form.
+
+    ``X ~ Bernoulli(p)``; ``Z1 | X ~ Normal(a1 X, 1)``, ``Z2 | X, Z1 ~ Normal(bz Z1 + a2 X,
+    1)`` (generated from ``X``, so that ``P(z | x)`` is Gaussian with linear means: the
+    same observational law as an SFM whose ``X`` and ``Z`` share a latent cause);
+    ``W1 = c1 X + d11 Z1 + d12 Z2 + sW e1``, ``W2 = f W1 + c2 X + d21 Z1 + d22 Z2 + sW e2``
+    (``W1`` causes ``W2``, independent noises: the split of the indirect effect is
+    identified); ``Y = g X + g1 W1 + g2 W2 + k1 Z1 + k2 Z2 + delta X W1 + sY eY``.
+    """
+
+    name = "chain"
+    confounders = ("Z1", "Z2")
+    mediators = ("W1", "W2")
+    p, a1, bz, a2 = 0.4, 0.8, 0.5, -0.6
+    c1, d11, d12 = 1.0, 0.4, 0.2
+    f, c2, d21, d22 = 0.5, -0.8, 0.0, 0.3
+    g, g1, g2, k1, k2, delta = 0.5, 0.6, 0.7, 0.5, 0.4, 0.3
+    sigma_w, sigma_y = 0.5, 0.4
+
+    def _z(self, x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z1 = self.a1 * x + e[0]
+        return z1, self.bz * z1 + self.a2 * x + e[1]
+
+    def _w1(self, x: Any, z1: np.ndarray, z2: np.ndarray, e: np.ndarray) -> np.ndarray:
+        return self.c1 * x + self.d11 * z1 + self.d12 * z2 + self.sigma_w * e
+
+    def _w2(self, x: Any, w1: np.ndarray, z1: np.ndarray, z2: np.ndarray,
+            e: np.ndarray) -> np.ndarray:
+        return self.f * w1 + self.c2 * x + self.d21 * z1 + self.d22 * z2 + self.sigma_w * e
+
+    def _y(self, x: Any, w1: np.ndarray, w2: np.ndarray, z1: np.ndarray,
+           z2: np.ndarray) -> np.ndarray:
+        return (self.g * x + self.g1 * w1 + self.g2 * w2 + self.k1 * z1 + self.k2 * z2
+                + self.delta * x * w1)
+
+    def data(self, n: int, seed: int) -> pd.DataFrame:
+        rng = np.random.default_rng(seed)
+        x = (rng.random(n) < self.p).astype(int)
+        e = rng.standard_normal((5, n))
+        z1, z2 = self._z(x, e[:2])
+        w1 = self._w1(x, z1, z2, e[2])
+        w2 = self._w2(x, w1, z1, z2, e[3])
+        y = self._y(x, w1, w2, z1, z2) + self.sigma_y * e[4]
+        return pd.DataFrame({"X": np.where(x == 1, "1", "0"), "Z1": z1, "Z2": z2,
+                             "W1": w1, "W2": w2, "Y": y})
+
+    def roles(self) -> dict[str, Any]:
+        return {"attribute": "X", "x0": "0", "x1": "1", "outcome": "Y",
+                "confounders": list(self.confounders), "mediators": list(self.mediators)}
+
+    def closed_form(self) -> dict[str, float]:
+        """Each part, named as :attr:`counterfair.audit.EffectSplit.draws`'s columns, with
+        the confounders and the mediators moved in their order."""
+        h1 = self.g1 + self.delta  # y's slope on W1 in the world x1
+        through_w1 = h1 + self.g2 * self.f  # W1's total effect on y in the world x1
+        big_h1 = through_w1 * self.d11 + self.g2 * self.d21 + self.k1  # E[y | x1, z]'s slopes
+        big_h2 = through_w1 * self.d12 + self.g2 * self.d22 + self.k2
+        return {
+            "Ctf-SE[Z1]": -self.a1 * (big_h1 + big_h2 * self.bz),
+            "Ctf-SE[Z2]": -big_h2 * self.a2,
+            "Ctf-IE[W1]": -through_w1 * self.c1,
+            "Ctf-IE[W2]": -self.g2 * self.c2,
+        }
+
+    def monte_carlo(self, n: int, seed: int) -> dict[str, float]:
+        """The same parts and the two effects from the SCM's potential outcomes on ``n``
+        units, with no algebra: ``T_1`` puts ``W1`` at its value under ``x0`` and ``W2``
+        at ``W2_{x1, W1_x0}`` (the unit's own noise); ``Q_1`` gives each unit of ``x0``
+        the ``Z2`` it would have by ``Z2``'s law given ``x1`` and its own ``Z1``, and
+        averages ``y`` over the mediators' noise with ``X = x1``."""
+        rng = np.random.default_rng(seed)
+        x = (rng.random(n) < self.p).astype(int)
+        e = rng.standard_normal((4, n))
+        z1, z2 = self._z(x, e[:2])
+        on0 = x == 0
+
+        def y_x1(idx: np.ndarray, z2_: np.ndarray, w1_at: int = 1) -> np.ndarray:
+            """y with X = x1 (W1 with X = w1_at), the units ``idx``'s own noises."""
+            w1 = self._w1(w1_at, z1[idx], z2_, e[2][idx])
+            w2 = self._w2(1 if w1_at == 1 else 0, w1, z1[idx], z2_, e[3][idx])
+            return self._y(1, w1, w2, z1[idx], z2_)
+
+        def y_x1_w1_x0(idx: np.ndarray) -> np.ndarray:
+            """W1 at its value under x0, W2 = W2_{x1, W1_x0}."""
+            w1 = self._w1(0, z1[idx], z2[idx], e[2][idx])
+            w2 = self._w2(1, w1, z1[idx], z2[idx], e[3][idx])
+            return self._y(1, w1, w2, z1[idx], z2[idx])
+
+        idx0, idx1 = np.flatnonzero(on0), np.flatnonzero(~on0)
+        q0 = y_x1(idx1, z2[idx1]).mean()  # E[y_x1 | x1]
+        z2_moved = self.bz * z1[idx0] + self.a2 * 1 + e[1][idx0]  # Z2 by its law given x1
+        q1 = y_x1(idx0, z2_moved).mean()
+        b = y_x1(idx0, z2[idx0]).mean()  # E[y_x1 | x0]
+        t1 = y_x1_w1_x0(idx0).mean()
+        a = y_x1(idx0, z2[idx0], w1_at=0).mean()  # E[y_{x1, W_x0} | x0]: both at x0
+        return {
+            "Ctf-SE[Z1]": q1 - q0, "Ctf-SE[Z2]": b - q1,
+            "Ctf-IE[W1]": t1 - b, "Ctf-IE[W2]": a - t1,
+            "Ctf-SE": b - q0, "Ctf-IE": a - b,
+        }

@@ -16,8 +16,10 @@
 * :func:`decompose_sfm` -- the same terms from the Standard Fairness Model's roles alone
   (no SCM, no mechanism for any mediator): the outcome's and the attribute's
   regressions fitted in Stan (:func:`fit_sfm`, once for every use), a Bayesian
-  bootstrap of the rows; :func:`sfm_predictor` builds on the same fits a prediction fair
-  by business necessity (it carries only the effects the user allows).
+  bootstrap of the rows; :func:`split_sfm` splits its spurious effect by confounder and
+  its indirect effect by mediator (:class:`EffectSplit`); :func:`sfm_predictor` builds
+  on the same fits a prediction fair by business necessity (it carries only the effects
+  the user allows).
 * :func:`two_group_measures` -- statistical parity / equal opportunity differences and
   disparate impact (``<= tau`` is unfair) for a privileged group.
 * :func:`flip_counterfactual`, :func:`consistency` (:func:`consistency_interval`),
@@ -108,7 +110,9 @@ from .report import (
 from .sfm import decompose_sfm
 from .sfm_fit import SFMFit, fit_sfm
 from .sfm_predictor import SFMPredictor, sfm_predictor
+from .sfm_split import split_sfm
 from .slices import SLICE_MEASURES, ConfusionCounts, compare_slices
+from .split_result import EffectSplit
 from .subpopulations import SubpopulationReport, find_subpopulations, subpopulation_mask
 from .two_groups import TWO_GROUP_MEASURES, two_group_measures
 
@@ -133,6 +137,7 @@ __all__ = [
     "Decomposition",
     "DependenceReport",
     "DisparateImpact",
+    "EffectSplit",
     "EntropyIndex",
     "ExplanationAudit",
     "FlipReport",
@@ -188,6 +193,7 @@ __all__ = [
     "sfm_predictor",
     "shap_disparity",
     "shap_values",
+    "split_sfm",
     "subpopulation_mask",
     "subpopulations_html",
     "summary_html",

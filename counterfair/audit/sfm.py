@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,9 +64,14 @@ __all__ = [
     "ROW_WEIGHTS",
     "Sums",
     "add_sums",
+    "check_options",
+    "chunk_means",
     "decompose_sfm",
+    "decomposition_of",
+    "evaluate",
     "fit_sfm",
     "row_weights",
+    "sample_params",
     "terms_of",
 ]
 
@@ -100,7 +105,7 @@ class Sums:
         return self.parts[name]
 
 
-def _check_options(n_samples: object, interval: object, rows: object, chunk_rows: object) -> None:
+def check_options(n_samples: object, interval: object, rows: object, chunk_rows: object) -> None:
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
         raise ValueError(f"n_samples must be an integer of at least 2, got {n_samples!r}")
     if not isinstance(interval, float | int) or not 0 < float(interval) < 1:
@@ -121,19 +126,11 @@ def _draw_indices(model: NuisanceModel, n_samples: int) -> np.ndarray:
     return np.unique(np.linspace(0, total - 1, n_samples).round().astype(int))
 
 
-def _accumulate(
-    sums: Sums,
-    encoded: SFMFrame,
-    part: slice,
-    models: dict[str, NuisanceModel],
-    params: dict[str, Any],
-    *,
-    rows: str,
-    seed: int,
-) -> None:
-    x1 = encoded.x[part].astype(float)
-    y = encoded.y[part]
-    omega = row_weights(seed, part, sums.n_samples, rows)
+def chunk_means(
+    encoded: SFMFrame, part: slice, models: dict[str, NuisanceModel], params: dict[str, Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``mu_0``, ``mu_1`` (on y's scale) and ``pi`` (``None`` without confounders) on the
+    rows ``part``, one row per draw: ``(S, N)`` each."""
 
     def outcome(level: int) -> np.ndarray:
         mu = models["outcome"].means(encoded, part, params["outcome"], level=level)
@@ -142,7 +139,18 @@ def _accumulate(
     pi = None
     if "attribute" in models:
         pi = models["attribute"].means(encoded, part, params["attribute"])
-    add_sums(sums, x1, y, outcome(0), outcome(1), pi, omega)
+    return outcome(0), outcome(1), pi
+
+
+def sample_params(fitted: SFMFit, n_samples: int) -> tuple[dict[str, Any], int]:
+    """``n_samples`` posterior draws of every nuisance model, spread over its chains, and
+    how many there are (the same number for every model)."""
+    params = {
+        name: model.fit.params().take(_draw_indices(model, n_samples))
+        for name, model in fitted.models.items()
+    }
+    n_used = min(p.n for p in params.values())
+    return {name: p.take(np.arange(n_used)) for name, p in params.items()}, n_used
 
 
 def row_weights(seed: int, part: slice, n_samples: int, rows: str) -> np.ndarray:
@@ -323,7 +331,7 @@ def decompose_sfm(
     ValueError
         An option out of range.
     """
-    _check_options(n_samples, interval, rows, chunk_rows)
+    check_options(n_samples, interval, rows, chunk_rows)
     roles_given = {
         "attribute": attribute, "x0": x0, "x1": x1, "outcome": outcome,
         "confounders": confounders, "mediators": mediators,
@@ -365,27 +373,51 @@ def decompose_sfm(
 def _decompose(
     fitted: SFMFit, *, n_samples: int, interval: float, rows: str, chunk_rows: int
 ) -> Decomposition:
-    encoded, models, roles = fitted.encoded, fitted.models, fitted.roles
+    sums = evaluate(fitted, n_samples=n_samples, rows=rows, chunk_rows=chunk_rows)
+    return decomposition_of(fitted, sums, interval=interval, rows=rows)
+
+
+ChunkHook = Callable[[slice, np.ndarray, np.ndarray, "np.ndarray | None", np.ndarray], None]
+"""What :func:`evaluate` also gives each chunk: its rows, ``mu_0``, ``mu_1``, ``pi`` and
+the rows' weights ``omega`` (each ``(S, N)``)."""
+
+
+def evaluate(
+    fitted: SFMFit,
+    *,
+    n_samples: int,
+    rows: str,
+    chunk_rows: int,
+    also: ChunkHook | None = None,
+) -> Sums:
+    """The decomposition's sums over every row, ``chunk_rows`` at a time, and, if given,
+    ``also`` of each chunk's means and weights (:mod:`counterfair.audit.sfm_split`)."""
+    encoded, models = fitted.encoded, fitted.models
     started = time.perf_counter()
-    params = {
-        name: model.fit.params().take(_draw_indices(model, n_samples))
-        for name, model in models.items()
-    }
-    n_used = min(p.n for p in params.values())
-    params = {name: p.take(np.arange(n_used)) for name, p in params.items()}
+    params, n_used = sample_params(fitted, n_samples)
     sums = Sums(n_used)
     n = len(encoded)
     for start in range(0, n, chunk_rows):
         part = slice(start, min(start + chunk_rows, n))
-        _accumulate(sums, encoded, part, models, params, rows=rows, seed=fitted.seed)
+        mu0, mu1, pi = chunk_means(encoded, part, models, params)
+        omega = row_weights(fitted.seed, part, n_used, rows)
+        add_sums(sums, encoded.x[part].astype(float), encoded.y[part], mu0, mu1, pi, omega)
+        if also is not None:
+            also(part, mu0, mu1, pi, omega)
     _log.info(
         "decompose_sfm: models fitted in %.1f s, %d rows x %d draws evaluated in %.1f s",
         fitted.seconds, n, n_used, time.perf_counter() - started,
     )
+    return sums
+
+
+def decomposition_of(fitted: SFMFit, sums: Sums, *, interval: float, rows: str) -> Decomposition:
+    """The :class:`Decomposition` of the sums of every row (:func:`evaluate`)."""
+    encoded, roles = fitted.encoded, fitted.roles
     terms = terms_of(sums, confounded=fitted.confounded)
     draws_frame = pd.DataFrame(
         {term: terms[term] for term in DECOMPOSITION_TERMS},
-        index=pd.RangeIndex(n_used, name="sample"),
+        index=pd.RangeIndex(sums.n_samples, name="sample"),
     )
     return Decomposition(
         table=table_of(draws_frame, interval),

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = [
     "QRMap",
     "SFMFrame",
     "SplineBasis",
+    "covariate_columns",
     "cross_fitted",
     "link",
     "sfm_frame",
@@ -316,3 +318,22 @@ def cross_fitted(
         if held.any():
             out[held] = GroupEncoding.learn(groups[~held], target[~held], family)(groups[held])
     return out
+
+
+def covariate_columns(
+    encoded: SFMFrame,
+    owners: Sequence[str],
+    encodings: Mapping[str, GroupEncoding],
+    rows: slice = slice(None),
+) -> np.ndarray:
+    """An intercept and the columns of the covariates ``owners`` on ``rows``: their
+    splines, straight lines and indicators, and each grouping covariate's ``encodings``
+    (one column of its encoded means), ``(N, 1 + p)``; the regressors of a
+    least-squares projection on some of the covariates (:mod:`counterfair.audit.sfm_split`,
+    :mod:`counterfair.audit.sfm_predictor`)."""
+    chosen = set(owners)
+    mask = np.asarray([owner in chosen for owner in encoded.design_of], dtype=bool)
+    design = encoded.design[rows]
+    blocks = [np.ones((len(design), 1)), design[:, mask]]
+    blocks += [encodings[c](encoded.groups[c][rows])[:, None] for c in encodings if c in chosen]
+    return np.hstack(blocks)

@@ -46,6 +46,7 @@ from counterfair.errors import DataError
 
 from .decomposition_result import DECOMPOSITION_TERMS, Decomposition, table_of
 from .sfm import ROW_WEIGHTS, Sums, add_sums, row_weights, terms_of
+from .sfm_columns import covariate_columns
 from .sfm_fit import SFMFit
 from .sfm_models import SFMFrame
 
@@ -240,12 +241,8 @@ def _mean_outcome(fitted: SFMFit, encoded: SFMFrame, level: int, n_draws: int) -
 def _z_columns(fitted: SFMFit, encoded: SFMFrame) -> np.ndarray:
     """An intercept and the confounders' columns: their splines and indicators, and a
     grouped confounder's encoded outcome mean (the outcome model's encoding)."""
-    confounders = set(fitted.roles.confounders)
-    mask = np.asarray([owner in confounders for owner in encoded.design_of], dtype=bool)
-    blocks = [np.ones((len(encoded), 1)), encoded.design[:, mask]]
-    encodings = fitted.models["outcome"].encodings
-    blocks += [encodings[c](encoded.groups[c])[:, None] for c in encodings if c in confounders]
-    return np.hstack(blocks)
+    return covariate_columns(encoded, fitted.roles.confounders,
+                             fitted.models["outcome"].encodings)
 
 
 def _parts(
