@@ -385,6 +385,8 @@ class Chain:
     c1, d11, d12 = 1.0, 0.4, 0.2
     f, c2, d21, d22 = 0.5, -0.8, 0.0, 0.3
     g, g1, g2, k1, k2, delta = 0.5, 0.6, 0.7, 0.5, 0.4, 0.3
+    product = 0.0
+    """Weight of a ``Z1 * W1`` term in ``Y`` (0 here: :class:`ChainProduct` has one)."""
     sigma_w, sigma_y = 0.5, 0.4
 
     def _z(self, x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -401,7 +403,7 @@ class Chain:
     def _y(self, x: Any, w1: np.ndarray, w2: np.ndarray, z1: np.ndarray,
            z2: np.ndarray) -> np.ndarray:
         return (self.g * x + self.g1 * w1 + self.g2 * w2 + self.k1 * z1 + self.k2 * z2
-                + self.delta * x * w1)
+                + self.delta * x * w1 + self.product * z1 * w1)
 
     def data(self, n: int, seed: int) -> pd.DataFrame:
         rng = np.random.default_rng(seed)
@@ -421,6 +423,8 @@ class Chain:
     def closed_form(self) -> dict[str, float]:
         """Each part, named as :attr:`counterfair.audit.EffectSplit.draws`'s columns, with
         the confounders and the mediators moved in their order."""
+        if self.product:
+            raise ValueError("a Z1 * W1 term has no closed form here: use monte_carlo")
         h1 = self.g1 + self.delta  # y's slope on W1 in the world x1
         through_w1 = h1 + self.g2 * self.f  # W1's total effect on y in the world x1
         big_h1 = through_w1 * self.d11 + self.g2 * self.d21 + self.k1  # E[y | x1, z]'s slopes
@@ -468,3 +472,13 @@ class Chain:
             "Ctf-IE[W1]": t1 - b, "Ctf-IE[W2]": a - t1,
             "Ctf-SE": b - q0, "Ctf-IE": a - b,
         }
+
+
+class ChainProduct(Chain):
+    """:class:`Chain` with a ``0.3 Z1 W1`` term in ``Y``: a truth the SFM's additive outcome
+    model does not assume (each covariate enters alone, crossed with ``X`` only), for
+    measuring what the split is worth when the model is wrong (the truth by
+    :meth:`Chain.monte_carlo`)."""
+
+    name = "chain_product"
+    product = 0.3

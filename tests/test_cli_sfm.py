@@ -130,6 +130,26 @@ def test_decompose_data_writes_the_table_near_the_truth(folder: Path) -> None:
     assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]  # no temporary
 
 
+@pytest.mark.stan
+def test_decompose_data_splits_the_spurious_effect_by_confounder(folder: Path) -> None:
+    """``--split-confounders 'z;region'``: the parts' CSV beside the table, its parts adding
+    up to the table's Ctf-SE, the parts printed."""
+    done = counterfair(
+        *command(out="split.csv", categorical="region", split_confounders="z;region",
+                 chains="2", warmup="200", draws="200", n_samples="100",
+                 seed=str(shifted(0))),
+        cwd=folder,
+    )
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(folder / "split.csv").set_index(["form", "term"])["mean"]
+    parts = pd.read_csv(folder / "split.parts.csv")
+    assert list(parts.columns) == list(cf.audit.split_result.SPLIT_COLUMNS)
+    assert list(parts["part"]) == ["z", "region"]
+    assert parts["mean"].sum() == pytest.approx(table[("x-specific", "Ctf-SE")], abs=1e-9)
+    assert "Parts (in the order moved):" in done.stdout
+    assert "wrote split.csv" in done.stdout and "wrote split.parts.csv" in done.stdout
+
+
 # ---------------------------------------------------------------------- refusals
 REFUSALS: dict[str, tuple[list[str], str]] = {
     "a column in two roles": (
@@ -190,6 +210,28 @@ REFUSALS: dict[str, tuple[list[str], str]] = {
         command(nrows=None), f"missing values in 'y' ({UNREAD} rows)",
     ),
     "an unknown family": (command(family="gamma"), "argument --family: invalid choice"),
+    "a split naming a column that is not a confounder": (
+        command(split_confounders="z;w"),
+        "--split-confounders names 'w', which is not one of the confounders ['z', 'region']",
+    ),
+    "a split leaving a confounder out": (
+        command(split_confounders="z"), "--split-confounders leaves out ['region']",
+    ),
+    "a split of one mediator": (
+        command(split_mediators="w"), "--split-mediators has one group",
+    ),
+    "an empty group": (command(split_confounders="z;;region"), "a group is empty"),
+    "--parts-out with no split": (
+        command(parts_out="parts.csv"), "--parts-out names the parts' CSV of a split",
+    ),
+    "--parts-out equal to --out": (
+        command(split_confounders="z;region", parts_out="refused.csv"),
+        "--parts-out refused.csv is --out",
+    ),
+    "a split with a run folder": (
+        command("run", data=None, nrows=None, split_confounders="z;region"),
+        "--split-confounders applies to --data",
+    ),
 }
 
 

@@ -62,7 +62,7 @@ from .sfm_columns import GroupEncoding, covariate_columns
 from .sfm_fit import SFMFit
 from .split_result import EffectSplit, split_table
 
-__all__ = ["split_sfm"]
+__all__ = ["check_groups", "split_sfm"]
 
 Groups = Sequence[str | Sequence[str]]
 
@@ -99,16 +99,21 @@ class _Projection:
         return np.einsum("sp,ps->s", self.wx0, coef) / n0
 
 
-def _check_groups(given: object, available: tuple[str, ...], role: str) -> list[tuple[str, ...]]:
-    """The ordered groups of a split: every covariate of the role exactly once."""
+def check_groups(
+    given: object, available: tuple[str, ...], role: str, *, option: str | None = None
+) -> list[tuple[str, ...]]:
+    """The ordered groups of a split of the ``role`` (``"confounders"`` or
+    ``"mediators"``) whose columns are ``available``: every one exactly once, at least two
+    groups. ``option`` is what the errors call the groups (default ``"<role>="``)."""
+    option = option or f"{role}="
     if not available:
         raise ValueError(
-            f"split_sfm was given {role}=, but the fit has no {role}: "
-            + ("nothing is spurious to split" if role == "confounders" else "no indirect effect")
+            f"{option} splits the {role}, but there are none: "
+            + ("nothing is spurious" if role == "confounders" else "there is no indirect effect")
         )
     if isinstance(given, str) or not isinstance(given, Sequence):
         raise TypeError(
-            f"{role}= is the ordered groups of the split, a list of column names or of lists "
+            f"{option} is the ordered groups of the split, a list of column names or of lists "
             f"of them (e.g. {list(available[:2])!r}), got {given!r}"
         )
     groups: list[tuple[str, ...]] = []
@@ -116,24 +121,22 @@ def _check_groups(given: object, available: tuple[str, ...], role: str) -> list[
     for entry in given:
         group = (entry,) if isinstance(entry, str) else tuple(entry)
         if not group:
-            raise ValueError(f"{role}= has an empty group")
+            raise ValueError(f"{option} has an empty group")
         for column in group:
             if not isinstance(column, str) or column not in available:
                 raise ValueError(
-                    f"{role}= names {column!r}, which is not one of the fit's {role} "
+                    f"{option} names {column!r}, which is not one of the {role} "
                     f"{list(available)}"
                 )
             if column in seen:
-                raise ValueError(f"{role}= names {column!r} twice")
+                raise ValueError(f"{option} names {column!r} twice")
             seen.add(column)
         groups.append(group)
     left = [c for c in available if c not in seen]
     if left:
-        raise ValueError(
-            f"{role}= leaves out {left}: every one of the fit's {role} belongs to one group"
-        )
+        raise ValueError(f"{option} leaves out {left}: every one of the {role} is in one group")
     if len(groups) < 2:
-        raise ValueError(f"{role}= has one group: a split needs at least two")
+        raise ValueError(f"{option} has one group: a split needs at least two")
     return groups
 
 
@@ -182,9 +185,9 @@ def split_sfm(
     roles, encoded = fitted.roles, fitted.encoded
     order: dict[str, tuple[tuple[str, ...], ...]] = {}
     if confounders is not None:
-        order["Ctf-SE"] = tuple(_check_groups(confounders, roles.confounders, "confounders"))
+        order["Ctf-SE"] = tuple(check_groups(confounders, roles.confounders, "confounders"))
     if mediators is not None:
-        order["Ctf-IE"] = tuple(_check_groups(mediators, roles.mediators, "mediators"))
+        order["Ctf-IE"] = tuple(check_groups(mediators, roles.mediators, "mediators"))
 
     # the inner points of each split, and the check of E[y_{x1} | x0]
     stages: dict[str, list[_Projection]] = {}

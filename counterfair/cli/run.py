@@ -1027,6 +1027,16 @@ def add_decompose_parser(sub: Any) -> None:
                    help="with --data: how the nuisance models are fitted (default nuts)")
     p.add_argument("--nrows", type=_positive_int, default=None, metavar="N",
                    help="with --data: read the first N rows only")
+    p.add_argument("--split-confounders", default=None, metavar="GROUPS",
+                   help="with --data: split Ctf-SE by these ordered groups of the confounders, "
+                   "groups separated by ';' and a group's columns by ',' (every confounder "
+                   "once, the earliest in causal order first), e.g. 'race,hispanic_origin;age'")
+    p.add_argument("--split-mediators", default=None, metavar="GROUPS",
+                   help="with --data: split Ctf-IE by these ordered groups of the mediators, "
+                   "as --split-confounders")
+    p.add_argument("--parts-out", default=None, metavar="CSV",
+                   help="with a split: the CSV of the parts (default: --out with .parts.csv "
+                   "for .csv)")
     p.add_argument("--out", default=None,
                    help="CSV to write (default RUN/decomposition.csv; with --data required)")
     p.add_argument("--force", action="store_true", help="replace an existing --out")
@@ -1095,7 +1105,8 @@ RUN_ONLY = {
     "allow": "the business necessity of the run's decomposition",
     "response": "what the run's saved learner's output is",
 }
-DATA_ONLY = ("categorical", "family", "groups", "method", "chains", "warmup", "draws", "nrows")
+DATA_ONLY = ("categorical", "family", "groups", "method", "chains", "warmup", "draws", "nrows",
+             "split_confounders", "split_mediators", "parts_out")
 
 
 def _usage(message: str) -> CommandError:
@@ -1274,35 +1285,87 @@ def run_decompose_sfm(args: argparse.Namespace) -> int:
                 f"--categorical names {name!r}, which is neither a confounder nor a mediator"
             )
     out = Path(args.out)
-    _output_file(out, args.force)
-    if not out.parent.is_dir():
-        raise CommandError(f"--out {out}: folder {out.parent} does not exist")
-    if out.exists() and out.resolve() == Path(args.data).resolve():
-        raise CommandError(f"--out {out} is the --data file: write the table elsewhere")
+    split = {
+        role: _split_groups(getattr(args, f"split_{role}"), f"--split-{role}")
+        for role in ("confounders", "mediators")
+        if getattr(args, f"split_{role}") is not None
+    }
+    if split:
+        from counterfair.audit.sfm_split import check_groups
+
+        for role, groups in split.items():
+            try:
+                check_groups(groups, tuple(_columns(getattr(args, role))), role,
+                             option=f"--split-{role}")
+            except (ValueError, TypeError) as error:
+                raise CommandError(str(error)) from error
+    if args.parts_out is not None and not split:
+        raise _usage("--parts-out names the parts' CSV of a split: give --split-confounders "
+                     "or --split-mediators, or drop it")
+    targets = {"--out": out}
+    if split:
+        targets["--parts-out"] = Path(args.parts_out) if args.parts_out else _parts_path(out)
+    if len({t.resolve() for t in targets.values()}) < len(targets):
+        raise CommandError(f"--parts-out {targets['--parts-out']} is --out: name another file")
+    for option, target in targets.items():
+        _output_file(target, args.force)
+        if not target.parent.is_dir():
+            raise CommandError(f"{option} {target}: folder {target.parent} does not exist")
+        if target.exists() and target.resolve() == Path(args.data).resolve():
+            raise CommandError(f"{option} {target} is the --data file: write it elsewhere")
     with _stage("read the data"):
         data = read_csv(args.data, "data", nrows=args.nrows)
     from counterfair.audit.sfm import decompose_sfm
+    from counterfair.audit.sfm_fit import fit_sfm
+    from counterfair.audit.sfm_split import split_sfm
 
     rows = args.rows or SFM_ROW_WEIGHTS[0]
+    roles = {
+        "attribute": args.attribute, "x0": args.x0, "x1": args.x1, "outcome": args.outcome,
+        "confounders": _columns(args.confounders), "mediators": _columns(args.mediators),
+        "categorical": _columns(args.categorical or ""), "family": args.family,
+        "groups": args.groups or SFM_GROUPINGS[0], "method": args.method or SFM_METHODS[0],
+        "seed": args.seed, "progress": False, **settings,
+    }
+    measure = {"n_samples": args.n_samples, "interval": args.interval, "rows": rows}
     try:
         with _stage(f"decompose ({len(data):,} rows, {settings['chains']} chain(s) per fit)"):
-            result = decompose_sfm(
-                data, attribute=args.attribute, x0=args.x0, x1=args.x1,
-                outcome=args.outcome, confounders=_columns(args.confounders),
-                mediators=_columns(args.mediators),
-                categorical=_columns(args.categorical or ""), family=args.family,
-                n_samples=args.n_samples, interval=args.interval, rows=rows,
-                groups=args.groups or SFM_GROUPINGS[0], method=args.method or SFM_METHODS[0],
-                seed=args.seed, progress=False, **settings,
-            )
+            if split:
+                parts = split_sfm(
+                    fit_sfm(data, **roles), confounders=split.get("confounders"),
+                    mediators=split.get("mediators"), **measure,
+                )
+                result = parts.decomposition
+            else:
+                result = decompose_sfm(data, **roles, **measure)
     except errors.DataError:
         raise  # naming the column: printed by guarded
     except (ValueError, TypeError) as error:
         raise CommandError(str(error)) from error
-    _write_csv(result.table, out)
-    print(result.summary())
-    print(f"wrote {out}")
+    staged = {out: _stage_csv(result.table, out)}
+    if split:
+        staged[targets["--parts-out"]] = _stage_csv(parts.table, targets["--parts-out"])
+    _move_into_place(staged)
+    print(parts.summary() if split else result.summary())
+    for target in staged:
+        print(f"wrote {target}")
     return 0
+
+
+def _split_groups(value: str, option: str) -> list[list[str]]:
+    """``'a,b;c'`` as ``[["a", "b"], ["c"]]``; an empty group is refused."""
+    groups = [_columns(group) for group in value.split(";")]
+    if any(not group for group in groups):
+        raise CommandError(f"{option} {value!r}: a group is empty (groups are separated by "
+                           "';', a group's columns by ',')")
+    return groups
+
+
+def _parts_path(out: Path) -> Path:
+    """The parts' CSV beside ``out``: ``table.csv`` gives ``table.parts.csv``."""
+    if out.suffix == ".csv":
+        return out.with_suffix(".parts.csv")
+    return out.with_name(out.name + ".parts.csv")
 
 
 def guarded(function: Any, args: argparse.Namespace) -> int:
