@@ -324,3 +324,14 @@ def test_census_predictor_figures_are_those_of_the_committed_run() -> None:
             assert f"{t['mean']:,.0f} [{t['lower']:,.0f}, {t['upper']:,.0f}]" in page, (name, term)
     cost = f"{100 * (committed['rmse_ratio_held_out'] - 1):.0f} % of held-out RMSE"
     assert cost in page
+
+
+def test_census_split_figures_are_those_of_the_committed_run() -> None:
+    """The SFM page's table of the Census parts is benchmarks/sfm_split_census.py's."""
+    committed = json.loads((ROOT / "benchmarks/results/sfm_split_census_20000.json").read_text())
+    page = (DOCS / "sfm-decomposition.md").read_text(encoding="utf-8")
+    for part in committed["parts"]:
+        quoted = (f"| {part['part'].replace('+', ' + ')} | {part['mean']:,.0f} | "
+                  f"[{part['lower']:,.0f}, {part['upper']:,.0f}] | {100 * part['share']:.0f} % |")
+        assert quoted in page, quoted
+    assert f"The split took {committed['split_seconds']:.1f} s" in page
