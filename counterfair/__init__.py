@@ -67,6 +67,9 @@ _ATTRIBUTES: dict[str, str] = {
     "loo_pit": "counterfair.inference.loo_pit",
     "LooPit": "counterfair.inference.loo_pit",
     "subsample_check": "counterfair.inference.subsample_check",
+    # checking the graph itself against the data
+    "falsify": "counterfair.audit.falsification",
+    "Falsification": "counterfair.audit.falsification_result",
     # counterfactuals
     "counterfactual_predictions": "counterfair.counterfactual.prediction",
     "plot_sensitivity": "counterfair.counterfactual.sensitivity",

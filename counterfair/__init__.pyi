@@ -12,6 +12,8 @@ from counterfair import datasets as datasets
 from counterfair import datasets as datasets_tabular
 from counterfair import options as options
 from counterfair._version import __version__ as __version__
+from counterfair.audit.falsification import falsify as falsify
+from counterfair.audit.falsification_result import Falsification as Falsification
 from counterfair.counterfactual.prediction import (
     counterfactual_predictions as counterfactual_predictions,
 )
@@ -91,6 +93,7 @@ __all__ = [
     "DiscreteSCM",
     "FairLearner",
     "FairnessError",
+    "Falsification",
     "Fit",
     "GroupEffect",
     "IdentificationWarning",
@@ -118,6 +121,7 @@ __all__ = [
     "counterfactual_predictions",
     "datasets",
     "datasets_tabular",
+    "falsify",
     "full_predictor",
     "get_options",
     "invariance_check",

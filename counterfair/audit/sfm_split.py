@@ -42,9 +42,12 @@ Both are the same computation: the mean over the rows of ``x0`` of the regressio
 covariates over the rows of ``x1``. The inner points are least-squares projections of
 ``mu_1``'s draws on the moved covariates' columns (:func:`~counterfair.audit.sfm_columns.
 covariate_columns`: splines, indicators and, for a grouping covariate, its levels'
-shrunk means of ``y`` among ``x1``'s rows), unweighted (the rows' Bayesian-bootstrap
-weights enter the means over ``x0``'s rows, not the projections); the end points are
-the decomposition's own terms, so every split adds up to its term exactly, draw by draw.
+shrunk means of ``y`` among ``x1``'s rows), each draw's weighted by that draw's row
+weights (so that the intervals carry the sampling of the rows the projection reads: with
+the projections unweighted, the part of a last mediator had a posterior sd of 0.026
+against an empirical 0.078 over 12 simulated data sets, and 33 % coverage); the end
+points are the decomposition's own terms, so every split adds up to its term exactly,
+draw by draw.
 The projection at all the confounders is a second estimate of ``E[y_{x1} | x0]`` beside
 the decomposition's reweighting one; a note says how far apart they are.
 """
@@ -52,7 +55,7 @@ the decomposition's reweighting one; a note says how far apart they are.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -69,20 +72,24 @@ Groups = Sequence[str | Sequence[str]]
 
 @dataclass
 class _Projection:
-    """The sums of one least-squares projection of ``mu_1`` on some covariates' columns
-    over ``x1``'s rows, and of those columns weighted over ``x0``'s rows."""
+    """The sums of one weighted least-squares projection of ``mu_1`` on some covariates'
+    columns over ``x1``'s rows, per draw (each draw's own row weights), and of those
+    columns weighted over ``x0``'s rows."""
 
     owners: tuple[str, ...]
     xtx: np.ndarray | None = None
     xtm: np.ndarray | None = None
     wx0: np.ndarray | None = None
-    notes: list[str] = field(default_factory=list)
 
-    def add(self, columns: np.ndarray, x1: np.ndarray, mu1: np.ndarray, w0: np.ndarray) -> None:
-        on1 = columns[x1]
-        parts = (on1.T @ on1, on1.T @ mu1[:, x1].T, w0 @ columns)
+    def add(self, columns: np.ndarray, x1: np.ndarray, mu1: np.ndarray,
+            omega: np.ndarray) -> None:
+        on1, w1 = columns[x1], omega[:, x1]
+        xtx = np.empty((len(omega), columns.shape[1], columns.shape[1]))
+        for s, weights in enumerate(w1):  # one small product per draw: (p, N1) (N1, p)
+            xtx[s] = (on1 * weights[:, None]).T @ on1
+        parts = (xtx, (w1 * mu1[:, x1]) @ on1, (omega * ~x1) @ columns)
         if self.xtx is None:
-            self.xtx, self.xtm, self.wx0 = (np.array(p, dtype=float) for p in parts)
+            self.xtx, self.xtm, self.wx0 = parts
         else:
             assert self.xtm is not None and self.wx0 is not None
             self.xtx += parts[0]
@@ -90,13 +97,14 @@ class _Projection:
             self.wx0 += parts[2]
 
     def mean_over_x0(self, n0: np.ndarray) -> np.ndarray:
-        """Per draw, the weighted mean over ``x0``'s rows of the projection."""
+        """Per draw, the weighted mean over ``x0``'s rows of that draw's projection."""
         assert self.xtx is not None and self.xtm is not None and self.wx0 is not None
-        scale = np.sqrt(np.maximum(np.diag(self.xtx), 1e-300))
-        normal = self.xtx / np.outer(scale, scale)
-        solved, *_ = np.linalg.lstsq(normal, self.xtm / scale[:, None], rcond=1e-12)
-        coef = solved / scale[:, None]  # (p, S)
-        return np.einsum("sp,ps->s", self.wx0, coef) / n0
+        diag = np.diagonal(self.xtx, axis1=1, axis2=2)
+        scale = np.sqrt(np.maximum(diag, 1e-300))  # (S, p): columns to unit scale
+        normal = self.xtx / (scale[:, :, None] * scale[:, None, :])
+        inverse = np.linalg.pinv(normal, rcond=1e-12, hermitian=True)
+        coef = np.einsum("spq,sq->sp", inverse, self.xtm / scale) / scale  # (S, p)
+        return np.einsum("sp,sp->s", self.wx0, coef) / n0
 
 
 def check_groups(
@@ -214,10 +222,9 @@ def split_sfm(
     def also(part: slice, mu0: np.ndarray, mu1: np.ndarray, pi: np.ndarray | None,
              omega: np.ndarray) -> None:
         x1 = encoded.x[part]
-        w0 = omega * (~x1)
         for projection in projections:
             columns = covariate_columns(encoded, projection.owners, encodings, part)
-            projection.add(columns, x1, mu1, w0)
+            projection.add(columns, x1, mu1, omega)
 
     sums = evaluate(fitted, n_samples=n_samples, rows=rows, chunk_rows=chunk_rows, also=also)
     decomposition = decomposition_of(fitted, sums, interval=float(interval), rows=rows)
@@ -271,8 +278,8 @@ def _notes(
         )
     notes.append(
         "the inner points are least-squares projections of the outcome model's mu_1 draws "
-        "on the moved covariates' columns over x1's rows (unweighted), averaged over x0's "
-        "rows with the rows' weights; the end points are the decomposition's terms, so "
+        "on the moved covariates' columns over x1's rows, averaged over x0's rows, each "
+        "draw with its rows' weights; the end points are the decomposition's terms, so "
         "the parts add up to them in every draw"
     )
     if check is not None:
