@@ -174,7 +174,7 @@ def falsify(
     _check_data(data, columns)
     given = (implications(model) if isinstance(model, SCM) else implications_of_graph(
         graph, columns=columns, latents=latent_nodes, protected=protected, normal=normal))
-    encoded = TestColumns(data, numeric)
+    encoded = TestColumns(data, numeric, columns)
     cache: dict[object, float] = {}
     rows = _tested(given, encoded, cache)
     table = pd.DataFrame(rows, columns=[c for c in TABLE_COLUMNS if c not in ("p_holm",

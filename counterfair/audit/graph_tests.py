@@ -22,7 +22,6 @@ formulas, and DoWhy's own tests are the reference the benchmark compares with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -39,57 +38,74 @@ SMOOTH_VALUES = 10
 its spline."""
 
 
-@dataclass
 class TestColumns:
-    """Each column of the data as a test reads it, encoded once.
+    """Every column of the data as the tests read it, encoded once, with their Gram matrix.
 
-    ``numeric`` names the columns read as numbers (the others are categories)."""
+    ``numeric`` names the columns read as numbers (the others are categories). Each
+    column has two blocks: its *own* (the tested side: the number, or the category's
+    indicators with the first level left out) and its *given* form (as a conditioning
+    variable: the spline, the number, or the indicators). The blocks, centred and scaled,
+    sit side by side in one matrix ``F`` beside an intercept; its Gram matrix ``F'F`` is
+    computed once, so each test's regressions are a small solve and one product."""
 
-    data: pd.DataFrame
-    numeric: frozenset[str]
-    _own: dict[str, np.ndarray] = field(default_factory=dict)
-    _given: dict[str, np.ndarray] = field(default_factory=dict)
+    def __init__(self, data: pd.DataFrame, numeric: frozenset[str],
+                 columns: Sequence[str] | None = None) -> None:
+        names = list(columns) if columns is not None else list(data.columns)
+        blocks: list[np.ndarray] = [np.ones((len(data), 1))]
+        self._own: dict[str, np.ndarray] = {}
+        self._given: dict[str, np.ndarray] = {}
+        width = 1
+        for name in names:
+            own, given = _blocks(data[name], name in numeric)
+            self._own[name] = np.arange(width, width + own.shape[1])
+            blocks.append(own)
+            width += own.shape[1]
+            if given is None:
+                self._given[name] = self._own[name]
+            else:
+                self._given[name] = np.arange(width, width + given.shape[1])
+                blocks.append(given)
+                width += given.shape[1]
+        features = np.hstack(blocks)
+        centre = features[:, 1:].mean(axis=0)
+        spread = features[:, 1:].std(axis=0)
+        spread[spread == 0] = 1.0
+        features[:, 1:] = (features[:, 1:] - centre) / spread
+        self.features = features
+        self.gram = features.T @ features
+        self.n = len(data)
 
     def own(self, column: str) -> np.ndarray:
-        """The column as the tested side: ``(N, 1)`` for a number, its indicators (the
-        first level left out) for a category."""
-        if column not in self._own:
-            values = self.data[column]
-            if column in self.numeric:
-                block = values.to_numpy(dtype=float)[:, None]
-            else:
-                text = values.astype(str).to_numpy()
-                levels = np.unique(text)
-                block = (text[:, None] == levels[None, 1:]).astype(float)
-            self._own[column] = block
+        """Indices of the column's own block in :attr:`features`."""
         return self._own[column]
 
-    def given(self, column: str) -> np.ndarray:
-        """The column as a conditioning variable: its spline, its value or its
-        indicators."""
-        if column not in self._given:
-            if column in self.numeric:
-                values = self.data[column].to_numpy(dtype=float)
-                if len(np.unique(values)) >= SMOOTH_VALUES:
-                    block = SplineBasis.of(values, SPLINE_DF)(values)
-                else:
-                    block = values[:, None]
-            else:
-                block = self.own(column)
-            self._given[column] = block
-        return self._given[column]
+    def given(self, given: Sequence[str]) -> np.ndarray:
+        """Indices of the intercept and the conditioning blocks of ``given``."""
+        return np.concatenate([[0], *(self._given[c] for c in given)]).astype(int)
 
-    def design(self, given: Sequence[str]) -> np.ndarray:
-        return np.hstack([np.ones((len(self.data), 1)), *(self.given(c) for c in given)])
+    def residuals(self, targets: np.ndarray, given: np.ndarray) -> np.ndarray:
+        """The least-squares residuals of the ``targets`` columns on the ``given`` ones."""
+        gss = self.gram[np.ix_(given, given)]
+        gst = self.gram[np.ix_(given, targets)]
+        beta = np.linalg.pinv(gss, rcond=1e-10, hermitian=True) @ gst
+        return self.features[:, targets] - self.features[:, given] @ beta
 
 
-def _residuals(design: np.ndarray, target: np.ndarray) -> np.ndarray:
-    coef, *_ = np.linalg.lstsq(design, target, rcond=None)
-    return target - design @ coef
+def _blocks(values: pd.Series, numeric: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """A column's own block and its conditioning block (``None``: the same)."""
+    if numeric:
+        number = values.to_numpy(dtype=float)
+        own = number[:, None]
+        if len(np.unique(number)) >= SMOOTH_VALUES:
+            return own, SplineBasis.of(number, SPLINE_DF)(number)
+        return own, None
+    text = values.astype(str).to_numpy()
+    levels = np.unique(text)
+    return (text[:, None] == levels[None, 1:]).astype(float), None
 
 
-def _check_rows(design: np.ndarray, what: str) -> None:
-    n, p = design.shape
+def _check_rows(columns: TestColumns, given: np.ndarray, what: str) -> None:
+    n, p = columns.n, len(given)
     if n < p + 10:
         raise DataError(
             f"the test of {what} needs at least {p + 10} rows ({p} columns of the "
@@ -101,11 +117,12 @@ def independence_test(
     columns: TestColumns, node: str, other: str, given: Sequence[str]
 ) -> tuple[float, int, float]:
     """``node _||_ other | given``: the statistic, its degrees of freedom and p-value."""
-    design = columns.design(given)
-    _check_rows(design, f"{node} _||_ {other}")
-    r_node = _residuals(design, columns.own(node))
-    r_other = _residuals(design, columns.own(other))
-    products = (r_node[:, :, None] * r_other[:, None, :]).reshape(len(design), -1)
+    design = columns.given(given)
+    _check_rows(columns, design, f"{node} _||_ {other}")
+    a, b = columns.own(node), columns.own(other)
+    r = columns.residuals(np.concatenate([a, b]), design)
+    r_node, r_other = r[:, : len(a)], r[:, len(a):]
+    products = (r_node[:, :, None] * r_other[:, None, :]).reshape(columns.n, -1)
     n, k = products.shape
     mean = products.mean(axis=0)
     centred = products - mean
@@ -119,9 +136,9 @@ def tetrad_test(
 ) -> tuple[float, float]:
     """``s(a,b) s(c,d) = s(a,c) s(b,d)`` of the residuals of ``indicators`` on ``given``:
     the z statistic and its two-sided p-value."""
-    design = columns.design(given)
-    _check_rows(design, "the tetrad of " + ", ".join(indicators))
-    r = _residuals(design, np.hstack([columns.own(c) for c in indicators]))
+    design = columns.given(given)
+    _check_rows(columns, design, "the tetrad of " + ", ".join(indicators))
+    r = columns.residuals(np.concatenate([columns.own(c) for c in indicators]), design)
     r = r - r.mean(axis=0)
     a, b, c, d = r.T
     s = {pair: float(np.mean(x * y)) for pair, (x, y) in {
