@@ -18,7 +18,10 @@ permutations.
 **Speed** (``--speed``): a random DAG of 20 nodes (edge probability 0.15) on 100,000
 rows, 20 permutations; the time against issue 47's 60 s target.
 
-    python benchmarks/falsify_dowhy.py [--reps 20] [--speed] [--out FILE]
+**Size and power** (``--size-power``): the rejection rate of the verdict over
+``--reps`` data sets of each simulated truth of ``tests/test_falsify.py``.
+
+    python benchmarks/falsify_dowhy.py [--reps 20] [--speed | --size-power] [--out FILE]
 """
 
 from __future__ import annotations
@@ -140,16 +143,58 @@ def speed() -> dict[str, Any]:
             "seconds": seconds, "ratio": seconds / 60}
 
 
+def size_power(reps: int) -> dict[str, Any]:
+    """The verdict's rejection rate on the simulated truths of ``tests/test_falsify.py``."""
+    import sys
+
+    import counterfair as cf
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from test_falsify import CHAIN, chain_data, factor_data, factor_scm
+
+    cases = {
+        "chain, true (a curved edge)": (lambda rng: chain_data(800, rng), CHAIN),
+        "chain missing a -> c (weight 0.3)": (lambda rng: chain_data(800, rng, extra=0.3),
+                                              CHAIN),
+        "one factor, four indicators, true": (lambda rng: factor_data(800, rng),
+                                              factor_scm()),
+        "residual correlation 0.5 of two indicators (800 rows)": (
+            lambda rng: factor_data(800, rng, residual=0.5), factor_scm()),
+        "residual correlation 0.5 of two indicators (1,500 rows)": (
+            lambda rng: factor_data(1500, rng, residual=0.5), factor_scm()),
+        "latent moved by the protected attribute": (
+            lambda rng: factor_data(800, rng, latent_on_group=1.0), factor_scm()),
+    }
+    out = {}
+    for name, (make, model) in cases.items():
+        rng = np.random.default_rng(100)
+        rejected = [cf.falsify(model, make(rng), n_permutations=0).verdict == "falsified"
+                    for _ in range(reps)]
+        rate = float(np.mean(rejected))
+        out[name] = {"rate": rate, "se": float(np.sqrt(rate * (1 - rate) / reps)),
+                     "reps": reps}
+        print(f"{name:<58} {rate:.3f} +- {out[name]['se']:.3f}", flush=True)
+    return {"size_power": out}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--speed", action="store_true", help="the speed benchmark only")
+    parser.add_argument("--size-power", action="store_true",
+                        help="the size and power table only (--reps data sets per case)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    out = Path(args.out or Path(__file__).parent / "results" / (
-        "falsify_speed.json" if args.speed else "falsify_dowhy.json"))
-    result = speed() if args.speed else compare(args.reps)
-    if not args.speed:
+    stem = ("falsify_speed" if args.speed else "falsify_size_power" if args.size_power
+            else "falsify_dowhy")
+    out = Path(args.out or Path(__file__).parent / "results" / f"{stem}.json")
+    if args.speed:
+        result = speed()
+    elif args.size_power:
+        result = size_power(args.reps)
+    else:
+        result = compare(args.reps)
+    if "summary" in result:
         for kind, counts in result["summary"].items():
             print(kind, json.dumps(counts))
     result["machine"] = platform.platform()

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import networkx as nx
 import numpy as np
 import pandas as pd
@@ -167,7 +169,7 @@ def test_bad_input_names_the_node() -> None:
         cf.falsify(CHAIN, data.drop(columns="d"))
     with pytest.raises(DataError, match="column 'b' has 1 missing"):
         cf.falsify(CHAIN, data.assign(b=data["b"].where(data.index != 3)))
-    with pytest.raises(DataError, match="column 'c' .* is constant"):
+    with pytest.raises(DataError, match=r"column 'c' .* is constant"):
         cf.falsify(CHAIN, data.assign(c=1.0))
     with pytest.raises(DataError, match="needs at least"):
         cf.falsify(CHAIN, data.head(12))
@@ -175,3 +177,37 @@ def test_bad_input_names_the_node() -> None:
         cf.falsify(nx.DiGraph([("a", "b"), ("b", "a")]), data)
     with pytest.raises(SCMError, match="latents= names 'K'"):
         cf.falsify(CHAIN, data, latents=["K"])
+
+
+# ---------------------------------------------------------------------- command line
+def test_the_command_line_says_the_verdict_and_writes_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``counterfair falsify SCM_FILE --data CSV --out CSV`` on a chain with a curved edge
+    the graph forgets: falsified, the table written; an existing --out is kept."""
+    from counterfair.cli import main
+
+    rng = np.random.default_rng(shifted(6))
+    data = chain_data(1000, rng, extra=0.4)
+    data.insert(0, "g", np.where(rng.random(1000) < 0.5, "A", "B"))  # a protected root
+    data.to_csv(tmp_path / "rows.csv", index=False)
+    scm_file = tmp_path / "chain.yaml"
+    scm_file.write_text(
+        "nodes:\n  g: {family: protected}\n  a: {family: normal}\n"
+        "  b: {family: normal, parents: [a]}\n"
+        "  c: {family: normal, parents: [b]}\n  d: {family: normal, parents: [a]}\n"
+    )
+    code = main(["falsify", str(scm_file), "--data", str(tmp_path / "rows.csv"),
+                 "--out", str(tmp_path / "table.csv"), "--permutations", "5"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "verdict: falsified" in out
+    table = pd.read_csv(tmp_path / "table.csv")
+    assert list(table.columns) == list(cf.audit.falsification_result.TABLE_COLUMNS)
+    assert table["rejected"].any()
+    kept = (tmp_path / "table.csv").read_bytes()
+    code = main(["falsify", str(scm_file), "--data", str(tmp_path / "rows.csv"),
+                 "--out", str(tmp_path / "table.csv")])
+    assert code == 2
+    assert "already exists" in capsys.readouterr().err
+    assert (tmp_path / "table.csv").read_bytes() == kept

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from counterfair.cli import falsify as cli_falsify
 from counterfair.cli import run as cli_run
 from counterfair.logs import console, speaking_scm_file, warnings_as_lines
 
@@ -325,6 +326,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     cli_run.add_learn_parser(sub)
     cli_run.add_counterfactual_parser(sub)
     cli_run.add_decompose_parser(sub)
+    cli_falsify.add_falsify_parser(sub)
     _adult_pscf_parser(sub)
     _law_school_worlds_parser(sub, options=command in (None, "law-school-worlds"))
     return parser
@@ -381,6 +383,7 @@ RUN_COMMANDS = {
     "learn": cli_run.run_learn,
     "counterfactual": cli_run.run_counterfactual,
     "decompose": cli_run.run_decompose,
+    "falsify": cli_falsify.run_falsify,
 }
 """The commands on a user's own SCM file and data (:mod:`counterfair.cli.run`)."""
 
