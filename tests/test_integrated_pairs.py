@@ -283,6 +283,7 @@ def pair_data(n: int, seed: int) -> pd.DataFrame:
 
 
 @pytest.mark.stan
+@pytest.mark.slow  # over 2 minutes in CI (a fit of its own): pytest -m slow
 def test_a_pair_fit_agrees_with_the_joint_fit_and_recovers_the_truth(stan_backend: str) -> None:
     if stan_backend != "cmdstanpy":
         pytest.skip("the quadrature is C++ compiled into CmdStan programs")

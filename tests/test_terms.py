@@ -533,6 +533,7 @@ def test_group_effect_input_errors(tmp_path: Path) -> None:
 
 
 @pytest.mark.stan
+@pytest.mark.slow  # over 2 minutes in CI (a fit of its own): pytest -m slow
 def test_invariance_check_finds_the_loading_that_differs_by_group(stan_backend: str) -> None:
     """t2 measures K with loading 1.0 for F and 0.4 for M: LOO prefers the group-specific
     loading by far, and the loading ratio's interval holds 0.4, not 1."""
@@ -567,6 +568,7 @@ def _admissions(flexible: bool) -> cf.SCM:
 
 
 @pytest.mark.stan
+@pytest.mark.slow  # over 2 minutes in CI (a fit of its own): pytest -m slow
 def test_a_categorical_node_takes_a_smooth_term_and_loo_prefers_it(stan_backend: str) -> None:
     """Department C is chosen most in mid-career (an inverted U in age on its logit): the
     flexible declaration recovers it and PSIS-LOO prefers it to the straight line."""
