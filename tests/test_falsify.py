@@ -211,3 +211,23 @@ def test_the_command_line_says_the_verdict_and_writes_the_table(
     assert code == 2
     assert "already exists" in capsys.readouterr().err
     assert (tmp_path / "table.csv").read_bytes() == kept
+
+
+def test_mixed_columns_a_text_yes_no_node_and_a_protected_level() -> None:
+    """A Bernoulli node given as 'yes'/'no' text is read as its levels, a protected
+    attribute as its levels; the chain's statements are tested and hold."""
+    rng = np.random.default_rng(shifted(7))
+    n = 800
+    a = rng.normal(size=n)
+    b = np.where(a + rng.normal(size=n) > 0, "yes", "no")
+    c = (b == "yes") * 1.0 + rng.normal(size=n)
+    graph = nx.DiGraph()
+    graph.add_node("grp", **{cf.SPEC_KEY: cf.Protected(levels=("A", "B"))})
+    graph.add_node("a", **{cf.SPEC_KEY: cf.Normal()})
+    graph.add_node("b", **{cf.SPEC_KEY: cf.Bernoulli()})
+    graph.add_node("c", **{cf.SPEC_KEY: cf.Normal()})
+    graph.add_edges_from([("grp", "a"), ("a", "b"), ("b", "c")])
+    data = pd.DataFrame({"grp": np.where(rng.random(n) < 0.5, "A", "B"), "a": a, "b": b, "c": c})
+    result = cf.falsify(cf.SCM(graph), data, n_permutations=0)
+    assert set(result.table["statement"]) == {"b _||_ grp | a", "c _||_ grp | b", "c _||_ a | b"}
+    assert result.table["p_value"].between(0, 1).all()

@@ -82,8 +82,12 @@ def _graph_of(
                       if isinstance(s, Categorical | Ordinal)
                       or (isinstance(s, Protected) and not s.continuous)}
         normal = {n for n in model.observed if isinstance(specs[n], Normal)}
+        numeric = frozenset(
+            c for c in columns if c not in categories and c in data.columns
+            and pd.api.types.is_numeric_dtype(data[c])  # a two-valued text column: levels
+        )
         return (model.graph, columns, model.latents, model.protected, frozenset(normal),
-                frozenset(c for c in columns if c not in categories))
+                numeric)
     if not isinstance(model, nx.DiGraph):
         raise TypeError(f"falsify needs an SCM or a networkx.DiGraph, got {type(model).__name__}")
     try:
