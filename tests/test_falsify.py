@@ -231,3 +231,23 @@ def test_mixed_columns_a_text_yes_no_node_and_a_protected_level() -> None:
     result = cf.falsify(cf.SCM(graph), data, n_permutations=0)
     assert set(result.table["statement"]) == {"b _||_ grp | a", "c _||_ grp | b", "c _||_ a | b"}
     assert result.table["p_value"].between(0, 1).all()
+
+
+# ---------------------------------------------------------------------- the Bayesian check
+@pytest.mark.stan
+def test_a_fit_adds_the_posterior_predictive_p_values(stan_backend: str) -> None:
+    """``falsify(fit)``: the fit's training rows tested, and each implication's posterior
+    predictive p-value under the fit beside its frequentist one. The auxiliary SCM
+    (``tests/_models.aux_scm``) implies ``Z _||_ race`` (Z's only parent is K), true of
+    its data."""
+    from _models import aux_fit
+
+    fit = aux_fit().fit
+    result = cf.falsify(fit, n_permutations=0, n_replications=60)
+    assert list(result.table["statement"]) == ["Z _||_ race"]
+    ppc = result.table["ppc_p"]
+    assert ppc.between(0, 1).all() and (ppc > 0.01).all(), result.table
+    assert result.verdict == "not falsified"
+    assert "ppc_p" in result.summary()
+    with pytest.raises(TypeError, match="drop data="):
+        cf.falsify(fit, fit.data)

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair.errors import DataError, SCMError
+from counterfair.inference.fit import Fit
 from counterfair.model.families.categorical import Categorical
 from counterfair.model.families.normal import Normal
 from counterfair.model.families.ordinal import Ordinal
@@ -47,6 +48,7 @@ from counterfair.model.implications import (
 from counterfair.model.nodes import Protected
 from counterfair.model.scm import SCM
 
+from .falsification_ppc import DEFAULT_REPLICATIONS, ppc_p_values
 from .falsification_result import TABLE_COLUMNS, Falsification
 from .graph_tests import TestColumns, independence_test, tetrad_test
 
@@ -125,21 +127,25 @@ def _check_data(data: pd.DataFrame, columns: tuple[str, ...]) -> None:
 
 
 def falsify(
-    model: SCM | nx.DiGraph,
-    data: pd.DataFrame,
+    model: SCM | nx.DiGraph | Fit,
+    data: pd.DataFrame | None = None,
     *,
     alpha: float = 0.05,
     n_permutations: int = 20,
     latents: tuple[str, ...] | list[str] = (),
     seed: int = 0,
+    n_replications: int = DEFAULT_REPLICATIONS,
 ) -> Falsification:
     """Test the implications of a declared graph on data, with a verdict.
 
     Parameters
     ----------
-    model : SCM or networkx.DiGraph
-        The declared SCM (its latents are its latent nodes), or a bare DAG whose nodes
-        are columns (but ``latents``).
+    model : SCM, networkx.DiGraph or Fit
+        The declared SCM (its latents are its latent nodes), a bare DAG whose nodes are
+        columns (but ``latents``), or a fitted SCM: then its training rows are tested
+        (``data`` must not be given) and each implication also gets its posterior
+        predictive p-value under the fit (``ppc_p``, :mod:`counterfair.audit.
+        falsification_ppc`).
     data : pandas.DataFrame
         A column per protected attribute and observed node; no missing values.
     alpha : float
@@ -151,7 +157,9 @@ def falsify(
     latents : sequence of str
         With a bare graph: its unobserved nodes.
     seed : int
-        Seed of the permutations.
+        Seed of the permutations (and of the replications).
+    n_replications : int
+        With a fit: the replicated data sets of the posterior predictive check.
 
     Returns
     -------
@@ -167,6 +175,14 @@ def falsify(
     SCMError
         A bare graph with a cycle (naming a node on it).
     """
+    fit = model if isinstance(model, Fit) else None
+    if fit is not None:
+        if data is not None:
+            raise TypeError("falsify of a Fit tests its training rows: drop data= (or "
+                            "pass fit.scm and the rows to test them without the fit)")
+        model, data = fit.scm, fit.data
+    elif data is None:
+        raise TypeError("falsify needs the rows to test: data=")
     if not 0 < float(alpha) < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     if isinstance(n_permutations, bool) or not isinstance(n_permutations, int) \
@@ -181,10 +197,12 @@ def falsify(
     encoded = TestColumns(data, numeric, columns)
     cache: dict[object, float] = {}
     rows = _tested(given, encoded, cache)
-    table = pd.DataFrame(rows, columns=[c for c in TABLE_COLUMNS if c not in ("p_holm",
-                                                                                "rejected")])
+    table = pd.DataFrame(rows, columns=[c for c in TABLE_COLUMNS
+                                        if c not in ("p_holm", "rejected", "ppc_p")])
     table["p_holm"] = _holm(table["p_value"].to_numpy(dtype=float))
     table["rejected"] = table["p_holm"] < alpha
+    table["ppc_p"] = (ppc_p_values(fit, given, numeric, n_draws=n_replications, seed=seed)
+                      if fit is not None and len(table) else np.nan)
     table = table[list(TABLE_COLUMNS)]
     share = float(np.mean(table["p_value"] < alpha)) if len(table) else 0.0
     baseline = _permutations(graph, given, columns, latent_nodes, protected, normal, encoded,

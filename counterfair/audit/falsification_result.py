@@ -13,7 +13,7 @@ from counterfair.model.implications import Implications
 __all__ = ["TABLE_COLUMNS", "VERDICTS", "Falsification"]
 
 TABLE_COLUMNS: tuple[str, ...] = (
-    "kind", "statement", "statistic", "df", "p_value", "p_holm", "rejected",
+    "kind", "statement", "statistic", "df", "p_value", "p_holm", "rejected", "ppc_p",
 )
 """Columns of :attr:`Falsification.table`."""
 
@@ -31,7 +31,9 @@ class Falsification:
         One row per implication (columns :data:`TABLE_COLUMNS`): its ``kind``
         (``"independence"`` or ``"tetrad"``), the ``statement``, the test's
         ``statistic`` (chi-square, or z for a tetrad) and ``df``, its ``p_value``, the
-        Holm-adjusted ``p_holm`` and whether it is ``rejected`` at :attr:`alpha`.
+        Holm-adjusted ``p_holm``, whether it is ``rejected`` at :attr:`alpha`, and, when a
+        fit was given, its posterior predictive p-value ``ppc_p`` under the fit (NaN
+        otherwise).
     implications : Implications
         What the graph implies, and what it leaves untestable.
     alpha : float
@@ -107,6 +109,8 @@ class Falsification:
         if len(self.table):
             shown = self.table.assign(p_value=self.table["p_value"].map("{:.3g}".format),
                                       p_holm=self.table["p_holm"].map("{:.3g}".format))
+            if shown["ppc_p"].isna().all():
+                shown = shown.drop(columns="ppc_p")
             lines += ["", shown.drop(columns="statistic").to_string(index=False)]
         return "\n".join(lines)
 
