@@ -251,3 +251,16 @@ def test_a_fit_adds_the_posterior_predictive_p_values(stan_backend: str) -> None
     assert "ppc_p" in result.summary()
     with pytest.raises(TypeError, match="drop data="):
         cf.falsify(fit, fit.data)
+
+
+def test_the_verdict_is_a_section_of_the_audit_report(tmp_path: Path) -> None:
+    rng = np.random.default_rng(shifted(8))
+    data = chain_data(600, rng, extra=0.4)
+    result = cf.falsify(CHAIN, data, n_permutations=0)
+    y = (data["c"] > 0).astype(int).to_numpy()
+    group = np.where(data["a"] > 0, "A", "B")
+    path = cf.audit.write_report(tmp_path / "audit.html", y_true=y, y_pred=y, protected=group,
+                                 extra_sections=[result.section()])
+    text = path.read_text(encoding="utf-8")
+    assert "Does the data contradict the graph?" in text
+    assert "verdict: falsified" in text and "c _||_ a | b" in text

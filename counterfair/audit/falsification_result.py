@@ -120,6 +120,11 @@ class Falsification:
     def __repr__(self) -> str:
         return f"Falsification(verdict={self.verdict!r}, implications={len(self.table)})"
 
+    def section(self) -> tuple[str, str]:
+        """A section of the audit report: ``write_report(..., extra_sections=
+        [result.section()])`` puts the verdict, its reasons and the table in the page."""
+        return ("Does the data contradict the graph?", self._repr_html_())
+
     def _repr_html_(self) -> str:
         reasons = "".join(f"<li>{html.escape(r)}</li>" for r in self.reasons)
         table = self.table.to_html(index=False, float_format=lambda v: f"{v:.3g}") \
