@@ -14,13 +14,15 @@ what is not testable), tests every implication
 
 Beside the verdict, the permutation baseline of DoWhy's ``falsify_graph`` (dowhy.gcm):
 the graph's labels are permuted among the columns ``n_permutations`` times, each
-permuted graph's implications tested alike (a test is run once per statement, however
-many graphs share it), and the share of its statements violated at ``alpha`` compared
-with the given graph's: ``permutation_p`` is the share of permuted graphs that violate
+permuted graph's statements tested alike (a test is run once per statement, however
+many graphs share it; the statements are DoWhy's parental triples for a graph without
+latents, each column against each non-descendant that is not a parent given its parents,
+and the graph's implications with latents, which DoWhy does not handle), and the share
+of its statements violated at ``alpha`` compared with the given graph's: ``permutation_p`` is the share of permuted graphs that violate
 no more than the given one (small: the given graph fits the data better than random
 ones). ``same_implications`` is the share of permuted graphs whose every statement holds
 in the given graph (by d-separation: DoWhy's test of the Markov equivalence class); when
-it is ``alpha`` or more DoWhy calls the graph not informative.
+it is above ``alpha`` DoWhy calls the graph not informative.
 :attr:`Falsification.dowhy_verdict` applies DoWhy's rule to these two numbers, for the
 comparison with DoWhy (``benchmarks/falsify_dowhy.py``).
 """
@@ -204,13 +206,10 @@ def falsify(
     table["ppc_p"] = (ppc_p_values(fit, given, numeric, n_draws=n_replications, seed=seed)
                       if fit is not None and len(table) else np.nan)
     table = table[list(TABLE_COLUMNS)]
-    share = float(np.mean(table["p_value"] < alpha)) if len(table) else 0.0
     baseline = _permutations(graph, given, columns, latent_nodes, protected, normal, encoded,
-                             cache, alpha=float(alpha), n=n_permutations, seed=seed,
-                             share=share)
+                             cache, alpha=float(alpha), n=n_permutations, seed=seed)
     return Falsification(
-        table=table, implications=given, alpha=float(alpha), n_rows=len(data),
-        violated_share=share, **baseline,
+        table=table, implications=given, alpha=float(alpha), n_rows=len(data), **baseline,
     )
 
 
@@ -252,16 +251,42 @@ def _p_value(statement: Independence | Tetrad, encoded: TestColumns,
     return cache[key]
 
 
+def _baseline_statements(
+    graph: nx.DiGraph, implied: Implications, latents: tuple[str, ...],
+) -> list[Independence | Tetrad]:
+    """The statements the permutation baseline counts: for a graph without latents,
+    DoWhy's parental triples (each column against each non-descendant that is not a
+    parent, given its parents, both ways round for two non-descendants of each other);
+    with latents, which DoWhy does not handle, the graph's own implications."""
+    if latents:
+        return [*implied.independences, *implied.tetrads]
+    out: list[Independence | Tetrad] = []
+    for node in implied.columns:
+        parents = tuple(sorted(graph.predecessors(node)))
+        excluded = nx.descendants(graph, node) | {node} | set(parents)
+        for other in sorted(set(implied.columns) - excluded):
+            out.append(Independence(node, other, parents))
+    return out
+
+
+def _share(statements: list[Independence | Tetrad], encoded: TestColumns,
+           cache: dict[object, float], alpha: float) -> float:
+    p = [_p_value(s, encoded, cache) for s in statements]
+    return float(np.mean(np.asarray(p) <= alpha)) if p else 0.0
+
+
 def _permutations(
     graph: nx.DiGraph, given: Implications, columns: tuple[str, ...],
     latents: tuple[str, ...], protected: tuple[str, ...], normal: frozenset[str],
     encoded: TestColumns, cache: dict[object, float], *, alpha: float, n: int, seed: int,
-    share: float,
 ) -> dict[str, Any]:
-    """DoWhy's baseline: the share of violations of randomly relabelled graphs."""
+    """DoWhy's baseline: the share of violations of randomly relabelled graphs, and the
+    share of those whose every statement holds in the given graph."""
+    own = _baseline_statements(graph, given, latents)
+    share = _share(own, encoded, cache, alpha)
     if n == 0 or len(given) == 0:
-        return {"permutation_shares": (), "permutation_p": float("nan"),
-                "same_implications": float("nan")}
+        return {"violated_share": share, "permutation_shares": (),
+                "permutation_p": float("nan"), "same_implications": float("nan")}
     rng = np.random.default_rng(seed)
     shares, same = [], 0
     tetrads = set(given.tetrads)
@@ -271,16 +296,15 @@ def _permutations(
         moved = implications_of_graph(
             permuted, columns=columns, latents=latents, protected=protected, normal=normal,
         )
+        statements = _baseline_statements(permuted, moved, latents)
         # DoWhy's informativeness: a relabelled graph all of whose statements hold in the
         # given one (by d-separation) is no different as far as the tests can tell
         same += all(
             nx.is_d_separator(graph, {i.node}, {i.other}, set(i.given))
-            for i in moved.independences
-        ) and all(t in tetrads for t in moved.tetrads)
-        statements: list[Independence | Tetrad] = [*moved.independences, *moved.tetrads]
-        p = [_p_value(s, encoded, cache) for s in statements]
-        shares.append(float(np.mean(np.asarray(p) < alpha)) if p else 0.0)
+            for i in statements if isinstance(i, Independence)
+        ) and all(t in tetrads for t in statements if isinstance(t, Tetrad))
+        shares.append(_share(statements, encoded, cache, alpha))
     values = np.asarray(shares)
-    return {"permutation_shares": tuple(shares),
+    return {"violated_share": share, "permutation_shares": tuple(shares),
             "permutation_p": float(np.mean(values <= share)),
             "same_implications": same / n}

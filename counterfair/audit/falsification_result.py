@@ -40,8 +40,9 @@ class Falsification:
         The family-wise error rate of the verdict.
     n_rows : int
     violated_share : float
-        The share of implications whose own p-value is below ``alpha`` (unadjusted: the
-        permutation baseline's count).
+        The share of the permutation baseline's statements whose own p-value is at most
+        ``alpha`` (unadjusted): DoWhy's parental triples for a graph without latents, the
+        graph's implications otherwise.
     permutation_shares : tuple of float
         The same share for each randomly relabelled graph.
     permutation_p : float
@@ -71,13 +72,13 @@ class Falsification:
     @property
     def dowhy_verdict(self) -> str | None:
         """DoWhy's ``falsify_graph`` rule on the permutation baseline: not falsifiable if
-        ``same_implications >= alpha``, else falsified if ``permutation_p > alpha``, else
+        ``same_implications > alpha``, else falsified if ``permutation_p > alpha``, else
         not falsified; ``None`` without permutations."""
         if len(self.table) == 0:
             return "not falsifiable"
         if math.isnan(self.permutation_p):
             return None
-        if self.same_implications >= self.alpha:
+        if self.same_implications > self.alpha:
             return "not falsifiable"
         return "falsified" if self.permutation_p > self.alpha else "not falsified"
 
@@ -96,8 +97,8 @@ class Falsification:
             )
         if self.permutation_shares:
             out.append(
-                f"{self.violated_share:.0%} of its implications violated at {self.alpha:g} "
-                f"(unadjusted); {self.permutation_p:.0%} of {len(self.permutation_shares)} "
+                f"{self.violated_share:.0%} of its baseline statements violated at "
+                f"{self.alpha:g} (unadjusted); {self.permutation_p:.0%} of {len(self.permutation_shares)} "
                 "randomly relabelled graphs violate no larger a share, and "
                 f"{self.same_implications:.0%} imply nothing the given graph contradicts"
             )
