@@ -71,7 +71,8 @@ class TestColumns:
         spread = features[:, 1:].std(axis=0)
         spread[spread == 0] = 1.0
         features[:, 1:] = (features[:, 1:] - centre) / spread
-        self.features = features
+        # column-major: every block is a contiguous slice, read by BLAS without a copy
+        self.features = np.asfortranarray(features)
         self.gram = features.T @ features
         self.n = len(data)
 
@@ -84,11 +85,36 @@ class TestColumns:
         return np.concatenate([[0], *(self._given[c] for c in given)]).astype(int)
 
     def residuals(self, targets: np.ndarray, given: np.ndarray) -> np.ndarray:
-        """The least-squares residuals of the ``targets`` columns on the ``given`` ones."""
+        """The least-squares residuals of the ``targets`` columns on the ``given`` ones
+        (the intercept among them)."""
+        # the columns are centred: the intercept's coefficient is the targets' mean, 0
+        given = given[given != 0]
+        out = np.empty((self.n, len(targets)), order="F")
+        column = 0
+        for a, b in _runs(targets):
+            out[:, column: column + b - a] = self.features[:, a:b]
+            column += b - a
+        if len(given) == 0:
+            return out
         gss = self.gram[np.ix_(given, given)]
         gst = self.gram[np.ix_(given, targets)]
         beta = np.linalg.pinv(gss, rcond=1e-10, hermitian=True) @ gst
-        return self.features[:, targets] - self.features[:, given] @ beta
+        row = 0
+        for a, b in _runs(given):
+            out -= self.features[:, a:b] @ beta[row: row + b - a]
+            row += b - a
+        return out
+
+
+def _runs(indices: np.ndarray) -> list[tuple[int, int]]:
+    """Consecutive runs of sorted-by-block indices as ``(start, stop)`` slices."""
+    runs: list[tuple[int, int]] = []
+    for i in indices.tolist():
+        if runs and runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    return runs
 
 
 def _blocks(values: pd.Series, numeric: bool) -> tuple[np.ndarray, np.ndarray | None]:
