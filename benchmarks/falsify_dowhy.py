@@ -73,7 +73,7 @@ def our_test(x: np.ndarray, y: np.ndarray, z: np.ndarray | None = None) -> float
             frame[f"z{j}"] = z[:, j]
             given.append(f"z{j}")
     data = pd.DataFrame(frame)
-    return independence_test(TestColumns(data, frozenset(data.columns)), "x", "y", given)[2]
+    return independence_test(TestColumns(data, frozenset(data.columns)), "x", ["y"], given)[2]
 
 
 def dowhy_verdict(result: Any) -> str:

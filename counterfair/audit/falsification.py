@@ -18,11 +18,12 @@ permuted graph's statements tested alike (a test is run once per statement, howe
 many graphs share it; the statements are DoWhy's parental triples for a graph without
 latents, each column against each non-descendant that is not a parent given its parents,
 and the graph's implications with latents, which DoWhy does not handle), and the share
-of its statements violated at ``alpha`` compared with the given graph's: ``permutation_p`` is the share of permuted graphs that violate
-no more than the given one (small: the given graph fits the data better than random
-ones). ``same_implications`` is the share of permuted graphs whose every statement holds
-in the given graph (by d-separation: DoWhy's test of the Markov equivalence class); when
-it is above ``alpha`` DoWhy calls the graph not informative.
+of its statements violated at ``alpha`` compared with the given graph's:
+``permutation_p`` is the share of permuted graphs that violate no more than the given
+one (small: the given graph fits the data better than random ones).
+``same_implications`` is the share of permuted graphs whose every statement holds in the
+given graph (by d-separation: DoWhy's test of the Markov equivalence class); when it is
+above ``alpha`` DoWhy calls the graph not informative.
 :attr:`Falsification.dowhy_verdict` applies DoWhy's rule to these two numbers, for the
 comparison with DoWhy (``benchmarks/falsify_dowhy.py``).
 """
@@ -221,8 +222,7 @@ def _tested(given: Implications, encoded: TestColumns, cache: dict[object, float
 
 def _key(statement: Independence | Tetrad) -> object:
     if isinstance(statement, Independence):
-        return ("independence", frozenset((statement.node, statement.other)),
-                frozenset(statement.given))
+        return ("independence", *statement.key())
     a, b, c, d = statement.indicators
     return ("tetrad", frozenset((frozenset((a, b)), frozenset((c, d)))),
             frozenset((frozenset((a, c)), frozenset((b, d)))), frozenset(statement.given))
@@ -231,7 +231,7 @@ def _key(statement: Independence | Tetrad) -> object:
 def _test(statement: Independence | Tetrad, encoded: TestColumns,
           cache: dict[object, float]) -> dict[str, Any]:
     if isinstance(statement, Independence):
-        statistic, df, p = independence_test(encoded, statement.node, statement.other,
+        statistic, df, p = independence_test(encoded, statement.node, statement.others,
                                              statement.given)
         row = {"kind": "independence", "statement": str(statement),
                "statistic": statistic, "df": df, "p_value": p}
@@ -265,7 +265,7 @@ def _baseline_statements(
         parents = tuple(sorted(graph.predecessors(node)))
         excluded = nx.descendants(graph, node) | {node} | set(parents)
         for other in sorted(set(implied.columns) - excluded):
-            out.append(Independence(node, other, parents))
+            out.append(Independence(node, (other,), parents))
     return out
 
 
@@ -300,7 +300,7 @@ def _permutations(
         # DoWhy's informativeness: a relabelled graph all of whose statements hold in the
         # given one (by d-separation) is no different as far as the tests can tell
         same += all(
-            nx.is_d_separator(graph, {i.node}, {i.other}, set(i.given))
+            nx.is_d_separator(graph, {i.node}, set(i.others), set(i.given))
             for i in statements if isinstance(i, Independence)
         ) and all(t in tetrads for t in statements if isinstance(t, Tetrad))
         shares.append(_share(statements, encoded, cache, alpha))

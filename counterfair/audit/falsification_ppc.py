@@ -34,7 +34,7 @@ DEFAULT_REPLICATIONS = 100
 
 def _statistic(columns: TestColumns, statement: Independence | Tetrad) -> float:
     if isinstance(statement, Independence):
-        return independence_test(columns, statement.node, statement.other, statement.given)[0]
+        return independence_test(columns, statement.node, statement.others, statement.given)[0]
     return abs(tetrad_test(columns, statement.indicators, statement.given)[0])
 
 

@@ -98,8 +98,9 @@ class Falsification:
         if self.permutation_shares:
             out.append(
                 f"{self.violated_share:.0%} of its baseline statements violated at "
-                f"{self.alpha:g} (unadjusted); {self.permutation_p:.0%} of {len(self.permutation_shares)} "
-                "randomly relabelled graphs violate no larger a share, and "
+                f"{self.alpha:g} (unadjusted); {self.permutation_p:.0%} of "
+                f"{len(self.permutation_shares)} randomly relabelled graphs violate no "
+                "larger a share, and "
                 f"{self.same_implications:.0%} imply nothing the given graph contradicts"
             )
         return (*out, *self.implications.untestable)

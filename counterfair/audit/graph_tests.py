@@ -140,12 +140,14 @@ def _check_rows(columns: TestColumns, given: np.ndarray, what: str) -> None:
 
 
 def independence_test(
-    columns: TestColumns, node: str, other: str, given: Sequence[str]
+    columns: TestColumns, node: str, others: Sequence[str], given: Sequence[str]
 ) -> tuple[float, int, float]:
-    """``node _||_ other | given``: the statistic, its degrees of freedom and p-value."""
+    """``node _||_ others | given`` (the ``others`` jointly): the statistic, its degrees of
+    freedom and p-value."""
     design = columns.given(given)
-    _check_rows(columns, design, f"{node} _||_ {other}")
-    a, b = columns.own(node), columns.own(other)
+    _check_rows(columns, design, f"{node} _||_ {', '.join(others)}")
+    a = columns.own(node)
+    b = np.concatenate([columns.own(o) for o in others])
     r = columns.residuals(np.concatenate([a, b]), design)
     r_node, r_other = r[:, : len(a)], r[:, len(a):]
     products = (r_node[:, :, None] * r_other[:, None, :]).reshape(columns.n, -1)

@@ -6,12 +6,13 @@ included:
 
 * **Conditional independences** of the graph's latent projection, in the ordered local
   Markov form (Richardson 2003): with the columns in a topological order, each column
-  ``V`` is independent of every earlier column outside its Markov blanket given that
-  blanket, the blanket being ``V``'s district (the columns joined to it by shared latent
-  parents, among ``V`` and the earlier columns) and the district's parents. There is at
-  most one statement per pair of columns. Every statement is checked by d-separation in
-  the whole graph (latents unobserved). Statements among protected attributes alone are
-  left out: a fit takes their joint law as given, and so does this check.
+  ``V`` is independent of the earlier columns outside its Markov blanket, jointly, given
+  that blanket, the blanket being ``V``'s district (the columns joined to it by shared
+  latent parents, among ``V`` and the earlier columns) and the district's parents. There
+  is at most one statement per column, so their number stays linear in the columns.
+  Every statement is checked by d-separation in the whole graph (latents unobserved).
+  Statements about protected attributes alone are left out: a fit takes their joint law
+  as given, and so does this check.
 * **Vanishing tetrads**: a latent with at least four Normal indicators (children with no
   other latent parent and no parent the latent causes) implies, once each indicator
   is regressed on the indicators' observed parents, a one-factor covariance: ``s_ij s_kl
@@ -43,15 +44,20 @@ MIN_TETRAD_INDICATORS = 4
 
 @dataclass(frozen=True)
 class Independence:
-    """``node`` is independent of ``other`` given ``given`` (all columns)."""
+    """``node`` is independent of the columns ``others`` (jointly) given ``given``."""
 
     node: str
-    other: str
+    others: tuple[str, ...]
     given: tuple[str, ...]
 
     def __str__(self) -> str:
         given = ", ".join(self.given)
-        return f"{self.node} _||_ {self.other}" + (f" | {given}" if given else "")
+        return f"{self.node} _||_ {', '.join(self.others)}" + (f" | {given}" if given else "")
+
+    def key(self) -> tuple[frozenset[frozenset[str]], frozenset[str]]:
+        """The statement up to the order of its two sides (for one column on each side,
+        ``a _||_ b | s`` is ``b _||_ a | s``)."""
+        return frozenset((frozenset((self.node,)), frozenset(self.others))), frozenset(self.given)
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ class Implications:
         """The statements as a set that ignores the order of a pair (two graphs with the
         same key imply the same)."""
         return frozenset(
-            [(frozenset((i.node, i.other)), frozenset(i.given)) for i in self.independences]
+            [i.key() for i in self.independences]
             + [(t.latent, frozenset(t.indicators)) for t in self.tetrads]
         )
 
@@ -133,12 +139,10 @@ def implications_of_graph(
             continue
         earlier = order[:i]
         blanket = _blanket(graph, node, earlier, shares, latent_set)
-        outside = [u for u in earlier if u not in blanket]
+        outside = tuple(u for u in earlier if u not in blanket)
         given = tuple(sorted(blanket, key=position.__getitem__))
-        for other in outside:
-            if not nx.is_d_separator(graph, {node}, {other}, set(given)):
-                continue  # pragma: no cover - the ordered local Markov property holds
-            independences.append(Independence(node, other, given))
+        if outside and nx.is_d_separator(graph, {node}, set(outside), set(given)):
+            independences.append(Independence(node, outside, given))
     others = [u for u in order if u in protected_set]
     if len(others) > 1:
         untestable.append(
