@@ -30,6 +30,7 @@ __all__ = [
     "SplineBasis",
     "covariate_columns",
     "cross_fitted",
+    "level_means_of_y",
     "link",
     "sfm_frame",
     "spline_columns",
@@ -337,3 +338,12 @@ def covariate_columns(
     blocks = [np.ones((len(design), 1)), design[:, mask]]
     blocks += [encodings[c](encoded.groups[c][rows])[:, None] for c in encodings if c in chosen]
     return np.hstack(blocks)
+
+
+def level_means_of_y(encoded: SFMFrame) -> dict[str, GroupEncoding]:
+    """Each grouping covariate's levels' shrunk means of y among the rows of ``x1``, on
+    y's scale: the column a projection on that covariate reads (:func:`covariate_columns`)
+    when no model encoding of it applies."""
+    x1 = encoded.x
+    return {c: GroupEncoding.learn(encoded.groups[c][x1], encoded.y[x1], "normal")
+            for c in encoded.groups}

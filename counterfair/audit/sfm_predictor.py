@@ -46,7 +46,7 @@ from counterfair.errors import DataError
 
 from .decomposition_result import DECOMPOSITION_TERMS, Decomposition, table_of
 from .sfm import ROW_WEIGHTS, Sums, add_sums, row_weights, terms_of
-from .sfm_columns import GroupEncoding, covariate_columns
+from .sfm_columns import covariate_columns, level_means_of_y
 from .sfm_fit import SFMFit
 from .sfm_models import SFMFrame
 
@@ -242,12 +242,7 @@ def _z_columns(fitted: SFMFit, encoded: SFMFrame) -> np.ndarray:
     """An intercept and the confounders' columns: their splines and indicators, and a
     grouped confounder's encoded outcome mean (the outcome model's encoding or, for a
     group pooled in Stan, its levels' shrunk means of y among the fitted rows of x1)."""
-    own, rows = fitted.models["outcome"].encodings, fitted.encoded
-    encodings = {
-        c: own[c] if c in own else GroupEncoding.learn(rows.groups[c][rows.x], rows.y[rows.x],
-                                                       "normal")
-        for c in rows.groups
-    }
+    encodings = {**level_means_of_y(fitted.encoded), **fitted.models["outcome"].encodings}
     return covariate_columns(encoded, fitted.roles.confounders, encodings)
 
 

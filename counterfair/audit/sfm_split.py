@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 
 from .sfm import check_options, decomposition_of, evaluate, terms_of
-from .sfm_columns import GroupEncoding, covariate_columns
+from .sfm_columns import covariate_columns, level_means_of_y
 from .sfm_fit import SFMFit
 from .split_result import EffectSplit, split_table
 
@@ -213,11 +213,7 @@ def split_sfm(
         ]
     check = _Projection(roles.confounders) if fitted.confounded else None
     projections = [p for ps in stages.values() for p in ps] + ([check] if check else [])
-    x1_all = encoded.x
-    encodings = {
-        c: GroupEncoding.learn(encoded.groups[c][x1_all], encoded.y[x1_all], "normal")
-        for c in encoded.groups
-    }
+    encodings = level_means_of_y(encoded)
 
     def also(part: slice, mu0: np.ndarray, mu1: np.ndarray, pi: np.ndarray | None,
              omega: np.ndarray) -> None:
@@ -257,25 +253,22 @@ def _notes(
     b: np.ndarray,
     n0: np.ndarray,
 ) -> list[str]:
+    meanings = {
+        "Ctf-SE": ("confounders", "the change in E[y | x1, z] when its group is drawn as for "
+                   "x0 rather than x1, the earlier groups moved already; identified under the "
+                   "SFM in any order, read as the spurious variation a group carries only if "
+                   "the order is causal; another order gives other parts with the same sum"),
+        "Ctf-IE": ("mediators", "the change in y (X at x1) when its group takes its value "
+                   "under x0, the earlier groups at theirs and the later ones responding to "
+                   "x1; a nested counterfactual if the groups are in causal order and no "
+                   "unobserved variable confounds two of them"),
+    }
     notes = []
-    if "Ctf-SE" in order:
-        moved = ", then ".join("+".join(g) for g in order["Ctf-SE"])
-        notes.append(
-            f"Ctf-SE split by confounders, moved in the order {moved}: each part is the "
-            "change in E[y | x1, z] when its group is drawn as for x0 rather than x1, the "
-            "earlier groups moved already; identified under the SFM in any order, read as "
-            "the spurious variation a group carries only if the order is causal; another "
-            "order gives other parts with the same sum"
-        )
-    if "Ctf-IE" in order:
-        moved = ", then ".join("+".join(g) for g in order["Ctf-IE"])
-        notes.append(
-            f"Ctf-IE split by mediators, moved in the order {moved}: each part is the "
-            "change in y (X at x1) when its group takes its value under x0, the earlier "
-            "groups at theirs and the later ones responding to x1; a nested counterfactual "
-            "if the groups are in causal order and no unobserved variable confounds two "
-            "of them"
-        )
+    for effect, groups in order.items():
+        role, meaning = meanings[effect]
+        moved = ", then ".join("+".join(g) for g in groups)
+        notes.append(f"{effect} split by {role}, moved in the order {moved}: each part is "
+                     f"{meaning}")
     notes.append(
         "the inner points are least-squares projections of the outcome model's mu_1 draws "
         "on the moved covariates' columns over x1's rows, averaged over x0's rows, each "
