@@ -81,7 +81,9 @@ class Fit:
     missing : dict or None
         With ``SCM.fit(missing="drop")``, what was dropped: ``policy``, ``rows`` (given),
         ``dropped`` (incomplete rows left out) and ``columns`` (missing values per
-        column); ``None`` when every row given was fitted
+        column). With ``missing="model"``: ``policy``, ``rows``, ``incomplete`` (rows
+        with a missing value), ``columns`` and ``plan`` (node -> ``"omit"`` or
+        ``"sample"``, :attr:`holes`). ``None`` when every row given was fitted complete
         (:mod:`counterfair.rows.missing`).
     """
 
@@ -106,7 +108,9 @@ class Fit:
     def rows(self) -> Rows:
         """The training rows as checked at their door (:meth:`Rows.check`), once."""
         if self._rows is None:  # a fit read back from a folder: its rows are checked here
-            object.__setattr__(self, "_rows", Rows.check(self.data, self.scm, self.encoding))
+            missing = "model" if self.holes else "error"
+            rows = Rows.check(self.data, self.scm, self.encoding, missing=missing)
+            object.__setattr__(self, "_rows", rows)
         assert self._rows is not None
         return self._rows
 
@@ -146,6 +150,14 @@ class Fit:
         table = az.summary(self.idata, var_names=self.scm.parameter_names(), **kwargs)
         table.attrs["divergences"] = self.diagnostics.divergences
         return table
+
+    @property
+    def holes(self) -> dict[str, str]:
+        """``missing="model"``'s plan: node -> ``"omit"`` (left out of its likelihood where
+        missing) or ``"sample"`` (missing values sampled, ``<node>_mis`` in the posterior);
+        empty for a fit of complete rows."""
+        record = self.missing or {}
+        return dict(record.get("plan", {})) if record.get("policy") == "model" else {}
 
     def loo(self, **options: Any) -> pd.DataFrame:
         """PSIS-LOO with each row's latents integrated out (:func:`counterfair.inference.loo.loo`).

@@ -38,13 +38,20 @@ from counterfair.model.identification import convergence_hint
 from counterfair.model.params import ParamDraws
 from counterfair.model.terms import group_codes
 from counterfair.options import DEFAULT_MAX_ROWS
-from counterfair.rows.missing import check_missing_policy, drop_incomplete
-from counterfair.rows.rows import Rows
+from counterfair.rows.missing import (
+    check_missing_policy,
+    drop_incomplete,
+    hole_plan,
+    model_record,
+    scm_columns,
+)
+from counterfair.rows.rows import Rows, check_frame
 from counterfair.rows.subsample import fit_rows
 from counterfair.stan.anchored import add_anchored_latents
 from counterfair.stan.anchoring import all_anchors_of
 from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import coords_and_dims, fit_data
+from counterfair.stan.holes import mis_name, touched_latents
 from counterfair.stan.inits import latent_inits
 from counterfair.stan.integrated import (
     LATENTS_MODES,
@@ -97,8 +104,20 @@ def fit(
             "program; drop one of them"
         )
     dropped = None
-    if check_missing_policy(missing) == "drop" and isinstance(data, pd.DataFrame):
+    policy = check_missing_policy(missing)
+    if policy == "drop" and isinstance(data, pd.DataFrame):
         data, dropped = drop_incomplete(data, scm)
+    holes: dict[str, str] | None = None
+    if policy == "model":
+        if warm_start not in ("auto", False):
+            raise ValueError(
+                f"warm_start={warm_start!r} is not used with missing='model': the Laplace "
+                "start and the pilot fit assume complete rows; leave warm_start='auto'"
+            )
+        frame = check_frame(data)
+        counts = {c: int(n) for c, n in frame[scm_columns(scm, frame)].isna().sum().items()}
+        holes = hole_plan(scm, counts)
+        dropped = model_record(frame, scm, holes)
     if isinstance(data, pd.DataFrame):  # levels left to the data are read once, here
         scm = with_levels_from_data(scm, data)
     if method == "pathfinder":
@@ -126,6 +145,7 @@ def fit(
             max_rows=max_rows,
             method="pathfinder",
             latents=latents,
+            holes=holes,
         )
     else:
         result = fit_scm(
@@ -141,9 +161,10 @@ def fit(
             subsample=subsample,
             max_rows=max_rows,
             latents=latents,
+            holes=holes,
             **sampler_args,
         )
-    # what missing='drop' left out, kept with the fit
+    # what missing='drop' left out, or what missing='model' modelled, kept with the fit
     return result if dropped is None else dataclasses.replace(result, missing=dropped)
 
 
@@ -162,19 +183,24 @@ def fit_scm(
     max_rows: int | None = DEFAULT_MAX_ROWS,
     method: str = "nuts",
     latents: str = "auto",
+    holes: dict[str, str] | None = None,
     **sampler_args: Any,
 ) -> Fit:
     """Fit ``scm`` to ``data`` by NUTS (or Pathfinder); see :meth:`counterfair.SCM.fit`.
 
     With ``method="pathfinder"`` (options checked by :func:`fit`), ``draws`` is the
     number of approximate draws and ``chains``, ``warmup`` and the sampler
-    arguments are not used.
+    arguments are not used. ``holes``: ``missing="model"``'s plan
+    (:func:`counterfair.rows.missing.hole_plan`); the rows keep their missing values.
     """
+    holes = dict(holes or {})
     rows, subsample_info = training_rows(
-        scm, data, subsample=subsample, max_rows=max_rows, seed=seed
+        scm, data, subsample=subsample, max_rows=max_rows, seed=seed,
+        missing="model" if holes else "error",
     )
+    holes = {node: kind for node, kind in holes.items() if node in rows.holes}
     scm, rows = learn_terms(scm, rows)
-    stan_data = fit_data(scm, rows)
+    stan_data = fit_data(scm, rows, holes=holes)
     scales.warn_on_scales(scm, rows)
     if method == "pathfinder":
         if latents == "auto":
@@ -183,10 +209,19 @@ def fit_scm(
                     "latent %r sampled jointly: Pathfinder approximates the joint program "
                     "(integrated latents are a NUTS option)", name,
                 )
-        return _pathfinder_fit(scm, rows, stan_data, draws, seed, backend, subsample_info)
-    integrate = integrated_latents(scm, latents, resolve_backend_name(backend))
-    start = _warm_start(
-        scm, rows, stan_data, warm_start, backend, chains, warmup, seed, sampler_args, integrate
+        return _pathfinder_fit(
+            scm, rows, stan_data, draws, seed, backend, subsample_info, holes
+        )
+    integrate = _without_touched(
+        scm, integrated_latents(scm, latents, resolve_backend_name(backend)), holes, latents
+    )
+    start = (
+        None
+        if holes
+        else _warm_start(
+            scm, rows, stan_data, warm_start, backend, chains, warmup, seed, sampler_args,
+            integrate,
+        )
     )
     if warmup is None:  # chains the user started elsewhere than the Laplace start's
         # draws get the pilot's warm-up length: their burn-in is not known to be short
@@ -209,6 +244,7 @@ def fit_scm(
         progress=progress,
         sampler_args=sampler_args,
         integrate=integrate,
+        holes=holes,
     )
     diagnostics = diagnose(
         run.idata,
@@ -239,6 +275,29 @@ def fit_scm(
     )
 
 
+def _without_touched(
+    scm: SCM, integrate: tuple[str, ...], holes: dict[str, str], latents: str
+) -> tuple[str, ...]:
+    """``integrate`` without the latents that ``missing="model"``'s holes touch: sampled
+    jointly, with one log line each (``latents="auto"``), or a ValueError naming them
+    (``latents="integrated"``)."""
+    touched = touched_latents(scm, holes)
+    kept = tuple(name for name in integrate if name not in touched)
+    for name in integrate:
+        if name not in touched:
+            continue
+        if latents == "integrated":
+            raise ValueError(
+                f"latent {name!r} cannot be integrated out: {touched[name]!r} has missing "
+                "values, which missing='model' samples with the latent; use latents='auto'"
+            )
+        logger.info(
+            "latent %r sampled jointly: %r has missing values (missing='model' samples "
+            "them with the latent)", name, touched[name],
+        )
+    return kept
+
+
 def _quadrature_rule(
     scm: SCM, rows: Rows, start: WarmStart | LaplaceStart | None, seed: int | None
 ) -> QuadratureRule:
@@ -259,14 +318,16 @@ def training_rows(
     subsample: int | None,
     max_rows: int | None,
     seed: int | None,
+    missing: str = "error",
 ) -> tuple[Rows, dict[str, Any] | None]:
     """The rows NUTS runs on, checked at the door (:meth:`Rows.check`) and copied.
 
     The protected attributes' encoding is learned from all the rows given, so that
     every level of the user's data is known to the fit even when NUTS runs on a
-    stratified subsample (:func:`counterfair.rows.subsample.fit_rows`).
+    stratified subsample (:func:`counterfair.rows.subsample.fit_rows`). ``missing``:
+    ``"model"`` lets observed nodes hold missing values (:attr:`Rows.holes`).
     """
-    rows = Rows.check(data, scm)
+    rows = Rows.check(data, scm, missing=missing)
     rows, info = fit_rows(
         rows, strata_columns(scm, rows.frame), subsample=subsample, max_rows=max_rows, seed=seed
     )
@@ -311,17 +372,18 @@ def _pathfinder_fit(
     seed: int | None,
     backend: str,
     subsample_info: dict[str, Any] | None,
+    holes: dict[str, str] | None = None,
 ) -> Fit:
     """The fit by Pathfinder: its draws kept as one chain, no convergence warnings."""
-    coords, dims = coords_and_dims(scm, _encoding(rows), rows.frame, ["row"])
+    coords, dims = _coords_and_dims(scm, rows, holes or {})
     run = run_pathfinder(
-        scm.stan_code(),
+        scm.stan_code(holes=holes),
         stan_data,
         draws=draws,
         seed=seed,
         coords=coords,
         dims=dims,
-        init=latent_inits(scm, stan_data, 1, seed)[0],
+        init=_with_hole_inits(latent_inits(scm, stan_data, 1, seed), scm, stan_data, holes)[0],
     )
     add_anchored_latents(scm, run.idata, stan_data, _encoding(rows), rows.codes)
     return Fit(
@@ -354,6 +416,7 @@ def _sample(
     progress: bool | None,
     sampler_args: dict[str, Any],
     integrate: tuple[str, ...] = (),
+    holes: dict[str, str] | None = None,
 ) -> SamplerRun:
     """NUTS on the fit program, from the latents' inits and the warm start if any."""
     burn = 0
@@ -367,7 +430,9 @@ def _sample(
         sampler_args.update(start.sampler_args(warmup))
         warmup, burn = start.split(warmup)
     if "init" not in sampler_args:
-        sampler_args["init"] = fit_inits(scm, stan_data, chains, seed, integrate)
+        sampler_args["init"] = _with_hole_inits(
+            fit_inits(scm, stan_data, chains, seed, integrate), scm, stan_data, holes
+        )
         if isinstance(start, WarmStart):
             sampler_args["init"] = [{**chain, **start.inits} for chain in sampler_args["init"]]
     if integrate and "metric" not in sampler_args:
@@ -379,9 +444,9 @@ def _sample(
         if sampler_args.get("metric") == "dense_e":
             adapted["inv_metric"] = np.diag(adapted["inv_metric"])
         sampler_args.update(adapted)
-    coords, dims = coords_and_dims(scm, _encoding(rows), rows.frame, ["row"])
+    coords, dims = _coords_and_dims(scm, rows, holes or {})
     run = get_backend(backend).sample(
-        scm.stan_code(integrate=integrate),
+        scm.stan_code(integrate=integrate, holes=holes),
         stan_data,
         chains=chains,
         warmup=warmup,
@@ -409,6 +474,43 @@ def _sample(
             )
     add_anchored_latents(scm, run.idata, stan_data, _encoding(rows), rows.codes, integrate)
     return run
+
+
+def _coords_and_dims(
+    scm: SCM, rows: Rows, holes: dict[str, str]
+) -> tuple[dict[str, list[Any]], dict[str, list[str]]]:
+    """The fit's coords and dims; a sampled node's missing values run over
+    ``<node>_missing_row``, the labels of the rows that miss it."""
+    coords, dims = coords_and_dims(scm, _encoding(rows), rows.frame, ["row"])
+    for node, kind in holes.items():
+        if kind == "sample":
+            labels = rows.frame.index[rows.holes[node]]
+            coords[f"{node}_missing_row"] = [getattr(v, "item", lambda v=v: v)() for v in labels]
+            dims[mis_name(node)] = [f"{node}_missing_row"]
+    return coords, dims
+
+
+def _with_hole_inits(
+    inits: list[dict[str, Any]],
+    scm: SCM,
+    stan_data: dict[str, Any],
+    holes: dict[str, str] | None,
+) -> list[dict[str, Any]]:
+    """The chains' inits for a program with ``holes``: a sampled node's missing values
+    at the mean of its observed ones; the latents the holes touch are sampled directly,
+    so an anchored init (``z_<latent>``) is left to Stan's own."""
+    if not holes:
+        return inits
+    touched = touched_latents(scm, holes)
+    out = []
+    for chain in inits:
+        chain = {k: v for k, v in chain.items() if not (k.startswith("z_") and k[2:] in touched)}
+        for node, kind in holes.items():
+            if kind == "sample":
+                n = int(stan_data[f"N_mis_{node}"])
+                chain[mis_name(node)] = np.full(n, float(stan_data[f"loc_{node}"]))
+        out.append(chain)
+    return out
 
 
 def _without_burn_in(idata: Any, burn: int) -> Any:

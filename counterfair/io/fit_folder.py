@@ -202,7 +202,7 @@ def fill_fit(fit: Fit, folder: Path) -> None:
     fit.idata.to_netcdf(str(folder / "posterior.nc"), engine=NETCDF_ENGINE)
     write_json(folder / "data.json", frame_to_dict(fit.data))
     (folder / "model.stan").write_text(
-        fit.scm.stan_code(integrate=fit.integrated), encoding="utf-8"
+        fit.scm.stan_code(integrate=fit.integrated, holes=fit.holes), encoding="utf-8"
     )
 
 

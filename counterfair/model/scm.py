@@ -352,16 +352,20 @@ class SCM:
         return spec
 
     # ------------------------------------------------------------------ Stan
-    def stan_code(self, *, integrate: Collection[str] = ()) -> str:
+    def stan_code(
+        self, *, integrate: Collection[str] = (), holes: Mapping[str, str] | None = None
+    ) -> str:
         """The Stan program that fits this SCM (parameters and per-row latents).
 
         ``integrate``: latents integrated out of the likelihood (what
         ``fit(latents="integrated")`` compiles; see :mod:`counterfair.stan.integrated`).
+        ``holes``: ``fit(missing="model")``'s plan, node -> ``"omit"`` or ``"sample"``
+        (``fit.missing["plan"]``; :mod:`counterfair.stan.holes`).
         A delegate to :func:`counterfair.stan.codegen.fit_program`, the stage above.
         """
         from counterfair.stan.codegen import fit_program
 
-        return fit_program(self, integrate=integrate)
+        return fit_program(self, integrate=integrate, holes=holes)
 
     def abduction_code(self) -> str:
         """The Stan program that samples latents of new rows given parameter values.
@@ -388,7 +392,7 @@ class SCM:
         max_rows: int | None = DEFAULT_MAX_ROWS,
         method: Literal["nuts", "pathfinder"] = "nuts",
         latents: Literal["joint", "integrated", "auto"] = "auto",
-        missing: Literal["error", "drop"] = "error",
+        missing: Literal["error", "drop", "model"] = "error",
         **sampler_args: Any,
     ) -> Fit:
         """Fit the SCM by NUTS: posterior of parameters and of every row's latents.
@@ -452,13 +456,21 @@ class SCM:
             training rows at the warm start's draws: the fewest whose log density is
             within 0.01 of a 40-node reference (``fit.quadrature``,
             :mod:`counterfair.inference.quadrature_nodes`).
-        missing : {"error", "drop"}
+        missing : {"error", "drop", "model"}
             What to do with rows that have missing (NaN) values in a column the SCM
             reads. ``"error"`` (default) refuses them, naming every such column with
             its count and the number of complete rows. ``"drop"`` fits on the complete
             rows, with a log line per column, and records what was dropped in
             ``fit.missing``; it assumes the values are missing completely at random
-            (:mod:`counterfair.rows.missing`).
+            (:mod:`counterfair.rows.missing`). ``"model"`` keeps every row and treats
+            a missing value of an observed node as unknown, assuming it is missing at
+            random given the rest of the row: a node without children leaves the
+            likelihood of the rows that miss it, a Normal node with children has its
+            missing values sampled (``fit.idata.posterior["<node>_mis"]``); protected
+            attributes, grouping columns and discrete nodes with children must be
+            complete. The latents those nodes touch are sampled jointly, without the
+            Laplace start or the pilot. ``fit.missing`` records the plan. Later stages
+            (abduction, counterfactuals, audits) take complete rows.
         **sampler_args
             Passed to the sampler (e.g. ``max_depth``, ``delta``; on CmdStan also
             ``metric``, ``"diag_e"`` or ``"dense_e"``: a fit with integrated latents

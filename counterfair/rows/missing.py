@@ -11,6 +11,12 @@ whether a value is missing depends on the protected attributes or the other colu
 the complete rows are not a sample of the population and every estimate may be biased
 (the documentation's *Missing values* page).
 
+``missing="model"`` (``--missing model``) keeps every row and treats a missing value of
+an observed node as unknown, under missing at random (:func:`hole_plan`): a node without
+children leaves the likelihood of the rows where it is missing (its density integrates
+to one), and a Normal node with children has its missing values sampled with the
+parameters, so that its children see them. The fit records the plan and the counts.
+
 Rows are numbered as :mod:`pandas` numbers them: by the frame's index labels, which
 for a frame read from a CSV file are the 0-based data rows (the header not counted;
 a spreadsheet shows row ``label + 2``).
@@ -32,15 +38,24 @@ if TYPE_CHECKING:
     from counterfair.model.scm import SCM
 
 __all__ = [
+    "HOLE_KINDS",
     "MISSING_POLICIES",
     "check_missing_policy",
     "drop_incomplete",
+    "hole_plan",
     "missing_message",
+    "model_record",
     "scm_columns",
 ]
 
-MISSING_POLICIES = ("error", "drop")
-"""What a fit does with missing values: refuse the rows (the default), or drop them."""
+MISSING_POLICIES = ("error", "drop", "model")
+"""What a fit does with missing values: refuse the rows (the default), drop them, or
+model them as unknown under missing at random."""
+
+HOLE_KINDS = ("omit", "sample")
+"""How ``missing="model"`` treats a node's missing values: ``omit`` (a node without
+children: those rows leave its likelihood) or ``sample`` (a Normal node with children:
+the values are parameters of the fit)."""
 
 _LOG = logging.getLogger(__name__)
 
@@ -135,3 +150,105 @@ def drop_incomplete(data: pd.DataFrame, scm: SCM) -> tuple[pd.DataFrame, dict[st
         100 * share,
     )
     return data.loc[~incomplete], record
+
+
+def _bending_reader(scm: SCM, node: str) -> str | None:
+    """A child whose bending term (or ``loading_by``) reads ``node``, else None."""
+    for child in scm.children(node):
+        eq = scm.equations.get(child)
+        if eq is None:
+            continue
+        if eq.loading_by is not None and eq.loading_by.name == node:
+            return child
+        for term in eq.bending:
+            if any(p.name == node for p in term.parents):
+                return child
+    return None
+
+
+def hole_plan(scm: SCM, counts: dict[str, int]) -> dict[str, str]:
+    """How ``missing="model"`` treats each observed node with missing values.
+
+    ``counts`` maps columns to their numbers of missing values. A node without observed
+    children is ``"omit"`` (any family: the rows where it is missing leave its
+    likelihood, which integrates to one over its values). A Normal node with children,
+    read by them as one column of their design, is ``"sample"``: its missing values are
+    parameters of the fit, with its own equation as their prior.
+
+    Raises
+    ------
+    DataError
+        Naming the column, for what the fit cannot model yet: a protected attribute, the
+        grouping column of a bending term, a discrete node with children (summing it out
+        of its children's likelihood is not built), and a Normal node a child reads
+        through a bending term or by its levels.
+    """
+    plan: dict[str, str] = {}
+    grouping = set(scm_columns(scm, pd.DataFrame(columns=list(counts)))) - set(scm.observed)
+    for column, count in counts.items():
+        if not count:
+            continue
+        where = f"column {column!r} has {count:,} missing value(s)"
+        if column in scm.protected:
+            raise errors.DataError(
+                f"{where}: it is a protected attribute, which missing='model' does not "
+                "treat as unknown (every row's group must be known); drop those rows first"
+            )
+        if column not in scm.observed:
+            if column in grouping:
+                raise errors.DataError(
+                    f"{where}: it is the grouping column of a bending term, which "
+                    "missing='model' does not treat as unknown; fill it or drop those rows"
+                )
+            continue
+        children = [c for c in scm.children(column) if c in scm.equations]
+        if not children:
+            plan[column] = "omit"
+            continue
+        family = scm.equations[column].spec.family
+        if family != "normal":
+            raise errors.DataError(
+                f"{where}: node {column!r} ({family}) has children {children}, and "
+                "missing='model' does not yet sum a discrete node out of its children's "
+                "likelihood (a Normal node's values are sampled, a node without children "
+                "is left out where it is missing); use missing='drop' (which assumes the "
+                "rows are missing completely at random) or fill the values"
+            )
+        reader = _bending_reader(scm, column)
+        if reader is not None:
+            raise errors.DataError(
+                f"{where}: node {column!r} enters {reader!r} through a bending term or "
+                "loading_by, which missing='model' does not sample through yet; use "
+                "missing='drop' or fill the values"
+            )
+        plan[column] = "sample"
+    return plan
+
+
+def model_record(frame: pd.DataFrame, scm: SCM, plan: dict[str, str]) -> dict[str, Any]:
+    """What ``missing="model"`` did, kept with the fit: ``policy``, ``rows``, ``incomplete``
+    (rows with a missing value), ``columns`` (counts) and ``plan`` (node -> kind). One
+    INFO line per node and one for the rows."""
+    columns = scm_columns(scm, frame)
+    missing = frame[columns].isna()
+    counts = {c: int(n) for c, n in missing.sum().items() if n}
+    incomplete = int(missing.any(axis=1).sum())
+    words = {
+        "omit": "left out of its own likelihood where missing",
+        "sample": "its missing values sampled with the parameters",
+    }
+    for node, kind in plan.items():
+        _LOG.info(
+            "missing='model': %r has %s missing value(s), %s", node, f"{counts[node]:,}",
+            words[kind],
+        )
+    if counts:
+        _LOG.info(
+            "missing='model': fitting on all %s rows, %s of them incomplete (%.1f %%); this "
+            "assumes the values are missing at random given the rest of each row",
+            f"{len(frame):,}", f"{incomplete:,}", 100 * incomplete / len(frame),
+        )
+    return {
+        "policy": "model", "rows": len(frame), "incomplete": incomplete, "columns": counts,
+        "plan": dict(plan),
+    }

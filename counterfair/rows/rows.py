@@ -94,6 +94,9 @@ class Rows:
         checked without an SCM, by :meth:`from_frame`).
     codes : dict of str to numpy.ndarray
         Codes of every protected attribute (values of a continuous one), ``(N,)``.
+    holes : dict of str to numpy.ndarray
+        For rows checked with ``missing="model"``: a boolean mask ``(N,)`` per observed
+        node with missing values (True where missing). Empty otherwise.
     """
 
     frame: pd.DataFrame
@@ -102,6 +105,7 @@ class Rows:
     codes: Mapping[str, np.ndarray] = field(default_factory=dict)
     _scm: SCM | None = field(default=None, repr=False)
     _values: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    holes: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ the door
     @classmethod
@@ -112,6 +116,7 @@ class Rows:
         encoding: Encoding | None = None,
         *,
         positions: np.ndarray | None = None,
+        missing: str = "error",
     ) -> Rows:
         """The one door: check ``data`` for ``scm`` and encode its protected attributes.
 
@@ -128,6 +133,12 @@ class Rows:
             The fit's encoding; ``None`` learns it from these rows (training rows).
         positions : numpy.ndarray, optional
             Global positions of the rows (default ``0..N-1``, or the Rows' own).
+        missing : {"error", "model"}
+            ``"error"`` refuses missing values in every column the SCM reads (naming
+            them all); ``"model"`` (a fit with ``missing="model"``) lets observed nodes
+            have them, recorded in :attr:`holes` (protected and grouping columns must
+            still be complete). Rows that carry holes are refused by every stage that
+            does not ask for them.
 
         Raises
         ------
@@ -137,9 +148,17 @@ class Rows:
         ValueError
             If ``positions`` does not give one integer position per row.
         """
+        if missing not in ("error", "model"):
+            raise ValueError(f"missing must be 'error' or 'model' here, got {missing!r}")
         if isinstance(data, Rows):
             if positions is not None:
                 raise ValueError("positions= is given twice: the Rows carry their positions")
+            if data.holes and missing != "model":
+                raise errors.DataError(
+                    missing_message(data.frame, list(data.holes), hint=False)
+                    + ". The fit modelled them (missing='model'); this step does not take "
+                    "rows with missing values yet: give it complete rows"
+                )
             done = data._scm is scm and data.encoding is not None
             if done and (encoding is None or data.encoding is encoding):
                 return data
@@ -149,13 +168,28 @@ class Rows:
         where = _positions(positions, len(frame))
         # every column the SCM reads is checked for missing values at once (a refusal
         # names them all); observed columns are parsed later, on demand
-        check_columns(frame, [*scm.protected, *scm_columns(scm, frame)])
+        columns = [*scm.protected, *scm_columns(scm, frame)]
+        holes: dict[str, np.ndarray] = {}
+        if missing == "model":
+            for column in columns:
+                if column in scm.observed and column not in scm.protected:
+                    mask = frame[column].isna().to_numpy()
+                    if mask.any():
+                        holes[column] = mask
+            columns = [c for c in columns if c not in holes]
+            for column, mask in holes.items():
+                if mask.all():
+                    raise errors.DataError(
+                        f"column {column!r} has no value in any row: missing='model' needs "
+                        "some rows that hold it"
+                    )
+        check_columns(frame, columns)
         if encoding is None:
             specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
             encoding = Encoding.from_data(specs, frame)
         terms = [t.term for eq in scm.equations.values() for t in eq.bending]
         codes = {**encoding.codes(frame), **group_codes(terms, frame)}
-        return cls(frame, where, encoding, codes, scm)
+        return cls(frame, where, encoding, codes, scm, holes=holes)
 
     @classmethod
     def from_frame(cls, data: object, positions: np.ndarray | None = None) -> Rows:
@@ -191,11 +225,21 @@ class Rows:
         scm = self._checked_scm()
         wanted = scm.observed if nodes is None else tuple(n for n in scm.observed if n in nodes)
         todo = [n for n in wanted if n not in self._values]
-        check_columns(self.frame, todo)
+        check_columns(self.frame, [n for n in todo if n not in self.holes])
         for node in todo:
             spec = scm.specs[node]
             assert isinstance(spec, Observed)
-            self._values[node] = family_of(spec).column_values(spec, self.frame[node], node)
+            mask = self.holes.get(node)
+            if mask is None:
+                self._values[node] = family_of(spec).column_values(spec, self.frame[node], node)
+                continue
+            # a modelled hole holds 0.0 (a valid value of every family, level codes from
+            # 0): the fit program never reads it (missing="model", Rows.holes)
+            column = np.zeros(len(self.frame))
+            column[~mask] = family_of(spec).column_values(
+                spec, self.frame[node][~mask], node
+            )
+            self._values[node] = column
         return {node: self._values[node] for node in wanted}
 
     def present(self) -> tuple[str, ...]:
@@ -222,13 +266,14 @@ class Rows:
             {k: v[index] for k, v in self.codes.items()},
             self._scm,
             {k: v[index] for k, v in self._values.items()},
+            {k: v[index] for k, v in self.holes.items() if v[index].any()},
         )
 
     def copy(self) -> Rows:
         """The same rows with a copy of the frame (a fit keeps rows the user cannot change)."""
         return Rows(
             self.frame.copy(), self.positions, self.encoding, self.codes, self._scm,
-            dict(self._values),
+            dict(self._values), dict(self.holes),
         )
 
     def chunk(self, rows: slice) -> Rows:

@@ -28,7 +28,7 @@ functions of the Stan bundled with httpstan 4.13 fail on an integer sigma).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 from counterfair import errors
@@ -37,6 +37,7 @@ from counterfair.model.equation import NodeEquation
 from counterfair.model.families import family_of
 from counterfair.model.families.base import append_rows
 from counterfair.model.specs import Latent, Observed, Protected, stan_real
+from counterfair.stan import holes as holes_code
 from counterfair.stan import integrated as integrated_latents
 from counterfair.stan import integrated_pairs
 from counterfair.stan.anchoring import (
@@ -468,12 +469,42 @@ def _latent_prior(scm: SCM, latent: str, target: str) -> str:
     return f"{target} ~ normal({stan_real(spec.loc)}, {stan_real(spec.scale)});"
 
 
-def _fit_statement(scm: SCM, eq: NodeEquation, predictor: Predictor, design: str | None) -> str:
-    """The sampling statement of one observed node in the fit program."""
+def _fit_statement(
+    scm: SCM,
+    eq: NodeEquation,
+    predictor: Predictor,
+    design: str | None,
+    hole: str | None = None,
+) -> str:
+    """The sampling statement of one observed node in the fit program.
+
+    ``hole`` (``missing="model"``, :mod:`counterfair.stan.holes`): ``"omit"`` samples
+    the rows that hold the node only, ``"sample"`` samples the node with its missing
+    values filled in.
+    """
+    rows = f"obs_{eq.node}" if hole == "omit" else None
+    target = {
+        "omit": f"{eq.node}[obs_{eq.node}]", "sample": holes_code.filled(eq.node)
+    }.get(hole or "")
+    if rows is not None and design is not None:
+        design = f"{design}[{rows}]"
     if eq.family.declares_coefficients:  # its latents are never anchored: plain terms
-        return eq.family.statement(eq, design, lambda name: name)
+        if rows is None:
+            return eq.family.statement(eq, design, lambda name: name, target=target)
+        if eq.loading_by is not None:
+            raise ValueError(
+                f"node {eq.node!r}: missing values of a categorical node whose loadings "
+                "differ by group (loading_by) are not modelled"
+            )
+        latents = {t.parent for t in eq.latent}
+        return eq.family.statement(
+            eq, design, lambda name: f"{name}[{rows}]" if name in latents else name,
+            target=target,
+        )
     scalar = join_terms(predictor.intercept) if predictor.intercept else ""
     alpha = " + ".join(([scalar] if scalar else []) + predictor.vectors) or "0.0"
+    if rows is not None and predictor.vectors:
+        alpha = f"({alpha})[{rows}]"
     pieces = []
     for parent, terms in predictor.blocks.items():
         coefficient = join_terms(terms)
@@ -483,7 +514,11 @@ def _fit_statement(scm: SCM, eq: NodeEquation, predictor: Predictor, design: str
         if predictor.sd is not None
         else eq.family.statement_arguments(eq, lambda name: name)
     )
-    return _sampling_statement(eq, design, alpha, bool(predictor.vectors), pieces, arguments)
+    beta = append_rows(pieces) if pieces else None
+    return eq.family.sampling_statement(
+        eq, design, alpha, bool(predictor.vectors), beta, arguments,
+        target=target, size=f"N_obs_{eq.node}" if rows is not None else "N",
+    )
 
 
 def _statement_comment(eq: NodeEquation, anchors: dict[str, tuple[NodeEquation, ...]]) -> str:
@@ -637,16 +672,31 @@ def _fit_model_block(
     vector_anchors: dict[str, tuple[NodeEquation, ...]] | None = None,
     integrated: dict[str, list[integrated_latents.IntegratedChild]] | None = None,
     pairs: dict[tuple[str, str], list[integrated_pairs.PairChild]] | None = None,
+    holes: dict[str, str] | None = None,
+    columns: dict[str, tuple[str, ...]] | None = None,
 ) -> list[str]:
-    """The fit program's model block: anchoring, priors, then the structural equations."""
+    """The fit program's model block: anchoring, priors, then the structural equations
+    (with ``holes``, the missing values filled in first, :mod:`counterfair.stan.holes`)."""
     vector_anchors = vector_anchors or {}
     integrated = integrated or {}
     pairs = pairs or {}
+    holes = holes or {}
     lines = ["model {", *_anchor_preamble(scm, anchors), f"{_INDENT}// priors"]
     skipped = set(integrated) | {latent for pair in pairs for latent in pair}
     lines += _latent_priors(scm, {**anchors, **vector_anchors}, skipped)
     for eq in equations:
         lines += _equation_priors(eq)
+    if holes:
+        first = {}
+        for node, name in designs.items():
+            first.setdefault(name, (node, (columns or {})[node]))
+        widths = {b: _block_width(scm, b) for _, blocks in first.values() for b in blocks}
+        lines.append(f"{_INDENT}// missing values (missing='model')")
+        lines += holes_code.fill_lines(holes, first, widths)
+        designs = {
+            node: f"{name}_f" if any(holes.get(b) == "sample" for b in first[name][1]) else name
+            for node, name in designs.items()
+        }
     lines.append(f"{_INDENT}// structural equations")
     done: set[str] = {c.eq.node for children in integrated.values() for c in children}
     done |= {c.eq.node for children in pairs.values() for c in children}
@@ -659,7 +709,12 @@ def _fit_model_block(
         comment = _statement_comment(eq, anchors)
         if comment:
             lines.append(_INDENT + comment)
-        lines.append(_INDENT + _fit_statement(scm, eq, predictors[eq.node], designs.get(eq.node)))
+        lines.append(
+            _INDENT
+            + _fit_statement(
+                scm, eq, predictors[eq.node], designs.get(eq.node), holes.get(eq.node)
+            )
+        )
     for latent, children in integrated.items():
         if children:
             lines += integrated_latents.model_line(latent, children, _INDENT)
@@ -737,7 +792,11 @@ def _vector_anchor_lines(
 
 
 def fit_program(
-    scm: SCM, *, anchor_latents: bool = True, integrate: Collection[str] = ()
+    scm: SCM,
+    *,
+    anchor_latents: bool = True,
+    integrate: Collection[str] = (),
+    holes: Mapping[str, str] | None = None,
 ) -> str:
     """Stan program sampling the SCM's parameters and every row's latents.
 
@@ -756,6 +815,10 @@ def fit_program(
         latents of a pair exactly per draw (one latent per row is drawn after sampling,
         :func:`counterfair.stan.integrated.drawn_in_program`).
         Each must pass :func:`counterfair.stan.integrated.unsupported_reason`.
+    holes : mapping of str to str, optional
+        ``missing="model"``'s plan (:func:`counterfair.rows.missing.hole_plan`): node ->
+        ``"omit"`` or ``"sample"`` (:mod:`counterfair.stan.holes`). A latent those nodes
+        touch is sampled directly, and may not be integrated out.
 
     Returns
     -------
@@ -769,9 +832,19 @@ def fit_program(
             raise ValueError(f"latent {latent!r} cannot be integrated out: {reason}")
     if integrate and not anchor_latents:
         raise ValueError("integrate= needs anchor_latents=True: it integrates the anchors first")
+    plan = holes_code.program_plan(holes)
+    touched = holes_code.touched_latents(scm, plan)
+    for latent in integrate:
+        if latent in touched:
+            raise ValueError(
+                f"latent {latent!r} cannot be integrated out: {touched[latent]!r} has "
+                "missing values (missing='model' samples the latent with them)"
+            )
     equations = [scm.equations[n] for n in scm.observed]
     anchors = anchors_of(scm, integrate) if anchor_latents else {}
     vector_anchors = vector_anchors_of(scm) if anchor_latents else {}
+    anchors = {k: v for k, v in anchors.items() if k not in touched}
+    vector_anchors = {k: v for k, v in vector_anchors.items() if k not in touched}
     # a categorical node's latents are never folded into its design (its loadings are
     # a row vector): an integrated latent's anchored mean enters it as one vector
     predictors = {
@@ -807,12 +880,15 @@ def fit_program(
     )
     lines = _header(scm, purpose)
     lines.append(_functions_block(scm, integrated=bool(integrate), pairs=bool(pairs)))
-    lines += _fit_data_block(scm, equations, integrated=bool(integrate), pairs=bool(pairs))
+    data = _fit_data_block(scm, equations, integrated=bool(integrate), pairs=bool(pairs))
+    lines += [*data[:-1], *holes_code.data_lines(plan), data[-1]]
     lines += _with_outcomes(_transformed_data_block(scm, columns, equations), integrated, pairs)
-    lines += _fit_parameters_block(scm, equations, {**anchors, **vector_anchors}, integrate)
+    parameters = _fit_parameters_block(scm, equations, {**anchors, **vector_anchors}, integrate)
+    lines += [*parameters[:-1], *holes_code.parameter_lines(plan), parameters[-1]]
     lines += _fit_transformed_parameters_block(equations)
     lines += _fit_model_block(
-        scm, equations, anchors, predictors, designs, vector_anchors, integrated, pairs
+        scm, equations, anchors, predictors, designs, vector_anchors, integrated, pairs,
+        holes=plan, columns=columns,
     )
     lines += _integrated_draws_block(scm, pairs)
     return "\n".join(lines) + "\n"

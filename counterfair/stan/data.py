@@ -15,6 +15,7 @@ from counterfair.model.families.categorical import Categorical
 from counterfair.model.params import ParamDraws
 from counterfair.rows.rows import Rows
 from counterfair.stan.codegen import abduction_equations
+from counterfair.stan.holes import hole_data
 
 if TYPE_CHECKING:
     from counterfair.model.equation import NodeEquation
@@ -95,19 +96,28 @@ def bending_data(
 
 
 def fit_data(
-    scm: SCM, data: Rows | pd.DataFrame, encoding: Encoding | None = None
+    scm: SCM,
+    data: Rows | pd.DataFrame,
+    encoding: Encoding | None = None,
+    holes: Mapping[str, str] | None = None,
 ) -> dict[str, object]:
     """Data for the fit program: every protected and observed column of the rows.
 
     ``data``: rows checked at their door (:meth:`~counterfair.rows.Rows.check`), or a
     frame, which is checked there first (under ``encoding``, or one learned from it).
+    ``holes``: ``missing="model"``'s plan; the rows' missing values are then described
+    for the program (:func:`counterfair.stan.holes.hole_data`).
     """
-    rows = Rows.check(data, scm, encoding)
+    rows = Rows.check(data, scm, encoding, missing="model" if holes else "error")
     values = rows.values()
     out = _base_data(scm, rows, values)
     for node in scm.observed:
         eq = scm.equations[node]
-        out[f"scale_{node}"] = eq.family.coefficient_scale(values[node])
+        hole = rows.holes.get(node)
+        held = values[node] if hole is None else values[node][~hole]
+        out[f"scale_{node}"] = eq.family.coefficient_scale(held)
+    if holes:
+        out.update(hole_data(scm, rows, holes))
     return out
 
 

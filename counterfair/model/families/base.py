@@ -311,6 +311,9 @@ class Family:
         alpha_is_vector: bool,
         beta: str | None,
         arguments: list[str],
+        *,
+        target: str | None = None,
+        size: str = "N",
     ) -> str:
         """``node ~ <GLM>(X, alpha, beta, ...);``, or the plain function without columns.
 
@@ -328,10 +331,17 @@ class Family:
             The stacked coefficient vector (None without columns).
         arguments : list of str
             Trailing arguments (:meth:`statement_arguments`, or the fit program's own).
+        target : str, optional
+            What is sampled (default the node's column; ``node[obs_node]`` for the rows
+            that hold it, or ``node_full`` with missing values filled in).
+        size : str
+            The number of rows the statement covers (Stan), for a family that repeats a
+            scalar predictor.
         """
+        lhs = eq.node if target is None else target
         if beta is not None:
-            return f"{eq.node} ~ {self.glm}({', '.join([str(design), alpha, beta, *arguments])});"
-        return f"{eq.node} ~ {self.plain}({', '.join([alpha, *arguments])});"
+            return f"{lhs} ~ {self.glm}({', '.join([str(design), alpha, beta, *arguments])});"
+        return f"{lhs} ~ {self.plain}({', '.join([alpha, *arguments])});"
 
     # ------------------------------------------------------------------ own coefficients
     def coefficient_declarations(
@@ -349,8 +359,11 @@ class Family:
         """Prior statements of every coefficient (``declares_coefficients`` only)."""
         raise NotImplementedError
 
-    def statement(self, eq: NodeEquation, design: str | None, index: Index) -> str:
-        """The whole sampling statement, latents included (``declares_coefficients`` only)."""
+    def statement(
+        self, eq: NodeEquation, design: str | None, index: Index, *, target: str | None = None
+    ) -> str:
+        """The whole sampling statement, latents included (``declares_coefficients`` only);
+        ``target`` as in :meth:`sampling_statement`."""
         raise NotImplementedError
 
     def integrated_predictor(self, eq: NodeEquation, design: str | None) -> str:

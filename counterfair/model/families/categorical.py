@@ -205,7 +205,10 @@ class CategoricalFamily(LevelFamily):
         out += [f"{param} ~ {spec.prior_weights.stan()};" for param in rows]
         return out
 
-    def statement(self, eq: NodeEquation, design: str | None, index: Index) -> str:
+    def statement(
+        self, eq: NodeEquation, design: str | None, index: Index, *, target: str | None = None
+    ) -> str:
+        lhs = eq.node if target is None else target
         columns = design
         for lterm in eq.latent:
             latent = index(lterm.parent)
@@ -225,9 +228,9 @@ class CategoricalFamily(LevelFamily):
             if lterm.by_param is not None:
                 pieces.append(index(lterm.by_param))
         if columns is None:
-            return f"{eq.node} ~ {self.plain}({alpha});"
+            return f"{lhs} ~ {self.plain}({alpha});"
         rows = append_rows(pieces) if len(pieces) > 1 else f"to_matrix({pieces[0]})"
-        return f"{eq.node} ~ {self.glm}({columns}, {alpha}, with_reference({rows}));"
+        return f"{lhs} ~ {self.glm}({columns}, {alpha}, with_reference({rows}));"
 
     def integrated_predictor(self, eq: NodeEquation, design: str | None) -> str:
         """The ``N x (K-1)`` linear predictors of the non-reference levels without the

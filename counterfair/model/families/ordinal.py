@@ -193,19 +193,23 @@ class OrdinalFamily(LevelFamily):
         alpha_is_vector: bool,
         beta: str | None,
         arguments: list[str],
+        *,
+        target: str | None = None,
+        size: str = "N",
     ) -> str:
         (cutpoints,) = arguments
+        lhs = eq.node if target is None else target
         if beta is not None and not alpha_is_vector:
             # a scalar shift of the linear predictor is a shift of the cutpoints
             cuts = cutpoints if alpha == "0.0" else f"{cutpoints} - ({alpha})"
-            return f"{eq.node} ~ {self.glm}({design}, {beta}, {cuts});"
+            return f"{lhs} ~ {self.glm}({design}, {beta}, {cuts});"
         if beta is not None:
             eta = f"{alpha} + {design} * {beta}"
         elif alpha_is_vector:
             eta = alpha
         else:
-            eta = f"rep_vector({alpha}, N)"
-        return f"{eq.node} ~ {self.plain}({eta}, {cutpoints});"
+            eta = f"rep_vector({alpha}, {size})"
+        return f"{lhs} ~ {self.plain}({eta}, {cutpoints});"
 
     # ------------------------------------------------------------------ numpy
     def parameter_shapes(
