@@ -116,10 +116,12 @@ NAN_COLUMNS = (
     "complete"
 )
 NAN_HINT = (
-    ". Fit on the complete rows with missing='drop' (SCM.fit), or fill the values first"
+    ". Fit on the complete rows with missing='drop' (SCM.fit), treat the values as missing "
+    "at random with missing='model', or fill the values first"
 )
 NAN_HINT_CLI = (
-    ". Fit on the complete rows with --missing drop (counterfair fit), or fill the values first"
+    ". Fit on the complete rows with --missing drop (counterfair fit), treat the values as "
+    "missing at random with --missing model, or fill the values first"
 )
 NOT_NUMERIC = "column {column!r} (node {node!r}, {family}) must be numeric, got dtype {dtype}"
 NOT_FINITE = "column {column!r} has non-finite value {value!r} at row {row!r}"

@@ -224,10 +224,12 @@ def add_fit_parser(sub: Any) -> None:
         "parameters (joint)",
     )
     p.add_argument(
-        "--missing", choices=("error", "drop"), default="error",
+        "--missing", choices=("error", "drop", "model"), default="error",
         help="rows with missing values in the SCM's columns: refuse them, naming every "
-        "column (error), or fit on the complete rows, one line per column (drop; assumes "
-        "values missing completely at random)",
+        "column (error); fit on the complete rows, one line per column (drop; assumes "
+        "values missing completely at random); or keep every row and treat a missing "
+        "value as unknown (model; assumes values missing at random given the rest of the "
+        "row)",
     )
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
     p.add_argument(

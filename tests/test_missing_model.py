@@ -1,0 +1,221 @@
+"""``SCM.fit(missing="model")``: missing values treated as unknown under missing at random.
+
+The posterior of a fit with holes is checked against the exact one (``tests/_holes.py``:
+closed form but for one 1-D integral, turned into means and sds by importance sampling):
+a Normal mediator ``W`` whose missing values are sampled, and two nodes without children
+(a Normal ``Y`` and a Bernoulli ``B``) left out of their likelihood where missing. The
+same comparison against the posterior of the complete rows shows that the check can
+fail: dropping the rows moves several parameters by more than a posterior sd. Then what
+the fit refuses (naming the column), a latent touched by the holes (sampled directly),
+the record kept and saved, the refusal of every later stage, and the command line.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import pytest
+from _holes import PRIORS, STAN, holes_data, holes_scm, reference_posterior
+from _models import dag, linear_gaussian_data, linear_gaussian_scm
+from _seeds import shifted
+
+import counterfair as cf
+from counterfair.rows import Rows
+from counterfair.rows.missing import hole_plan
+
+pytestmark = pytest.mark.filterwarnings("ignore::counterfair.ConvergenceWarning")
+
+
+def _holes(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """``frame`` with 60 of ``X`` and 40 of ``Y`` hidden at random."""
+    out = frame.copy()
+    rng = np.random.default_rng(seed)
+    out.loc[out.index[rng.choice(len(out), 60, replace=False)], "X"] = np.nan
+    out.loc[out.index[rng.choice(len(out), 40, replace=False)], "Y"] = np.nan
+    return out
+
+
+# ---------------------------------------------------------------------- the plan
+def test_the_plan_omits_leaves_and_samples_normal_mediators() -> None:
+    assert hole_plan(holes_scm(), {"W": 3, "Y": 2, "B": 0, "A": 0}) == {
+        "W": "sample", "Y": "omit",
+    }
+    program = holes_scm().stan_code(holes={"W": "sample", "Y": "omit", "B": "omit"})
+    for line in PRIORS:  # the reference's priors are the program's
+        assert f"  {line}" in program, line
+    assert "vector<offset=loc_W, multiplier=scl_W>[N_mis_W] W_mis;" in program
+    assert "W_full ~ normal_id_glm(X_W, alpha_W, beta_W_A, sigma_W);" in program
+    assert "Y[obs_Y] ~ normal_id_glm(X_Y_f[obs_Y]," in program
+    assert "B[obs_B] ~ bernoulli_logit_glm(X_Y_f[obs_B]," in program
+    # the same plan in another order gives the same text (one compiled binary)
+    assert program == holes_scm().stan_code(holes={"B": "omit", "Y": "omit", "W": "sample"})
+
+
+def test_what_the_fit_cannot_model_is_refused_naming_the_column() -> None:
+    scm = holes_scm()
+    with pytest.raises(cf.DataError, match=r"column 'A' has 4 missing value\(s\): it is a "
+                       "protected attribute"):
+        hole_plan(scm, {"A": 4})
+    # a discrete node with children: not summed out yet
+    g = dag(
+        {"A": cf.Protected(levels=("a0", "a1")), "E": cf.Bernoulli(), "Y": cf.Normal()},
+        [("A", "E"), ("A", "Y"), ("E", "Y")],
+    )
+    with pytest.raises(cf.DataError, match=r"column 'E' has 7 missing value\(s\): node 'E' "
+                       r"\(bernoulli\) has children \['Y'\]"):
+        hole_plan(cf.SCM(g), {"E": 7})
+    # nothing was fitted: the refusal comes before the rows are read
+    complete, holes = holes_data(60, shifted(3))
+    with pytest.raises(cf.DataError, match="column 'A' has 1 missing"):
+        scm.fit(holes.assign(A=holes["A"].where(holes.index != 5)), missing="model")
+    with pytest.raises(ValueError, match="warm_start='pilot' is not used with missing='model'"):
+        scm.fit(holes, missing="model", warm_start="pilot")
+    with pytest.raises(cf.DataError, match="column 'W' has no value in any row"):
+        Rows.check(holes.assign(W=np.nan), scm, missing="model")
+    with pytest.raises(ValueError, match=r"missing must be one of \['error', 'drop', 'model'\]"):
+        scm.fit(holes, missing="impute")  # type: ignore[arg-type]
+
+
+def test_the_rows_door_keeps_holes_only_when_asked() -> None:
+    scm = holes_scm()
+    _, holes = holes_data(80, shifted(4))
+    with pytest.raises(cf.DataError, match="missing='model'"):
+        Rows.check(holes, scm)  # the refusal names the option
+    rows = Rows.check(holes, scm, missing="model")
+    assert set(rows.holes) == {n for n in ("W", "Y", "B") if holes[n].isna().any()}
+    values = rows.values()
+    np.testing.assert_array_equal(values["W"][rows.holes["W"]], 0.0)
+    np.testing.assert_array_equal(values["W"][~rows.holes["W"]], holes["W"].dropna())
+    part = rows.take(np.arange(10, 30))
+    np.testing.assert_array_equal(part.holes["W"], rows.holes["W"][10:30])
+    # a later stage given rows with holes refuses them, naming the columns
+    with pytest.raises(cf.DataError, match="this step does not take rows with missing values"):
+        Rows.check(rows, scm)
+
+
+# ---------------------------------------------------------------------- the posterior
+@pytest.fixture(scope="module")
+def holes_fit(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame, pd.DataFrame]:
+    complete, holes = holes_data(500, shifted(21))
+    fit = holes_scm().fit(
+        holes, missing="model", chains=4, warmup=500, draws=1000, seed=shifted(5)
+    )
+    return fit, complete, holes
+
+
+def _stan_quantity(fit: cf.Fit, name: str) -> np.ndarray:
+    values = fit.idata.posterior[STAN[name]].values
+    return values.reshape(values.shape[0], values.shape[1], -1)[..., 0]
+
+
+@pytest.mark.stan
+def test_the_posterior_with_holes_is_the_exact_one(
+    holes_fit: tuple[cf.Fit, pd.DataFrame, pd.DataFrame],
+) -> None:
+    fit, _, holes = holes_fit
+    exact = reference_posterior(holes, seed=shifted(6))
+    dropped = reference_posterior(holes.dropna(), seed=shifted(7))
+    assert exact.ess > 3000
+    far = []
+    for name in STAN:
+        draws = _stan_quantity(fit, name)
+        mean, sd = float(draws.mean()), float(draws.std())
+        mcse = float(az.mcse(az.convert_to_dataset({"x": draws}))["x"])
+        error = np.hypot(mcse, exact.se[name])
+        assert abs(mean - exact.mean[name]) < 4 * error, (name, mean, exact.mean[name], error)
+        assert 0.9 < sd / exact.sd[name] < 1.1, (name, sd, exact.sd[name])
+        if abs(mean - dropped.mean[name]) > 6 * np.hypot(error, dropped.se[name]):
+            far.append(name)
+    # the check has power: the complete rows' posterior is not the one with holes
+    assert len(far) >= 3, far
+    # every missing value of W has its draws, labelled by its row
+    w_mis = fit.idata.posterior["W_mis"]
+    assert w_mis.dims[-1] == "W_missing_row"
+    assert list(w_mis["W_missing_row"].values) == list(holes.index[holes["W"].isna()])
+
+
+@pytest.mark.stan
+def test_the_record_is_kept_saved_and_later_stages_refuse_the_rows(
+    holes_fit: tuple[cf.Fit, pd.DataFrame, pd.DataFrame], tmp_path: Path,
+) -> None:
+    fit, _, holes = holes_fit
+    counts = {c: int(n) for c, n in holes[["W", "Y", "B"]].isna().sum().items()}
+    assert fit.missing == {
+        "policy": "model", "rows": 500, "incomplete": int(holes.isna().any(axis=1).sum()),
+        "columns": counts, "plan": {"W": "sample", "Y": "omit", "B": "omit"},
+    }
+    assert fit.holes == {"W": "sample", "Y": "omit", "B": "omit"}
+    assert len(fit.data) == 500 and fit.data["W"].isna().sum() == counts["W"]
+    fit.save(tmp_path / "fit")
+    assert "W_mis" in (tmp_path / "fit" / "model.stan").read_text()
+    loaded = cf.load(tmp_path / "fit")
+    assert loaded.missing == fit.missing and loaded.holes == fit.holes
+    assert set(loaded.rows.holes) == {"W", "Y", "B"}
+    with pytest.raises(cf.DataError, match="does not take rows with missing values"):
+        fit.abduct(fit.rows)
+    with pytest.raises(cf.DataError, match=r"missing \(NaN\) values in 3 column"):
+        fit.abduct(holes)
+    # complete rows are taken as from any fit
+    complete_rows = holes.dropna().iloc[:20]
+    assert fit.abduct(complete_rows).n_samples > 0
+
+
+@pytest.mark.stan
+def test_a_latent_the_holes_touch_is_sampled_directly(
+    stan_backend: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    data = linear_gaussian_data().drop(columns="U")
+    holes = _holes(data, shifted(8))
+    options = {"chains": 2, "warmup": 300, "draws": 300, "seed": shifted(9)}
+    with caplog.at_level(logging.INFO, logger="counterfair"):
+        fit = linear_gaussian_scm().fit(holes, missing="model", **options)
+    assert fit.holes == {"X": "sample", "Y": "omit"}
+    assert fit.integrated == ()
+    posterior = fit.idata.posterior
+    assert "U" in posterior and "z_U" not in posterior and "X_mis" in posterior
+    if stan_backend == "cmdstanpy":  # PyStan has no integrated latents to leave out
+        assert any(
+            "latent 'U' sampled jointly: 'X' has missing values" in r.getMessage()
+            for r in caplog.records
+        )
+    with pytest.raises(ValueError, match="latent 'U' cannot be integrated out: 'X' has"):
+        linear_gaussian_scm().fit(holes, missing="model", latents="integrated", **options)
+    complete = linear_gaussian_scm().fit(data, **options)
+    for name in ("lambda_X_U", "lambda_Y_U", "beta_Y_X"):
+        a, b = posterior[name].values.ravel(), complete.idata.posterior[name].values.ravel()
+        assert abs(a.mean() - b.mean()) < 3 * a.std(), name
+        assert a.std() > b.std() * 0.95, name  # fewer values: not more certain
+
+
+@pytest.mark.stan
+def test_cli_fit_missing_model_logs_the_plan(tmp_path: Path, stan_backend: str) -> None:
+    _, holes = holes_data(200, shifted(10))
+    holes.to_csv(tmp_path / "rows.csv", index=False)
+    model = tmp_path / "model.yaml"
+    model.write_text(
+        "nodes:\n"
+        "  A: {family: protected, levels: [a0, a1]}\n"
+        "  W: {family: normal, parents: [A]}\n"
+        "  Y: {family: normal, parents: [A, W]}\n"
+        "  B: {family: bernoulli, parents: [A, W]}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "counterfair.cli.commands", "fit", str(model), "--data",
+         "rows.csv", "--out", "run", "--chains", "2", "--warmup", "200", "--draws", "200",
+         "--missing", "model", "--backend", stan_backend],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    count = int(holes["W"].isna().sum())
+    assert (
+        f"[counterfair] missing='model': 'W' has {count} missing value(s), its missing values "
+        "sampled with the parameters" in done.stderr
+    )
+    assert "assumes the values are missing at random" in done.stderr
+    assert cf.load(tmp_path / "run" / "fit").holes == {"W": "sample", "Y": "omit", "B": "omit"}
