@@ -77,7 +77,7 @@ def test_drop_incomplete_records_and_logs_each_column(caplog: pytest.LogCaptureF
 
 
 def test_bad_policy_is_refused_before_any_work() -> None:
-    with pytest.raises(ValueError, match=r"missing must be one of \['error', 'drop'\]"):
+    with pytest.raises(ValueError, match=r"missing must be one of \['error', 'drop', 'model'\]"):
         linear_gaussian_scm().fit(linear_gaussian_data(), missing="impute")  # type: ignore[arg-type]
 
 

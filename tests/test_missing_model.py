@@ -89,7 +89,9 @@ def test_the_rows_door_keeps_holes_only_when_asked() -> None:
         Rows.check(holes, scm)  # the refusal names the option
     rows = Rows.check(holes, scm, missing="model")
     assert set(rows.holes) == {n for n in ("W", "Y", "B") if holes[n].isna().any()}
-    values = rows.values()
+    with pytest.raises(cf.DataError, match="this step does not take rows with missing"):
+        rows.values()  # a reader that does not ask for the holes is refused them
+    values = rows.values(holes=True)
     np.testing.assert_array_equal(values["W"][rows.holes["W"]], 0.0)
     np.testing.assert_array_equal(values["W"][~rows.holes["W"]], holes["W"].dropna())
     part = rows.take(np.arange(10, 30))
@@ -161,6 +163,8 @@ def test_the_record_is_kept_saved_and_later_stages_refuse_the_rows(
         fit.abduct(fit.rows)
     with pytest.raises(cf.DataError, match=r"missing \(NaN\) values in 3 column"):
         fit.abduct(holes)
+    with pytest.raises(cf.DataError, match="does not take rows with missing values"):
+        fit.ppc()  # its replications read every row's values
     # complete rows are taken as from any fit
     complete_rows = holes.dropna().iloc[:20]
     assert fit.abduct(complete_rows).n_samples > 0
@@ -218,4 +222,6 @@ def test_cli_fit_missing_model_logs_the_plan(tmp_path: Path, stan_backend: str) 
         "sampled with the parameters" in done.stderr
     )
     assert "assumes the values are missing at random" in done.stderr
+    assert "posterior predictive check: not run (the rows have missing values" in done.stdout
+    assert not (tmp_path / "run" / "ppc.csv").exists()
     assert cf.load(tmp_path / "run" / "fit").holes == {"W": "sample", "Y": "omit", "B": "omit"}

@@ -423,14 +423,21 @@ def run_fit(args: argparse.Namespace) -> int:
     message = _not_converged_message(fit, args, warmup, draws, budget)
     if message:
         print(message)
-    with _stage("posterior predictive check"):
-        check = fit.ppc(seed=args.seed)
-    print(check)
+    check = None
+    if fit.holes:  # its replications would need every row's missing values drawn
+        print("posterior predictive check: not run (the rows have missing values, "
+              "modelled by --missing model; the check takes complete rows)")
+    else:
+        with _stage("posterior predictive check"):
+            check = fit.ppc(seed=args.seed)
+        print(check)
 
     def fill(folder: Path) -> None:
         fit.save(folder / "fit")
-        check.table.to_csv(folder / "ppc.csv", index=False)
-        (folder / "diagnostics.txt").write_text(f"{fit.diagnostics}\n\n{check}\n")
+        if check is not None:
+            check.table.to_csv(folder / "ppc.csv", index=False)
+        shown = "" if check is None else f"\n\n{check}"
+        (folder / "diagnostics.txt").write_text(f"{fit.diagnostics}{shown}\n")
 
     with _stage("save the run"):
         write_folder(out, "run", fill, overwrite=args.force)

@@ -248,7 +248,7 @@ def scale_values(scm: SCM, data: Rows | pd.DataFrame) -> dict[str, np.ndarray]:
             if isinstance(spec, Protected) and spec.continuous and node in data.codes:
                 out[node] = np.asarray(data.codes[node], dtype=float)
             elif node in present and scm.equations[node].family.additive_noise:
-                values = data.values([node])[node]
+                values = data.values([node], holes=True)[node]
                 hole = data.holes.get(node)  # missing="model": the values held only
                 out[node] = values if hole is None else values[~hole]
         return out

@@ -210,11 +210,15 @@ class Rows:
         return cls(frame, _positions(positions, len(frame)))
 
     # ------------------------------------------------------------------ values
-    def values(self, nodes: Collection[str] | None = None) -> dict[str, np.ndarray]:
+    def values(
+        self, nodes: Collection[str] | None = None, *, holes: bool = False
+    ) -> dict[str, np.ndarray]:
         """Float values of observed columns, parsed by their families once and kept.
 
         ``nodes``: observed nodes (default: every observed node of the SCM). Level-valued
-        families (ordinal, categorical) give level codes from 0.
+        families (ordinal, categorical) give level codes from 0. ``holes``: the fit of
+        ``missing="model"`` reads a node with missing values (:attr:`holes`) as 0.0 where
+        it is missing; every other reader is refused such a node.
 
         Raises
         ------
@@ -224,6 +228,12 @@ class Rows:
         """
         scm = self._checked_scm()
         wanted = scm.observed if nodes is None else tuple(n for n in scm.observed if n in nodes)
+        if not holes and any(n in self.holes for n in wanted):
+            raise errors.DataError(
+                missing_message(self.frame, [n for n in wanted if n in self.holes], hint=False)
+                + ". The fit modelled them (missing='model'); this step does not take "
+                "rows with missing values yet: give it complete rows"
+            )
         todo = [n for n in wanted if n not in self._values]
         check_columns(self.frame, [n for n in todo if n not in self.holes])
         for node in todo:

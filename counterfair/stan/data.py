@@ -109,7 +109,7 @@ def fit_data(
     for the program (:func:`counterfair.stan.holes.hole_data`).
     """
     rows = Rows.check(data, scm, encoding, missing="model" if holes else "error")
-    values = rows.values()
+    values = rows.values(holes=True)
     out = _base_data(scm, rows, values)
     for node in scm.observed:
         eq = scm.equations[node]

@@ -147,7 +147,7 @@ def fill_lines(
 def hole_data(scm: SCM, rows: Rows, holes: Mapping[str, str]) -> dict[str, object]:
     """The data of :func:`data_lines` for ``rows`` (1-based row numbers, as Stan counts)."""
     out: dict[str, object] = {}
-    values = rows.values([n for n in holes])
+    values = rows.values(list(holes), holes=True)
     for node, kind in holes.items():
         mask = np.asarray(rows.holes[node], dtype=bool)
         if kind == "omit":
