@@ -159,12 +159,19 @@ def test_the_record_is_kept_saved_and_later_stages_refuse_the_rows(
     loaded = cf.load(tmp_path / "fit")
     assert loaded.missing == fit.missing and loaded.holes == fit.holes
     assert set(loaded.rows.holes) == {"W", "Y", "B"}
-    with pytest.raises(cf.DataError, match="does not take rows with missing values"):
-        fit.abduct(fit.rows)
+    # the training rows are abducted from the fit's draws, their missing values filled
+    own = fit.abduct(fit.rows, n_samples=50, seed=shifted(12))
+    assert set(own.holes) == {"W", "Y", "B"} and own.observed["W"].shape == (50, 500)
+    w_mis = fit.idata.posterior["W_mis"].values.reshape(-1, counts["W"])
+    drawn = own.observed["W"][:, own.holes["W"]]
+    assert all(any(np.array_equal(row, d) for d in w_mis) for row in drawn[:5])
+    held = holes["W"].dropna().to_numpy()
+    np.testing.assert_array_equal(own.observed["W"][:, ~own.holes["W"]], np.tile(held, (50, 1)))
+    # other rows with holes are refused, as is every check that compares values
     with pytest.raises(cf.DataError, match=r"missing \(NaN\) values in 3 column"):
         fit.abduct(holes)
-    with pytest.raises(cf.DataError, match="does not take rows with missing values"):
-        fit.ppc()  # its replications read every row's values
+    with pytest.raises(cf.DataError, match="posterior predictive check compares every row"):
+        fit.ppc()
     # complete rows are taken as from any fit
     complete_rows = holes.dropna().iloc[:20]
     assert fit.abduct(complete_rows).n_samples > 0
@@ -225,3 +232,31 @@ def test_cli_fit_missing_model_logs_the_plan(tmp_path: Path, stan_backend: str) 
     assert "posterior predictive check: not run (the rows have missing values" in done.stdout
     assert not (tmp_path / "run" / "ppc.csv").exists()
     assert cf.load(tmp_path / "run" / "fit").holes == {"W": "sample", "Y": "omit", "B": "omit"}
+
+
+@pytest.mark.stan
+def test_the_decomposition_takes_the_training_rows_with_holes(
+    holes_fit: tuple[cf.Fit, pd.DataFrame, pd.DataFrame],
+) -> None:
+    fit, _, holes = holes_fit
+    options = {"attribute": "A", "x0": "a0", "x1": "a1", "outcome": "Y", "n_samples": 200,
+               "seed": shifted(13)}
+    result = cf.audit.decompose(fit, fit.data, **options)
+    draws = result.draws
+    np.testing.assert_allclose(
+        draws["Ctf-DE"] - draws["Ctf-IE"] - draws["Ctf-SE"], draws["TV"], atol=1e-12
+    )
+    # linear: each sample's Ctf-DE is its beta_Y_A and its Ctf-IE is -beta_Y_W beta_W_A
+    posterior = fit.idata.posterior
+    beta_ya = posterior["beta_Y_A"].values.ravel()
+    effect = -(posterior["beta_Y_W"].values * posterior["beta_W_A"].values[..., 0]).ravel()
+    for term, values in (("Ctf-DE", beta_ya), ("Ctf-IE", effect)):
+        error = values.std() / np.sqrt(200)
+        assert abs(float(draws[term].mean()) - values.mean()) < 4 * error, term
+    # the same numbers at every chunk size
+    with cf.set_options(chunk_bytes=2**16):  # a few rows per chunk
+        small = cf.audit.decompose(fit, fit.data, **options)
+    pd.testing.assert_frame_equal(small.table, result.table)
+    # a copy of the rows is not the fit's: refused, naming the columns
+    with pytest.raises(cf.DataError, match=r"missing \(NaN\) values in 3 column"):
+        cf.audit.decompose(fit, holes, **options)

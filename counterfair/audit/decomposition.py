@@ -525,7 +525,12 @@ def _factual_output(
     observed node, every sample being the same rows, and its output repeated: the
     learner's output on the rows, whose gap between the groups is TV in every sample."""
     s, n = abduction.n_samples, len(abduction.data)
-    if predictor is None or not takes_rows(predictor) or missing_nodes(fit.scm, abduction):
+    if (
+        predictor is None
+        or not takes_rows(predictor)
+        or missing_nodes(fit.scm, abduction)
+        or abduction.holes  # each sample holds its own values where the rows miss them
+    ):
         return np.asarray(read(factual, "factual", n))
     frame = factual.frame(fit.scm, fit.encoding, latents=False).iloc[:n]
     frame.index = abduction.data.index  # the rows, as a Dask task keys them
@@ -754,7 +759,7 @@ def decompose(
         n_samples=n_samples, n_param_draws=n_param_draws, seed=seed, interval=interval,
         allow=allow,
     )
-    rows = Rows.check(data, fit.scm, fit.encoding)
+    rows = fit.rows_of(data)
     codes = np.asarray(rows.codes[attribute])
     for name, code in zip(("x0", "x1"), plan.codes, strict=True):
         if not (codes == code).any():  # before any abduction

@@ -54,7 +54,9 @@ def ppc_p_values(
         return np.zeros(0)
     n_draws = min(n_draws, fit.params().n)
     seed = fit.seed if seed is None else seed
-    abduction = fit.abduct(n_samples=n_draws, seed=seed)
+    abduction = fit.abduct(n_samples=n_draws, seed=seed).without_holes(
+        "the posterior predictive falsification"
+    )
     rng = np.random.default_rng(seed)
     n_rows = len(abduction.data)
     latents = prior_latents(fit.scm, abduction.n_samples, n_rows, rng)

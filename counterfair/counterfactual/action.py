@@ -273,7 +273,7 @@ def simulate_missing(
         if absent:
             raise errors.DataError(MISSING_PARENT.format(node=node, parent=absent[0]))
     values: dict[str, np.ndarray] = {**abduction.latents}
-    values.update({k: v[None, :] for k, v in abduction.observed.items()})
+    values.update(abduction.factual_values())
     simulated: dict[str, np.ndarray] = {}
     noise: dict[str, np.ndarray] = {}
     reference = scm.coding == "reference"
@@ -470,7 +470,7 @@ def factual_world(fit: Fit, abduction: Abduction, rng: RandomSource) -> World:
     """
     simulated, simulated_noise = simulate_missing(fit.scm, abduction, rng)
     values: dict[str, np.ndarray] = {**abduction.latents}
-    values.update({k: v[None, :] for k, v in abduction.observed.items()})
+    values.update(abduction.factual_values())
     values.update(simulated)
     return World(
         name=WORLD_FACTUAL,

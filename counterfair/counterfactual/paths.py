@@ -358,7 +358,7 @@ def path_specific_frame(
     cf_codes = do_codes(fit, do, abduction)
     simulated, simulated_noise = simulate_missing(scm, abduction, rng)
     factual_values: dict[str, np.ndarray] = {**abduction.latents}
-    factual_values.update({k: v[None, :] for k, v in abduction.observed.items()})
+    factual_values.update(abduction.factual_values())
     factual_values.update(simulated)
     noise = {**abduction.noise(scm), **simulated_noise}
     cf_values = path_specific_values(

@@ -27,12 +27,14 @@ from counterfair.inference.abduction import (
 )
 from counterfair.inference.diagnostics import warn_on_divergences
 from counterfair.logs import progress_enabled
+from counterfair.model.evaluate import draw_node, linear_predictor
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
 from counterfair.rows import chunking
 from counterfair.rows.rows import Rows
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import abduction_data, conditioning_nodes, coords_and_dims
+from counterfair.stan.holes import mis_name
 
 if TYPE_CHECKING:  # types only: Fit.abduct delegates here
     from counterfair.inference.fit import AbductionEngine, AbductionMethod, Fit
@@ -119,22 +121,90 @@ def _check_engine(engine: str, mcmc_settings: list[str]) -> None:
 
 
 def training_abduction(
-    fit: Fit, n_samples: int | None, seed: int | None) -> Abduction:
+    fit: Fit, n_samples: int | None, seed: int | None, rows: Rows | None = None
+) -> Abduction:
+    """The training rows' joint posterior draws (parameters, latents), thinned to
+    ``n_samples``; ``rows``: a part of the training rows (their positions in them).
+
+    For a fit of ``missing="model"`` the rows' missing values are filled per sample: a
+    sampled node's by its posterior draws (``<node>_mis``, the same draws as the
+    parameters), a node without children's by a draw from its equation given the
+    sample's parents and latents (stream ``("missing", node)`` keyed by the row's
+    position); :attr:`Abduction.holes` marks them.
+    """
     params = fit.params()
     latents = {
         name: np.asarray(fit.idata.posterior[name].values).reshape(params.n, -1)
         for name in fit.scm.latents
     }
+    holes = fit.holes
+    sampled = {
+        node: np.asarray(fit.idata.posterior[mis_name(node)].values).reshape(params.n, -1)
+        for node, kind in holes.items()
+        if kind == "sample"
+    }
     if n_samples is not None and n_samples < params.n:
-        params, latents = _thin(params, latents, n_samples, seed)
-    return Abduction(
+        params, drawn = _thin(params, {**latents, **sampled}, n_samples, seed)
+        latents = {name: drawn[name] for name in latents}
+        sampled = {node: drawn[node] for node in sampled}
+    training = fit.rows
+    observed = training.values(holes=bool(holes))
+    filled = _filled(fit, params, latents, observed, sampled, seed)
+    abduction = Abduction(
         data=fit.data,
         params=params,
         latents=latents,
-        codes=dict(fit.rows.codes),
-        observed=fit.rows.values(),
+        codes=dict(training.codes),
+        observed=filled,
         conditioned_on=fit.scm.observed,
+        holes={node: np.asarray(mask) for node, mask in training.holes.items()},
     )
+    if rows is None:
+        return abduction
+    where = np.asarray(rows.positions, dtype=np.int64)
+    if not rows.frame.index.equals(fit.data.index[where]):
+        raise errors.DataError(
+            "these rows have missing values and are not the fit's training rows: only "
+            "the rows a missing='model' fit was fitted on can be abducted with holes"
+        )
+    return abduction.take_rows(where)
+
+
+def _filled(
+    fit: Fit,
+    params: ParamDraws,
+    latents: dict[str, np.ndarray],
+    observed: dict[str, np.ndarray],
+    sampled: dict[str, np.ndarray],
+    seed: int | None,
+) -> dict[str, np.ndarray]:
+    """``observed`` with each node's missing values filled per sample, ``(S, N)`` for a
+    node with holes (see :func:`training_abduction`)."""
+    holes = fit.rows.holes
+    if not holes:
+        return observed
+    out = dict(observed)
+    s = params.n
+    rng = RowRandom(seed, np.arange(len(fit.data), dtype=np.int64))
+    reference = fit.scm.coding == "reference"
+    for node in fit.scm.observed:  # graph order: a node's parents are filled first
+        mask = holes.get(node)
+        if mask is None:
+            continue
+        values = np.repeat(observed[node][None, :], s, axis=0)
+        if node in sampled:
+            values[:, mask] = sampled[node]
+        else:
+            eq = fit.scm.equations[node]
+            eta = linear_predictor(
+                eq, params, {**out, **latents}, fit.rows.codes, reference_coding=reference,
+                n_rows=len(fit.data),
+            )
+            eta = np.broadcast_to(eta, (s, len(fit.data), *eta.shape[2:]))
+            draw = draw_node(eq, params, eta, rng.child("missing", node))
+            values[:, mask] = np.asarray(draw, dtype=float)[:, mask]
+        out[node] = values
+    return out
 
 
 def parameter_sets(
@@ -309,6 +379,15 @@ def abduct(
     _check_engine(engine, mcmc_settings)
     if data is None and condition_on is None and engine == "auto":
         return training_abduction(fit, n_samples, seed)
+    if isinstance(data, Rows) and data.holes:
+        # rows with missing values: the training rows of a missing='model' fit, whose
+        # posterior holds their latents and missing values jointly with the parameters
+        if condition_on is not None or engine != "auto" or mcmc_settings:
+            raise ValueError(
+                "rows with missing values are abducted from the fit's own draws: "
+                "condition_on=, engine= and the MCMC settings do not apply to them"
+            )
+        return training_abduction(fit, n_samples, seed, rows=data)
     checked = checked_rows(fit, data, positions)
     if isinstance(data, Rows) or positions is not None:
         positions = checked.positions
@@ -378,6 +457,8 @@ def abduction_is_exact(
     What :meth:`counterfair.Fit.abduction_is_exact` runs.
     """
     _check_engine(engine, _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws))
+    if isinstance(data, Rows) and data.holes:  # the fit's own draws, cut after
+        return False
     if not fit.scm.latents or engine == "exact":
         return True
     if engine == "mcmc" or _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws):

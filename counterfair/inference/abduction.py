@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
 
+from counterfair import errors
 from counterfair.model.evaluate import linear_predictor
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
@@ -58,7 +59,9 @@ class Abduction:
     codes : dict of str to numpy.ndarray
         Protected level codes of the rows, shape ``(N,)``.
     observed : dict of str to numpy.ndarray
-        Factual values of the rows' observed nodes, shape ``(N,)``.
+        Factual values of the rows' observed nodes, shape ``(N,)``; ``(S, N)`` for a
+        node with missing values in training rows fitted with ``missing="model"``
+        (:attr:`holes`): each sample's own value where it is missing.
     conditioned_on : tuple of str
         Observed nodes the latents were conditioned on.
     engine : str
@@ -71,6 +74,10 @@ class Abduction:
         from (default ``0..N-1``); random draws made for the rows are keyed by them
         (:class:`~counterfair.rng.RowRandom`), so they do not depend on the
         chunking.
+    holes : dict of str to numpy.ndarray
+        For training rows fitted with ``missing="model"``: a mask ``(N,)`` per node with
+        missing values, True where the value in :attr:`observed` is a posterior draw
+        (a sampled node) or a draw from its equation (a node without children).
     """
 
     data: pd.DataFrame
@@ -81,6 +88,7 @@ class Abduction:
     conditioned_on: tuple[str, ...]
     engine: AbductionEngineUsed = "fit"
     positions: np.ndarray | None = None
+    holes: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_samples(self) -> int:
@@ -106,11 +114,28 @@ class Abduction:
             params=self.params,
             latents={k: v[:, index] for k, v in self.latents.items()},
             codes={k: v[index] for k, v in self.codes.items()},
-            observed={k: v[index] for k, v in self.observed.items()},
+            observed={k: v[..., index] for k, v in self.observed.items()},
             conditioned_on=self.conditioned_on,
             engine=self.engine,
             positions=self.row_positions[index],
+            holes={k: v[index] for k, v in self.holes.items()},
         )
+
+    def without_holes(self, what: str) -> Abduction:
+        """This abduction, or a DataError when its rows have missing values: ``what``
+        (a check that compares the rows' values with replications) needs every value."""
+        if self.holes:
+            raise errors.DataError(
+                f"{what} compares every row's values with replications; these rows have "
+                f"missing values in {sorted(self.holes)} (fitted with missing='model'), so it "
+                "is not run on them: check a fit of complete rows"
+            )
+        return self
+
+    def factual_values(self) -> dict[str, np.ndarray]:
+        """The observed nodes' factual values, each ``(1, N)`` or ``(S, N)`` (a node with
+        missing values, :attr:`holes`): what a world starts from."""
+        return {k: v if v.ndim == 2 else v[None, :] for k, v in self.observed.items()}
 
     def noise(self, scm: SCM, nodes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
         """Additive noise of Normal nodes: ``x - mu(parents)`` per sample, shape ``(S, N)``.
@@ -153,5 +178,6 @@ class Abduction:
                 reference_coding=reference,
                 n_rows=len(self.data),
             )
-            out[node] = self.observed[node][None, :] - eta
+            factual = self.observed[node]
+            out[node] = (factual if factual.ndim == 2 else factual[None, :]) - eta
         return out

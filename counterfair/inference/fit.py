@@ -151,6 +151,15 @@ class Fit:
         table.attrs["divergences"] = self.diagnostics.divergences
         return table
 
+    def rows_of(self, data: pd.DataFrame | Rows) -> Rows:
+        """``data`` through the rows' door under this fit's encoding; the fit's own
+        training rows (:attr:`data` or :attr:`rows`) as they were checked, holes included
+        for a fit of ``missing="model"`` (whose later stages take them: abduction draws
+        their missing values from the fit's posterior)."""
+        if self.holes and (data is self.data or data is self._rows):
+            return self.rows
+        return Rows.check(data, self.scm, self.encoding)
+
     @property
     def holes(self) -> dict[str, str]:
         """``missing="model"``'s plan: node -> ``"omit"`` (left out of its likelihood where

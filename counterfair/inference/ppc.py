@@ -510,7 +510,9 @@ def posterior_predictive_check(
             f"pass n_draws={available} or fewer (or n_draws='all' for all of them)"
         )
     seed = fit.seed if seed is None else seed
-    abduction = fit.abduct(n_samples=n_draws, seed=seed)
+    abduction = fit.abduct(n_samples=n_draws, seed=seed).without_holes(
+        "the posterior predictive check"
+    )
     rng = np.random.default_rng(seed)
     joint = replication == "marginal"
     latents = (
