@@ -71,7 +71,7 @@ def test_what_the_fit_cannot_model_is_refused_naming_the_column() -> None:
                        r"\(bernoulli\) has children \['Y'\]"):
         hole_plan(cf.SCM(g), {"E": 7})
     # nothing was fitted: the refusal comes before the rows are read
-    complete, holes = holes_data(60, shifted(3))
+    _, holes = holes_data(60, shifted(3))
     with pytest.raises(cf.DataError, match="column 'A' has 1 missing"):
         scm.fit(holes.assign(A=holes["A"].where(holes.index != 5)), missing="model")
     with pytest.raises(ValueError, match="warm_start='pilot' is not used with missing='model'"):

@@ -249,7 +249,8 @@ def fit_scm(
     diagnostics = diagnose(
         run.idata,
         scm.parameter_names(),
-        scm.latents,
+        # the sampled missing values are row-level unknowns, checked with the latents
+        [*scm.latents, *(mis_name(n) for n, kind in holes.items() if kind == "sample")],
         max_depth=int(sampler_args.get("max_depth", 10)),
     )
     warn_on_problems(diagnostics, rhat_hint=convergence_hint(scm))

@@ -321,7 +321,8 @@ def loo_pit(
     checked = check_nodes(fit.scm, nodes)
     check_bins(n_bins)
     seed = fit.seed if seed is None else seed
-    abduction = fit.abduct(seed=seed).without_holes("LOO-PIT")  # every joint draw of the parameters and latents
+    # every joint draw of the parameters and latents
+    abduction = fit.abduct(seed=seed).without_holes("LOO-PIT")
     rng = np.random.default_rng(seed)
     index = fit.data.index
     pits: dict[str, np.ndarray] = {}

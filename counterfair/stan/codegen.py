@@ -687,7 +687,7 @@ def _fit_model_block(
     for eq in equations:
         lines += _equation_priors(eq)
     if holes:
-        first = {}
+        first: dict[str, tuple[str, tuple[str, ...]]] = {}
         for node, name in designs.items():
             first.setdefault(name, (node, (columns or {})[node]))
         widths = {b: _block_width(scm, b) for _, blocks in first.values() for b in blocks}

@@ -59,7 +59,8 @@ def filled(node: str) -> str:
 def program_plan(holes: Mapping[str, str] | None) -> dict[str, str]:
     """The plan as the program needs it: node -> kind, in a fixed (sorted) order, so that
     the same plan always gives the same text."""
-    return {node: holes[node] for node in sorted(holes or {})}
+    given = dict(holes or {})
+    return {node: given[node] for node in sorted(given)}
 
 
 def touched_latents(scm: SCM, holes: Mapping[str, str]) -> dict[str, str]:
