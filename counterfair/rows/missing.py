@@ -179,15 +179,17 @@ def hole_plan(scm: SCM, counts: dict[str, int]) -> dict[str, str]:
     children is ``"omit"`` (any family: the rows where it is missing leave its
     likelihood, which integrates to one over its values). A Normal node with children,
     read by them as one column of their design, is ``"sample"``: its missing values are
-    parameters of the fit, with its own equation as their prior.
+    parameters of the fit, with its own equation as their prior. A Bernoulli,
+    categorical or ordinal node with children is ``"sum"``: each row that misses it is
+    summed over its levels.
 
     Raises
     ------
     DataError
         Naming the column, for what the fit cannot model yet: a protected attribute, the
-        grouping column of a bending term, a discrete node with children (summing it out
-        of its children's likelihood is not built), and a Normal node a child reads
-        through a bending term or by its levels.
+        grouping column of a bending term, a count with children (no finite set of levels
+        to sum over), a node a child reads through a bending term or ``loading_by``, and
+        a summed node that would meet another unknown in one term (:func:`_check_sums`).
     """
     plan: dict[str, str] = {}
     grouping = set(scm_columns(scm, pd.DataFrame(columns=list(counts)))) - set(scm.observed)
