@@ -261,6 +261,16 @@ def test_cli_fit_missing_model_logs_the_plan(tmp_path: Path, stan_backend: str) 
     assert "posterior predictive check: not run (the rows have missing values" in done.stdout
     assert not (tmp_path / "run" / "ppc.csv").exists()
     assert cf.load(tmp_path / "run" / "fit").holes == {"W": "sample", "Y": "omit", "B": "omit"}
+    # the run's own rows, holes and all, are decomposed
+    table = subprocess.run(
+        [sys.executable, "-m", "counterfair.cli.commands", "decompose", "run", "--attribute",
+         "A", "--x0", "a0", "--x1", "a1", "--outcome", "Y", "--n-samples", "50",
+         "--out", "parts.csv"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False,
+    )
+    assert table.returncode == 0, table.stderr
+    terms = pd.read_csv(tmp_path / "parts.csv").set_index("term")
+    assert {"TV", "Ctf-DE", "Ctf-IE", "Ctf-SE"} <= set(terms.index)
 
 
 @pytest.mark.stan
