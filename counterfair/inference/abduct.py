@@ -201,8 +201,9 @@ def _filled(
             values[:, mask] = sampled[node]
         else:
             eq = fit.scm.equations[node]
+            given = {k: v if v.ndim == 2 else v[None, :] for k, v in out.items()}
             eta = linear_predictor(
-                eq, params, {**out, **latents}, fit.rows.codes, reference_coding=reference,
+                eq, params, {**given, **latents}, fit.rows.codes, reference_coding=reference,
                 n_rows=len(fit.data),
             )
             eta = np.broadcast_to(eta, (s, len(fit.data), *eta.shape[2:]))
