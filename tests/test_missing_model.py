@@ -80,15 +80,15 @@ def test_what_the_fit_cannot_model_is_refused_naming_the_column() -> None:
     with pytest.raises(cf.DataError, match=r"column 'C' has 7 missing value\(s\): node 'C' "
                        r"\(poisson\) has children \['Y'\]"):
         hole_plan(cf.SCM(g), {"C": 7})
-    # a summed node meeting another node with missing values in one term
+    # two summed nodes in one term
     g = dag(
-        {"A": cf.Protected(levels=("a0", "a1")), "E": cf.Bernoulli(), "W": cf.Normal(),
+        {"A": cf.Protected(levels=("a0", "a1")), "E": cf.Bernoulli(), "F": cf.Bernoulli(),
          "Y": cf.Normal()},
-        [("A", "E"), ("A", "W"), ("E", "Y"), ("W", "Y")],
+        [("A", "E"), ("A", "F"), ("E", "Y"), ("F", "Y")],
     )
     with pytest.raises(cf.DataError, match=r"column 'E' has 2 missing value\(s\): its child "
-                       r"'Y' has another parent with missing values \('W'\)"):
-        hole_plan(cf.SCM(g), {"E": 2, "W": 3})
+                       r"'Y' has another parent summed out \('F'\)"):
+        hole_plan(cf.SCM(g), {"E": 2, "F": 3})
     assert hole_plan(cf.SCM(g), {"E": 2, "Y": 3}) == {"E": "sum", "Y": "omit"}
     # nothing was fitted: the refusal comes before the rows are read
     _, holes = holes_data(60, shifted(3))
@@ -339,3 +339,54 @@ def test_summing_a_binary_mediator_out_gives_the_exact_posterior(stan_backend: s
     )
     beta = fit.idata.posterior["beta_Y_A"].values.ravel()
     assert abs(result.mean("Ctf-DE") - beta.mean()) < 4 * beta.std() / np.sqrt(200)
+
+
+def _survey_scm() -> cf.SCM:
+    """The shape of a labour survey: ``language`` (categorical, a root) and ``age``
+    confound, ``education`` mediates, ``wages`` is the outcome; all but age have holes."""
+    return cf.SCM(dag(
+        {"sex": cf.Protected(levels=("Female", "Male")), "age": cf.Normal(),
+         "language": cf.Categorical(levels=("English", "French", "Other")),
+         "education": cf.Normal(), "wages": cf.Normal()},
+        [("sex", "education"), ("age", "education"), ("language", "education"),
+         ("sex", "wages"), ("age", "wages"), ("language", "wages"), ("education", "wages")],
+    ))
+
+
+def _survey(n: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    male = rng.random(n) < 0.5
+    age = rng.normal(size=n)
+    language = rng.choice(["English", "French", "Other"], n, p=[0.6, 0.25, 0.15])
+    french, other = language == "French", language == "Other"
+    education = 0.3 * male + 0.2 * age - 0.4 * other + 0.3 * french + rng.normal(size=n)
+    wages = 0.5 * male + 0.3 * age + 0.6 * education - 0.3 * other + rng.normal(size=n)
+    complete = pd.DataFrame({"sex": np.where(male, "Male", "Female"), "age": age,
+                             "language": language, "education": education, "wages": wages})
+    holes = complete.copy()
+    holes.loc[rng.random(n) < 0.1, "language"] = np.nan
+    holes.loc[rng.random(n) < 0.15, "education"] = np.nan
+    holes.loc[rng.random(n) < 1 / (1 + np.exp(1.0 - 0.8 * education)), "wages"] = np.nan
+    return complete, holes
+
+
+@pytest.mark.stan
+def test_a_survey_with_holes_in_three_kinds_of_node(stan_backend: str) -> None:
+    complete, holes = _survey(800, shifted(41))
+    scm = _survey_scm()
+    counts = {c: int(n) for c, n in holes.isna().sum().items()}
+    assert hole_plan(scm, counts) == {
+        "language": "sum", "education": "sample", "wages": "omit",
+    }
+    options = {"chains": 2, "warmup": 400, "draws": 400, "seed": shifted(19)}
+    fit = scm.fit(holes, missing="model", **options)
+    full = scm.fit(complete, **options)
+    posterior = fit.idata.posterior
+    assert posterior["language_draw"].shape[-1] == counts["language"]
+    assert posterior["education_mis"].shape[-1] == counts["education"]
+    for name in ("beta_wages_education", "beta_education_sex", "beta_wages_sex"):
+        a, b = posterior[name].values.ravel(), full.idata.posterior[name].values.ravel()
+        assert abs(a.mean() - b.mean()) < 3 * a.std(), name
+    own = fit.abduct(fit.rows, n_samples=30, seed=shifted(20))
+    codes = own.observed["language"][:, own.holes["language"]]
+    assert set(np.unique(codes)) <= {0.0, 1.0, 2.0}

@@ -235,18 +235,17 @@ def hole_plan(scm: SCM, counts: dict[str, int]) -> dict[str, str]:
 
 
 def _check_sums(scm: SCM, plan: dict[str, str], counts: dict[str, int]) -> None:
-    """A summed node's equation and its children's must not meet another node with
-    missing values that is sampled or summed (one sum per row and term), nor read the
-    node's latents by group (``loading_by``)."""
+    """A summed node's equation and its children's must not meet a second summed node
+    (one sum per row and term), nor read the latents by group (``loading_by``)."""
     for node, kind in plan.items():
         if kind != "sum":
             continue
         where = f"column {node!r} has {counts[node]:,} missing value(s)"
         eq = scm.equations[node]
         for term in eq.observed:
-            if plan.get(term.parent) in ("sample", "sum"):
+            if plan.get(term.parent) == "sum":
                 raise errors.DataError(
-                    f"{where}: its parent {term.parent!r} has missing values too, which "
+                    f"{where}: its parent {term.parent!r} is summed out too, which "
                     f"missing='model' does not combine with summing {node!r} out yet; use "
                     "missing='drop' or fill one of them"
                 )
@@ -259,20 +258,18 @@ def _check_sums(scm: SCM, plan: dict[str, str], counts: dict[str, int]) -> None:
             ceq = scm.equations.get(child)
             if ceq is None:
                 continue
-            if plan.get(child) in ("sample", "sum"):
+            if plan.get(child) == "sum":
                 raise errors.DataError(
-                    f"{where}: its child {child!r} has missing values that are "
-                    f"{'sampled' if plan[child] == 'sample' else 'summed out'} too, which "
-                    f"missing='model' does not combine with summing {node!r} out yet; use "
-                    "missing='drop' or fill one of them"
+                    f"{where}: its child {child!r} is summed out too, which missing='model' "
+                    f"does not combine with summing {node!r} out yet; use missing='drop' or "
+                    "fill one of them"
                 )
             others = [
-                t.parent for t in ceq.observed
-                if t.parent != node and plan.get(t.parent) in ("sample", "sum")
+                t.parent for t in ceq.observed if t.parent != node and plan.get(t.parent) == "sum"
             ]
             if others:
                 raise errors.DataError(
-                    f"{where}: its child {child!r} has another parent with missing values "
+                    f"{where}: its child {child!r} has another parent summed out "
                     f"({others[0]!r}), which missing='model' does not combine with summing "
                     f"{node!r} out yet; use missing='drop' or fill one of them"
                 )

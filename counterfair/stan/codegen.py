@@ -493,6 +493,9 @@ def _fit_statement(
         rows, target, size = f"obs_{eq.node}", f"{eq.node}[obs_{eq.node}]", f"N_obs_{eq.node}"
     elif hole == "sample":
         target = holes_code.filled(eq.node)
+    elif hole == "sample-subset":  # a sampled child of a summed node: the rows that hold it
+        filled = holes_code.filled(eq.node)
+        rows, target, size = f"obs_{eq.node}", f"{filled}[obs_{eq.node}]", f"N_obs_{eq.node}"
     if rows is not None and design is not None and design_rows:
         design = f"{design}[{rows}]"
     if eq.family.declares_coefficients:  # its latents are never anchored: plain terms
@@ -588,13 +591,14 @@ def _summed_lines(
     terms = [_log_density(own, False)]
     for child in children:
         ceq = scm.equations[child]
+        value = holes_code.filled(child) if holes.get(child) == "sample" else child
         statement = _fit_statement(
             scm, ceq, predictors[child], local.get(designs.get(child, ""), designs.get(child)),
-            rows="r", target=f"{child}[r]", size="1",
+            rows="r", target=f"{value}[r]", size="1",
             design_rows=designs.get(child) not in local,
         )
         term = _log_density(statement, ceq.family.additive_noise)
-        if child in holes:
+        if holes.get(child) == "omit":
             term = f"(has_{child}_{node}[i] ? {term} : 0.0)"
         terms.append(term)
     lines.append(f"{inner}lp[k] = " + f"\n{inner}  + ".join(terms) + ";")
@@ -768,16 +772,9 @@ def _fit_model_block(
     for eq in equations:
         lines += _equation_priors(eq)
     if holes:
-        first: dict[str, tuple[str, tuple[str, ...]]] = {}
-        for node, name in designs.items():
-            first.setdefault(name, (node, (columns or {})[node]))
-        widths = {b: _block_width(scm, b) for _, blocks in first.values() for b in blocks}
         lines.append(f"{_INDENT}// missing values (missing='model')")
-        lines += holes_code.fill_lines(holes, first, widths)
-        designs = {
-            node: f"{name}_f" if any(holes.get(b) == "sample" for b in first[name][1]) else name
-            for node, name in designs.items()
-        }
+        fills, designs = _filled_designs(scm, holes, designs, columns or {}, _INDENT)
+        lines += fills
     lines.append(f"{_INDENT}// structural equations")
     done: set[str] = {c.eq.node for children in integrated.values() for c in children}
     done |= {c.eq.node for children in pairs.values() for c in children}
@@ -791,7 +788,9 @@ def _fit_model_block(
         comment = _statement_comment(eq, anchors)
         if comment:
             lines.append(_INDENT + comment)
-        kind = "omit" if eq.node in subsets else holes.get(eq.node)
+        kind = holes.get(eq.node)
+        if eq.node in subsets:
+            kind = "sample-subset" if kind == "sample" else "omit"
         lines.append(
             _INDENT + _fit_statement(scm, eq, predictors[eq.node], designs.get(eq.node), kind)
         )
@@ -808,6 +807,31 @@ def _fit_model_block(
         lines += integrated_pairs.pair_model_lines(pair, pair_children, _INDENT)
     lines.append("}")
     return lines
+
+
+def _filled_designs(
+    scm: SCM,
+    holes: dict[str, str],
+    designs: dict[str, str],
+    columns: dict[str, tuple[str, ...]],
+    indent: str,
+) -> tuple[list[str], dict[str, str]]:
+    """The lines that fill the sampled nodes' missing values in (``<node>_full``, and each
+    design matrix that holds one, ``<design>_f``), and each equation's design name after
+    them."""
+    first: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for node, name in designs.items():
+        first.setdefault(name, (node, columns[node]))
+    widths = {b: _block_width(scm, b) for _, blocks in first.values() for b in blocks}
+    lines = [
+        indent + line.removeprefix(_INDENT)
+        for line in holes_code.fill_lines(holes, first, widths)
+    ]
+    named = {
+        node: f"{name}_f" if any(holes.get(b) == "sample" for b in first[name][1]) else name
+        for node, name in designs.items()
+    }
+    return lines, named
 
 
 def _linear_part(scm: SCM, predictor: Predictor, design: str | None) -> str:
@@ -992,25 +1016,28 @@ def _summed_draws(
     columns: dict[str, tuple[str, ...]],
 ) -> list[str]:
     """Generated quantities: each summed node's missing values drawn from their posterior
-    given the row and the draw's parameters (``<node>_draw``, Stan's coding)."""
-    lines = []
-    for node, kind in holes.items():
-        if kind != "sum":
-            continue
+    given the row and the draw's parameters (``<node>_draw``, Stan's coding), with the
+    sampled missing values filled in first as the model block fills them."""
+    summed = [node for node, kind in holes.items() if kind == "sum"]
+    if not summed:
+        return []
+    lines = [
+        f"{_INDENT}array[N_mis_{node}] int {holes_code.draw_name(node)};  // {node} where "
+        "missing, drawn from its posterior given the row"
+        for node in summed
+    ]
+    fills, designs = _filled_designs(scm, holes, designs, columns, _INDENT * 2)
+    lines += [f"{_INDENT}{{", *fills]
+    for node in summed:
         binary = scm.equations[node].spec.family == "bernoulli"
-        lines.append(
-            f"{_INDENT}array[N_mis_{node}] int {holes_code.draw_name(node)};  // {node} where "
-            "missing, drawn from its posterior given the row"
-        )
-        lines.append(f"{_INDENT}{{")
         lines += _summed_lines(scm, node, predictors, designs, columns, holes, _INDENT * 2)
         shift = " - 1" if binary else ""
         lines += [
             f"{_INDENT * 3}{holes_code.draw_name(node)}[i] = "
             f"categorical_rng(softmax(lp)){shift};",
             f"{_INDENT * 2}}}",
-            f"{_INDENT}}}",
         ]
+    lines.append(f"{_INDENT}}}")
     return lines
 
 

@@ -139,7 +139,7 @@ def data_lines(scm: SCM, holes: Mapping[str, str]) -> list[str]:
                 f"{node} (summed over its levels)",
             ]
             for child in summed_children(scm, node):
-                if child in holes:
+                if holes.get(child) == "omit":
                     lines.append(
                         f"array[N_mis_{node}] int<lower=0, upper=1> has_{child}_{node};  "
                         f"// whether each row that misses {node} holds {child}"
@@ -195,7 +195,9 @@ def hole_data(scm: SCM, rows: Rows, holes: Mapping[str, str]) -> dict[str, objec
     n = len(rows)
     none = np.zeros(n, dtype=bool)
     for node in subset_nodes(scm, holes):
-        gone = np.asarray(rows.holes.get(node, none), dtype=bool).copy()
+        # a sampled node's own missing rows stay (their values are parameters)
+        own = none if holes.get(node) == "sample" else rows.holes.get(node, none)
+        gone = np.asarray(own, dtype=bool).copy()
         for term in scm.equations[node].observed:
             if holes.get(term.parent) == "sum":
                 gone |= np.asarray(rows.holes[term.parent], dtype=bool)
@@ -211,7 +213,7 @@ def hole_data(scm: SCM, rows: Rows, holes: Mapping[str, str]) -> dict[str, objec
         out[f"mis_{node}"] = where.astype(np.int64)
         if kind == "sum":
             for child in summed_children(scm, node):
-                if child in holes:
+                if holes.get(child) == "omit":
                     has = ~np.asarray(rows.holes[child], dtype=bool)[mask]
                     out[f"has_{child}_{node}"] = has.astype(np.int64)
             continue
