@@ -21,6 +21,7 @@ exact posterior, up to an importance-sampling error that it reports.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import networkx as nx
@@ -168,17 +169,33 @@ def reference_posterior(frame: pd.DataFrame, seed: int, draws: int = 12_000) -> 
     random), by importance sampling from a Student-t (6 degrees of freedom) at the mode
     with the inverse Hessian there as its scale."""
     rows = _Rows.of(frame)
+    theta, weights, ess = _importance(lambda t: log_posterior(t, rows), 10, seed, draws)
+    quantities = {
+        "aW": theta[:, 0], "bWA": theta[:, 1], "sW": np.exp(theta[:, 2] / 2),
+        "aY": theta[:, 3], "bYA": theta[:, 4], "bYW": theta[:, 5],
+        "sY": np.exp(theta[:, 6] / 2), "aB": theta[:, 7], "bBA": theta[:, 8],
+        "bBW": theta[:, 9],
+    }
+    return _summary(quantities, weights, ess)
+
+
+def _importance(
+    log_post: Callable[[np.ndarray], np.ndarray], dim: int, seed: int, draws: int
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Draws, self-normalised weights and ESS of importance sampling from a Student-t (6
+    degrees of freedom) at the mode of ``log_post``, scaled by its inverse Hessian."""
 
     def negative(x: np.ndarray) -> float:
-        return -float(log_posterior(x[None, :], rows)[0])
+        return -float(log_post(x[None, :])[0])
 
-    start = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0], dtype=float)
-    mode = optimize.minimize(negative, start, method="BFGS", options={"gtol": 1e-8}).x
+    mode = optimize.minimize(
+        negative, np.zeros(dim), method="BFGS", options={"gtol": 1e-8}
+    ).x
     step = 1e-4
-    hessian = np.empty((10, 10))
-    for i in range(10):
-        for j in range(i, 10):
-            e_i, e_j = np.eye(10)[i] * step, np.eye(10)[j] * step
+    hessian = np.empty((dim, dim))
+    for i in range(dim):
+        for j in range(i, dim):
+            e_i, e_j = np.eye(dim)[i] * step, np.eye(dim)[j] * step
             value = (
                 negative(mode + e_i + e_j) - negative(mode + e_i - e_j)
                 - negative(mode - e_i + e_j) + negative(mode - e_i - e_j)
@@ -188,20 +205,84 @@ def reference_posterior(frame: pd.DataFrame, seed: int, draws: int = 12_000) -> 
     proposal = stats.multivariate_t(loc=mode, shape=cov, df=6, seed=seed)
     theta = proposal.rvs(draws)
     log_w = np.concatenate(
-        [log_posterior(part, rows) for part in np.array_split(theta, 20)]
+        [log_post(part) for part in np.array_split(theta, 20)]
     ) - proposal.logpdf(theta)
     weights = np.exp(log_w - log_w.max())
     weights /= weights.sum()
-    ess = 1.0 / float(np.sum(weights**2))
-    quantities = {
-        "aW": theta[:, 0], "bWA": theta[:, 1], "sW": np.exp(theta[:, 2] / 2),
-        "aY": theta[:, 3], "bYA": theta[:, 4], "bYW": theta[:, 5],
-        "sY": np.exp(theta[:, 6] / 2), "aB": theta[:, 7], "bBA": theta[:, 8],
-        "bBW": theta[:, 9],
-    }
+    return theta, weights, 1.0 / float(np.sum(weights**2))
+
+
+def _summary(quantities: dict[str, np.ndarray], weights: np.ndarray, ess: float) -> Reference:
     mean, sd, se = {}, {}, {}
     for name, values in quantities.items():
         m = float(np.sum(weights * values))
         s = float(np.sqrt(np.sum(weights * (values - m) ** 2)))
         mean[name], sd[name], se[name] = m, s, s / np.sqrt(ess)
     return Reference(mean, sd, se, ess)
+
+
+# ---------------------------------------------------------------------- a binary mediator
+BINARY_TRUTH = {"aE": -0.3, "bEA": 0.9, "aY": 0.2, "bYA": 0.4, "bYE": 1.0, "sY": 0.9}
+BINARY_STAN = {
+    "aE": "alpha_E", "bEA": "beta_E_A", "aY": "alpha_Y", "bYA": "beta_Y_A",
+    "bYE": "beta_Y_E", "sY": "sigma_Y",
+}
+"""The fit's parameter of each quantity of :func:`binary_reference`."""
+
+
+def binary_scm() -> cf.SCM:
+    """``A -> E -> Y``, ``A -> Y``: ``E`` Bernoulli (a mediator), ``Y`` Normal."""
+    g = nx.DiGraph()
+    g.add_node("A", spec=cf.Protected(levels=("a0", "a1")))
+    g.add_node("E", spec=cf.Bernoulli())
+    g.add_node("Y", spec=cf.Normal())
+    g.add_edges_from([("A", "E"), ("A", "Y"), ("E", "Y")])
+    return cf.SCM(g)
+
+
+def binary_data(n: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``n`` complete rows, and the same rows with about 35 % of ``E`` hidden (more often
+    where ``Y`` is high: missing at random given ``Y``) and 10 % of ``Y`` (given ``A``)."""
+    t = BINARY_TRUTH
+    rng = np.random.default_rng(seed)
+    a = (rng.random(n) < 0.5).astype(float)
+    e = (rng.random(n) < special.expit(t["aE"] + t["bEA"] * a)).astype(float)
+    y = t["aY"] + t["bYA"] * a + t["bYE"] * e + t["sY"] * rng.normal(size=n)
+    complete = pd.DataFrame({"A": np.where(a > 0, "a1", "a0"), "E": e, "Y": y})
+    z = (y - y.mean()) / y.std()
+    holes = complete.copy()
+    holes.loc[rng.random(n) < special.expit(-0.9 + 1.5 * z), "E"] = np.nan
+    holes.loc[rng.random(n) < special.expit(-2.2 + 0.3 * a), "Y"] = np.nan
+    return complete, holes
+
+
+def binary_reference(frame: pd.DataFrame, seed: int, draws: int = 12_000) -> Reference:
+    """The exact posterior of :func:`binary_scm` given ``frame``: a row that misses ``E``
+    has the likelihood ``sum_e Bern(e) N(Y | e)`` (closed form)."""
+    a = (frame["A"] == "a1").to_numpy(float)
+    e = frame["E"].fillna(0).to_numpy(float)
+    y = frame["Y"].fillna(0).to_numpy(float)
+    has_e, has_y = frame["E"].notna().to_numpy(), frame["Y"].notna().to_numpy()
+
+    def log_post(theta: np.ndarray) -> np.ndarray:
+        aE, bEA, aY, bYA, bYE, ls2 = (theta[:, [k]] for k in range(6))
+        sY = np.exp(ls2 / 2)
+        eta = aE + bEA * a
+        mean = aY + bYA * a
+        held = np.where(has_e, _bernoulli(e, eta), 0.0)
+        held += np.where(has_e & has_y, stats.norm.logpdf(y, mean + bYE * e, sY), 0.0)
+        summed = np.logaddexp(
+            _bernoulli(0.0, eta) + np.where(has_y, stats.norm.logpdf(y, mean, sY), 0.0),
+            _bernoulli(1.0, eta) + np.where(has_y, stats.norm.logpdf(y, mean + bYE, sY), 0.0),
+        )
+        loglik = np.where(has_e, held, summed).sum(axis=1)
+        prior = stats.norm.logpdf(theta[:, :5]).sum(axis=1)
+        prior += stats.invgamma.logpdf(np.exp(theta[:, 5]), 1.0, scale=1.0) + theta[:, 5]
+        return loglik + prior
+
+    theta, weights, ess = _importance(log_post, 6, seed, draws)
+    quantities = {
+        "aE": theta[:, 0], "bEA": theta[:, 1], "aY": theta[:, 2], "bYA": theta[:, 3],
+        "bYE": theta[:, 4], "sY": np.exp(theta[:, 5] / 2),
+    }
+    return _summary(quantities, weights, ess)

@@ -21,7 +21,17 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
-from _holes import PRIORS, STAN, holes_data, holes_scm, reference_posterior
+from _holes import (
+    BINARY_STAN,
+    PRIORS,
+    STAN,
+    binary_data,
+    binary_reference,
+    binary_scm,
+    holes_data,
+    holes_scm,
+    reference_posterior,
+)
 from _models import dag, linear_gaussian_data, linear_gaussian_scm
 from _seeds import shifted
 
@@ -62,14 +72,24 @@ def test_what_the_fit_cannot_model_is_refused_naming_the_column() -> None:
     with pytest.raises(cf.DataError, match=r"column 'A' has 4 missing value\(s\): it is a "
                        "protected attribute"):
         hole_plan(scm, {"A": 4})
-    # a discrete node with children: not summed out yet
+    # a count with children: its levels are not a finite set to sum over
     g = dag(
-        {"A": cf.Protected(levels=("a0", "a1")), "E": cf.Bernoulli(), "Y": cf.Normal()},
-        [("A", "E"), ("A", "Y"), ("E", "Y")],
+        {"A": cf.Protected(levels=("a0", "a1")), "C": cf.Poisson(), "Y": cf.Normal()},
+        [("A", "C"), ("A", "Y"), ("C", "Y")],
     )
-    with pytest.raises(cf.DataError, match=r"column 'E' has 7 missing value\(s\): node 'E' "
-                       r"\(bernoulli\) has children \['Y'\]"):
-        hole_plan(cf.SCM(g), {"E": 7})
+    with pytest.raises(cf.DataError, match=r"column 'C' has 7 missing value\(s\): node 'C' "
+                       r"\(poisson\) has children \['Y'\]"):
+        hole_plan(cf.SCM(g), {"C": 7})
+    # two summed nodes in one term
+    g = dag(
+        {"A": cf.Protected(levels=("a0", "a1")), "E": cf.Bernoulli(), "F": cf.Bernoulli(),
+         "Y": cf.Normal()},
+        [("A", "E"), ("A", "F"), ("E", "Y"), ("F", "Y")],
+    )
+    with pytest.raises(cf.DataError, match=r"column 'E' has 2 missing value\(s\): its child "
+                       r"'Y' has another parent summed out \('F'\)"):
+        hole_plan(cf.SCM(g), {"E": 2, "F": 3})
+    assert hole_plan(cf.SCM(g), {"E": 2, "Y": 3}) == {"E": "sum", "Y": "omit"}
     # nothing was fitted: the refusal comes before the rows are read
     _, holes = holes_data(60, shifted(3))
     with pytest.raises(cf.DataError, match="column 'A' has 1 missing"):
@@ -99,6 +119,15 @@ def test_the_rows_door_keeps_holes_only_when_asked() -> None:
     # a later stage given rows with holes refuses them, naming the columns
     with pytest.raises(cf.DataError, match="this step does not take rows with missing values"):
         Rows.check(rows, scm)
+
+
+def test_a_summed_node_is_a_loop_over_its_levels() -> None:
+    program = binary_scm().stan_code(holes={"E": "sum", "Y": "omit"})
+    assert "E[obs_E] ~ bernoulli_logit_glm(X_E[obs_E], alpha_E, beta_E_A);" in program
+    assert "Y[obs_Y] ~ normal_id_glm(X_Y[obs_Y]," in program
+    assert "  for (i in 1:N_mis_E) {" in program and "target += log_sum_exp(lp);" in program
+    assert "(has_Y_E[i] ? normal_id_glm_lpdf(Y[r] | d_X_Y," in program
+    assert "E_draw[i] = categorical_rng(softmax(lp)) - 1;" in program
 
 
 # ---------------------------------------------------------------------- the posterior
@@ -232,6 +261,16 @@ def test_cli_fit_missing_model_logs_the_plan(tmp_path: Path, stan_backend: str) 
     assert "posterior predictive check: not run (the rows have missing values" in done.stdout
     assert not (tmp_path / "run" / "ppc.csv").exists()
     assert cf.load(tmp_path / "run" / "fit").holes == {"W": "sample", "Y": "omit", "B": "omit"}
+    # the run's own rows, holes and all, are decomposed
+    table = subprocess.run(
+        [sys.executable, "-m", "counterfair.cli.commands", "decompose", "run", "--attribute",
+         "A", "--x0", "a0", "--x1", "a1", "--outcome", "Y", "--n-samples", "50",
+         "--out", "parts.csv"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False,
+    )
+    assert table.returncode == 0, table.stderr
+    terms = pd.read_csv(tmp_path / "parts.csv").set_index("term")
+    assert {"TV", "Ctf-DE", "Ctf-IE", "Ctf-SE"} <= set(terms.index)
 
 
 @pytest.mark.stan
@@ -260,3 +299,94 @@ def test_the_decomposition_takes_the_training_rows_with_holes(
     # a copy of the rows is not the fit's: refused, naming the columns
     with pytest.raises(cf.DataError, match=r"missing \(NaN\) values in 3 column"):
         cf.audit.decompose(fit, holes, **options)
+
+
+@pytest.mark.stan
+def test_summing_a_binary_mediator_out_gives_the_exact_posterior(stan_backend: str) -> None:
+    _, holes = binary_data(500, shifted(31))
+    fit = binary_scm().fit(
+        holes, missing="model", chains=4, warmup=500, draws=1000, seed=shifted(14)
+    )
+    assert fit.holes == {"E": "sum", "Y": "omit"}
+    exact = binary_reference(holes, seed=shifted(15))
+    dropped = binary_reference(holes.dropna(), seed=shifted(16))
+    far = []
+    for name, stan in BINARY_STAN.items():
+        values = fit.idata.posterior[stan].values
+        draws = values.reshape(values.shape[0], values.shape[1], -1)[..., 0]
+        mean, sd = float(draws.mean()), float(draws.std())
+        mcse = float(az.mcse(az.convert_to_dataset({"x": draws}))["x"])
+        error = np.hypot(mcse, exact.se[name])
+        assert abs(mean - exact.mean[name]) < 4 * error, (name, mean, exact.mean[name], error)
+        assert 0.9 < sd / exact.sd[name] < 1.1, (name, sd, exact.sd[name])
+        if abs(mean - dropped.mean[name]) > 6 * np.hypot(error, dropped.se[name]):
+            far.append(name)
+    assert len(far) >= 2, far
+    # the missing values' draws: 0 or 1, more often 1 where Y is high (E raises Y)
+    draws = fit.idata.posterior["E_draw"]
+    assert draws.dims[-1] == "E_missing_row"
+    values = draws.values.reshape(-1, draws.shape[-1])
+    assert set(np.unique(values)) <= {0, 1}
+    missing = holes[holes["E"].isna() & holes["Y"].notna()]
+    share = values.mean(axis=0)[np.isin(draws["E_missing_row"].values, missing.index)]
+    assert np.corrcoef(share, missing["Y"])[0, 1] > 0.5
+    # the training rows carry them, and the decomposition takes them: Ctf-DE = beta_Y_A
+    own = fit.abduct(fit.rows, n_samples=40, seed=shifted(17))
+    assert set(np.unique(own.observed["E"][:, own.holes["E"]])) <= {0.0, 1.0}
+    result = cf.audit.decompose(
+        fit, fit.data, attribute="A", x0="a0", x1="a1", outcome="Y", n_samples=200,
+        seed=shifted(18),
+    )
+    beta = fit.idata.posterior["beta_Y_A"].values.ravel()
+    assert abs(result.mean("Ctf-DE") - beta.mean()) < 4 * beta.std() / np.sqrt(200)
+
+
+def _survey_scm() -> cf.SCM:
+    """The shape of a labour survey: ``language`` (categorical, a root) and ``age``
+    confound, ``education`` mediates, ``wages`` is the outcome; all but age have holes."""
+    return cf.SCM(dag(
+        {"sex": cf.Protected(levels=("Female", "Male")), "age": cf.Normal(),
+         "language": cf.Categorical(levels=("English", "French", "Other")),
+         "education": cf.Normal(), "wages": cf.Normal()},
+        [("sex", "education"), ("age", "education"), ("language", "education"),
+         ("sex", "wages"), ("age", "wages"), ("language", "wages"), ("education", "wages")],
+    ))
+
+
+def _survey(n: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    male = rng.random(n) < 0.5
+    age = rng.normal(size=n)
+    language = rng.choice(["English", "French", "Other"], n, p=[0.6, 0.25, 0.15])
+    french, other = language == "French", language == "Other"
+    education = 0.3 * male + 0.2 * age - 0.4 * other + 0.3 * french + rng.normal(size=n)
+    wages = 0.5 * male + 0.3 * age + 0.6 * education - 0.3 * other + rng.normal(size=n)
+    complete = pd.DataFrame({"sex": np.where(male, "Male", "Female"), "age": age,
+                             "language": language, "education": education, "wages": wages})
+    holes = complete.copy()
+    holes.loc[rng.random(n) < 0.1, "language"] = np.nan
+    holes.loc[rng.random(n) < 0.15, "education"] = np.nan
+    holes.loc[rng.random(n) < 1 / (1 + np.exp(1.0 - 0.8 * education)), "wages"] = np.nan
+    return complete, holes
+
+
+@pytest.mark.stan
+def test_a_survey_with_holes_in_three_kinds_of_node(stan_backend: str) -> None:
+    complete, holes = _survey(800, shifted(41))
+    scm = _survey_scm()
+    counts = {c: int(n) for c, n in holes.isna().sum().items()}
+    assert hole_plan(scm, counts) == {
+        "language": "sum", "education": "sample", "wages": "omit",
+    }
+    options = {"chains": 2, "warmup": 400, "draws": 400, "seed": shifted(19)}
+    fit = scm.fit(holes, missing="model", **options)
+    full = scm.fit(complete, **options)
+    posterior = fit.idata.posterior
+    assert posterior["language_draw"].shape[-1] == counts["language"]
+    assert posterior["education_mis"].shape[-1] == counts["education"]
+    for name in ("beta_wages_education", "beta_education_sex", "beta_wages_sex"):
+        a, b = posterior[name].values.ravel(), full.idata.posterior[name].values.ravel()
+        assert abs(a.mean() - b.mean()) < 3 * a.std(), name
+    own = fit.abduct(fit.rows, n_samples=30, seed=shifted(20))
+    codes = own.observed["language"][:, own.holes["language"]]
+    assert set(np.unique(codes)) <= {0.0, 1.0, 2.0}

@@ -1226,6 +1226,8 @@ def run_decompose(args: argparse.Namespace) -> int:
             # response None: a classifier's gap in the probability of its positive class
     if fit is None:
         fit = _load_fit(args.run)
+    if args.rows is None and fit.holes:  # the fit's own rows, missing values and all
+        rows = fit.data
     try:
         result = decompose(
             fit, rows, attribute=args.attribute, x0=args.x0, x1=args.x1,

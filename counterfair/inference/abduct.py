@@ -34,7 +34,7 @@ from counterfair.rows import chunking
 from counterfair.rows.rows import Rows
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import abduction_data, conditioning_nodes, coords_and_dims
-from counterfair.stan.holes import mis_name
+from counterfair.stan.holes import draw_name, mis_name
 
 if TYPE_CHECKING:  # types only: Fit.abduct delegates here
     from counterfair.inference.fit import AbductionEngine, AbductionMethod, Fit
@@ -143,6 +143,11 @@ def training_abduction(
         for node, kind in holes.items()
         if kind == "sample"
     }
+    for node, kind in holes.items():  # a summed node's posterior draws, in its values
+        if kind == "sum":
+            stan = np.asarray(fit.idata.posterior[draw_name(node)].values)
+            family = fit.scm.equations[node].family
+            sampled[node] = family.values_from_stan(stan.reshape(params.n, -1))
     if n_samples is not None and n_samples < params.n:
         params, drawn = _thin(params, {**latents, **sampled}, n_samples, seed)
         latents = {name: drawn[name] for name in latents}
@@ -196,8 +201,9 @@ def _filled(
             values[:, mask] = sampled[node]
         else:
             eq = fit.scm.equations[node]
+            given = {k: v if v.ndim == 2 else v[None, :] for k, v in out.items()}
             eta = linear_predictor(
-                eq, params, {**out, **latents}, fit.rows.codes, reference_coding=reference,
+                eq, params, {**given, **latents}, fit.rows.codes, reference_coding=reference,
                 n_rows=len(fit.data),
             )
             eta = np.broadcast_to(eta, (s, len(fit.data), *eta.shape[2:]))

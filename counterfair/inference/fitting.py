@@ -51,7 +51,7 @@ from counterfair.stan.anchored import add_anchored_latents
 from counterfair.stan.anchoring import all_anchors_of
 from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import coords_and_dims, fit_data
-from counterfair.stan.holes import mis_name, touched_latents
+from counterfair.stan.holes import draw_name, mis_name, touched_latents
 from counterfair.stan.inits import latent_inits
 from counterfair.stan.integrated import (
     LATENTS_MODES,
@@ -484,10 +484,11 @@ def _coords_and_dims(
     ``<node>_missing_row``, the labels of the rows that miss it."""
     coords, dims = coords_and_dims(scm, _encoding(rows), rows.frame, ["row"])
     for node, kind in holes.items():
-        if kind == "sample":
+        if kind in ("sample", "sum"):
             labels = rows.frame.index[rows.holes[node]]
             coords[f"{node}_missing_row"] = [getattr(v, "item", lambda v=v: v)() for v in labels]
-            dims[mis_name(node)] = [f"{node}_missing_row"]
+            name = mis_name(node) if kind == "sample" else draw_name(node)
+            dims[name] = [f"{node}_missing_row"]
     return coords, dims
 
 

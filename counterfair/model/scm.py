@@ -466,11 +466,15 @@ class SCM:
             a missing value of an observed node as unknown, assuming it is missing at
             random given the rest of the row: a node without children leaves the
             likelihood of the rows that miss it, a Normal node with children has its
-            missing values sampled (``fit.idata.posterior["<node>_mis"]``); protected
-            attributes, grouping columns and discrete nodes with children must be
-            complete. The latents those nodes touch are sampled jointly, without the
-            Laplace start or the pilot. ``fit.missing`` records the plan. Later stages
-            (abduction, counterfactuals, audits) take complete rows.
+            missing values sampled (``fit.idata.posterior["<node>_mis"]``), a Bernoulli,
+            categorical or ordinal node with children is summed over its levels
+            (``"<node>_draw"`` holds posterior draws of its missing values); protected
+            attributes, grouping columns and counts with children must be complete
+            (:func:`counterfair.rows.missing.hole_plan`). The latents those nodes touch
+            are sampled jointly, without the Laplace start or the pilot. ``fit.missing``
+            records the plan. The fit's own rows (``fit.data``) are taken by the
+            abduction and :func:`counterfair.audit.decompose`, each sample with its own
+            draws of the missing values; other stages take complete rows.
         **sampler_args
             Passed to the sampler (e.g. ``max_depth``, ``delta``; on CmdStan also
             ``metric``, ``"diag_e"`` or ``"dense_e"``: a fit with integrated latents

@@ -14,8 +14,10 @@ the complete rows are not a sample of the population and every estimate may be b
 ``missing="model"`` (``--missing model``) keeps every row and treats a missing value of
 an observed node as unknown, under missing at random (:func:`hole_plan`): a node without
 children leaves the likelihood of the rows where it is missing (its density integrates
-to one), and a Normal node with children has its missing values sampled with the
-parameters, so that its children see them. The fit records the plan and the counts.
+to one), a Normal node with children has its missing values sampled with the
+parameters, so that its children see them, and a Bernoulli, categorical or ordinal node
+with children is summed out of the rows that miss it. The fit records the plan and the
+counts.
 
 Rows are numbered as :mod:`pandas` numbers them: by the frame's index labels, which
 for a frame read from a CSV file are the 0-based data rows (the header not counted;
@@ -52,10 +54,14 @@ MISSING_POLICIES = ("error", "drop", "model")
 """What a fit does with missing values: refuse the rows (the default), drop them, or
 model them as unknown under missing at random."""
 
-HOLE_KINDS = ("omit", "sample")
+HOLE_KINDS = ("omit", "sample", "sum")
 """How ``missing="model"`` treats a node's missing values: ``omit`` (a node without
-children: those rows leave its likelihood) or ``sample`` (a Normal node with children:
-the values are parameters of the fit)."""
+children: those rows leave its likelihood), ``sample`` (a Normal node with children:
+the values are parameters of the fit) or ``sum`` (a Bernoulli, categorical or ordinal
+node with children: each row's likelihood is summed over the node's levels)."""
+
+SUMMED_FAMILIES = ("bernoulli", "categorical", "ordinal")
+"""Discrete families whose missing values ``missing="model"`` sums out (finite support)."""
 
 _LOG = logging.getLogger(__name__)
 
@@ -173,15 +179,17 @@ def hole_plan(scm: SCM, counts: dict[str, int]) -> dict[str, str]:
     children is ``"omit"`` (any family: the rows where it is missing leave its
     likelihood, which integrates to one over its values). A Normal node with children,
     read by them as one column of their design, is ``"sample"``: its missing values are
-    parameters of the fit, with its own equation as their prior.
+    parameters of the fit, with its own equation as their prior. A Bernoulli,
+    categorical or ordinal node with children is ``"sum"``: each row that misses it is
+    summed over its levels.
 
     Raises
     ------
     DataError
         Naming the column, for what the fit cannot model yet: a protected attribute, the
-        grouping column of a bending term, a discrete node with children (summing it out
-        of its children's likelihood is not built), and a Normal node a child reads
-        through a bending term or by its levels.
+        grouping column of a bending term, a count with children (no finite set of levels
+        to sum over), a node a child reads through a bending term or ``loading_by``, and
+        a summed node that would meet another unknown in one term (:func:`_check_sums`).
     """
     plan: dict[str, str] = {}
     grouping = set(scm_columns(scm, pd.DataFrame(columns=list(counts)))) - set(scm.observed)
@@ -206,23 +214,71 @@ def hole_plan(scm: SCM, counts: dict[str, int]) -> dict[str, str]:
             plan[column] = "omit"
             continue
         family = scm.equations[column].spec.family
-        if family != "normal":
+        if family not in ("normal", *SUMMED_FAMILIES):
             raise errors.DataError(
                 f"{where}: node {column!r} ({family}) has children {children}, and "
-                "missing='model' does not yet sum a discrete node out of its children's "
-                "likelihood (a Normal node's values are sampled, a node without children "
-                "is left out where it is missing); use missing='drop' (which assumes the "
-                "rows are missing completely at random) or fill the values"
+                "missing='model' sums a discrete node out of its children's likelihood "
+                f"only over a finite set of levels ({', '.join(SUMMED_FAMILIES)}); use "
+                "missing='drop' (which assumes the rows are missing completely at random) "
+                "or fill the values"
             )
         reader = _bending_reader(scm, column)
         if reader is not None:
             raise errors.DataError(
                 f"{where}: node {column!r} enters {reader!r} through a bending term or "
-                "loading_by, which missing='model' does not sample through yet; use "
+                "loading_by, which missing='model' does not integrate through yet; use "
                 "missing='drop' or fill the values"
             )
-        plan[column] = "sample"
+        plan[column] = "sample" if family == "normal" else "sum"
+    _check_sums(scm, plan, counts)
     return plan
+
+
+def _check_sums(scm: SCM, plan: dict[str, str], counts: dict[str, int]) -> None:
+    """A summed node's equation and its children's must not meet a second summed node
+    (one sum per row and term), nor read the latents by group (``loading_by``)."""
+    for node, kind in plan.items():
+        if kind != "sum":
+            continue
+        where = f"column {node!r} has {counts[node]:,} missing value(s)"
+        eq = scm.equations[node]
+        for term in eq.observed:
+            if plan.get(term.parent) == "sum":
+                raise errors.DataError(
+                    f"{where}: its parent {term.parent!r} is summed out too, which "
+                    f"missing='model' does not combine with summing {node!r} out yet; use "
+                    "missing='drop' or fill one of them"
+                )
+        if eq.loading_by is not None:
+            raise errors.DataError(
+                f"{where}: its loadings differ by group (loading_by), which missing='model' "
+                "does not sum over yet; use missing='drop' or fill the values"
+            )
+        for child in scm.children(node):
+            ceq = scm.equations.get(child)
+            if ceq is None:
+                continue
+            if plan.get(child) == "sum":
+                raise errors.DataError(
+                    f"{where}: its child {child!r} is summed out too, which missing='model' "
+                    f"does not combine with summing {node!r} out yet; use missing='drop' or "
+                    "fill one of them"
+                )
+            others = [
+                t.parent for t in ceq.observed if t.parent != node and plan.get(t.parent) == "sum"
+            ]
+            if others:
+                raise errors.DataError(
+                    f"{where}: its child {child!r} has another parent summed out "
+                    f"({others[0]!r}), which missing='model' does not combine with summing "
+                    f"{node!r} out yet; use missing='drop' or fill one of them"
+                )
+            if ceq.loading_by is not None:
+                raise errors.DataError(
+                    f"{where}: the loadings of its child {child!r} differ by group "
+                    "(loading_by), which missing='model' does not sum over yet; use "
+                    "missing='drop' or fill the values"
+                )
 
 
 def model_record(frame: pd.DataFrame, scm: SCM, plan: dict[str, str]) -> dict[str, Any]:
@@ -236,6 +292,7 @@ def model_record(frame: pd.DataFrame, scm: SCM, plan: dict[str, str]) -> dict[st
     words = {
         "omit": "left out of its own likelihood where missing",
         "sample": "its missing values sampled with the parameters",
+        "sum": "summed over its levels where missing",
     }
     for node, kind in plan.items():
         _LOG.info(

@@ -475,18 +475,28 @@ def _fit_statement(
     predictor: Predictor,
     design: str | None,
     hole: str | None = None,
+    *,
+    rows: str | None = None,
+    target: str | None = None,
+    size: str | None = None,
+    design_rows: bool = True,
 ) -> str:
     """The sampling statement of one observed node in the fit program.
 
     ``hole`` (``missing="model"``, :mod:`counterfair.stan.holes`): ``"omit"`` samples
-    the rows that hold the node only, ``"sample"`` samples the node with its missing
-    values filled in.
+    the rows ``obs_<node>`` only, ``"sample"`` samples the node with its missing values
+    filled in. Or by hand: ``rows`` (a Stan multi-index the per-row terms are read at),
+    ``target`` (what is sampled), ``size`` (the number of rows, Stan) and
+    ``design_rows`` (False: ``design`` is already those rows).
     """
-    rows = f"obs_{eq.node}" if hole == "omit" else None
-    target = {
-        "omit": f"{eq.node}[obs_{eq.node}]", "sample": holes_code.filled(eq.node)
-    }.get(hole or "")
-    if rows is not None and design is not None:
+    if hole == "omit":
+        rows, target, size = f"obs_{eq.node}", f"{eq.node}[obs_{eq.node}]", f"N_obs_{eq.node}"
+    elif hole == "sample":
+        target = holes_code.filled(eq.node)
+    elif hole == "sample-subset":  # a sampled child of a summed node: the rows that hold it
+        filled = holes_code.filled(eq.node)
+        rows, target, size = f"obs_{eq.node}", f"{filled}[obs_{eq.node}]", f"N_obs_{eq.node}"
+    if rows is not None and design is not None and design_rows:
         design = f"{design}[{rows}]"
     if eq.family.declares_coefficients:  # its latents are never anchored: plain terms
         if rows is None:
@@ -517,8 +527,83 @@ def _fit_statement(
     beta = append_rows(pieces) if pieces else None
     return eq.family.sampling_statement(
         eq, design, alpha, bool(predictor.vectors), beta, arguments,
-        target=target, size=f"N_obs_{eq.node}" if rows is not None else "N",
+        target=target, size=size or "N",
     )
+
+
+def _log_density(statement: str, continuous: bool) -> str:
+    """``y ~ f(args);`` as the expression ``f_lpmf(y | args)`` (``_lpdf`` if continuous)."""
+    lhs, rest = statement.rstrip(";").split(" ~ ", 1)
+    function, arguments = rest.split("(", 1)
+    suffix = "lpdf" if continuous else "lpmf"
+    return f"{function}_{suffix}({lhs} | {arguments[:-1]})"
+
+
+def _summed_lines(
+    scm: SCM,
+    node: str,
+    predictors: dict[str, Predictor],
+    designs: dict[str, str],
+    columns: dict[str, tuple[str, ...]],
+    holes: dict[str, str],
+    indent: str,
+) -> list[str]:
+    """The loop over the rows that miss the summed ``node``: each level's log density of
+    the node and of its children at the row, in ``lp`` (the caller adds ``target +=
+    log_sum_exp(lp)`` in the model block, or draws the level in the generated quantities).
+    """
+    eq = scm.equations[node]
+    binary = eq.spec.family == "bernoulli"
+    levels = "2" if binary else str(eq.levels)
+    value = "k - 1" if binary else "k"
+    inner = indent + _INDENT * 2
+    lines = [
+        f"{indent}for (i in 1:N_mis_{node}) {{",
+        f"{indent}{_INDENT}array[1] int r = {{mis_{node}[i]}};",
+        f"{indent}{_INDENT}vector[{levels}] lp;",
+    ]
+    children = holes_code.summed_children(scm, node)
+    local: dict[str, str] = {}
+    for child in children:
+        design = designs.get(child)
+        if design is None or design in local:
+            continue
+        blocks = columns[child]
+        width = " + ".join(_block_width(scm, b) for b in blocks)
+        local[design] = f"d_{design}"
+        lines.append(f"{indent}{_INDENT}matrix[1, {width}] d_{design} = {design}[r];")
+    lines.append(f"{indent}{_INDENT}for (k in 1:{levels}) {{")
+    for design, name in local.items():
+        owner = next(c for c in children if designs.get(c) == design)
+        blocks = columns[owner]
+        before = blocks[: blocks.index(node)]
+        first = " + ".join(["1", *(_block_width(scm, b) for b in before)])
+        if binary:
+            lines.append(f"{inner}{name}[1, {first}] = k - 1;")
+        else:
+            last = f"{first} + {eq.levels} - 2"
+            lines.append(
+                f"{inner}{name}[1, ({first}):({last})] = indicators({{k}}, {eq.levels}, 1)[1];"
+            )
+    own = _fit_statement(
+        scm, eq, predictors[node], designs.get(node), rows="r", target=f"{{{value}}}", size="1"
+    )
+    terms = [_log_density(own, False)]
+    for child in children:
+        ceq = scm.equations[child]
+        value = holes_code.filled(child) if holes.get(child) == "sample" else child
+        statement = _fit_statement(
+            scm, ceq, predictors[child], local.get(designs.get(child, ""), designs.get(child)),
+            rows="r", target=f"{value}[r]", size="1",
+            design_rows=designs.get(child) not in local,
+        )
+        term = _log_density(statement, ceq.family.additive_noise)
+        if holes.get(child) == "omit":
+            term = f"(has_{child}_{node}[i] ? {term} : 0.0)"
+        terms.append(term)
+    lines.append(f"{inner}lp[k] = " + f"\n{inner}  + ".join(terms) + ";")
+    lines.append(f"{indent}{_INDENT}}}")
+    return lines
 
 
 def _statement_comment(eq: NodeEquation, anchors: dict[str, tuple[NodeEquation, ...]]) -> str:
@@ -687,34 +772,34 @@ def _fit_model_block(
     for eq in equations:
         lines += _equation_priors(eq)
     if holes:
-        first: dict[str, tuple[str, tuple[str, ...]]] = {}
-        for node, name in designs.items():
-            first.setdefault(name, (node, (columns or {})[node]))
-        widths = {b: _block_width(scm, b) for _, blocks in first.values() for b in blocks}
         lines.append(f"{_INDENT}// missing values (missing='model')")
-        lines += holes_code.fill_lines(holes, first, widths)
-        designs = {
-            node: f"{name}_f" if any(holes.get(b) == "sample" for b in first[name][1]) else name
-            for node, name in designs.items()
-        }
+        fills, designs = _filled_designs(scm, holes, designs, columns or {}, _INDENT)
+        lines += fills
     lines.append(f"{_INDENT}// structural equations")
     done: set[str] = {c.eq.node for children in integrated.values() for c in children}
     done |= {c.eq.node for children in pairs.values() for c in children}
     for latent, chain in vector_anchors.items():
         lines += _vector_anchor_lines(scm, latent, chain, predictors, designs)
         done.update(eq.node for eq in chain)
+    subsets = set(holes_code.subset_nodes(scm, holes))
     for eq in equations:
         if eq.node in done:
             continue
         comment = _statement_comment(eq, anchors)
         if comment:
             lines.append(_INDENT + comment)
+        kind = holes.get(eq.node)
+        if eq.node in subsets:
+            kind = "sample-subset" if kind == "sample" else "omit"
         lines.append(
-            _INDENT
-            + _fit_statement(
-                scm, eq, predictors[eq.node], designs.get(eq.node), holes.get(eq.node)
-            )
+            _INDENT + _fit_statement(scm, eq, predictors[eq.node], designs.get(eq.node), kind)
         )
+    for node, kind in holes.items():
+        if kind != "sum":
+            continue
+        lines.append(f"{_INDENT}// {node} summed over its levels where missing (missing='model')")
+        lines += _summed_lines(scm, node, predictors, designs, columns or {}, holes, _INDENT)
+        lines += [f"{_INDENT * 2}target += log_sum_exp(lp);", f"{_INDENT}}}"]
     for latent, children in integrated.items():
         if children:
             lines += integrated_latents.model_line(latent, children, _INDENT)
@@ -722,6 +807,31 @@ def _fit_model_block(
         lines += integrated_pairs.pair_model_lines(pair, pair_children, _INDENT)
     lines.append("}")
     return lines
+
+
+def _filled_designs(
+    scm: SCM,
+    holes: dict[str, str],
+    designs: dict[str, str],
+    columns: dict[str, tuple[str, ...]],
+    indent: str,
+) -> tuple[list[str], dict[str, str]]:
+    """The lines that fill the sampled nodes' missing values in (``<node>_full``, and each
+    design matrix that holds one, ``<design>_f``), and each equation's design name after
+    them."""
+    first: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for node, name in designs.items():
+        first.setdefault(name, (node, columns[node]))
+    widths = {b: _block_width(scm, b) for _, blocks in first.values() for b in blocks}
+    lines = [
+        indent + line.removeprefix(_INDENT)
+        for line in holes_code.fill_lines(holes, first, widths)
+    ]
+    named = {
+        node: f"{name}_f" if any(holes.get(b) == "sample" for b in first[name][1]) else name
+        for node, name in designs.items()
+    }
+    return lines, named
 
 
 def _linear_part(scm: SCM, predictor: Predictor, design: str | None) -> str:
@@ -881,7 +991,7 @@ def fit_program(
     lines = _header(scm, purpose)
     lines.append(_functions_block(scm, integrated=bool(integrate), pairs=bool(pairs)))
     data = _fit_data_block(scm, equations, integrated=bool(integrate), pairs=bool(pairs))
-    lines += [*data[:-1], *holes_code.data_lines(plan), data[-1]]
+    lines += [*data[:-1], *holes_code.data_lines(scm, plan), data[-1]]
     lines += _with_outcomes(_transformed_data_block(scm, columns, equations), integrated, pairs)
     parameters = _fit_parameters_block(scm, equations, {**anchors, **vector_anchors}, integrate)
     lines += [*parameters[:-1], *holes_code.parameter_lines(plan), parameters[-1]]
@@ -890,8 +1000,45 @@ def fit_program(
         scm, equations, anchors, predictors, designs, vector_anchors, integrated, pairs,
         holes=plan, columns=columns,
     )
-    lines += _integrated_draws_block(scm, pairs)
+    draws = _integrated_draws_block(scm, pairs)
+    summed = _summed_draws(scm, plan, predictors, designs, columns)
+    if summed and not draws:
+        draws = ["generated quantities {", "}"]
+    lines += [*draws[:-1], *summed, *draws[-1:]]
     return "\n".join(lines) + "\n"
+
+
+def _summed_draws(
+    scm: SCM,
+    holes: dict[str, str],
+    predictors: dict[str, Predictor],
+    designs: dict[str, str],
+    columns: dict[str, tuple[str, ...]],
+) -> list[str]:
+    """Generated quantities: each summed node's missing values drawn from their posterior
+    given the row and the draw's parameters (``<node>_draw``, Stan's coding), with the
+    sampled missing values filled in first as the model block fills them."""
+    summed = [node for node, kind in holes.items() if kind == "sum"]
+    if not summed:
+        return []
+    lines = [
+        f"{_INDENT}array[N_mis_{node}] int {holes_code.draw_name(node)};  // {node} where "
+        "missing, drawn from its posterior given the row"
+        for node in summed
+    ]
+    fills, designs = _filled_designs(scm, holes, designs, columns, _INDENT * 2)
+    lines += [f"{_INDENT}{{", *fills]
+    for node in summed:
+        binary = scm.equations[node].spec.family == "bernoulli"
+        lines += _summed_lines(scm, node, predictors, designs, columns, holes, _INDENT * 2)
+        shift = " - 1" if binary else ""
+        lines += [
+            f"{_INDENT * 3}{holes_code.draw_name(node)}[i] = "
+            f"categorical_rng(softmax(lp)){shift};",
+            f"{_INDENT * 2}}}",
+        ]
+    lines.append(f"{_INDENT}}}")
+    return lines
 
 
 def _integrated_children(

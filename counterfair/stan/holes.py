@@ -13,7 +13,13 @@ row holds, the missing values integrated out:
   ``scl_node``); the model block fills them into ``node_full``, which its own equation
   samples, and into the column ``node`` takes in each child's design matrix
   (``<design>_f``). Integrating ``node_mis`` out of the joint posterior is what NUTS's
-  marginal over the parameters does.
+  marginal over the parameters does;
+* a **summed** node (Bernoulli, categorical, ordinal, with children) is summed out of
+  each row that misses it: its equation and its children's enter those rows as
+  ``log_sum_exp`` over its levels of the node's and the children's log densities, the
+  rows that hold it as usual (``obs_node``, and ``obs_child`` for each child); the
+  generated quantities draw each missing value from its posterior given the row
+  (``node_draw``), for the later stages.
 
 A latent whose children (or the parents of its children) have missing values is sampled
 directly: neither anchored on its Normal children (:mod:`counterfair.stan.anchoring`)
@@ -34,12 +40,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "data_lines",
+    "draw_name",
     "fill_lines",
     "filled",
     "hole_data",
     "mis_name",
     "parameter_lines",
     "program_plan",
+    "subset_nodes",
+    "summed_children",
     "touched_latents",
 ]
 
@@ -75,23 +84,45 @@ def touched_latents(scm: SCM, holes: Mapping[str, str]) -> dict[str, str]:
             if child in holes:
                 out.setdefault(latent, child)
             for term in eq.observed:
-                if holes.get(term.parent) == "sample":
+                if holes.get(term.parent) in ("sample", "sum"):
                     out.setdefault(latent, term.parent)
     return out
 
 
-def data_lines(holes: Mapping[str, str]) -> list[str]:
-    """Data block: the rows that hold an omitted node; the rows that miss a sampled one,
-    with the location and scale of its observed values."""
+def subset_nodes(scm: SCM, holes: Mapping[str, str]) -> tuple[str, ...]:
+    """Nodes whose usual statement covers a subset of the rows, ``obs_<node>``: omitted
+    and summed nodes (the rows that hold them) and the children of summed nodes (the
+    rows that hold them and their summed parent), in the SCM's order."""
+    summed = [n for n, kind in holes.items() if kind == "sum"]
+    wanted = {n for n, kind in holes.items() if kind in ("omit", "sum")}
+    for node in summed:
+        wanted.update(c for c in scm.children(node) if c in scm.equations)
+    return tuple(n for n in scm.observed if n in wanted)
+
+
+def summed_children(scm: SCM, node: str) -> tuple[str, ...]:
+    """The observed children of a summed node, in the SCM's order."""
+    return tuple(c for c in scm.observed if c in scm.children(node))
+
+
+def draw_name(node: str) -> str:
+    """The generated quantity of a summed node's missing values, drawn per row."""
+    return f"{node}_draw"
+
+
+def data_lines(scm: SCM, holes: Mapping[str, str]) -> list[str]:
+    """Data block: the rows each subset statement covers (:func:`subset_nodes`); the rows
+    that miss a sampled node, with the location and scale of its observed values; the
+    rows that miss a summed node, with which of them hold each child that has holes."""
     lines = []
+    for node in subset_nodes(scm, holes):
+        lines += [
+            f"int<lower=0, upper=N> N_obs_{node};  // rows of the usual statement of {node}",
+            f"array[N_obs_{node}] int<lower=1, upper=N> obs_{node};  // which rows (the "
+            f"others miss {node} or a summed parent)",
+        ]
     for node, kind in holes.items():
-        if kind == "omit":
-            lines += [
-                f"int<lower=0, upper=N> N_obs_{node};  // rows that hold {node}",
-                f"array[N_obs_{node}] int<lower=1, upper=N> obs_{node};  // which rows hold "
-                f"{node} (its other rows leave its likelihood)",
-            ]
-        else:
+        if kind == "sample":
             lines += [
                 f"int<lower=1, upper=N> N_mis_{node};  // rows where {node} is missing",
                 f"array[N_mis_{node}] int<lower=1, upper=N> mis_{node};  // which rows miss "
@@ -101,6 +132,18 @@ def data_lines(holes: Mapping[str, str]) -> list[str]:
                 f"real<lower=0> scl_{node};  // sd of the observed values of {node} (sampler "
                 "scale only)",
             ]
+        elif kind == "sum":
+            lines += [
+                f"int<lower=1, upper=N> N_mis_{node};  // rows where {node} is missing",
+                f"array[N_mis_{node}] int<lower=1, upper=N> mis_{node};  // which rows miss "
+                f"{node} (summed over its levels)",
+            ]
+            for child in summed_children(scm, node):
+                if holes.get(child) == "omit":
+                    lines.append(
+                        f"array[N_mis_{node}] int<lower=0, upper=1> has_{child}_{node};  "
+                        f"// whether each row that misses {node} holds {child}"
+                    )
     return [_INDENT + line for line in lines]
 
 
@@ -149,17 +192,32 @@ def hole_data(scm: SCM, rows: Rows, holes: Mapping[str, str]) -> dict[str, objec
     """The data of :func:`data_lines` for ``rows`` (1-based row numbers, as Stan counts)."""
     out: dict[str, object] = {}
     values = rows.values(list(holes), holes=True)
+    n = len(rows)
+    none = np.zeros(n, dtype=bool)
+    for node in subset_nodes(scm, holes):
+        # a sampled node's own missing rows stay (their values are parameters)
+        own = none if holes.get(node) == "sample" else rows.holes.get(node, none)
+        gone = np.asarray(own, dtype=bool).copy()
+        for term in scm.equations[node].observed:
+            if holes.get(term.parent) == "sum":
+                gone |= np.asarray(rows.holes[term.parent], dtype=bool)
+        held = np.flatnonzero(~gone) + 1
+        out[f"N_obs_{node}"] = int(held.size)
+        out[f"obs_{node}"] = held.astype(np.int64)
     for node, kind in holes.items():
         mask = np.asarray(rows.holes[node], dtype=bool)
         if kind == "omit":
-            held = np.flatnonzero(~mask) + 1
-            out[f"N_obs_{node}"] = int(held.size)
-            out[f"obs_{node}"] = held.astype(np.int64)
             continue
         where = np.flatnonzero(mask) + 1
-        seen = values[node][~mask]
         out[f"N_mis_{node}"] = int(where.size)
         out[f"mis_{node}"] = where.astype(np.int64)
+        if kind == "sum":
+            for child in summed_children(scm, node):
+                if holes.get(child) == "omit":
+                    has = ~np.asarray(rows.holes[child], dtype=bool)[mask]
+                    out[f"has_{child}_{node}"] = has.astype(np.int64)
+            continue
+        seen = values[node][~mask]
         out[f"loc_{node}"] = float(seen.mean())
         sd = float(seen.std())
         out[f"scl_{node}"] = sd if sd > 0 else 1.0
