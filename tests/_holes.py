@@ -286,3 +286,13 @@ def binary_reference(frame: pd.DataFrame, seed: int, draws: int = 12_000) -> Ref
         "bYE": theta[:, 4], "sY": np.exp(theta[:, 5] / 2),
     }
     return _summary(quantities, weights, ess)
+
+
+def hole_programs() -> dict[str, str]:
+    """The fit programs ``tests/test_missing_model.py`` compiles (compiled up front)."""
+    return {
+        "holes: W sampled, Y and B left out": holes_scm().stan_code(
+            holes={"W": "sample", "Y": "omit", "B": "omit"}
+        ),
+        "holes: E summed, Y left out": binary_scm().stan_code(holes={"E": "sum", "Y": "omit"}),
+    }

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import networkx as nx
 import numpy as np
 import pandas as pd
+from _holes import hole_programs
 from _seeds import shifted
 from _sfm import sfm_programs
 
@@ -354,6 +355,7 @@ def stan_programs(*, slow: bool = False) -> dict[str, str]:
         "pair quadrature accuracy": PAIR_ACCURACY_PROGRAM,
     }
     programs.update(sfm_programs())  # decompose_sfm's nuisance models (tests/test_sfm.py)
+    programs.update(hole_programs())  # missing='model' (tests/test_missing_model.py)
     if slow:
         programs["new families abduction"] = families_scm().abduction_code()
     return programs
