@@ -61,8 +61,12 @@ def test_the_plan_omits_leaves_and_samples_normal_mediators() -> None:
         assert f"  {line}" in program, line
     assert "vector<offset=loc_W, multiplier=scl_W>[N_mis_W] W_mis;" in program
     assert "W_full ~ normal_id_glm(X_W, alpha_W, beta_W_A, sigma_W);" in program
-    assert "Y[obs_Y] ~ normal_id_glm(X_Y_f[obs_Y]," in program
-    assert "B[obs_B] ~ bernoulli_logit_glm(X_Y_f[obs_B]," in program
+    # a child reads the missing values in the rows that miss them only: its other rows
+    # keep their data design, so the GLM is never differentiated by a whole design
+    assert "M_Y[at_Y_W, 1 + (n_levels_A - 1)] = W_mis[which_Y_W];" in program
+    assert "Y[fill_Y] ~ normal_id_glm(M_Y," in program
+    assert "Y[keep_Y] ~ normal_id_glm(X_Y[keep_Y]," in program
+    assert "B[keep_B] ~ bernoulli_logit_glm(X_Y[keep_B]," in program
     # the same plan in another order gives the same text (one compiled binary)
     assert program == holes_scm().stan_code(holes={"B": "omit", "Y": "omit", "W": "sample"})
 

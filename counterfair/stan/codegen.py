@@ -564,17 +564,27 @@ def _summed_lines(
     ]
     children = holes_code.summed_children(scm, node)
     local: dict[str, str] = {}
-    for child in children:
-        design = designs.get(child)
+    for user in (node, *children):
+        design = designs.get(user)
         if design is None or design in local:
             continue
-        blocks = columns[child]
+        blocks = columns[user]
         width = " + ".join(_block_width(scm, b) for b in blocks)
         local[design] = f"d_{design}"
         lines.append(f"{indent}{_INDENT}matrix[1, {width}] d_{design} = {design}[r];")
+        for block in blocks:  # a sampled parent's value at the row (a parameter if missing)
+            if holes.get(block) == "sample":
+                before = blocks[: blocks.index(block)]
+                column = " + ".join(["1", *(_block_width(scm, b) for b in before)])
+                lines.append(
+                    f"{indent}{_INDENT}d_{design}[1, {column}] = "
+                    f"{holes_code.filled(block)}[r[1]];"
+                )
     lines.append(f"{indent}{_INDENT}for (k in 1:{levels}) {{")
     for design, name in local.items():
-        owner = next(c for c in children if designs.get(c) == design)
+        owner = next((c for c in children if designs.get(c) == design), None)
+        if owner is None:  # the node's own design does not hold it
+            continue
         blocks = columns[owner]
         before = blocks[: blocks.index(node)]
         first = " + ".join(["1", *(_block_width(scm, b) for b in before)])
@@ -585,8 +595,10 @@ def _summed_lines(
             lines.append(
                 f"{inner}{name}[1, ({first}):({last})] = indicators({{k}}, {eq.levels}, 1)[1];"
             )
+    own_design = designs.get(node)
     own = _fit_statement(
-        scm, eq, predictors[node], designs.get(node), rows="r", target=f"{{{value}}}", size="1"
+        scm, eq, predictors[node], local.get(own_design or "", own_design), rows="r",
+        target=f"{{{value}}}", size="1", design_rows=own_design not in local,
     )
     terms = [_log_density(own, False)]
     for child in children:
@@ -773,8 +785,7 @@ def _fit_model_block(
         lines += _equation_priors(eq)
     if holes:
         lines.append(f"{_INDENT}// missing values (missing='model')")
-        fills, designs = _filled_designs(scm, holes, designs, columns or {}, _INDENT)
-        lines += fills
+        lines += holes_code.fill_lines(holes)
     lines.append(f"{_INDENT}// structural equations")
     done: set[str] = {c.eq.node for children in integrated.values() for c in children}
     done |= {c.eq.node for children in pairs.values() for c in children}
@@ -782,12 +793,18 @@ def _fit_model_block(
         lines += _vector_anchor_lines(scm, latent, chain, predictors, designs)
         done.update(eq.node for eq in chain)
     subsets = set(holes_code.subset_nodes(scm, holes))
+    split = set(holes_code.split_nodes(scm, holes))
     for eq in equations:
         if eq.node in done:
             continue
         comment = _statement_comment(eq, anchors)
         if comment:
             lines.append(_INDENT + comment)
+        if eq.node in split:
+            lines += _split_statements(
+                scm, eq, predictors[eq.node], designs[eq.node], columns or {}, holes
+            )
+            continue
         kind = holes.get(eq.node)
         if eq.node in subsets:
             kind = "sample-subset" if kind == "sample" else "omit"
@@ -809,29 +826,50 @@ def _fit_model_block(
     return lines
 
 
-def _filled_designs(
+def _split_statements(
     scm: SCM,
-    holes: dict[str, str],
-    designs: dict[str, str],
+    eq: NodeEquation,
+    predictor: Predictor,
+    design: str,
     columns: dict[str, tuple[str, ...]],
-    indent: str,
-) -> tuple[list[str], dict[str, str]]:
-    """The lines that fill the sampled nodes' missing values in (``<node>_full``, and each
-    design matrix that holds one, ``<design>_f``), and each equation's design name after
-    them."""
-    first: dict[str, tuple[str, tuple[str, ...]]] = {}
-    for node, name in designs.items():
-        first.setdefault(name, (node, columns[node]))
-    widths = {b: _block_width(scm, b) for _, blocks in first.values() for b in blocks}
+    holes: dict[str, str],
+) -> list[str]:
+    """The usual statement of a node that reads a sampled node, in two: the rows whose
+    design is data (``keep_<node>``), and the rows where a sampled parent is missing
+    (``fill_<node>``), whose design is copied with the parameters in."""
+    node = eq.node
+    blocks = columns[node]
+    width = " + ".join(_block_width(scm, b) for b in blocks)
+    value = holes_code.filled(node) if holes.get(node) == "sample" else node
+    local = f"M_{node}"
     lines = [
-        indent + line.removeprefix(_INDENT)
-        for line in holes_code.fill_lines(holes, first, widths)
+        f"{_INDENT}// {node}: its rows with a sampled parent missing read the parameters",
+        f"{_INDENT}if (N_fill_{node} > 0) {{",
+        f"{_INDENT * 2}matrix[N_fill_{node}, {width}] {local} = {design}[fill_{node}];",
     ]
-    named = {
-        node: f"{name}_f" if any(holes.get(b) == "sample" for b in first[name][1]) else name
-        for node, name in designs.items()
-    }
-    return lines, named
+    for parent in holes_code.sampled_parents(scm, holes, node):
+        before = blocks[: blocks.index(parent)]
+        column = " + ".join(["1", *(_block_width(scm, b) for b in before)])
+        lines.append(
+            f"{_INDENT * 2}{local}[at_{node}_{parent}, {column}] = "
+            f"{holes_code.mis_name(parent)}[which_{node}_{parent}];"
+        )
+    fill = _fit_statement(
+        scm, eq, predictor, local, rows=f"fill_{node}", target=f"{value}[fill_{node}]",
+        size=f"N_fill_{node}", design_rows=False,
+    )
+    keep = _fit_statement(
+        scm, eq, predictor, design, rows=f"keep_{node}", target=f"{value}[keep_{node}]",
+        size=f"N_keep_{node}",
+    )
+    return [
+        *lines,
+        f"{_INDENT * 2}{fill}",
+        f"{_INDENT}}}",
+        f"{_INDENT}if (N_keep_{node} > 0) {{",
+        f"{_INDENT * 2}{keep}",
+        f"{_INDENT}}}",
+    ]
 
 
 def _linear_part(scm: SCM, predictor: Predictor, design: str | None) -> str:
@@ -1026,7 +1064,7 @@ def _summed_draws(
         "missing, drawn from its posterior given the row"
         for node in summed
     ]
-    fills, designs = _filled_designs(scm, holes, designs, columns, _INDENT * 2)
+    fills = [_INDENT + line for line in holes_code.fill_lines(holes)]
     lines += [f"{_INDENT}{{", *fills]
     for node in summed:
         binary = scm.equations[node].spec.family == "bernoulli"

@@ -12,8 +12,10 @@ row holds, the missing values integrated out:
   ``node_mis`` (on the scale of its observed values: offset ``loc_node``, multiplier
   ``scl_node``); the model block fills them into ``node_full``, which its own equation
   samples, and into the column ``node`` takes in each child's design matrix
-  (``<design>_f``). Integrating ``node_mis`` out of the joint posterior is what NUTS's
-  marginal over the parameters does;
+  (its rows that miss a sampled parent, ``fill_<child>``, get a small design with the
+  parameters in, the others keep their data design, ``keep_<child>``). Integrating
+  ``node_mis`` out of the joint posterior is what NUTS's marginal over the parameters
+  does;
 * a **summed** node (Bernoulli, categorical, ordinal, with children) is summed out of
   each row that misses it: its equation and its children's enter those rows as
   ``log_sum_exp`` over its levels of the node's and the children's log densities, the
@@ -47,6 +49,8 @@ __all__ = [
     "mis_name",
     "parameter_lines",
     "program_plan",
+    "sampled_parents",
+    "split_nodes",
     "subset_nodes",
     "summed_children",
     "touched_latents",
@@ -115,7 +119,27 @@ def data_lines(scm: SCM, holes: Mapping[str, str]) -> list[str]:
     that miss a sampled node, with the location and scale of its observed values; the
     rows that miss a summed node, with which of them hold each child that has holes."""
     lines = []
+    split = split_nodes(scm, holes)
+    for node in split:
+        lines += [
+            f"int<lower=0, upper=N> N_keep_{node};  // rows of {node} whose design is data",
+            f"array[N_keep_{node}] int<lower=1, upper=N> keep_{node};",
+            f"int<lower=0, upper=N> N_fill_{node};  // rows of {node} where a sampled "
+            "parent is missing",
+            f"array[N_fill_{node}] int<lower=1, upper=N> fill_{node};",
+        ]
+        for parent in sampled_parents(scm, holes, node):
+            lines += [
+                f"int<lower=0, upper=N> N_at_{node}_{parent};  // rows of fill_{node} that "
+                f"miss {parent}",
+                f"array[N_at_{node}_{parent}] int<lower=1, upper=N_fill_{node}> "
+                f"at_{node}_{parent};  // their positions in fill_{node}",
+                f"array[N_at_{node}_{parent}] int<lower=1, upper=N> which_{node}_{parent};"
+                f"  // and in {mis_name(parent)}",
+            ]
     for node in subset_nodes(scm, holes):
+        if node in split:
+            continue
         lines += [
             f"int<lower=0, upper=N> N_obs_{node};  // rows of the usual statement of {node}",
             f"array[N_obs_{node}] int<lower=1, upper=N> obs_{node};  // which rows (the "
@@ -157,17 +181,9 @@ def parameter_lines(holes: Mapping[str, str]) -> list[str]:
     ]
 
 
-def fill_lines(
-    holes: Mapping[str, str],
-    designs: Mapping[str, tuple[str, tuple[str, ...]]],
-    width: Mapping[str, str],
-) -> list[str]:
-    """Model block: each sampled node filled in (``node_full``), and each design matrix
-    that holds a sampled node's column copied with the missing values in (``<design>_f``).
-
-    ``designs``: design name -> (its first user, its column blocks); ``width``: block ->
-    its number of columns (Stan).
-    """
+def fill_lines(holes: Mapping[str, str]) -> list[str]:
+    """Each sampled node with its missing values filled in, ``node_full`` (model block and
+    generated quantities)."""
     lines = []
     for node, kind in holes.items():
         if kind == "sample":
@@ -175,17 +191,37 @@ def fill_lines(
                 f"vector[N] {filled(node)} = {node};  // {node} with its missing values",
                 f"{filled(node)}[mis_{node}] = {mis_name(node)};",
             ]
-    for name, (_, blocks) in designs.items():
-        sampled = [b for b in blocks if holes.get(b) == "sample"]
-        if not sampled:
-            continue
-        total = " + ".join(width[b] for b in blocks)
-        lines.append(f"matrix[N, {total}] {name}_f = {name};  // {name} with missing values in")
-        for node in sampled:
-            before = blocks[: blocks.index(node)]
-            column = " + ".join(["1", *(width[b] for b in before)])
-            lines.append(f"{name}_f[mis_{node}, {column}] = {mis_name(node)};")
     return [_INDENT + line for line in lines]
+
+
+def split_nodes(scm: SCM, holes: Mapping[str, str]) -> tuple[str, ...]:
+    """Equations that read a sampled node: their usual statement is split into the rows
+    whose design is data (``keep_<node>``) and the rows where a sampled parent is missing
+    (``fill_<node>``, a small design with the parameters filled in), so that the GLM never
+    differentiates with respect to a whole design matrix."""
+    return tuple(
+        n for n in scm.observed
+        if any(holes.get(t.parent) == "sample" for t in scm.equations[n].observed)
+    )
+
+
+def sampled_parents(scm: SCM, holes: Mapping[str, str], node: str) -> tuple[str, ...]:
+    """The sampled parents of ``node``, in its equation's order."""
+    return tuple(
+        t.parent for t in scm.equations[node].observed if holes.get(t.parent) == "sample"
+    )
+
+
+def _usual_rows(scm: SCM, rows: Rows, holes: Mapping[str, str], node: str) -> np.ndarray:
+    """Rows of ``node``'s usual statement: not those where it is left out or summed, nor
+    those where a summed parent is missing (a sampled node keeps its own missing rows)."""
+    gone = np.zeros(len(rows), dtype=bool)
+    if holes.get(node) in ("omit", "sum"):
+        gone |= np.asarray(rows.holes[node], dtype=bool)
+    for term in scm.equations[node].observed:
+        if holes.get(term.parent) == "sum":
+            gone |= np.asarray(rows.holes[term.parent], dtype=bool)
+    return ~gone
 
 
 def hole_data(scm: SCM, rows: Rows, holes: Mapping[str, str]) -> dict[str, object]:
@@ -193,17 +229,30 @@ def hole_data(scm: SCM, rows: Rows, holes: Mapping[str, str]) -> dict[str, objec
     out: dict[str, object] = {}
     values = rows.values(list(holes), holes=True)
     n = len(rows)
-    none = np.zeros(n, dtype=bool)
+    split = split_nodes(scm, holes)
     for node in subset_nodes(scm, holes):
-        # a sampled node's own missing rows stay (their values are parameters)
-        own = none if holes.get(node) == "sample" else rows.holes.get(node, none)
-        gone = np.asarray(own, dtype=bool).copy()
-        for term in scm.equations[node].observed:
-            if holes.get(term.parent) == "sum":
-                gone |= np.asarray(rows.holes[term.parent], dtype=bool)
-        held = np.flatnonzero(~gone) + 1
+        if node in split:
+            continue
+        held = np.flatnonzero(_usual_rows(scm, rows, holes, node)) + 1
         out[f"N_obs_{node}"] = int(held.size)
         out[f"obs_{node}"] = held.astype(np.int64)
+    for node in split:
+        usual = _usual_rows(scm, rows, holes, node)
+        parents = sampled_parents(scm, holes, node)
+        some = np.zeros(n, dtype=bool)
+        for parent in parents:
+            some |= np.asarray(rows.holes[parent], dtype=bool)
+        keep = np.flatnonzero(usual & ~some)
+        fill = np.flatnonzero(usual & some)
+        out[f"N_keep_{node}"], out[f"keep_{node}"] = int(keep.size), keep + 1
+        out[f"N_fill_{node}"], out[f"fill_{node}"] = int(fill.size), fill + 1
+        for parent in parents:
+            mask = np.asarray(rows.holes[parent], dtype=bool)
+            where = np.flatnonzero(mask[fill])  # positions in fill_<node>
+            rank = np.cumsum(mask) - 1  # a missing row's position in <parent>_mis
+            out[f"N_at_{node}_{parent}"] = int(where.size)
+            out[f"at_{node}_{parent}"] = where + 1
+            out[f"which_{node}_{parent}"] = rank[fill[where]] + 1
     for node, kind in holes.items():
         mask = np.asarray(rows.holes[node], dtype=bool)
         if kind == "omit":
