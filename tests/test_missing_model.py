@@ -130,9 +130,12 @@ def test_a_summed_node_is_a_loop_over_its_levels() -> None:
     program = binary_scm().stan_code(holes={"E": "sum", "Y": "omit"})
     assert "E[obs_E] ~ bernoulli_logit_glm(X_E[obs_E], alpha_E, beta_E_A);" in program
     assert "Y[obs_Y] ~ normal_id_glm(X_Y[obs_Y]," in program
-    assert "  for (i in 1:N_mis_E) {" in program and "target += log_sum_exp(lp);" in program
-    assert "(has_Y_E[i] ? normal_id_glm_lpdf(Y[r] | d_X_Y," in program
-    assert "E_draw[i] = categorical_rng(softmax(lp)) - 1;" in program
+    # the rows that miss E, all at once: each level's log densities as vectors
+    assert "matrix[N_mis_E, 2] lp = rep_matrix(0.0, N_mis_E, 2);" in program
+    assert "lp[:, 2] += log_inv_logit(eta);" in program
+    assert "lp[:, k] += to_vector(has_Y_E) .* (-0.5 * square((Y[mis_E] - (" in program
+    assert "target += log_sum_exp(lp[i]);" in program
+    assert "E_draw[i] = categorical_rng(softmax(lp[i]')) - 1;" in program
 
 
 # ---------------------------------------------------------------------- the posterior

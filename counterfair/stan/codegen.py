@@ -539,6 +539,41 @@ def _log_density(statement: str, continuous: bool) -> str:
     return f"{function}_{suffix}({lhs} | {arguments[:-1]})"
 
 
+_ROW_DENSITIES = ("normal", "bernoulli", "poisson")
+"""Families whose log density per row the summed loops write as vector arithmetic; the
+others are evaluated one row at a time by their GLM function."""
+
+
+def _eta(scm: SCM, predictor: Predictor, design: str | None, rows: str, size: str) -> str:
+    """An equation's linear predictor at ``rows`` (a multi-index; ``design`` already holds
+    those rows), latent terms included, as a vector expression of length ``size``."""
+    scalar = join_terms(predictor.intercept) if predictor.intercept else "0.0"
+    if predictor.blocks and design is not None:
+        pieces = []
+        for parent, terms in predictor.blocks.items():
+            coefficient = join_terms(terms)
+            pieces.append(coefficient if _vector_parent(scm, parent) else f"[{coefficient}]'")
+        eta = f"{scalar} + {design} * {append_rows(pieces)}"
+    else:
+        eta = f"rep_vector({scalar}, {size})"
+    if predictor.vectors:
+        eta += f" + ({' + '.join(predictor.vectors)})[{rows}]"
+    return eta
+
+
+def _row_density(eq: NodeEquation, predictor: Predictor, y: str, eta: str) -> str:
+    """The log density of each row, as a vector (a family of :data:`_ROW_DENSITIES`)."""
+    family = eq.spec.family
+    if family == "normal":
+        sd = predictor.sd if predictor.sd is not None else stan_real(1.0)
+        return (
+            f"-0.5 * square(({y} - ({eta})) / {sd}) - log({sd}) - 0.918938533204672741"
+        )
+    if family == "bernoulli":
+        return f"to_vector({y}) .* ({eta}) - log1p_exp({eta})"
+    return f"to_vector({y}) .* ({eta}) - exp({eta}) - lgamma(to_vector({y}) + 1)"
+
+
 def _summed_lines(
     scm: SCM,
     node: str,
@@ -548,73 +583,102 @@ def _summed_lines(
     holes: dict[str, str],
     indent: str,
 ) -> list[str]:
-    """The loop over the rows that miss the summed ``node``: each level's log density of
-    the node and of its children at the row, in ``lp`` (the caller adds ``target +=
-    log_sum_exp(lp)`` in the model block, or draws the level in the generated quantities).
-    """
+    """``lp``, the ``N_mis_<node> x levels`` log densities of the rows that miss the summed
+    ``node`` at each of its levels: the node's own and its children's (the caller adds
+    ``log_sum_exp`` of each row to the target, or draws the level in the generated
+    quantities). Normal, Bernoulli and Poisson terms are vector arithmetic over the rows;
+    the others one GLM call per row and level."""
     eq = scm.equations[node]
     binary = eq.spec.family == "bernoulli"
     levels = "2" if binary else str(eq.levels)
-    value = "k - 1" if binary else "k"
-    inner = indent + _INDENT * 2
-    lines = [
-        f"{indent}for (i in 1:N_mis_{node}) {{",
-        f"{indent}{_INDENT}array[1] int r = {{mis_{node}[i]}};",
-        f"{indent}{_INDENT}vector[{levels}] lp;",
-    ]
+    size = f"N_mis_{node}"
+    rows = f"mis_{node}"
+    inner = indent + _INDENT
+    lines = [f"{indent}matrix[{size}, {levels}] lp = rep_matrix(0.0, {size}, {levels});"]
     children = holes_code.summed_children(scm, node)
-    local: dict[str, str] = {}
-    for user in (node, *children):
+
+    def local_design(user: str, name: str) -> str | None:
+        """A copy of ``user``'s design at the rows, sampled parents filled in."""
         design = designs.get(user)
-        if design is None or design in local:
-            continue
+        if design is None:
+            return None
         blocks = columns[user]
         width = " + ".join(_block_width(scm, b) for b in blocks)
-        local[design] = f"d_{design}"
-        lines.append(f"{indent}{_INDENT}matrix[1, {width}] d_{design} = {design}[r];")
-        for block in blocks:  # a sampled parent's value at the row (a parameter if missing)
+        lines.append(f"{indent}matrix[{size}, {width}] {name} = {design}[{rows}];")
+        for block in blocks:
             if holes.get(block) == "sample":
                 before = blocks[: blocks.index(block)]
                 column = " + ".join(["1", *(_block_width(scm, b) for b in before)])
                 lines.append(
-                    f"{indent}{_INDENT}d_{design}[1, {column}] = "
-                    f"{holes_code.filled(block)}[r[1]];"
+                    f"{indent}{name}[:, {column}] = {holes_code.filled(block)}[{rows}];"
                 )
-    lines.append(f"{indent}{_INDENT}for (k in 1:{levels}) {{")
-    for design, name in local.items():
-        owner = next((c for c in children if designs.get(c) == design), None)
-        if owner is None:  # the node's own design does not hold it
-            continue
-        blocks = columns[owner]
+        return name
+
+    def set_level(name: str, user: str, at: str) -> str:
+        """The statement putting the node at level ``k`` in ``user``'s design ``name``."""
+        blocks = columns[user]
         before = blocks[: blocks.index(node)]
         first = " + ".join(["1", *(_block_width(scm, b) for b in before)])
         if binary:
-            lines.append(f"{inner}{name}[1, {first}] = k - 1;")
-        else:
-            last = f"{first} + {eq.levels} - 2"
-            lines.append(
-                f"{inner}{name}[1, ({first}):({last})] = indicators({{k}}, {eq.levels}, 1)[1];"
-            )
-    own_design = designs.get(node)
-    own = _fit_statement(
-        scm, eq, predictors[node], local.get(own_design or "", own_design), rows="r",
-        target=f"{{{value}}}", size="1", design_rows=own_design not in local,
-    )
-    terms = [_log_density(own, False)]
+            return f"{at}{name}[:, {first}] = rep_vector(k - 1, {size});"
+        last = f"{first} + {eq.levels} - 2"
+        return (
+            f"{at}{name}[:, ({first}):({last})] = "
+            f"rep_matrix(indicators({{k}}, {eq.levels}, 1)[1], {size});"
+        )
+
+    # the node's own term
+    own = local_design(node, f"D_{node}_own")
+    if binary and not eq.family.declares_coefficients:
+        eta = _eta(scm, predictors[node], own, rows, size)
+        lines += [
+            f"{indent}{{",
+            f"{inner}vector[{size}] eta = {eta};",
+            f"{inner}lp[:, 1] += log_inv_logit(-eta);",
+            f"{inner}lp[:, 2] += log_inv_logit(eta);",
+            f"{indent}}}",
+        ]
+    else:
+        statement = _fit_statement(
+            scm, eq, predictors[node], f"{own}[{{i}}]" if own else None, rows=f"{rows}[{{i}}]",
+            target="{k}", size="1", design_rows=False,
+        )
+        lines += [
+            f"{indent}for (i in 1:{size}) {{",
+            f"{inner}for (k in 1:{levels}) {{",
+            f"{inner}{_INDENT}lp[i, k] += {_log_density(statement, False)};",
+            f"{inner}}}",
+            f"{indent}}}",
+        ]
+    # each child's term
     for child in children:
         ceq = scm.equations[child]
         value = holes_code.filled(child) if holes.get(child) == "sample" else child
-        statement = _fit_statement(
-            scm, ceq, predictors[child], local.get(designs.get(child, ""), designs.get(child)),
-            rows="r", target=f"{value}[r]", size="1",
-            design_rows=designs.get(child) not in local,
-        )
-        term = _log_density(statement, ceq.family.additive_noise)
-        if holes.get(child) == "omit":
-            term = f"(has_{child}_{node}[i] ? {term} : 0.0)"
-        terms.append(term)
-    lines.append(f"{inner}lp[k] = " + f"\n{inner}  + ".join(terms) + ";")
-    lines.append(f"{indent}{_INDENT}}}")
+        has = f"has_{child}_{node}" if holes.get(child) == "omit" else None
+        name = local_design(child, f"D_{child}_{node}")
+        assert name is not None  # a child reads the node: it has a design
+        lines.append(f"{indent}for (k in 1:{levels}) {{")
+        lines.append(set_level(name, child, inner))
+        if ceq.spec.family in _ROW_DENSITIES and not ceq.family.declares_coefficients:
+            eta = _eta(scm, predictors[child], name, rows, size)
+            density = _row_density(ceq, predictors[child], f"{value}[{rows}]", eta)
+            if has is not None:
+                density = f"to_vector({has}) .* ({density})"
+            lines.append(f"{inner}lp[:, k] += {density};")
+        else:
+            statement = _fit_statement(
+                scm, ceq, predictors[child], f"{name}[{{i}}]", rows=f"{rows}[{{i}}]",
+                target=f"{value}[{{{rows}[i]}}]", size="1", design_rows=False,
+            )
+            term = _log_density(statement, ceq.family.additive_noise)
+            if has is not None:
+                term = f"({has}[i] ? {term} : 0.0)"
+            lines += [
+                f"{inner}for (i in 1:{size}) {{",
+                f"{inner}{_INDENT}lp[i, k] += {term};",
+                f"{inner}}}",
+            ]
+        lines.append(f"{indent}}}")
     return lines
 
 
@@ -815,8 +879,14 @@ def _fit_model_block(
         if kind != "sum":
             continue
         lines.append(f"{_INDENT}// {node} summed over its levels where missing (missing='model')")
-        lines += _summed_lines(scm, node, predictors, designs, columns or {}, holes, _INDENT)
-        lines += [f"{_INDENT * 2}target += log_sum_exp(lp);", f"{_INDENT}}}"]
+        lines.append(f"{_INDENT}{{")
+        lines += _summed_lines(scm, node, predictors, designs, columns or {}, holes, _INDENT * 2)
+        lines += [
+            f"{_INDENT * 2}for (i in 1:N_mis_{node}) {{",
+            f"{_INDENT * 3}target += log_sum_exp(lp[i]);",
+            f"{_INDENT * 2}}}",
+            f"{_INDENT}}}",
+        ]
     for latent, children in integrated.items():
         if children:
             lines += integrated_latents.model_line(latent, children, _INDENT)
@@ -1068,11 +1138,14 @@ def _summed_draws(
     lines += [f"{_INDENT}{{", *fills]
     for node in summed:
         binary = scm.equations[node].spec.family == "bernoulli"
-        lines += _summed_lines(scm, node, predictors, designs, columns, holes, _INDENT * 2)
         shift = " - 1" if binary else ""
+        lines += [f"{_INDENT * 2}{{"]
+        lines += _summed_lines(scm, node, predictors, designs, columns, holes, _INDENT * 3)
         lines += [
-            f"{_INDENT * 3}{holes_code.draw_name(node)}[i] = "
-            f"categorical_rng(softmax(lp)){shift};",
+            f"{_INDENT * 3}for (i in 1:N_mis_{node}) {{",
+            f"{_INDENT * 4}{holes_code.draw_name(node)}[i] = "
+            f"categorical_rng(softmax(lp[i]')){shift};",
+            f"{_INDENT * 3}}}",
             f"{_INDENT * 2}}}",
         ]
     lines.append(f"{_INDENT}}}")
