@@ -638,6 +638,24 @@ def _summed_lines(
             f"{inner}lp[:, 2] += log_inv_logit(eta);",
             f"{indent}}}",
         ]
+    elif eq.spec.family == "ordinal":  # P(k) = F(c_k - eta) - F(c_{k-1} - eta), logistic F
+        eta = _eta(scm, predictors[node], own, rows, size)
+        cuts = eq.param("cutpoints")
+        lines += [
+            f"{indent}{{",
+            f"{inner}vector[{size}] eta = {eta};",
+            f"{inner}lp[:, 1] += log1m_inv_logit(eta - {cuts}[1]);",
+            f"{inner}for (k in 2:({levels} - 1)) {{",
+            f"{inner}{_INDENT}lp[:, k] += log_diff_exp(log_inv_logit(eta - {cuts}[k - 1]), "
+            f"log_inv_logit(eta - {cuts}[k]));",
+            f"{inner}}}",
+            f"{inner}lp[:, {levels}] += log_inv_logit(eta - {cuts}[{levels} - 1]);",
+            f"{indent}}}",
+        ]
+    elif eq.family.declares_coefficients and own is None and not eq.latent:
+        # a categorical root: the same level probabilities in every row
+        alpha = f"append_row(0.0, {eq.intercept})" if eq.intercept else f"rep_vector(0.0, {levels})"
+        lines.append(f"{indent}lp += rep_matrix(log_softmax({alpha})', {size});")
     else:
         statement = _fit_statement(
             scm, eq, predictors[node], f"{own}[{{i}}]" if own else None, rows=f"{rows}[{{i}}]",
