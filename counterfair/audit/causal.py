@@ -700,9 +700,7 @@ def audit_stream(
     if abduction is not None:
         _check_abduction(abduction, data, n_samples=n_samples, condition_on=condition_on)
     samples, abduct_args = _abduction_plan(abduction, n_samples, condition_on, seed)
-    rows = None if abduction is not None else Rows.check(
-        data, fit.scm, fit.encoding, positions=positions
-    )
+    rows = None if abduction is not None else fit.rows_of(data, positions=positions)
     row_positions = _row_positions(abduction, rows, positions)
     targets, flips, masks = _targets(fit, data, predictor, response, do, chosen, row_positions)
     stream = AuditStream(

@@ -36,7 +36,6 @@ from counterfair.inference.chunks import abduct_chunks
 from counterfair.model.evaluate import draw_node, linear_predictor
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
-from counterfair.rows.rows import Rows
 
 if TYPE_CHECKING:  # Fit.counterfactual and Fit.interventional delegate here
     from counterfair.inference.fit import Fit
@@ -79,7 +78,7 @@ def counterfactual(
 
     if abduction is not None:
         return frame_of(abduction, do)
-    rows = None if data is None else Rows.check(data, fit.scm, fit.encoding)
+    rows = None if data is None else fit.rows_of(data)
     n_rows = len(fit.data) if rows is None else len(rows)
     parts = [
         (chunk, frame_of(chunk, slice_do(do, where, n_rows)))

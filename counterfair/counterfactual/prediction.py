@@ -563,7 +563,7 @@ def iter_counterfactual_predictions(
     """
     if coupling is not None:
         check_coupling(coupling)
-    rows = None if data is None else Rows.check(data, fit.scm, fit.encoding)
+    rows = None if data is None else fit.rows_of(data)
     n_rows = len(fit.data) if rows is None else len(rows)
     if abduction is not None:
         n_rows = len(abduction.data)

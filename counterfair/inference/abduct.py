@@ -26,8 +26,8 @@ from counterfair.inference.abduction import (
     Abduction,
 )
 from counterfair.inference.diagnostics import warn_on_divergences
+from counterfair.inference.missing_rows import abduct_by_pattern, fill_missing, hole_patterns
 from counterfair.logs import progress_enabled
-from counterfair.model.evaluate import draw_node, linear_predictor
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
 from counterfair.rows import chunking
@@ -154,7 +154,10 @@ def training_abduction(
         sampled = {node: drawn[node] for node in sampled}
     training = fit.rows
     observed = training.values(holes=bool(holes))
-    filled = _filled(fit, params, latents, observed, sampled, seed)
+    filled = fill_missing(
+        fit.scm, params, latents, observed, training.codes, training.holes,
+        np.arange(len(fit.data), dtype=np.int64), seed, sampled,
+    )
     abduction = Abduction(
         data=fit.data,
         params=params,
@@ -166,51 +169,26 @@ def training_abduction(
     )
     if rows is None:
         return abduction
-    where = np.asarray(rows.positions, dtype=np.int64)
-    if not rows.frame.index.equals(fit.data.index[where]):
+    if not is_training_rows(fit, rows):
         raise errors.DataError(
             "these rows have missing values and are not the fit's training rows: only "
-            "the rows a missing='model' fit was fitted on can be abducted with holes"
+            "the rows a missing='model' fit was fitted on are abducted from its draws"
         )
-    return abduction.take_rows(where)
+    return abduction.take_rows(np.asarray(rows.positions, dtype=np.int64))
 
 
-def _filled(
-    fit: Fit,
-    params: ParamDraws,
-    latents: dict[str, np.ndarray],
-    observed: dict[str, np.ndarray],
-    sampled: dict[str, np.ndarray],
-    seed: int | None,
-) -> dict[str, np.ndarray]:
-    """``observed`` with each node's missing values filled per sample, ``(S, N)`` for a
-    node with holes (see :func:`training_abduction`)."""
-    holes = fit.rows.holes
-    if not holes:
-        return observed
-    out = dict(observed)
-    s = params.n
-    rng = RowRandom(seed, np.arange(len(fit.data), dtype=np.int64))
-    reference = fit.scm.coding == "reference"
-    for node in fit.scm.observed:  # graph order: a node's parents are filled first
-        mask = holes.get(node)
-        if mask is None:
-            continue
-        values = np.repeat(observed[node][None, :], s, axis=0)
-        if node in sampled:
-            values[:, mask] = sampled[node]
-        else:
-            eq = fit.scm.equations[node]
-            given = {k: v if v.ndim == 2 else v[None, :] for k, v in out.items()}
-            eta = linear_predictor(
-                eq, params, {**given, **latents}, fit.rows.codes, reference_coding=reference,
-                n_rows=len(fit.data),
-            )
-            eta = np.broadcast_to(eta, (s, len(fit.data), *eta.shape[2:]))
-            draw = draw_node(eq, params, eta, rng.child("missing", node))
-            values[:, mask] = np.asarray(draw, dtype=float)[:, mask]
-        out[node] = values
-    return out
+def is_training_rows(fit: Fit, rows: Rows) -> bool:
+    """Whether ``rows`` are (a part of) the fit's training rows, at their positions:
+    the same index labels and the same values, missing ones included."""
+    where = np.asarray(rows.positions, dtype=np.int64)
+    n = len(fit.data)
+    if where.size and (where.min() < 0 or where.max() >= n):
+        return False
+    own = fit.data.iloc[where]
+    if not rows.frame.index.equals(own.index):
+        return False
+    shared = [c for c in own.columns if c in rows.frame.columns]
+    return bool(rows.frame[shared].equals(own[shared]))
 
 
 def parameter_sets(
@@ -248,7 +226,16 @@ def checked_rows(
                 f"positions has shape {positions.shape}, expected ({n},): one "
                 "global position per row"
             )
-    return Rows.check(data, fit.scm, fit.encoding, positions=positions)
+    return Rows.check(
+        data, fit.scm, fit.encoding, positions=positions, missing=rows_policy(fit)
+    )
+
+
+def rows_policy(fit: Fit) -> str:
+    """What :meth:`Rows.check` does with other rows' missing values for this fit:
+    ``"model"`` for a fit of ``missing="model"`` (they are abducted as unknown under
+    missing at random), else ``"error"``."""
+    return "model" if (fit.missing or {}).get("policy") == "model" else "error"
 
 
 def exact(
@@ -385,16 +372,27 @@ def abduct(
     _check_engine(engine, mcmc_settings)
     if data is None and condition_on is None and engine == "auto":
         return training_abduction(fit, n_samples, seed)
-    if isinstance(data, Rows) and data.holes:
-        # rows with missing values: the training rows of a missing='model' fit, whose
-        # posterior holds their latents and missing values jointly with the parameters
-        if condition_on is not None or engine != "auto" or mcmc_settings:
-            raise ValueError(
-                "rows with missing values are abducted from the fit's own draws: "
-                "condition_on=, engine= and the MCMC settings do not apply to them"
-            )
+    own_draws = condition_on is None and engine == "auto" and not mcmc_settings
+    if own_draws and isinstance(data, Rows) and data.holes and is_training_rows(fit, data):
+        # the training rows of a missing='model' fit: its posterior holds their latents
+        # and missing values jointly with the parameters
         return training_abduction(fit, n_samples, seed, rows=data)
     checked = checked_rows(fit, data, positions)
+    if checked.holes:  # other rows with missing values: one pattern at a time
+        def conditioning(held: Sequence[str]) -> tuple[str, ...]:
+            if condition_on is None:
+                return default_conditioning(fit.scm, checked.frame[list(held)])
+            return tuple(n for n in conditioning_nodes(fit.scm, condition_on) if n in held)
+
+        def complete(sub: Rows, conditioned: tuple[str, ...]) -> Abduction:
+            return abduct(
+                fit, sub, condition_on=conditioned, method=method, n_samples=n_samples,
+                n_param_draws=n_param_draws, engine=engine, chains=chains, warmup=warmup,
+                draws=draws, seed=seed, progress=progress,
+            )
+
+        evidence = None if condition_on is None else conditioning_nodes(fit.scm, condition_on)
+        return abduct_by_pattern(fit.scm, checked, conditioning, evidence, complete, seed)
     if isinstance(data, Rows) or positions is not None:
         positions = checked.positions
     rows = checked.frame
@@ -463,8 +461,11 @@ def abduction_is_exact(
     What :meth:`counterfair.Fit.abduction_is_exact` runs.
     """
     _check_engine(engine, _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws))
-    if isinstance(data, Rows) and data.holes:  # the fit's own draws, cut after
-        return False
+    own_draws = condition_on is None and engine == "auto" and not _given_mcmc_settings(
+        chains=chains, warmup=warmup, draws=draws
+    )
+    if isinstance(data, Rows) and data.holes and own_draws and is_training_rows(fit, data):
+        return False  # the fit's own draws, cut after
     if not fit.scm.latents or engine == "exact":
         return True
     if engine == "mcmc" or _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws):
@@ -475,4 +476,9 @@ def abduction_is_exact(
         if condition_on is None
         else conditioning_nodes(fit.scm, condition_on)
     )
-    return latent_problem.supports_exact(fit.scm, conditioned)
+    # rows with missing values are abducted a pattern at a time: each its own set
+    patterns = hole_patterns(data) if isinstance(data, Rows) and data.holes else []
+    return all(
+        latent_problem.supports_exact(fit.scm, tuple(n for n in conditioned if n not in missing))
+        for missing in [frozenset(), *(m for m, _ in patterns)]
+    )

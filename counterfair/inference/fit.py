@@ -151,14 +151,21 @@ class Fit:
         table.attrs["divergences"] = self.diagnostics.divergences
         return table
 
-    def rows_of(self, data: pd.DataFrame | Rows) -> Rows:
-        """``data`` through the rows' door under this fit's encoding; the fit's own
-        training rows (:attr:`data` or :attr:`rows`) as they were checked, holes included
-        for a fit of ``missing="model"`` (whose later stages take them: abduction draws
-        their missing values from the fit's posterior)."""
-        if self.holes and (data is self.data or data is self._rows):
+    def rows_of(self, data: pd.DataFrame | Rows, *, positions: np.ndarray | None = None) -> Rows:
+        """``data`` through the rows' door under this fit's encoding.
+
+        The fit's own training rows (:attr:`data` or :attr:`rows`) come as they were
+        checked. For a fit of ``missing="model"`` rows may hold missing values of observed
+        nodes (:attr:`Rows.holes`): the training rows' are drawn from the fit's posterior,
+        other rows' from the posterior given what each row holds
+        (:mod:`counterfair.inference.missing_rows`); other fits refuse them, naming the
+        columns. ``positions``: the rows' global positions (default ``0..N-1``).
+        """
+        if self.holes and positions is None and (data is self.data or data is self._rows):
             return self.rows
-        return Rows.check(data, self.scm, self.encoding)
+        return Rows.check(
+            data, self.scm, self.encoding, positions=positions, missing=abduct.rows_policy(self)
+        )
 
     @property
     def holes(self) -> dict[str, str]:

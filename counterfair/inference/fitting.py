@@ -329,6 +329,12 @@ def training_rows(
     ``"model"`` lets observed nodes hold missing values (:attr:`Rows.holes`).
     """
     rows = Rows.check(data, scm, missing=missing)
+    for column, mask in rows.holes.items():
+        if np.asarray(mask).all():
+            raise errors.DataError(
+                f"column {column!r} has no value in any row: missing='model' needs "
+                "some rows that hold it"
+            )
     rows, info = fit_rows(
         rows, strata_columns(scm, rows.frame), subsample=subsample, max_rows=max_rows, seed=seed
     )

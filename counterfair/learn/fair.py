@@ -803,12 +803,16 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
                 **extra,
             )
         inputs = self._feature_matrix(scm, abduction)  # (S, N, p)
+        s = inputs.shape[0]
+        responses = _filled_target(self.scm_fit_, abduction, target, y_values)  # (S, N)
         if self.training_inputs == "mean":
-            design, response = inputs.mean(axis=0), y_values
+            if responses is not None and self._is_classifier():
+                raise errors.DataError(MEAN_INPUTS_WITH_HOLES.format(target=target))
+            response = y_values if responses is None else responses.mean(axis=0)
+            design = inputs.mean(axis=0)
         else:
-            s = inputs.shape[0]
             design = inputs.reshape(-1, inputs.shape[-1])
-            response = np.tile(y_values, s)
+            response = np.tile(y_values, s) if responses is None else responses.reshape(-1)
         base = self.estimator
         if base is None:
             base = LogisticRegression() if self._is_classifier() else LinearRegression()
@@ -837,7 +841,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         """:meth:`predict_draws` chunk by chunk (:mod:`counterfair.inference.chunks`)."""
         scm = self._check_setup()
         fit = self.scm_fit_
-        rows = Rows.check(X, fit.scm, fit.encoding)
+        rows = fit.rows_of(X)
         args = self._abduct_args(scm, rows.frame)
         for _, abduction in abduct_chunks(fit, rows, **args):
             yield self._predict_inputs(self._feature_matrix(scm, abduction))
@@ -948,6 +952,36 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         if self._is_classifier():
             return float(accuracy_score(truth, predicted))
         return float(r2_score(truth, predicted))
+
+
+MEAN_INPUTS_WITH_HOLES = (
+    "training_inputs='mean' gives each row one label, but {target!r} is missing in some "
+    "rows and drawn per sample (missing='model'): use training_inputs='samples'"
+)
+"""Refusal of a classifier trained on mean inputs when its target has missing values."""
+
+
+def _filled_target(
+    fit: Fit, abduction: Abduction, target: str, y: np.ndarray
+) -> np.ndarray | None:
+    """The target per sample, ``(S, N)``, where the rows miss it (a fit of
+    ``missing="model"``): each sample's draw in the target's own labels (multiple
+    imputation); None when every row holds it."""
+    mask = abduction.holes.get(target)
+    if mask is None or not np.asarray(mask).any():
+        return None
+    drawn = np.asarray(abduction.observed[target])  # (S, N), level codes or values
+    labels = getattr(fit.scm.specs[target], "labels", None)
+    out = np.array(np.broadcast_to(y, drawn.shape), dtype=object if labels else float)
+    held = out[:, ~mask]
+    if labels:  # a labelled node: its level codes back to the labels the rows hold
+        out[:, mask] = np.asarray(labels, dtype=object)[drawn[:, mask].astype(int)]
+        kinds = {type(v) for v in held.ravel()[:100]}
+        if kinds and all(issubclass(k, (int, float, np.number)) for k in kinds):
+            out = out.astype(float)
+    else:
+        out[:, mask] = drawn[:, mask]
+    return out
 
 
 def _same_rows(fitted: pd.DataFrame, data: pd.DataFrame) -> bool:

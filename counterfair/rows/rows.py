@@ -177,12 +177,6 @@ class Rows:
                     if mask.any():
                         holes[column] = mask
             columns = [c for c in columns if c not in holes]
-            for column, mask in holes.items():
-                if mask.all():
-                    raise errors.DataError(
-                        f"column {column!r} has no value in any row: missing='model' needs "
-                        "some rows that hold it"
-                    )
         check_columns(frame, columns)
         if encoding is None:
             specs = {n: s for n, s in scm.specs.items() if isinstance(s, Protected)}
