@@ -102,7 +102,8 @@ def test_what_the_fit_cannot_model_is_refused_naming_the_column() -> None:
     with pytest.raises(ValueError, match="warm_start='pilot' is not used with missing='model'"):
         scm.fit(holes, missing="model", warm_start="pilot")
     with pytest.raises(cf.DataError, match="column 'W' has no value in any row"):
-        Rows.check(holes.assign(W=np.nan), scm, missing="model")
+        scm.fit(holes.assign(W=np.nan), missing="model")
+    Rows.check(holes.assign(W=np.nan), scm, missing="model")  # new rows may miss a column
     with pytest.raises(ValueError, match=r"missing must be one of \['error', 'drop', 'model'\]"):
         scm.fit(holes, missing="impute")  # type: ignore[arg-type]
 
@@ -209,9 +210,15 @@ def test_the_record_is_kept_saved_and_later_stages_refuse_the_rows(
     assert all(any(np.array_equal(row, d) for d in w_mis) for row in drawn[:5])
     held = holes["W"].dropna().to_numpy()
     np.testing.assert_array_equal(own.observed["W"][:, ~own.holes["W"]], np.tile(held, (50, 1)))
-    # other rows with holes are refused, as is every check that compares values
-    with pytest.raises(cf.DataError, match=r"missing \(NaN\) values in 3 column"):
-        fit.abduct(holes)
+    # the same rows as a frame are the fit's own: its draws again
+    again = fit.abduct(holes, n_samples=50, seed=shifted(12))
+    np.testing.assert_array_equal(again.observed["W"], own.observed["W"])
+    # other rows that miss W but hold its descendants Y and B (evidence about W) are
+    # refused, naming both; every check that compares values refuses the fit's rows
+    moved = holes.set_axis(holes.index + 1000)
+    with pytest.raises(cf.DataError, match=r"miss 'W' \(first at index label 100[0-9]+\) "
+                       r"but hold its descendant 'Y'"):
+        fit.abduct(moved)
     with pytest.raises(cf.DataError, match="posterior predictive check compares every row"):
         fit.ppc()
     # complete rows are taken as from any fit
@@ -309,9 +316,11 @@ def test_the_decomposition_takes_the_training_rows_with_holes(
     with cf.set_options(chunk_bytes=2**16):  # a few rows per chunk
         small = cf.audit.decompose(fit, fit.data, **options)
     pd.testing.assert_frame_equal(small.table, result.table)
-    # a copy of the rows is not the fit's: refused, naming the columns
-    with pytest.raises(cf.DataError, match=r"missing \(NaN\) values in 3 column"):
-        cf.audit.decompose(fit, holes, **options)
+    # the same rows as a copy are the fit's; other rows that miss W but hold Y are refused
+    pd.testing.assert_frame_equal(cf.audit.decompose(fit, holes.copy(), **options).table,
+                                  result.table)
+    with pytest.raises(cf.DataError, match="but hold its descendant 'Y'"):
+        cf.audit.decompose(fit, holes.set_axis(holes.index + 1000), **options)
 
 
 @pytest.mark.stan
@@ -430,3 +439,19 @@ def test_summing_ordinal_and_binary_nodes_with_count_and_categorical_children(
     z_drop = (dropped["mean"] - full["mean"]) / modelled["sd"]
     assert z_model.abs().max() < 3, z_model.round(2).to_dict()
     assert z_drop.abs().max() > 4, z_drop.round(2).to_dict()
+
+
+@pytest.mark.stan
+def test_a_classifier_learns_a_target_with_holes_per_sample(
+    holes_fit: tuple[cf.Fit, pd.DataFrame, pd.DataFrame],
+) -> None:
+    fit, _, holes = holes_fit
+    options = {"target": "B", "features": "additive_noise", "scm_fit": fit, "n_samples": 20,
+               "condition_on_target": True, "seed": shifted(17)}
+    learner = cf.FairLearner(holes_scm(), **options).fit(fit.data)
+    assert list(learner.classes_) == [0.0, 1.0]
+    probability = learner.predict_proba(holes.dropna().iloc[:30])[:, 1]
+    assert ((probability > 0) & (probability < 1)).all()
+    with pytest.raises(cf.DataError, match="training_inputs='mean' gives each row one label, "
+                       "but 'B' is missing in some rows"):
+        cf.FairLearner(holes_scm(), training_inputs="mean", **options).fit(fit.data)

@@ -378,6 +378,8 @@ def abduct(
         # and missing values jointly with the parameters
         return training_abduction(fit, n_samples, seed, rows=data)
     checked = checked_rows(fit, data, positions)
+    if checked.holes and own_draws and is_training_rows(fit, checked):
+        return training_abduction(fit, n_samples, seed, rows=checked)
     if checked.holes:  # other rows with missing values: one pattern at a time
         def conditioning(held: Sequence[str]) -> tuple[str, ...]:
             if condition_on is None:

@@ -41,10 +41,11 @@ if TYPE_CHECKING:
 __all__ = ["abduct_by_pattern", "fill_missing", "hole_patterns"]
 
 DESCENDANT_IS_EVIDENCE = (
-    "{count:,} row(s) miss {node!r} (first at index label {label!r}) and hold its "
-    "descendant {child!r}, which the latents are conditioned on: the value of {node!r} "
-    "given {child!r} is drawn only for the rows a missing='model' fit was fitted on. "
-    "Give condition_on= without {child!r}, or fill {node!r} in these rows"
+    "{count:,} row(s) miss {node!r} (first at index label {label!r}) but hold its "
+    "descendant {child!r}, which is evidence about it: a missing value given its "
+    "descendants is drawn only for the rows a missing='model' fit was fitted on. Give "
+    "condition_on= without {child!r} (then {child!r} is not evidence), or fill {node!r} "
+    "in these rows"
 )
 """Refusal of a row whose missing node has a descendant among the evidence."""
 
