@@ -216,8 +216,8 @@ def test_the_record_is_kept_saved_and_later_stages_refuse_the_rows(
     # other rows that miss W but hold its descendants Y and B (evidence about W) are
     # refused, naming both; every check that compares values refuses the fit's rows
     moved = holes.set_axis(holes.index + 1000)
-    with pytest.raises(cf.DataError, match=r"miss 'W' \(first at index label 100[0-9]+\) "
-                       r"but hold its descendant 'Y'"):
+    with pytest.raises(cf.DataError, match=r"miss 'W' \(first at index label 1[0-9]{3}\) "
+                       r"but hold its descendant '[YB]'"):
         fit.abduct(moved)
     with pytest.raises(cf.DataError, match="posterior predictive check compares every row"):
         fit.ppc()
@@ -319,7 +319,7 @@ def test_the_decomposition_takes_the_training_rows_with_holes(
     # the same rows as a copy are the fit's; other rows that miss W but hold Y are refused
     pd.testing.assert_frame_equal(cf.audit.decompose(fit, holes.copy(), **options).table,
                                   result.table)
-    with pytest.raises(cf.DataError, match="but hold its descendant 'Y'"):
+    with pytest.raises(cf.DataError, match="but hold its descendant '[YB]'"):
         cf.audit.decompose(fit, holes.set_axis(holes.index + 1000), **options)
 
 

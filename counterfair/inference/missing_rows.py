@@ -128,12 +128,9 @@ def _check_evidence(
     scm: SCM, rows: Rows, missing: frozenset[str], where: np.ndarray, evidence: set[str]
 ) -> None:
     """Refuse a pattern whose missing node has a descendant among the evidence."""
-    graph = scm.graph
-    for node in scm.observed:
-        if node not in missing:
-            continue
-        for child in scm.observed:
-            if child in evidence and child not in missing and nx.has_path(graph, node, child):
+    for node in (n for n in scm.observed if n in missing):
+        for child in sorted(nx.descendants(scm.graph, node) & evidence - missing,
+                            key=scm.observed.index):
                 label = rows.frame.index[int(where[0])]
                 label = label.item() if hasattr(label, "item") else label
                 raise errors.DataError(
@@ -162,8 +159,6 @@ def abduct_by_pattern(
     for missing, where in hole_patterns(rows):
         held = [c for c in frame_columns if c not in missing]
         conditioned = conditioning(held)
-        if evidence is not None:
-            conditioned = tuple(n for n in conditioned if n in set(evidence))
         known = set(conditioned) if evidence is not None else set(held)
         _check_evidence(scm, rows, missing, where, known)
         sub = Rows.check(

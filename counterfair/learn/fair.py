@@ -972,15 +972,12 @@ def _filled_target(
         return None
     drawn = np.asarray(abduction.observed[target])  # (S, N), level codes or values
     labels = getattr(fit.scm.specs[target], "labels", None)
-    out = np.array(np.broadcast_to(y, drawn.shape), dtype=object if labels else float)
-    held = out[:, ~mask]
+    numeric = np.asarray(y).dtype.kind in "biuf"  # the rows hold numbers, not labels
+    out = np.array(np.broadcast_to(y, drawn.shape), dtype=float if numeric else object)
+    filled = drawn[:, mask]
     if labels:  # a labelled node: its level codes back to the labels the rows hold
-        out[:, mask] = np.asarray(labels, dtype=object)[drawn[:, mask].astype(int)]
-        kinds = {type(v) for v in held.ravel()[:100]}
-        if kinds and all(issubclass(k, (int, float, np.number)) for k in kinds):
-            out = out.astype(float)
-    else:
-        out[:, mask] = drawn[:, mask]
+        filled = np.asarray(labels, dtype=float if numeric else object)[filled.astype(int)]
+    out[:, mask] = filled
     return out
 
 
