@@ -319,7 +319,7 @@ def test_the_decomposition_takes_the_training_rows_with_holes(
     # the same rows as a copy are the fit's; other rows that miss W but hold Y are refused
     pd.testing.assert_frame_equal(cf.audit.decompose(fit, holes.copy(), **options).table,
                                   result.table)
-    with pytest.raises(cf.DataError, match="but hold its descendant '[YB]'"):
+    with pytest.raises(cf.DataError, match=r"but hold its descendant '[YB]'"):
         cf.audit.decompose(fit, holes.set_axis(holes.index + 1000), **options)
 
 
