@@ -39,6 +39,7 @@ from counterfair.model.params import ParamDraws
 from counterfair.model.terms import group_codes
 from counterfair.options import DEFAULT_MAX_ROWS
 from counterfair.rows.missing import (
+    TAIL_SHARE,
     check_missing_policy,
     drop_incomplete,
     hole_plan,
@@ -51,7 +52,7 @@ from counterfair.stan.anchored import add_anchored_latents
 from counterfair.stan.anchoring import all_anchors_of
 from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import coords_and_dims, fit_data
-from counterfair.stan.holes import draw_name, mis_name, touched_latents
+from counterfair.stan.holes import draw_name, mis_name, summed_count, top_name, touched_latents
 from counterfair.stan.inits import latent_inits
 from counterfair.stan.integrated import (
     LATENTS_MODES,
@@ -254,6 +255,7 @@ def fit_scm(
         max_depth=int(sampler_args.get("max_depth", 10)),
     )
     warn_on_problems(diagnostics, rhat_hint=convergence_hint(scm))
+    _check_count_sums(run.idata, scm, holes, stan_data)
     summary, *details = str(diagnostics).splitlines()
     logger.info("%s", summary)  # the problems themselves are warned (ConvergenceWarning)
     for line in details:
@@ -274,6 +276,33 @@ def fit_scm(
         quadrature=rule,
         _rows=rows,
     )
+
+
+def _check_count_sums(
+    idata: Any, scm: SCM, holes: dict[str, str], stan_data: dict[str, Any]
+) -> None:
+    """Warn, naming the node, when a summed count's last count ``K`` holds more than
+    :data:`~counterfair.rows.missing.TAIL_SHARE` of some row's posterior in some draw:
+    the sum over ``0..K`` may then have cut off mass that matters."""
+    for node, kind in holes.items():
+        if kind != "sum" or not summed_count(scm, node):
+            continue
+        share = float(np.max(idata.posterior[top_name(node)].values))
+        bound = int(stan_data[f"K_{node}"])
+        logger.info(
+            "missing='model': %r summed over 0..%d; the largest posterior share of %d in a "
+            "row is %.1e", node, bound, bound, share,
+        )
+        if share > TAIL_SHARE:
+            warnings.warn(
+                f"missing='model' summed the missing counts of {node!r} over 0..{bound} "
+                f"(twice the largest observed count plus 10), and {bound} holds "
+                f"{share:.1e} of some row's posterior (above {TAIL_SHARE:.0e}): larger "
+                "counts are likely there and were cut off; check those rows, or use "
+                "missing='drop'",
+                errors.ConvergenceWarning,
+                stacklevel=3,
+            )
 
 
 def _without_touched(

@@ -467,14 +467,14 @@ class SCM:
             random given the rest of the row: a node without children leaves the
             likelihood of the rows that miss it, a Normal node with children has its
             missing values sampled (``fit.idata.posterior["<node>_mis"]``), a Bernoulli,
-            categorical or ordinal node with children is summed over its levels
-            (``"<node>_draw"`` holds posterior draws of its missing values); protected
-            attributes, grouping columns and counts with children must be complete
+            categorical, ordinal or count node with children is summed over its levels,
+            a count's over ``0..K`` (``"<node>_draw"`` holds posterior draws of its
+            missing values); protected attributes and grouping columns must be complete
             (:func:`counterfair.rows.missing.hole_plan`). The latents those nodes touch
             are sampled jointly, without the Laplace start or the pilot. ``fit.missing``
-            records the plan. The fit's own rows (``fit.data``) are taken by the
-            abduction and :func:`counterfair.audit.decompose`, each sample with its own
-            draws of the missing values; other stages take complete rows.
+            records the plan. Later stages take the fit's own rows with their draws of
+            the missing values, and other rows with holes abducted one pattern of
+            missing columns at a time (:mod:`counterfair.inference.missing_rows`).
         **sampler_args
             Passed to the sampler (e.g. ``max_depth``, ``delta``; on CmdStan also
             ``metric``, ``"diag_e"`` or ``"dense_e"``: a fit with integrated latents

@@ -40,9 +40,12 @@ if TYPE_CHECKING:
     from counterfair.model.scm import SCM
 
 __all__ = [
+    "COUNT_FAMILIES",
     "HOLE_KINDS",
     "MISSING_POLICIES",
+    "TAIL_SHARE",
     "check_missing_policy",
+    "count_bound",
     "drop_incomplete",
     "hole_plan",
     "missing_message",
@@ -57,11 +60,17 @@ model them as unknown under missing at random."""
 HOLE_KINDS = ("omit", "sample", "sum")
 """How ``missing="model"`` treats a node's missing values: ``omit`` (a node without
 children: those rows leave its likelihood), ``sample`` (a Normal node with children:
-the values are parameters of the fit) or ``sum`` (a Bernoulli, categorical or ordinal
-node with children: each row's likelihood is summed over the node's levels)."""
+the values are parameters of the fit) or ``sum`` (a Bernoulli, categorical, ordinal or
+count node with children: each row's likelihood is summed over the node's levels, a
+count's over ``0..K``, :func:`count_bound`)."""
 
-SUMMED_FAMILIES = ("bernoulli", "categorical", "ordinal")
-"""Discrete families whose missing values ``missing="model"`` sums out (finite support)."""
+SUMMED_FAMILIES = ("bernoulli", "categorical", "ordinal", "poisson", "negative_binomial")
+"""Discrete families whose missing values ``missing="model"`` sums out: the finite ones over
+their levels, the counts over ``0..K`` (:data:`COUNT_FAMILIES`)."""
+
+COUNT_FAMILIES = ("poisson", "negative_binomial")
+"""Counts: summed over ``0..K``, ``K`` from the node's observed values
+(:func:`count_bound`), the share of the last term checked after the fit."""
 
 _LOG = logging.getLogger(__name__)
 
@@ -158,6 +167,20 @@ def drop_incomplete(data: pd.DataFrame, scm: SCM) -> tuple[pd.DataFrame, dict[st
     return data.loc[~incomplete], record
 
 
+def count_bound(values: Any) -> int:
+    """``K``: a missing count with children is summed over ``0..K``, twice the largest
+    observed count plus 10 (the fit checks the share of ``K`` in each row's posterior,
+    :data:`TAIL_SHARE`)."""
+    seen = np.asarray(pd.Series(values).dropna(), dtype=float)
+    top = float(seen.max()) if seen.size else 0.0
+    return int(2 * np.ceil(top) + 10)
+
+
+TAIL_SHARE = 1e-6
+"""Largest posterior share of the last count summed over (``K``) that the fit accepts
+without a warning: above it the truncation may matter."""
+
+
 def _bending_reader(scm: SCM, node: str) -> str | None:
     """A child whose bending term (or ``loading_by``) reads ``node``, else None."""
     for child in scm.children(node):
@@ -181,15 +204,16 @@ def hole_plan(scm: SCM, counts: dict[str, int]) -> dict[str, str]:
     read by them as one column of their design, is ``"sample"``: its missing values are
     parameters of the fit, with its own equation as their prior. A Bernoulli,
     categorical or ordinal node with children is ``"sum"``: each row that misses it is
-    summed over its levels.
+    summed over its levels; so is a count (Poisson, negative binomial) with children, over
+    ``0..K`` (:func:`count_bound`).
 
     Raises
     ------
     DataError
         Naming the column, for what the fit cannot model yet: a protected attribute, the
-        grouping column of a bending term, a count with children (no finite set of levels
-        to sum over), a node a child reads through a bending term or ``loading_by``, and
-        a summed node that would meet another unknown in one term (:func:`_check_sums`).
+        grouping column of a bending term, a node a child reads through a bending term or
+        ``loading_by``, and a summed node that would meet another unknown in one term
+        (:func:`_check_sums`).
     """
     plan: dict[str, str] = {}
     grouping = set(scm_columns(scm, pd.DataFrame(columns=list(counts)))) - set(scm.observed)
@@ -218,7 +242,7 @@ def hole_plan(scm: SCM, counts: dict[str, int]) -> dict[str, str]:
             raise errors.DataError(
                 f"{where}: node {column!r} ({family}) has children {children}, and "
                 "missing='model' sums a discrete node out of its children's likelihood "
-                f"only over a finite set of levels ({', '.join(SUMMED_FAMILIES)}); use "
+                f"only for the families {', '.join(SUMMED_FAMILIES)}; use "
                 "missing='drop' (which assumes the rows are missing completely at random) "
                 "or fill the values"
             )
@@ -293,11 +317,15 @@ def model_record(frame: pd.DataFrame, scm: SCM, plan: dict[str, str]) -> dict[st
         "omit": "left out of its own likelihood where missing",
         "sample": "its missing values sampled with the parameters",
         "sum": "summed over its levels where missing",
+        "sum_count": "summed over the counts 0..{K} where missing (K from its observed "
+        "values; the last count's share is checked after the fit)",
     }
     for node, kind in plan.items():
+        how = words[kind]
+        if kind == "sum" and scm.equations[node].spec.family in COUNT_FAMILIES:
+            how = words["sum_count"].format(K=count_bound(frame[node]))
         _LOG.info(
-            "missing='model': %r has %s missing value(s), %s", node, f"{counts[node]:,}",
-            words[kind],
+            "missing='model': %r has %s missing value(s), %s", node, f"{counts[node]:,}", how
         )
     if counts:
         _LOG.info(

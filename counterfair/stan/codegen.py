@@ -590,7 +590,8 @@ def _summed_lines(
     the others one GLM call per row and level."""
     eq = scm.equations[node]
     binary = eq.spec.family == "bernoulli"
-    levels = "2" if binary else str(eq.levels)
+    count = holes_code.summed_count(scm, node)  # over 0..K_node: level k is the count k - 1
+    levels = "2" if binary else f"(K_{node} + 1)" if count else str(eq.levels)
     size = f"N_mis_{node}"
     rows = f"mis_{node}"
     inner = indent + _INDENT
@@ -619,7 +620,7 @@ def _summed_lines(
         blocks = columns[user]
         before = blocks[: blocks.index(node)]
         first = " + ".join(["1", *(_block_width(scm, b) for b in before)])
-        if binary:
+        if binary or count:
             return f"{at}{name}[:, {first}] = rep_vector(k - 1, {size});"
         last = f"{first} + {eq.levels} - 2"
         return (
@@ -636,6 +637,31 @@ def _summed_lines(
             f"{inner}vector[{size}] eta = {eta};",
             f"{inner}lp[:, 1] += log_inv_logit(-eta);",
             f"{inner}lp[:, 2] += log_inv_logit(eta);",
+            f"{indent}}}",
+        ]
+    elif count and eq.spec.family == "poisson":  # log P(k - 1), vectors over the rows
+        eta = _eta(scm, predictors[node], own, rows, size)
+        lines += [
+            f"{indent}{{",
+            f"{inner}vector[{size}] eta = {eta};",
+            f"{inner}vector[{size}] rate = exp(eta);",
+            f"{inner}for (k in 1:{levels}) {{",
+            f"{inner}{_INDENT}lp[:, k] += (k - 1) * eta - rate - lgamma(k);",
+            f"{inner}}}",
+            f"{indent}}}",
+        ]
+    elif count:  # negative binomial (mean exp(eta), dispersion phi): log P(k - 1)
+        eta = _eta(scm, predictors[node], own, rows, size)
+        phi = eq.param("phi")
+        lines += [
+            f"{indent}{{",
+            f"{inner}vector[{size}] eta = {eta};",
+            f"{inner}vector[{size}] log_total = log({phi}) + log1p_exp(eta - log({phi}));"
+            "  // log(mu + phi)",
+            f"{inner}for (k in 1:{levels}) {{",
+            f"{inner}{_INDENT}lp[:, k] += lgamma(k - 1 + {phi}) - lgamma(k) - lgamma({phi}) "
+            f"+ {phi} * (log({phi}) - log_total) + (k - 1) * (eta - log_total);",
+            f"{inner}}}",
             f"{indent}}}",
         ]
     elif eq.spec.family == "ordinal":  # P(k) = F(c_k - eta) - F(c_{k-1} - eta), logistic F
@@ -1153,19 +1179,30 @@ def _summed_draws(
         for node in summed
     ]
     fills = [_INDENT + line for line in holes_code.fill_lines(holes)]
+    counts = [node for node in summed if holes_code.summed_count(scm, node)]
+    lines += [
+        f"{_INDENT}real {holes_code.top_name(node)} = 0;  // the largest posterior share of "
+        f"K_{node}, the last count summed over"
+        for node in counts
+    ]
     lines += [f"{_INDENT}{{", *fills]
     for node in summed:
         binary = scm.equations[node].spec.family == "bernoulli"
-        shift = " - 1" if binary else ""
+        shift = " - 1" if binary or node in counts else ""
         lines += [f"{_INDENT * 2}{{"]
         lines += _summed_lines(scm, node, predictors, designs, columns, holes, _INDENT * 3)
         lines += [
             f"{_INDENT * 3}for (i in 1:N_mis_{node}) {{",
             f"{_INDENT * 4}{holes_code.draw_name(node)}[i] = "
             f"categorical_rng(softmax(lp[i]')){shift};",
-            f"{_INDENT * 3}}}",
-            f"{_INDENT * 2}}}",
         ]
+        if node in counts:
+            top = holes_code.top_name(node)
+            lines.append(
+                f"{_INDENT * 4}{top} = fmax({top}, exp(lp[i, K_{node} + 1] - "
+                "log_sum_exp(lp[i])));"
+            )
+        lines += [f"{_INDENT * 3}}}", f"{_INDENT * 2}}}"]
     lines.append(f"{_INDENT}}}")
     return lines
 

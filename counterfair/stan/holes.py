@@ -21,7 +21,10 @@ row holds, the missing values integrated out:
   ``log_sum_exp`` over its levels of the node's and the children's log densities, the
   rows that hold it as usual (``obs_node``, and ``obs_child`` for each child); the
   generated quantities draw each missing value from its posterior given the row
-  (``node_draw``), for the later stages.
+  (``node_draw``), for the later stages. A count (Poisson, negative binomial) is summed
+  over ``0..K_node`` (:func:`counterfair.rows.missing.count_bound`); the generated
+  quantities also give the largest posterior share of ``K_node`` over the rows
+  (``node_top``), which the fit checks.
 
 A latent whose children (or the parents of its children) have missing values is sampled
 directly: neither anchored on its Normal children (:mod:`counterfair.stan.anchoring`)
@@ -35,6 +38,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from counterfair.rows.missing import COUNT_FAMILIES, count_bound
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -53,6 +58,8 @@ __all__ = [
     "split_nodes",
     "subset_nodes",
     "summed_children",
+    "summed_count",
+    "top_name",
     "touched_latents",
 ]
 
@@ -109,6 +116,17 @@ def summed_children(scm: SCM, node: str) -> tuple[str, ...]:
     return tuple(c for c in scm.observed if c in scm.children(node))
 
 
+def summed_count(scm: SCM, node: str) -> bool:
+    """Whether the summed ``node`` is a count, summed over ``0..K_node``."""
+    return scm.equations[node].spec.family in COUNT_FAMILIES
+
+
+def top_name(node: str) -> str:
+    """The generated quantity of a summed count: the largest posterior share of its last
+    count ``K_node`` over the rows that miss it (the truncation's check)."""
+    return f"{node}_top"
+
+
 def draw_name(node: str) -> str:
     """The generated quantity of a summed node's missing values, drawn per row."""
     return f"{node}_draw"
@@ -162,6 +180,10 @@ def data_lines(scm: SCM, holes: Mapping[str, str]) -> list[str]:
                 f"array[N_mis_{node}] int<lower=1, upper=N> mis_{node};  // which rows miss "
                 f"{node} (summed over its levels)",
             ]
+            if summed_count(scm, node):
+                lines.append(
+                    f"int<lower=0> K_{node};  // the largest count of {node} summed over"
+                )
             for child in summed_children(scm, node):
                 if holes.get(child) == "omit":
                     lines.append(
@@ -261,6 +283,8 @@ def hole_data(scm: SCM, rows: Rows, holes: Mapping[str, str]) -> dict[str, objec
         out[f"N_mis_{node}"] = int(where.size)
         out[f"mis_{node}"] = where.astype(np.int64)
         if kind == "sum":
+            if summed_count(scm, node):
+                out[f"K_{node}"] = count_bound(values[node][~mask])
             for child in summed_children(scm, node):
                 if holes.get(child) == "omit":
                     has = ~np.asarray(rows.holes[child], dtype=bool)[mask]
