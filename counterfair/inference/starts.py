@@ -12,9 +12,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from counterfair.inference.quadrature_nodes import default_rule
 from counterfair.rows.rows import Rows
 from counterfair.stan.backend import resolve_backend_name
+from counterfair.stan.data import fit_data
 from counterfair.stan.inits import latent_inits
 from counterfair.stan.integrated import quadrature_data
 from counterfair.stan.integrated_pairs import pair_quadrature_data, pairs_of
@@ -33,6 +36,11 @@ WARM_STARTS = (True, False, "auto", "pilot", "laplace")
 """Values of ``warm_start``: ``True`` is ``"pilot"``."""
 NUTS_WARMUP = 500
 """Warm-up of a NUTS fit when none is given (a Laplace-started fit: ``DEFAULT_WARMUP``)."""
+
+
+OPTIMIZER_ROWS = 5_000
+"""Rows the Laplace start's optimizer runs on when there are more: L-BFGS takes hundreds
+of gradients, the Newton steps that follow on every row a few dozen each."""
 
 
 def choose_start(
@@ -75,7 +83,7 @@ def choose_start(
     )
     if wanted and on_cmdstan and not explicit and not sampled:
         try:
-            return _laplace(scm, stan_data, chains, seed, integrate)
+            return _laplace(scm, rows, stan_data, chains, seed, integrate)
         except LaplaceError as error:
             if warm_start == "laplace":
                 raise ValueError(f"warm_start='laplace' failed: {error}") from error
@@ -118,12 +126,15 @@ def default_warmup(start: WarmStart | LaplaceStart | None) -> int:
 
 def _laplace(
     scm: SCM,
+    rows: Rows,
     stan_data: dict[str, Any],
     chains: int,
     seed: int | None,
     integrate: tuple[str, ...],
 ) -> LaplaceStart:
-    """The Laplace start of the fit program, its quadrature at the default rule."""
+    """The Laplace start of the fit program, its quadrature at the default rule; on more
+    than ``OPTIMIZER_ROWS`` rows its optimizer runs on a random subsample of that many
+    (seeded by ``seed``), its Newton steps and Hessian on every row."""
     data = dict(stan_data)
     if integrate:
         rule = default_rule("")
@@ -131,16 +142,33 @@ def _laplace(
     if pairs_of(scm, integrate):
         data.update(pair_quadrature_data())
     init = fit_inits(scm, stan_data, 1, seed, integrate)[0]
+    coarse = None
+    if len(rows) > OPTIMIZER_ROWS:
+        chosen = np.sort(
+            np.random.default_rng(seed).choice(len(rows), OPTIMIZER_ROWS, replace=False)
+        )
+        coarse = {**fit_data(scm, rows.take(chosen)), **_quadrature_only(data, stan_data)}
+        for key, value in stan_data.items():  # the priors' scales are the whole data's
+            if key.startswith("scale_"):
+                coarse[key] = value
     start = laplace_start(
-        scm.stan_code(integrate=integrate), data, chains=chains, seed=seed, init=init
+        scm.stan_code(integrate=integrate), data, chains=chains, seed=seed, init=init,
+        coarse=coarse,
     )
     logger.info(
         "Laplace start: mode and Hessian of %d parameters in %.1f s (dense metric; "
-        "warm-up adapts the step size only)",
+        "warm-up adapts the step size only%s)",
         start.inv_metric.shape[0],
         start.seconds,
+        f"; the optimizer on {OPTIMIZER_ROWS:,} of the {len(rows):,} rows, Newton steps on "
+        "all" if coarse is not None else "",
     )
     return start
+
+
+def _quadrature_only(data: dict[str, Any], stan_data: dict[str, Any]) -> dict[str, Any]:
+    """What ``data`` adds to the fit's ``stan_data``: the quadrature's rule."""
+    return {key: value for key, value in data.items() if key not in stan_data}
 
 
 def fit_inits(

@@ -28,6 +28,7 @@ functions of the Stan bundled with httpstan 4.13 fail on an integer sigma).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,7 @@ from counterfair._version import __version__
 from counterfair.model.equation import NodeEquation
 from counterfair.model.families import family_of
 from counterfair.model.families.base import append_rows
+from counterfair.model.families.categorical import CategoricalFamily
 from counterfair.model.specs import Latent, Observed, Protected, stan_real
 from counterfair.stan import holes as holes_code
 from counterfair.stan import integrated as integrated_latents
@@ -574,6 +576,11 @@ def _row_density(eq: NodeEquation, predictor: Predictor, y: str, eta: str) -> st
     return f"to_vector({y}) .* ({eta}) - exp({eta}) - lgamma(to_vector({y}) + 1)"
 
 
+def _at_rows(latents: set[str], rows: str, name: str) -> str:
+    """``name`` read at ``rows`` when it is one of ``latents`` (a vector over all rows)."""
+    return f"{name}[{rows}]" if name in latents else name
+
+
 def _summed_lines(
     scm: SCM,
     node: str,
@@ -587,7 +594,9 @@ def _summed_lines(
     ``node`` at each of its levels: the node's own and its children's (the caller adds
     ``log_sum_exp`` of each row to the target, or draws the level in the generated
     quantities). Normal, Bernoulli and Poisson terms are vector arithmetic over the rows;
-    the others one GLM call per row and level."""
+    an ordinal or categorical child's linear predictors are one vector or matrix, then
+    its density per row; a node's own categorical or count term with a loading by group
+    takes one GLM call per row and level."""
     eq = scm.equations[node]
     binary = eq.spec.family == "bernoulli"
     count = holes_code.summed_count(scm, node)  # over 0..K_node: level k is the count k - 1
@@ -709,6 +718,36 @@ def _summed_lines(
             if has is not None:
                 density = f"to_vector({has}) .* ({density})"
             lines.append(f"{inner}lp[:, k] += {density};")
+        elif isinstance(ceq.family, CategoricalFamily) and ceq.loading_by is None:
+            # the levels' linear predictors as one matrix, then the log softmax per row
+            predictors_at = ceq.family.level_predictors(
+                ceq, name, functools.partial(_at_rows, {t.parent for t in ceq.latent}, rows),
+                size,
+            )
+            term = f"categorical_logit_lpmf({value}[{rows}[i]] | eta[i]')"
+            if has is not None:
+                term = f"({has}[i] ? {term} : 0.0)"
+            lines += [
+                f"{inner}{{",
+                f"{inner}{_INDENT}matrix[{size}, {ceq.levels}] eta = {predictors_at};",
+                f"{inner}{_INDENT}for (i in 1:{size}) {{",
+                f"{inner}{_INDENT * 2}lp[i, k] += {term};",
+                f"{inner}{_INDENT}}}",
+                f"{inner}}}",
+            ]
+        elif ceq.spec.family == "ordinal":  # the linear predictor as a vector, then per row
+            eta = _eta(scm, predictors[child], name, rows, size)
+            term = f"ordered_logistic_lpmf({value}[{rows}[i]] | eta[i], {ceq.param('cutpoints')})"
+            if has is not None:
+                term = f"({has}[i] ? {term} : 0.0)"
+            lines += [
+                f"{inner}{{",
+                f"{inner}{_INDENT}vector[{size}] eta = {eta};",
+                f"{inner}{_INDENT}for (i in 1:{size}) {{",
+                f"{inner}{_INDENT * 2}lp[i, k] += {term};",
+                f"{inner}{_INDENT}}}",
+                f"{inner}}}",
+            ]
         else:
             statement = _fit_statement(
                 scm, ceq, predictors[child], f"{name}[{{i}}]", rows=f"{rows}[{{i}}]",

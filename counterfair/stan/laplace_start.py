@@ -47,6 +47,8 @@ import numpy as np
 from counterfair.model.params import ParamDraws
 from counterfair.stan.unconstrained import Unconstrained, UnsupportedParametersError, declarations
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
     "ADAPT_ITERATIONS",
     "DEFAULT_WARMUP",
@@ -229,6 +231,7 @@ def laplace_start(
     chains: int,
     seed: int | None,
     init: Mapping[str, Any],
+    coarse: Mapping[str, Any] | None = None,
 ) -> LaplaceStart:
     """Mode, Hessian and dense metric of the program ``code`` on ``data`` (CmdStan).
 
@@ -244,6 +247,11 @@ def laplace_start(
         Seed of the optimizer and of the Gaussian draws.
     init : mapping
         Where the optimizer starts (constrained values of every parameter).
+    coarse : mapping, optional
+        The program's data on a subsample of the rows: the optimizer runs there (its
+        gradients are cheaper by the ratio of rows), and the Newton steps on ``data``
+        take its end to the mode of the whole posterior, a few of the subsample's
+        posterior sds away. If they fail from there, the optimizer runs on ``data``.
 
     Raises
     ------
@@ -263,30 +271,50 @@ def laplace_start(
         cmdstanpy.write_stan_json(str(data_file), dict(data))
         with _quiet_cmdstanpy(logging.ERROR):
             model = cmdstanpy.CmdStanModel(exe_file=str(exe))
+
+        def optimum_on(file: Path, name: str) -> tuple[Unconstrained, np.ndarray]:
+            """L-BFGS's end on the data in ``file``, unconstrained."""
+            with _quiet_cmdstanpy(logging.ERROR):
+                try:
+                    optimum = model.optimize(
+                        data=str(file),
+                        inits=dict(init),
+                        seed=seed,
+                        jacobian=True,
+                        output_dir=str(folder / name),
+                        iter=10_000,
+                    )
+                except (RuntimeError, ValueError) as error:  # ValueError: before 2.32
+                    raise LaplaceError(f"CmdStan's optimizer failed: {error}") from error
             try:
-                optimum = model.optimize(
-                    data=str(data_file),
-                    inits=dict(init),
-                    seed=seed,
-                    jacobian=True,
-                    output_dir=str(folder / "optimize"),
-                    iter=10_000,
+                names = [d.name for d in declarations(code)]
+                shapes = _parameter_shapes(optimum, names)
+                transform = Unconstrained.of(code, shapes, data)
+            except UnsupportedParametersError as error:
+                raise LaplaceError(str(error)) from error
+            with _quiet_cmdstanpy(logging.ERROR):  # its note on scalars of size-1 vectors
+                values = {
+                    name: np.asarray(optimum.stan_variable(name), dtype=float).reshape(shape)
+                    for name, shape in shapes.items()
+                }
+            return transform, transform.unconstrain(values)
+
+        found = None
+        if coarse is not None:
+            coarse_file = folder / "coarse.json"
+            cmdstanpy.write_stan_json(str(coarse_file), dict(coarse))
+            transform, u = optimum_on(coarse_file, "optimize-coarse")
+            try:
+                found = _newton(exe, data_file, u, folder)
+            except LaplaceError as error:
+                logger.info(
+                    "Laplace start: Newton steps from the subsample's mode failed (%s); "
+                    "the optimizer on every row instead", error,
                 )
-            except (RuntimeError, ValueError) as error:  # ValueError: CmdStan before 2.32
-                raise LaplaceError(f"CmdStan's optimizer failed: {error}") from error
-        try:
-            names = [d.name for d in declarations(code)]
-            shapes = _parameter_shapes(optimum, names)
-            transform = Unconstrained.of(code, shapes, data)
-        except UnsupportedParametersError as error:
-            raise LaplaceError(str(error)) from error
-        with _quiet_cmdstanpy(logging.ERROR):  # its note on scalars of size-1 vectors
-            values = {
-                name: np.asarray(optimum.stan_variable(name), dtype=float).reshape(shape)
-                for name, shape in shapes.items()
-            }
-        u = transform.unconstrain(values)
-        precision, mode = _newton(exe, data_file, u, folder)
+        if found is None:
+            transform, u = optimum_on(data_file, "optimize")
+            found = _newton(exe, data_file, u, folder)
+        precision, mode = found
         with _quiet_cmdstanpy(logging.ERROR):  # draws with transformed parameters
             try:  # CmdStan's laplace method centred at the Newton mode (all its digits)
                 at_mode = model.optimize(  # started at the mode, L-BFGS may find no

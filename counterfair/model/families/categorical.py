@@ -205,10 +205,11 @@ class CategoricalFamily(LevelFamily):
         out += [f"{param} ~ {spec.prior_weights.stan()};" for param in rows]
         return out
 
-    def statement(
-        self, eq: NodeEquation, design: str | None, index: Index, *, target: str | None = None
-    ) -> str:
-        lhs = eq.node if target is None else target
+    def _glm_parts(
+        self, eq: NodeEquation, design: str | None, index: Index
+    ) -> tuple[str | None, str, str | None]:
+        """The columns (the design and the latents), the levels' intercepts and the
+        coefficient matrix (reference level not included) of the node's GLM."""
         columns = design
         for lterm in eq.latent:
             latent = index(lterm.parent)
@@ -228,9 +229,29 @@ class CategoricalFamily(LevelFamily):
             if lterm.by_param is not None:
                 pieces.append(index(lterm.by_param))
         if columns is None:
-            return f"{lhs} ~ {self.plain}({alpha});"
+            return None, alpha, None
         rows = append_rows(pieces) if len(pieces) > 1 else f"to_matrix({pieces[0]})"
+        return columns, alpha, rows
+
+    def statement(
+        self, eq: NodeEquation, design: str | None, index: Index, *, target: str | None = None
+    ) -> str:
+        lhs = eq.node if target is None else target
+        columns, alpha, rows = self._glm_parts(eq, design, index)
+        if columns is None:
+            return f"{lhs} ~ {self.plain}({alpha});"
         return f"{lhs} ~ {self.glm}({columns}, {alpha}, with_reference({rows}));"
+
+    def level_predictors(
+        self, eq: NodeEquation, design: str | None, index: Index, size: str
+    ) -> str:
+        """The ``size x levels`` linear predictors of the GLM (the reference level's column
+        0), as one matrix expression: a summed parent's rows (``missing="model"``) take
+        them once per level of the parent, then their log softmax per row."""
+        columns, alpha, rows = self._glm_parts(eq, design, index)
+        if columns is None:
+            return f"rep_matrix({alpha}', {size})"
+        return f"rep_matrix({alpha}', {size}) + {columns} * with_reference({rows})"
 
     def integrated_predictor(self, eq: NodeEquation, design: str | None) -> str:
         """The ``N x (K-1)`` linear predictors of the non-reference levels without the
