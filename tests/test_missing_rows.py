@@ -16,8 +16,9 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
-from _models import LG_SIGMA_X, LG_SIGMA_Y, linear_gaussian_data, linear_gaussian_scm
+from _models import LG_SIGMA_X, LG_SIGMA_Y, dag, linear_gaussian_data, linear_gaussian_scm
 from _seeds import shifted
+from scipy import stats
 
 import counterfair as cf
 
@@ -148,3 +149,97 @@ def test_a_fair_learner_trains_on_rows_with_holes_and_predicts_them(
         learner.predict(with_holes)[:50], learner.predict(complete_rows), rtol=0, atol=1e-12
     )
     assert missing_y.sum() == 80
+
+
+# ------------------------------------ new rows that miss a node above their evidence
+def _level_scm() -> cf.SCM:
+    """``U -> E, Y, B, C``; ``A -> E -> Y``, ``A -> Y``: ``E`` Bernoulli, ``Y`` Normal,
+    ``B`` and ``C`` Bernoulli (indicators of ``U``, which identify it)."""
+    return cf.SCM(dag(
+        {"A": cf.Protected(levels=("a0", "a1")), "U": cf.Latent(), "E": cf.Bernoulli(),
+         "Y": cf.Normal(), "B": cf.Bernoulli(), "C": cf.Bernoulli()},
+        [("A", "E"), ("U", "E"), ("A", "Y"), ("E", "Y"), ("U", "Y"), ("U", "B"), ("U", "C")],
+    ))
+
+
+LEVEL_TRUTH = {
+    "alpha_E": -0.3, "beta_E_A": [0.9], "lambda_E_U": 0.8, "alpha_Y": 0.2,
+    "beta_Y_A": [0.4], "beta_Y_E": 1.1, "lambda_Y_U": 0.7, "sigma_Y": 0.8,
+    "alpha_B": 0.1, "lambda_B_U": 1.2, "alpha_C": -0.2, "lambda_C_U": 1.0,
+}
+
+
+@pytest.mark.stan
+def test_new_rows_that_miss_a_binary_node_above_their_evidence_sum_it_out_exactly(
+    stan_backend: str,
+) -> None:
+    """New rows that miss ``E`` but hold its child ``Y``: each sample's ``E`` is drawn with
+    probability ``p(Y, B, C, E = e | theta_s)`` (``U`` integrated out) and its ``U`` from the
+    abduction at that level. Both are checked against a dense grid over ``U`` computed
+    here, per parameter set and row: the share of ``E = 1`` and the mean of ``U``, to
+    Monte Carlo error summed over the rows."""
+    scm = _level_scm()
+    data = scm.sample(700, params=LEVEL_TRUTH, seed=shifted(71)).drop(columns="U")
+    rng = np.random.default_rng(shifted(72))
+    holes = data.copy()
+    holes.loc[rng.random(len(data)) < 0.3, "E"] = np.nan
+    fit = scm.fit(holes, missing="model", chains=2, draws=300, seed=shifted(73))
+    assert fit.holes == {"E": "sum"}
+    new = holes[holes["E"].isna()].iloc[:120]
+    new = new.set_axis(new.index + 10_000)
+    abduction = fit.abduct(new, n_samples=400, seed=shifted(74))
+    assert abduction.engine == "exact"
+    params, s = abduction.params, abduction.params.n
+
+    def col(name: str) -> np.ndarray:
+        return np.asarray(params[name], dtype=float).reshape(s, -1)[:, :1, None]
+
+    grid = np.linspace(-8, 8, 1601)[None, None, :]
+    a = (new["A"].to_numpy() == "a1").astype(float)[None, :, None]
+    y = new["Y"].to_numpy()[None, :, None]
+    b = new["B"].to_numpy()[None, :, None]
+    c = new["C"].to_numpy()[None, :, None]
+    log_joint = []
+    for e in (0.0, 1.0):
+        eta_e = col("alpha_E") + col("beta_E_A") * a + col("lambda_E_U") * grid
+        lp = -0.5 * grid**2 + e * eta_e - np.log1p(np.exp(eta_e))
+        mean_y = col("alpha_Y") + col("beta_Y_A") * a + col("beta_Y_E") * e \
+            + col("lambda_Y_U") * grid
+        lp = lp + stats.norm.logpdf(y, mean_y, col("sigma_Y"))
+        eta_b = col("alpha_B") + col("lambda_B_U") * grid
+        lp = lp + b * eta_b - np.log1p(np.exp(eta_b))
+        eta_c = col("alpha_C") + col("lambda_C_U") * grid
+        lp = lp + c * eta_c - np.log1p(np.exp(eta_c))
+        log_joint.append(lp)  # (S, rows, grid)
+    both = np.stack(log_joint)  # (2, S, rows, grid)
+    both = np.exp(both - both.max(axis=(0, 3), keepdims=True))
+    mass = both.sum(axis=3)  # (2, S, rows)
+    share = mass[1] / mass.sum(axis=0)  # P(E = 1 | row, theta_s)
+    weights = both.sum(axis=0) / mass.sum(axis=0)[..., None]  # posterior of U on the grid
+    u_mean = (weights * grid).sum(axis=-1)
+    u_var = (weights * grid**2).sum(axis=-1) - u_mean**2
+    drawn_e = abduction.observed["E"]
+    assert drawn_e.shape == (s, len(new)) and set(np.unique(drawn_e)) <= {0.0, 1.0}
+    gap = (drawn_e - share).sum()
+    assert abs(gap) < 4.5 * np.sqrt((share * (1 - share)).sum()), gap
+    drawn_u = abduction.latents["U"]
+    gap_u = (drawn_u - u_mean).sum()
+    assert abs(gap_u) < 4.5 * np.sqrt(u_var.sum()), gap_u
+    # per row, the draws follow Y: E = 1 more often where Y is high (beta_Y_E > 0)
+    assert np.corrcoef(drawn_e.mean(axis=0), new["Y"])[0, 1] > 0.5
+    # the same rows as the fit's own (their labels): the fit's draws, to the same shares
+    own = fit.abduct(holes.loc[new.index - 10_000], n_samples=400, seed=shifted(74))
+    assert abs(own.observed["E"].mean() - drawn_e.mean()) < 0.05
+    # a node without levels above the evidence is still refused, naming both
+    cont = cf.SCM(dag(
+        {"A": cf.Protected(levels=("a0", "a1")), "W": cf.Normal(), "Y": cf.Normal()},
+        [("A", "W"), ("A", "Y"), ("W", "Y")],
+    ))
+    truth = {"alpha_W": 0.0, "beta_W_A": [0.5], "sigma_W": 1.0, "alpha_Y": 0.1,
+             "beta_Y_A": [0.2], "beta_Y_W": 0.8, "sigma_Y": 0.7}
+    frame = cont.sample(300, params=truth, seed=shifted(75))
+    frame.loc[frame.index[:60], "W"] = np.nan
+    cfit = cont.fit(frame, missing="model", chains=1, draws=100, seed=shifted(76))
+    with pytest.raises(cf.DataError, match=r"miss 'W' .* but hold its descendant 'Y'.*"
+                       r"needs a finite set of levels"):
+        cfit.abduct(frame.iloc[:80].set_axis(frame.index[:80] + 1000), n_samples=20)

@@ -29,16 +29,23 @@ import networkx as nx
 import numpy as np
 
 from counterfair import errors
+from counterfair.inference import latent_problem
 from counterfair.inference.abduction import Abduction
+from counterfair.inference.latent_rows import latent_log_marginal
+from counterfair.inference.loo import node_log_density
 from counterfair.model.evaluate import draw_node, linear_predictor
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
 from counterfair.rows.rows import Rows
+from counterfair.stan.integrated import GH_NODES, NEWTON_STEPS
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
 
 __all__ = ["abduct_by_pattern", "fill_missing", "hole_patterns"]
+
+LEVEL_FAMILIES = ("bernoulli", "categorical", "ordinal")
+"""Families a missing node of new rows is summed out over when it has evidence below it."""
 
 DESCENDANT_IS_EVIDENCE = (
     "{count:,} row(s) miss {node!r} (first at index label {label!r}) but hold its "
@@ -124,20 +131,126 @@ def hole_patterns(rows: Rows) -> list[tuple[frozenset[str], np.ndarray]]:
     ]
 
 
-def _check_evidence(
-    scm: SCM, rows: Rows, missing: frozenset[str], where: np.ndarray, evidence: set[str]
-) -> None:
-    """Refuse a pattern whose missing node has a descendant among the evidence."""
+def _evidence_below(
+    scm: SCM, missing: frozenset[str], evidence: set[str]
+) -> list[tuple[str, str]]:
+    """``(missing node, its first descendant among the evidence)`` for each missing node
+    that has one, in the SCM's order."""
+    out = []
     for node in (n for n in scm.observed if n in missing):
-        for child in sorted(nx.descendants(scm.graph, node) & evidence - missing,
-                            key=scm.observed.index):
-                label = rows.frame.index[int(where[0])]
-                label = label.item() if hasattr(label, "item") else label
-                raise errors.DataError(
-                    DESCENDANT_IS_EVIDENCE.format(
-                        count=len(where), node=node, label=label, child=child
-                    )
-                )
+        below = sorted(nx.descendants(scm.graph, node) & evidence - missing,
+                       key=scm.observed.index)
+        if below:
+            out.append((node, below[0]))
+    return out
+
+
+def _refuse(rows: Rows, where: np.ndarray, node: str, child: str, why: str = "") -> None:
+    label = rows.frame.index[int(where[0])]
+    label = label.item() if hasattr(label, "item") else label
+    raise errors.DataError(
+        DESCENDANT_IS_EVIDENCE.format(count=len(where), node=node, label=label, child=child)
+        + why
+    )
+
+
+def _log_evidence(
+    scm: SCM,
+    params: ParamDraws,
+    codes: Mapping[str, np.ndarray],
+    observed: Mapping[str, np.ndarray],
+    conditioned: Sequence[str],
+    n: int,
+) -> np.ndarray:
+    """``log p(conditioned nodes of row i | theta_s)``, the latents integrated out by the
+    quadrature of exact abduction, ``(S, N)``."""
+    reference = scm.coding == "reference"
+    total = np.zeros((params.n, n))
+    for node in conditioned:
+        eq = scm.equations[node]
+        if eq.latent:
+            continue
+        eta = linear_predictor(eq, params, observed, codes, reference_coding=reference, n_rows=n)
+        total += node_log_density(eq, params, eta, observed[node])
+    problems = latent_problem.latent_problems(scm, params, codes, observed, conditioned)
+    for problem in problems.values():
+        total += latent_log_marginal(problem, params, nodes=GH_NODES, newton=NEWTON_STEPS)
+    return total
+
+
+def _abduct_over_levels(
+    scm: SCM,
+    rows: Rows,
+    where: np.ndarray,
+    held: list[str],
+    node: str,
+    child: str,
+    conditioned: tuple[str, ...],
+    abduct_complete: Callable[[Rows, tuple[str, ...]], Abduction],
+    seed: int | None,
+) -> Abduction:
+    """Rows that miss the finite-valued ``node`` but hold evidence below it, abducted
+    exactly: for each level ``k`` the rows are abducted with ``node = k``, and each
+    sample's level is drawn with probability ``p(evidence, node = k | theta_s)`` (the
+    latents integrated out by exact abduction's quadrature), its latents then those of
+    the abduction at that level. ``conditioned``: the conditioning set of these rows
+    with the node held."""
+    eq = scm.equations[node]
+    if eq.spec.family not in LEVEL_FAMILIES:
+        _refuse(rows, where, node, child, (
+            f"; summing a missing node out of new rows needs a finite set of levels "
+            f"({', '.join(LEVEL_FAMILIES)}), and {node!r} is {eq.spec.family}"
+        ))
+    levels = 2 if eq.spec.family == "bernoulli" else int(eq.family.parent_levels(eq.spec) or 0)
+    given = set(conditioned) | {node}  # the node itself is evidence at each level
+    with_node = tuple(n for n in scm.observed if n in given)
+    base = Rows.check(
+        rows.frame.iloc[where][held], scm, rows.encoding, positions=rows.positions[where]
+    )
+    known = base.values([n for n in scm.observed if n in held])
+    n = len(where)
+    parts: list[Abduction] = []
+    log_w: list[np.ndarray] = []
+    for k in range(levels):
+        values = {**known, node: np.full(n, float(k))}
+        frame = base.frame.assign(**{node: np.full(n, k)})  # codes: never parsed again
+        sub = Rows(frame, base.positions, base.encoding, dict(base.codes), scm, dict(values))
+        part = abduct_complete(sub, with_node)
+        if parts and not _same_params(part.params, parts[0].params):
+            raise errors.FairnessError(
+                PARAMETER_SETS_DIFFER.format(engines=f"{parts[0].engine}, {part.engine}")
+            )
+        try:
+            log_w.append(
+                _log_evidence(scm, part.params, base.codes, values, with_node, n)
+            )
+        except ValueError as error:  # exact abduction does not apply to these nodes
+            _refuse(rows, where, node, child, (
+                f"; summing {node!r} out of new rows needs exact abduction, which does not "
+                f"apply here ({error})"
+            ))
+        parts.append(part)
+    weights = np.stack(log_w)  # (K, S, N)
+    weights = np.exp(weights - weights.max(axis=0, keepdims=True))
+    cumulative = np.cumsum(weights / weights.sum(axis=0, keepdims=True), axis=0)
+    first = parts[0]
+    uniforms = RowRandom(seed, base.positions).child("missing-level", node).random(
+        (first.params.n, n), row_axis=1
+    )
+    chosen = np.minimum((cumulative < uniforms[None]).sum(axis=0), levels - 1)  # (S, N)
+    latents = {
+        name: np.choose(chosen, [p.latents[name] for p in parts]) for name in first.latents
+    }
+    observed = {**first.observed, node: chosen.astype(float)}
+    return Abduction(
+        data=base.frame, params=first.params, latents=latents, codes=dict(base.codes),
+        observed=observed, conditioned_on=with_node, engine=first.engine,
+        positions=base.positions,
+    )
+
+
+def _same_params(a: ParamDraws, b: ParamDraws) -> bool:
+    return a.n == b.n and all(np.array_equal(a[k], b[k]) for k in b)
 
 
 def abduct_by_pattern(
@@ -156,21 +269,33 @@ def abduct_by_pattern(
     """
     parts: list[tuple[np.ndarray, Abduction]] = []
     frame_columns = list(rows.frame.columns)
+    summed: dict[str, np.ndarray] = {}  # node -> rows whose value the level sum drew
     for missing, where in hole_patterns(rows):
         held = [c for c in frame_columns if c not in missing]
         conditioned = conditioning(held)
         known = set(conditioned) if evidence is not None else set(held)
-        _check_evidence(scm, rows, missing, where, known)
+        below = _evidence_below(scm, missing, known)
+        if len(below) > 1:
+            _refuse(rows, where, *below[1], (
+                f"; only one missing node per row ({below[0][0]!r} here) is summed out of "
+                "new rows"
+            ))
+        if below:
+            node, child = below[0]
+            part = _abduct_over_levels(  # the node's children count once it is held
+                scm, rows, where, held, node, child, conditioning([*held, node]),
+                abduct_complete, seed,
+            )
+            summed.setdefault(node, np.zeros(len(rows), dtype=bool))[where] = True
+            parts.append((where, part))
+            continue
         sub = Rows.check(
             rows.frame.iloc[where][held], scm, rows.encoding, positions=rows.positions[where]
         )
         parts.append((where, abduct_complete(sub, conditioned)))
     first = parts[0][1]
     for _, part in parts[1:]:
-        same = part.params.n == first.params.n and all(
-            np.array_equal(part.params[k], first.params[k]) for k in first.params
-        )
-        if not same:
+        if not _same_params(part.params, first.params):
             engines = sorted({p.engine for _, p in parts})
             raise errors.FairnessError(PARAMETER_SETS_DIFFER.format(engines=", ".join(engines)))
     n, s = len(rows), first.params.n
@@ -192,8 +317,12 @@ def abduct_by_pattern(
                 column[..., where] = part.observed[node]
         placeholder[node] = column
     codes = dict(rows.codes)
+    to_fill = {  # a value the level sum drew is kept; the others are drawn forward
+        node: mask & ~summed[node] if node in summed else mask for node, mask in holes.items()
+    }
     observed = fill_missing(
-        scm, first.params, latents, placeholder, codes, holes, rows.positions, seed
+        scm, first.params, latents, placeholder, codes,
+        {node: mask for node, mask in to_fill.items() if mask.any()}, rows.positions, seed,
     )
     return Abduction(
         data=rows.frame,
