@@ -15,7 +15,6 @@ import argparse
 import time
 
 import numpy as np
-
 import own_data  # type: ignore[import-not-found]
 
 

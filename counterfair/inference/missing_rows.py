@@ -9,9 +9,11 @@ Two kinds of rows carry holes (:attr:`counterfair.rows.Rows.holes`):
   the nodes the rows hold (:func:`abduct_by_pattern`); a node a row misses then takes,
   for each sample, a draw from its equation given the sample's parameters, latents and
   parents (:func:`fill_missing`). Under missing at random this is the row's posterior:
-  a node's missing value is informed only by its descendants, and a row whose missing
-  node has a descendant among the evidence is refused, naming both (that value's
-  posterior would need the descendant's likelihood, which only the fit's own rows have).
+  a node's missing value is informed only by its descendants. A row whose missing
+  Bernoulli, categorical or ordinal node has a descendant among the evidence has that
+  node summed out exactly (``_abduct_over_levels``: one abduction per level, each
+  sample's level drawn by the evidence's likelihood at it); other such rows are
+  refused, naming both.
 
 The evidence is every node the rows hold (``condition_on=None``), or the nodes given
 in ``condition_on``: a node left out of it, such as a learner's target under Kusner et
@@ -50,7 +52,8 @@ LEVEL_FAMILIES = ("bernoulli", "categorical", "ordinal")
 DESCENDANT_IS_EVIDENCE = (
     "{count:,} row(s) miss {node!r} (first at index label {label!r}) but hold its "
     "descendant {child!r}, which is evidence about it: a missing value given its "
-    "descendants is drawn only for the rows a missing='model' fit was fitted on. Give "
+    "descendants is drawn for the rows a missing='model' fit was fitted on, and in other "
+    "rows for one Bernoulli, categorical or ordinal node per row. Give "
     "condition_on= without {child!r} (then {child!r} is not evidence), or fill {node!r} "
     "in these rows"
 )
