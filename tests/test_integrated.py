@@ -728,15 +728,16 @@ def _truth_params(scm: cf.SCM, scale_loadings: float) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("scale", "allowed"), [(0.02, (3,)), (1.0, (7,)), (3.0, (11, 15)), (8.0, (21,))]
+    ("scale", "allowed"), [(0.02, (3,)), (1.0, (5, 7)), (3.0, (11, 15)), (8.0, (21,))]
 )
 def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(
     scale: float, allowed: tuple[int, ...]
 ) -> None:
     """Loadings of 0.01 to 0.02 per sd: 3 nodes give the fit's log density (the sum over
     the 400 rows) within 0.01 of 40 nodes'. The test model's own loadings (up to 1.2):
-    5 nodes are not, 7 are; three times them, 11 or 15 (11 nodes are 0.0098 to 0.0102
-    off, on the bound: which side of it depends on the machine's floating point, so
+    7 nodes are, 5 are on the bound (0.00996 for the data of seed shift 3, above it for
+    the others), so either is allowed; three times them, 11 or 15 (11 nodes are 0.0098
+    to 0.0102 off, on the bound: which side of it depends on the machine's floating point, so
     either is allowed, and the property that holds on every machine is tested: the
     rule kept is within the bound, the next fewer are not). Eight times them: no rule
     is, so the most tried are kept, with the error said. The error is the rule's own,

@@ -426,3 +426,13 @@ def test_stan_fits_of_overdispersed_counts_poisson_flagged_negative_binomial_not
 # that are not identified (e.g. two Normal children with free sds); SCM() warns about them
 # (IdentificationWarning), which tests/test_identification.py checks. Not what these tests test.
 pytestmark = pytest.mark.toy_latents
+
+
+def test_numbers_in_scm_file_remedies_read_back_as_numbers() -> None:
+    """PyYAML reads ``1e+03`` as a string: the remedy writes ``1.0e+03``."""
+    import yaml
+
+    for value in (1000.0, 50.0, 1e-5, -2.5e6, 0.0, 0.123):
+        text = scales.yaml_number(value)
+        assert isinstance(yaml.safe_load(text), (int, float)), text
+        assert float(yaml.safe_load(text)) == pytest.approx(value, rel=5e-3), text

@@ -73,8 +73,8 @@ FIX = (
 FIX_FILE = (
     "counterfair's default priors assume unit-scale data: standardise the column in the "
     "CSV file, or give the node priors on its scale in the SCM file, e.g. {node}: "
-    "{{family: normal, prior_intercept: {{family: normal, args: [{mean:.3g}, {sd:.3g}]}}, "
-    "prior_weights: {{family: normal, args: [0, {sd:.3g}]}}, ...}}"
+    "{{family: normal, prior_intercept: {{family: normal, args: [{mean}, {sd}]}}, "
+    "prior_weights: {{family: normal, args: [0, {sd}]}}, ...}}"
 )
 FIX_FILE_PARENT = (
     "counterfair's default priors assume unit-scale data: standardise the column in the "
@@ -82,6 +82,16 @@ FIX_FILE_PARENT = (
     "{family: normal, args: [0, S]} on the child, S a plausible effect of one unit)"
 )
 """The same remedies in SCM-file keys, from the command line."""
+
+
+def yaml_number(value: float) -> str:
+    """``value`` to 3 significant digits, written so that YAML reads a number: YAML 1.1
+    (PyYAML) reads ``1e+03`` as a string, ``1.0e+03`` as a float."""
+    text = f"{value:.3g}"
+    if "e" in text and "." not in text.split("e")[0]:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text
 
 
 @dataclass(frozen=True)
@@ -228,7 +238,8 @@ def check_scales(scm: SCM, values: Mapping[str, np.ndarray]) -> list[ScaleProble
             where = "its children"
         remedy = in_words(
             FIX.format(node=node, where=where, how=how),
-            FIX_FILE.format(node=node, mean=mean, sd=sd) if normal else FIX_FILE_PARENT,
+            FIX_FILE.format(node=node, mean=yaml_number(mean), sd=yaml_number(sd))
+            if normal else FIX_FILE_PARENT,
         )
         problems.append(ScaleProblem(node, mean, sd, tuple(reasons), remedy))
     return problems
