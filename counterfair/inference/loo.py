@@ -39,7 +39,7 @@ given its linear predictor (:func:`node_log_density`).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 import arviz as az
@@ -78,7 +78,7 @@ PARETO_K_BAD = 0.7
 MAX_CELLS = 4_000_000
 """Largest ``draws x rows x nodes`` block built at once."""
 
-__all__ = ["compare", "loo", "pointwise_log_likelihood"]
+__all__ = ["compare", "log_evidence", "loo", "pointwise_log_likelihood"]
 
 
 # ---------------------------------------------------------------------- densities
@@ -141,10 +141,13 @@ def _latent_free_terms(
     codes: Mapping[str, np.ndarray],
     observed: Mapping[str, np.ndarray],
     n: int,
+    conditioned: Collection[str] | None = None,
 ) -> np.ndarray:
+    """The log densities of the ``conditioned`` nodes (default: every observed one)
+    without a latent parent, summed, ``(S, N)``."""
     reference = scm.coding == "reference"
     total = np.zeros((params.n, n))
-    for node in scm.observed:
+    for node in scm.observed if conditioned is None else conditioned:
         eq = scm.equations[node]
         if eq.latent:
             continue
@@ -161,12 +164,28 @@ def _quadrature(
     n: int,
     nodes: int,
     newton: int,
+    conditioned: Collection[str] | None = None,
 ) -> np.ndarray:
-    total = _latent_free_terms(scm, params, codes, observed, n)
-    problems = latent_problem.latent_problems(scm, params, codes, observed, scm.observed)
+    """``log p(conditioned nodes of row n | theta_s)`` (default: every observed node), the
+    latents integrated out by exact abduction's quadrature, ``(S, N)``."""
+    given = scm.observed if conditioned is None else tuple(conditioned)
+    total = _latent_free_terms(scm, params, codes, observed, n, given)
+    problems = latent_problem.latent_problems(scm, params, codes, observed, given)
     for problem in problems.values():
         total += latent_log_marginal(problem, params, nodes=nodes, newton=newton)
     return total
+
+
+def log_evidence(
+    scm: SCM,
+    params: ParamDraws,
+    codes: Mapping[str, np.ndarray],
+    observed: Mapping[str, np.ndarray],
+    conditioned: Collection[str],
+    n: int,
+) -> np.ndarray:
+    """``log p(conditioned nodes of row n | theta_s)`` at the fit's quadrature rule."""
+    return _quadrature(scm, params, codes, observed, n, GH_NODES, NEWTON_STEPS, conditioned)
 
 
 def _importance(

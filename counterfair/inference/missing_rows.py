@@ -31,15 +31,12 @@ import networkx as nx
 import numpy as np
 
 from counterfair import errors
-from counterfair.inference import latent_problem
 from counterfair.inference.abduction import Abduction
-from counterfair.inference.latent_rows import latent_log_marginal
-from counterfair.inference.loo import node_log_density
+from counterfair.inference.loo import log_evidence
 from counterfair.model.evaluate import draw_node, linear_predictor
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
 from counterfair.rows.rows import Rows
-from counterfair.stan.integrated import GH_NODES, NEWTON_STEPS
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -157,30 +154,6 @@ def _refuse(rows: Rows, where: np.ndarray, node: str, child: str, why: str = "")
     )
 
 
-def _log_evidence(
-    scm: SCM,
-    params: ParamDraws,
-    codes: Mapping[str, np.ndarray],
-    observed: Mapping[str, np.ndarray],
-    conditioned: Sequence[str],
-    n: int,
-) -> np.ndarray:
-    """``log p(conditioned nodes of row i | theta_s)``, the latents integrated out by the
-    quadrature of exact abduction, ``(S, N)``."""
-    reference = scm.coding == "reference"
-    total = np.zeros((params.n, n))
-    for node in conditioned:
-        eq = scm.equations[node]
-        if eq.latent:
-            continue
-        eta = linear_predictor(eq, params, observed, codes, reference_coding=reference, n_rows=n)
-        total += node_log_density(eq, params, eta, observed[node])
-    problems = latent_problem.latent_problems(scm, params, codes, observed, conditioned)
-    for problem in problems.values():
-        total += latent_log_marginal(problem, params, nodes=GH_NODES, newton=NEWTON_STEPS)
-    return total
-
-
 def _abduct_over_levels(
     scm: SCM,
     rows: Rows,
@@ -225,7 +198,7 @@ def _abduct_over_levels(
             )
         try:
             log_w.append(
-                _log_evidence(scm, part.params, base.codes, values, with_node, n)
+                log_evidence(scm, part.params, base.codes, values, with_node, n)
             )
         except ValueError as error:  # exact abduction does not apply to these nodes
             _refuse(rows, where, node, child, (
