@@ -23,7 +23,6 @@ import sys
 import types
 from typing import Any
 
-from counterfair import _moved as _moved  # old module paths, as warning aliases
 from counterfair import _quiet as _quiet  # hides third-party import noise
 from counterfair._version import __version__ as __version__
 

@@ -192,28 +192,16 @@ def test_write_refuses_to_overwrite_and_leaves_no_temporary_file(tmp_path: Path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.html"]
 
 
-class _FailingHandle:
-    """A file handle whose ``write`` writes the first half of its text, flushes it to the
-    file, then fails as a full disk would."""
+def _fail_mid_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every text write puts the first half of its text on disk, then fails as a full
+    disk would."""
 
-    def __init__(self, handle: Any) -> None:
-        self._handle = handle
-
-    def write(self, text: str) -> int:
-        self._handle.write(text[: len(text) // 2])
-        self._handle.flush()
+    def half_then_full(self: Path, text: str, *args: Any, **kwargs: Any) -> int:
+        with open(self, "w", encoding="utf-8") as handle:
+            handle.write(text[: len(text) // 2])
         raise OSError(errno.ENOSPC, "No space left on device (injected)")
 
-    def __enter__(self) -> _FailingHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._handle.close()
-
-
-def _fail_mid_write(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = os.fdopen
-    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: _FailingHandle(real(fd, *a, **k)))
+    monkeypatch.setattr(Path, "write_text", half_then_full)
 
 
 @pytest.mark.parametrize("overwrite", [True, False])

@@ -25,10 +25,8 @@ and any external resource).
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -36,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
+
+from counterfair import atomic
 
 from ._findings import (
     CRITERIA,
@@ -522,30 +522,6 @@ def constant_warnings(predictors: Mapping[str, ArrayLike]) -> list[str]:
     return out
 
 
-def _write_atomic(out: Path, text: str, *, overwrite: bool) -> None:
-    """Write ``text`` to a temporary file beside ``out`` and move it into place."""
-    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        if overwrite:
-            os.replace(tmp, out)
-            return
-        try:
-            os.link(tmp, out)  # fails if ``out`` appeared meanwhile: never clobbers
-        except FileExistsError:
-            raise FileExistsError(REPORT_EXISTS.format(path=out)) from None
-        except OSError:  # no hard links on this file system
-            if out.exists():
-                raise FileExistsError(REPORT_EXISTS.format(path=out)) from None
-            os.replace(tmp, out)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-
-
 def write_report(
     path: str | os.PathLike[str],
     *,
@@ -672,7 +648,7 @@ def write_report(
         min_group_rows=min_group_rows,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out, text, overwrite=overwrite)
+    atomic.write(out, text, overwrite=overwrite, exists=REPORT_EXISTS.format(path=out))
     return out
 
 

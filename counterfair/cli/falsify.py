@@ -9,8 +9,9 @@ existing ``--out`` is kept unless ``--force``.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
+
+from counterfair import atomic
 
 from .run import CommandError, read_csv
 
@@ -60,8 +61,6 @@ def run_falsify(args: argparse.Namespace) -> int:
                      seed=args.seed)
     print(result.summary())
     if out is not None:
-        partial = out.with_name(f".{out.name}.partial")
-        result.table.to_csv(partial, index=False)
-        os.replace(partial, out)
+        atomic.write(out, lambda tmp: result.table.to_csv(tmp, index=False))
         print(f"wrote {out}")
     return 0

@@ -32,16 +32,14 @@ import contextlib
 import itertools
 import json
 import logging
-import os
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from counterfair import errors
+from counterfair import atomic, errors
 from counterfair.errors import (
     BAD_ALLOW,
     CONTINUOUS_ATTRIBUTE,
@@ -568,11 +566,11 @@ def run_learn(args: argparse.Namespace) -> int:
     staged: dict[Path, Path] = {}
     try:
         staged[run / "predictions.csv"] = _stage_csv(predictions, run / "predictions.csv")
-        staged[run / LEARN_SUMMARY] = _stage_text(
+        staged[run / LEARN_SUMMARY] = atomic.stage(
+            run / LEARN_SUMMARY,
             json.dumps({"target": args.target, "positive": positive,
                         "scores": None if scores is None else str(scores),
                         "warning": warning}, indent=2, default=str) + "\n",
-            run / LEARN_SUMMARY,
         )
         learner.save(run / "learner", overwrite=args.force)
     except BaseException:
@@ -620,37 +618,13 @@ def _predictions(learner: Any, fit: Fit) -> tuple[pd.DataFrame, Any]:
     return frame, None
 
 
-def _staged(path: Path, write: Any) -> Path:
-    """A hidden temporary file beside ``path``, written by ``write(tmp)``; removed if the
-    write fails. Moving it onto ``path`` (``os.replace``) is left to the caller."""
-    from counterfair.io.fit_folder import default_mode
-
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
-    os.chmod(tmp, default_mode(directory=False))
-    try:
-        write(tmp)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
-
-
-def _stage_text(text: str, path: Path) -> Path:
-    return _staged(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-
-
 def _stage_csv(frame: pd.DataFrame, path: Path) -> Path:
-    return _staged(path, lambda tmp: frame.to_csv(tmp, index=False))
+    return atomic.stage(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def _move_into_place(staged: dict[Path, Path]) -> None:
     for path, tmp in staged.items():
-        os.replace(tmp, path)
-
-
-def _write_text(text: str, path: Path) -> None:
-    _move_into_place({path: _stage_text(text, path)})
+        atomic.publish(tmp, path)
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:

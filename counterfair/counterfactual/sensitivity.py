@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterfair import errors
+from counterfair import atomic, errors
 from counterfair.counterfactual.frames import counterfactual_frame
 from counterfair.counterfactual.prediction import Predictor, counterfactual_predictions
 from counterfair.inference.fit import Abduction, Fit
@@ -268,11 +268,10 @@ def plot_sensitivity(table: pd.DataFrame, path: str | Path) -> Path:
     ax.set_ylabel("mean |counterfactual change|")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    try:
+        return atomic.write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    finally:
+        plt.close(fig)
 
 
 __all__ = ["plot_sensitivity", "prior_scale_weights", "sensitivity", "shifted_frame"]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from counterfair import errors
+from counterfair import atomic, errors
 from counterfair.io.fit_folder import check_target as folder_target
 
 PARTIAL_MARK = ".partial-"
@@ -62,10 +62,7 @@ def part_name(number: int) -> str:
 def write_part(folder: str | os.PathLike[str], number: int, frame: pd.DataFrame) -> Path:
     """Write one partition's rows (a task does this); atomic per file."""
     final = Path(folder) / part_name(number)
-    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, final)
-    return final
+    return atomic.write(final, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def finish(partial: Path, target: Path, n_parts: int, *, overwrite: bool) -> Path:
@@ -81,18 +78,10 @@ def finish(partial: Path, target: Path, n_parts: int, *, overwrite: bool) -> Pat
         raise errors.DataError(
             f"partition file {missing[0]} is missing from {partial}; the output is incomplete"
         )
-    if target.exists():
-        if any(target.iterdir()) and not overwrite:  # appeared while the run went on
-            raise errors.TargetError(
-                errors.TARGET_NOT_EMPTY.format(label="rows_out=", path=target)
-            )
-        old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:12]}"
-        os.replace(target, old)
-        os.replace(partial, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(partial, target)
-    return target
+    if target.exists() and any(target.iterdir()) and not overwrite:
+        # the folder appeared while the run went on
+        raise errors.TargetError(errors.TARGET_NOT_EMPTY.format(label="rows_out=", path=target))
+    return atomic.swap_folder(partial, target)
 
 
 def abandon(partial: Path) -> None:

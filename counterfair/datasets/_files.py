@@ -19,9 +19,10 @@ from __future__ import annotations
 import hashlib
 import http.client
 import os
-import tempfile
 import urllib.request
 from pathlib import Path
+
+from counterfair import atomic
 
 __all__ = [
     "DATA_ENV_VAR",
@@ -102,22 +103,16 @@ def _download_verified(url: str, filename: str, sha256: str, dest_dir: Path) -> 
     sha256 matches ``sha256`` and deleted otherwise.
     """
     dest_dir.mkdir(parents=True, exist_ok=True)
-    stem = Path(filename).stem
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".part", dir=dest_dir)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+
+    def fetch(tmp: Path) -> None:
         _download(url, tmp, timeout=_DOWNLOAD_TIMEOUT)
         digest = _sha256(tmp)
         if digest != sha256:
             raise _ChecksumError(
                 f"the downloaded file has sha256 {digest}, expected {sha256}; it was deleted"
             )
-        target = dest_dir / filename
-        os.replace(tmp, target)
-        return target
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    return atomic.write(dest_dir / filename, fetch, suffix=".part")
 
 
 def _candidate_folders(data_home: str | os.PathLike[str] | None) -> list[tuple[Path, str]]:

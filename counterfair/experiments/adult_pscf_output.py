@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from counterfair import atomic
 
 logger = logging.getLogger(__name__)
 
@@ -71,18 +71,6 @@ def results_markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _replace(path: Path, write: Any) -> None:
-    """Write through a temporary file in the same folder, then ``os.replace``."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(handle)
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def plot_changes(results: dict[str, Any], path: Path) -> None:
     """Bar chart of total and path-specific change per predictor, saved to ``path``."""
     import matplotlib
@@ -101,7 +89,7 @@ def plot_changes(results: dict[str, Any], path: Path) -> None:
     ax.set_title("Adult: counterfactual change of the predicted probability")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    _replace(path, lambda name: fig.savefig(name, format="png", dpi=120))
+    atomic.write(path, lambda name: fig.savefig(name, format="png", dpi=120))
     plt.close(fig)
 
 
@@ -118,6 +106,6 @@ def write_results(results: dict[str, Any], out: Path) -> None:
         ("group_audit.csv", results["groups"].to_csv(index=False)),
         ("results.json", json.dumps(info, indent=2, default=float)),
     ):
-        _replace(out / name, lambda t, c=content: Path(t).write_text(c))
+        atomic.write(out / name, content)
     plot_changes(results, out / "changes.png")
     logger.info("%s", text)

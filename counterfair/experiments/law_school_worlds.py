@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterfair import atomic
 from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets.law_school_models import law_school_level2, law_school_level3
 from counterfair.experiments.arguments import check_data_dir, output_folder
@@ -107,18 +106,12 @@ def _check_out(out: Path, force: bool) -> None:
 
 
 def _write(path: Path, text: str | None = None, figure: Any = None) -> None:
-    """Write atomically: a temporary file in the same folder, then os.replace."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        if figure is not None:
-            figure.savefig(tmp, dpi=120, bbox_inches="tight")
-        else:
-            Path(tmp).write_text(text or "")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    """Write atomically (a temporary file in the same folder, then a rename)."""
+    if figure is not None:
+        atomic.write(path, lambda tmp: figure.savefig(tmp, dpi=120, bbox_inches="tight",
+                                                      format="png"))
+    else:
+        atomic.write(path, text or "")
 
 
 def plot(table: pd.DataFrame, names: Sequence[str], chosen: float) -> Any:

@@ -18,6 +18,8 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from counterfair import atomic
+
 INTERVAL = 0.9
 """Central probability of the replicated interval a statistic is flagged outside of."""
 
@@ -198,9 +200,7 @@ class PosteriorPredictiveCheck:
 
     def to_csv(self, path: str | Path) -> Path:
         """Write :attr:`table` to a CSV file; return its path."""
-        target = Path(path)
-        self.table.to_csv(target, index=False)
-        return target
+        return atomic.write(path, lambda tmp: self.table.to_csv(tmp, index=False))
 
     # ------------------------------------------------------------------ figure
     def to_inference_data(self) -> az.InferenceData:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from counterfair import errors
+from counterfair import atomic, errors
 from counterfair._version import __version__
 from counterfair.io.scm_document import scm_to_dict
 
@@ -59,13 +59,6 @@ def sha256(path: Path) -> str:
 def write_json(path: Path, document: Any) -> None:
     """Write ``document`` as indented UTF-8 JSON."""
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def default_mode(directory: bool) -> int:
-    """Permissions a new file or folder gets under the current umask (mkstemp gives 0600)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return (0o777 if directory else 0o666) & ~umask
 
 
 def check_target(
@@ -106,7 +99,7 @@ def write_folder(
     check_target(target, overwrite=overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    os.chmod(tmp, default_mode(directory=True))
+    os.chmod(tmp, atomic.default_mode(directory=True))
     try:
         fill(tmp)
         files = {
@@ -124,13 +117,7 @@ def write_folder(
                 "files": files,
             },
         )
-        old = None
-        if target.exists():
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
-            os.rename(target, old)
-        os.rename(tmp, target)
-        if old is not None:
-            shutil.rmtree(old)
+        atomic.swap_folder(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -11,7 +11,6 @@ import dataclasses
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,8 @@ import jsonschema
 import networkx as nx
 import yaml
 
-from counterfair import errors
+from counterfair import atomic, errors
 from counterfair._version import __version__
-from counterfair.io.fit_folder import default_mode
 from counterfair.io.scm_document import (
     FORMAT_VERSION,
     SPECIAL_FAMILIES,
@@ -240,16 +238,7 @@ def write_scm(scm: SCM, path: str | os.PathLike[str], *, overwrite: bool = False
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     else:
         raise errors.SCMError(f"{file}: an SCM file ends in .json, .yaml or .yml")
-    handle, tmp = tempfile.mkstemp(prefix=f".{file.name}.", dir=file.parent or ".")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(tmp, default_mode(directory=False))
-        os.replace(tmp, file)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return file
+    return atomic.write(file, text)
 
 
 def check_data_columns(scm: SCM, columns: Any, *, source: str = "the data") -> None:

@@ -28,6 +28,7 @@ from typing import Any
 import arviz as az
 import numpy as np
 
+from counterfair import atomic
 from counterfair.stan import integrated
 from counterfair.stan.interface import CMDSTAN_ARGS, SamplerRun, translate_sampler_args
 
@@ -116,7 +117,7 @@ def executable(code: str) -> tuple[Path, float]:
             return exe, 0.0
         start = time.perf_counter()
         source = folder / f"{stem}.stan"
-        source.write_text(code)
+        atomic.write(source, code)
         with _quiet_cmdstanpy():
             built = cmdstanpy.compile_stan_file(source, **_header_options(code))
         if Path(built) != exe:

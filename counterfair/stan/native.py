@@ -37,14 +37,13 @@ import importlib.util
 import os
 import shutil
 import subprocess
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from counterfair import errors
+from counterfair import atomic, errors
 from counterfair.stan import native_source
 
 SOURCE = Path(__file__).with_name("native.cpp")
@@ -189,24 +188,20 @@ def build() -> Path:
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
-    os.close(fd)
-    command = [
-        compiler(), *FLAGS, f'-D{native_source.MACRO}="{source_digest()}"',
-        f"-I{SOURCE.parent}", "-o", tmp, str(SOURCE),
-    ]
-    try:
+
+    def build(tmp: Path) -> None:
+        command = [
+            compiler(), *FLAGS, f'-D{native_source.MACRO}="{source_digest()}"',
+            f"-I{SOURCE.parent}", "-o", str(tmp), str(SOURCE),
+        ]
         run = subprocess.run(command, capture_output=True, text=True)
         if run.returncode != 0:
             raise errors.NativeBuildError(
                 f"building counterfair's quadrature library failed ({' '.join(command)}):\n"
                 + run.stderr[-4000:]
             )
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+
+    return atomic.write(path, build, suffix=".so", mode=atomic.default_mode(directory=True))
 
 
 _SIZE = ctypes.c_size_t
