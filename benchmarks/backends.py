@@ -28,7 +28,7 @@ from typing import Any
 import httpstan.cache
 import numpy as np
 
-from counterfair.datasets import law_school_models as models
+from counterfair import datasets
 from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
 from counterfair.stan.backend import available_backends, get_backend
 
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     train, _ = law_school_split(load_law_school(args.data_dir), seed=0)
     rows = train if args.rows == "all" else law_school_subsample(train, int(args.rows), seed=0)
-    scm = models.law_school_level2()
+    scm = datasets.law_school_level2()
     backends = available_backends()
     print(f"{len(rows)} rows; {args.chains} chains of {args.warmup} + {args.draws}; {backends}")
     results: dict[str, Any] = {}

@@ -63,10 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     from counterfair.datasets.law_school_models import law_school_level2
 
     scm = law_school_level2()
-    data = cf.load_law_school(args.data_dir)
+    data = cf.datasets.load_law_school(args.data_dir)
     columns = ["race", "sex", "UGPA", "LSAT", "ZFYA"]
     print("fitting the law school level 2 SCM on 4,000 real rows ...", flush=True)
-    fit = scm.fit(cf.law_school_subsample(data, 4000, seed=args.seed)[columns],
+    fit = scm.fit(cf.datasets.law_school_subsample(data, 4000, seed=args.seed)[columns],
                   chains=2, warmup=500, draws=500, seed=args.seed)
     levels = {n: fit.encoding.levels[n] for n in scm.protected}
     probs = {

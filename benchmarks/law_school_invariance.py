@@ -49,10 +49,10 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
-    data = cf.load_law_school()
-    train, test = cf.law_school_split(data, seed=args.seed)
+    data = cf.datasets.load_law_school()
+    train, test = cf.datasets.law_school_split(data, seed=args.seed)
     if args.train_rows is not None:
-        train = cf.law_school_subsample(train, args.train_rows, seed=args.seed)
+        train = cf.datasets.law_school_subsample(train, args.train_rows, seed=args.seed)
     fit_args = {"chains": args.chains, "warmup": args.draws, "draws": args.draws,
                 "seed": args.seed + 1, "progress": False}
     scm = law_school_level2()

@@ -196,10 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     from counterfair.datasets.law_school_models import law_school_level2
 
     scm = law_school_level2()
-    data = cf.load_law_school(args.data_dir)
+    data = cf.datasets.load_law_school(args.data_dir)
     columns = ["race", "sex", "UGPA", "LSAT", "ZFYA"]
     print("fitting the generating SCM on the law school data ...", flush=True)
-    source_fit = scm.fit(cf.law_school_subsample(data, 4000, seed=args.seed)[columns],
+    source_fit = scm.fit(cf.datasets.law_school_subsample(data, 4000, seed=args.seed)[columns],
                          chains=2, warmup=500, draws=500, seed=args.seed)
     params = parameters(source_fit)
     levels = {n: source_fit.encoding.levels[n] for n in scm.protected}
@@ -332,7 +332,9 @@ def run_dask(records: list[dict[str, Any]], size: int, scm: Any, params: dict[st
         del first, learn_rows
         import dask
 
-        with dask.config.set(cf.DASK_WORKER_CONFIG), LocalCluster(
+        from counterfair.dask import WORKER_CONFIG
+
+        with dask.config.set(WORKER_CONFIG), LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, memory_limit="3.5GiB"
         ) as cluster, Client(cluster):
             rows = dd.read_parquet(str(folder))

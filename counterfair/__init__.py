@@ -19,8 +19,6 @@ lists the same names for type checkers and editors.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 from counterfair import _quiet as _quiet  # hides third-party import noise
@@ -29,7 +27,6 @@ from counterfair._version import __version__ as __version__
 _ATTRIBUTES: dict[str, str] = {
     # the model: declaring an SCM
     "SCM": "counterfair.model.scm",
-    "SPEC_KEY": "counterfair.model.specs",
     "Latent": "counterfair.model.specs",
     "Prior": "counterfair.model.specs",
     "Protected": "counterfair.model.specs",
@@ -87,22 +84,11 @@ _ATTRIBUTES: dict[str, str] = {
     "scm_from_dict": "counterfair.io.scm_file",
     "write_scm": "counterfair.io.scm_file",
     "scm_to_dict": "counterfair.io.scm_document",
-    # Dask workers' settings
-    "DASK_WORKER_CONFIG": "counterfair.dask.run:WORKER_CONFIG",
-    "DASK_WORKER_ENV": "counterfair.dask.run:WORKER_ENV",
-    # data
-    "law_school_split": "counterfair.datasets.law_school",
-    "law_school_subsample": "counterfair.datasets.law_school",
-    "load_law_school": "counterfair.datasets.law_school",
-    "load_adult": "counterfair.datasets.adult",
-    "load_compas": "counterfair.datasets.compas",
 }
 
 _MODULES: dict[str, str] = {
     "audit": "counterfair.audit",
     "datasets": "counterfair.datasets",
-    "datasets_tabular": "counterfair.datasets",
-    "models": "counterfair.datasets.law_school_models",
     "options": "counterfair.options",
 }
 
@@ -124,20 +110,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-class _Package(types.ModuleType):
-    """The package module: an old module path never hides a public function.
-
-    Importing an old path such as ``counterfair.sensitivity`` (a module of the flat
-    layout, now an alias) makes Python set the attribute ``sensitivity`` of this package
-    to that module; the function ``cf.sensitivity`` stays, as it did in the flat layout.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _ATTRIBUTES and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

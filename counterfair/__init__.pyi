@@ -9,7 +9,6 @@ checks that both name the same set.
 
 from counterfair import audit as audit
 from counterfair import datasets as datasets
-from counterfair import datasets as datasets_tabular
 from counterfair import options as options
 from counterfair._version import __version__ as __version__
 from counterfair.audit.falsification import falsify as falsify
@@ -19,14 +18,6 @@ from counterfair.counterfactual.prediction import (
 )
 from counterfair.counterfactual.sensitivity import plot_sensitivity as plot_sensitivity
 from counterfair.counterfactual.sensitivity import sensitivity as sensitivity
-from counterfair.dask.run import WORKER_CONFIG as DASK_WORKER_CONFIG
-from counterfair.dask.run import WORKER_ENV as DASK_WORKER_ENV
-from counterfair.datasets import law_school_models as models
-from counterfair.datasets.adult import load_adult as load_adult
-from counterfair.datasets.compas import load_compas as load_compas
-from counterfair.datasets.law_school import law_school_split as law_school_split
-from counterfair.datasets.law_school import law_school_subsample as law_school_subsample
-from counterfair.datasets.law_school import load_law_school as load_law_school
 from counterfair.errors import ConvergenceWarning as ConvergenceWarning
 from counterfair.errors import DataError as DataError
 from counterfair.errors import FairnessError as FairnessError
@@ -66,7 +57,6 @@ from counterfair.model.families import Normal as Normal
 from counterfair.model.families import Ordinal as Ordinal
 from counterfair.model.families import Poisson as Poisson
 from counterfair.model.scm import SCM as SCM
-from counterfair.model.specs import SPEC_KEY as SPEC_KEY
 from counterfair.model.specs import Latent as Latent
 from counterfair.model.specs import Prior as Prior
 from counterfair.model.specs import Protected as Protected
@@ -77,10 +67,7 @@ from counterfair.options import get_options as get_options
 from counterfair.options import set_options as set_options
 
 __all__ = [
-    "DASK_WORKER_CONFIG",
-    "DASK_WORKER_ENV",
     "SCM",
-    "SPEC_KEY",
     "Abduction",
     "BaselinePredictor",
     "Bernoulli",
@@ -120,19 +107,12 @@ __all__ = [
     "compare",
     "counterfactual_predictions",
     "datasets",
-    "datasets_tabular",
     "falsify",
     "full_predictor",
     "get_options",
     "invariance_check",
-    "law_school_split",
-    "law_school_subsample",
     "load",
-    "load_adult",
-    "load_compas",
-    "load_law_school",
     "loo_pit",
-    "models",
     "options",
     "plot_sensitivity",
     "read_scm",

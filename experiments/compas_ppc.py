@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Fit both SCMs, check them, write the outputs; return the summary."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    frame, _ = prepare(cf.load_compas(args.data_dir))
+    frame, _ = prepare(cf.datasets.load_compas(args.data_dir))
     train, _ = split(frame, 1 / 3, args.seed)
     rows = train.sample(min(args.scm_rows, len(train)), random_state=args.seed)
     print(f"[compas-ppc] {len(rows)} training rows; {NODE}: mean {rows[NODE].mean():.3f}, "

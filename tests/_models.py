@@ -125,7 +125,7 @@ def law_level3_scm() -> cf.SCM:
             "race": cf.Protected(levels=RACES),
             "sex": cf.Protected(levels=SEXES),
             "UGPA": cf.Normal(),
-            "LSAT": cf.models.raw_lsat(),  # the shipped model's priors: one program
+            "LSAT": cf.datasets.raw_lsat(),  # the shipped model's priors: one program
         },
         [(p, c) for p in ("race", "sex") for c in ("UGPA", "LSAT")],
     )

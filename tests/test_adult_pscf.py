@@ -168,7 +168,7 @@ def test_a_missing_data_folder_is_named(tmp_path, capsys):
 
 @needs_data
 def test_prepare_collapses_levels_and_names_an_unknown_one() -> None:
-    raw = cf.load_adult(DATA_DIR)
+    raw = cf.datasets.load_adult(DATA_DIR)
     frame, scaling = prepare(raw)
     assert frame["marital"].notna().all() and frame["occupation"].notna().all()
     assert set(frame["us"]) == {0, 1}

@@ -9,9 +9,13 @@ import pytest
 from _seeds import shifted
 from scipy import stats
 
-from counterfair.audit import bootstrap, bootstrap_interval, percentile_interval
 from counterfair.audit._validation import NEGATIVE_COUNT, PROBABILITY_OUT_OF_RANGE
-from counterfair.audit.bootstrap import resample_indices
+from counterfair.audit.bootstrap import (
+    bootstrap,
+    bootstrap_interval,
+    percentile_interval,
+    resample_indices,
+)
 
 
 def test_seeded_resamples_are_reproducible() -> None:
@@ -73,5 +77,5 @@ def test_errors() -> None:
                                                                          value=-3))):
         bootstrap(lambda rows: 0.0, 5, n_resamples=-3)
     with pytest.raises(ValueError, match=re.escape(PROBABILITY_OUT_OF_RANGE.format(
-            name="confidence", value=1.5))):
+            name="interval", value=1.5))):
         percentile_interval(np.zeros((3, 2)), 1.5)

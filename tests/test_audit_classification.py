@@ -10,7 +10,7 @@ import pytest
 from _seeds import shifted
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_score, recall_score
 
-from counterfair.audit import PARITY_CRITERIA, RATE_METRICS, group_metrics
+from counterfair.audit import group_metrics
 from counterfair.audit._validation import (
     EMPTY_GROUP,
     LENGTH_MISMATCH,
@@ -22,6 +22,7 @@ from counterfair.audit._validation import (
     TAU_OUT_OF_RANGE,
     UNKNOWN_ATTRIBUTE,
 )
+from counterfair.audit.classification import PARITY_CRITERIA, RATE_METRICS
 
 Data = tuple[np.ndarray, np.ndarray, pd.DataFrame]
 

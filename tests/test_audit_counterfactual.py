@@ -13,7 +13,8 @@ from _models import RACES, law_level3_fit, law_train
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair.audit import counterfactual_fairness, counterfactual_html
+from counterfair.audit import counterfactual_fairness
+from counterfair.audit.causal_report import counterfactual_html
 
 pytestmark = pytest.mark.stan
 

@@ -16,7 +16,6 @@ from counterfair.audit import (
     DependenceReport,
     GTest,
     conditional_mutual_information,
-    contingency_table,
     dependence_measures,
     g_test,
     mutual_information,
@@ -32,6 +31,7 @@ from counterfair.audit._validation import (
     NO_OTHER_GROUP,
     VALUE_NOT_FOUND,
 )
+from counterfair.audit.dependence import contingency_table
 
 Data = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -158,7 +158,7 @@ def _report(lower: float, upper: float) -> DependenceReport:
     table = pd.DataFrame({"estimate": [(lower + upper) / 2], "lower": [lower],
                           "upper": [upper]}, index=pd.Index(["lift"], name="measure"))
     return DependenceReport(table=table, g_test=GTest(0.0, 1, 1.0), protected_group=1,
-                            outcome_value=1, confidence=0.95, n_bootstrap=100)
+                            outcome_value=1, interval=0.95, n_bootstrap=100)
 
 
 def test_verdicts_need_the_interval_to_clear_beta() -> None:

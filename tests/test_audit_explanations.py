@@ -84,7 +84,7 @@ def test_shap_disparity_importance_and_rank() -> None:
                            "a": [0.2, 0.2, 0.2, -0.1, -0.1, -0.1],
                            "z": [0.0, 0.01, 0.0, 0.0, 0.0, 0.0]})
     group = np.array([1, 1, 1, 0, 0, 0])
-    result = shap_disparity(values, group, sensitive="a", privileged=1, n_bootstrap=100)
+    result = shap_disparity(values, group, attribute="a", privileged=1, n_bootstrap=100)
     assert result.disparity == pytest.approx(-0.1 - 0.2)
     assert result.importance == pytest.approx(0.15)
     assert result.rank == 2
@@ -100,7 +100,7 @@ def test_shap_disparity_sign_follows_the_model(data: tuple[pd.DataFrame, np.ndar
     X, y = data
     model = LogisticRegression().fit(X.to_numpy(), y)
     result = shap_values(X, method="linear", background=X.iloc[:100], model=model)
-    disparity = shap_disparity(result.values, X["a"], sensitive="a", privileged=1.0)
+    disparity = shap_disparity(result.values, X["a"], attribute="a", privileged=1.0)
     assert model.coef_[0][2] > 0
     assert disparity.disparity == pytest.approx(-model.coef_[0][2])  # w * (0 - 1)
     importance = result.values.abs().mean()
@@ -120,4 +120,4 @@ def test_errors(data: tuple[pd.DataFrame, np.ndarray]) -> None:
     with pytest.raises(ValueError, match=re.escape(NOT_A_COLUMN.format(
             name="sensitive column", column="sex", where="values",
             available="['x1', 'x2', 'a']"))):
-        shap_disparity(X, X["a"], sensitive="sex", privileged=1.0)
+        shap_disparity(X, X["a"], attribute="sex", privileged=1.0)

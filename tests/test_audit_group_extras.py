@@ -11,9 +11,6 @@ import pytest
 from _seeds import shifted
 
 from counterfair.audit import (
-    CRITERION_EXPLANATIONS,
-    JOINT_CRITERIA,
-    PARITY_CRITERIA,
     class_balance,
     group_metrics,
     kl_divergence,
@@ -26,6 +23,7 @@ from counterfair.audit._validation import (
     NEGATIVE_TOLERANCE,
     NO_OTHER_GROUP,
 )
+from counterfair.audit.classification import CRITERION_EXPLANATIONS, JOINT_CRITERIA, PARITY_CRITERIA
 
 
 @pytest.fixture

@@ -30,10 +30,10 @@ def data() -> Data:
 
 def test_ratio_matches_manual_rates(data: Data) -> None:
     decisions, group = data
-    result = disparate_impact(decisions, group, monitored="a", reference="c")
+    result = disparate_impact(decisions, group, protected_group="a", reference="c")
     rate_a = decisions[group == "a"].mean()
     rate_c = decisions[group == "c"].mean()
-    assert result.monitored_rate == pytest.approx(rate_a)
+    assert result.protected_rate == pytest.approx(rate_a)
     assert result.reference_rate == pytest.approx(rate_c)
     assert result.ratio_percent == pytest.approx(100 * rate_a / rate_c)
     assert result.flagged is bool(100 * rate_a / rate_c <= 80)
@@ -41,22 +41,22 @@ def test_ratio_matches_manual_rates(data: Data) -> None:
 
 def test_default_reference_is_first_other_group_in_order(data: Data) -> None:
     decisions, group = data
-    assert disparate_impact(decisions, group, monitored="a").reference == "b"
-    assert disparate_impact(decisions, group, monitored="b").reference == "a"
+    assert disparate_impact(decisions, group, protected_group="a").reference == "b"
+    assert disparate_impact(decisions, group, protected_group="b").reference == "a"
 
 
 def test_favourable_zero_uses_the_complement(data: Data) -> None:
     decisions, group = data
-    result = disparate_impact(decisions, group, monitored="a", favourable=0)
-    assert result.monitored_rate == pytest.approx(1 - decisions[group == "a"].mean())
+    result = disparate_impact(decisions, group, protected_group="a", favourable=0)
+    assert result.protected_rate == pytest.approx(1 - decisions[group == "a"].mean())
 
 
 def test_flag_flips_at_threshold(data: Data) -> None:
     decisions, group = data
-    ratio = disparate_impact(decisions, group, monitored="a").ratio_percent
-    below = disparate_impact(decisions, group, monitored="a", threshold_percent=ratio + 1e-6)
-    at = disparate_impact(decisions, group, monitored="a", threshold_percent=ratio)
-    above = disparate_impact(decisions, group, monitored="a", threshold_percent=ratio - 1e-6)
+    ratio = disparate_impact(decisions, group, protected_group="a").ratio_percent
+    below = disparate_impact(decisions, group, protected_group="a", threshold_percent=ratio + 1e-6)
+    at = disparate_impact(decisions, group, protected_group="a", threshold_percent=ratio)
+    above = disparate_impact(decisions, group, protected_group="a", threshold_percent=ratio - 1e-6)
     assert below.flagged is True
     assert at.flagged is True  # a ratio equal to the threshold is already disparate impact
     assert above.flagged is False
@@ -66,21 +66,21 @@ def test_exactly_four_fifths_is_flagged() -> None:
     # monitored rate 0.4, reference rate 0.5: ratio exactly 80 %
     decisions = [1] * 4 + [0] * 6 + [1] * 5 + [0] * 5
     group = ["m"] * 10 + ["r"] * 10
-    result = disparate_impact(decisions, group, monitored="m", reference="r")
+    result = disparate_impact(decisions, group, protected_group="m", reference="r")
     assert result.ratio_percent == pytest.approx(80.0)
     assert result.flagged is True
 
 
 def test_undefined_ratio_is_not_flagged() -> None:
-    result = disparate_impact([1, 0, 0, 0], ["a", "a", "b", "b"], monitored="a")
+    result = disparate_impact([1, 0, 0, 0], ["a", "a", "b", "b"], protected_group="a")
     assert np.isnan(result.ratio_percent)
     assert result.flagged is None
 
 
 def test_bootstrap_interval(data: Data) -> None:
     decisions, group = data
-    one = disparate_impact(decisions, group, monitored="a", n_bootstrap=200, seed=shifted(1))
-    two = disparate_impact(decisions, group, monitored="a", n_bootstrap=200, seed=shifted(1))
+    one = disparate_impact(decisions, group, protected_group="a", n_bootstrap=200, seed=shifted(1))
+    two = disparate_impact(decisions, group, protected_group="a", n_bootstrap=200, seed=shifted(1))
     assert one.ci_lower == two.ci_lower and one.ci_upper == two.ci_upper
     assert one.ci_lower < one.ratio_percent < one.ci_upper
     series = one.to_series()
@@ -90,22 +90,22 @@ def test_bootstrap_interval(data: Data) -> None:
 def test_errors(data: Data) -> None:
     decisions, group = data
     with pytest.raises(ValueError, match=re.escape(GROUP_NOT_FOUND.format(
-            name="monitored group", group="z", where="protected",
+            name="protected group", group="z", where="protected",
             available="['a', 'b', 'c']"))):
-        disparate_impact(decisions, group, monitored="z")
+        disparate_impact(decisions, group, protected_group="z")
     with pytest.raises(ValueError, match=re.escape(GROUP_NOT_FOUND.format(
             name="reference group", group="q", where="protected",
             available="['a', 'b', 'c']"))):
-        disparate_impact(decisions, group, monitored="a", reference="q")
+        disparate_impact(decisions, group, protected_group="a", reference="q")
     with pytest.raises(ValueError, match=re.escape(LENGTH_MISMATCH.format(
             name="protected", length=899, other_name="y_pred", other_length=900))):
-        disparate_impact(decisions, group[:-1], monitored="a")
+        disparate_impact(decisions, group[:-1], protected_group="a")
     with pytest.raises(ValueError, match=re.escape(NOT_BINARY.format(name="y_pred",
                                                                      values="[0.5]"))):
-        disparate_impact([0, 1, 0.5], ["a", "b", "b"], monitored="a")
+        disparate_impact([0, 1, 0.5], ["a", "b", "b"], protected_group="a")
     with pytest.raises(ValueError, match=re.escape(NO_OTHER_GROUP.format(
-            name="monitored group", group="a"))):
-        disparate_impact([0, 1], ["a", "a"], monitored="a")
+            name="protected group", group="a"))):
+        disparate_impact([0, 1], ["a", "a"], protected_group="a")
     with pytest.raises(ValueError, match=re.escape(BAD_CHOICE.format(
             name="favourable", choices=[0, 1], value=2))):
-        disparate_impact(decisions, group, monitored="a", favourable=2)
+        disparate_impact(decisions, group, protected_group="a", favourable=2)

@@ -33,7 +33,7 @@ def _model(frame: pd.DataFrame) -> np.ndarray:
 
 
 def test_flip_counterfactual_matches_manual_flip(frame: pd.DataFrame) -> None:
-    report = flip_counterfactual(_model, frame, sensitive="a", privileged=1, unprivileged=0,
+    report = flip_counterfactual(_model, frame, attribute="a", privileged=1, unprivileged=0,
                                  n_bootstrap=200, seed=shifted(1))
     priv = frame[frame["a"] == 1]
     z = priv["x1"].to_numpy() - 0.3
@@ -50,7 +50,7 @@ def test_flip_counterfactual_of_blind_model_is_zero(frame: pd.DataFrame) -> None
     def blind(f: pd.DataFrame) -> np.ndarray:
         return (f["x1"].to_numpy() > 0).astype(float)
 
-    report = flip_counterfactual(blind, frame, sensitive="a", privileged=1, unprivileged=0)
+    report = flip_counterfactual(blind, frame, attribute="a", privileged=1, unprivileged=0)
     assert report.mean == 0.0 and report.changed == 0
     assert np.isnan(report.lower)
 
@@ -59,7 +59,7 @@ def test_flip_counterfactual_decisions_count_flips(frame: pd.DataFrame) -> None:
     def decide(f: pd.DataFrame) -> np.ndarray:
         return (_model(f) >= 0.5).astype(float)
 
-    report = flip_counterfactual(decide, frame, sensitive="a", privileged=1, unprivileged=0)
+    report = flip_counterfactual(decide, frame, attribute="a", privileged=1, unprivileged=0)
     priv = frame[frame["a"] == 1]
     z = priv["x1"].to_numpy() - 0.3
     flips = ((z >= 0) != (z + 0.8 >= 0)).sum()
@@ -70,10 +70,10 @@ def test_flip_counterfactual_decisions_count_flips(frame: pd.DataFrame) -> None:
 def test_flip_errors(frame: pd.DataFrame) -> None:
     with pytest.raises(ValueError, match=re.escape(NOT_A_COLUMN.format(
             name="sensitive column", column="sex", where="X", available="['x1', 'x2', 'a']"))):
-        flip_counterfactual(_model, frame, sensitive="sex", privileged=1, unprivileged=0)
+        flip_counterfactual(_model, frame, attribute="sex", privileged=1, unprivileged=0)
     with pytest.raises(ValueError, match=re.escape(GROUP_NOT_FOUND.format(
             name="privileged group", group=7, where="X['a']", available="['0', '1']"))):
-        flip_counterfactual(_model, frame, sensitive="a", privileged=7, unprivileged=0)
+        flip_counterfactual(_model, frame, attribute="a", privileged=7, unprivileged=0)
 
 
 def _brute_consistency(values: np.ndarray, pred: np.ndarray, k: int) -> float:

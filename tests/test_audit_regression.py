@@ -10,12 +10,13 @@ import pytest
 from _seeds import shifted
 from scipy import stats
 
-from counterfair.audit import REGRESSION_METRICS, regression_metrics
+from counterfair.audit import regression_metrics
 from counterfair.audit._validation import (
     LENGTH_MISMATCH,
     NOT_FINITE,
     REFERENCE_NOT_FOUND,
 )
+from counterfair.audit.regression import REGRESSION_METRICS
 
 Data = tuple[np.ndarray, np.ndarray, pd.DataFrame]
 

@@ -18,7 +18,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from counterfair.audit import (
-    EXPLANATION_MEASURES,
     ExplanationAudit,
     consistency,
     disparity_figure,
@@ -30,6 +29,7 @@ from counterfair.audit import (
     write_report,
 )
 from counterfair.audit._validation import BAD_CHOICE, NO_PREDICTORS
+from counterfair.audit.report import EXPLANATION_MEASURES
 
 Data = tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]
 
@@ -143,8 +143,8 @@ def test_explanation_and_subpopulation_sections(tmp_path: Path) -> None:
 
     shap_like = pd.DataFrame({"x": X["x"], "a": 0.5 * (X["a"] - X["a"].mean())})
     audit = ExplanationAudit(
-        shap=shap_disparity(shap_like, X["a"], sensitive="a", privileged=1, n_bootstrap=20),
-        flip=flip_counterfactual(model, X[["x", "a"]], sensitive="a", privileged=1,
+        shap=shap_disparity(shap_like, X["a"], attribute="a", privileged=1, n_bootstrap=20),
+        flip=flip_counterfactual(model, X[["x", "a"]], attribute="a", privileged=1,
                                  unprivileged=0),
         consistency=consistency(X[["x", "a"]], pred, exclude=["a"]),
         entropy=generalized_entropy_index(y, pred, protected=X["a"], n_bootstrap=20),

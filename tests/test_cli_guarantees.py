@@ -219,7 +219,7 @@ def test_compas_quick_runs_end_to_end(stan_backend: str, tmp_path: Path) -> None
     assert results["rows"]["scm_fit"] == 300  # CompasConfig.quick_mode
     # every predictor beats the majority class (the test third is stratified on the
     # outcome, so its rate is the two races' rate in the file)
-    data = cf.load_compas(DATA_DIR)
+    data = cf.datasets.load_compas(DATA_DIR)
     recid = data.loc[data["race"].isin(["African-American", "Caucasian"]), "two_year_recid"]
     majority = max(recid.mean(), 1 - recid.mean())
     metrics = pd.DataFrame(results["metrics"]).set_index("predictor")

@@ -51,7 +51,7 @@ def counterfair(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def run(tmp_path_factory: pytest.TempPathFactory, stan_backend: str) -> Path:
     """A run folder fitted by ``counterfair fit`` on 300 rows, and its learner."""
     folder = tmp_path_factory.mktemp("cli")
-    data = cf.load_law_school(data_home=DATA_DIR).sample(300, random_state=shifted(1))
+    data = cf.datasets.load_law_school(data_home=DATA_DIR).sample(300, random_state=shifted(1))
     data.reset_index(drop=True).to_csv(folder / "law.csv", index=False)
     data.iloc[:6].drop(columns="ZFYA").to_csv(folder / "new.csv", index=False)
     fitted = counterfair(
@@ -73,7 +73,7 @@ def test_fit_saves_a_loadable_run(run: Path) -> None:
     fit = cf.load(run / "run" / "fit")
     assert isinstance(fit, cf.Fit)
     assert len(fit.data) == 300
-    assert fit.scm.stan_code() == cf.models.law_school_level2().stan_code()
+    assert fit.scm.stan_code() == cf.datasets.law_school_level2().stan_code()
     assert (run / "run" / "ppc.csv").stat().st_size > 0
     predictions = pd.read_csv(run / "run" / "predictions.csv")
     assert len(predictions) == 300

@@ -27,6 +27,7 @@ from _seeds import shifted  # noqa: E402
 from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
 
 import counterfair as cf  # noqa: E402
+from counterfair.dask import WORKER_CONFIG, WORKER_ENV  # noqa: E402
 from counterfair.dask import parquet as dask_parquet  # noqa: E402
 from counterfair.dask.rows import run_partitions  # noqa: E402
 from counterfair.rows.rows import Rows  # noqa: E402
@@ -551,19 +552,19 @@ def _heap_settings() -> dict[str, str | None]:
 
 
 def test_worker_config_reaches_the_workers_before_they_start(monkeypatch) -> None:
-    """dask.config.set(cf.DASK_WORKER_CONFIG) puts the heap settings in the environment
+    """dask.config.set(WORKER_CONFIG) puts the heap settings in the environment
     a nanny spawns its worker with (where glibc reads them), beside Dask's own. A nanny
     leaves its settings in this process's environment, and Dask lets a variable of the
     environment win over the configuration: clear them, as a fresh process has them."""
     import dask
 
-    for name in cf.DASK_WORKER_ENV:
+    for name in WORKER_ENV:
         monkeypatch.delenv(name, raising=False)
 
-    with dask.config.set(cf.DASK_WORKER_CONFIG), distributed.LocalCluster(
+    with dask.config.set(WORKER_CONFIG), distributed.LocalCluster(
         n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster, distributed.Client(cluster) as client:
         (seen,) = client.run(_heap_settings).values()
-    assert seen["MALLOC_MMAP_THRESHOLD_"] == cf.DASK_WORKER_ENV["MALLOC_MMAP_THRESHOLD_"]
-    assert seen["MALLOC_TRIM_THRESHOLD_"] == cf.DASK_WORKER_ENV["MALLOC_TRIM_THRESHOLD_"]
+    assert seen["MALLOC_MMAP_THRESHOLD_"] == WORKER_ENV["MALLOC_MMAP_THRESHOLD_"]
+    assert seen["MALLOC_TRIM_THRESHOLD_"] == WORKER_ENV["MALLOC_TRIM_THRESHOLD_"]
     assert seen["OMP_NUM_THREADS"] == "1"  # Dask's own pre-spawn settings are kept

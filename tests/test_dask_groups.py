@@ -28,7 +28,7 @@ RTOL = 1e-10
 
 @pytest.fixture(scope="module")
 def adult() -> pd.DataFrame:
-    data = cf.load_adult(DATA_DIR)
+    data = cf.datasets.load_adult(DATA_DIR)
     features = ["age", "education-num", "hours-per-week", "capital-gain"]
     model = LogisticRegression(max_iter=500).fit(data[features], data["income"])
     rows = data[["race", "sex", "income"]].copy()
@@ -39,7 +39,7 @@ def adult() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def law() -> pd.DataFrame:
-    data = cf.load_law_school(data_home=DATA_DIR)
+    data = cf.datasets.load_law_school(data_home=DATA_DIR)
     model = LinearRegression().fit(data[["UGPA", "LSAT"]], data["ZFYA"])
     rows = data[["race", "sex", "ZFYA"]].copy()
     rows["prediction"] = model.predict(data[["UGPA", "LSAT"]])

@@ -61,10 +61,10 @@ def factor_data(n: int, rng: np.random.Generator, *, residual: float = 0.0,
 
 def factor_scm(indicators: int = 4) -> cf.SCM:
     graph = nx.DiGraph()
-    graph.add_node("group", **{cf.SPEC_KEY: cf.Protected(levels=("A", "B"))})
-    graph.add_node("K", **{cf.SPEC_KEY: cf.Latent()})
+    graph.add_node("group", **{"spec": cf.Protected(levels=("A", "B"))})
+    graph.add_node("K", **{"spec": cf.Latent()})
     for j in range(1, indicators + 1):
-        graph.add_node(f"x{j}", **{cf.SPEC_KEY: cf.Normal()})
+        graph.add_node(f"x{j}", **{"spec": cf.Normal()})
         graph.add_edge("K", f"x{j}")
         graph.add_edge("group", f"x{j}")
     return cf.SCM(graph)
@@ -97,7 +97,7 @@ def test_a_latent_makes_its_indicators_one_district() -> None:
 def test_law_school_is_not_falsifiable(law_school_data: pd.DataFrame) -> None:
     """Kusner's level-2 SCM: K behind UGPA, LSAT and ZFYA, all children of race and sex.
     With the protected attributes taken as given nothing is testable."""
-    result = cf.falsify(cf.models.law_school_level2(), law_school_data)
+    result = cf.falsify(cf.datasets.law_school_level2(), law_school_data)
     assert result.verdict == "not falsifiable"
     assert len(result.table) == 0
     text = " ".join(result.reasons)
@@ -110,7 +110,7 @@ def test_law_school_is_not_falsifiable(law_school_data: pd.DataFrame) -> None:
 @pytest.fixture(scope="module")
 def law_school_data() -> pd.DataFrame:
     try:
-        return cf.load_law_school()
+        return cf.datasets.load_law_school()
     except FileNotFoundError:
         pytest.skip("law school data not found (COUNTERFAIR_DATA)")
 
@@ -220,10 +220,10 @@ def test_mixed_columns_a_text_yes_no_node_and_a_protected_level() -> None:
     b = np.where(a + rng.normal(size=n) > 0, "yes", "no")
     c = (b == "yes") * 1.0 + rng.normal(size=n)
     graph = nx.DiGraph()
-    graph.add_node("grp", **{cf.SPEC_KEY: cf.Protected(levels=("A", "B"))})
-    graph.add_node("a", **{cf.SPEC_KEY: cf.Normal()})
-    graph.add_node("b", **{cf.SPEC_KEY: cf.Bernoulli()})
-    graph.add_node("c", **{cf.SPEC_KEY: cf.Normal()})
+    graph.add_node("grp", **{"spec": cf.Protected(levels=("A", "B"))})
+    graph.add_node("a", **{"spec": cf.Normal()})
+    graph.add_node("b", **{"spec": cf.Bernoulli()})
+    graph.add_node("c", **{"spec": cf.Normal()})
     graph.add_edges_from([("grp", "a"), ("a", "b"), ("b", "c")])
     data = pd.DataFrame({"grp": np.where(rng.random(n) < 0.5, "A", "B"), "a": a, "b": b, "c": c})
     result = cf.falsify(cf.SCM(graph), data, n_permutations=0)

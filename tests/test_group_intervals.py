@@ -21,12 +21,12 @@ from counterfair.audit import (
     disparate_impact,
     group_metrics,
     regression_metrics,
-    render_report,
     two_group_measures,
 )
 from counterfair.audit import poisson_bootstrap as pb
 from counterfair.audit.analytic import binomial_variance, disparity_intervals, wilson_interval
 from counterfair.audit.bootstrap import CI_METHODS, EXACT_BOOTSTRAP_MAX_ROWS, resolve_ci_method
+from counterfair.audit.report import render_report
 
 HAVE_COMPAS = (DATA_DIR / "compas-scores-two-years.csv").exists()
 needs_compas = pytest.mark.skipif(not HAVE_COMPAS, reason=f"COMPAS not found in {DATA_DIR}")
@@ -63,7 +63,7 @@ def _simulated(n: int, seed: int, *, two_attributes: bool) -> tuple[np.ndarray, 
 
 def _compas() -> tuple[np.ndarray, np.ndarray, pd.DataFrame, np.ndarray, np.ndarray]:
     """COMPAS with a logistic regression's decisions and a linear regression's scores."""
-    data = cf.load_compas(DATA_DIR)
+    data = cf.datasets.load_compas(DATA_DIR)
     features = pd.get_dummies(
         data[["age", "priors_count", "juv_fel_count", "juv_misd_count", "c_charge_degree"]],
         columns=["c_charge_degree"], dtype=float).to_numpy(dtype=float)
@@ -545,7 +545,7 @@ def test_disparate_impact_analytic_and_poisson_agree_with_the_exact_bootstrap() 
     _, pred, protected, _ = _simulated(30_000, 81, two_attributes=False)
     group = protected.to_numpy()
     n_boot = 1000
-    results = {method: disparate_impact(pred, group, monitored="c", reference="a",
+    results = {method: disparate_impact(pred, group, protected_group="c", reference="a",
                                         ci_method=method,
                                         seed=shifted(82) if method != "analytic" else 0,
                                         n_bootstrap=0 if method == "analytic" else n_boot)
@@ -562,4 +562,4 @@ def test_disparate_impact_analytic_and_poisson_agree_with_the_exact_bootstrap() 
     _assert_agree(bounds(results["analytic"]), exact, 0.0 * mcse_exact, mcse_exact,
                   "disparate impact, analytic vs exact")
     with pytest.raises(ValueError, match="n_bootstrap=5 would be ignored"):
-        disparate_impact(pred, group, monitored="c", ci_method="analytic", n_bootstrap=5)
+        disparate_impact(pred, group, protected_group="c", ci_method="analytic", n_bootstrap=5)

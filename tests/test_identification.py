@@ -126,7 +126,8 @@ def test_an_unobserved_confounder_of_two_normal_nodes_warns() -> None:
 def test_law_school_level2_and_shipped_models_do_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for scm in (law_level2_scm(), cf.models.law_school_level2(), cf.models.law_school_level3()):
+        for scm in (law_level2_scm(), cf.datasets.law_school_level2(),
+                    cf.datasets.law_school_level3()):
             assert scm.identification().empty
     assert law_level2_scm().children("K") == ("UGPA", "LSAT", "ZFYA")
 

@@ -536,7 +536,7 @@ def test_the_integrated_law_school_fit_matches_the_joint_fit_within_4_mcse(
     MCSE of the joint fit's, and its sd within 20 %."""
     if stan_backend != "cmdstanpy":
         pytest.skip("the quadrature is C++ compiled into CmdStan programs")
-    data = cf.load_law_school(data_home=DATA_DIR).sample(1500, random_state=shifted(0))
+    data = cf.datasets.load_law_school(data_home=DATA_DIR).sample(1500, random_state=shifted(0))
     rows = data[["race", "sex", "UGPA", "LSAT", "ZFYA"]]
     scm = law_school_level2()
     tables = {}

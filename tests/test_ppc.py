@@ -384,19 +384,19 @@ def test_law_school_data_do_not_warn() -> None:
     scm = law_level2_scm()
     assert scales.check_scales(scm, scales.scale_values(scm, law_train())) == []
     if (DATA_DIR / "law_data.csv").exists():
-        law = cf.load_law_school(DATA_DIR)
+        law = cf.datasets.load_law_school(DATA_DIR)
         assert scales.check_scales(scm, scales.scale_values(scm, law)) == []
         assert law["UGPA"].mean() == pytest.approx(3.2, abs=0.1)
 
 
 def test_shipped_level3_model_has_priors_on_raw_lsat_scale() -> None:
     """The level 3 model keeps raw LSAT (mean about 36), as the paper does: with the
-    default Normal(0, 1) priors it warns; the shipped priors (cf.models.raw_lsat) do not."""
+    default Normal(0, 1) priors it warns; the shipped priors (cf.datasets.raw_lsat) do not."""
     data = law_train().assign(LSAT=lambda f: f["LSAT"].astype(float))
-    shipped = cf.models.law_school_level3()
+    shipped = cf.datasets.law_school_level3()
     assert scales.check_scales(shipped, scales.scale_values(shipped, data)) == []
     graph = shipped.graph
-    graph.nodes["LSAT"][cf.SPEC_KEY] = cf.Normal()
+    graph.nodes["LSAT"]["spec"] = cf.Normal()
     default = cf.SCM(graph)
     problems = scales.check_scales(default, scales.scale_values(default, data))
     assert [p.node for p in problems] == ["LSAT"]

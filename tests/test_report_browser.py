@@ -24,12 +24,13 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import CounterfactualReport, group_metrics, render_report, write_report
+from counterfair.audit import CounterfactualReport, group_metrics, write_report
 from counterfair.audit._findings import (
     SIZE_DEPENDENT_CRITERIA,
     parity_findings,
     predictor_data,
 )
+from counterfair.audit.report import render_report
 
 pytestmark = pytest.mark.browser
 
@@ -425,8 +426,9 @@ def test_real_counterfactual_audit_in_the_page(driver: Any, tmp_path: Path,
     do(race) but not under the flip test; a constant is one spike at 0."""
     from _models import law_level3_fit, law_train
 
-    from counterfair.audit import counterfactual_fairness, counterfactual_html
+    from counterfair.audit import counterfactual_fairness
     from counterfair.audit._svg import histogram
+    from counterfair.audit.causal_report import counterfactual_html
 
     fit = law_level3_fit().fit
     rows = law_train().drop(columns=["K", "ZFYA"]).iloc[:60]

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import group_metrics, render_report
+from counterfair.audit import group_metrics
 from counterfair.audit._findings import (
     CRITERIA,
     NOT_INFORMATIVE,
@@ -26,7 +26,7 @@ from counterfair.audit._findings import (
     predictor_data,
 )
 from counterfair.audit._groups import build_layout, protected_frame
-from counterfair.audit.report import report_references, score_means
+from counterfair.audit.report import render_report, report_references, score_means
 from counterfair.cli import main
 
 

@@ -364,7 +364,7 @@ def test_missing_values_raise_naming_the_column(rows: pd.DataFrame, column: str)
 def test_the_report_draws_its_waterfall(bootstrap_small: Fitted) -> None:
     """The result is the report's ``Decomposition``: ``render_report(decompositions=)``
     draws its waterfall and table, as for the SCM-based decomposition."""
-    from counterfair.audit import render_report
+    from counterfair.audit.report import render_report
 
     data, result = bootstrap_small.data, bootstrap_small.result
     html = render_report(

@@ -25,14 +25,14 @@ from sklearn.preprocessing import StandardScaler
 import counterfair as cf
 from counterfair import cli
 from counterfair.audit import (
-    PARITY_CRITERIA,
-    REFERENCE_RULE,
     counterfactual_fairness,
     disparate_impact,
     group_metrics,
     reference_levels,
 )
+from counterfair.audit._groups import REFERENCE_RULE
 from counterfair.audit.causal import ABDUCTION_WITH_SETTINGS
+from counterfair.audit.classification import PARITY_CRITERIA
 from counterfair.inference.abduct import MISSING_CONDITIONING_COLUMN
 from counterfair.learn import fair as learning
 from counterfair.learn.fair import predict_output
@@ -46,15 +46,14 @@ def test_the_names_the_readme_uses_are_exported() -> None:
         "unaware_predictor",
         "BaselinePredictor",
         "counterfactual_predictions",
-        "load_law_school",
-        "law_school_split",
-        "load_compas",
-        "load_adult",
     ):
         assert name in cf.__all__, name
         assert callable(getattr(cf, name))
+    for name in ("load_law_school", "law_school_split", "load_compas", "load_adult"):
+        assert name in cf.datasets.__all__, name
+        assert name not in cf.__all__, name  # the data sets live in cf.datasets only
     assert callable(cf.audit.counterfactual_fairness)
-    assert callable(cf.models.law_school_level2)
+    assert callable(cf.datasets.law_school_level2)
     assert cf.datasets.DATA_ENV_VAR == "COUNTERFAIR_DATA"
 
 
@@ -158,14 +157,15 @@ def test_reference_group_is_first_in_order_whatever_the_sizes() -> None:
         ordered = pd.Categorical(group, categories=["Caucasian", "African-American"])
         report = group_metrics(y, y, pd.Series(ordered, name="race"))
         assert report.reference == {"race": "Caucasian"}
-        assert disparate_impact(y, group, monitored="Caucasian").reference == "African-American"
+        impact = disparate_impact(y, group, protected_group="Caucasian")
+        assert impact.reference == "African-American"
     assert "first group in order" in REFERENCE_RULE
 
 
 def test_reference_levels_of_an_scm() -> None:
     assert reference_levels(aux_scm()) == {"race": AUX_RACES[0]}
     with pytest.raises(ValueError, match="declares no levels"):
-        reference_levels(cf.models.law_school_level2())
+        reference_levels(cf.datasets.law_school_level2())
 
 
 def test_parity_criteria_name_selection_rate_and_share_of_positives() -> None:
@@ -206,9 +206,9 @@ def test_a_missing_data_dir_is_an_error(
     assert cli.main(["compas", "--quick", "--data-dir", str(missing)]) == 2  # refused
     assert re.search("does not exist", capsys.readouterr().err)
     with pytest.raises(FileNotFoundError, match="COUNTERFAIR_DATA"):
-        cf.load_compas(missing)
+        cf.datasets.load_compas(missing)
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        cf.load_law_school(missing)
+        cf.datasets.load_law_school(missing)
 
 
 # ---------------------------------------------------------------------- 7. the COMPAS study

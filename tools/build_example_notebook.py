@@ -35,7 +35,7 @@ CELLS: list[tuple[str, str]] = [
         "code",
         "import numpy as np\n"
         "from sklearn.linear_model import LinearRegression\n\n"
-        "from counterfair import datasets, models\n"
+        "from counterfair import datasets\n"
         "from counterfair.learn.fair import FairLearner, counterfactual_predictions, "
         "unaware_predictor\n"
         "from counterfair.stan.backend import resolve_backend_name\n\n"
@@ -49,7 +49,7 @@ CELLS: list[tuple[str, str]] = [
     ("markdown", "## Declare the SCM and look at the Stan program counterfair generates"),
     (
         "code",
-        "scm = models.law_school_level2()\n"
+        "scm = datasets.law_school_level2()\n"
         "print(sorted(scm.graph.edges))\n"
         'print("\\n".join(scm.stan_code().splitlines()[:25]))',
     ),

@@ -16,7 +16,7 @@ import counterfair as cf
 
 def level3_zfya() -> cf.SCM:
     """Level 3 with ZFYA ~ Normal(race, sex; sd 1): the columns of level 2, no latent."""
-    g = cf.models.law_school_level3().graph
+    g = cf.datasets.law_school_level3().graph
     g.add_node("ZFYA", spec=cf.Normal(sigma=1.0))
     g.add_edges_from([("race", "ZFYA"), ("sex", "ZFYA")])
     return cf.SCM(g)
@@ -24,12 +24,12 @@ def level3_zfya() -> cf.SCM:
 
 def main() -> None:
     pd.set_option("display.width", 200)
-    train, _ = cf.law_school_split(cf.load_law_school(download=False), seed=0)
-    rows = cf.law_school_subsample(train, 2000, seed=0)
+    train, _ = cf.datasets.law_school_split(cf.datasets.load_law_school(download=False), seed=0)
+    rows = cf.datasets.law_school_subsample(train, 2000, seed=0)
     print("rows", len(rows), "of", len(train), "training rows")
     models = {
-        "level 2": cf.models.law_school_level2(),
-        "level 3": cf.models.law_school_level3(),
+        "level 2": cf.datasets.law_school_level2(),
+        "level 3": cf.datasets.law_school_level3(),
         "level 3 + ZFYA": level3_zfya(),
     }
     fits = {}

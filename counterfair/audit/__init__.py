@@ -33,36 +33,22 @@
 * :func:`find_subpopulations` -- FairTest-style search for affected subpopulations.
 * :class:`GroupSpec`, :func:`monitor_disparate_impact`, :func:`perturbation_check` --
   monitor-style groups (values / ranges) and the perturbation check without an SCM.
-* ``ci_method=`` of the group audits (:data:`CI_METHODS`) -- exact bootstrap, chunked
-  Poisson bootstrap (memory O(groups x resamples)) or analytic intervals
-  (:func:`wilson_interval`, delta method).
+* ``ci_method=`` of the group audits -- exact bootstrap, chunked Poisson bootstrap
+  (memory O(groups x resamples)) or analytic intervals (Wilson, delta method).
 * :func:`write_report` -- self-contained HTML report: a summary table per predictor, one
   plain-language line per criterion, explanation-based measures and subpopulations.
 """
 
-from ._groups import REFERENCE_RULE, reference_levels
-from .analytic import wilson_interval
-from .balance import BALANCE_MEASURES, class_balance
-from .bootstrap import CI_METHODS, bootstrap, bootstrap_interval, percentile_interval
+from ._groups import reference_levels
+from .balance import class_balance
 from .causal import counterfactual_fairness
-from .causal_report import CounterfactualReport, counterfactual_html
-from .classification import (
-    COUNT_COLUMNS,
-    CRITERION_EXPLANATIONS,
-    JOINT_CRITERIA,
-    PARITY_CRITERIA,
-    RATE_METRICS,
-    GroupReport,
-    binary_decisions,
-    group_metrics,
-)
-from .decomposition import DECOMPOSITION_FORMS, DECOMPOSITION_TERMS, Decomposition, decompose
+from .causal_report import CounterfactualReport
+from .classification import GroupReport, group_metrics
+from .decomposition import Decomposition, decompose
 from .dependence import (
-    DEPENDENCE_MEASURES,
     DependenceReport,
     GTest,
     conditional_mutual_information,
-    contingency_table,
     dependence_measures,
     g_test,
     kl_divergence,
@@ -73,13 +59,7 @@ from .dependence import (
     selection_lift,
     total_variation_distance,
 )
-from .explanations import (
-    ExplanationAudit,
-    ShapDisparity,
-    ShapResult,
-    shap_disparity,
-    shap_values,
-)
+from .explanations import ExplanationAudit, ShapDisparity, ShapResult, shap_disparity, shap_values
 from .impact import DisparateImpact, disparate_impact
 from .individual import (
     EntropyIndex,
@@ -90,48 +70,20 @@ from .individual import (
     generalized_entropy_index,
 )
 from .mitigation import UndersamplingPlan, reweighing_weights, undersample, undersampling_targets
-from .monitors import (
-    GroupSpec,
-    PerturbationReport,
-    monitor_disparate_impact,
-    perturbation_check,
-)
-from .plotting import disparity_figure, figure_to_base64
-from .regression import REGRESSION_METRICS, RegressionReport, regression_metrics
-from .report import (
-    EXPLANATION_MEASURES,
-    explanations_html,
-    regression_html,
-    render_report,
-    subpopulations_html,
-    summary_html,
-    write_report,
-)
+from .monitors import GroupSpec, PerturbationReport, monitor_disparate_impact, perturbation_check
+from .plotting import disparity_figure
+from .regression import RegressionReport, regression_metrics
+from .report import write_report
 from .sfm import decompose_sfm
 from .sfm_fit import SFMFit, fit_sfm
 from .sfm_predictor import SFMPredictor, sfm_predictor
 from .sfm_split import split_sfm
-from .slices import SLICE_MEASURES, ConfusionCounts, compare_slices
+from .slices import ConfusionCounts, compare_slices
 from .split_result import EffectSplit
 from .subpopulations import SubpopulationReport, find_subpopulations, subpopulation_mask
-from .two_groups import TWO_GROUP_MEASURES, two_group_measures
+from .two_groups import two_group_measures
 
 __all__ = [
-    "BALANCE_MEASURES",
-    "CI_METHODS",
-    "COUNT_COLUMNS",
-    "CRITERION_EXPLANATIONS",
-    "DECOMPOSITION_FORMS",
-    "DECOMPOSITION_TERMS",
-    "DEPENDENCE_MEASURES",
-    "EXPLANATION_MEASURES",
-    "JOINT_CRITERIA",
-    "PARITY_CRITERIA",
-    "RATE_METRICS",
-    "REFERENCE_RULE",
-    "REGRESSION_METRICS",
-    "SLICE_MEASURES",
-    "TWO_GROUP_MEASURES",
     "ConfusionCounts",
     "CounterfactualReport",
     "Decomposition",
@@ -152,24 +104,17 @@ __all__ = [
     "ShapResult",
     "SubpopulationReport",
     "UndersamplingPlan",
-    "binary_decisions",
-    "bootstrap",
-    "bootstrap_interval",
     "class_balance",
     "compare_slices",
     "conditional_mutual_information",
     "consistency",
     "consistency_interval",
-    "contingency_table",
     "counterfactual_fairness",
-    "counterfactual_html",
     "decompose",
     "decompose_sfm",
     "dependence_measures",
     "disparate_impact",
     "disparity_figure",
-    "explanations_html",
-    "figure_to_base64",
     "find_subpopulations",
     "fit_sfm",
     "flip_counterfactual",
@@ -181,12 +126,9 @@ __all__ = [
     "mutual_information",
     "normalized_conditional_mutual_information",
     "normalized_mutual_information",
-    "percentile_interval",
     "perturbation_check",
     "reference_levels",
-    "regression_html",
     "regression_metrics",
-    "render_report",
     "reweighing_weights",
     "selection_difference",
     "selection_lift",
@@ -195,12 +137,9 @@ __all__ = [
     "shap_values",
     "split_sfm",
     "subpopulation_mask",
-    "subpopulations_html",
-    "summary_html",
     "total_variation_distance",
     "two_group_measures",
     "undersample",
     "undersampling_targets",
-    "wilson_interval",
     "write_report",
 ]

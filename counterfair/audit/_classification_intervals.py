@@ -19,7 +19,7 @@ def bootstrap_tables(
     weights: NDArray[np.float64],
     reference_of_row: NDArray[np.intp],
     n_bootstrap: int,
-    confidence: float,
+    interval: float,
     seed: Seed,
 ) -> list[pd.DataFrame | None]:
     attribute_of_row = layout.attribute_of_row
@@ -29,7 +29,7 @@ def bootstrap_tables(
 
     samples = bootstrap(statistic, layout.n, n_resamples=n_bootstrap, seed=seed,
                         strata=layout.strata)
-    lower, upper = percentile_interval(samples, confidence)
+    lower, upper = percentile_interval(samples, interval)
     return [ci_frame(lower[k], upper[k], layout.index, RATE_METRICS) for k in range(3)]
 
 
@@ -47,7 +47,7 @@ def poisson_tables(
     observed: NDArray[np.float64],
     membership: NDArray[np.float64],
     reference_of_row: NDArray[np.intp],
-    confidence: float,
+    interval: float,
 ) -> list[pd.DataFrame | None]:
     """Percentile intervals of the chunked, stratum-rescaled Poisson bootstrap, from the
     merged accumulator and the observed per-stratum sums."""
@@ -55,7 +55,7 @@ def poisson_tables(
     attribute_of_row = layout.attribute_of_row
     samples = np.stack([_replicate(sums[:, :, b], attribute_of_row, reference_of_row)
                         for b in range(accumulator.n_replicates)])
-    lower, upper = percentile_interval(samples, confidence)
+    lower, upper = percentile_interval(samples, interval)
     return [ci_frame(lower[k], upper[k], layout.index, RATE_METRICS) for k in range(3)]
 
 
@@ -64,7 +64,7 @@ def analytic_tables(
     strata: NDArray[np.float64],
     membership: NDArray[np.float64],
     reference_of_row: NDArray[np.intp],
-    confidence: float,
+    interval: float,
 ) -> list[pd.DataFrame | None]:
     """Wilson intervals of the rates, delta-method intervals of ratios and differences.
 
@@ -82,14 +82,14 @@ def analytic_tables(
     successes = np.column_stack([pos, pp, pp, tp, tn, fp, fn, tp, fp, fn, tp + tn, tn])
     trials = np.column_stack([n, n, all_pp, pos, tn + fp, fp + tn, fn + tp, tp + fp, tp + fp,
                               fn + tn, n, tn + fn])
-    lower, upper = wilson_interval(successes, trials, confidence)
+    lower, upper = wilson_interval(successes, trials, interval)
     values = divide(successes, trials)
     (ratio_lower, ratio_upper), (diff_lower, diff_upper) = disparity_intervals(
-        values, binomial_variance(successes, trials), reference_of_row, confidence)
+        values, binomial_variance(successes, trials), reference_of_row, interval)
     share = RATE_METRICS.index("predicted_positive_rate")
     stratum_var = divide(strata[:, 2] * (strata[:, 0] - strata[:, 2]), strata[:, 0])
     bounds = share_intervals(pp, membership @ stratum_var, attribute_of_row, reference_of_row,
-                             confidence)
+                             interval)
     for (low, high), (share_low, share_high) in zip(
             [(lower, upper), (ratio_lower, ratio_upper), (diff_lower, diff_upper)], bounds,
             strict=True):

@@ -125,7 +125,7 @@ def predictor_data(
             "ratios": ratios,
             "intervals": intervals,
         })
-    level = f"{100 * report.confidence:g}%" if report.ratio_ci is not None else None
+    level = f"{100 * report.interval:g}%" if report.ratio_ci is not None else None
     return {"id": ident, "name": name, "task": "classification", "groups": groups,
             "reference": [[str(a), str(g)] for a, g in report.reference.items()],
             "min_group_rows": int(min_group_rows), "constant": constant, "level": level,

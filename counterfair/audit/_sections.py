@@ -130,7 +130,7 @@ def explanations_html(audits: Mapping[str, ExplanationAudit]) -> str:
 
 def subpopulations_html(report: SubpopulationReport, *, top: int = 10) -> str:
     """The subpopulation tree and its strongest significant subpopulations."""
-    level = f"{100 * report.confidence:g}%"
+    level = f"{100 * report.interval:g}%"
     intro = (f'<p class="explain">Subgroups of users described by their attributes, each '
              f"tested for an association between the protected attribute (group "
              f"{esc(str(report.protected_group))!s} vs the rest) and the outcome "
@@ -277,7 +277,7 @@ def glance_html(report: GroupReport, entry: dict[str, Any],
     decision maker reads first and the mean score, each with its interval when there is
     one; the reference group of each attribute is marked."""
     ci = report.ci
-    level = f"{100 * report.confidence:g}%"
+    level = f"{100 * report.interval:g}%"
     headers = ["attribute", "group", "rows", "share of rows", "share of positive decisions",
                "selection rate"]
     if scores is not None:
@@ -401,7 +401,7 @@ def classification_section(ident: str, name: str, report: GroupReport,
         table_html(report.differences),
     ]
     if report.ci is not None:
-        level = f"{100 * report.confidence:g}%"
+        level = f"{100 * report.interval:g}%"
         parts += [
             f"<h3>{esc(interval_heading(report.ci_method, level, report.n_bootstrap))}</h3>",
             _ci_html(report.ci, "Group measures"),
@@ -443,7 +443,7 @@ def regression_section(name: str, report: RegressionReport, ident: str = "") -> 
         table_html(report.ratios),
     ]
     if report.ci is not None:
-        level = f"{100 * report.confidence:g}%"
+        level = f"{100 * report.interval:g}%"
         parts += [
             f"<h3>{esc(interval_heading(report.ci_method, level, report.n_bootstrap))}</h3>",
             _ci_html(report.ci, "Group measures"),

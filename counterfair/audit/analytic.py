@@ -48,13 +48,13 @@ from ._validation import check_open_unit
 Bounds = tuple[NDArray[np.float64], NDArray[np.float64]]
 
 
-def z_value(confidence: float) -> float:
-    """Two-sided standard normal quantile ``z`` of a ``confidence`` interval."""
-    confidence = check_open_unit(confidence, "confidence")
-    return float(NormalDist().inv_cdf(0.5 + confidence / 2.0))
+def z_value(interval: float) -> float:
+    """Two-sided standard normal quantile ``z`` of an interval of mass ``interval``."""
+    interval = check_open_unit(interval, "interval")
+    return float(NormalDist().inv_cdf(0.5 + interval / 2.0))
 
 
-def wilson_interval(successes: ArrayLike, trials: ArrayLike, confidence: float = 0.95) -> Bounds:
+def wilson_interval(successes: ArrayLike, trials: ArrayLike, interval: float = 0.95) -> Bounds:
     """Wilson score interval of a binomial proportion, elementwise.
 
     Parameters
@@ -63,7 +63,7 @@ def wilson_interval(successes: ArrayLike, trials: ArrayLike, confidence: float =
         Number of successes ``x`` (0 <= x <= m).
     trials
         Number of trials ``m``; NaN bounds where ``m == 0``.
-    confidence
+    interval
         Two-sided level in (0, 1).
 
     Returns
@@ -72,7 +72,7 @@ def wilson_interval(successes: ArrayLike, trials: ArrayLike, confidence: float =
         Lower and upper bounds: ``(p + z**2 / (2 m) -+ z sqrt(p (1 - p) / m + z**2 /
         (4 m**2))) / (1 + z**2 / m)`` with ``p = x / m``.
     """
-    z = z_value(confidence)
+    z = z_value(interval)
     x = np.asarray(successes, dtype=np.float64)
     m = np.asarray(trials, dtype=np.float64)
     p = divide(x, m)
@@ -92,9 +92,9 @@ def binomial_variance(successes: ArrayLike, trials: ArrayLike) -> NDArray[np.flo
     return divide(p * (1.0 - p), m)
 
 
-def normal_interval(estimate: ArrayLike, variance: ArrayLike, confidence: float) -> Bounds:
+def normal_interval(estimate: ArrayLike, variance: ArrayLike, interval: float) -> Bounds:
     """``estimate +- z sqrt(variance)`` (NaN where either is NaN)."""
-    z = z_value(confidence)
+    z = z_value(interval)
     est = np.asarray(estimate, dtype=np.float64)
     half = z * np.sqrt(np.clip(np.asarray(variance, dtype=np.float64), 0.0, None))
     return est - half, est + half
@@ -104,7 +104,7 @@ def disparity_intervals(
     values: NDArray[np.float64],
     variances: NDArray[np.float64],
     reference_of_row: NDArray[np.intp],
-    confidence: float,
+    interval: float,
     *,
     log_scale: bool | NDArray[np.bool_] = True,
 ) -> tuple[Bounds, Bounds]:
@@ -119,7 +119,7 @@ def disparity_intervals(
         (disjoint rows of one attribute).
     reference_of_row
         Row of each group's reference group.
-    confidence
+    interval
         Two-sided level.
     log_scale
         Per measure (or for all): ratio intervals on the log scale where the ratio is
@@ -130,7 +130,7 @@ def disparity_intervals(
     tuple
         ``((ratio_lower, ratio_upper), (difference_lower, difference_upper))``.
     """
-    z = z_value(confidence)
+    z = z_value(interval)
     ref_value = values[reference_of_row]
     ref_var = variances[reference_of_row]
     is_ref = (np.arange(values.shape[0]) == reference_of_row)[:, None]
@@ -176,7 +176,7 @@ def share_intervals(
     count_variances: NDArray[np.float64],
     attribute_of_row: NDArray[np.intp],
     reference_of_row: NDArray[np.intp],
-    confidence: float,
+    interval: float,
 ) -> tuple[Bounds, Bounds, Bounds]:
     """Delta-method intervals of shares ``c_g / T`` (``T``: total over the attribute).
 
@@ -203,18 +203,18 @@ def share_intervals(
     share = divide(counts, total)
     var_share = divide((1.0 - share) ** 2 * count_variances
                        + share**2 * (var_total - count_variances), total**2)
-    lower, upper = normal_interval(share, var_share, confidence)
+    lower, upper = normal_interval(share, var_share, interval)
     share_bounds = (np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0))
 
     ref = reference_of_row
     is_ref = np.arange(counts.size) == ref
     (ratio_bounds, _) = disparity_intervals(counts[:, None], count_variances[:, None], ref,
-                                            confidence)
+                                            interval)
     d = share - share[ref]
     var_d = divide((1.0 - d) ** 2 * count_variances + (1.0 + d) ** 2 * count_variances[ref]
                    + d**2 * (var_total - count_variances - count_variances[ref]), total**2)
     var_d = np.where(is_ref, 0.0, var_d)
-    diff_bounds = normal_interval(d, var_d, confidence)
+    diff_bounds = normal_interval(d, var_d, interval)
     return share_bounds, (ratio_bounds[0][:, 0], ratio_bounds[1][:, 0]), diff_bounds
 
 

@@ -40,7 +40,7 @@ def class_balance(
     intersections: Intersections = True,
     reference: Mapping[str, Hashable] | None = None,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
 ) -> pd.DataFrame:
     """Mean score of each group among actual positives and among actual negatives.
@@ -53,7 +53,7 @@ def class_balance(
         Real-valued scores (e.g. predicted probabilities).
     protected, intersections, reference
         Groups as in :func:`counterfair.audit.group_metrics`.
-    n_bootstrap, confidence, seed
+    n_bootstrap, interval, seed
         Stratified percentile bootstrap intervals (0 resamples: none).
 
     Returns
@@ -69,7 +69,7 @@ def class_balance(
     check_lengths([("y_true", y.size), ("scores", s.size)])
     frame = protected_frame(protected, y.size)
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     layout = build_layout(frame, intersections)
     weights = np.column_stack([y, 1.0 - y, s * y, s * (1.0 - y)])
     ref_rows = layout.reference_rows(reference)[layout.attribute_of_row]
@@ -84,7 +84,7 @@ def class_balance(
     if n_bootstrap:
         samples = bootstrap(statistic, layout.n, n_resamples=n_bootstrap, seed=seed,
                             strata=layout.strata)
-        lower, upper = percentile_interval(samples, confidence)
+        lower, upper = percentile_interval(samples, interval)
         ci = ci_frame(lower, upper, layout.index, names)
         for name in names:
             out[f"{name}_lower"] = ci[(name, "lower")]

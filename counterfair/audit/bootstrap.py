@@ -103,7 +103,7 @@ def bootstrap(
 
 def percentile_interval(
     samples: NDArray[np.float64],
-    confidence: float = 0.95,
+    interval: float = 0.95,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Percentile bootstrap interval along the first axis, ignoring NaN draws.
 
@@ -113,16 +113,16 @@ def percentile_interval(
     ----------
     samples
         Array of shape ``(n_resamples, ...)`` as returned by :func:`bootstrap`.
-    confidence
-        Two-sided confidence level in (0, 1).
+    interval
+        Two-sided mass of the interval in (0, 1).
 
     Returns
     -------
     tuple of numpy.ndarray
         Lower and upper bounds, each of shape ``samples.shape[1:]``.
     """
-    confidence = check_open_unit(confidence, "confidence")
-    alpha = (1.0 - confidence) / 2.0
+    interval = check_open_unit(interval, "interval")
+    alpha = (1.0 - interval) / 2.0
     shape = samples.shape[1:]
     finite = np.isfinite(samples)
     defined: NDArray[np.bool_] = np.asarray(finite.any(axis=0)) if samples.shape[0] else (
@@ -146,13 +146,13 @@ def bootstrap_interval(
     n: int,
     *,
     n_resamples: int,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
     strata: ArrayLike | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Percentile bootstrap confidence interval of ``statistic`` (see :func:`bootstrap`)."""
     samples = bootstrap(statistic, n, n_resamples=n_resamples, seed=seed, strata=strata)
-    return percentile_interval(samples, confidence)
+    return percentile_interval(samples, interval)
 
 
 CI_METHODS: tuple[str, ...] = ("auto", "bootstrap", "poisson", "analytic")

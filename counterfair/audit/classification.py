@@ -156,7 +156,7 @@ class GroupReport:
         Parity threshold; a group passes when ``tau <= ratio <= 1 / tau``.
     threshold
         Score threshold used when predictions were scores.
-    confidence
+    interval
         Level of the intervals.
     n_bootstrap
         Number of bootstrap resamples (0: no resampling).
@@ -176,7 +176,7 @@ class GroupReport:
     reference: Mapping[str, Hashable]
     tau: float
     threshold: float
-    confidence: float
+    interval: float
     n_bootstrap: int
     ci: pd.DataFrame | None = None
     ratio_ci: pd.DataFrame | None = None
@@ -304,7 +304,7 @@ def group_metrics(
     reference: Mapping[str, Hashable] | None = None,
     tau: float = 0.8,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
     ci_method: str = "auto",
     row_ids: ArrayLike | None = None,
@@ -338,7 +338,7 @@ def group_metrics(
     n_bootstrap
         Number of bootstrap resamples for confidence intervals (0: none).  Resampling is
         stratified by the cross-classification of all protected attributes.
-    confidence
+    interval
         Level of the intervals.
     seed
         Seed of the bootstrap (exact or Poisson).
@@ -379,7 +379,7 @@ def group_metrics(
     if (handler := dispatch.handler_for("group_metrics", arguments)) is not None:
         return handler(y_true, y_pred, protected, threshold=threshold,
                        intersections=intersections, reference=reference, tau=tau,
-                       n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
+                       n_bootstrap=n_bootstrap, interval=interval, seed=seed,
                        ci_method=ci_method, row_ids=row_ids)
     y = as_binary(y_true, "y_true")
     scores = as_numeric(y_pred, "y_pred")
@@ -388,7 +388,7 @@ def group_metrics(
     tau = check_tau(tau)
     threshold = check_finite(threshold, "threshold")
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=y.size,
                                row_ids_given=row_ids is not None, seed=seed)
     keys = None if row_ids is None else check_row_ids(row_ids, y.size)
@@ -402,13 +402,13 @@ def group_metrics(
     accumulator = None
     if method == "bootstrap":
         bootstrap_intervals = bootstrap_tables(layout, weights, reference_of_row, n_bootstrap,
-                                               confidence, seed)
+                                               interval, seed)
     elif method == "poisson":
         accumulator = accumulate(layout.strata, weights, n_strata=layout.n_strata,
                                  n_replicates=n_bootstrap, seed=seed_word(seed), keys=keys)
     return group_report(
         layout, layout.stratum_sums(weights), reference=reference, tau=tau,
-        threshold=threshold, confidence=confidence, n_bootstrap=n_bootstrap, method=method,
+        threshold=threshold, interval=interval, n_bootstrap=n_bootstrap, method=method,
         accumulator=accumulator, bootstrap_intervals=bootstrap_intervals)
 
 
@@ -426,7 +426,7 @@ def group_report(
     reference: Mapping[str, Hashable] | None,
     tau: float,
     threshold: float,
-    confidence: float,
+    interval: float,
     n_bootstrap: int,
     method: str | None,
     accumulator: PoissonAccumulator | None = None,
@@ -465,10 +465,10 @@ def group_report(
         if accumulator is None:
             raise ValueError("the Poisson bootstrap needs its accumulator")
         intervals = poisson_tables(layout, accumulator, stratum_sums, membership,
-                                   reference_of_row, confidence)
+                                   reference_of_row, interval)
     elif method == "analytic":
         intervals = analytic_tables(layout, stratum_sums, membership, reference_of_row,
-                                    confidence)
+                                    interval)
     return GroupReport(
         by_group=by_group,
         ratios=ratios,
@@ -477,7 +477,7 @@ def group_report(
         reference=layout.reference_labels(ref_rows),
         tau=tau,
         threshold=threshold,
-        confidence=confidence,
+        interval=interval,
         n_bootstrap=n_bootstrap,
         ci=intervals[0],
         ratio_ci=intervals[1],

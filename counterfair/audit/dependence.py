@@ -329,7 +329,7 @@ class DependenceReport:
         G-test of independence (conditional on the stratifier when one is given).
     protected_group, outcome_value
         ``s+`` and ``o``.
-    confidence, n_bootstrap
+    interval, n_bootstrap
         Interval level and number of resamples.
     """
 
@@ -337,7 +337,7 @@ class DependenceReport:
     g_test: GTest
     protected_group: Hashable
     outcome_value: Hashable
-    confidence: float
+    interval: float
     n_bootstrap: int
 
     def verdict(self, measure: str, beta: float) -> Verdict:
@@ -373,7 +373,7 @@ def dependence_measures(
     outcome_value: Hashable = 1,
     given: ArrayLike | None = None,
     n_bootstrap: int = 200,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
 ) -> DependenceReport:
     """All dependence measures with bootstrap intervals and the G-test.
@@ -393,7 +393,7 @@ def dependence_measures(
     n_bootstrap
         Bootstrap resamples (0: no intervals).  Resampling is stratified by S (and Z),
         so group sizes are held fixed.
-    confidence
+    interval
         Level of the intervals.
     seed
         Seed of the bootstrap.
@@ -406,7 +406,7 @@ def dependence_measures(
     a, v = _positions(s_labels, o_labels, s, protected_group, outcome_value)
     assert v is not None
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     n_s, n_o = len(s_labels), len(o_labels)
     measures = list(DEPENDENCE_MEASURES if z_enc is not None else DEPENDENCE_MEASURES[:-1])
 
@@ -422,7 +422,7 @@ def dependence_measures(
     estimate = statistic(all_rows)
     strata = s if z_enc is None else z_enc[0] * n_s + s
     samples = bootstrap(statistic, s.size, n_resamples=n_bootstrap, seed=seed, strata=strata)
-    lower, upper = percentile_interval(samples, confidence)
+    lower, upper = percentile_interval(samples, interval)
     table = pd.DataFrame({"estimate": estimate, "lower": lower, "upper": upper},
                          index=pd.Index(measures, name="measure"))
     if z_enc is None:
@@ -432,5 +432,5 @@ def dependence_measures(
         cmi, dof = _cmi_and_dof(s, o, z, n_s, n_o, len(z_labels))
         test = _g_test(cmi, s.size, dof)
     return DependenceReport(table=table, g_test=test, protected_group=s_labels[a],
-                            outcome_value=o_labels[v], confidence=confidence,
+                            outcome_value=o_labels[v], interval=interval,
                             n_bootstrap=n_bootstrap)

@@ -203,24 +203,24 @@ class ShapDisparity:
 
     Attributes
     ----------
-    sensitive
+    attribute
         The sensitive feature.
     disparity, disparity_lower, disparity_upper
-        Mean SHAP of ``sensitive`` in the unprivileged minus the privileged group, with
+        Mean SHAP of ``attribute`` in the unprivileged minus the privileged group, with
         its percentile bootstrap interval (NaN without bootstrap).
     importance, importance_lower, importance_upper
-        Mean ``|SHAP|`` of ``sensitive`` with its interval.
+        Mean ``|SHAP|`` of ``attribute`` with its interval.
     rank
-        Rank of ``sensitive`` by mean ``|SHAP|`` (1: most important).
+        Rank of ``attribute`` by mean ``|SHAP|`` (1: most important).
     importances
         Mean ``|SHAP|`` of every feature, largest first.
     n_privileged, n_unprivileged
         Explained rows in each group.
-    confidence
+    interval
         Interval level.
     """
 
-    sensitive: str
+    attribute: str
     disparity: float
     disparity_lower: float
     disparity_upper: float
@@ -231,22 +231,22 @@ class ShapDisparity:
     importances: pd.Series
     n_privileged: int
     n_unprivileged: int
-    confidence: float
+    interval: float
 
     def to_series(self) -> pd.Series:
         """Scalar fields as a Series (for tables)."""
         fields = {k: v for k, v in self.__dict__.items() if k != "importances"}
-        return pd.Series(fields, dtype=object, name=self.sensitive)
+        return pd.Series(fields, dtype=object, name=self.attribute)
 
 
 def shap_disparity(
     values: pd.DataFrame,
     protected: ArrayLike,
     *,
-    sensitive: str,
+    attribute: str,
     privileged: Hashable,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
 ) -> ShapDisparity:
     """SHAP disparity, importance and rank of the sensitive feature.
@@ -257,25 +257,25 @@ def shap_disparity(
         SHAP values (rows: individuals, columns: features), e.g. ``ShapResult.values``.
     protected
         Group of each explained row (usually the sensitive column of the explained data).
-    sensitive
+    attribute
         Column of ``values`` holding the sensitive attribute's SHAP values.
     privileged
         Privileged value of ``protected``.
-    n_bootstrap, confidence, seed
+    n_bootstrap, interval, seed
         Percentile bootstrap intervals, resampling stratified by group.
 
     Returns
     -------
     ShapDisparity
     """
-    if sensitive not in values.columns:
-        raise ValueError(NOT_A_COLUMN.format(name="sensitive column", column=sensitive,
+    if attribute not in values.columns:
+        raise ValueError(NOT_A_COLUMN.format(name="sensitive column", column=attribute,
                                              where="values", available=shown(list(values.columns))))
     priv = privileged_indicator(protected, privileged)
     check_lengths([("values", len(values)), ("protected", priv.size)])
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
-    phi = values[sensitive].to_numpy(dtype=np.float64)
+    interval = check_open_unit(interval, "interval")
+    phi = values[attribute].to_numpy(dtype=np.float64)
 
     def statistic(rows: NDArray[np.intp]) -> NDArray[np.float64]:
         p, s = priv[rows], phi[rows]
@@ -284,16 +284,16 @@ def shap_disparity(
     estimate = statistic(np.arange(phi.size))
     samples = bootstrap(statistic, phi.size, n_resamples=n_bootstrap, seed=seed,
                         strata=priv.astype(np.intp))
-    lower, upper = percentile_interval(samples, confidence)
+    lower, upper = percentile_interval(samples, interval)
     importances = values.abs().mean().sort_values(ascending=False, kind="stable")
-    rank = int(np.flatnonzero(importances.index == sensitive)[0]) + 1
-    return ShapDisparity(sensitive=sensitive, disparity=float(estimate[0]),
+    rank = int(np.flatnonzero(importances.index == attribute)[0]) + 1
+    return ShapDisparity(attribute=attribute, disparity=float(estimate[0]),
                          disparity_lower=float(lower[0]), disparity_upper=float(upper[0]),
                          importance=float(estimate[1]), importance_lower=float(lower[1]),
                          importance_upper=float(upper[1]), rank=rank,
                          importances=importances.rename("mean_abs_shap"),
                          n_privileged=int(priv.sum()), n_unprivileged=int((~priv).sum()),
-                         confidence=confidence)
+                         interval=interval)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,6 @@
 """Disparate impact: the favourable-outcome rate of a monitored group relative to a reference.
 
-``disparate impact = 100 * P(favourable | monitored) / P(favourable | reference)`` in
+``disparate impact = 100 * P(favourable | protected_group) / P(favourable | reference)`` in
 percent; it is flagged when at or below ``threshold_percent`` (default 80 %): a ratio of
 exactly 80 % already counts as disparate impact, as in IBM Watson OpenScale's fairness
 monitor and in Cesaro's definition (unfair when ``ratio <= tau``).
@@ -41,32 +41,32 @@ class DisparateImpact:
 
     Attributes
     ----------
-    monitored, reference
+    protected_group, reference
         The two groups compared.
-    monitored_rate, reference_rate
+    protected_rate, reference_rate
         Favourable-outcome rates of the two groups.
     ratio_percent
-        ``100 * monitored_rate / reference_rate`` (NaN when ``reference_rate`` is 0).
+        ``100 * protected_rate / reference_rate`` (NaN when ``reference_rate`` is 0).
     threshold_percent
         Flagging threshold in percent.
     flagged
         ``True`` when ``ratio_percent <= threshold_percent``; ``None`` when undefined.
     ci_lower, ci_upper
         Percentile bootstrap interval of ``ratio_percent`` (NaN without bootstrap).
-    confidence
+    interval
         Level of that interval.
     """
 
-    monitored: Hashable
+    protected_group: Hashable
     reference: Hashable
-    monitored_rate: float
+    protected_rate: float
     reference_rate: float
     ratio_percent: float
     threshold_percent: float
     flagged: bool | None
     ci_lower: float = float("nan")
     ci_upper: float = float("nan")
-    confidence: float = 0.95
+    interval: float = 0.95
 
     def to_series(self) -> pd.Series:
         """All fields as a pandas Series (object dtype)."""
@@ -82,18 +82,18 @@ def _rates(favourable: NDArray[np.float64], codes: NDArray[np.intp], a: int, b: 
     return float(fav[in_a].mean()), float(fav[in_b].mean())
 
 
-def _percent(monitored_rate: float, reference_rate: float) -> float:
-    return 100.0 * monitored_rate / reference_rate if reference_rate else float("nan")
+def _percent(protected_rate: float, reference_rate: float) -> float:
+    return 100.0 * protected_rate / reference_rate if reference_rate else float("nan")
 
 
 def _analytic_percent(fav: NDArray[np.float64], codes: NDArray[np.intp], a: int, b: int,
-                      confidence: float) -> tuple[float, float]:
+                      interval: float) -> tuple[float, float]:
     """Log-scale delta-method bounds of ``100 * rate_a / rate_b``."""
     successes = np.array([[fav[codes == a].sum()], [fav[codes == b].sum()]])
     trials = np.array([[float(np.sum(codes == a))], [float(np.sum(codes == b))]])
     (lower, upper), _ = disparity_intervals(divide(successes, trials),
                                             binomial_variance(successes, trials),
-                                            np.array([1, 1]), confidence)
+                                            np.array([1, 1]), interval)
     return 100.0 * float(lower[0, 0]), 100.0 * float(upper[0, 0])
 
 
@@ -101,16 +101,16 @@ def disparate_impact(
     y_pred: ArrayLike,
     protected: ArrayLike,
     *,
-    monitored: Hashable,
+    protected_group: Hashable,
     reference: Hashable | None = None,
     favourable: int = 1,
     threshold_percent: float = 80.0,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
     ci_method: str = "auto",
 ) -> DisparateImpact:
-    """Favourable rate of ``monitored`` over that of ``reference``, in percent.
+    """Favourable rate of ``protected_group`` over that of ``reference``, in percent.
 
     Parameters
     ----------
@@ -118,11 +118,11 @@ def disparate_impact(
         Binary decisions (0/1 or booleans).
     protected
         One protected attribute (group label per individual).
-    monitored
+    protected_group
         Group whose treatment is examined.
     reference
         Group compared against; default: the first group in order other than
-        ``monitored`` (category order of a categorical, else sorted; see
+        ``protected_group`` (category order of a categorical, else sorted; see
         :data:`counterfair.audit.REFERENCE_RULE`).
     favourable
         Which decision (1 or 0) is favourable.
@@ -131,7 +131,7 @@ def disparate_impact(
     n_bootstrap
         Bootstrap resamples for an interval on the ratio (0: none); resampling is
         stratified by group.
-    confidence
+    interval
         Level of that interval.
     seed
         Seed of the bootstrap.
@@ -158,18 +158,18 @@ def disparate_impact(
         raise ValueError(BAD_CHOICE.format(name="favourable", choices=[0, 1], value=favourable))
     threshold_percent = check_finite(threshold_percent, "threshold_percent")
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=decisions.size,
                                seed=seed)
 
     codes, labels = encode(values, "protected")
-    a = find_label(labels, monitored)
+    a = find_label(labels, protected_group)
     if a is None:
-        raise ValueError(GROUP_NOT_FOUND.format(name="monitored group", group=monitored,
+        raise ValueError(GROUP_NOT_FOUND.format(name="protected group", group=protected_group,
                                                 where="protected", available=shown(labels)))
     if reference is None:
         if len(labels) < 2:
-            raise ValueError(NO_OTHER_GROUP.format(name="monitored group", group=monitored))
+            raise ValueError(NO_OTHER_GROUP.format(name="protected group", group=protected_group))
         b = 1 if a == 0 else 0  # REFERENCE_RULE: the first group in order, other than a
     else:
         found = find_label(labels, reference)
@@ -179,13 +179,13 @@ def disparate_impact(
         b = found
     fav = decisions if favourable == 1 else 1.0 - decisions
     all_rows = np.arange(codes.size)
-    monitored_rate, reference_rate = _rates(fav, codes, a, b, all_rows)
-    percent = _percent(monitored_rate, reference_rate)
+    protected_rate, reference_rate = _rates(fav, codes, a, b, all_rows)
+    percent = _percent(protected_rate, reference_rate)
     flagged = None if np.isnan(percent) else bool(percent <= threshold_percent)
 
     lower = upper = float("nan")
     if method == "analytic":
-        lower, upper = _analytic_percent(fav, codes, a, b, confidence)
+        lower, upper = _analytic_percent(fav, codes, a, b, interval)
     elif method == "poisson":
         n_groups = len(labels)
         values = np.column_stack([np.ones_like(fav), fav])
@@ -197,24 +197,24 @@ def disparate_impact(
         sums = stratified_group_sums(accumulator, observed, np.eye(n_groups))
         rate = divide(sums[:, 1], sums[:, 0])
         samples = 100.0 * divide(rate[a], rate[b])
-        lo, hi = percentile_interval(samples, confidence)
+        lo, hi = percentile_interval(samples, interval)
         lower, upper = float(lo), float(hi)
     elif method == "bootstrap":
         def statistic(rows: NDArray[np.intp]) -> float:
             return _percent(*_rates(fav, codes, a, b, rows))
 
         lo, hi = bootstrap_interval(statistic, codes.size, n_resamples=n_bootstrap,
-                                    confidence=confidence, seed=seed, strata=codes)
+                                    interval=interval, seed=seed, strata=codes)
         lower, upper = float(lo), float(hi)
     return DisparateImpact(
-        monitored=labels[a],
+        protected_group=labels[a],
         reference=labels[b],
-        monitored_rate=monitored_rate,
+        protected_rate=protected_rate,
         reference_rate=reference_rate,
         ratio_percent=percent,
         threshold_percent=threshold_percent,
         flagged=flagged,
         ci_lower=lower,
         ci_upper=upper,
-        confidence=confidence,
+        interval=interval,
     )

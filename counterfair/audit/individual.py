@@ -7,7 +7,7 @@
   favours the privileged) and averaged.  Descendants of ``A`` are *not* changed; for the
   causal version with a fitted SCM see :func:`counterfair.audit.counterfactual_fairness`.
 * :func:`consistency` -- ``1 - (1/N) sum_n |y^_n - mean of y^ over the k nearest
-  neighbours of x_n|`` (Zemel et al. 2013), neighbours found without the sensitive
+  neighbours of x_n|`` (Zemel et al. 2013), neighbours found without the attribute
   attribute(s) and never counting a row as its own neighbour.
 * :func:`generalized_entropy_index` -- inequality of the benefits ``b_i = y^_i - y_i + 1``
   (Speicher et al. 2018), with its exact between-group / within-group decomposition.
@@ -71,7 +71,7 @@ class FlipReport:
         Number of privileged rows whose output changes at all.
     n_privileged
         Number of privileged rows.
-    confidence
+    interval
         Interval level.
     """
 
@@ -81,18 +81,18 @@ class FlipReport:
     upper: float
     changed: int
     n_privileged: int
-    confidence: float
+    interval: float
 
 
 def flip_counterfactual(
     predict: Predict,
     X: pd.DataFrame,
     *,
-    sensitive: str,
+    attribute: str,
     privileged: Hashable,
     unprivileged: Hashable,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
 ) -> FlipReport:
     """Cesaro's counterfactual measure: flip ``A`` in the model input of privileged rows.
@@ -102,12 +102,12 @@ def flip_counterfactual(
     predict
         Model output per row (decisions ``Y^`` or probabilities ``P(Y^ = 1 | x)``).
     X
-        Model input, including the column ``sensitive``.
-    sensitive
+        Model input, including the column ``attribute``.
+    attribute
         Name of the sensitive column.
     privileged, unprivileged
         The values ``A = 1`` and ``A = 0`` of that column.
-    n_bootstrap, confidence, seed
+    n_bootstrap, interval, seed
         Percentile bootstrap interval of the mean over privileged rows.
 
     Returns
@@ -120,15 +120,15 @@ def flip_counterfactual(
         If the column is missing, no row is privileged or every row is, or the model
         returns the wrong number of values.
     """
-    _column(X, sensitive)
-    priv = privileged_indicator(X[sensitive], privileged, name=f"X[{sensitive!r}]")
+    _column(X, attribute)
+    priv = privileged_indicator(X[attribute], privileged, name=f"X[{attribute!r}]")
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     rows = X.loc[priv]
     as_unpriv = rows.copy()
-    as_unpriv[sensitive] = unprivileged
+    as_unpriv[attribute] = unprivileged
     as_priv = rows.copy()
-    as_priv[sensitive] = privileged
+    as_priv[attribute] = privileged
     out_u = as_numeric(predict(as_unpriv), "predict(X with A <- unprivileged)")
     out_p = as_numeric(predict(as_priv), "predict(X with A <- privileged)")
     check_lengths([("privileged rows", len(rows)), ("predict output", out_u.size)])
@@ -136,12 +136,12 @@ def flip_counterfactual(
     lower = upper = float("nan")
     if n_bootstrap:
         lo, hi = bootstrap_interval(lambda r: diff[r].mean(), diff.size,
-                                    n_resamples=n_bootstrap, confidence=confidence, seed=seed)
+                                    n_resamples=n_bootstrap, interval=interval, seed=seed)
         lower, upper = float(lo), float(hi)
     return FlipReport(per_row=pd.Series(diff, index=rows.index, name="flip_difference"),
                       mean=float(diff.mean()), lower=lower, upper=upper,
                       changed=int((diff != 0).sum()), n_privileged=int(diff.size),
-                      confidence=confidence)
+                      interval=interval)
 
 
 # -------------------------------------------------------------------------- consistency
@@ -189,7 +189,7 @@ def consistency_interval(
     n_neighbors: int = 5,
     standardize: bool = True,
     n_bootstrap: int = 1000,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of :func:`consistency` (same arguments).
@@ -206,10 +206,10 @@ def consistency_interval(
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
     if n_bootstrap == 0:
         raise ValueError("n_bootstrap must be at least 1 for an interval")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     terms = _consistency_terms(X, y_pred, exclude, n_neighbors, standardize)
     lo, hi = bootstrap_interval(lambda r: 1.0 - terms[r].mean(), terms.size,
-                                n_resamples=n_bootstrap, confidence=confidence, seed=seed)
+                                n_resamples=n_bootstrap, interval=interval, seed=seed)
     return float(lo), float(hi)
 
 
@@ -288,7 +288,7 @@ def generalized_entropy_index(
     protected: ArrayLike | None = None,
     alpha: float = 2.0,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
 ) -> EntropyIndex:
     """Generalized entropy index of the benefits ``b_i = y^_i - y_i + 1``.
@@ -308,7 +308,7 @@ def generalized_entropy_index(
     alpha
         Order, any real number except 0 and 1 (default 2: half the squared coefficient
         of variation).  Negative orders need every benefit to be positive.
-    n_bootstrap, confidence, seed
+    n_bootstrap, interval, seed
         Percentile bootstrap intervals of the total and its two parts (0: none).
 
     Returns
@@ -341,7 +341,7 @@ def generalized_entropy_index(
         check_lengths([("y_true", y.size), ("protected", values.size)])
         codes, labels = encode(values, "protected")
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     total, between, within, rows = _decompose(benefit, codes, labels, alpha)
     ci = None
     if n_bootstrap:
@@ -349,7 +349,7 @@ def generalized_entropy_index(
             return np.array(_decompose(benefit[r], codes[r], labels, alpha)[:3])
 
         lower, upper = bootstrap_interval(statistic, benefit.size, n_resamples=n_bootstrap,
-                                          confidence=confidence, seed=seed, strata=codes)
+                                          interval=interval, seed=seed, strata=codes)
         ci = pd.DataFrame({"lower": lower, "upper": upper},
                           index=pd.Index(["total", "between", "within"], name="part"))
     return EntropyIndex(total=total, between=between, within=within,

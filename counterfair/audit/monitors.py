@@ -141,9 +141,10 @@ def monitor_disparate_impact(
     fav = favourable_indicator(decisions, favourable)
     check_lengths([("values", len(groups)), ("decisions", fav.size)])
     keep = groups.notna().to_numpy()
-    return disparate_impact(fav[keep], groups[keep].to_numpy(dtype=object), monitored=MONITORED,
-                            reference=REFERENCE, threshold_percent=threshold_percent,
-                            n_bootstrap=n_bootstrap, seed=seed)
+    return disparate_impact(fav[keep], groups[keep].to_numpy(dtype=object),
+                            protected_group=MONITORED, reference=REFERENCE,
+                            threshold_percent=threshold_percent, n_bootstrap=n_bootstrap,
+                            seed=seed)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -49,7 +49,7 @@ class RegressionReport:
         ratios are only meaningful when residuals share a sign).
     reference
         Reference group of each attribute.
-    confidence, n_bootstrap
+    interval, n_bootstrap
         Interval level and number of resamples (0: no resampling).
     ci, ratio_ci, difference_ci
         Intervals (columns ``(measure, "lower"|"upper")``) or ``None`` without
@@ -62,7 +62,7 @@ class RegressionReport:
     differences: pd.DataFrame
     ratios: pd.DataFrame
     reference: Mapping[str, Hashable]
-    confidence: float
+    interval: float
     n_bootstrap: int
     ci: pd.DataFrame | None = None
     ratio_ci: pd.DataFrame | None = None
@@ -91,7 +91,7 @@ def regression_metrics(
     intersections: Intersections = True,
     reference: Mapping[str, Hashable] | None = None,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
     ci_method: str = "auto",
     row_ids: ArrayLike | None = None,
@@ -107,7 +107,7 @@ def regression_metrics(
         :data:`~counterfair.audit.REFERENCE_RULE`).
     n_bootstrap
         Bootstrap resamples (0: none), stratified by all protected attributes crossed.
-    confidence
+    interval
         Level of the intervals.
     seed
         Seed of the bootstrap.
@@ -130,14 +130,14 @@ def regression_metrics(
     arguments = (y_true, y_pred, protected)
     if (handler := dispatch.handler_for("regression_metrics", arguments)) is not None:
         return handler(y_true, y_pred, protected, intersections=intersections,
-                       reference=reference, n_bootstrap=n_bootstrap, confidence=confidence,
+                       reference=reference, n_bootstrap=n_bootstrap, interval=interval,
                        seed=seed, ci_method=ci_method, row_ids=row_ids)
     y = as_numeric(y_true, "y_true")
     pred = as_numeric(y_pred, "y_pred")
     check_lengths([("y_true", y.size), ("y_pred", pred.size)])
     frame = protected_frame(protected, y.size)
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=y.size,
                                row_ids_given=row_ids is not None, seed=seed)
     keys = None if row_ids is None else check_row_ids(row_ids, y.size)
@@ -156,14 +156,14 @@ def regression_metrics(
 
         samples = bootstrap(statistic, layout.n, n_resamples=n_bootstrap, seed=seed,
                             strata=layout.strata)
-        lower, upper = percentile_interval(samples, confidence)
+        lower, upper = percentile_interval(samples, interval)
         bootstrap_intervals = [ci_frame(lower[k], upper[k], layout.index,
                                         list(REGRESSION_METRICS)) for k in range(3)]
     elif method == "poisson":
         accumulator = accumulate(layout.strata, point, n_strata=layout.n_strata,
                                  n_replicates=n_bootstrap, seed=seed_word(seed), keys=keys)
     return regression_report(
-        layout, layout.stratum_sums(weights), reference=reference, confidence=confidence,
+        layout, layout.stratum_sums(weights), reference=reference, interval=interval,
         n_bootstrap=n_bootstrap, method=method, accumulator=accumulator,
         bootstrap_intervals=bootstrap_intervals)
 
@@ -187,7 +187,7 @@ def regression_report(
     stratum_sums: NDArray[np.float64],
     *,
     reference: Mapping[str, Hashable] | None,
-    confidence: float,
+    interval: float,
     n_bootstrap: int,
     method: str | None,
     accumulator: PoissonAccumulator | None = None,
@@ -220,15 +220,15 @@ def regression_report(
         if accumulator is None:
             raise ValueError("the Poisson bootstrap needs its accumulator")
         intervals = _poisson_tables(layout, accumulator, stratum_sums[:, :N_POINT_SUMS],
-                                    membership, reference_of_row, confidence)
+                                    membership, reference_of_row, interval)
     elif method == "analytic":
-        intervals = _analytic_tables(layout, group_sums, reference_of_row, confidence)
+        intervals = _analytic_tables(layout, group_sums, reference_of_row, interval)
     return RegressionReport(
         by_group=by_group,
         differences=pd.DataFrame(difference, index=index, columns=columns),
         ratios=pd.DataFrame(ratio, index=index, columns=columns),
         reference=layout.reference_labels(ref_rows),
-        confidence=confidence,
+        interval=interval,
         n_bootstrap=n_bootstrap,
         ci=intervals[0],
         ratio_ci=intervals[1],
@@ -240,21 +240,21 @@ def regression_report(
 def _poisson_tables(layout: GroupLayout, accumulator: PoissonAccumulator,
                     observed: NDArray[np.float64], membership: NDArray[np.float64],
                     reference_of_row: NDArray[np.intp],
-                    confidence: float) -> list[pd.DataFrame | None]:
+                    interval: float) -> list[pd.DataFrame | None]:
     """Percentile intervals of the chunked, stratum-rescaled Poisson bootstrap."""
     sums = stratified_group_sums(accumulator, observed, membership)
     replicates = []
     for b in range(accumulator.n_replicates):
         measures = _measures_from_sums(sums[:, :, b])[:, 1:]
         replicates.append(np.stack([measures, *disparities(measures, reference_of_row)]))
-    lower, upper = percentile_interval(np.stack(replicates), confidence)
+    lower, upper = percentile_interval(np.stack(replicates), interval)
     return [ci_frame(lower[k], upper[k], layout.index, list(REGRESSION_METRICS))
             for k in range(3)]
 
 
 def _analytic_tables(layout: GroupLayout, group_sums: NDArray[np.float64],
                      reference_of_row: NDArray[np.intp],
-                     confidence: float) -> list[pd.DataFrame | None]:
+                     interval: float) -> list[pd.DataFrame | None]:
     """Normal intervals of the means, delta method for the RMSE and the disparities, from
     per-group sums of :func:`regression_weights`."""
     n, s_y, s_p, s_r, s_r2, s_y2, s_p2, s_r4 = group_sums.T
@@ -266,14 +266,14 @@ def _analytic_tables(layout: GroupLayout, group_sums: NDArray[np.float64],
         mean_variance(n, s_r, s_r2),
         divide(mean_variance(n, s_r2, s_r4), 4.0 * mse),  # d sqrt(m) = dm / (2 sqrt(m))
     ])
-    lower, upper = normal_interval(values, variances, confidence)
+    lower, upper = normal_interval(values, variances, interval)
     # RMSE: normal on log MSE (positive, right-skewed), then back through the square root
     log_lower, log_upper = normal_interval(np.log(np.where(mse > 0, mse, np.nan)),
                                            divide(mean_variance(n, s_r2, s_r4), mse**2),
-                                           confidence)
+                                           interval)
     lower[:, 3], upper[:, 3] = np.exp(log_lower / 2.0), np.exp(log_upper / 2.0)
     (ratio_lower, ratio_upper), (diff_lower, diff_upper) = disparity_intervals(
-        values, variances, reference_of_row, confidence,
+        values, variances, reference_of_row, interval,
         log_scale=np.array([False, False, False, True]))  # means: linear; RMSE: log scale
     names = list(REGRESSION_METRICS)
     return [ci_frame(lower, upper, layout.index, names),

@@ -156,11 +156,11 @@ def _references_text(report_reference: Mapping[str, Hashable], why: Mapping[str,
     return "Reference groups: " + "; ".join(parts) + "."
 
 
-def score_means(scores: np.ndarray, layout: GroupLayout, confidence: float) -> pd.DataFrame:
+def score_means(scores: np.ndarray, layout: GroupLayout, interval: float) -> pd.DataFrame:
     """Per group: rows, mean score and its normal-approximation interval.
 
     The interval is ``mean +/- z * sd / sqrt(rows)`` with the sample standard deviation
-    and ``z`` the normal quantile of ``confidence`` (NaN bounds for a group of one row).
+    and ``z`` the normal quantile of ``interval`` (NaN bounds for a group of one row).
     """
     from statistics import NormalDist
 
@@ -170,7 +170,7 @@ def score_means(scores: np.ndarray, layout: GroupLayout, confidence: float) -> p
     mean = total / n
     with np.errstate(invalid="ignore", divide="ignore"):
         variance = np.maximum(squares - n * mean**2, 0.0) / (n - 1)
-        half = NormalDist().inv_cdf(0.5 + confidence / 2) * np.sqrt(variance / n)
+        half = NormalDist().inv_cdf(0.5 + interval / 2) * np.sqrt(variance / n)
     return pd.DataFrame({"rows": n.astype(np.int64), "mean": mean, "lower": mean - half,
                          "upper": mean + half}, index=layout.index)
 
@@ -298,7 +298,7 @@ def _predictor_part(
     intersections: Intersections,
     reference: Mapping[str, Hashable] | None,
     n_bootstrap: int,
-    confidence: float,
+    interval: float,
     seed: int,
     ci_method: str,
     min_group_rows: int,
@@ -309,7 +309,7 @@ def _predictor_part(
     if task == "classification":
         report = group_metrics(y_true, predictions, frame, threshold=threshold,
                                intersections=intersections, reference=reference, tau=tau,
-                               n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
+                               n_bootstrap=n_bootstrap, interval=interval, seed=seed,
                                ci_method=ci_method)
         scores = as_numeric(predictions, "y_pred")
         decisions = binary_decisions(scores, threshold)
@@ -319,9 +319,9 @@ def _predictor_part(
         means, word = None, "score"
         if not is_binary(scores):  # scores or probabilities: their mean per group
             word = _score_word(scores)
-            means = score_means(scores, build_layout(frame, intersections), confidence)
+            means = score_means(scores, build_layout(frame, intersections), interval)
             small = {(g["attribute"], g["label"]): g["small"] for g in entry["groups"]}
-            entry["notes"] += _score_notes(name, means, word, f"{100 * confidence:g}%",
+            entry["notes"] += _score_notes(name, means, word, f"{100 * interval:g}%",
                                            report.reference, small)
         if note is not None:
             entry["notes"].insert(0, note)
@@ -332,7 +332,7 @@ def _predictor_part(
         return section, entry, parity_findings(entry, tau)
     reg = regression_metrics(y_true, predictions, frame, intersections=intersections,
                              reference=reference, n_bootstrap=n_bootstrap,
-                             confidence=confidence, seed=seed, ci_method=ci_method)
+                             interval=interval, seed=seed, ci_method=ci_method)
     entry = {"id": ident, "name": name, "task": "regression",
              "findings": regression_findings(name, reg)}
     return regression_section(name, reg, ident), entry, [(t, False) for t in entry["findings"]]
@@ -412,7 +412,7 @@ def render_report(
     intersections: Intersections = True,
     reference: Mapping[str, Hashable] | None = None,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: int = 0,
     title: str = "counterfair fairness audit",
     ci_method: str = "auto",
@@ -428,7 +428,7 @@ def render_report(
     task = check_choice(task, "task", ("classification", "regression"))  # type: ignore[assignment]
     tau = check_tau(tau)
     min_group_rows = check_count(min_group_rows, "min_group_rows")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     predictors = dict(y_pred) if isinstance(y_pred, Mapping) else {"prediction": y_pred}
     if not predictors:
         raise ValueError(NO_PREDICTORS)
@@ -445,7 +445,7 @@ def render_report(
         section, entry, found = _predictor_part(
             task, position, key, predictions, y_true=y_true, frame=frame,
             threshold=threshold, tau=tau, intersections=intersections, reference=reference,
-            n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, ci_method=ci_method,
+            n_bootstrap=n_bootstrap, interval=interval, seed=seed, ci_method=ci_method,
             min_group_rows=min_group_rows, why=why,
         )
         sections.append(section)
@@ -534,7 +534,7 @@ def write_report(
     intersections: Intersections = True,
     reference: Mapping[str, Hashable] | None = None,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: int = 0,
     title: str = "counterfair fairness audit",
     ci_method: str = "auto",
@@ -583,8 +583,8 @@ def write_report(
         order; :data:`REPORT_REFERENCE_RULE`), not the first group in order that
         :func:`~counterfair.audit.group_metrics` uses by default. The report says, per
         attribute, which group is the reference and why.
-    n_bootstrap, confidence, seed
-        Bootstrap intervals (0 resamples: none); ``confidence`` is also the level of
+    n_bootstrap, interval, seed
+        Bootstrap intervals (0 resamples: none); ``interval`` is also the level of
         each group's mean-score interval, which is always shown for scores.
     min_group_rows
         Groups with fewer rows (or whose reference group has fewer) are marked
@@ -641,7 +641,7 @@ def write_report(
     text = render_report(
         y_true=y_true, y_pred=y_pred, protected=protected, task=task, threshold=threshold,
         tau=tau, intersections=intersections, reference=reference, n_bootstrap=n_bootstrap,
-        confidence=confidence, seed=seed, title=title, ci_method=ci_method,
+        interval=interval, seed=seed, title=title, ci_method=ci_method,
         explanations=explanations,
         subpopulations=subpopulations, extra_sections=extra_sections,
         counterfactual=counterfactual, warnings=warnings, decompositions=decompositions,
@@ -660,7 +660,7 @@ def regression_html(
     intersections: Intersections = True,
     reference: Mapping[str, Hashable] | None = None,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: int = 0,
     ci_method: str = "auto",
 ) -> str:
@@ -675,6 +675,6 @@ def regression_html(
     for name, predictions in y_pred.items():
         report = regression_metrics(y_true, predictions, frame, intersections=intersections,
                                     reference=reference, n_bootstrap=n_bootstrap,
-                                    confidence=confidence, seed=seed, ci_method=ci_method)
+                                    interval=interval, seed=seed, ci_method=ci_method)
         parts.append(regression_section(str(name), report))
     return "\n".join(parts)

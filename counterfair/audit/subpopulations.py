@@ -69,7 +69,7 @@ class SubpopulationReport:
         Family-wise significance level.
     protected_group, outcome_value
         ``s+`` and ``o``.
-    confidence
+    interval
         Level of the intervals.
     """
 
@@ -78,7 +78,7 @@ class SubpopulationReport:
     alpha: float
     protected_group: Hashable
     outcome_value: Hashable
-    confidence: float
+    interval: float
 
     def top(self, k: int = 5) -> pd.DataFrame:
         """The ``k`` strongest *significant* subpopulations (the root excluded)."""
@@ -298,7 +298,7 @@ class _TreeSearch:
 
 def _test_node(
     node: _Node, inputs: _Encoded, is_test: NDArray[np.bool_], test_total: int, *,
-    n_bootstrap: int, confidence: float, seed: Seed,
+    n_bootstrap: int, interval: float, seed: Seed,
 ) -> dict[str, object]:
     """One node's row of the table, from the test half: difference, bootstrap interval and
     G-test."""
@@ -310,7 +310,7 @@ def _test_node(
     if rows_t.size and n_bootstrap:
         samples = bootstrap(_node_statistic(sp, ht), rows_t.size, n_resamples=n_bootstrap,
                             seed=seed, strata=sp.astype(np.intp))
-        lo, hi = percentile_interval(samples, confidence)
+        lo, hi = percentile_interval(samples, interval)
         lower, upper = float(lo), float(hi)
     if rows_t.size and sp.any() and (~sp).any():
         test = g_test(sp, ht, given=None if inputs.z is None else inputs.z[rows_t])
@@ -349,7 +349,7 @@ def find_subpopulations(
     alpha: float = 0.05,
     test_fraction: float = 0.5,
     n_bootstrap: int = 200,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
 ) -> SubpopulationReport:
     """Search a tree of subpopulations for associations between protected attribute and outcome.
@@ -377,7 +377,7 @@ def find_subpopulations(
         Family-wise significance level after Holm's correction over all nodes.
     test_fraction
         Share of rows held out for testing.
-    n_bootstrap, confidence
+    n_bootstrap, interval
         Bootstrap intervals of the difference on the test rows.
     seed
         Seed of the split into halves and of the bootstrap.
@@ -390,7 +390,7 @@ def find_subpopulations(
     max_depth = check_count(max_depth, "max_depth")
     alpha = check_open_unit(alpha, "alpha")
     test_fraction = check_open_unit(test_fraction, "test_fraction")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
     n = inputs.s_plus.size
     if min_size is None:
@@ -406,10 +406,10 @@ def find_subpopulations(
     test_total = int(is_test.sum())
     table = pd.DataFrame([
         _test_node(node, inputs, is_test, test_total, n_bootstrap=n_bootstrap,
-                   confidence=confidence, seed=seed)
+                   interval=interval, seed=seed)
         for node in tree.nodes
     ])
     return SubpopulationReport(table=_ranked(table, alpha),
                                conditions={n_: c for n_, _, c, _ in tree.nodes},
                                alpha=alpha, protected_group=inputs.protected_group,
-                               outcome_value=inputs.outcome_value, confidence=confidence)
+                               outcome_value=inputs.outcome_value, interval=interval)

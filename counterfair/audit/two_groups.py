@@ -70,7 +70,7 @@ def _measures(y: NDArray[np.float64], pred: NDArray[np.float64],
 
 
 def _analytic(y: NDArray[np.float64], pred: NDArray[np.float64], strata: NDArray[np.intp],
-              confidence: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+              interval: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Delta-method bounds of the three measures (unprivileged = row 0, reference row 1)."""
     n = np.bincount(strata, minlength=2).astype(np.float64)
     selected = np.bincount(strata, weights=pred, minlength=2)
@@ -80,7 +80,7 @@ def _analytic(y: NDArray[np.float64], pred: NDArray[np.float64], strata: NDArray
     trials = np.column_stack([n, positives])
     (ratio_lower, ratio_upper), (diff_lower, diff_upper) = disparity_intervals(
         divide(successes, trials), binomial_variance(successes, trials), np.array([1, 1]),
-        confidence)
+        interval)
     return (np.array([diff_lower[0, 0], diff_lower[0, 1], ratio_lower[0, 0]]),
             np.array([diff_upper[0, 0], diff_upper[0, 1], ratio_upper[0, 0]]))
 
@@ -93,7 +93,7 @@ def two_group_measures(
     privileged: Hashable,
     tau: float = 0.8,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
     ci_method: str = "auto",
 ) -> pd.DataFrame:
@@ -112,7 +112,7 @@ def two_group_measures(
         Label of the privileged group.
     tau
         Disparate-impact threshold in (0, 1]: unfair when the ratio is ``<= tau``.
-    n_bootstrap, confidence, seed
+    n_bootstrap, interval, seed
         Percentile bootstrap interval, stratified by ``A`` (0 resamples: NaN bounds).
     ci_method
         As in :func:`counterfair.audit.group_metrics`: ``"auto"`` (exact bootstrap up
@@ -133,12 +133,12 @@ def two_group_measures(
     check_lengths([("y_true", y.size), ("y_pred", pred.size), ("protected", priv.size)])
     tau = check_tau(tau)
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=y.size, seed=seed)
     estimate = _measures(y, pred, priv)
     strata = priv.astype(np.intp)  # 0: unprivileged, 1: privileged
     if method == "analytic":
-        lower, upper = _analytic(y, pred, strata, confidence)
+        lower, upper = _analytic(y, pred, strata, interval)
     elif method == "poisson":
         values = np.column_stack([np.ones_like(y), pred, y, y * pred])
         accumulator = accumulate(strata, values, n_strata=2, n_replicates=n_bootstrap,
@@ -148,11 +148,11 @@ def two_group_measures(
         rate, tpr = divide(sums[:, 1], sums[:, 0]), divide(sums[:, 3], sums[:, 2])
         samples = np.column_stack([rate[0] - rate[1], tpr[0] - tpr[1],
                                    divide(rate[0], rate[1])])
-        lower, upper = percentile_interval(samples, confidence)
+        lower, upper = percentile_interval(samples, interval)
     else:
         samples = bootstrap(lambda rows: _measures(y[rows], pred[rows], priv[rows]), y.size,
                             n_resamples=n_bootstrap if method else 0, seed=seed, strata=strata)
-        lower, upper = percentile_interval(samples, confidence)
+        lower, upper = percentile_interval(samples, interval)
     unfair = pd.array([pd.NA, pd.NA, pd.NA], dtype="boolean")
     if np.isfinite(estimate[2]):
         unfair[2] = bool(estimate[2] <= tau)

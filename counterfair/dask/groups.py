@@ -310,7 +310,7 @@ def dask_group_metrics(
     reference: Mapping[str, Hashable] | None = None,
     tau: float = 0.8,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
     ci_method: str = "auto",
     row_ids: Any = None,
@@ -320,7 +320,7 @@ def dask_group_metrics(
     tau = check_tau(tau)
     threshold = check_finite(threshold, "threshold")
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     inputs = _inputs(y_true, y_pred, protected)
     method = _check_method(ci_method, n_bootstrap=n_bootstrap, n_rows=inputs.n_rows,
                            row_ids=row_ids, seed=seed)
@@ -328,13 +328,13 @@ def dask_group_metrics(
         return group_metrics(
             _collected(y_true), _collected(y_pred), _collected(protected),
             threshold=threshold, intersections=intersections, reference=reference, tau=tau,
-            n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, ci_method="bootstrap")
+            n_bootstrap=n_bootstrap, interval=interval, seed=seed, ci_method="bootstrap")
     coder, total = _layout_and_sums(
         inputs, kind="classification", intersections=intersections, method=method,
         n_bootstrap=n_bootstrap, seed=seed, threshold=threshold)
     return group_report(
         coder.layout, total.sums, reference=reference, tau=tau, threshold=threshold,
-        confidence=confidence, n_bootstrap=n_bootstrap, method=method,
+        interval=interval, n_bootstrap=n_bootstrap, method=method,
         accumulator=total.accumulator)
 
 
@@ -346,7 +346,7 @@ def dask_regression_metrics(
     intersections: Intersections = True,
     reference: Mapping[str, Hashable] | None = None,
     n_bootstrap: int = 0,
-    confidence: float = 0.95,
+    interval: float = 0.95,
     seed: Seed = 0,
     ci_method: str = "auto",
     row_ids: Any = None,
@@ -354,7 +354,7 @@ def dask_regression_metrics(
     """:func:`counterfair.audit.regression_metrics` of rows in Dask collections (see the
     module's description); same arguments and the same report."""
     n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    confidence = check_open_unit(confidence, "confidence")
+    interval = check_open_unit(interval, "interval")
     inputs = _inputs(y_true, y_pred, protected)
     method = _check_method(ci_method, n_bootstrap=n_bootstrap, n_rows=inputs.n_rows,
                            row_ids=row_ids, seed=seed)
@@ -362,12 +362,12 @@ def dask_regression_metrics(
         return regression_metrics(
             _collected(y_true), _collected(y_pred), _collected(protected),
             intersections=intersections, reference=reference, n_bootstrap=n_bootstrap,
-            confidence=confidence, seed=seed, ci_method="bootstrap")
+            interval=interval, seed=seed, ci_method="bootstrap")
     coder, total = _layout_and_sums(
         inputs, kind="regression", intersections=intersections, method=method,
         n_bootstrap=n_bootstrap, seed=seed, threshold=None)
     return regression_report(
-        coder.layout, total.sums, reference=reference, confidence=confidence,
+        coder.layout, total.sums, reference=reference, interval=interval,
         n_bootstrap=n_bootstrap, method=method, accumulator=total.accumulator)
 
 

@@ -24,6 +24,7 @@ from counterfair.datasets.law_school import (
     law_school_subsample,
     load_law_school,
 )
+from counterfair.datasets.law_school_models import law_school_level2, law_school_level3, raw_lsat
 
 __all__ = [
     "ADULT_COLUMNS",
@@ -42,10 +43,13 @@ __all__ = [
     "default_data_home",
     "find_data_file",
     "find_law_school_file",
+    "law_school_level2",
+    "law_school_level3",
     "law_school_split",
     "law_school_subsample",
     "load_adult",
     "load_compas",
     "load_hmda",
     "load_law_school",
+    "raw_lsat",
 ]

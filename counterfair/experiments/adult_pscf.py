@@ -322,7 +322,7 @@ def run_study(config: AdultPSCFConfig) -> dict[str, Any]:
 
     start = time.perf_counter()
     timings: dict[str, float] = {}
-    raw = cf.load_adult(config.data_dir)
+    raw = cf.datasets.load_adult(config.data_dir)
     frame, scaling = prepare(raw)
     rows = _subsample(frame, config)
     scm = adult_pscf_scm()

@@ -254,7 +254,7 @@ def run_smooth_study(config: AdultSmoothConfig) -> dict[str, Any]:
 
     start = time.perf_counter()
     pscf_config = config.pscf_config()
-    frame, _ = prepare(cf.load_adult(config.data_dir))
+    frame, _ = prepare(cf.datasets.load_adult(config.data_dir))
     rows = _subsample(frame, pscf_config)
     scms = {"linear": adult_pscf_scm(), "smooth": smooth_scm(config.k)}
     fits: dict[str, Any] = {}

@@ -285,7 +285,7 @@ def _load_rows(config: CompasConfig, timings: dict[str, float]) -> _Rows:
     """Load the data, keep the study's columns, split them and subsample the SCM's rows."""
     import counterfair as cf
 
-    raw = _timed("load", lambda: cf.load_compas(config.data_dir), timings)
+    raw = _timed("load", lambda: cf.datasets.load_compas(config.data_dir), timings)
     frame, scaling = prepare(raw)
     train, test = split(frame, config.test_share, config.seed)
     scm_train = train.sample(min(config.scm_rows, len(train)), random_state=config.seed)
@@ -487,7 +487,8 @@ def _write_html_report(
     timings: dict[str, float],
 ) -> Any:
     """Write ``audit.html`` (group audit and counterfactual section); return its path."""
-    from counterfair.audit import counterfactual_html, write_report
+    from counterfair.audit import write_report
+    from counterfair.audit.causal_report import counterfactual_html
 
     return _timed(
         "html report",

@@ -99,7 +99,7 @@ def compas_rows(data_dir: str | None) -> pd.DataFrame:
     faircause does, standardised age, summed juvenile counts, the high-risk label."""
     import counterfair as cf
 
-    raw = cf.load_compas(data_dir)
+    raw = cf.datasets.load_compas(data_dir)
     age = raw["age"].astype(float)
     race = np.where(raw["race"] == "Caucasian", COMPAS_LEVELS[0], COMPAS_LEVELS[1])
     return pd.DataFrame({
@@ -159,7 +159,7 @@ def run_adult(config: adult_pscf.AdultPSCFConfig, *, n_samples: int, decompose_r
     """Fit the Adult SCM, train the four predictors and decompose their probabilities."""
     import counterfair as cf
 
-    raw = cf.load_adult(config.data_dir)
+    raw = cf.datasets.load_adult(config.data_dir)
     frame, _ = adult_pscf.prepare(raw)
     rows = adult_pscf._subsample(frame, config)
     scm = adult_pscf.adult_pscf_scm()

@@ -388,7 +388,7 @@ def evaluate(setting: Setting, fitted: Fitted, config: StudyConfig) -> list[dict
     decisions = fitted.predict(X)
     group = two_group_measures(y, decisions, a, privileged=1, n_bootstrap=config.n_bootstrap,
                                seed=config.seed)
-    flip = flip_counterfactual(fitted.predict, X, sensitive=setting.sensitive, privileged=1,
+    flip = flip_counterfactual(fitted.predict, X, attribute=setting.sensitive, privileged=1,
                                unprivileged=0, n_bootstrap=config.n_bootstrap,
                                seed=config.seed)
     base: dict[str, Any] = {
@@ -424,7 +424,7 @@ def evaluate(setting: Setting, fitted: Fitted, config: StudyConfig) -> list[dict
             result = shap_values(X.iloc[rows], method="linear", background=background,
                                  model=fitted.linear)
         seconds = time.perf_counter() - started
-        disparity = shap_disparity(result.values, a[rows], sensitive=setting.sensitive,
+        disparity = shap_disparity(result.values, a[rows], attribute=setting.sensitive,
                                    privileged=1, n_bootstrap=config.n_bootstrap,
                                    seed=config.seed)
         records.append({**base, "shap_method": method, "shap_rows": len(rows),
@@ -677,9 +677,9 @@ def write_example_report(config: StudyConfig, path: Path, *, setting_name: str =
                              background=None if method == "tree" else background,
                              model=fitted.model if method == "tree" else fitted.linear)
         audits[model_name] = ExplanationAudit(
-            shap=shap_disparity(result.values, a[rows], sensitive=setting.sensitive,
+            shap=shap_disparity(result.values, a[rows], attribute=setting.sensitive,
                                 privileged=1, n_bootstrap=n_bootstrap, seed=config.seed),
-            flip=flip_counterfactual(fitted.predict, X, sensitive=setting.sensitive,
+            flip=flip_counterfactual(fitted.predict, X, attribute=setting.sensitive,
                                      privileged=1, unprivileged=0, n_bootstrap=n_bootstrap,
                                      seed=config.seed),
             consistency=consistency(X, decisions[model_name], exclude=[setting.sensitive]),

@@ -665,12 +665,9 @@ def write_audit(
     of each prediction under do(race), do(sex) with the level 2 SCM as the world,
     beside the naive flip test, on a subset of ``audit_rows`` test rows.
     """
-    from counterfair.audit import (
-        counterfactual_fairness,
-        counterfactual_html,
-        regression_html,
-        write_report,
-    )
+    from counterfair.audit import counterfactual_fairness, write_report
+    from counterfair.audit.causal_report import counterfactual_html
+    from counterfair.audit.report import regression_html
 
     pass_rate = float(train["first_pf"].mean())
     decisions = {
