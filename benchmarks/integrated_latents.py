@@ -117,7 +117,7 @@ def main() -> None:
         latent = "K"
     elif args.model == "adult":
         from counterfair.datasets import load_adult
-        from counterfair.experiments.adult_pscf import AdultPSCFConfig, adult_pscf_scm, prepare
+        from experiments.adult_pscf import AdultPSCFConfig, adult_pscf_scm, prepare
 
         frame, _ = prepare(load_adult(args.data_dir))
         train = frame[frame["split"] == "train"].drop(columns="split").reset_index(drop=True)

@@ -1,6 +1,6 @@
 """Benchmark: the whole law school study, stage by stage, against the authors' pipeline.
 
-Runs ``counterfair.experiments.law_school.run`` with its default settings (all 17,432
+Runs ``experiments.law_school.run`` with its default settings (all 17,432
 training rows, both SCM fits, every predictor, the counterfactual study, the audit and
 the figure) into a temporary folder, once per ``--latents`` (the level 2 fit's K
 integrated out with ``auto``, the study's default, then sampled jointly), and prints each stage's
@@ -29,7 +29,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from counterfair.experiments.law_school import LawSchoolConfig, run
+from experiments.law_school import LawSchoolConfig, run
 
 AUTHORS_SECONDS_PER_ITERATION = 6.6
 """Measured per-iteration time of the authors' model on the full training set (rstan)."""

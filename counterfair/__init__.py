@@ -10,7 +10,7 @@ The package is a pipeline of subpackages, one per stage (``ARCHITECTURE.md``):
 :mod:`counterfair.inference`, :mod:`counterfair.counterfactual`,
 :mod:`counterfair.learn`, :mod:`counterfair.audit`, :mod:`counterfair.io`,
 :mod:`counterfair.dask`, :mod:`counterfair.datasets`, :mod:`counterfair.cli` and
-:mod:`counterfair.experiments`. ``import counterfair`` loads none of them: each public
+:mod:`experiments`. ``import counterfair`` loads none of them: each public
 name below is imported on first use (the Scientific Python lazy-loading convention,
 SPEC 1), so the package and its command line start fast. ``counterfair/__init__.pyi``
 lists the same names for type checkers and editors.

@@ -1,6 +1,6 @@
 """COMPAS: does priors_count need a negative binomial? A posterior predictive check.
 
-Fits the COMPAS study's SCM (``counterfair.experiments.compas``: same data
+Fits the COMPAS study's SCM (``experiments.compas``: same data
 preparation, split and SCM subsample) twice, with ``priors_count`` Poisson and
 NegativeBinomial, runs ``fit.ppc()`` on each (conditional and marginal
 replication, :mod:`counterfair.inference.ppc`) and prints the observed variance of
@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+if __name__ == "__main__":  # python experiments/compas_ppc.py: the studies' folder's parent
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import matplotlib
 
 import counterfair as cf
-from counterfair.experiments.compas import compas_scm, prepare, split
+from experiments.compas import compas_scm, prepare, split
 
 matplotlib.use("Agg")
 

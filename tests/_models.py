@@ -24,9 +24,9 @@ from _seeds import shifted
 from _sfm import sfm_programs
 
 import counterfair as cf
-from counterfair.experiments.adult_pscf import adult_pscf_scm as _adult_pscf_scm
 from counterfair.stan import integrated, integrated_pairs
 from counterfair.stan.backend import resolve_backend_name
+from experiments.adult_pscf import adult_pscf_scm as _adult_pscf_scm
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""The Adult path-specific counterfactual fairness study (counterfair.experiments.adult_pscf).
+"""The Adult path-specific counterfactual fairness study (experiments.adult_pscf).
 
 The quick study runs end to end on the UCI files (NUTS fit on a few hundred rows) and
 checks what the study is about:
@@ -28,15 +28,15 @@ from _data import DATA_DIR
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair.cli import main
-from counterfair.experiments import adult_pscf
-from counterfair.experiments.adult_pscf import (
+from experiments import adult_pscf
+from experiments.adult_pscf import (
     OUTCOME,
     AdultPSCFConfig,
     adult_pscf_scm,
     prepare,
     run_study,
 )
+from experiments.arguments import run_script
 
 HAVE_DATA = all((DATA_DIR / f).exists() for f in ("adult.data", "adult.test"))
 needs_data = pytest.mark.skipif(not HAVE_DATA, reason="adult.data / adult.test not found")
@@ -119,9 +119,9 @@ def test_pscf_is_path_specific_fair_and_kusner_totally_fair(study: dict) -> None
 @pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
 def test_command_writes_results_and_refuses_a_non_empty_out(stan_backend: str, tmp_path, capsys):
     out = tmp_path / "adult"
-    args = ["adult-pscf", "--data-dir", str(DATA_DIR), "--quick", "--out", str(out),
+    args = ["--data-dir", str(DATA_DIR), "--quick", "--out", str(out),
             "--scm-rows", "200", "--test-rows", "150", "--latents", "joint"]
-    assert main(args) == 0
+    assert run_script(adult_pscf.main, args) == 0
     for name in ("results.md", "results.csv", "group_audit.csv", "results.json", "changes.png"):
         assert (out / name).stat().st_size > 0
     frame = pd.read_csv(out / "results.csv")
@@ -129,7 +129,7 @@ def test_command_writes_results_and_refuses_a_non_empty_out(stan_backend: str, t
     assert json.loads((out / "results.json").read_text())["rows"]["test_scored"] == 150
     assert "Chiappa 2019" in (out / "results.md").read_text()
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-    assert main(args) == 2  # refused
+    assert run_script(adult_pscf.main, args) == 2  # refused
     assert re.search("not empty; pass --force", capsys.readouterr().err)
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
 
@@ -138,7 +138,7 @@ def test_command_refuses_a_non_empty_out_before_any_work(tmp_path, capsys):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
-    assert main(["adult-pscf", "--quick", "--out", str(out)]) == 2  # refused
+    assert run_script(adult_pscf.main, ["--quick", "--out", str(out)]) == 2  # refused
     assert re.search("is not empty", capsys.readouterr().err)
     assert (out / "notes.txt").read_text() == "keep me"
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
@@ -147,13 +147,13 @@ def test_command_refuses_a_non_empty_out_before_any_work(tmp_path, capsys):
 def test_command_refuses_a_file_as_out(tmp_path, capsys):
     target = tmp_path / "file.txt"
     target.write_text("x")
-    assert main(["adult-pscf", "--quick", "--out", str(target)]) == 2  # refused
+    assert run_script(adult_pscf.main, ["--quick", "--out", str(target)]) == 2  # refused
     assert re.search("is a file", capsys.readouterr().err)
 
 
 def test_a_data_folder_without_the_files_names_adult_data(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("COUNTERFAIR_DATA", raising=False)
-    assert main(["adult-pscf", "--quick", "--data-dir", str(tmp_path), "--out",
+    assert run_script(adult_pscf.main, ["--quick", "--data-dir", str(tmp_path), "--out",
               str(tmp_path / "out")]) == 2  # refused
     assert re.search(r"adult\.data not found", capsys.readouterr().err)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
@@ -161,7 +161,7 @@ def test_a_data_folder_without_the_files_names_adult_data(tmp_path, monkeypatch,
 
 def test_a_missing_data_folder_is_named(tmp_path, capsys):
     missing = tmp_path / "nowhere"
-    assert main(["adult-pscf", "--quick", "--data-dir", str(missing), "--out",
+    assert run_script(adult_pscf.main, ["--quick", "--data-dir", str(missing), "--out",
               str(tmp_path / "out")]) == 2  # refused
     assert re.search("nowhere", capsys.readouterr().err)
 

@@ -1,4 +1,4 @@
-"""The Adult study with smooth terms (counterfair.experiments.adult_smooth).
+"""The Adult study with smooth terms (experiments.adult_smooth).
 
 No Stan here: the smooth declaration carries its terms on the right nodes only, and
 the study's categorical log density (written when counterfair's LOO raised on a
@@ -12,13 +12,13 @@ from _seeds import shifted
 from scipy.special import log_softmax
 
 import counterfair as cf
-from counterfair.experiments.adult_pscf import adult_pscf_scm
-from counterfair.experiments.adult_smooth import (
+from counterfair.inference import loo
+from experiments.adult_pscf import adult_pscf_scm
+from experiments.adult_smooth import (
     SMOOTH_TERMS,
     node_log_density,
     smooth_scm,
 )
-from counterfair.inference import loo
 
 
 def test_smooth_declaration_bends_only_the_named_nodes() -> None:

@@ -12,7 +12,7 @@ from _data import DATA_DIR
 from _seeds import shifted
 
 from counterfair.datasets import find_data_file, load_adult, load_compas
-from counterfair.experiments import explanations as study
+from experiments import explanations as study
 
 HAVE_DATA = all((DATA_DIR / f).exists()
                 for f in ("adult.data", "adult.test", "compas-scores-two-years.csv"))

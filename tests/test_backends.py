@@ -241,7 +241,7 @@ def test_quiet_pystan_build_silences_what_child_processes_write(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     """httpstan's C++ compiler writes its warnings straight to file descriptors 1 and 2
-    (a fresh `counterfair compas --quick` under PyStan printed screens of them): a quiet
+    (a fresh `python experiments/compas.py --quick` under PyStan printed screens of them): a quiet
     build silences the descriptors too, and restores them afterwards."""
     import subprocess
 

@@ -103,7 +103,7 @@ def test_demographic_parity_classifier_equalises_selection_rates() -> None:
 
 
 def test_law_school_baseline_table_from_gaps_and_changes() -> None:
-    from counterfair.experiments.law_school import baseline_table, group_gaps
+    from experiments.law_school import baseline_table, group_gaps
 
     test = pd.DataFrame({"race": ["W", "W", "B", "B"], "sex": ["F", "M", "F", "M"]})
     gaps = group_gaps(test, {"P": np.array([1.0, 3.0, 0.0, 0.0])})

@@ -11,6 +11,8 @@ from _data import DATA_DIR, needs_data
 from _seeds import shifted
 
 from counterfair.cli import main
+from experiments import law_school
+from experiments.arguments import run_script
 
 
 def test_audit_command_writes_an_html_report(tmp_path, capsys):
@@ -64,7 +66,8 @@ def test_law_school_quick_mode_runs_end_to_end(tmp_path):
     out = tmp_path / "law"
     # the study's own seed: with --seed 101 the 500 training rows miss a race x sex group
     # of the test rows and the order-preserving baseline refuses it (a DataError)
-    assert main(["law-school", "--data-dir", str(DATA_DIR), "--quick", "--out", str(out)]) == 0
+    argv = ["--data-dir", str(DATA_DIR), "--quick", "--out", str(out)]
+    assert run_script(law_school.main, argv) == 0
     results = json.loads((out / "results.json").read_text())
     seed = results["config"]["seed"]
     rmse = results["rmse"]
@@ -145,7 +148,7 @@ def _law_quick_references(seed: int) -> dict[str, float]:
 def test_law_school_full_run_reproduces_table_1(tmp_path):
     """The whole study (about 15 minutes on 2 cores): opt in with ``-m slow``."""
     out = tmp_path / "law"
-    assert main(["law-school", "--data-dir", str(DATA_DIR), "--out", str(out)]) == 0
+    assert run_script(law_school.main, ["--data-dir", str(DATA_DIR), "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
     rmse, paper = results["rmse"], results["paper_rmse"]
     for name in ("Full", "Unaware", "Fair Add"):
@@ -159,7 +162,7 @@ def test_law_school_full_run_reproduces_table_1(tmp_path):
 def test_a_quick_training_subsample_gets_a_row_of_every_group() -> None:
     """A subsample that misses a race x sex group (seed 101's 500 rows missed Puerto Rican
     men) gets one row of it from the whole training split, and only that."""
-    from counterfair.experiments.law_school import _with_every_group
+    from experiments.law_school import _with_every_group
 
     whole = pd.DataFrame({"race": ["a", "a", "b", "b", "c"], "sex": ["F", "M", "F", "F", "M"],
                           "ZFYA": [0.0, 1.0, 2.0, 3.0, 4.0]})
@@ -174,15 +177,15 @@ def test_a_quick_training_subsample_gets_a_row_of_every_group() -> None:
 
 
 def test_the_law_school_study_takes_the_level_2_fits_latents(monkeypatch, tmp_path):
-    from counterfair.experiments import law_school
+    from experiments import law_school
 
     assert law_school.LawSchoolConfig().latents == "auto"
     with pytest.raises(ValueError, match="latents must be 'auto', 'integrated' or 'joint'"):
         law_school.LawSchoolConfig(latents="marginal")
     seen = {}
     monkeypatch.setattr(law_school, "run", lambda config: seen.setdefault("config", config))
-    assert main(["law-school", "--data-dir", str(tmp_path), "--latents", "joint",
+    assert run_script(law_school.main, ["--data-dir", str(tmp_path), "--latents", "joint",
                  "--out", str(tmp_path / "out")]) == 0
     assert seen["config"].latents == "joint"
     with pytest.raises(SystemExit):
-        main(["law-school", "--latents", "marginal"])
+        run_script(law_school.main, ["--latents", "marginal"])

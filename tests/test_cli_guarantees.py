@@ -7,7 +7,7 @@
   ``law-school``) included; exit code 1 for an unexpected error (a traceback).
 * ``counterfair compile`` compiles the shipped programs into the cache, and a second
   run finds them there.
-* ``counterfair compas --quick`` runs end to end and writes its tables and report.
+* ``python experiments/compas.py --quick`` runs end to end and writes its tables and report.
 
 The commands run as separate processes (``python -m counterfair``), except the writes
 interrupted by an injected failure, which run in process.
@@ -30,6 +30,7 @@ from _data import DATA_DIR
 from _seeds import shifted
 
 import counterfair as cf
+from counterfair import atomic
 from counterfair.cli import run as cli_run
 from counterfair.stan import backend as stan_backend_module
 
@@ -44,6 +45,16 @@ def counterfair(*args: str, cwd: Path, timeout: float = 900,
     return subprocess.run(
         [sys.executable, "-m", "counterfair", *args], cwd=cwd, capture_output=True, text=True,
         timeout=timeout, check=False, env=env,
+    )
+
+
+def study(name: str, *args: str, cwd: Path,
+          timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """Run the study script ``python experiments/NAME.py ARGS`` as a separate process."""
+    script = ROOT / "experiments" / f"{name.replace('-', '_')}.py"
+    return subprocess.run(
+        [sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True,
+        timeout=timeout, check=False,
     )
 
 
@@ -91,7 +102,7 @@ def test_a_write_failing_half_way_leaves_nothing_half_written(
         if writer == "csv":
             cli_run._write_csv(frame, path)
         else:
-            cli_run._write_text(frame.to_json() + "\n", path)
+            cli_run._move_into_place({path: atomic.stage(path, frame.to_json() + "\n")})
 
     earlier, fresh = tmp_path / "earlier.out", tmp_path / "fresh.out"
     earlier.write_bytes(b"an earlier file\n")
@@ -136,12 +147,12 @@ def test_refused_input_exits_2_with_one_line_naming_it(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("study", ["compas", "adult-pscf", "law-school"])
+@pytest.mark.parametrize("name", ["compas", "adult-pscf", "law-school"])
 def test_a_study_given_a_missing_data_folder_exits_2_naming_it(tmp_path: Path,
-                                                              study: str) -> None:
+                                                              name: str) -> None:
     missing = tmp_path / "no_such_folder"
-    done = counterfair(study, "--quick", "--data-dir", str(missing), "--out",
-                       str(tmp_path / "out"), cwd=tmp_path)
+    done = study(name, "--quick", "--data-dir", str(missing), "--out",
+                 str(tmp_path / "out"), cwd=tmp_path)
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert f"data folder {missing} does not exist" in done.stderr, done.stderr
@@ -206,8 +217,8 @@ def test_compile_into_an_empty_cache(tmp_path: Path) -> None:
 def test_compas_quick_runs_end_to_end(stan_backend: str, tmp_path: Path) -> None:
     out = tmp_path / "compas"
     started = time.perf_counter()
-    done = counterfair("compas", "--quick", "--data-dir", str(DATA_DIR), "--out", str(out),
-                       "--seed", str(shifted(0)), cwd=tmp_path)
+    done = study("compas", "--quick", "--data-dir", str(DATA_DIR), "--out", str(out),
+                 "--seed", str(shifted(0)), cwd=tmp_path)
     seconds = time.perf_counter() - started
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
@@ -240,7 +251,7 @@ def test_compas_quick_runs_end_to_end(stan_backend: str, tmp_path: Path) -> None
     report = (out / "audit.html").read_text(encoding="utf-8")
     assert report.startswith("<!DOCTYPE html>") and report.rstrip().endswith("</html>")
     assert f"| {FAIR} |" in (out / "results.md").read_text()
-    print(f"counterfair compas --quick took {seconds:.0f} s")
+    print(f"python experiments/compas.py --quick took {seconds:.0f} s")
 
 
 def test_an_unexpected_error_exits_1_with_its_traceback(tmp_path: Path) -> None:

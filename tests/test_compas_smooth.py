@@ -1,4 +1,4 @@
-"""The COMPAS study with age as a smooth term (counterfair.experiments.compas_smooth).
+"""The COMPAS study with age as a smooth term (experiments.compas_smooth).
 
 No Stan here: the smooth declaration bends age on its two children only, and the
 generated program passes their spline columns as data.
@@ -7,8 +7,8 @@ generated program passes their spline columns as data.
 from __future__ import annotations
 
 import counterfair as cf
-from counterfair.experiments.compas import compas_scm
-from counterfair.experiments.compas_smooth import SMOOTH_CHILDREN, smooth_scm
+from experiments.compas import compas_scm
+from experiments.compas_smooth import SMOOTH_CHILDREN, smooth_scm
 
 
 def test_age_bends_on_its_children_only() -> None:

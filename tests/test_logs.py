@@ -14,14 +14,14 @@ import pytest
 from counterfair import logs
 
 SCREENFUL = 40
+STUDY = Path(__file__).resolve().parents[1] / "experiments" / "law_school.py"
 
 
 def _study(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if k != "CI"}
     environment.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "counterfair.cli.commands", "law-school", "--quick", "--out",
-         str(tmp_path / "study")],
+        [sys.executable, str(STUDY), "--quick", "--out", str(tmp_path / "study")],
         capture_output=True, text=True, env=environment, timeout=600, check=False,
     )
 
@@ -54,7 +54,7 @@ def test_the_log_level_setting_silences_the_stages(stan_backend: str, tmp_path: 
 
 def test_an_unknown_log_level_is_refused_naming_the_setting(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "counterfair.cli.commands", "law-school", "--help"],
+        [sys.executable, "-m", "counterfair.cli.commands", "audit", "--help"],
         capture_output=True, text=True, env={**os.environ, logs.LOG_ENV: "LOUD"}, check=False,
     )
     assert run.returncode == 2

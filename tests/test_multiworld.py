@@ -26,10 +26,11 @@ from scipy import optimize
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
-from counterfair import cli
-from counterfair.experiments.law_school_worlds import choose_lam
 from counterfair.learn.multiworld import objective, penalty_matrix, solve, trade_off
 from counterfair.model.encoding import Encoding
+from experiments import law_school_worlds
+from experiments.arguments import run_script
+from experiments.law_school_worlds import choose_lam
 
 FEATURES = ["UGPA", "LSAT"]
 N_SAMPLES = 20
@@ -227,10 +228,11 @@ def test_study_refuses_a_non_empty_out_and_negative_lams(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "mine.txt").write_text("keep")
-    assert cli.main(["law-school-worlds", "--out", str(tmp_path), "--quick"]) == 2  # refused
+    assert run_script(law_school_worlds.main, ["--out", str(tmp_path), "--quick"]) == 2  # refused
     assert re.search("is not empty", capsys.readouterr().err)
     assert (tmp_path / "mine.txt").read_text() == "keep"
-    refused = cli.main(["law-school-worlds", "--out", str(tmp_path / "new"), "--lams", "0", "-1"])
+    refused = run_script(law_school_worlds.main,
+                         ["--out", str(tmp_path / "new"), "--lams", "0", "-1"])
     assert refused == 2
     assert re.search("--lams must be >= 0", capsys.readouterr().err)
     assert not (tmp_path / "new").exists()
@@ -254,7 +256,8 @@ def test_choose_lam_takes_the_fairest_within_the_rmse_budget() -> None:
 def test_study_quick_run_writes_the_table_and_plot(tmp_path: Path, stan_backend: str) -> None:
     out = tmp_path / "worlds"
     assert (
-        cli.main(["law-school-worlds", "--quick", "--out", str(out), "--lams", "0", "1", "100"])
+        run_script(law_school_worlds.main,
+                   ["--quick", "--out", str(out), "--lams", "0", "1", "100"])
         == 0
     )
     table = pd.read_csv(out / "table.csv")

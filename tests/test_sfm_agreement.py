@@ -59,10 +59,10 @@ holds (deviance 2.6 on 4 df, p = 0.63) and both decompositions apply: there they
 agree with each other (0.6 to 0.8 combined sds apart).
 
 **COMPAS** (ProPublica's filters, 6,172 rows; the rows of
-:func:`counterfair.experiments.decomposition.compas_rows`): X = race (x0 = Majority,
+:func:`experiments.decomposition.compas_rows`): X = race (x0 = Majority,
 Caucasian; x1 = Minority), Z = sex and standardised age, W = the juvenile counts
 (summed), the prior count and the charge degree (felony), Y = two-year recidivism. The
-SCM is that of ``counterfair.experiments.decomposition`` with one outcome and a negative
+SCM is that of ``experiments.decomposition`` with one outcome and a negative
 binomial juvenile count: sex protected, age an observed root, each mediator a GLM of
 race, sex, age and the mediators before it (negative binomial, negative binomial,
 Bernoulli), the outcome a linear logistic GLM of all six. Every term agrees within the
@@ -225,7 +225,7 @@ COMPAS_Y = "two_year_recid"
 
 
 def compas_scm() -> cf.SCM:
-    """The SCM of ``counterfair.experiments.decomposition`` with one outcome and a
+    """The SCM of ``experiments.decomposition`` with one outcome and a
     negative binomial juvenile count (87 % of the rows are 0, the largest is 20)."""
     g = nx.DiGraph()
     g.add_node("race", spec=cf.Protected(levels=COMPAS_RACES))
@@ -245,7 +245,7 @@ def compas_scm() -> cf.SCM:
 
 
 def compas_data() -> pd.DataFrame:
-    from counterfair.experiments.decomposition import compas_rows
+    from experiments.decomposition import compas_rows
 
     return compas_rows(str(DATA_DIR))[["race", *COMPAS_Z, *COMPAS_W, COMPAS_Y]]
 

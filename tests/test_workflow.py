@@ -23,7 +23,6 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import counterfair as cf
-from counterfair import cli
 from counterfair.audit import (
     counterfactual_fairness,
     disparate_impact,
@@ -36,6 +35,8 @@ from counterfair.audit.classification import PARITY_CRITERIA
 from counterfair.inference.abduct import MISSING_CONDITIONING_COLUMN
 from counterfair.learn import fair as learning
 from counterfair.learn.fair import predict_output
+from experiments import compas, law_school
+from experiments.arguments import run_script
 
 
 # ---------------------------------------------------------------------- 1. public API
@@ -185,15 +186,15 @@ def test_parity_criteria_name_selection_rate_and_share_of_positives() -> None:
 def test_quick_law_school_without_out_never_writes_the_tracked_results(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import counterfair.experiments.law_school as law_school
+    import experiments.law_school as law_school
 
     seen: list[Any] = []
     monkeypatch.setattr(law_school, "run", lambda config: seen.append(config))
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    assert cli.main(["law-school", "--quick"]) == 0
+    assert run_script(law_school.main, ["--quick"]) == 0
     out = Path(seen[0].out)
     assert out.parent == tmp_path and out.name.startswith("counterfair-law-school-quick-")
-    assert cli.main(["law-school", "--quick", "--out", str(tmp_path / "mine")]) == 0
+    assert run_script(law_school.main, ["--quick", "--out", str(tmp_path / "mine")]) == 0
     assert Path(seen[1].out) == tmp_path / "mine"
 
 
@@ -201,9 +202,9 @@ def test_a_missing_data_dir_is_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = tmp_path / "nowhere"
-    assert cli.main(["law-school", "--quick", "--data-dir", str(missing)]) == 2  # refused
+    assert run_script(law_school.main, ["--quick", "--data-dir", str(missing)]) == 2  # refused
     assert re.search("does not exist", capsys.readouterr().err)
-    assert cli.main(["compas", "--quick", "--data-dir", str(missing)]) == 2  # refused
+    assert run_script(compas.main, ["--quick", "--data-dir", str(missing)]) == 2  # refused
     assert re.search("does not exist", capsys.readouterr().err)
     with pytest.raises(FileNotFoundError, match="COUNTERFAIR_DATA"):
         cf.datasets.load_compas(missing)
@@ -213,7 +214,7 @@ def test_a_missing_data_dir_is_an_error(
 
 # ---------------------------------------------------------------------- 7. the COMPAS study
 def test_compas_study_pieces() -> None:
-    from counterfair.experiments import compas
+    from experiments import compas
 
     raw = pd.DataFrame(
         {

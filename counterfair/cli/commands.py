@@ -1,21 +1,15 @@
 """Command line entry point.
 
-* ``counterfair law-school ...`` -- reproduce the law school study;
 * ``counterfair audit data.csv --label y --predictions p --protected race sex`` --
   group-fairness HTML report of any predictions;
 * ``counterfair compile`` -- compile the shipped Stan programs ahead of time;
-* ``counterfair compas [--quick] [--out DIR]`` -- the COMPAS study: a counterfactually
-  fair recidivism classifier beside Full and Unaware, with its audit;
-* ``counterfair explanations --out DIR`` -- the explanation-based discrimination study
-  (fairness measures against SHAP measures on Adult and COMPAS);
 * ``counterfair fit | learn | counterfactual | decompose`` and ``counterfair audit RUN/
   ...`` -- your own SCM file and CSV data (:mod:`counterfair.cli.run`); ``counterfair
   decompose --data CSV ...`` -- a gap decomposed from the Standard Fairness Model's roles,
   with no SCM file.
-* ``counterfair adult-pscf [--data-dir DIR] [--out DIR] [--quick] [--force]`` -- the
-  Adult path-specific counterfactual fairness study (Chiappa, 2019).
-* ``counterfair law-school-worlds [--quick] [--out DIR]`` -- one predictor fair with
-  respect to race in three law school SCMs at once (Russell et al. 2017).
+
+The studies (law school, COMPAS, Adult, the explanations) are scripts of the
+repository's ``experiments/`` folder, not commands: the wheel does not carry them.
 
 At the top, this module imports the standard library and counterfair modules that import
 no more (:mod:`counterfair.cli.run`, :mod:`counterfair.logs`): ``counterfair --help`` and a
@@ -30,7 +24,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from counterfair.cli import falsify as cli_falsify
 from counterfair.cli import run as cli_run
@@ -48,72 +42,6 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {cli_run.one_line(message)} (see '{self.prog} --help')\n")
-
-
-def _law_school_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "law-school",
-        help="reproduce the law school study of Kusner et al. (2017)",
-        description="Fit the level 2 and level 3 SCMs, train Full / Unaware / Fair K / "
-        "Fair Add, report test RMSE beside the paper's and plot counterfactual densities.",
-    )
-    p.add_argument("--data-dir", default=None, help="folder holding law_data.csv")
-    p.add_argument(
-        "--out",
-        default=None,
-        help="output folder (default: results/law_school for a full run; a fresh temporary "
-        "folder for --quick, so that a smoke test never overwrites the tracked results)",
-    )
-    p.add_argument("--quick", action="store_true", help="smoke test: subset, short chains")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--chains", type=int, default=None)
-    p.add_argument("--warmup", type=int, default=None)
-    p.add_argument("--draws", type=int, default=None)
-    p.add_argument("--n-samples", type=int, default=None, help="m, draws of K per row")
-    p.add_argument("--cf-samples", type=int, default=None, help="samples per test row")
-    p.add_argument("--train-rows", type=int, default=None)
-    p.add_argument("--test-rows", type=int, default=None)
-    p.add_argument(
-        "--no-audit", dest="audit", action="store_false", help="skip the audit report"
-    )
-    p.add_argument(
-        "--latents", choices=("auto", "integrated", "joint"), default=None,
-        help="integrate K out of the level 2 fit's likelihood (auto, the default) or "
-        "sample it with the parameters (joint)",
-    )
-
-
-def _run_law_school(args: argparse.Namespace) -> int:
-    from counterfair.experiments.arguments import check_data_dir, output_folder
-    from counterfair.experiments.law_school import LawSchoolConfig, run
-
-    overrides = {
-        key: getattr(args, key)
-        for key in (
-            "chains",
-            "warmup",
-            "draws",
-            "n_samples",
-            "cf_samples",
-            "train_rows",
-            "test_rows",
-            "latents",
-        )
-        if getattr(args, key) is not None
-    }
-    check_data_dir(args.data_dir)
-    common = {
-        "data_dir": args.data_dir,
-        "out": output_folder(args.out, quick=args.quick, study="law-school"),
-        "seed": args.seed,
-        "audit": args.audit,
-    }
-    if args.quick:
-        config = LawSchoolConfig.quick_mode(**common, **overrides)
-    else:
-        config = LawSchoolConfig(**common, **overrides)
-    run(config)
-    return 0
 
 
 def _audit_parser(sub: argparse._SubParsersAction) -> None:
@@ -264,85 +192,21 @@ def _run_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explanations_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "explanations",
-        add_help=False,  # the study's own parser answers --help
-        help="fairness measures against SHAP measures on Adult and COMPAS (Cesaro's study)",
-    )
-    p.add_argument("arguments", nargs=argparse.REMAINDER)
-
-
-def _compas_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "compas",
-        add_help=False,  # the study's own parser answers --help
-        help="COMPAS: counterfactually fair recidivism classifier, Full / Unaware, audit",
-    )
-    p.add_argument("arguments", nargs=argparse.REMAINDER)
-
-
-def _adult_pscf_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "adult-pscf",
-        add_help=False,  # the study's own parser answers --help
-        help="Adult: path-specific counterfactual fairness (Chiappa 2019) beside Full, "
-        "Unaware and Kusner's level 2",
-    )
-    p.add_argument("arguments", nargs=argparse.REMAINDER)
-
-
-def _law_school_worlds_parser(sub: argparse._SubParsersAction, *, options: bool) -> None:
-    p = sub.add_parser(
-        "law-school-worlds",
-        help="law school: one predictor fair under three candidate SCMs (Russell et al. 2017)",
-        description="Fit three law school SCMs, sweep the multi-world penalty lam and write "
-        "test RMSE against the worst world's counterfactual change (table and plot).",
-    )
-    if options:  # the study module defines them, and importing it imports the pipeline
-        from counterfair.experiments.law_school_worlds import add_arguments
-
-        add_arguments(p)
-
-
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The ``counterfair`` argument parser.
-
-    Every command's options are defined without importing the pipeline, except those of
-    ``law-school-worlds``, which its study module defines: they are added unless
-    ``command`` names another command (:func:`main` passes the command it runs, so that
-    ``counterfair --help`` and the other commands do not wait for that import).
-    """
+def build_parser() -> argparse.ArgumentParser:
+    """The ``counterfair`` argument parser; its options are defined without importing the
+    pipeline, so that ``counterfair --help`` answers at once."""
     parser = Parser(
         prog="counterfair", description="Bayesian counterfactual fairness on Stan."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    _law_school_parser(sub)
     _audit_parser(sub)
     _compile_parser(sub)
-    _explanations_parser(sub)
-    _compas_parser(sub)
     cli_run.add_fit_parser(sub)
     cli_run.add_learn_parser(sub)
     cli_run.add_counterfactual_parser(sub)
     cli_run.add_decompose_parser(sub)
     cli_falsify.add_falsify_parser(sub)
-    _adult_pscf_parser(sub)
-    _law_school_worlds_parser(sub, options=command in (None, "law-school-worlds"))
     return parser
-
-
-def _refused_exits_2(run: Any, *args: Any) -> int:
-    """Run a study command; a refusal it stops with (``SystemExit("message")``: a missing
-    data folder, an output folder that is not empty) prints its one line and returns 2,
-    as the other commands' refusals do. Unexpected errors still propagate (exit code 1)."""
-    try:
-        return int(run(*args))
-    except SystemExit as stop:
-        if isinstance(stop.code, str):
-            print(cli_run.one_line(stop.code), file=sys.stderr)
-            return 2
-        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -359,19 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(arguments: list[str]) -> int:
-    if arguments[:1] == ["explanations"]:  # the study parses (and documents) its own options
-        from counterfair.experiments.explanations import main as explanations_main
-
-        return _refused_exits_2(explanations_main, arguments[1:])
-    if arguments[:1] == ["compas"]:
-        from counterfair.experiments.compas import main as compas_main
-
-        return _refused_exits_2(compas_main, arguments[1:])
-    if arguments[:1] == ["adult-pscf"]:
-        from counterfair.experiments.adult_pscf import main as adult_pscf_main
-
-        return _refused_exits_2(adult_pscf_main, arguments[1:])
-    args = build_parser(arguments[0] if arguments else "").parse_args(arguments)
+    args = build_parser().parse_args(arguments)
     if args.command in RUN_COMMANDS:  # a user's own SCM file: fixes as SCM-file keys
         with speaking_scm_file():
             return cli_run.guarded(RUN_COMMANDS[args.command], args)
@@ -389,17 +241,11 @@ RUN_COMMANDS = {
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    if args.command == "law-school":
-        return _refused_exits_2(_run_law_school, args)
     if args.command == "audit":
         with speaking_scm_file():
             return _run_audit(args)
     if args.command == "compile":
         return _run_compile(args)
-    if args.command == "law-school-worlds":
-        from counterfair.experiments.law_school_worlds import run_from_arguments
-
-        return _refused_exits_2(run_from_arguments, args)
     return 2
 
 if __name__ == "__main__":

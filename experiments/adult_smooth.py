@@ -1,6 +1,6 @@
 """Adult, path-specific fairness with age and hours per week as smooth terms.
 
-The SCM of :mod:`counterfair.experiments.adult_pscf` (Chiappa's Adult graph), declared
+The SCM of :mod:`experiments.adult_pscf` (Chiappa's Adult graph), declared
 twice: *linear* (every parent a straight line, as in that study) and *smooth*, where
 standardised age and hours per week also enter as penalised splines
 (:class:`counterfair.Smooth`, ``k = 10``) wherever a node that takes terms has them as
@@ -22,11 +22,11 @@ these rows (more than 15 minutes on 300 rows on a shared machine).
 out by counterfair's LOO quadrature, which now covers categorical children (the C++ the
 integrated fit runs), and ranks it with :func:`arviz.compare`.
 Each declaration then trains and audits the study's four predictors (Full, Unaware,
-Kusner L2, PSCF) exactly as :func:`counterfair.experiments.adult_pscf.run_study` does:
+Kusner L2, PSCF) exactly as :func:`experiments.adult_pscf.run_study` does:
 accuracy and AUC on the test rows, total and path-specific change of the probability
 under ``do(sex)``.
 
-Run it with ``python -m counterfair.experiments.adult_smooth [--quick]``.
+Run it with ``python -m experiments.adult_smooth [--quick]``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
-from counterfair.experiments.adult_pscf import (
+from experiments.adult_pscf import (
     AdultPSCFConfig,
     _evaluate,
     _predictors,
@@ -56,7 +56,7 @@ from counterfair.experiments.adult_pscf import (
     prepare,
 )
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(f"counterfair.experiments.{Path(__file__).stem}")
 
 SMOOTH_TERMS: dict[str, tuple[str, ...]] = {
     "edu_z": ("age_z",),
@@ -85,7 +85,7 @@ class AdultSmoothConfig:
     scm_rows, chains, warmup, draws : int
         Rows and NUTS settings of both fits (the same rows for both).
     learner_rows, n_samples, test_rows, audit_rows, cf_samples : int
-        As in :class:`~counterfair.experiments.adult_pscf.AdultPSCFConfig`.
+        As in :class:`~experiments.adult_pscf.AdultPSCFConfig`.
     k : int
         Basis size of every smooth term.
     predictors : tuple of str
@@ -339,8 +339,8 @@ def results_markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m counterfair.experiments.adult_smooth [--quick] [--out folder]``."""
-    p = argparse.ArgumentParser(prog="python -m counterfair.experiments.adult_smooth")
+    """``python -m experiments.adult_smooth [--quick] [--out folder]``."""
+    p = argparse.ArgumentParser(prog="python -m experiments.adult_smooth")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=None, help="folder for results.md and results.json")

@@ -8,7 +8,7 @@ race against White) and with the prior scale of ``K`` halved and doubled.
 
 One command (about three minutes, most of it the level 2 fit)::
 
-    python -m counterfair.experiments.law_school_sensitivity --out results/law_school_sensitivity
+    python -m experiments.law_school_sensitivity --out results/law_school_sensitivity
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from counterfair.learn.baselines import full_predictor
 from counterfair.learn.fair import FairLearner
 from counterfair.logs import console
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(f"counterfair.experiments.{Path(__file__).stem}")
 
 COLUMNS = ["race", "sex", "UGPA", "LSAT", "ZFYA"]
 RHO = (0.0, 0.1, 0.25, 0.5, 1.0)

@@ -2,7 +2,7 @@
 
 One command runs both::
 
-    python -m counterfair.experiments.decomposition --data-dir DATA --out results/decomposition
+    python -m experiments.decomposition --data-dir DATA --out results/decomposition
 
 **COMPAS** (the set-up of faircause's COMPAS vignette, Plečko and Bareinboim 2024):
 ``X`` = race, Majority (Caucasian, ``x0``) against Minority (every other race, ``x1``);
@@ -16,7 +16,7 @@ recidivism and the COMPAS high-risk label (``decile_score > 4``, faircause's
 claim about what U is; the rows are :func:`counterfair.load_compas` (ProPublica's
 filters, 6,172 rows), all of them in the NUTS fit and in the decomposition.
 
-**Adult** (Chiappa's graph, :mod:`counterfair.experiments.adult_pscf`): ``X`` = sex, Male
+**Adult** (Chiappa's graph, :mod:`experiments.adult_pscf`): ``X`` = sex, Male
 (``x0``) against Female (``x1``); the income gap in the SCM, and the probability of
 ``income > 50K`` of Full, Unaware, Kusner L2 and PSCF (unfair paths ``sex -> income``
 and ``sex -> marital``), each decomposed with ``W = {marital}``: Ctf-IE is then the
@@ -45,9 +45,9 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from counterfair.experiments import adult_pscf
+from experiments import adult_pscf
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(f"counterfair.experiments.{Path(__file__).stem}")
 
 COMPAS_LEVELS = ("Majority", "Minority")
 SEXES = ("Male", "Female")

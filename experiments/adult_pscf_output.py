@@ -16,7 +16,7 @@ import pandas as pd
 
 from counterfair import atomic
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(f"counterfair.experiments.{Path(__file__).stem}")
 
 
 def results_markdown(results: dict[str, Any]) -> str:

@@ -31,13 +31,12 @@ import pandas as pd
 from counterfair import atomic
 from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets.law_school_models import law_school_level2, law_school_level3
-from counterfair.experiments.arguments import check_data_dir, output_folder
 from counterfair.inference.fit import Fit
 from counterfair.learn.multiworld import trade_off
-from counterfair.logs import console
 from counterfair.model.scm import SCM
+from experiments.arguments import check_data_dir, output_folder
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(f"counterfair.experiments.{Path(__file__).stem}")
 
 FEATURES = ["race", "sex", "UGPA", "LSAT"]
 LAMS: tuple[float, ...] = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)
@@ -228,7 +227,7 @@ def markdown(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The study's options (shared by ``counterfair law-school-worlds`` and ``main``)."""
+    """The study's options (shared by ``python -m experiments.law_school_worlds`` and ``main``)."""
     p.add_argument("--data-dir", default=None, help="folder holding law_data.csv")
     p.add_argument("--out", default=None, help="output folder (default results/law_school_worlds)")
     p.add_argument("--quick", action="store_true", help="smoke test: subset, short chains")
@@ -256,12 +255,14 @@ def run_from_arguments(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m counterfair.experiments.law_school_worlds``."""
-    console()  # the stages and the table on standard error (COUNTERFAIR_LOG sets the level)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    """``python -m experiments.law_school_worlds [options]``."""
+    parser = argparse.ArgumentParser(prog="python -m experiments.law_school_worlds",
+                                     description=__doc__.splitlines()[0] if __doc__ else None)
     add_arguments(parser)
     return run_from_arguments(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from experiments.arguments import run_script
+
+    raise SystemExit(run_script(main))

@@ -1,6 +1,6 @@
 """COMPAS with age as a smooth term.
 
-The SCM of :mod:`counterfair.experiments.compas`, declared twice: *linear* (as in that
+The SCM of :mod:`experiments.compas`, declared twice: *linear* (as in that
 study) and *smooth*, where standardised age ``age_z`` also enters its two children
 as a penalised spline (:class:`counterfair.Smooth`, ``k = 10``):
 
@@ -18,7 +18,7 @@ Both declarations are fitted by NUTS on the same rows and ranked by PSIS-LOO
 then trains Full, Unaware and Fair (U, age) as the study does, and reports accuracy,
 AUC and the change of labels and probabilities under ``do(race)`` and ``do(sex)``.
 
-Run it with ``python -m counterfair.experiments.compas_smooth [--quick]``.
+Run it with ``python -m experiments.compas_smooth [--quick]``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from counterfair.experiments.compas import (
+from experiments.compas import (
     OUTCOME,
     CompasConfig,
     _counterfactual_audit,
@@ -48,7 +48,7 @@ from counterfair.experiments.compas import (
     compas_scm,
 )
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(f"counterfair.experiments.{Path(__file__).stem}")
 
 SMOOTH_CHILDREN = ("priors_count", OUTCOME)
 """The children of ``age_z`` given ``s(age_z)``."""
@@ -69,7 +69,7 @@ class CompasSmoothConfig:
     scm_rows, chains, warmup, draws : int
         Rows and NUTS settings of both fits (the same rows for both).
     n_samples, audit_rows, cf_samples : int
-        As in :class:`~counterfair.experiments.compas.CompasConfig`.
+        As in :class:`~experiments.compas.CompasConfig`.
     k : int
         Basis size of the smooth terms.
     quick : bool
@@ -255,8 +255,8 @@ def results_markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m counterfair.experiments.compas_smooth [--quick] [--out folder]``."""
-    p = argparse.ArgumentParser(prog="python -m counterfair.experiments.compas_smooth")
+    """``python -m experiments.compas_smooth [--quick] [--out folder]``."""
+    p = argparse.ArgumentParser(prog="python -m experiments.compas_smooth")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=None, help="folder for results.md and results.json")
