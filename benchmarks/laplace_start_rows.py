@@ -24,7 +24,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     from counterfair.inference import starts
-    from counterfair.inference.fitting import training_rows
+    from counterfair.inference.sampling import training_rows
     from counterfair.stan.data import fit_data
     from counterfair.stan.unconstrained import Unconstrained
 

@@ -344,7 +344,7 @@ def run_dask(records: list[dict[str, Any]], size: int, scm: Any, params: dict[st
                 fit, features, full, attributes=["sex"], n_samples=args.samples,
                 seed=args.seed))
             # the group audit reads its columns on the workers and merges per-stratum
-            # sums there (counterfair.dask.groups); only the predictions, NumPy on the
+            # sums there (counterfair.dask.group_audits); only the predictions, NumPy on the
             # client, are cut at the partition boundaries and sent
             stage(records, size, "group_audit", mode, lambda: cf.audit.regression_metrics(
                 rows["ZFYA"], predictions, rows[["race", "sex"]], ci_method="analytic"))

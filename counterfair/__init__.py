@@ -55,7 +55,7 @@ _ATTRIBUTES: dict[str, str] = {
     "get_options": "counterfair.options",
     "set_options": "counterfair.options",
     # inference
-    "Abduction": "counterfair.inference.abduction",
+    "Abduction": "counterfair.inference.abduction_result",
     "Fit": "counterfair.inference.fit",
     "PosteriorPredictiveCheck": "counterfair.inference.ppc_result",
     "compare": "counterfair.inference.loo",

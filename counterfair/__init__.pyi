@@ -27,7 +27,7 @@ from counterfair.errors import LOOWarning as LOOWarning
 from counterfair.errors import RangeWarning as RangeWarning
 from counterfair.errors import ScaleWarning as ScaleWarning
 from counterfair.errors import SCMError as SCMError
-from counterfair.inference.abduction import Abduction as Abduction
+from counterfair.inference.abduction_result import Abduction as Abduction
 from counterfair.inference.fit import Fit as Fit
 from counterfair.inference.invariance import invariance_check as invariance_check
 from counterfair.inference.loo import compare as compare

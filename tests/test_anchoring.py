@@ -22,7 +22,7 @@ from _seeds import shifted
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Protected
-from counterfair.stan.anchored import conditional_moments
+from counterfair.stan.anchored_recovery import conditional_moments
 from counterfair.stan.anchoring import anchors_of
 from counterfair.stan.backend import get_backend
 from counterfair.stan.codegen import fit_program

@@ -22,7 +22,7 @@ from _models import dag, families_scm, fit_recording
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 from counterfair.stan.data import coords_and_dims
 
 LEVELS_A = ("a", "b", "c")

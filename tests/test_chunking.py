@@ -37,7 +37,7 @@ from counterfair.learn.fair import (
 )
 from counterfair.rng import RowRandom, _poisson_quantile, label_key
 from counterfair.rows import chunking, rows
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 Z_MAX = 4.0
 """Largest |z| of a Monte Carlo moment against its closed form."""

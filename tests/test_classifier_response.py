@@ -33,7 +33,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 
 import counterfair as cf
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 pytestmark = pytest.mark.stan
 

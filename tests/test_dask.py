@@ -29,8 +29,8 @@ from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E
 import counterfair as cf  # noqa: E402
 from counterfair.dask import WORKER_CONFIG, WORKER_ENV  # noqa: E402
 from counterfair.dask import parquet as dask_parquet  # noqa: E402
-from counterfair.dask.rows import run_partitions  # noqa: E402
-from counterfair.rows.rows import Rows  # noqa: E402
+from counterfair.dask.row_calls import run_partitions  # noqa: E402
+from counterfair.rows.validated import Rows  # noqa: E402
 
 pytestmark = pytest.mark.stan
 

@@ -20,7 +20,7 @@ from _seeds import shifted  # noqa: E402
 from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
 
 import counterfair as cf  # noqa: E402
-from counterfair.dask import groups as dask_groups  # noqa: E402
+from counterfair.dask import group_audits as dask_groups  # noqa: E402
 
 PARTITIONS = (1, 3, 7)
 RTOL = 1e-10

@@ -549,7 +549,7 @@ def test_exact_abduction_with_a_categorical_child_matches_a_fine_grid() -> None:
     from counterfair.inference.loo import node_log_density
     from counterfair.model.evaluate import linear_predictor
     from counterfair.model.params import ParamDraws
-    from counterfair.rows.rows import Rows
+    from counterfair.rows.validated import Rows
 
     scm = categorical_child_scm()
     data = scm.sample(8, params=CATEGORICAL_TRUTH, seed=shifted(61)).drop(columns="U")

@@ -48,7 +48,7 @@ from hypothesis import strategies as st
 
 import counterfair as cf
 from counterfair.cli.commands import main
-from counterfair.inference.fitting import training_rows
+from counterfair.inference.sampling import training_rows
 from counterfair.io.scm_file import parse_yaml, read_scm, scm_to_dict
 from counterfair.model.data_levels import with_levels_from_data
 from counterfair.stan.data import fit_data

@@ -656,7 +656,7 @@ def test_the_anchored_mean_reads_a_level_valued_parent_of_the_anchor_from_code_0
     from counterfair.model.encoding import Encoding
     from counterfair.model.params import ParamDraws
     from counterfair.model.specs import Protected
-    from counterfair.stan.anchored import conditional_moments
+    from counterfair.stan.anchored_recovery import conditional_moments
     from counterfair.stan.data import fit_data
 
     scm = cf.SCM(
@@ -744,7 +744,7 @@ def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(
     Newton steps included: the same C++ against 60 nodes with Newton run to convergence."""
     from counterfair.inference.loo import pointwise_log_likelihood
     from counterfair.inference.quadrature_nodes import NODE_CHOICES, TOTAL_TOLERANCE, choose_nodes
-    from counterfair.rows.rows import Rows
+    from counterfair.rows.validated import Rows
 
     scm = every_family_scm()
     data = scm.sample(400, params=TRUTH, seed=shifted(21))
@@ -780,10 +780,10 @@ def test_the_node_check_keeps_few_nodes_only_where_they_are_exact(
 
 
 def test_without_a_pilot_or_with_two_latents_per_row_the_default_nodes_are_kept() -> None:
-    from counterfair.inference.fitting import _quadrature_rule
     from counterfair.inference.quadrature_nodes import choose_nodes
+    from counterfair.inference.sampling import _quadrature_rule
     from counterfair.model.params import ParamDraws
-    from counterfair.rows.rows import Rows
+    from counterfair.rows.validated import Rows
 
     scm = every_family_scm()
     rows = Rows.check(scm.sample(50, params=TRUTH, seed=shifted(22)).drop(columns=["U", "V"]), scm)

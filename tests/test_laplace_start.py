@@ -30,8 +30,8 @@ from _seeds import shifted
 
 import counterfair as cf
 import counterfair.stan.laplace_start as laplace_module
-from counterfair.inference import fitting, starts
-from counterfair.inference.fitting import training_rows
+from counterfair.inference import sampling, starts
+from counterfair.inference.sampling import training_rows
 from counterfair.model.params import ParamDraws
 from counterfair.stan import backend as stan_backend_module
 from counterfair.stan.cmdstan_adapter import executable
@@ -395,7 +395,7 @@ def test_a_laplace_started_fit_drops_its_burn_in_and_keeps_its_step_size(
 
     # the same seed again, the sampler's arguments and the burn-in seen on the way
     seen: dict[str, Any] = {}
-    real_backend, real_burn = fitting.get_backend, fitting._without_burn_in
+    real_backend, real_burn = sampling.get_backend, sampling._without_burn_in
 
     class Watched:
         def __init__(self, inner: Any) -> None:
@@ -412,8 +412,8 @@ def test_a_laplace_started_fit_drops_its_burn_in_and_keeps_its_step_size(
         seen["burn"], seen["before burn"] = count, idata.posterior.sizes["draw"]
         return real_burn(idata, count)
 
-    monkeypatch.setattr(fitting, "get_backend", lambda name="auto": Watched(real_backend(name)))
-    monkeypatch.setattr(fitting, "_without_burn_in", burn)
+    monkeypatch.setattr(sampling, "get_backend", lambda name="auto": Watched(real_backend(name)))
+    monkeypatch.setattr(sampling, "_without_burn_in", burn)
     again = _integrated_fit(seed=shifted(50), warm_start="laplace")
     assert seen["warmup"] == ADAPT_ITERATIONS
     assert seen["draws"] == DRAWS + DEFAULT_WARMUP - ADAPT_ITERATIONS
@@ -498,7 +498,7 @@ def test_a_failed_newton_check_raises_for_laplace_and_falls_back_to_the_pilot_fo
         scm.fit(data, chains=2, draws=50, seed=shifted(61), warm_start="laplace", progress=False)
     with (
         warnings.catch_warnings(),
-        caplog.at_level(logging.INFO, logger="counterfair.inference.fitting"),
+        caplog.at_level(logging.INFO, logger="counterfair.inference.sampling"),
     ):
         warnings.simplefilter("ignore", cf.ConvergenceWarning)
         fit = scm.fit(

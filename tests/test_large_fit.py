@@ -20,7 +20,7 @@ from _models import LG_TRUTH, linear_gaussian_scm
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair.inference.fitting import strata_columns
+from counterfair.inference.sampling import strata_columns
 from counterfair.inference.subsample_check import disjoint_subsamples, verdicts
 from counterfair.rows.subsample import DEFAULT_BINS, fit_rows, stratified_positions, stratum_codes
 

@@ -25,7 +25,7 @@ from scipy.stats import bernoulli, multivariate_normal, poisson
 import counterfair as cf
 from counterfair.inference.loo import integration_method, node_log_density, pointwise_log_likelihood
 from counterfair.model.evaluate import linear_predictor
-from counterfair.rows.rows import observed_values
+from counterfair.rows.validated import observed_values
 
 
 def _inputs(fit: cf.Fit, rows: slice, draws: int) -> tuple:
@@ -231,7 +231,7 @@ def test_quadrature_with_a_categorical_child_equals_a_fine_grid() -> None:
     from test_integrated import CATEGORICAL_TRUTH, categorical_child_scm
 
     from counterfair.model.params import ParamDraws
-    from counterfair.rows.rows import Rows
+    from counterfair.rows.validated import Rows
 
     scm = categorical_child_scm()
     assert integration_method(scm) == "quadrature"

@@ -36,7 +36,7 @@ from counterfair.inference.ppc_result import PosteriorPredictiveCheck
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Protected
-from counterfair.rows.rows import observed_values
+from counterfair.rows.validated import observed_values
 
 matplotlib.use("Agg")  # figures are drawn off screen
 
@@ -294,8 +294,8 @@ def _fit_until_sampling(scm: cf.SCM, data: pd.DataFrame, monkeypatch: pytest.Mon
     def no_backend(name: str) -> Any:
         raise _StopSamplingError
 
-    monkeypatch.setattr("counterfair.inference.fitting.get_backend", no_backend)
-    monkeypatch.setattr("counterfair.inference.fitting._warm_start", lambda *args, **kwargs: None)
+    monkeypatch.setattr("counterfair.inference.sampling.get_backend", no_backend)
+    monkeypatch.setattr("counterfair.inference.sampling._warm_start", lambda *args, **kwargs: None)
     with pytest.raises(_StopSamplingError):
         scm.fit(data, chains=1, warmup=10, draws=10, progress=False)
 

@@ -24,8 +24,8 @@ import counterfair as cf
 from counterfair import errors
 from counterfair.model.encoding import Encoding
 from counterfair.model.families.normal import NormalFamily
-from counterfair.rows import rows as rows_module
-from counterfair.rows.rows import Rows
+from counterfair.rows import validated as rows_module
+from counterfair.rows.validated import Rows
 
 
 @pytest.fixture

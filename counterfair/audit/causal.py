@@ -54,11 +54,11 @@ from counterfair.counterfactual.prediction import (
     response_text,
 )
 from counterfair.errors import NOT_A_DATAFRAME, DataError, SCMError
-from counterfair.inference.chunks import abduct_chunks
+from counterfair.inference.abducted_chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.logs import progress
 from counterfair.rows import dispatch
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 from .causal_report import CounterfactualReport, counterfactual_html
 from .streaming import (
@@ -348,7 +348,7 @@ def counterfactual_fairness(
         changes are written as parquet partitions (atomically; a non-empty folder
         is replaced only with ``overwrite=True``). A Dask frame is audited
         partition by partition and its summaries merged without collecting rows
-        (:func:`counterfair.dask.rows.dask_counterfactual_fairness`).
+        (:func:`counterfair.dask.row_calls.dask_counterfactual_fairness`).
     overwrite : bool
         Replace a non-empty ``rows_out``.
 

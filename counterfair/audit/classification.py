@@ -436,7 +436,7 @@ def group_report(
 
     Everything but the exact bootstrap is a function of these sums (and, for the Poisson
     bootstrap, of the merged ``accumulator``), so rows that arrive in chunks or Dask
-    partitions give the report of all rows at once (:mod:`counterfair.dask.groups`).
+    partitions give the report of all rows at once (:mod:`counterfair.dask.group_audits`).
     The exact bootstrap's tables are computed from the rows and passed in.
     """
     attribute_of_row = layout.attribute_of_row

@@ -104,11 +104,11 @@ from counterfair.errors import (
     UNKNOWN_LEVEL,
     UNKNOWN_ROLE_NODE,
 )
-from counterfair.inference.chunks import abduct_chunks
+from counterfair.inference.abducted_chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.rng import RandomSource
 from counterfair.rows import dispatch
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 from ._validation import check_open_unit
 from .decomposition_result import (
@@ -849,7 +849,7 @@ def decomposition_sums(fit: Fit, rows: Rows, plan: DecompositionPlan) -> Decompo
     """The mergeable sums of a decomposition over ``rows``, chunk by chunk.
 
     The rows are abducted and their four worlds built one chunk at a time
-    (:func:`counterfair.inference.chunks.abduct_chunks`, sized by
+    (:func:`counterfair.inference.abducted_chunks.abduct_chunks`, sized by
     :func:`counterfair.options.chunk_bytes`), so memory holds samples x the chunk's rows,
     never samples x all rows. Exact abduction and every draw of the worlds are keyed by
     the rows' global positions and the sums run over the rows in order, so the sums do

@@ -83,7 +83,7 @@ from counterfair.model.evaluate import linear_predictor, mean_from_eta
 from counterfair.model.nodes import Prior, Protected
 from counterfair.model.scm import SCM
 from counterfair.model.terms.declare import GroupEffect
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 from .sfm_columns import (
     FOLDS,

@@ -175,7 +175,7 @@ class _SavedRun:
         know), then the parsing of the observed columns they hold (a value outside a
         node's levels, a count that is not one)."""
         from counterfair.model.encoding import Encoding
-        from counterfair.rows.rows import Rows
+        from counterfair.rows.validated import Rows
 
         encoding = Encoding(levels=self.levels, continuous=self.continuous)
         checked = Rows.check(rows, self.scm, encoding)
@@ -340,7 +340,7 @@ def _fit_once(scm: Any, data: pd.DataFrame, args: argparse.Namespace, warmup: in
               draws: int) -> Fit:
     import logging
 
-    fitting = logging.getLogger("counterfair.inference.fitting")
+    fitting = logging.getLogger("counterfair.inference.sampling")
     level = fitting.level
     fitting.setLevel(logging.WARNING)  # its diagnostics line is printed once, below
     try:

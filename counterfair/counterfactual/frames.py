@@ -1,7 +1,7 @@
 """Counterfactual and interventional frames of a fit: the long tables users read.
 
 :func:`counterfactual` is what :meth:`counterfair.Fit.counterfactual` runs: it
-abducts the rows chunk by chunk (:func:`counterfair.inference.chunks.abduct_chunks`),
+abducts the rows chunk by chunk (:func:`counterfair.inference.abducted_chunks.abduct_chunks`),
 builds each chunk's worlds (:mod:`counterfair.counterfactual.action`, or
 :mod:`counterfair.counterfactual.paths` for path-specific effects) and merges the
 chunks' frames in the order one call on all the rows gives.
@@ -31,8 +31,8 @@ from counterfair.counterfactual.action import (
     slice_do,
 )
 from counterfair.counterfactual.paths import path_specific_frame
-from counterfair.inference.abduction import Abduction
-from counterfair.inference.chunks import abduct_chunks
+from counterfair.inference.abducted_chunks import abduct_chunks
+from counterfair.inference.abduction_result import Abduction
 from counterfair.model.evaluate import draw_node, linear_predictor
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom

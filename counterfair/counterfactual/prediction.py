@@ -28,10 +28,10 @@ from counterfair.counterfactual.path_features import (
     learner_worlds,
 )
 from counterfair.counterfactual.world import World
-from counterfair.inference.chunks import abduct_chunks
+from counterfair.inference.abducted_chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.rows import dispatch
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 MULTICLASS_PROBABILITY = (
     "response='probability' compares one number per row, the probability of the positive "
@@ -83,7 +83,7 @@ def takes_rows(predictor: Predictor) -> bool:
     """Whether the predictor abducts its inputs for the rows it is given, by their positions:
     a ``FairLearner`` (of any fit), or its bound ``predict`` / ``predict_proba``.
 
-    Such a predictor takes :class:`~counterfair.rows.rows.Rows` with the rows' global
+    Such a predictor takes :class:`~counterfair.rows.validated.Rows` with the rows' global
     positions (recognised by its attributes: this module does not import the learners).
     """
     owner = getattr(predictor, "__self__", predictor)
@@ -310,7 +310,7 @@ def counterfactual_predictions(
         does not) and the factual protected attributes.
 
     A Dask DataFrame ``data`` runs partition by partition
-    (:func:`counterfair.dask.rows.dask_counterfactual_predictions`): give
+    (:func:`counterfair.dask.row_calls.dask_counterfactual_predictions`): give
     ``rows_out=`` a folder for the parquet partitions (and ``overwrite=True`` to
     replace a non-empty one); a Dask frame reading them is returned.
     """
@@ -506,7 +506,7 @@ def counterfactual_predictions_chunk(
     Parameters
     ----------
     rows : Rows or None
-        The chunk's rows and their global positions (:class:`counterfair.rows.rows.Rows`);
+        The chunk's rows and their global positions (:class:`counterfair.rows.validated.Rows`);
         ``None`` with ``abduction`` given (the chunk's joint samples).
     do : mapping
         The intervention for these rows (per-row values already cut to the chunk,

@@ -1,8 +1,8 @@
 """One world of a chunk of rows: protected codes and every node's values, as arrays.
 
 Action (:mod:`counterfair.counterfactual.action`) computes a :class:`World` per intervention
-from an :class:`~counterfair.inference.abduction.Abduction`; prediction reads it. The arrays stay
-arrays from abduction to the summary: the long data frame a predictor reads
+from an :class:`~counterfair.inference.abduction_result.Abduction`; prediction reads it.
+The arrays stay arrays from abduction to the summary: the long data frame a predictor reads
 (:meth:`World.frame`) is built once per world, with the columns that predictor needs,
 its protected columns as categoricals built from their codes.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from counterfair.inference.abduction import Abduction
+from counterfair.inference.abduction_result import Abduction
 
 if TYPE_CHECKING:
     from counterfair.model.encoding import Encoding

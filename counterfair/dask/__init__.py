@@ -4,9 +4,7 @@ Importing this package registers its handlers with :mod:`counterfair.rows.dispat
 the dispatcher imports it on its own when it first meets a Dask collection.
 """
 
-from counterfair.dask import decomposition as decomposition
-from counterfair.dask import groups as groups
-from counterfair.dask import rows as rows
-from counterfair.dask.run import WORKER_CONFIG, WORKER_ENV
+from counterfair.dask import decompose, group_audits, row_calls
+from counterfair.dask.partitions import WORKER_CONFIG, WORKER_ENV
 
-__all__ = ["WORKER_CONFIG", "WORKER_ENV", "decomposition", "groups", "rows"]
+__all__ = ["WORKER_CONFIG", "WORKER_ENV", "decompose", "group_audits", "row_calls"]

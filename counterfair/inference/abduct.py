@@ -18,7 +18,7 @@ import pandas as pd
 
 from counterfair import errors
 from counterfair.inference import exact_abduction, latent_problem
-from counterfair.inference.abduction import (
+from counterfair.inference.abduction_result import (
     DEFAULT_CHAINS,
     DEFAULT_WARMUP,
     EXACT_DRAWS_PER_SET,
@@ -31,7 +31,7 @@ from counterfair.logs import progress_enabled
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
 from counterfair.rows import chunking
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import abduction_data, conditioning_nodes, coords_and_dims
 from counterfair.stan.holes import draw_name, mis_name

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from counterfair.inference import abduct
-from counterfair.inference.abduction import Abduction as Abduction
-from counterfair.inference.abduction import AbductionEngineUsed as AbductionEngineUsed
+from counterfair.inference.abduction_result import Abduction as Abduction
+from counterfair.inference.abduction_result import AbductionEngineUsed as AbductionEngineUsed
 from counterfair.inference.diagnostics import Diagnostics
 from counterfair.inference.ppc import posterior_predictive_check
 from counterfair.inference.ppc_result import PosteriorPredictiveCheck
@@ -23,7 +23,7 @@ from counterfair.inference.quadrature_nodes import QuadratureRule
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
 from counterfair.rows import dispatch
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 from counterfair.stan.laplace_start import LaplaceStart
 from counterfair.stan.warm_start import WarmStart
 
@@ -322,7 +322,7 @@ class Fit:
         Parameters
         ----------
         data : pandas.DataFrame or Rows, optional
-            Rows to abduct (a :class:`~counterfair.rows.rows.Rows` carries its global
+            Rows to abduct (a :class:`~counterfair.rows.validated.Rows` carries its global
             positions and is not validated again). ``None`` means the training rows: with
             ``condition_on=None`` and ``engine="auto"`` their latents come from
             the joint posterior of the fit itself (``engine`` ``"fit"`` on the
@@ -408,7 +408,7 @@ class Fit:
 
         With ``data=None`` the draws of the training rows from the fit; otherwise
         abduction for new rows (see :meth:`abduct` for the options). A Dask
-        DataFrame is abducted partition by partition (:mod:`counterfair.dask.rows`).
+        DataFrame is abducted partition by partition (:mod:`counterfair.dask.row_calls`).
         """
         if (handler := dispatch.handler_for("Fit.latents", data)) is not None:
             return handler(self, data, **kwargs)

@@ -31,12 +31,12 @@ import networkx as nx
 import numpy as np
 
 from counterfair import errors
-from counterfair.inference.abduction import Abduction
+from counterfair.inference.abduction_result import Abduction
 from counterfair.inference.loo import log_evidence
 from counterfair.model.evaluate import draw_node, linear_predictor
 from counterfair.model.params import ParamDraws
 from counterfair.rng import RowRandom
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM

@@ -7,7 +7,7 @@ several paths. It is run by CmdStan (cmdstanpy ``CmdStanModel.pathfinder``) and
 costs a small fraction of NUTS; its draws are approximate (a Gaussian in the
 unconstrained space, so skew and heavy tails are missed and sds tend to be too
 small). ``SCM.fit(method="pathfinder")`` runs it through
-:func:`counterfair.inference.fitting.fit_scm`;
+:func:`counterfair.inference.sampling.fit_scm`;
 the resulting :class:`~counterfair.Fit` holds the draws as one chain and
 ``fit.method == "pathfinder"``; R-hat, ESS and divergences do not apply to them, so
 no ConvergenceWarning is raised and one INFO line says so. Compare with NUTS on a

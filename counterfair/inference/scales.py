@@ -48,7 +48,7 @@ import pandas as pd
 from counterfair.errors import ScaleWarning
 from counterfair.logs import in_words, user_stacklevel
 from counterfair.model.specs import Observed, Prior, Protected
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -279,7 +279,7 @@ def warn_on_scales(
 ) -> list[ScaleProblem]:
     """Emit one :class:`~counterfair.errors.ScaleWarning` per offending node; return them.
 
-    Called once per fit by :func:`counterfair.inference.fitting.fit_scm` after the data
+    Called once per fit by :func:`counterfair.inference.sampling.fit_scm` after the data
     were validated.
     """
     problems = check_scales(scm, scale_values(scm, data))

@@ -1,6 +1,6 @@
 """Where NUTS starts: a Laplace start, a pilot fit, or neither.
 
-:func:`fit_scm <counterfair.inference.fitting.fit_scm>` asks :func:`choose_start` which
+:func:`fit_scm <counterfair.inference.sampling.fit_scm>` asks :func:`choose_start` which
 start a fit takes (``warm_start=`` of :meth:`counterfair.SCM.fit`), and
 :func:`default_warmup` how long its warm-up is when none is given. The starts themselves
 are stage-4 code: :mod:`counterfair.stan.laplace_start` (mode, Hessian, dense metric) and
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from counterfair.inference.quadrature_nodes import default_rule
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 from counterfair.stan.backend import resolve_backend_name
 from counterfair.stan.data import fit_data
 from counterfair.stan.inits import latent_inits
@@ -27,7 +27,7 @@ from counterfair.stan.warm_start import MIN_ROWS, MIN_WARMUP, WarmStart, pilot_f
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
 
-logger = logging.getLogger("counterfair.inference.fitting")  # its lines, as before the move
+logger = logging.getLogger("counterfair.inference.sampling")  # its lines, as before the move
 
 __all__ = ["NUTS_WARMUP", "WARM_STARTS", "choose_start", "default_warmup", "fit_inits"]
 

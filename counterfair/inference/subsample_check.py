@@ -38,7 +38,7 @@ import xarray as xr
 
 from counterfair.errors import ConvergenceWarning
 from counterfair.inference.fit import Fit
-from counterfair.inference.fitting import strata_columns
+from counterfair.inference.sampling import strata_columns
 from counterfair.model.scm import SCM
 from counterfair.rows.subsample import check_size, stratified_positions, stratum_codes
 

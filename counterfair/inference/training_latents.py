@@ -35,7 +35,7 @@ from counterfair.stan.integrated import drawn_in_program
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
-    from counterfair.rows.rows import Rows
+    from counterfair.rows.validated import Rows
 
 
 def drawn_after_sampling(scm: SCM, integrate: Collection[str]) -> tuple[str, ...]:

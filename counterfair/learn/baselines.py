@@ -132,7 +132,7 @@ class BaselinePredictor(Savable, BaseEstimator):  # type: ignore[misc]
         """Predictions of the fitted estimator (as floats when numeric; class labels else).
 
         Rows are processed in chunks of :func:`counterfair.options.chunk_bytes`. A
-        Dask DataFrame is predicted partition by partition (:mod:`counterfair.dask.rows`);
+        Dask DataFrame is predicted partition by partition (:mod:`counterfair.dask.row_calls`);
         ``rows_out=`` writes its predictions as parquet, as ``FairLearner.predict``.
         """
         if (handler := dispatch.handler_for("BaselinePredictor.predict", X)) is not None:

@@ -43,7 +43,7 @@ from counterfair.counterfactual.prediction import (
     refuse_rows_out,
 )
 from counterfair.inference.abduct import default_conditioning
-from counterfair.inference.chunks import abduct_chunks
+from counterfair.inference.abducted_chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.learn.saving import Savable
 from counterfair.logs import user_stacklevel
@@ -51,7 +51,7 @@ from counterfair.model.families import family_of
 from counterfair.model.scm import SCM
 from counterfair.model.specs import Observed
 from counterfair.rows import chunking, dispatch
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 logger = logging.getLogger("counterfair")
 
@@ -838,7 +838,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         return args
 
     def _chunk_draws(self, X: pd.DataFrame | Rows) -> Iterator[np.ndarray]:
-        """:meth:`predict_draws` chunk by chunk (:mod:`counterfair.inference.chunks`)."""
+        """:meth:`predict_draws` chunk by chunk (:mod:`counterfair.inference.abducted_chunks`)."""
         scm = self._check_setup()
         fit = self.scm_fit_
         rows = fit.rows_of(X)
@@ -882,7 +882,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         applies) the result is the same for any chunk size. MCMC abduction of new
         rows runs once on all rows and is not chunk-invariant.
 
-        ``X`` may be a :class:`counterfair.rows.rows.Rows` (one partition of a larger
+        ``X`` may be a :class:`counterfair.rows.validated.Rows` (one partition of a larger
         data set with its global positions): its rows then get the numbers they
         get in the whole data set. So may ``X`` of :meth:`predict` and
         :meth:`predict_proba`.
@@ -910,7 +910,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         (a plain latent column in ``X``, such as the true K of simulated data,
         is ignored), chunk by chunk, with the same result for any chunk size
         (see :meth:`predict_draws`). A Dask DataFrame is predicted partition by
-        partition (:mod:`counterfair.dask.rows`) and gives the same NumPy array;
+        partition (:mod:`counterfair.dask.row_calls`) and gives the same NumPy array;
         with ``rows_out=`` a folder, the predictions are written there as parquet
         partitions (columns ``row``, ``position``, ``prediction``; a non-empty folder
         is replaced only with ``overwrite=True``) and a Dask frame reading them is
@@ -931,7 +931,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
 
         Columns follow ``classes_``. Available for classification targets
         (Bernoulli, ordinal and categorical nodes). A Dask DataFrame is predicted
-        partition by partition (:mod:`counterfair.dask.rows`).
+        partition by partition (:mod:`counterfair.dask.row_calls`).
         """
         if (handler := dispatch.handler_for("FairLearner.predict_proba", X)) is not None:
             return handler(self, X)

@@ -23,7 +23,7 @@ from counterfair.model.terms import equation_terms, learn_terms
 from counterfair.options import DEFAULT_MAX_ROWS
 
 if TYPE_CHECKING:  # the return type of the fit delegate below
-    from counterfair.inference.fitting import Fit
+    from counterfair.inference.sampling import Fit
 
 Coding = Literal["reference", "onehot"]
 
@@ -511,7 +511,7 @@ class SCM:
             is combined with ``method="pathfinder"``.
         """
 
-        from counterfair.inference.fitting import fit  # the stage above: a delegate
+        from counterfair.inference.sampling import fit  # the stage above: a delegate
 
         return fit(
             self, data, chains=chains, warmup=warmup, draws=draws, seed=seed, backend=backend,

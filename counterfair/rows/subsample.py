@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 RowsOrFrame = TypeVar("RowsOrFrame", Rows, pd.DataFrame)
 

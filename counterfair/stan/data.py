@@ -13,7 +13,7 @@ from counterfair import errors
 from counterfair.model.encoding import Encoding
 from counterfair.model.families.categorical import Categorical
 from counterfair.model.params import ParamDraws
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 from counterfair.stan.codegen import abduction_equations
 from counterfair.stan.holes import hole_data
 

@@ -43,7 +43,7 @@ from counterfair.rows.missing import COUNT_FAMILIES, count_bound
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
-    from counterfair.rows.rows import Rows
+    from counterfair.rows.validated import Rows
 
 __all__ = [
     "data_lines",

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from counterfair.model.params import ParamDraws
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import fit_data
 

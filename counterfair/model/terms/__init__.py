@@ -64,8 +64,7 @@ from counterfair.model.terms.declare import (
     lengthscale_prior,
 )
 from counterfair.model.terms.document import TERM_SCHEMA, term_document, term_from_document
-from counterfair.model.terms.equation import EquationTerm, ParentKind
-from counterfair.model.terms.groups import (
+from counterfair.model.terms.group_codes import (
     UNSEEN_BASE,
     group_codes,
     groups_name,
@@ -73,6 +72,7 @@ from counterfair.model.terms.groups import (
     unseen_code,
 )
 from counterfair.model.terms.stan_functions import HSGP_FUNCTIONS, SUM_TO_ZERO_FUNCTION
+from counterfair.model.terms.term import EquationTerm, ParentKind
 
 __all__ = [
     "GP_KERNELS",

@@ -11,8 +11,8 @@ import numpy as np
 from counterfair import errors
 from counterfair.model.terms.bases import learn_range
 from counterfair.model.terms.declare import GroupEffect, Smooth, Term, check_terms
-from counterfair.model.terms.equation import EquationTerm, ParentKind
-from counterfair.model.terms.groups import learn_groups
+from counterfair.model.terms.group_codes import learn_groups
+from counterfair.model.terms.term import EquationTerm, ParentKind
 
 
 # ---------------------------------------------------------------------- building

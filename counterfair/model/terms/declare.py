@@ -3,7 +3,7 @@
 What a user writes in a spec's ``terms=`` (and the SCM file reads back): the term's
 parents, basis and priors, checked when the term is made. How a term becomes design
 columns, Stan declarations and numpy effects lives beside it
-(:mod:`counterfair.model.terms.equation`).
+(:mod:`counterfair.model.terms.term`).
 """
 
 from __future__ import annotations

@@ -46,9 +46,9 @@ from counterfair.rows.missing import (
     model_record,
     scm_columns,
 )
-from counterfair.rows.rows import Rows, check_frame
 from counterfair.rows.subsample import fit_rows
-from counterfair.stan.anchored import add_anchored_latents
+from counterfair.rows.validated import Rows, check_frame
+from counterfair.stan.anchored_recovery import add_anchored_latents
 from counterfair.stan.anchoring import all_anchors_of
 from counterfair.stan.backend import get_backend, resolve_backend_name
 from counterfair.stan.data import coords_and_dims, fit_data

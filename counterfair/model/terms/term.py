@@ -21,7 +21,7 @@ from counterfair.logs import user_stacklevel
 from counterfair.model.nodes import Prior, stan_real
 from counterfair.model.terms.bases import OUTSIDE_RANGE, outside_range, smooth_basis, smooth_width
 from counterfair.model.terms.declare import HSGP_BOUNDARY, GroupEffect, Interaction, Smooth, Term
-from counterfair.model.terms.groups import groups_name
+from counterfair.model.terms.group_codes import groups_name
 from counterfair.model.terms.stan_functions import (
     HSGP_FUNCTIONS,
     SUM_TO_ZERO_FUNCTION,

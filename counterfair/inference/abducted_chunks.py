@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from counterfair.inference.abduction import EXACT_DRAWS_PER_SET, Abduction
+from counterfair.inference.abduction_result import EXACT_DRAWS_PER_SET, Abduction
 from counterfair.rows import chunking
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 if TYPE_CHECKING:  # counterfactual frames of a Fit come through here
     from counterfair.inference.fit import Fit

@@ -27,11 +27,11 @@ from counterfair.audit.decomposition import (
     finish_decomposition,
 )
 from counterfair.audit.streaming import DecompositionSums
-from counterfair.dask.rows import _check_frame, is_dask_frame
-from counterfair.dask.run import run_partitions
+from counterfair.dask.partitions import run_partitions
+from counterfair.dask.row_calls import _check_frame, is_dask_frame
 from counterfair.inference.fit import Fit
 from counterfair.rows import dispatch
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 
 def _kernel(

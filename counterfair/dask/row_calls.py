@@ -53,13 +53,13 @@ from counterfair.counterfactual.prediction import (
     response_text,
 )
 from counterfair.dask import parquet as dask_parquet
-from counterfair.dask.run import fit_of, partition_starts, partitions, run_partitions
+from counterfair.dask.partitions import fit_of, partition_starts, partitions, run_partitions
 from counterfair.dask.summary import AuditSummary
 from counterfair.inference.fit import Fit
 from counterfair.learn.baselines import BaselinePredictor
 from counterfair.learn.fair import FairLearner
 from counterfair.rows import dispatch
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 DTYPE_MISMATCH = (
     "column {column!r} of the Dask frame has dtype {got} but the fit's data had {expected} "

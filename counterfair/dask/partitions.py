@@ -8,7 +8,7 @@ Inside a task, every abduction of the fit (a FairLearner's, an audit's, a flip
 test's subset) is given the global positions of its rows, looked up by index
 label (:func:`with_positions`), so its random draws are those the rows get in
 one in-memory call on the whole frame. Dask is imported inside the functions:
-this module is imported by :mod:`counterfair.dask.rows` when the package is.
+this module is imported by :mod:`counterfair.dask.row_calls` when the package is.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pandas as pd
 
 from counterfair import errors
 from counterfair.inference.fit import Fit
-from counterfair.rows.rows import Rows
+from counterfair.rows.validated import Rows
 
 logger = logging.getLogger(__name__)
 

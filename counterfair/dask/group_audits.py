@@ -66,7 +66,7 @@ from counterfair.audit.regression import (
     regression_report,
     regression_weights,
 )
-from counterfair.dask.run import IN_PARTITION, compute, merge_tree, partitions
+from counterfair.dask.partitions import IN_PARTITION, compute, merge_tree, partitions
 from counterfair.rows import dispatch
 
 NO_ROW_IDS = (
