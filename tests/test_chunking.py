@@ -36,7 +36,7 @@ from counterfair.learn.fair import (
     merge_prediction_chunks,
 )
 from counterfair.rng import RowRandom, _poisson_quantile, label_key
-from counterfair.rows import chunking, rows
+from counterfair.rows import chunking
 from counterfair.rows.validated import Rows
 
 Z_MAX = 4.0
@@ -371,7 +371,7 @@ def test_counterfactual_predictions_do_not_depend_on_the_chunks(
     assert len(parts) > 1 and all("position" in p.columns for p in parts)
     pd.testing.assert_frame_equal(merge_prediction_chunks(parts, {"A": "b"}), first)
     # a chunk computed alone, far from the others, holds the same numbers
-    alone = rows.Rows.from_frame(new.iloc[50:55], positions=np.arange(50, 55))
+    alone = Rows.from_frame(new.iloc[50:55], positions=np.arange(50, 55))
     chunk = counterfactual_predictions_chunk(
         fit, alone, {"A": "b"}, predictor, n_samples=20, seed=shifted(5)
     )
