@@ -1,9 +1,11 @@
 """The stages import one way: the import-linter layers contract of ``pyproject.toml`` holds.
 
 The contract (``[tool.importlinter]``) orders the subpackages base -> model -> rows ->
-stan -> inference -> counterfactual -> learn | audit -> io -> dask -> datasets ->
-experiments -> cli; its only exceptions are the named one-line delegates of ``SCM``,
-``Fit`` and the learners. ``lint-imports`` also runs in CI on its own.
+stan -> inference -> counterfactual -> learn | audit -> io -> dask -> datasets -> cli;
+its only exceptions are the named one-line delegates of ``SCM``, ``Fit`` and the
+learners. A second contract forbids the package to import the studies of
+``experiments/``, which the wheel does not carry. ``lint-imports`` also runs in CI on its
+own.
 """
 
 from __future__ import annotations
@@ -18,10 +20,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _contract() -> dict[str, object]:
+def _contracts(kind: str) -> list[dict[str, object]]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    (contract,) = config["contracts"]
-    return dict(contract)
+    return [dict(c) for c in config["contracts"] if c["type"] == kind]
+
+
+def _contract() -> dict[str, object]:
+    (contract,) = _contracts("layers")
+    return contract
+
+
+def test_the_package_is_forbidden_to_import_the_studies() -> None:
+    (forbidden,) = _contracts("forbidden")
+    assert forbidden["source_modules"] == ["counterfair"]
+    assert forbidden["forbidden_modules"] == ["experiments"]
 
 
 def test_the_layers_contract_is_kept() -> None:
