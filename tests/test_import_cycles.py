@@ -5,7 +5,7 @@ those inside functions included (they run too) and those under ``if TYPE_CHECKIN
 left out (they never run). Strongly connected components of that graph are cycles.
 
 There is none. ``SCM`` and ``Fit`` keep one-line convenience delegates that import
-the stage above them inside the method (``SCM.fit`` -> ``inference.fitting``,
+the stage above them inside the method (``SCM.fit`` -> ``inference.sampling``,
 ``Fit.counterfactual`` -> ``counterfactual.frames``, ``Fit.save`` -> ``io``); the
 modules those delegates reach name ``SCM`` and ``Fit`` in annotations only, so no
 delegate closes a loop. The layers themselves are held by the import-linter contract
