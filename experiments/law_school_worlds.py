@@ -175,7 +175,7 @@ def run(config: WorldsConfig) -> pd.DataFrame:
         fits,
         target="ZFYA",
         features=FEATURES,
-        protected="race",
+        attribute="race",
         lams=list(config.lams),
         test=test,
         n_samples=config.n_samples,

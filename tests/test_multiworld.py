@@ -1,4 +1,5 @@
-"""MultiWorldLearner (Russell, Kusner, Loftus and Silva 2017): exact solution, limits, sweep.
+"""MultiWorldLearner (Russell, Kusner, Loftus and Silva 2017): exact solution, limits, sweep,
+and the scikit-learn contract (``__init__`` stores, ``fit`` checks; get/set_params, clone).
 
 Worlds are the level 2 and level 3 law school fits shared with the other modules
 (both have ``race`` with the same levels and the observed UGPA and LSAT); the
@@ -23,7 +24,14 @@ from _models import (
 )
 from _seeds import shifted
 from scipy import optimize
+from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.utils.estimator_checks import (
+    check_get_params_invariance,
+    check_no_attributes_set_in_init,
+    check_set_params,
+)
 
 import counterfair as cf
 from counterfair.learn.multiworld import objective, penalty_matrix, solve, trade_off
@@ -44,7 +52,12 @@ def worlds(stan_backend: str) -> list[cf.Fit]:
 @pytest.fixture(scope="module")
 def design(worlds: list[cf.Fit]) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     learner = cf.MultiWorldLearner(
-        fits=worlds, target="ZFYA", features=FEATURES, protected="race", n_samples=N_SAMPLES
+        fits=worlds,
+        target="ZFYA",
+        features=FEATURES,
+        attribute="race",
+        n_samples=N_SAMPLES,
+        seed=shifted(0),
     )
     rows = worlds[0].data
     x = rows[FEATURES].to_numpy(dtype=float)
@@ -69,18 +82,23 @@ def _numeric(
 # ---------------------------------------------------------------------- bad input
 @pytest.mark.stan
 def test_bad_input_raises(worlds: list[cf.Fit]) -> None:
-    kwargs = {"target": "ZFYA", "features": FEATURES, "protected": "race"}
+    kwargs = {"target": "ZFYA", "features": FEATURES, "attribute": "race"}
     with pytest.raises(cf.FairnessError, match="lam must be"):
-        cf.MultiWorldLearner(fits=worlds, lam=-0.1, **kwargs)  # type: ignore[arg-type]
+        cf.MultiWorldLearner(fits=worlds, lam=-0.1, **kwargs).fit()  # type: ignore[arg-type]
     with pytest.raises(cf.FairnessError, match="at least one world"):
-        cf.MultiWorldLearner(fits=[], **kwargs)  # type: ignore[arg-type]
+        cf.MultiWorldLearner(fits=[], **kwargs).fit()  # type: ignore[arg-type]
     with pytest.raises(cf.FairnessError, match="'tree' is not supported"):
-        cf.MultiWorldLearner(fits=worlds, estimator="tree", **kwargs)  # type: ignore[arg-type]
+        cf.MultiWorldLearner(fits=worlds, estimator="tree", **kwargs).fit()  # type: ignore[arg-type]
     with pytest.raises(cf.FairnessError, match="epsilon must be"):
-        cf.MultiWorldLearner(fits=worlds, epsilon=-1.0, **kwargs)  # type: ignore[arg-type]
+        cf.MultiWorldLearner(fits=worlds, epsilon=-1.0, **kwargs).fit()  # type: ignore[arg-type]
     # level 3 has no ZFYA node: a feature the world does not know is named
+    unknown = cf.MultiWorldLearner(
+        fits=worlds, target="y", features=["UGPA", "ZFYA"], attribute="race"
+    )
     with pytest.raises(cf.DataError, match="world 1: feature column 'ZFYA'"):
-        cf.MultiWorldLearner(fits=worlds, target="y", features=["UGPA", "ZFYA"], protected="race")
+        unknown.fit()
+    with pytest.raises(cf.DataError, match="world 1: feature column 'ZFYA'"):
+        unknown.differences()  # checked before any draw, as in fit
     other = dataclasses.replace(
         worlds[1],
         encoding=Encoding(
@@ -89,7 +107,122 @@ def test_bad_input_raises(worlds: list[cf.Fit]) -> None:
         ),
     )
     with pytest.raises(cf.FairnessError, match=r"levels of 'race'.*'Asian'.*'Hispanic'"):
-        cf.MultiWorldLearner(fits=[worlds[0], other], **kwargs)  # type: ignore[arg-type]
+        cf.MultiWorldLearner(fits=[worlds[0], other], **kwargs).fit()  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- scikit-learn
+PARAMS: dict[str, object] = {"target": "ZFYA", "features": FEATURES, "attribute": "race"}
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        ({"lam": -0.1}, cf.FairnessError, "lam must be a finite number >= 0, got -0.1"),
+        ({"lam": float("nan")}, cf.FairnessError, "lam must be a finite number >= 0"),
+        ({"epsilon": -1.0}, cf.FairnessError, "epsilon must be a finite number >= 0"),
+        ({"estimator": "tree"}, cf.FairnessError, "estimator 'tree' is not supported"),
+        ({"features": ["UGPA", "ZFYA"]}, cf.DataError, "target 'ZFYA' cannot also be a feature"),
+        ({"fits": []}, cf.FairnessError, "at least one world"),
+    ],
+)
+def test_init_stores_and_fit_checks(
+    bad: dict[str, object], error: type[Exception], message: str
+) -> None:
+    """scikit-learn's contract: ``__init__`` stores every argument as given, under its own
+    name, and does no work; the check, and the error naming the parameter, come from fit."""
+    params: dict[str, object] = {"fits": [object()], **PARAMS, **bad}
+    learner = cf.MultiWorldLearner(**params)  # type: ignore[arg-type]  # does not raise
+    for name, value in params.items():
+        assert learner.get_params()[name] is value, name
+    assert not [k for k in vars(learner) if k.endswith("_")]
+    with pytest.raises(error, match=re.escape(message)):
+        learner.fit()
+
+
+def test_scikit_learn_parameter_checks() -> None:
+    """scikit-learn's own checks of the parameters (nothing but them set in ``__init__``,
+    get_params stable, set_params round trip), the names, keyword-only, the tags."""
+    learner = cf.MultiWorldLearner(fits=[object()], **PARAMS)  # type: ignore[arg-type]
+    check_no_attributes_set_in_init("MultiWorldLearner", learner)
+    check_get_params_invariance("MultiWorldLearner", learner)
+    check_set_params("MultiWorldLearner", learner)
+    assert set(learner.get_params()) == {
+        "fits", "target", "features", "attribute", "estimator", "lam", "epsilon",
+        "n_samples", "seed",
+    }
+    assert learner.get_params()["seed"] is None  # as FairLearner's: each world's fit seed
+    with pytest.raises(TypeError, match="protected"):  # the column is attribute= now
+        cf.MultiWorldLearner(  # type: ignore[call-arg]
+            fits=[], protected="race", target="ZFYA", features=FEATURES
+        )
+    with pytest.raises(TypeError):
+        cf.MultiWorldLearner([], "ZFYA", FEATURES, "race")  # type: ignore[misc]  # keyword-only
+    assert is_regressor(learner) and not is_classifier(learner)
+    learner.set_params(estimator="logistic")
+    assert is_classifier(learner) and not is_regressor(learner)
+    with pytest.raises(NotFittedError):
+        learner.predict(pd.DataFrame({"UGPA": [3.0], "LSAT": [30.0]}))
+
+
+def test_clone_keeps_params_and_shares_the_worlds() -> None:
+    worlds = [object(), object()]
+    learner = cf.MultiWorldLearner(
+        fits=worlds, lam=2.5, n_samples=7, seed=3, **PARAMS  # type: ignore[arg-type]
+    )
+    copy = clone(learner)
+    assert copy is not learner
+    assert clone(learner).get_params() == learner.get_params()
+    assert copy.fits == worlds and copy.fits is not worlds  # a new list of the same fits
+    assert all(a is b for a, b in zip(copy.fits, worlds, strict=True))
+    assert copy.features == learner.features and copy.features is not learner.features
+    as_tuple = clone(learner.set_params(fits=tuple(worlds)))
+    assert as_tuple.get_params() == learner.get_params()  # the container keeps its type
+
+
+@pytest.mark.stan
+def test_fitted_clone_with_the_same_seed_predicts_identically(worlds: list[cf.Fit]) -> None:
+    rows = worlds[0].data
+    fitted = cf.MultiWorldLearner(
+        fits=worlds, lam=2.0, n_samples=N_SAMPLES, seed=shifted(3), **PARAMS  # type: ignore[arg-type]
+    ).fit()
+    copy = clone(fitted)
+    assert clone(fitted).get_params() == fitted.get_params()
+    assert not hasattr(copy, "coef_") and not hasattr(copy, "levels_")
+    copy.fit()
+    np.testing.assert_array_equal(copy.predict(rows), fitted.predict(rows))
+    np.testing.assert_array_equal(copy.coef_, fitted.coef_)
+    # another seed draws other counterfactuals and so other weights
+    other = clone(fitted).set_params(seed=shifted(4)).fit()
+    assert not np.array_equal(other.coef_, fitted.coef_)
+
+
+@pytest.mark.stan
+def test_set_params_then_fit_equals_constructing_with_them(worlds: list[cf.Fit]) -> None:
+    rows = worlds[0].data.assign(passed=lambda f: (f["ZFYA"] > 0).astype(int))
+    base = cf.MultiWorldLearner(
+        fits=worlds, n_samples=N_SAMPLES, seed=shifted(3), **PARAMS  # type: ignore[arg-type]
+    )
+    diffs = base.differences()
+    changed = base.set_params(lam=5.0, estimator="logistic", target="passed")
+    assert changed is base
+    fitted = changed.fit(rows, differences=diffs)
+    direct = cf.MultiWorldLearner(
+        fits=worlds, target="passed", features=FEATURES, attribute="race", lam=5.0,
+        estimator="logistic", n_samples=N_SAMPLES, seed=shifted(3),
+    )
+    again = direct.differences()  # the same seed draws the same counterfactuals
+    for ours, theirs in zip(diffs, again, strict=True):
+        np.testing.assert_array_equal(ours.delta, theirs.delta)
+    direct.fit(rows, differences=again)
+    np.testing.assert_allclose(fitted.coef_, direct.coef_, rtol=0, atol=1e-10)
+    assert fitted.intercept_ == pytest.approx(direct.intercept_, abs=1e-10)
+    # y given apart from the rows (as a scikit-learn fit(X, y)) gives the same weights
+    apart = clone(fitted).fit(rows.drop(columns="passed"), rows["passed"], differences=diffs)
+    np.testing.assert_allclose(apart.coef_, fitted.coef_, rtol=0, atol=1e-12)
+    assert 0.5 < fitted.score(rows) <= 1.0  # accuracy for the logistic estimator
+    # the new lam reaches the solver: a smaller one changes the weights
+    weaker = clone(fitted).set_params(lam=0.1).fit(rows, differences=diffs)
+    assert not np.allclose(weaker.coef_, fitted.coef_)
 
 
 # ---------------------------------------------------------------------- exact solution
@@ -125,9 +258,10 @@ def test_lambda_zero_is_ordinary_least_squares_and_logistic(worlds: list[cf.Fit]
         fits=worlds,
         target="ZFYA",
         features=FEATURES,
-        protected="race",
+        attribute="race",
         lam=0.0,
         n_samples=N_SAMPLES,
+        seed=shifted(0),
     ).fit()
     np.testing.assert_allclose(ours.coef_, ols.coef_, rtol=1e-9)
     assert ours.intercept_ == pytest.approx(ols.intercept_, rel=1e-9)
@@ -136,10 +270,11 @@ def test_lambda_zero_is_ordinary_least_squares_and_logistic(worlds: list[cf.Fit]
         fits=worlds,
         target="passed",
         features=FEATURES,
-        protected="race",
+        attribute="race",
         lam=0.0,
         estimator="logistic",
         n_samples=N_SAMPLES,
+        seed=shifted(0),
     ).fit(rows)
     np.testing.assert_allclose(mine.coef_, logit.coef_[0], atol=1e-5)
     assert mine.intercept_ == pytest.approx(logit.intercept_[0], abs=1e-5)
@@ -155,10 +290,11 @@ def test_sweep_drives_every_world_change_to_zero(worlds: list[cf.Fit]) -> None:
         worlds,
         target="ZFYA",
         features=FEATURES,
-        protected="race",
+        attribute="race",
         lams=lams,
         test=test,
         n_samples=N_SAMPLES,
+        seed=shifted(0),
     )
     assert list(table["lam"]) == lams
     worst = table["worst_change"].to_numpy()
@@ -198,7 +334,7 @@ def test_single_world_penalty_uses_that_worlds_draws(stan_backend: str) -> None:
         fits=[fit],
         target="Y",
         features=["X"],
-        protected="A",
+        attribute="A",
         lam=lam,
         n_samples=N_SAMPLES,
         seed=shifted(5),

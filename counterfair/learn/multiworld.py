@@ -36,13 +36,17 @@ constructions).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from scipy import optimize, special
+from sklearn.base import BaseEstimator, clone
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils.validation import check_is_fitted
 
 from counterfair.errors import DataError, FairnessError
 from counterfair.inference.fit import Fit
@@ -68,30 +72,30 @@ class WorldDifferences:
     other: np.ndarray
 
 
-def _check_worlds(fits: Sequence[Fit], features: Sequence[str], protected: str) -> tuple[str, ...]:
+def _check_worlds(fits: Sequence[Fit], features: Sequence[str], attribute: str) -> tuple[str, ...]:
     if len(fits) == 0:
         raise FairnessError("MultiWorldLearner needs at least one world (fits=[] was given)")
     levels: tuple[str, ...] | None = None
     for j, fit in enumerate(fits):
-        if protected not in fit.scm.protected:
+        if attribute not in fit.scm.protected:
             raise FairnessError(
-                f"world {j}: {protected!r} is not a protected attribute of its SCM "
+                f"world {j}: {attribute!r} is not a protected attribute of its SCM "
                 f"(protected: {list(fit.scm.protected)})"
             )
-        if protected not in fit.encoding.levels:
-            raise FairnessError(f"world {j}: {protected!r} is continuous; it needs levels")
+        if attribute not in fit.encoding.levels:
+            raise FairnessError(f"world {j}: {attribute!r} is continuous; it needs levels")
         for column in features:
             if column not in fit.scm.observed and column not in fit.scm.protected:
                 raise DataError(
                     f"world {j}: feature column {column!r} is not an observed node of its SCM "
                     f"(observed: {list(fit.scm.observed)})"
                 )
-        found = tuple(fit.encoding.levels[protected])
+        found = tuple(fit.encoding.levels[attribute])
         if levels is None:
             levels = found
         elif set(found) != set(levels):
             raise FairnessError(
-                f"worlds disagree on the levels of {protected!r}: world 0 has {list(levels)}, "
+                f"worlds disagree on the levels of {attribute!r}: world 0 has {list(levels)}, "
                 f"world {j} has {list(found)}"
             )
     assert levels is not None
@@ -126,12 +130,12 @@ def world_differences(
     data: pd.DataFrame | None,
     *,
     features: Sequence[str],
-    protected: str,
+    attribute: str,
     levels: dict[str, tuple[str, ...]],
     n_samples: int,
     seed: int | None,
 ) -> WorldDifferences:
-    """Encoded ``x_cf - x`` for every level of ``protected``, sample and row of one world.
+    """Encoded ``x_cf - x`` for every level of ``attribute``, sample and row of one world.
 
     ``data=None`` uses the fit's training rows and its own posterior draws.
     """
@@ -139,13 +143,13 @@ def world_differences(
     others: list[np.ndarray] = []
     seed = fit.seed if seed is None else seed
     abduction = fit.abduct(data, n_samples=n_samples, seed=seed)  # once, shared by the levels
-    for level in levels[protected]:
-        frame = fit.counterfactual(data, {protected: level}, seed=seed, abduction=abduction)
+    for level in levels[attribute]:
+        frame = fit.counterfactual(data, {attribute: level}, seed=seed, abduction=abduction)
         keys = ["row", "sample"]
         factual = frame[frame["world"] == "factual"].set_index(keys)
         counter = frame[frame["world"] == "counterfactual"].set_index(keys).reindex(factual.index)
         deltas.append(encode(counter, features, levels) - encode(factual, features, levels))
-        others.append(factual[protected].astype(str).to_numpy() != level)
+        others.append(factual[attribute].astype(str).to_numpy() != level)
     return WorldDifferences(np.vstack(deltas), np.concatenate(others))
 
 
@@ -155,32 +159,39 @@ def hinge_penalty(scores: np.ndarray, epsilon: float) -> tuple[float, np.ndarray
     return float(np.mean(excess**2)), 2.0 * np.sign(scores) * excess / scores.size
 
 
-class MultiWorldLearner:
+class MultiWorldLearner(BaseEstimator):  # type: ignore[misc]
     """A linear or logistic predictor penalised for its counterfactual change in every world.
+
+    A scikit-learn estimator: the constructor only stores its arguments (every check
+    happens in :meth:`fit`), so :meth:`get_params`, :meth:`set_params` and
+    :func:`sklearn.base.clone` work; a clone shares the worlds ``fits`` (fitted
+    posteriors, which are only read) and copies every other parameter.
 
     Parameters
     ----------
     fits : sequence of Fit
         The candidate worlds (SCMs fitted by NUTS); each must know every feature
-        and the protected attribute, with the same levels.
+        and the protected attribute ``attribute``, with the same levels.
     target : str
         Outcome column.
     features : sequence of str
         Observed inputs of the predictor (protected attributes are allowed and
-        one-hot encoded; any descendant of ``protected`` moves under ``do``).
-    protected : str
-        The attribute intervened on.
-    estimator : {"linear", "logistic"}
+        one-hot encoded; any descendant of ``attribute`` moves under ``do``).
+    attribute : str
+        The protected attribute's column: the attribute intervened on.
+    estimator : {"linear", "logistic"}, default "linear"
         Least squares (exact generalised ridge when ``epsilon == 0``) or logistic
-        regression (L-BFGS). Anything else raises.
-    lam : float
+        regression (L-BFGS). Anything else raises in :meth:`fit`.
+    lam : float, default 1.0
         Weight of the summed penalty of the worlds (>= 0).
-    epsilon : float
+    epsilon : float, default 0.0
         Tolerated change of the score (>= 0), the paper's epsilon.
-    n_samples : int
+    n_samples : int, default 50
         Posterior/counterfactual samples per row and world.
     seed : int, optional
-        Seed of the counterfactual draws.
+        Seed of the counterfactual draws (default: each world's own fit seed, as
+        for :class:`counterfair.FairLearner`). The same seed gives the same draws
+        and so the same weights.
 
     Attributes
     ----------
@@ -188,8 +199,20 @@ class MultiWorldLearner:
         Weights of the linear score (after :meth:`fit`).
     intercept_ : float
         Its intercept.
+    levels_ : dict of str to tuple of str
+        Levels of each categorical feature and of ``attribute``, as encoded.
     differences_ : list of WorldDifferences
         One per world, for the training rows.
+
+    Raises
+    ------
+    FairnessError
+        From :meth:`fit`: an unknown ``estimator``, ``lam`` or ``epsilon`` negative
+        or not finite, no worlds, ``attribute`` not a protected attribute with
+        levels in some world, or worlds that disagree on its levels.
+    DataError
+        From :meth:`fit`: ``target`` among ``features``, a feature that is not a
+        node of some world, a missing column.
     """
 
     def __init__(
@@ -198,51 +221,83 @@ class MultiWorldLearner:
         fits: Sequence[Fit],
         target: str,
         features: Sequence[str],
-        protected: str,
+        attribute: str,
         estimator: str = "linear",
         lam: float = 1.0,
         epsilon: float = 0.0,
         n_samples: int = 50,
-        seed: int | None = 0,
+        seed: int | None = None,
     ) -> None:
-        if estimator not in ESTIMATORS:
-            raise FairnessError(
-                f"estimator {estimator!r} is not supported: the multi-world penalty has an exact "
-                f"convex solution only for {list(ESTIMATORS)}"
-            )
-        if not np.isfinite(lam) or lam < 0:
-            raise FairnessError(f"lam must be a finite number >= 0, got {lam}")
-        if not np.isfinite(epsilon) or epsilon < 0:
-            raise FairnessError(f"epsilon must be a finite number >= 0, got {epsilon}")
-        if target in features:
-            raise DataError(f"target {target!r} cannot also be a feature")
-        self.fits = list(fits)
+        self.fits = fits
         self.target = target
-        self.features = list(features)
-        self.protected = protected
+        self.features = features
+        self.attribute = attribute
         self.estimator = estimator
-        self.lam = float(lam)
-        self.epsilon = float(epsilon)
+        self.lam = lam
+        self.epsilon = epsilon
         self.n_samples = n_samples
         self.seed = seed
-        levels = _check_worlds(self.fits, self.features, protected)
-        self.levels_: dict[str, tuple[str, ...]] = {
-            c: tuple(self.fits[0].encoding.levels[c])
-            for c in self.features
-            if c in self.fits[0].encoding.levels
+
+    # ------------------------------------------------------------------ scikit-learn
+    def __sklearn_tags__(self) -> Any:
+        from sklearn.utils import ClassifierTags, RegressorTags
+
+        tags = super().__sklearn_tags__()
+        if self.estimator == "logistic":
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags()
+        else:
+            tags.estimator_type = "regressor"
+            tags.regressor_tags = RegressorTags()
+        return tags
+
+    def __sklearn_clone__(self) -> MultiWorldLearner:
+        """An unfitted copy with the same parameters; the worlds are shared, not copied.
+
+        ``clone`` would deep-copy every Fit (its posterior and training rows), and two
+        copies of a Fit do not compare equal; the copy of the container keeps its type.
+        """
+        params = self.get_params(deep=False)
+        fits = params.pop("fits")
+        copied = {name: clone(value, safe=False) for name, value in params.items()}
+        return type(self)(fits=copy.copy(fits), **copied)
+
+    def _checked(self) -> dict[str, tuple[str, ...]]:
+        """Validate the parameters; the levels of each categorical feature and ``attribute``."""
+        if self.estimator not in ESTIMATORS:
+            raise FairnessError(
+                f"estimator {self.estimator!r} is not supported: the multi-world penalty has "
+                f"an exact convex solution only for {list(ESTIMATORS)}"
+            )
+        if not np.isfinite(self.lam) or self.lam < 0:
+            raise FairnessError(f"lam must be a finite number >= 0, got {self.lam}")
+        if not np.isfinite(self.epsilon) or self.epsilon < 0:
+            raise FairnessError(f"epsilon must be a finite number >= 0, got {self.epsilon}")
+        features = list(self.features)
+        if self.target in features:
+            raise DataError(f"target {self.target!r} cannot also be a feature")
+        fits = list(self.fits)
+        found = _check_worlds(fits, features, self.attribute)
+        levels = {
+            c: tuple(fits[0].encoding.levels[c]) for c in features if c in fits[0].encoding.levels
         }
-        self.levels_[protected] = levels
+        levels[self.attribute] = found
+        return levels
 
     # ------------------------------------------------------------------ fitting
     def differences(self, data: pd.DataFrame | None = None) -> list[WorldDifferences]:
-        """Each world's encoded counterfactual input changes for ``data`` (None: training rows)."""
+        """Each world's encoded counterfactual input changes for ``data`` (None: training rows).
+
+        Checks the parameters as :meth:`fit` does; the learner need not be fitted.
+        """
+        levels = self._checked()
         return [
             world_differences(
                 fit,
                 data,
-                features=self.features,
-                protected=self.protected,
-                levels=self.levels_,
+                features=list(self.features),
+                attribute=self.attribute,
+                levels=levels,
                 n_samples=self.n_samples,
                 seed=self.seed,
             )
@@ -250,58 +305,91 @@ class MultiWorldLearner:
         ]
 
     def fit(
-        self, data: pd.DataFrame | None = None, *, differences: list[WorldDifferences] | None = None
+        self,
+        X: pd.DataFrame | None = None,
+        y: Any = None,
+        *,
+        differences: list[WorldDifferences] | None = None,
     ) -> MultiWorldLearner:
-        """Learn the weights on ``data`` (default: the first fit's training rows).
+        """Learn the weights on ``X`` (default: the first fit's training rows).
 
-        ``differences`` (from :meth:`differences` on the same rows) reuses the
-        counterfactual draws, e.g. along a sweep of ``lam``.
+        Parameters
+        ----------
+        X : pandas.DataFrame, optional
+            Training rows with every feature (default: the first fit's training rows).
+        y : array-like, optional
+            Target values, one per row; default ``X[target]``.
+        differences : list of WorldDifferences, optional
+            From :meth:`differences` on the same rows: reuses the counterfactual
+            draws, e.g. along a sweep of ``lam``.
+
+        Returns
+        -------
+        MultiWorldLearner
+            The fitted learner.
         """
-        rows = self.fits[0].data if data is None else data
-        if self.target not in rows.columns:
-            raise DataError(f"target column {self.target!r} is missing from the data")
-        x = encode(rows, self.features, self.levels_)
-        y = np.asarray(rows[self.target], dtype=float)
-        if differences is None:
-            differences = self.differences(data)
-        if len(differences) != len(self.fits):
-            raise FairnessError(
-                f"{len(differences)} sets of differences for {len(self.fits)} worlds"
+        levels = self._checked()
+        fits = list(self.fits)
+        rows = fits[0].data if X is None else X
+        if y is None:
+            if self.target not in rows.columns:
+                raise DataError(f"target column {self.target!r} is missing from the data")
+            y = rows[self.target]
+        x = encode(rows, list(self.features), levels)
+        target = np.asarray(y, dtype=float)
+        if target.shape != (x.shape[0],):
+            raise DataError(
+                f"y has shape {target.shape}; expected one value per row ({x.shape[0]})"
             )
+        if differences is None:
+            differences = self.differences(X)
+        if len(differences) != len(fits):
+            raise FairnessError(f"{len(differences)} sets of differences for {len(fits)} worlds")
         for d in differences:
             if d.delta.shape[1] != x.shape[1]:
                 raise DataError("differences were computed for other features")
-        self.differences_ = differences
         theta = solve(
             x,
-            y,
+            target,
             [d.delta for d in differences],
             estimator=self.estimator,
-            lam=self.lam,
-            epsilon=self.epsilon,
+            lam=float(self.lam),
+            epsilon=float(self.epsilon),
         )
+        self.levels_ = levels
+        self.differences_ = differences
         self.intercept_ = float(theta[0])
         self.coef_ = theta[1:]
         return self
 
     # ------------------------------------------------------------------ prediction
-    def decision_function(self, data: pd.DataFrame) -> np.ndarray:
+    def decision_function(self, X: pd.DataFrame) -> np.ndarray:
         """The linear score ``x.coef_ + intercept_``."""
-        return encode(data, self.features, self.levels_) @ self.coef_ + self.intercept_
+        check_is_fitted(self, "coef_")
+        return encode(X, list(self.features), self.levels_) @ self.coef_ + self.intercept_
 
-    def predict(self, data: pd.DataFrame) -> np.ndarray:
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
         """Predicted outcome (least squares) or class 0/1 (logistic)."""
-        score = self.decision_function(data)
+        score = self.decision_function(X)
         return score if self.estimator == "linear" else (score > 0).astype(int)
 
-    def predict_proba(self, data: pd.DataFrame) -> np.ndarray:
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         """Probability of class 1 (logistic only)."""
         if self.estimator != "logistic":
             raise FairnessError("predict_proba is only defined for estimator='logistic'")
-        return np.asarray(special.expit(self.decision_function(data)))
+        return np.asarray(special.expit(self.decision_function(X)))
+
+    def score(self, X: pd.DataFrame, y: Any = None) -> float:
+        """R^2 (linear) or accuracy (logistic) on ``X``; ``y`` defaults to ``X[target]``."""
+        truth = np.asarray(X[self.target] if y is None else y, dtype=float)
+        predicted = self.predict(X)
+        if self.estimator == "logistic":
+            return float(accuracy_score(truth, predicted))
+        return float(r2_score(truth, predicted))
 
     def world_changes(self, differences: list[WorldDifferences] | None = None) -> pd.DataFrame:
         """Per world: mean and max |change of the score| over rows, samples and other levels."""
+        check_is_fitted(self, "coef_")
         differences = self.differences_ if differences is None else differences
         records = []
         for j, d in enumerate(differences):
@@ -392,13 +480,13 @@ def trade_off(
     *,
     target: str,
     features: Sequence[str],
-    protected: str,
+    attribute: str,
     lams: Sequence[float],
     test: pd.DataFrame,
     estimator: str = "linear",
     epsilon: float = 0.0,
     n_samples: int = 50,
-    seed: int | None = 0,
+    seed: int | None = None,
     test_differences: list[WorldDifferences] | None = None,
 ) -> pd.DataFrame:
     """Sweep ``lam``: test error against each world's counterfactual change.
@@ -406,6 +494,9 @@ def trade_off(
     The learner is trained on the first fit's training rows; the change is the
     mean |change of the score| over ``test``'s rows, samples and other levels in
     each world (``test_differences``, else abducted for ``test`` in each fit).
+    ``fits``, ``target``, ``features``, ``attribute``, ``estimator``, ``epsilon``,
+    ``n_samples`` and ``seed`` are those of :class:`MultiWorldLearner`; the
+    training draws are abducted once and shared by every ``lam``.
 
     Returns
     -------
@@ -419,7 +510,7 @@ def trade_off(
         fits=fits,
         target=target,
         features=features,
-        protected=protected,
+        attribute=attribute,
         estimator=estimator,
         lam=0.0,
         epsilon=epsilon,
@@ -432,17 +523,7 @@ def trade_off(
     y = np.asarray(test[target], dtype=float)
     records = []
     for lam in lams:
-        learner = MultiWorldLearner(
-            fits=fits,
-            target=target,
-            features=features,
-            protected=protected,
-            estimator=estimator,
-            lam=lam,
-            epsilon=epsilon,
-            n_samples=n_samples,
-            seed=seed,
-        ).fit(None, differences=train_diff)
+        learner = clone(base).set_params(lam=lam).fit(None, differences=train_diff)
         score = learner.decision_function(test)
         record: dict[str, float] = {"lam": float(lam)}
         if estimator == "linear":
