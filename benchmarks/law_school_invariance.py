@@ -89,10 +89,14 @@ def main() -> None:
     rows = test.iloc[: args.test_rows]
     results = []
     fair_k = {}
-    for name, fit, model in (("invariant", base, scm), ("group-specific", grouped, grouped_scm)):
+    for name, fit in (("invariant", base), ("group-specific", grouped)):
         learner = cf.FairLearner(
-            model, target="ZFYA", features="latent", estimator=LinearRegression(),
-            n_samples=50, scm_fit=fit, seed=args.seed,
+            fit,
+            target="ZFYA",
+            features=cf.inputs.Latent(),
+            estimator=LinearRegression(),
+            n_samples=50,
+            seed=args.seed,
         ).fit(train)
         fair_k[name] = learner
         rmse = _rmse(test["ZFYA"], learner.predict(test.drop(columns="ZFYA")))

@@ -96,8 +96,13 @@ def hide(rows: pd.DataFrame, rng: np.random.Generator, scenario: str) -> pd.Data
 def evaluate(fit: cf.Fit, test: pd.DataFrame, seed: int) -> dict[str, dict[str, float]]:
     out = {}
     for name, features in LEARNERS.items():
-        learner = cf.FairLearner(fit.scm, target="FYA", features=features, scm_fit=fit,
-                                 n_samples=100, seed=seed).fit(fit.data)
+        learner = cf.FairLearner(
+            fit,
+            target="FYA",
+            features=features,
+            n_samples=100,
+            seed=seed,
+        ).fit(fit.data)
         predicted = learner.predict(test)
         report = cf.audit.counterfactual_fairness(
             fit, test.drop(columns="FYA"), learner, attributes=["race"], n_samples=50,

@@ -74,8 +74,11 @@ def parameter_table(nuts: cf.Fit, approx: cf.Fit, names: list[str]) -> pd.DataFr
 def fair_k_rmse(fit: cf.Fit, train: pd.DataFrame, test: pd.DataFrame, seed: int) -> float:
     """Test RMSE of Fair K (Algorithm 1) built on ``fit``."""
     learner = FairLearner(
-        fit.scm, target="ZFYA", features="latent", n_samples=50,
-        condition_on_target=False, scm_fit=fit, seed=seed,
+        fit,
+        target="ZFYA",
+        features=cf.inputs.Latent(condition_on_target=False),
+        n_samples=50,
+        seed=seed,
     ).fit(train)
     predictions = np.asarray(learner.predict(test.drop(columns="ZFYA")), dtype=float)
     return float(np.sqrt(np.mean((test["ZFYA"].to_numpy() - predictions) ** 2)))

@@ -287,8 +287,13 @@ def run_in_memory(records: list[dict[str, Any]], size: int, rows: pd.DataFrame, 
           lambda: fit.latents(features, n_samples=20)["K"].mean(axis=0))
     learn_rows = rows.sample(n=min(size, args.fit_rows), random_state=args.seed)
     fair = stage(records, size, "learn", mode, lambda: cf.FairLearner(
-        scm, target="ZFYA", features="latent", estimator=estimator(),
-        n_samples=args.samples, scm_fit=fit, seed=args.seed).fit(learn_rows))
+        fit,
+        target="ZFYA",
+        features=cf.inputs.Latent(),
+        estimator=estimator(),
+        n_samples=args.samples,
+        seed=args.seed,
+    ).fit(learn_rows))
     predictions = stage(records, size, "predict", mode, lambda: fair.predict(features))
     full = cf.full_predictor(scm, target="ZFYA", estimator=estimator()).fit(learn_rows)
     audit = stage(records, size, "cf_audit", mode, lambda: cf.audit.counterfactual_fairness(
@@ -326,8 +331,14 @@ def run_dask(records: list[dict[str, Any]], size: int, scm: Any, params: dict[st
         first = pd.read_parquet(folder / "part-0000.parquet")
         fit = fit_subsample(scm, first, args)
         learn_rows = first.sample(n=min(len(first), args.fit_rows), random_state=args.seed)
-        fair = cf.FairLearner(scm, target="ZFYA", features="latent", estimator=estimator(),
-                              n_samples=args.samples, scm_fit=fit, seed=args.seed).fit(learn_rows)
+        fair = cf.FairLearner(
+            fit,
+            target="ZFYA",
+            features=cf.inputs.Latent(),
+            estimator=estimator(),
+            n_samples=args.samples,
+            seed=args.seed,
+        ).fit(learn_rows)
         full = cf.full_predictor(scm, target="ZFYA", estimator=estimator()).fit(learn_rows)
         del first, learn_rows
         import dask

@@ -3,7 +3,7 @@
 Simulates (numpy) from known SCMs that are not GLMs, fits the linear declaration (every
 parent additive and linear, one loading for everybody) and the flexible one (the terms
 of :mod:`counterfair.model.terms`) with NUTS, trains Fair K
-(``FairLearner(features="latent")``) and Fair Add (``features="additive_noise"``) on
+(``FairLearner(features=cf.inputs.Latent())``) and Fair Add (``features="additive_noise"``) on
 each fit, and a Full least-squares predictor on every observed column and the
 protected attribute as a reference. For every test row it then builds the row's TRUE
 counterfactual -- the same latent K and the same noises, the protected attribute
@@ -452,8 +452,10 @@ class Full:
 class SubsetFairK:
     """Fair K whose K is abducted from some indicators only (``Fit.abduct(condition_on=)``).
 
-    Written out by hand (not a FairLearner): the same predictor as ``FairLearner(...,
-    abduction_args={"condition_on": [...]})``, and under a declaration with
+    Written out by hand (not a FairLearner): the same predictor as ``FairLearner(
+        ...,
+        abduction_args={"condition_on": [...]},
+    )``, and under a declaration with
     ``loading_by=`` as FairLearner's default. With the invariant indicators only, the
     evidence about K is equally precise in every world, so the posterior mean of K does
     not move.
@@ -571,13 +573,19 @@ def _run_scenario(scenario: Scenario, args: argparse.Namespace, index: int) -> p
         every = bool(invariance_plan(scm, "Y").left_out)
         for label, features in (("Fair K", "latent"), ("Fair Add", "additive_noise")):
             learners[label] = cf.FairLearner(
-                scm, target="Y", features=features, n_samples=args.n_samples,
-                scm_fit=fit, seed=args.seed,
+                fit,
+                target="Y",
+                features=features,
+                n_samples=args.n_samples,
+                seed=args.seed,
             ).fit(train)
             if every:
                 learners[f"{label} (all indicators)"] = cf.FairLearner(
-                    scm, target="Y", features=features, n_samples=args.n_samples,
-                    scm_fit=fit, seed=args.seed, invariant_only=False,
+                    fit,
+                    target="Y",
+                    features=cf.inputs.Nodes(features, invariant_only=False),
+                    n_samples=args.n_samples,
+                    seed=args.seed,
                 ).fit(train)
         for label, learner in learners.items():
             factual = np.asarray(learner.predict(x_test), dtype=float)

@@ -89,6 +89,7 @@ _ATTRIBUTES: dict[str, str] = {
 _MODULES: dict[str, str] = {
     "audit": "counterfair.audit",
     "datasets": "counterfair.datasets",
+    "inputs": "counterfair.learn.inputs",
     "options": "counterfair.options",
 }
 

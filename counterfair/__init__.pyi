@@ -40,6 +40,7 @@ from counterfair.io.scm_document import scm_to_dict as scm_to_dict
 from counterfair.io.scm_file import read_scm as read_scm
 from counterfair.io.scm_file import scm_from_dict as scm_from_dict
 from counterfair.io.scm_file import write_scm as write_scm
+from counterfair.learn import inputs as inputs
 from counterfair.learn.baselines import BaselinePredictor as BaselinePredictor
 from counterfair.learn.baselines import full_predictor as full_predictor
 from counterfair.learn.baselines import unaware_predictor as unaware_predictor

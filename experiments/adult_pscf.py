@@ -22,9 +22,9 @@ Gumbel noise, and such fits do not mix. The abducted noise of ``marital`` and
 
 **Predictors** (logistic regression, trained on the full UCI training file and
 evaluated on ``adult.test``): *Full* (every column, sex included), *Unaware* (all but
-sex), *Kusner L2* (:class:`~counterfair.FairLearner` ``features="latent"``: ``U_R``
+sex), *Kusner L2* (:class:`~counterfair.FairLearner` with ``inputs.Latent()``: ``U_R``
 and the non-descendants age and native country; every path from sex unfair) and
-*PSCF* (``features="path_specific"``, unfair paths ``(sex, income)`` and
+*PSCF* (``inputs.PathSpecific``, unfair paths ``(sex, income)`` and
 ``(sex, marital)``, baseline Male).
 
 **Sizes.** NUTS fits the SCM on a seeded random subsample of the training rows
@@ -386,13 +386,20 @@ def _predictors(scm: Any, fit: Any, config: AdultPSCFConfig) -> dict[str, Any]:
         "Full": cf.full_predictor(scm, OUTCOME, **logistic),
         "Unaware": cf.unaware_predictor(scm, OUTCOME, **logistic),
         "Kusner L2": cf.FairLearner(
-            scm, target=OUTCOME, features="latent", n_samples=config.n_samples,
-            scm_fit=fit, seed=config.seed, estimator=LogisticRegression(max_iter=2000),
+            fit,
+            target=OUTCOME,
+            features=cf.inputs.Latent(),
+            estimator=LogisticRegression(max_iter=2000),
+            n_samples=config.n_samples,
+            seed=config.seed,
         ),
         "PSCF": cf.FairLearner(
-            scm, target=OUTCOME, features="path_specific", unfair_paths=UNFAIR_PATHS,
-            baseline=BASELINE, n_samples=config.n_samples, scm_fit=fit, seed=config.seed,
+            fit,
+            target=OUTCOME,
+            features=cf.inputs.PathSpecific(unfair_paths=UNFAIR_PATHS, baseline=BASELINE),
             estimator=LogisticRegression(max_iter=2000),
+            n_samples=config.n_samples,
+            seed=config.seed,
         ),
     }
 

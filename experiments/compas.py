@@ -337,8 +337,11 @@ def _train_predictors(
     import counterfair as cf
 
     fair = cf.FairLearner(
-        scm, target=OUTCOME, features="latent", n_samples=config.n_samples,
-        scm_fit=fit, seed=config.seed,
+        fit,
+        target=OUTCOME,
+        features=cf.inputs.Latent(),
+        n_samples=config.n_samples,
+        seed=config.seed,
     )
     full = cf.full_predictor(scm, OUTCOME, estimator=LogisticRegression(max_iter=1000))
     unaware = cf.unaware_predictor(scm, OUTCOME, estimator=LogisticRegression(max_iter=1000))

@@ -138,8 +138,11 @@ def _predictors(
             scm, OUTCOME, estimator=LogisticRegression(max_iter=1000)
         ),
         FAIR: cf.FairLearner(
-            scm, target=OUTCOME, features="latent", n_samples=config.n_samples,
-            scm_fit=fit, seed=config.seed,
+            fit,
+            target=OUTCOME,
+            features=cf.inputs.Latent(),
+            n_samples=config.n_samples,
+            seed=config.seed,
         ),
     }
     for name, predictor in predictors.items():

@@ -46,6 +46,7 @@ from counterfair.datasets.law_school_models import law_school_level2, law_school
 from counterfair.errors import ConvergenceWarning, ScaleWarning
 from counterfair.inference.latent_problem import supports_exact
 from counterfair.inference.starts import default_warmup
+from counterfair.learn import inputs
 from counterfair.learn.baselines import full_predictor, unaware_predictor
 from counterfair.learn.fair import FairLearner
 from counterfair.learn.noncausal import OrderPreservingPredictor
@@ -320,13 +321,10 @@ def _fit_level2_and_fair_k(
     predictors["Fair K (authors' code)"] = _timed(
         "Fair K, training K conditioned on ZFYA (posterior mean)",
         lambda: FairLearner(
-            scm2,
+            fit2,
             target="ZFYA",
-            features="latent",
+            features=inputs.Latent(training="mean", condition_on_target=True),
             n_samples=config.n_samples,
-            condition_on_target=True,
-            training_inputs="mean",
-            scm_fit=fit2,
             seed=config.seed,
         ).fit(train[COLUMNS_LEVEL2]),
         records.timings,
@@ -335,12 +333,10 @@ def _fit_level2_and_fair_k(
         "Fair K, Algorithm 1 (K ~ P(K | UGPA, LSAT, race, sex))",
         lambda: _fit_with_warnings(
             lambda: FairLearner(
-                scm2,
+                fit2,
                 target="ZFYA",
-                features="latent",
+                features=inputs.Latent(condition_on_target=False),
                 n_samples=config.n_samples,
-                condition_on_target=False,
-                scm_fit=fit2,
                 seed=config.seed,
             ).fit(train[COLUMNS_LEVEL2]),
             records.convergence,
@@ -370,11 +366,10 @@ def _fit_level3_and_fair_add(
     predictors["Fair Add"] = _timed(
         "Fair Add",
         lambda: FairLearner(
-            scm3,
+            fit3,
             target="ZFYA",
-            features="additive_noise",
+            features=inputs.AdditiveNoise(),
             n_samples=config.n_samples,
-            scm_fit=fit3,
             seed=config.seed,
         ).fit(train[COLUMNS_LEVEL2]),
         records.timings,

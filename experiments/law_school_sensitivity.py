@@ -26,6 +26,7 @@ import pandas as pd
 from counterfair.counterfactual.sensitivity import plot_sensitivity, sensitivity
 from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets.law_school_models import law_school_level2
+from counterfair.learn import inputs
 from counterfair.learn.baselines import full_predictor
 from counterfair.learn.fair import FairLearner
 from counterfair.logs import console
@@ -60,8 +61,11 @@ def run(
     predictors: dict[str, Any] = {
         "Full": full_predictor(scm, "ZFYA").fit(train),
         "Fair K (Algorithm 1)": FairLearner(
-            scm, target="ZFYA", features="latent", n_samples=n_samples,
-            condition_on_target=False, scm_fit=fit, seed=seed,
+            fit,
+            target="ZFYA",
+            features=inputs.Latent(condition_on_target=False),
+            n_samples=n_samples,
+            seed=seed,
         ).fit(train[COLUMNS]),
     }
     rows = law_school_subsample(test, min(audit_rows, len(test)), seed=seed)[COLUMNS]

@@ -26,7 +26,7 @@ from counterfair.audit import counterfactual_fairness
 from counterfair.audit.causal import ROW_COLUMNS, SUMMARY_COLUMNS
 from counterfair.audit.streaming import ChangeStats, HistogramSketch
 from counterfair.counterfactual.frames import counterfactual_frame
-from counterfair.learn.fair import counterfactual_predictions
+from counterfair.counterfactual.prediction import counterfactual_predictions
 from counterfair.options import MIN_CHUNK_BYTES
 
 EXACT = 1e-12

@@ -9,7 +9,7 @@ from _seeds import shifted
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
-from counterfair.learn.fair import BaselinePredictor
+from counterfair.learn.baselines import BaselinePredictor
 
 
 def _frame(n_per_group: tuple[int, int], seed: int = shifted(0)) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""Fair by business necessity: FairLearner(allow=...) and decompose(allow=...).
+"""Fair by business necessity: FairLearner(features=cf.inputs.BusinessNecessity(allow=...,
+baseline=...)) and decompose(allow=...).
 
 The notes SCM of tests/test_decomposition.py (no Stan: a fixed-parameter fit): X, Z
 protected (Z continuous, its rows depend on X); V a child of Z; M and D children of X;
@@ -17,6 +18,7 @@ learner; X itself is not).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -48,12 +50,12 @@ def fit(rows: pd.DataFrame) -> cf.Fit:
 
 
 def learner(fit: cf.Fit, rows: pd.DataFrame, **options: Any) -> cf.FairLearner:
-    settings: dict[str, Any] = {
-        "features": "path_specific", "baseline": "0", "attribute": "X",
-        "mediators": ["M"], "scm_fit": fit, "n_samples": 5, "seed": shifted(3),
-    }
+    settings: dict[str, Any] = {"baseline": "0", "attribute": "X", "mediators": ["M"]}
     settings.update(options)
-    return cf.FairLearner(notes_scm(), "Y", **settings).fit(rows)
+    features = cf.inputs.BusinessNecessity(**settings)
+    return cf.FairLearner(
+        fit, target="Y", features=features, n_samples=5, seed=shifted(3)
+    ).fit(rows)
 
 
 def decomposition(
@@ -140,8 +142,12 @@ def test_the_saved_settings_hold_allow_and_the_reference(
     model, _ = results[("IE",)]
     assert set(model.reference_) == {"Z"}
     settings = learner_folder._learner_settings(model)
-    assert settings["allow"] == ["IE"] and settings["attribute"] == "X"
-    assert settings["mediators"] == ["M"]
+    features = settings["features"]
+    assert features["strategy"] == "BusinessNecessity"
+    assert features["allow"] == ["IE"] and features["attribute"] == "X"
+    assert features["mediators"] == ["M"] and features["baseline"] == "0"
+    assert json.loads(json.dumps(settings))["features"] == features  # plain JSON
+    assert cf.inputs.from_document(features) == model.features  # and back
     assert settings["reference_"] == pytest.approx(model.reference_)
 
 
@@ -160,14 +166,12 @@ def test_decompose_without_allow_has_no_business_necessity_line(
     ("options", "error", "text"),
     [
         ({"allow": ("XE",)}, ValueError,
-         fair.ALLOW_UNKNOWN.format(effect="XE", effects=["DE", "IE", "SE"])),
-        ({"allow": ("IE",), "features": "latent"}, ValueError,
-         fair.ALLOW_NEEDS_PATHS.format(features="latent")),
-        ({"allow": ("IE",), "unfair_paths": [("X", "M")]}, ValueError, fair.ALLOW_WITH_PATHS),
+         "BusinessNecessity(allow=...) names 'XE', which is not an effect; effects: "
+         "['DE', 'IE', 'SE']"),
+        ({"allow": ("IE",), "unfair_paths": [("X", "M")]}, TypeError,
+         "unexpected keyword argument 'unfair_paths'"),
         ({"allow": ("IE",), "baseline": None}, ValueError,
-         fair.ALLOW_BASELINE.format(attribute="X")),
-        ({"allow": None, "unfair_paths": [("X", "M")]}, ValueError,
-         fair.ALLOW_OPTION.format(option="attribute")),
+         "BusinessNecessity needs baseline=: the level x0"),
         ({"allow": ("IE",), "attribute": None}, ValueError,
          fair.ALLOW_ATTRIBUTE.format(count=2, names=["X", "Z"])),
         ({"allow": ("IE",), "attribute": "V"}, errors.SCMError,
@@ -176,8 +180,8 @@ def test_decompose_without_allow_has_no_business_necessity_line(
          fair.ALLOW_MEDIATOR.format(node="V", what="not a descendant of 'X'",
                                     attribute="X", target="Y")),
     ],
-    ids=["unknown effect", "not path-specific", "with unfair_paths", "no baseline",
-         "attribute without allow", "several attributes", "not protected", "bad mediator"],
+    ids=["unknown effect", "with unfair_paths", "no baseline", "several attributes",
+         "not protected", "bad mediator"],
 )
 def test_bad_allow_settings_name_the_culprit(
     fit: cf.Fit, rows: pd.DataFrame, options: dict[str, Any], error: type, text: str
@@ -196,8 +200,9 @@ def test_a_direct_path_into_a_mediator_cannot_be_split() -> None:
         graph.add_node(name, spec=spec)
     graph.add_edges_from([("X", "D"), ("D", "M"), ("X", "M"), ("M", "Y"), ("D", "Y")])
     model = cf.FairLearner(
-        cf.SCM(graph), "Y", features="path_specific", allow=("IE",), baseline="0",
-        mediators=["M"],
+        cf.SCM(graph),
+        target="Y",
+        features=cf.inputs.BusinessNecessity(allow=("IE",), baseline="0", mediators=["M"]),
     )
     with pytest.raises(errors.SCMError, match=re.escape(
         fair.ALLOW_SHARED.format(node="D", mediator="M", attribute="X")
@@ -233,12 +238,22 @@ def test_disallowing_se_with_an_observed_root_confounder_is_refused() -> None:
     fit = given_fit(scm, data, {"alpha_A": 0.0, "alpha_W": 0.0, "beta_W_X": [0.8],
                                 "beta_W_A": 0.4, "alpha_Y": 0.0, "beta_Y_X": [0.3],
                                 "beta_Y_W": 0.7, "beta_Y_A": 0.2}, seed=shifted(9))
-    model = cf.FairLearner(scm, "Y", features="path_specific", allow=("IE",), baseline="0",
-                           scm_fit=fit, n_samples=3, seed=shifted(1))
+    model = cf.FairLearner(
+        fit,
+        target="Y",
+        features=cf.inputs.BusinessNecessity(allow=("IE",), baseline="0"),
+        n_samples=3,
+        seed=shifted(1),
+    )
     with pytest.raises(ValueError, match=re.escape(
         fair.ALLOW_SE_OBSERVED.format(nodes=["A"], attribute="X")
     )):
         model.fit(data)
-    allowed = cf.FairLearner(scm, "Y", features="path_specific", allow=("IE", "SE"),
-                             baseline="0", scm_fit=fit, n_samples=3, seed=shifted(1)).fit(data)
+    allowed = cf.FairLearner(
+        fit,
+        target="Y",
+        features=cf.inputs.BusinessNecessity(allow=("IE", "SE"), baseline="0"),
+        n_samples=3,
+        seed=shifted(1),
+    ).fit(data)
     assert allowed.reference_ == {}

@@ -28,13 +28,13 @@ from sklearn.linear_model import LogisticRegression
 import counterfair as cf
 from counterfair import options
 from counterfair.counterfactual.action import slice_do
-from counterfair.counterfactual.prediction import counterfactual_predictions_chunk
-from counterfair.learn.fair import (
-    BaselinePredictor,
-    FairLearner,
+from counterfair.counterfactual.prediction import (
+    counterfactual_predictions_chunk,
     iter_counterfactual_predictions,
     merge_prediction_chunks,
 )
+from counterfair.learn.baselines import BaselinePredictor
+from counterfair.learn.fair import FairLearner
 from counterfair.rng import RowRandom, _poisson_quantile, label_key
 from counterfair.rows import chunking
 from counterfair.rows.validated import Rows
@@ -317,7 +317,11 @@ def test_fair_learner_predictions_do_not_depend_on_the_chunks(
     """A Bernoulli target (P of the auxiliary SCM), latent features, on a cached fit."""
     fit = aux_fit().fit
     learner = FairLearner(
-        fit.scm, target="P", features="latent", n_samples=40, scm_fit=fit, seed=shifted(4)
+        fit,
+        target="P",
+        features=cf.inputs.Latent(),
+        n_samples=40,
+        seed=shifted(4),
     ).fit(fit.data)
     new = aux_scm().sample(60, params=AUX_TRUTH, seed=shifted(40)).drop(columns="K")
 

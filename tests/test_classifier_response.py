@@ -89,8 +89,12 @@ def fit(stan_backend: str, rows: pd.DataFrame) -> cf.Fit:
 @pytest.fixture(scope="module")
 def fair(fit: cf.Fit, rows: pd.DataFrame) -> cf.FairLearner:
     return cf.FairLearner(
-        fit.scm, target="released", features="latent", scm_fit=fit,
-        estimator=LogisticRegression(), n_samples=10, seed=shifted(93),
+        fit,
+        target="released",
+        features=cf.inputs.Latent(),
+        estimator=LogisticRegression(),
+        n_samples=10,
+        seed=shifted(93),
     ).fit(rows)
 
 

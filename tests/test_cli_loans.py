@@ -169,8 +169,13 @@ def test_held_out_scores_in_python(folder: Path) -> None:
     from counterfair.learn.held_out import held_out_scores, usefulness_warning
 
     fit = cf.load(folder / "run" / "fit")
-    learner = cf.FairLearner(fit.scm, target="deny", features="latent", n_samples=10,
-                             scm_fit=fit, seed=shifted(0))
+    learner = cf.FairLearner(
+        fit,
+        target="deny",
+        features=cf.inputs.Latent(),
+        n_samples=10,
+        seed=shifted(0),
+    )
     scores = held_out_scores(learner, fit.data, folds=3, seed=shifted(1), positive="yes")
     assert list(scores.table.columns) == ["accuracy", "AUC", "Brier"]
     majority = float(np.mean(fit.data["deny"] == "no"))

@@ -10,6 +10,7 @@ appears only when complete.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -30,6 +31,8 @@ import counterfair as cf  # noqa: E402
 from counterfair.dask import WORKER_CONFIG, WORKER_ENV  # noqa: E402
 from counterfair.dask import parquet as dask_parquet  # noqa: E402
 from counterfair.dask.row_calls import run_partitions  # noqa: E402
+from counterfair.rows.measure import Measure  # noqa: E402
+from counterfair.rows.measure import run as run_measure  # noqa: E402
 from counterfair.rows.validated import Rows  # noqa: E402
 
 pytestmark = pytest.mark.stan
@@ -46,7 +49,11 @@ def models(stan_backend):
     train = law_train().drop(columns="K")
     rows = law_test().drop(columns=["K"])
     learner = cf.FairLearner(
-        fit.scm, "ZFYA", features="latent", scm_fit=fit, n_samples=20, seed=shifted(5)
+        fit,
+        target="ZFYA",
+        features=cf.inputs.Latent(),
+        n_samples=20,
+        seed=shifted(5),
     ).fit(train)
     full = cf.full_predictor(fit.scm, "ZFYA").fit(train)
     classifier = cf.BaselinePredictor(
@@ -199,6 +206,61 @@ def test_decomposition_equals_in_memory_for_any_partitioning(client, models):
             assert got.notes == expected.notes
 
 
+@dataclasses.dataclass(frozen=True)
+class LatentSums(Measure[dict[int, tuple[float, int]], pd.Series]):
+    """A measure written for this test only: the posterior mean of K by race. It is not
+    in the package; it runs on Dask with the package's numbers by being a measure."""
+
+    fit: cf.Fit | None
+    n_samples: int = 10
+    seed: int = 0
+
+    @property
+    def model(self) -> cf.Fit | None:
+        return self.fit
+
+    def with_model(self, model: object) -> LatentSums:
+        return dataclasses.replace(self, fit=model)
+
+    def rows(self, data: pd.DataFrame, positions: np.ndarray | None = None) -> Rows:
+        assert self.fit is not None
+        return self.fit.rows_of(data, positions=positions)
+
+    def empty(self) -> dict[int, tuple[float, int]]:
+        return {}
+
+    def sums(self, rows: Rows) -> dict[int, tuple[float, int]]:
+        assert self.fit is not None
+        abduction = self.fit.abduct(rows, n_samples=self.n_samples, seed=self.seed)
+        k = np.asarray(abduction.latents["K"]).mean(axis=0)
+        codes = np.asarray(rows.codes["race"])
+        return {int(c): (float(k[codes == c].sum()), int((codes == c).sum()))
+                for c in np.unique(codes)}
+
+    def merge(self, a: dict[int, tuple[float, int]], b: dict[int, tuple[float, int]]
+              ) -> dict[int, tuple[float, int]]:
+        out = dict(a)
+        for code, (total, count) in b.items():
+            old = out.get(code, (0.0, 0))
+            out[code] = (old[0] + total, old[1] + count)
+        return out
+
+    def result(self, total: dict[int, tuple[float, int]], *, columns: object) -> pd.Series:
+        return pd.Series({code: s / n for code, (s, n) in sorted(total.items())})
+
+
+def test_a_new_measure_runs_on_dask_with_the_in_memory_numbers(client, models):
+    """The one driver (counterfair.rows.measure.run): a measure defined outside the
+    package gives, on 1, 3 or 7 partitions, the numbers it gives in memory."""
+    fit, rows, *_ = models
+    measure = LatentSums(fit, n_samples=10, seed=shifted(6))
+    expected = run_measure(measure, rows)
+    assert len(expected) == rows["race"].nunique() and np.isfinite(expected).all()
+    for n, ddf in frames(rows).items():
+        got = run_measure(measure, ddf)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12, err_msg=str(n))
+
+
 def test_audit_of_a_per_row_intervention_equals_in_memory(client, models):
     fit, rows, _, full, _ = models
     lsat = rows["LSAT"].to_numpy() + np.arange(len(rows)) % 3  # do(LSAT = LSAT + 0, 1 or 2)
@@ -252,22 +314,31 @@ def predictor_kinds(models):
     train = law_train().drop(columns="K")
     plain = LinearRegression().fit(train[["UGPA", "LSAT"]], train["ZFYA"])
     fair_add = cf.FairLearner(
-        fit.scm, "ZFYA", features="additive_noise", scm_fit=fit, n_samples=20,
+        fit,
+        target="ZFYA",
+        features=cf.inputs.AdditiveNoise(),
+        n_samples=20,
         seed=shifted(6),
     ).fit(train)
     path_learner = cf.FairLearner(
-        fit.scm, "ZFYA", features="path_specific", unfair_paths=[("race", "UGPA")],
-        baseline="White", scm_fit=fit, n_samples=20, seed=shifted(7),
+        fit,
+        target="ZFYA",
+        features=cf.inputs.PathSpecific(unfair_paths=[("race", "UGPA")], baseline="White"),
+        n_samples=20,
+        seed=shifted(7),
     ).fit(train)
     multiworld = cf.MultiWorldLearner(
-        fits=[fit], target="ZFYA", features=["UGPA", "LSAT", "race"], protected="race",
+        fits=[fit], target="ZFYA", features=["UGPA", "LSAT", "race"], attribute="race",
         n_samples=5, seed=shifted(8),
     ).fit(train)
     order = cf.OrderPreservingPredictor(full, group="race", prefit=True).fit(train)
     # a FairLearner of another fit (an equal copy): it abducts its own inputs in every
     # world, for each row and sample, keyed by the row's global position and the sample
     other = cf.FairLearner(
-        fit.scm, "ZFYA", features="latent", scm_fit=copy.copy(fit), n_samples=10,
+        copy.copy(fit),
+        target="ZFYA",
+        features=cf.inputs.Latent(),
+        n_samples=10,
         seed=shifted(5),
     ).fit(train)
     return {

@@ -683,7 +683,10 @@ def test_a_counterfactually_fair_learner_is_decomposed_as_deployed(notes_fit: cf
     posterior mean it abducts with). Holding the mediators at x0 while X is x1 is not
     such a world: the learner reads X beside them, so its direct effect is not 0."""
     learner = cf.FairLearner(
-        notes_fit.scm, target="Y", features="latent", scm_fit=notes_fit, n_samples=20,
+        notes_fit,
+        target="Y",
+        features=cf.inputs.Latent(),
+        n_samples=20,
         seed=shifted(74),
     ).fit(notes_fit.data)
     result = _decompose(notes_fit, outcome=None, predictor=learner)
@@ -970,24 +973,23 @@ def test_the_decomposition_is_the_same_for_any_chunk_size(
 
 
 def test_partial_sums_merge_into_the_sums_of_all_rows(notes_fit: cf.Fit) -> None:
-    """What a partitioned run does: sums of two sets of rows (their global positions kept)
-    merge into the sums of all rows, up to the order of floating-point sums."""
-    plan = dec.decomposition_plan(notes_fit, attribute="X", x0="0", x1="1", outcome="Y",
-                                  n_samples=30, seed=shifted(1))
+    """What a partitioned run does, through the measure protocol
+    (:mod:`counterfair.rows.measure`): sums of two sets of rows (their global positions
+    kept) merge into the sums of all rows, up to the order of floating-point sums."""
+    measure = dec.decomposition_measure(notes_fit, attribute="X", x0="0", x1="1",
+                                        outcome="Y", n_samples=30, seed=shifted(1))
     data = notes_fit.data
-    rows = cf.rows.Rows.check(data, notes_fit.scm, notes_fit.encoding)
-    whole = dec.decomposition_sums(notes_fit, rows, plan)
+    whole = measure.sums(measure.rows(data))
     half = len(data) // 2
-    parts = [
-        cf.rows.Rows.check(data.iloc[a:b], notes_fit.scm, notes_fit.encoding,
-                           positions=np.arange(a, b))
-        for a, b in ((0, half), (half, len(data)))
-    ]
-    merged = dec.decomposition_sums(notes_fit, parts[1], plan).merge(
-        dec.decomposition_sums(notes_fit, parts[0], plan)
-    )
+    parts = [measure.rows(data.iloc[a:b], positions=np.arange(a, b))
+             for a, b in ((0, half), (half, len(data)))]
+    # a partition's task holds the measure without its model, then its own view of it
+    bare = measure.with_model(None)
+    assert bare.fit is None and bare.predictor is None
+    local = bare.with_model(measure.model)
+    merged = bare.merge(local.sums(parts[1]), local.sums(parts[0]))
     assert (merged.n_x0, merged.n_x1, merged.n_rows) == (whole.n_x0, whole.n_x1, whole.n_rows)
     for key, value in whole.sums.items():
         np.testing.assert_allclose(merged.sums[key], value, rtol=1e-12, atol=1e-12)
-    result = dec.finish_decomposition(notes_fit, plan, merged, outcome_in_rows=True)
+    result = measure.result(merged, columns=list(data.columns))
     np.testing.assert_allclose(result.draws, _decompose(notes_fit).draws, rtol=1e-10, atol=1e-12)

@@ -299,13 +299,13 @@ def test_continuous_protected_parent_enters_linearly() -> None:
 
 def test_learning_tasks_follow_the_family() -> None:
     scm = new_families_scm()
-    learner = cf.FairLearner(scm=scm, target="O")
+    learner = cf.FairLearner(scm, target="O")
     assert learner._is_classifier()
-    assert not cf.FairLearner(scm=scm, target="C")._is_classifier()
+    assert not cf.FairLearner(scm, target="C")._is_classifier()
     full = cf.full_predictor(scm, "X")
     assert list(full.categorical) == ["A", "O", "K"]  # age is a number, O and K have levels
-    assert cf.FairLearner(scm=scm, target="K")._is_classifier()
-    cf.FairLearner(scm=scm, target="K")._check_setup()  # multi-class targets are accepted
+    assert cf.FairLearner(scm, target="K")._is_classifier()
+    cf.FairLearner(scm, target="K")._check_setup()  # multi-class targets are accepted
 
 
 # --------------------------------------------------------------------------- categorical

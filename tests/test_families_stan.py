@@ -230,7 +230,11 @@ def test_fair_learner_of_a_categorical_target_is_multiclass_and_fair(fit: cf.Fit
     train = families_data().drop(columns="U").iloc[:300]
     rows = families_data().drop(columns="U").iloc[300:340]
     learner = cf.FairLearner(
-        fit.scm, target="K", features="latent", n_samples=20, scm_fit=fit, seed=shifted(0)
+        fit,
+        target="K",
+        features=cf.inputs.Latent(),
+        n_samples=20,
+        seed=shifted(0),
     ).fit(train)
     assert list(learner.classes_) == sorted(CATEGORIES)
     proba = learner.predict_proba(rows)

@@ -265,8 +265,13 @@ def loaded(tmp_path_factory: pytest.TempPathFactory, stan_backend: str) -> dict[
                       progress=False)
     fit.save(folder / "fit")
     fit = cf.load(folder / "fit")
-    learner = cf.FairLearner(fit.scm, target="deny", features="latent", n_samples=5,
-                             scm_fit=fit, seed=shifted(0)).fit(fit.data)
+    learner = cf.FairLearner(
+        fit,
+        target="deny",
+        features=cf.inputs.Latent(),
+        n_samples=5,
+        seed=shifted(0),
+    ).fit(fit.data)
     return {"scm": scm, "fit": fit, "learner": learner}
 
 

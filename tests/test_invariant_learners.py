@@ -1,4 +1,5 @@
-"""Fair learners leave out indicators whose loading differs by group (``invariant_only``).
+"""Fair learners leave out indicators whose loading differs by group (``invariant_only``
+of the strategies that read latents).
 
 An indicator declared with ``loading_by=`` a protected attribute measures its latent
 differently in each group (measurement non-invariance). A deployed fair predictor is a
@@ -97,10 +98,15 @@ def loading_fit(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
     return _fit(_model(), train, stan_backend, shifted(32)), train
 
 
-def _learner(fit: cf.Fit, features: str = "latent", **options: object) -> cf.FairLearner:
+STRATEGIES = {"latent": cf.inputs.Latent, "additive_noise": cf.inputs.AdditiveNoise}
+
+
+def _learner(
+    fit: cf.Fit, features: str = "latent", *, invariant_only: bool = True, **options: object
+) -> cf.FairLearner:
     return cf.FairLearner(
-        fit.scm, target="Y", features=features,  # type: ignore[arg-type]
-        estimator=LinearRegression(), n_samples=20, scm_fit=fit, seed=shifted(33),
+        fit, target="Y", features=STRATEGIES[features](invariant_only=invariant_only),
+        estimator=LinearRegression(), n_samples=20, seed=shifted(33),
         **options,  # type: ignore[arg-type]
     )
 
@@ -156,30 +162,28 @@ def test_a_latent_whose_indicators_are_all_non_invariant_keeps_them() -> None:
     assert plan.kept == {"K": ("T1", "T2")}
 
 
-def test_invariant_only_is_keyword_only_and_a_bool() -> None:
+def test_invariant_only_is_a_bool_of_the_strategies_that_read_latents() -> None:
     scm = _model()
-    with pytest.raises(TypeError):
-        cf.FairLearner(scm, "Y", "latent", None, 50, False, "samples", None, None, None,
-                       None, None, None, None, None, None, False)  # type: ignore[misc]
-    train, _ = _simulate(50, shifted(35))
-    with pytest.raises(ValueError, match="invariant_only must be True or False"):
-        cf.FairLearner(scm, target="Y", invariant_only="no").fit(train)  # type: ignore[arg-type]
-    assert cf.FairLearner(scm, target="Y").get_params()["invariant_only"] is True
+    with pytest.raises(ValueError, match=r"Latent\(invariant_only=...\) must be True or False"):
+        cf.inputs.Latent(invariant_only="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="invariant_only"):  # level 1 reads no latent
+        cf.inputs.NonDescendants(invariant_only=False)  # type: ignore[call-arg]
+    assert cf.FairLearner(scm, target="Y").get_params()["features"].invariant_only is True
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"abduction_args": {"condition_on": ["T1", "T2", "T3"]}}, "condition_on"),
-        ({"features": "non_descendants"}, "reads no latent"),
-        ({"features": ["T9"]}, "reads no latent"),  # a list without a latent
+        ({"abduction_args": {"condition_on": ["T1", "T2", "T3"]},
+          "features": cf.inputs.Latent(invariant_only=False)}, "condition_on"),
+        ({"features": cf.inputs.Nodes(["T9"], invariant_only=False)}, "reads no latent"),
     ],
 )
 def test_invariant_only_false_where_it_would_be_ignored_raises(
     options: dict[str, object], message: str
 ) -> None:
     train, _ = _simulate(50, shifted(36))
-    learner = cf.FairLearner(_model(), target="Y", invariant_only=False, **options)  # type: ignore[arg-type]
+    learner = cf.FairLearner(_model(), target="Y", **options)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=f"invariant_only=False would be ignored.*{message}"):
         learner.fit(train)  # before any MCMC
 
@@ -279,7 +283,7 @@ def test_save_and_load_keep_the_choice(
         learner = _learner(fit, "additive_noise", **options).fit(train)
         loaded = cf.load(learner.save(tmp_path / name))
         assert isinstance(loaded, cf.FairLearner)
-        assert loaded.invariant_only is learner.invariant_only
+        assert loaded.features == learner.features
         assert loaded.feature_names_ == learner.feature_names_
         np.testing.assert_allclose(loaded.predict(rows), learner.predict(rows))
 

@@ -31,13 +31,10 @@ from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.model_selection import cross_val_score
 
 import counterfair as cf
+from counterfair.counterfactual.prediction import counterfactual_predictions
 from counterfair.learn import fair as learning
-from counterfair.learn.fair import (
-    FairLearner,
-    counterfactual_predictions,
-    full_predictor,
-    unaware_predictor,
-)
+from counterfair.learn.baselines import full_predictor, unaware_predictor
+from counterfair.learn.fair import FairLearner
 
 SMALL_FIT = {"chains": 2, "warmup": 300, "draws": 300}
 N_TEST = 40
@@ -70,8 +67,11 @@ def _other_level_dos(rows: pd.DataFrame) -> list[dict[str, np.ndarray]]:
 def fair_k(law_fit: cf.Fit, train: pd.DataFrame) -> FairLearner:
     """Level 2 ("Fair K"), reusing the shared SCM fit."""
     learner = FairLearner(
-        law_fit.scm, target="ZFYA", features="latent", n_samples=30, scm_fit=law_fit,
-            seed=shifted(0)
+        law_fit,
+        target="ZFYA",
+        features=cf.inputs.Latent(),
+        n_samples=30,
+        seed=shifted(0),
     )
     return learner.fit(train)
 
@@ -82,10 +82,10 @@ def fair_add(train: pd.DataFrame, stan_backend: str) -> FairLearner:
     learner = FairLearner(
         law_level3_scm(),
         target="ZFYA",
-        features="additive_noise",
+        features=cf.inputs.AdditiveNoise(),
         n_samples=30,
-        fit_args=SMALL_FIT,
         seed=shifted(0),
+        fit_args=SMALL_FIT,
     )
     return quietly(learner.fit, train)
 
@@ -95,7 +95,7 @@ def test_fitted_attributes(fair_k: FairLearner, fair_add: FairLearner) -> None:
     assert fair_k.feature_names_ == ["K"]
     assert fair_add.feature_names_ == ["UGPA:noise", "LSAT:noise"]
     assert fair_add.scm_fit_.scm.observed == ("UGPA", "LSAT")
-    assert fair_k.scm_fit_ is fair_k.scm_fit
+    assert fair_k.scm_fit_ is fair_k.model
     # Fair K: predictions move with the abducted knowledge, which tracks ZFYA
     rows = law_test().drop(columns="K")
     predicted = fair_k.predict(rows)
@@ -213,8 +213,12 @@ def test_predict_abducts_even_if_the_rows_carry_a_latent_column(
 def test_non_descendant_features_on_an_scm_that_has_one() -> None:
     data = aux_data().drop(columns="K")
     learner = FairLearner(
-        aux_scm(), target="P", features="non_descendants", n_samples=10, fit_args=SMALL_FIT,
-            seed=shifted(1)
+        aux_scm(),
+        target="P",
+        features=cf.inputs.NonDescendants(),
+        n_samples=10,
+        seed=shifted(1),
+        fit_args=SMALL_FIT,
     )
     quietly(learner.fit, data.iloc[:250])
     assert learner.feature_names_ == ["Z"]
@@ -233,7 +237,7 @@ def test_non_descendant_features_on_an_scm_that_has_one() -> None:
 
 def test_non_descendants_without_any_raises(train: pd.DataFrame) -> None:
     scm = law_level3_scm()
-    learner = FairLearner(scm, target="ZFYA", features="non_descendants")
+    learner = FairLearner(scm, target="ZFYA", features=cf.inputs.NonDescendants())
     with pytest.raises(cf.FairnessError, match="observed non-descendants"):
         learner.fit(train)
 
@@ -276,7 +280,11 @@ def test_explicit_latent_list_equals_latent_feature_set(
     law_fit: cf.Fit, train: pd.DataFrame, test_rows: pd.DataFrame, fair_k: FairLearner
 ) -> None:
     explicit = FairLearner(
-        law_fit.scm, target="ZFYA", features=["K"], n_samples=30, scm_fit=law_fit, seed=shifted(0)
+        law_fit,
+        target="ZFYA",
+        features=["K"],
+        n_samples=30,
+        seed=shifted(0),
     ).fit(train)
     assert explicit.feature_names_ == fair_k.feature_names_
     np.testing.assert_allclose(explicit.estimator_.coef_, fair_k.estimator_.coef_)
@@ -291,11 +299,10 @@ def test_condition_on_target_with_own_fit_uses_the_joint_posterior(train: pd.Dat
     learner = FairLearner(
         law_level2_scm(),
         target="ZFYA",
-        features="latent",
-        condition_on_target=True,
+        features=cf.inputs.Latent(condition_on_target=True),
         n_samples=20,
-        fit_args=SMALL_FIT,
         seed=shifted(3),
+        fit_args=SMALL_FIT,
     ).fit(rows)
     assert learner.scm_fit_.data.shape[0] == 200
     predicted = learner.predict(law_test().drop(columns="K").iloc[:20])
@@ -307,15 +314,13 @@ def test_condition_on_target_true_and_false_both_fit(
     law_fit: cf.Fit, train: pd.DataFrame, test_rows: pd.DataFrame, fair_k: FairLearner
 ) -> None:
     with_target = FairLearner(
-        law_fit.scm,
+        law_fit,
         target="ZFYA",
-        features="latent",
-        condition_on_target=True,
+        features=cf.inputs.Latent(condition_on_target=True),
         n_samples=30,
-        scm_fit=law_fit,
         seed=shifted(0),
     ).fit(train)
-    assert fair_k.condition_on_target is False
+    assert fair_k.features.condition_on_target is False
     a, b = with_target.predict(test_rows), fair_k.predict(test_rows)
     assert np.all(np.isfinite(a)) and np.all(np.isfinite(b))
     assert np.corrcoef(a, b)[0, 1] > 0.9
@@ -328,12 +333,10 @@ def test_training_inputs_mean(
     law_fit: cf.Fit, train: pd.DataFrame, test_rows: pd.DataFrame, fair_k: FairLearner
 ) -> None:
     learner = FairLearner(
-        law_fit.scm,
+        law_fit,
         target="ZFYA",
-        features="latent",
-        training_inputs="mean",
+        features=cf.inputs.Latent(training="mean"),
         n_samples=30,
-        scm_fit=law_fit,
         seed=shifted(0),
     ).fit(train)
     a, b = learner.predict(test_rows), fair_k.predict(test_rows)
@@ -344,19 +347,23 @@ def test_training_inputs_mean(
 
 def test_bad_options_are_rejected(train: pd.DataFrame) -> None:
     scm = law_level3_scm()
-    with pytest.raises(ValueError, match="features must be one of"):
-        FairLearner(scm, target="ZFYA", features="everything").fit(train)
-    with pytest.raises(ValueError, match="training_inputs must be"):
-        FairLearner(scm, target="ZFYA", training_inputs="median").fit(train)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="needs an scm and a target"):
+    with pytest.raises(ValueError, match=r"features= takes a strategy of counterfair\.inputs"):
+        FairLearner(scm, target="ZFYA", features="latent").fit(train)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Latent\(training=...\) must be 'samples' or 'mean'"):
+        cf.inputs.Latent(training="median")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs a model \\(an SCM or its Fit\\) and a target"):
         FairLearner().fit(train)
+    with pytest.raises(ValueError, match="model must be an SCM or a Fit, got DataFrame"):
+        FairLearner(train, target="ZFYA").fit(train)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        FairLearner(scm, "ZFYA")  # type: ignore[misc]  # options are keyword-only
 
 
 # ---------------------------------------------------------------------- scikit-learn
 def _level3_learner(**overrides: object) -> FairLearner:
     params: dict[str, object] = {
         "target": "ZFYA",
-        "features": "additive_noise",
+        "features": cf.inputs.AdditiveNoise(),
         "n_samples": 5,
         "fit_args": {"chains": 1, "warmup": 150, "draws": 150},
         "seed": 4,
@@ -366,14 +373,15 @@ def _level3_learner(**overrides: object) -> FairLearner:
 
 
 def test_clone_keeps_params() -> None:
-    learner = _level3_learner(n_samples=7, training_inputs="mean")
+    learner = _level3_learner(n_samples=7, features=cf.inputs.AdditiveNoise(training="mean"))
     copy = clone(learner)
     assert copy is not learner
     original, cloned = learner.get_params(deep=False), copy.get_params(deep=False)
     assert set(original) == set(cloned)
-    for name in ("target", "features", "n_samples", "training_inputs", "fit_args", "seed"):
+    assert len(original) == 8  # model, target, features, estimator, n_samples, seed, 2 args
+    for name in ("target", "features", "n_samples", "fit_args", "seed"):
         assert cloned[name] == original[name], name
-    assert cloned["scm"].parameter_names() == original["scm"].parameter_names()
+    assert cloned["model"].parameter_names() == original["model"].parameter_names()
 
 
 def test_get_params_set_params_round_trip() -> None:
@@ -381,9 +389,9 @@ def test_get_params_set_params_round_trip() -> None:
     params = learner.get_params()
     assert learner.set_params(**params) is learner
     assert learner.get_params() == params
-    learner.set_params(n_samples=11, condition_on_target=True)
+    learner.set_params(n_samples=11, features=cf.inputs.AdditiveNoise(condition_on_target=True))
     assert learner.get_params()["n_samples"] == 11
-    assert learner.get_params()["condition_on_target"] is True
+    assert learner.get_params()["features"].condition_on_target is True
     with pytest.raises(ValueError, match="nope"):
         learner.set_params(nope=1)
 
@@ -411,7 +419,11 @@ def test_bernoulli_target_gives_a_classifier() -> None:
     fit = aux_fit().fit
     data = aux_data().drop(columns="K")
     learner = FairLearner(
-        fit.scm, target="P", features="latent", n_samples=20, scm_fit=fit, seed=shifted(2)
+        fit,
+        target="P",
+        features=cf.inputs.Latent(),
+        n_samples=20,
+        seed=shifted(2),
     ).fit(data)
     assert is_classifier(learner)
     np.testing.assert_array_equal(learner.classes_, [0, 1])

@@ -438,12 +438,16 @@ def test_a_classifier_learns_a_target_with_holes_per_sample(
     holes_fit: tuple[cf.Fit, pd.DataFrame, pd.DataFrame],
 ) -> None:
     fit, _, holes = holes_fit
-    options = {"target": "B", "features": "additive_noise", "scm_fit": fit, "n_samples": 20,
-               "condition_on_target": True, "seed": shifted(17)}
-    learner = cf.FairLearner(holes_scm(), **options).fit(fit.data)
+    options = {"target": "B", "n_samples": 20, "seed": shifted(17)}
+    learner = cf.FairLearner(
+        fit, features=cf.inputs.AdditiveNoise(condition_on_target=True), **options
+    ).fit(fit.data)
     assert list(learner.classes_) == [0.0, 1.0]
     probability = learner.predict_proba(holes.dropna().iloc[:30])[:, 1]
     assert ((probability > 0) & (probability < 1)).all()
-    with pytest.raises(cf.DataError, match="training_inputs='mean' gives each row one label, "
+    with pytest.raises(cf.DataError, match="training='mean' gives each row one label, "
                        "but 'B' is missing in some rows"):
-        cf.FairLearner(holes_scm(), training_inputs="mean", **options).fit(fit.data)
+        cf.FairLearner(
+            fit, features=cf.inputs.AdditiveNoise(condition_on_target=True, training="mean"),
+            **options,
+        ).fit(fit.data)

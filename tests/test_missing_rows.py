@@ -129,8 +129,11 @@ def test_a_fair_learner_trains_on_rows_with_holes_and_predicts_them(
     missing_y = fit.data["Y"].isna().to_numpy()
     for condition_on_target in (False, True):
         learner = cf.FairLearner(
-            linear_gaussian_scm(), target="Y", scm_fit=fit, n_samples=30,
-            condition_on_target=condition_on_target, seed=shifted(49),
+            fit,
+            target="Y",
+            features=cf.inputs.Latent(condition_on_target=condition_on_target),
+            n_samples=30,
+            seed=shifted(49),
         ).fit(fit.data)
         # the estimator saw each sample's own Y where the rows miss it (multiple imputation)
         assert np.isfinite(learner.estimator_.coef_).all()

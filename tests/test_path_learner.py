@@ -13,16 +13,18 @@ A -> Y, M -> L, latent U) with unfair paths [(A, M)] and baseline "0":
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
-from _models import aux_data, aux_fit, aux_scm, mediation_data, mediation_fit, mediation_scm
+from _models import aux_data, aux_fit, mediation_data, mediation_fit
 from _seeds import shifted
 
 import counterfair as cf
 from counterfair import errors
 from counterfair.counterfactual.path_features import corrected_inputs
-from counterfair.learn.fair import counterfactual_predictions
+from counterfair.counterfactual.prediction import counterfactual_predictions
 
 pytestmark = pytest.mark.stan
 
@@ -46,12 +48,9 @@ def data() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def learner(fit: cf.Fit, data: pd.DataFrame) -> cf.FairLearner:
     return cf.FairLearner(
-        mediation_scm(),
+        fit,
         target="Y",
-        features="path_specific",
-        unfair_paths=UNFAIR,
-        baseline="0",
-        scm_fit=fit,
+        features=cf.inputs.PathSpecific(unfair_paths=UNFAIR, baseline="0"),
         n_samples=20,
         seed=shifted(3),
     ).fit(data)
@@ -121,12 +120,9 @@ def test_every_path_corrected_makes_the_total_change_zero(
     fit: cf.Fit, data: pd.DataFrame, zeros: pd.DataFrame, abduction: cf.Abduction
 ) -> None:
     learner = cf.FairLearner(
-        mediation_scm(),
+        fit,
         target="Y",
-        features="path_specific",
-        unfair_paths=[("A", "M"), ("A", "L")],
-        baseline="1",
-        scm_fit=fit,
+        features=cf.inputs.PathSpecific(unfair_paths=[("A", "M"), ("A", "L")], baseline="1"),
         n_samples=5,
         seed=shifted(1),
     ).fit(data)
@@ -168,39 +164,41 @@ def test_audit_reports_the_path_specific_change(
 
 
 @pytest.mark.parametrize(
-    ("options", "error", "message"),
+    ("options", "message"),
     [
-        ({"unfair_paths": UNFAIR}, ValueError, "unfair_paths= is given but features='latent'"),
-        ({"baseline": "0"}, ValueError, "baseline= is given but features='latent'"),
-        ({"features": "path_specific", "baseline": "0"}, ValueError, "needs unfair_paths="),
-        ({"features": "path_specific", "unfair_paths": UNFAIR}, ValueError, "needs baseline="),
-        (
-            {"features": "path_specific", "unfair_paths": [("A", "U")], "baseline": "0"},
-            errors.SCMError,
-            "no edge A -> U",
-        ),
-        (
-            {"features": "path_specific", "unfair_paths": [("M", "Y")], "baseline": "0"},
-            errors.SCMError,
-            r"\('M', 'Y'\) starts at 'M', which is not a protected attribute",
-        ),
-        (
-            {"features": "path_specific", "unfair_paths": [], "baseline": "0"},
-            ValueError,
-            "unfair_paths is empty",
-        ),
-        (
-            {"features": "path_specific", "unfair_paths": UNFAIR, "baseline": "2"},
-            errors.DataError,
-            "'2'",
-        ),
+        ({"unfair_paths": UNFAIR}, "missing 1 required keyword-only argument: 'baseline'"),
+        ({"baseline": "0"}, "missing 1 required keyword-only argument: 'unfair_paths'"),
+        ({"unfair_paths": [], "baseline": "0"}, "takes a non-empty list of node tuples"),
+        ({"unfair_paths": "A>M", "baseline": "0"}, "takes a non-empty list of node tuples"),
+        ({"unfair_paths": UNFAIR, "baseline": None}, "PathSpecific needs baseline="),
     ],
 )
-def test_learner_options_that_would_be_ignored_or_are_wrong_raise(
-    fit: cf.Fit, data: pd.DataFrame, options: dict[str, object], error: type, message: str
+def test_path_specific_settings_are_checked_when_made(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises((TypeError, ValueError), match=re.escape(message)):
+        cf.inputs.PathSpecific(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("paths", "baseline", "error", "message"),
+    [
+        ([("A", "U")], "0", errors.SCMError, "no edge A -> U"),
+        ([("M", "Y")], "0", errors.SCMError,
+         r"\('M', 'Y'\) starts at 'M', which is not a protected attribute"),
+        (UNFAIR, "2", errors.DataError, "'2'"),
+    ],
+)
+def test_path_specific_settings_wrong_for_the_graph_raise_at_fit(
+    fit: cf.Fit, data: pd.DataFrame, paths: list[tuple[str, ...]], baseline: str,
+    error: type, message: str,
 ) -> None:
     learner = cf.FairLearner(
-        mediation_scm(), target="Y", scm_fit=fit, n_samples=2, seed=shifted(0), **options
+        fit,
+        target="Y",
+        features=cf.inputs.PathSpecific(unfair_paths=paths, baseline=baseline),
+        n_samples=2,
+        seed=shifted(0),
     )
     with pytest.raises(error, match=message):
         learner.fit(data)
@@ -236,12 +234,9 @@ def test_classifier_on_discrete_descendants(stan_backend: str) -> None:
     fit = aux_fit().fit
     data = aux_data().drop(columns="K")
     learner = cf.FairLearner(
-        aux_scm(),
+        fit,
         target="P",
-        features="path_specific",
-        unfair_paths=[("race", "C")],
-        baseline="a",
-        scm_fit=fit,
+        features=cf.inputs.PathSpecific(unfair_paths=[("race", "C")], baseline="a"),
         n_samples=10,
         seed=shifted(2),
     ).fit(data)

@@ -92,8 +92,14 @@ def test_one_check_per_fit_and_per_counterfactual_run(
     assert counts["codes"] == 1, counts
     assert counts["parse X"] == counts["parse Y"] == 1, counts
 
-    fair = cf.FairLearner(scm, target="Y", features="latent", estimator=LinearRegression(),
-                          n_samples=20, scm_fit=fit, seed=shifted(32)).fit(data)
+    fair = cf.FairLearner(
+        fit,
+        target="Y",
+        features=cf.inputs.Latent(),
+        estimator=LinearRegression(),
+        n_samples=20,
+        seed=shifted(32),
+    ).fit(data)
     counts.clear()
     moved = cf.counterfactual_predictions(fit, data.drop(columns="Y").iloc[:50], {"A": "1"},
                                           fair, n_samples=20, seed=shifted(33))

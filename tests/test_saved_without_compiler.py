@@ -110,8 +110,13 @@ def test_a_saved_fit_and_learner_predict_without_a_compiler(
         fit = quietly(scm.fit, train, chains=2, warmup=150, draws=100, seed=shifted(30),
                       latents=latents, progress=False)
         assert fit.integrated == (("K",) if latents == "integrated" else ())
-        learner = cf.FairLearner(scm, target="ZFYA", estimator=LinearRegression(),
-                                 n_samples=8, scm_fit=fit, seed=shifted(34)).fit(train)
+        learner = cf.FairLearner(
+            fit,
+            target="ZFYA",
+            estimator=LinearRegression(),
+            n_samples=8,
+            seed=shifted(34),
+        ).fit(train)
         folders[latents] = (str(fit.save(tmp_path / f"{latents}-fit")),
                             str(learner.save(tmp_path / f"{latents}-learner")))
         expected[latents] = compute(fit, learner)

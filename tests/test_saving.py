@@ -93,8 +93,12 @@ def test_counterfactual_audit_is_identical_after_loading(
 ) -> None:
     fit = aux_fit().fit
     data = aux_data().drop(columns="K").iloc[:200]
-    learner = cf.FairLearner(aux_scm(), target="P", scm_fit=fit, n_samples=10,
-                             seed=shifted(2)).fit(data)
+    learner = cf.FairLearner(
+        fit,
+        target="P",
+        n_samples=10,
+        seed=shifted(2),
+    ).fit(data)
     loaded = cf.load(learner.save(tmp_path / "learner"))
     assert isinstance(loaded, cf.FairLearner)
     rows = data.iloc[:40]
@@ -121,21 +125,22 @@ def _learners() -> list[tuple[str, cf.Fit, pd.DataFrame, dict[str, object]]]:
     law = law_train().drop(columns="K").iloc[:200]
     med = mediation_data().drop(columns="U").iloc[:200]
     return [
-        ("non_descendants", aux_fit().fit, aux, {"target": "P", "features": "non_descendants"}),
-        ("latent", aux_fit().fit, aux, {"target": "P", "features": "latent"}),
+        ("non_descendants", aux_fit().fit, aux,
+         {"target": "P", "features": cf.inputs.NonDescendants()}),
+        ("latent", aux_fit().fit, aux, {"target": "P", "features": cf.inputs.Latent()}),
         ("list", aux_fit().fit, aux, {"target": "P", "features": ["K", "Z"]}),
         (
             "additive_noise",
             law_level3_fit().fit,
             law,
-            {"target": "ZFYA", "features": "additive_noise"},
+            {"target": "ZFYA", "features": cf.inputs.AdditiveNoise()},
         ),
         (
             "path_specific",
             mediation_fit().fit,
             med,
-            {"target": "Y", "features": "path_specific", "unfair_paths": [("A", "M")],
-             "baseline": "0"},
+            {"target": "Y",
+             "features": cf.inputs.PathSpecific(unfair_paths=[("A", "M")], baseline="0")},
         ),
     ]
 
@@ -147,10 +152,11 @@ SCMS = {"non_descendants": aux_scm, "latent": aux_scm, "list": aux_scm,
 @pytest.mark.parametrize("level", list(SCMS))
 def test_learner_round_trip_every_level(level: str, tmp_path: Path, stan_backend: str) -> None:
     name, fit, data, options = next(item for item in _learners() if item[0] == level)
-    learner = cf.FairLearner(SCMS[level](), scm_fit=fit, n_samples=10, seed=shifted(2), **options)
+    learner = cf.FairLearner(fit, n_samples=10, seed=shifted(2), **options)
     learner.fit(data)
     loaded = cf.load(learner.save(tmp_path / name))
     assert isinstance(loaded, cf.FairLearner)
+    assert loaded.features == cf.inputs.checked(learner.features)  # the strategy, as saved
     rows = data.iloc[:30]
     np.testing.assert_array_equal(learner.predict(rows), loaded.predict(rows))
     protected = fit.scm.protected[0]

@@ -77,7 +77,11 @@ def test_shift_moves_x_by_lambda_rho_delta_and_a_latent_learner_by_its_coefficie
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
 
     learner = cf.FairLearner(
-        lg_fit.scm, target="Y", features="latent", n_samples=5, scm_fit=lg_fit, seed=shifted(42)
+        lg_fit,
+        target="Y",
+        features=cf.inputs.Latent(),
+        n_samples=5,
+        seed=shifted(42),
     ).fit(linear_gaussian_data().drop(columns="U").iloc[:200])
     coef = float(np.ravel(learner.estimator_.coef_)[0])
     table = cf.sensitivity(
@@ -180,7 +184,7 @@ def test_order_preserving_baseline_maps_the_counterfactual_row_with_its_new_grou
     lg_fit: cf.Fit, rows: pd.DataFrame, abduction: cf.Abduction
 ) -> None:
     """In the world of do(A = a') the baseline ranks X among group a's training scores."""
-    from counterfair.learn.fair import BaselinePredictor
+    from counterfair.learn.baselines import BaselinePredictor
 
     train = linear_gaussian_data().drop(columns="U").iloc[100:400]
     base = BaselinePredictor(["A", "X"], "Y", ["A"])

@@ -615,9 +615,13 @@ def test_fair_k_can_abduct_from_the_invariant_indicators_only(
 
     def learner(invariant_only: bool = True, **abduction: object) -> cf.FairLearner:
         return cf.FairLearner(
-            _model(), target="Y", features="latent", estimator=LinearRegression(),
-            n_samples=10, scm_fit=fit, seed=shifted(3), abduction_args=abduction or None,
-            invariant_only=invariant_only,
+            fit,
+            target="Y",
+            features=cf.inputs.Latent(invariant_only=invariant_only),
+            estimator=LinearRegression(),
+            n_samples=10,
+            seed=shifted(3),
+            abduction_args=abduction or None,
         ).fit(train.iloc[:300])
 
     rows = train.iloc[300:340].drop(columns="Y")

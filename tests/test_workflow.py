@@ -32,9 +32,8 @@ from counterfair.audit import (
 from counterfair.audit._groups import REFERENCE_RULE
 from counterfair.audit.causal import ABDUCTION_WITH_SETTINGS
 from counterfair.audit.classification import PARITY_CRITERIA
+from counterfair.counterfactual.prediction import RESPONSES, predict_output
 from counterfair.inference.abduct import MISSING_CONDITIONING_COLUMN
-from counterfair.learn import fair as learning
-from counterfair.learn.fair import predict_output
 from experiments import compas, law_school
 from experiments.arguments import run_script
 
@@ -89,11 +88,13 @@ def test_fit_args_seed_is_passed_once(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_conflicting_or_ignored_fit_args_raise() -> None:
     data = aux_data().drop(columns="K")
     with pytest.raises(ValueError, match="pass the seed once"):
-        cf.FairLearner(aux_scm(), target="P", fit_args={"seed": 0}, seed=shifted(1)).fit(data)
+        cf.FairLearner(aux_scm(), target="P", seed=shifted(1), fit_args={"seed": 0}).fit(data)
     fake_fit: Any = object()
     with pytest.raises(ValueError, match="would be ignored"):
         cf.FairLearner(
-            aux_scm(), target="P", fit_args={"chains": 1}, scm_fit=fake_fit
+            fake_fit,
+            target="P",
+            fit_args={"chains": 1},
         ).fit(data)
 
 
@@ -311,7 +312,11 @@ def test_a_fair_learner_s_probabilities_do_not_move(
     fit: cf.Fit, unlabelled: pd.DataFrame
 ) -> None:
     learner = cf.FairLearner(
-        fit.scm, target="P", features="latent", n_samples=10, scm_fit=fit, seed=shifted(0)
+        fit,
+        target="P",
+        features=cf.inputs.Latent(),
+        n_samples=10,
+        seed=shifted(0),
     ).fit(aux_data().drop(columns="K"))
     abduction = fit.abduct(unlabelled, method="draws", n_samples=20, seed=shifted(0))
     for predictor in (learner, learner.predict_proba):
@@ -328,7 +333,7 @@ def test_a_fair_learner_s_probabilities_do_not_move(
         fit, unlabelled, pipeline, abduction=abduction, response="probability"
     )
     assert moved.overall["mean_abs_change"].iloc[0] > 0.0
-    assert learning.RESPONSES == ("prediction", "probability")
+    assert RESPONSES == ("prediction", "probability")
 
 
 def test_importing_counterfair_prints_nothing(tmp_path: Path) -> None:

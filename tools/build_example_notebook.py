@@ -36,8 +36,10 @@ CELLS: list[tuple[str, str]] = [
         "import numpy as np\n"
         "from sklearn.linear_model import LinearRegression\n\n"
         "from counterfair import datasets\n"
-        "from counterfair.learn.fair import FairLearner, counterfactual_predictions, "
-        "unaware_predictor\n"
+        "from counterfair.counterfactual.prediction import counterfactual_predictions\n"
+        "from counterfair.learn import inputs\n"
+        "from counterfair.learn.baselines import unaware_predictor\n"
+        "from counterfair.learn.fair import FairLearner\n"
         "from counterfair.stan.backend import resolve_backend_name\n\n"
         "law = datasets.load_law_school()\n"
         "train, test = datasets.law_school_split(law, seed=0)\n"
@@ -63,9 +65,9 @@ CELLS: list[tuple[str, str]] = [
     ("markdown", "## FairLearning: Fair K against the Unaware baseline"),
     (
         "code",
-        "fair_k = FairLearner(scm, target=\"ZFYA\", features=\"latent\", "
+        "fair_k = FairLearner(fit, target=\"ZFYA\", features=inputs.Latent(), "
         "estimator=LinearRegression(),\n"
-        "                     n_samples=20, scm_fit=fit, seed=0).fit(train)\n"
+        "                     n_samples=20, seed=0).fit(train)\n"
         "unaware = unaware_predictor(scm, \"ZFYA\").fit(train)\n\n\n"
         "def rmse(model):\n"
         "    return float(np.sqrt(np.mean((model.predict(test) - test[\"ZFYA\"]) ** 2)))\n\n\n"

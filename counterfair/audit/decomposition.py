@@ -65,6 +65,7 @@ as ``E[y | x1]`` and ``E[y | x]`` so that the identities still hold sample by sa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -107,7 +108,7 @@ from counterfair.errors import (
 from counterfair.inference.abducted_chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
 from counterfair.rng import RandomSource
-from counterfair.rows import dispatch
+from counterfair.rows.measure import Measure, run
 from counterfair.rows.validated import Rows
 
 from ._validation import check_open_unit
@@ -130,9 +131,9 @@ __all__ = [
     "EFFECTS",
     "TABLE_COLUMNS",
     "Decomposition",
-    "DecompositionPlan",
+    "DecompositionMeasure",
     "decompose",
-    "decomposition_plan",
+    "decomposition_measure",
     "decomposition_sums",
     "finish_decomposition",
     "mediator_paths",
@@ -746,34 +747,21 @@ def decompose(
     >>> result.table  # doctest: +SKIP
     >>> print(result)  # doctest: +SKIP
     """
-    if (handler := dispatch.handler_for("decompose", data)) is not None:
-        return handler(
-            fit, data, attribute=attribute, x0=x0, x1=x1, outcome=outcome,
-            predictor=predictor, response=response, mediators=mediators,
-            confounders=confounders, n_samples=n_samples, n_param_draws=n_param_draws,
-            seed=seed, interval=interval, allow=allow,
-        )
-    plan = decomposition_plan(
+    measure = decomposition_measure(
         fit, attribute=attribute, x0=x0, x1=x1, outcome=outcome, predictor=predictor,
         response=response, mediators=mediators, confounders=confounders,
         n_samples=n_samples, n_param_draws=n_param_draws, seed=seed, interval=interval,
         allow=allow,
     )
-    rows = fit.rows_of(data)
-    codes = np.asarray(rows.codes[attribute])
-    for name, code in zip(("x0", "x1"), plan.codes, strict=True):
-        if not (codes == code).any():  # before any abduction
-            _no_rows(fit, plan, name, set(np.unique(codes).tolist()))
-    sums = decomposition_sums(fit, rows, plan)
-    return finish_decomposition(
-        fit, plan, sums, outcome_in_rows=plan.outcome in rows.frame.columns
-    )
+    return run(measure, data)
 
 
 @dataclass(frozen=True)
-class DecompositionPlan:
-    """The checked settings of a decomposition, shared by every chunk or partition."""
+class DecompositionMeasure(Measure[DecompositionSums, "Decomposition"]):
+    """A decomposition as a measure (:mod:`counterfair.rows.measure`): its checked
+    settings, shared by every chunk or partition, and the sums of its four worlds."""
 
+    fit: Fit | None
     attribute: str
     levels: tuple[str, str]
     codes: tuple[int, int]
@@ -787,8 +775,44 @@ class DecompositionPlan:
     interval: float
     allowed: tuple[str, ...] | None
 
+    @property
+    def model(self) -> tuple[Fit | None, Predictor | None]:
+        return self.fit, self.predictor
 
-def decomposition_plan(
+    def with_model(self, model: Any) -> DecompositionMeasure:
+        fit, predictor = (None, None) if model is None else model
+        return dataclasses.replace(self, fit=fit, predictor=predictor)
+
+    def _fit(self) -> Fit:
+        if self.fit is None:
+            raise RuntimeError("this decomposition travels without its fit")
+        return self.fit
+
+    def rows(self, data: pd.DataFrame, positions: np.ndarray | None = None) -> Rows:
+        return self._fit().rows_of(data, positions=positions)
+
+    def check(self, rows: Rows) -> None:
+        codes = np.asarray(rows.codes[self.attribute])
+        for name, code in zip(("x0", "x1"), self.codes, strict=True):
+            if not (codes == code).any():  # before any abduction
+                _no_rows(self._fit(), self, name, set(np.unique(codes).tolist()))
+
+    def empty(self) -> DecompositionSums:
+        return DecompositionSums(n_samples=self.n_samples)
+
+    def sums(self, rows: Rows) -> DecompositionSums:
+        return decomposition_sums(self._fit(), rows, self)
+
+    def merge(self, a: DecompositionSums, b: DecompositionSums) -> DecompositionSums:
+        return a.merge(b)
+
+    def result(self, total: DecompositionSums, *, columns: Sequence[str]) -> Decomposition:
+        return finish_decomposition(
+            self._fit(), self, total, outcome_in_rows=self.outcome in columns
+        )
+
+
+def decomposition_measure(
     fit: Fit,
     *,
     attribute: str,
@@ -804,7 +828,7 @@ def decomposition_plan(
     seed: int | None = 0,
     interval: float = 0.9,
     allow: Sequence[str] | None = None,
-) -> DecompositionPlan:
+) -> DecompositionMeasure:
     """Check the settings of :func:`decompose` (its arguments but the rows) once."""
     scm = fit.scm
     levels = _check_levels(fit, attribute, x0, x1)
@@ -819,7 +843,8 @@ def decomposition_plan(
     if predictor is not None and multiclass_labels(predictor, response):
         raise ValueError(MULTICLASS.format(name=_predictor_name(predictor)))
     code0, code1 = (int(fit.encoding.code(attribute, [level])[0]) for level in levels)
-    return DecompositionPlan(
+    return DecompositionMeasure(
+        fit=fit,
         attribute=attribute,
         levels=levels,
         codes=(code0, code1),
@@ -835,7 +860,7 @@ def decomposition_plan(
     )
 
 
-def _no_rows(fit: Fit, plan: DecompositionPlan, name: str, seen: set[int]) -> None:
+def _no_rows(fit: Fit, plan: DecompositionMeasure, name: str, seen: set[int]) -> None:
     level = plan.levels[0 if name == "x0" else 1]
     present = sorted(
         set(fit.encoding.decode(plan.attribute, np.asarray(sorted(seen))).tolist())
@@ -845,7 +870,7 @@ def _no_rows(fit: Fit, plan: DecompositionPlan, name: str, seen: set[int]) -> No
     )
 
 
-def decomposition_sums(fit: Fit, rows: Rows, plan: DecompositionPlan) -> DecompositionSums:
+def decomposition_sums(fit: Fit, rows: Rows, plan: DecompositionMeasure) -> DecompositionSums:
     """The mergeable sums of a decomposition over ``rows``, chunk by chunk.
 
     The rows are abducted and their four worlds built one chunk at a time
@@ -883,7 +908,7 @@ def decomposition_sums(fit: Fit, rows: Rows, plan: DecompositionPlan) -> Decompo
 
 
 def finish_decomposition(
-    fit: Fit, plan: DecompositionPlan, sums: DecompositionSums, *, outcome_in_rows: bool
+    fit: Fit, plan: DecompositionMeasure, sums: DecompositionSums, *, outcome_in_rows: bool
 ) -> Decomposition:
     """The :class:`Decomposition` of the sums of all the rows."""
     for name, count in (("x0", sums.n_x0), ("x1", sums.n_x1)):

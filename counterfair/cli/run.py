@@ -527,20 +527,29 @@ def run_learn(args: argparse.Namespace) -> int:
     if not classifier and args.estimator == "logistic" and task is not None:
         raise CommandError(f"--estimator logistic is a classifier; target {args.target!r} is "
                            f"a {task} node: use --estimator linear or ridge (or auto)")
+    from counterfair.learn import inputs
     from counterfair.learn.fair import FairLearner
     from counterfair.learn.held_out import held_out_scores, usefulness_warning
 
+    strategy: inputs.FairInputs
+    if path_specific:
+        strategy = inputs.PathSpecific(
+            unfair_paths=[tuple(p.split(">")) for p in args.unfair_path], baseline=args.baseline
+        )
+    else:
+        strategy = {
+            "non_descendants": inputs.NonDescendants,
+            "latent": inputs.Latent,
+            "additive_noise": inputs.AdditiveNoise,
+        }[args.features]()
     fit = _load_fit(args.run)
     learner = FairLearner(
-        fit.scm,
+        fit,
         target=args.target,
-        features=args.features,
+        features=strategy,
         estimator=_estimator(args.estimator),
         n_samples=args.n_samples,
-        scm_fit=fit,
         seed=args.seed,
-        unfair_paths=[tuple(p.split(">")) for p in args.unfair_path] if path_specific else None,
-        baseline=args.baseline,
     ).fit(fit.data)
     predictions, positive = _predictions(learner, fit)
     scores = None

@@ -1,6 +1,7 @@
 """Inputs of a path-specific counterfactually fair predictor (Chiappa, 2019).
 
-A :class:`~counterfair.FairLearner` with ``features="path_specific"`` feeds its
+A :class:`~counterfair.FairLearner` with path-specific inputs
+(:class:`counterfair.inputs.PathSpecific`) feeds its
 estimator *corrected* observed inputs: for each joint sample of parameters and
 latents of a row, every observed node other than the target (and the target's
 descendants) is recomputed with the protected attribute ``A`` set to a
@@ -32,58 +33,27 @@ if TYPE_CHECKING:
     from counterfair.inference.fit import Abduction, Fit
     from counterfair.model.scm import SCM
 
-PATHS_WITHOUT_FEATURES = (
-    "{option}= is given but features={features!r}: it would be ignored; use "
-    "features='path_specific' or drop {option}="
-)
-PATH_SPECIFIC_NEEDS = "features='path_specific' needs {option}=: {what}"
 NO_PATH_INPUT = (
-    "features='path_specific' gives no input for target {target!r}: the SCM has no other "
+    "a path-specific learner gives no input for target {target!r}: the SCM has no other "
     "observed node and no latent"
 )
 
 
-def check_options(
-    scm: SCM,
-    features: object,
-    unfair_paths: Sequence[Sequence[str]] | None,
-    baseline: object,
-) -> tuple[str, tuple[tuple[str, ...], ...]] | None:
+def check_path_options(
+    scm: SCM, unfair_paths: Sequence[Sequence[str]], baseline: object
+) -> tuple[str, tuple[tuple[str, ...], ...]]:
     """The protected attribute and the checked unfair paths of a path-specific learner.
 
-    Returns ``None`` when ``features`` is not ``"path_specific"``.
+    ``unfair_paths`` and ``baseline`` come from :class:`counterfair.inputs.PathSpecific`,
+    which checks their form; this checks them against the graph.
 
     Raises
     ------
-    ValueError
-        If ``unfair_paths`` or ``baseline`` is given with another feature set
-        (it would be ignored), or missing with ``"path_specific"``.
     SCMError
         If the paths are not directed paths of the graph from one protected
         attribute.
     """
-    if features != "path_specific":
-        for option, value in (("unfair_paths", unfair_paths), ("baseline", baseline)):
-            if value is not None:
-                raise ValueError(PATHS_WITHOUT_FEATURES.format(option=option, features=features))
-        return None
-    if unfair_paths is None:
-        raise ValueError(
-            PATH_SPECIFIC_NEEDS.format(
-                option="unfair_paths", what="the paths from the protected attribute to correct"
-            )
-        )
-    if baseline is None:
-        raise ValueError(
-            PATH_SPECIFIC_NEEDS.format(
-                option="baseline", what="the level the unfair paths see (a level of the attribute)"
-            )
-        )
-    if len(unfair_paths) == 0:
-        raise ValueError(
-            "unfair_paths is empty: with no unfair path nothing is corrected; give at "
-            "least one path, or use features='non_descendants' plus the observed nodes"
-        )
+    del baseline  # checked against the levels where the worlds are coded
     source = path_source(scm, unfair_paths)
     return source, check_paths(scm, source, unfair_paths)
 

@@ -426,9 +426,9 @@ def needs_both_worlds(predictor: Predictor, fit: Fit) -> bool:
 
 
 def _is_path_learner(predictor: Predictor, fit: Fit) -> bool:
-    return _shared_learner(predictor, fit) and (
-        getattr(getattr(predictor, "__self__", predictor), "features", None) == "path_specific"
-    )
+    owner = getattr(predictor, "__self__", predictor)
+    kind = getattr(getattr(owner, "features", None), "kind", None)  # a strategy's kind
+    return _shared_learner(predictor, fit) and kind == "path_specific"
 
 
 def _frame_predictions(

@@ -4,7 +4,7 @@ Importing this package registers its handlers with :mod:`counterfair.rows.dispat
 the dispatcher imports it on its own when it first meets a Dask collection.
 """
 
-from counterfair.dask import decompose, group_audits, row_calls
+from counterfair.dask import group_audits, measures, row_calls
 from counterfair.dask.partitions import WORKER_CONFIG, WORKER_ENV
 
-__all__ = ["WORKER_CONFIG", "WORKER_ENV", "decompose", "group_audits", "row_calls"]
+__all__ = ["WORKER_CONFIG", "WORKER_ENV", "group_audits", "measures", "row_calls"]

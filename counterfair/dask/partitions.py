@@ -174,8 +174,8 @@ def _localise(obj: Any, fit: Fit, local: Fit) -> Any:
     if getattr(obj, "scm_fit_", None) is fit:
         clone = copy.copy(obj)
         clone.scm_fit_ = local
-        if getattr(obj, "scm_fit", None) is fit:
-            clone.scm_fit = local
+        if getattr(obj, "model", None) is fit:
+            clone.model = local
         return clone
     return obj
 

@@ -20,6 +20,7 @@ import skops.io as sio
 
 from counterfair import errors
 from counterfair.io.fit_folder import fill_fit, write_folder, write_json
+from counterfair.learn import inputs
 from counterfair.model.nodes import plain
 
 if TYPE_CHECKING:
@@ -35,19 +36,11 @@ ESTIMATORS = "estimators.skops"
 def _learner_settings(learner: FairLearner) -> dict[str, Any]:
     settings = {
         "target": learner.target,
-        "features": learner.features,
+        "features": inputs.to_document(inputs.checked(learner.features)),
         "n_samples": learner.n_samples,
-        "condition_on_target": learner.condition_on_target,
-        "training_inputs": learner.training_inputs,
         "fit_args": learner.fit_args,
         "abduction_args": learner.abduction_args,
         "seed": learner.seed,
-        "unfair_paths": learner.unfair_paths,
-        "baseline": learner.baseline,
-        "allow": None if learner.allow is None else list(learner.allow),
-        "attribute": learner.attribute,
-        "mediators": None if learner.mediators is None else list(learner.mediators),
-        "invariant_only": bool(learner.invariant_only),
         "reference_": getattr(learner, "reference_", {}),
     }
     document = plain(settings)

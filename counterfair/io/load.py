@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from counterfair.io.fit_folder import (
 )
 from counterfair.io.learner_folder import ESTIMATORS
 from counterfair.io.scm_file import scm_from_dict
+from counterfair.learn import inputs
 from counterfair.learn.baselines import BaselinePredictor
 from counterfair.learn.fair import FairLearner
 from counterfair.model.encoding import Encoding
@@ -89,26 +89,6 @@ def _load_fit(folder: Path) -> Fit:
     )
 
 
-def _tuples(paths: Sequence[Sequence[str]] | None) -> list[tuple[str, ...]] | None:
-    return None if paths is None else [tuple(p) for p in paths]
-
-
-def _invariant_only(settings: dict[str, Any], fit: Fit) -> bool:
-    """The learner's ``invariant_only``: a learner saved before the option abducted its
-    latents from every indicator (``False``), unless ``False`` would be refused as ignored
-    (an explicit ``condition_on``, or inputs that read no latent): then ``True``, which
-    changes nothing there."""
-    if "invariant_only" in settings:
-        return bool(settings["invariant_only"])
-    features = settings["features"]
-    reads_latents = (
-        features != "non_descendants"
-        if isinstance(features, str)
-        else any(node in fit.scm.latents for node in features)
-    )
-    return "condition_on" in (settings.get("abduction_args") or {}) or not reads_latents
-
-
 def _load_learner(folder: Path) -> FairLearner | BaselinePredictor:
     settings = json.loads((folder / "learner.json").read_text(encoding="utf-8"))
     estimators = _load_skops(folder / ESTIMATORS)
@@ -125,24 +105,20 @@ def _load_learner(folder: Path) -> FairLearner | BaselinePredictor:
     if settings.get("type") != "FairLearner":
         raise errors.DataError(f"{folder / 'learner.json'}: unknown type {settings.get('type')!r}")
     fit = _load_fit(folder / "fit")
-    features = settings["features"]
+    try:
+        strategy = inputs.from_document(settings["features"])
+    except (TypeError, ValueError, AttributeError) as error:
+        raise errors.DataError(
+            f"{folder / 'learner.json'}: its features are not a fair-input strategy ({error})"
+        ) from error
     learner = FairLearner(
-        scm=fit.scm,
+        fit,
         target=settings["target"],
-        features=features if isinstance(features, str) else list(features),
+        features=strategy,
         estimator=estimators["estimator"],
         n_samples=settings["n_samples"],
-        condition_on_target=settings["condition_on_target"],
-        training_inputs=settings["training_inputs"],
         abduction_args=settings["abduction_args"],
-        scm_fit=fit,
         seed=settings["seed"],
-        unfair_paths=_tuples(settings["unfair_paths"]),
-        baseline=settings["baseline"],
-        allow=settings.get("allow"),
-        attribute=settings.get("attribute"),
-        mediators=settings.get("mediators"),
-        invariant_only=_invariant_only(settings, fit),
     )
     learner.reference_ = dict(settings.get("reference_", {}))
     learner.scm_fit_ = fit

@@ -2,8 +2,8 @@
 
 :class:`FairLearner` is a scikit-learn estimator. ``fit`` fits the SCM by NUTS
 on the training rows, draws ``m = n_samples`` joint samples of each row's
-exogenous inputs (latents, and for ``features="additive_noise"`` the abducted
-noise of Normal nodes), repeats each row ``m`` times with its draws, and fits the
+exogenous inputs (latents, and for :class:`~counterfair.inputs.AdditiveNoise` the
+abducted noise of Normal nodes), repeats each row ``m`` times with its draws, and fits the
 wrapped estimator on that augmented set together with any observed
 non-descendants of the protected attributes. ``predict`` abducts the same inputs
 for new rows and returns the mean of the estimator's prediction over the draws.
@@ -27,7 +27,7 @@ from sklearn.metrics import accuracy_score, r2_score
 from counterfair import errors
 from counterfair.counterfactual.action import noise_column
 from counterfair.counterfactual.path_features import (
-    check_options,
+    check_path_options,
     corrected_inputs,
     input_names,
 )
@@ -45,6 +45,8 @@ from counterfair.counterfactual.prediction import (
 from counterfair.inference.abduct import default_conditioning
 from counterfair.inference.abducted_chunks import abduct_chunks
 from counterfair.inference.fit import Abduction, Fit
+from counterfair.learn import inputs
+from counterfair.learn.inputs import FairInputs, Latent
 from counterfair.learn.saving import Savable
 from counterfair.logs import user_stacklevel
 from counterfair.model.families import family_of
@@ -55,8 +57,8 @@ from counterfair.rows.validated import Rows
 
 logger = logging.getLogger("counterfair")
 
-FeatureSet = Literal["non_descendants", "latent", "additive_noise", "path_specific"]
-FEATURE_SETS: tuple[str, ...] = ("non_descendants", "latent", "additive_noise", "path_specific")
+LATENT = Latent()
+"""The default strategy: the latents plus the observed non-descendants (Fair K)."""
 
 TARGET_NOT_IN_SCM = (
     "target {target!r} is neither a node of the SCM (nodes: {nodes}) nor a column of the "
@@ -75,24 +77,8 @@ FIT_ARGS_SEED = (
 NO_FAIR_FEATURES = (
     "features={features!r} gives no input for target {target!r}: the SCM has no {what}"
 )
-EFFECTS: tuple[str, ...] = ("DE", "IE", "SE")
-"""The effects of a decomposition a business-necessity learner may allow (``allow=``)."""
-
-ALLOW_NEEDS_PATHS = (
-    "allow= builds the unfair paths of a path-specific learner: give features='path_specific' "
-    "with it (got features={features!r})"
-)
-ALLOW_WITH_PATHS = (
-    "allow= and unfair_paths= both say which paths are unfair: give one of them (allow= "
-    "derives the paths from the mediators)"
-)
-ALLOW_UNKNOWN = "allow= names {effect!r}, which is not an effect; effects: {effects}"
-ALLOW_BASELINE = (
-    "allow= needs baseline=: the level x0 of {attribute!r} the disallowed paths see"
-)
-ALLOW_OPTION = "{option}= applies with allow= only: it would be ignored; drop it or give allow="
 ALLOW_ATTRIBUTE = (
-    "allow= needs attribute=: the SCM has {count} protected attributes with descendants "
+    "BusinessNecessity needs attribute=: the SCM has {count} protected attributes with descendants "
     "({names}); name the one whose effects are judged"
 )
 ALLOW_NOT_PROTECTED = (
@@ -122,7 +108,6 @@ DESCENDANT_FEATURE = (
     "(path {path}); a counterfactually fair predictor cannot use it"
 )
 
-INVARIANT_ONLY_TYPE = "invariant_only must be True or False, got {value!r}"
 INVARIANT_ONLY_CONDITION_ON = (
     "invariant_only=False would be ignored: abduction_args gives condition_on={condition_on!r}, "
     "which names the indicators the latents are abducted from; drop one of them"
@@ -210,101 +195,41 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
 
     Parameters
     ----------
-    scm : SCM
-        The structural causal model. It may contain the target (e.g. ZFYA with
-        the latent K as a parent, the paper's level 2 model) or not (the level 3
-        model of UGPA and LSAT).
+    model : Fit or SCM
+        The structural causal model: a :class:`~counterfair.Fit` of it, reused, or an
+        :class:`~counterfair.SCM`, fitted by NUTS on the training rows at :meth:`fit`
+        (with ``fit_args``). It may contain the target (e.g. ZFYA with the latent K as
+        a parent, the paper's level 2 model) or not (the level 3 model of UGPA and
+        LSAT).
     target : str
         Column to predict.
-    features : {"non_descendants", "latent", "additive_noise"} or list of str
-        Fair inputs. ``"non_descendants"`` (level 1): observed non-descendants
-        of the protected attributes; ``"latent"`` (level 2, Fair K): the
-        latents' posterior draws plus non-descendants; ``"additive_noise"``
-        (level 3, Fair Add): the abducted noise of every Normal node other than
-        the target (but those ``invariant_only`` leaves out), plus latents and
-        non-descendants. A list names nodes
-        explicitly; naming a descendant of a protected attribute raises
-        :class:`~counterfair.FairnessError`. ``"path_specific"`` (Chiappa,
-        2019): the latents and every observed node other than the target (and
-        its descendants) with its descendants along ``unfair_paths`` recomputed
-        with the protected attribute at ``baseline`` and the abducted noise,
-        fair paths keeping the row's own level (:mod:`counterfair.counterfactual.path_features`).
+    features : strategy of :mod:`counterfair.inputs`, or list of str
+        The fair inputs and how training rows get them: ``cf.inputs.Latent()``
+        (default; level 2, Fair K), ``cf.inputs.NonDescendants()`` (level 1),
+        ``cf.inputs.AdditiveNoise()`` (level 3, Fair Add),
+        ``cf.inputs.PathSpecific(unfair_paths=, baseline=)`` (Chiappa 2019),
+        ``cf.inputs.BusinessNecessity(allow=, baseline=)`` (Plečko and Bareinboim
+        2024) or ``cf.inputs.Nodes([...])``; a plain list of node names is
+        ``Nodes(list)``. Naming a descendant of a protected attribute raises
+        :class:`~counterfair.FairnessError`.
     estimator : scikit-learn estimator, optional
         Default ``LinearRegression()``, or ``LogisticRegression()`` for a
         Bernoulli target.
     n_samples : int
-        ``m``, draws of the exogenous inputs per training row.
-    condition_on_target : bool
-        ``False`` (default, Algorithm 1): training latents are drawn from
-        ``P(U | x, a)`` with the parameters at their posterior means.
-        ``True`` (the authors' code): training latents come from the joint
-        posterior of the SCM fit, which also conditions on the target.
-    training_inputs : {"samples", "mean"}
-        ``"samples"`` repeats each training row ``m`` times with its draws
-        (Algorithm 1); ``"mean"`` uses each row's posterior mean once, as the
-        authors' code does.
+        ``m``, draws of the exogenous inputs per training row and per new row.
+    seed : int, optional
+        Seed of the SCM fit, abduction and draws.
     fit_args : dict, optional
-        Passed to :meth:`SCM.fit` (``chains``, ``warmup``, ``draws``, ...;
-        ``progress`` defaults to ``False``). A ``seed`` here is used when
-        ``seed`` is not given; two different seeds are an error. Giving
-        ``fit_args`` together with ``scm_fit`` is an error (they would be ignored).
+        With an SCM only: passed to :meth:`SCM.fit` (``chains``, ``warmup``,
+        ``draws``, ...; ``progress`` defaults to ``False``). A ``seed`` here is used
+        when ``seed`` is not given; two different seeds are an error. With a Fit it
+        raises (the SCM is not fitted again).
     abduction_args : dict, optional
         Passed to :meth:`Fit.abduct` for new rows (``method``, ``chains``, ...);
         ``condition_on`` chooses the indicators the latents are abducted from, in
         training and prediction alike (e.g. only those that measure a latent alike in
-        every group: :func:`counterfair.invariance_check`). A ``condition_on`` given
-        here wins over ``invariant_only``'s choice.
-    scm_fit : Fit, optional
-        A fit of ``scm`` to reuse instead of fitting again.
-    seed : int, optional
-        Seed of the SCM fit, abduction and draws.
-    unfair_paths : list of tuple, optional
-        With ``features="path_specific"`` only: node tuples ``(A, V, ...)``
-        from one protected attribute; every path beginning with one is unfair
-        (:mod:`counterfair.counterfactual.paths`).
-    baseline : str or float, optional
-        With ``features="path_specific"`` only: the level of ``A`` the unfair
-        paths see.
-    allow : sequence of {"DE", "IE", "SE"}, optional
-        Fair by business necessity (Plečko and Bareinboim, 2024): the effects of
-        ``attribute`` on the prediction a user accepts; the others are removed. With
-        ``features="path_specific"`` and ``baseline`` (the level ``x0``), instead of
-        ``unfair_paths``: a disallowed direct effect makes the paths from
-        ``attribute`` that touch no mediator unfair, a disallowed indirect effect the
-        paths into the mediators (:func:`counterfair.counterfactual.paths.mediator_paths`);
-        both see ``baseline``. A disallowed spurious effect sets every other protected
-        attribute (the confounders ``Z``: protected attributes are the roots through
-        which the groups differ) to a reference -- the most frequent level, or the mean
-        of a continuous one, in the training rows -- in the inputs of every row, so the
-        prediction no longer varies with ``Z``. ``allow=("IE",)`` keeps the mediated
-        effect only. :func:`counterfair.audit.decompose` of the learner shows each
-        disallowed effect at 0 within Monte Carlo error.
-    attribute : str, optional
-        With ``allow`` only: the protected attribute ``X`` (default: the only protected
-        attribute with descendants).
-    mediators : sequence of str, optional
-        With ``allow`` only: ``W`` (default: the observed descendants of ``attribute``
-        other than the target and its descendants, as
-        :func:`counterfair.audit.decompose` takes them).
-    invariant_only : bool, keyword-only
-        ``True`` (default): an indicator of a latent whose loading differs by a
-        protected attribute or its descendant (``loading_by=``, measurement
-        non-invariance) is left out. The latents are abducted from the other, invariant
-        indicators only, in training and prediction alike, and ``features=
-        "additive_noise"`` (Fair Add) leaves out that indicator's residual (it carries
-        ``loading(group) x`` the latent's error, which changes with the group). Counterfactual
-        fairness of the deployed predictor -- a function of the observables, which
-        abducts the latent again from a counterfactual row -- needs the latent to be read
-        from indicators that measure it alike in every group: from a non-invariant one,
-        even the true model's posterior mean of the latent moves when the group changes.
-        One ``INFO`` line of the ``"counterfair"`` logger at ``fit`` names what is left
-        out. A latent all of whose indicators are non-invariant keeps them, with an
-        :class:`~counterfair.InvarianceWarning`. ``False`` abducts from every indicator
-        and keeps every residual (the behaviour before this option). An explicit
-        ``abduction_args={"condition_on": [...]}`` wins (nothing is left out then);
-        ``False`` with it, or with features that read no latent
-        (``"non_descendants"``, a list without a latent), raises, as it would be
-        ignored. With no non-invariant indicator, the option changes nothing.
+        every group: :func:`counterfair.invariance_check`); it wins over the
+        strategy's ``invariant_only``.
 
     Attributes
     ----------
@@ -320,42 +245,38 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
 
     def __init__(
         self,
-        scm: SCM | None = None,
+        model: Fit | SCM | None = None,
+        *,
         target: str | None = None,
-        features: FeatureSet | Sequence[str] = "latent",
+        features: FairInputs | Sequence[str] = LATENT,
         estimator: Any = None,
         n_samples: int = 50,
-        condition_on_target: bool = False,
-        training_inputs: Literal["samples", "mean"] = "samples",
+        seed: int | None = None,
         fit_args: Mapping[str, Any] | None = None,
         abduction_args: Mapping[str, Any] | None = None,
-        scm_fit: Fit | None = None,
-        seed: int | None = None,
-        unfair_paths: Sequence[Sequence[str]] | None = None,
-        baseline: str | float | None = None,
-        allow: Sequence[str] | None = None,
-        attribute: str | None = None,
-        mediators: Sequence[str] | None = None,
-        *,
-        invariant_only: bool = True,
     ) -> None:
-        self.scm = scm
+        self.model = model
         self.target = target
         self.features = features
         self.estimator = estimator
         self.n_samples = n_samples
-        self.condition_on_target = condition_on_target
-        self.training_inputs = training_inputs
+        self.seed = seed
         self.fit_args = fit_args
         self.abduction_args = abduction_args
-        self.scm_fit = scm_fit
-        self.seed = seed
-        self.unfair_paths = unfair_paths
-        self.baseline = baseline
-        self.allow = allow
-        self.attribute = attribute
-        self.mediators = mediators
-        self.invariant_only = invariant_only
+
+    @property
+    def scm(self) -> SCM | None:
+        """The learner's SCM (``model``'s own when ``model`` is a Fit)."""
+        return self.model.scm if isinstance(self.model, Fit) else self.model
+
+    def _given_fit(self) -> Fit | None:
+        return self.model if isinstance(self.model, Fit) else None
+
+    def _strategy(self) -> FairInputs:
+        return inputs.checked(self.features)
+
+    def _kind(self) -> str:
+        return self._strategy().kind
 
     # ------------------------------------------------------------------ scikit-learn
     def _is_classifier(self) -> bool:
@@ -379,9 +300,13 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ inputs
     def _check_setup(self) -> SCM:
-        if self.scm is None or self.target is None:
-            raise ValueError("FairLearner needs an scm and a target")
         scm = self.scm
+        if scm is None or self.target is None:
+            raise ValueError("FairLearner needs a model (an SCM or its Fit) and a target")
+        if not isinstance(scm, SCM):
+            raise ValueError(
+                f"FairLearner's model must be an SCM or a Fit, got {type(self.model).__name__}"
+            )
         target = self.target
         if target in scm.protected:
             raise errors.FairnessError(PROTECTED_TARGET.format(target=target))
@@ -390,28 +315,18 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         fit_args = dict(self.fit_args or {})
         if "seed" in fit_args and self.seed is not None and fit_args["seed"] != self.seed:
             raise ValueError(FIT_ARGS_SEED.format(seed=self.seed))
-        if fit_args and self.scm_fit is not None:
+        if fit_args and self._given_fit() is not None:
             raise ValueError(
-                f"fit_args {sorted(fit_args)} would be ignored: scm_fit is given, so the "
-                "SCM is not fitted again; drop fit_args or scm_fit"
-            )
-        if isinstance(self.features, str) and self.features not in FEATURE_SETS:
-            raise ValueError(
-                f"features must be one of {FEATURE_SETS} or a list of node names, "
-                f"got {self.features!r}"
+                f"fit_args {sorted(fit_args)} would be ignored: the model is a Fit, so the "
+                "SCM is not fitted again; drop fit_args or give the SCM"
             )
         self._paths(scm)
         self._check_invariant_only(scm)
-        if self.training_inputs not in ("samples", "mean"):
-            raise ValueError(
-                f"training_inputs must be 'samples' or 'mean', got {self.training_inputs!r}"
-            )
-        return self.scm
+        return scm
 
     def _check_invariant_only(self, scm: SCM) -> None:
-        if not isinstance(self.invariant_only, bool | np.bool_):
-            raise ValueError(INVARIANT_ONLY_TYPE.format(value=self.invariant_only))
-        if self.invariant_only:
+        strategy = self._strategy()
+        if not strategy.reads_latents or strategy.invariant_indicators:
             return
         given = dict(self.abduction_args or {})
         if "condition_on" in given:
@@ -423,15 +338,16 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
 
     def _reads_latents(self, scm: SCM) -> bool:
         """Whether the inputs depend on the abducted latents (so on what they are abducted from)."""
-        if isinstance(self.features, str):
-            return self.features != "non_descendants"
-        return any(node in scm.latents for node in self.features)
+        strategy = self._strategy()
+        if isinstance(strategy, inputs.Nodes):
+            return any(node in scm.latents for node in strategy.names)
+        return strategy.reads_latents
 
     def _invariance(self, scm: SCM) -> InvariancePlan:
         """What ``invariant_only`` leaves out (nothing when off, when the user gives
         ``condition_on``, or when the inputs read no latent)."""
         if (
-            not self.invariant_only
+            not self._strategy().invariant_indicators
             or "condition_on" in (self.abduction_args or {})
             or not scm.latents
             or not self._reads_latents(scm)
@@ -464,7 +380,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         names = ", ".join(map(repr, plan.left_out))
         what = f"the latents are not abducted from {names}"
         residuals = [n for n in plan.left_out if n in self._noise_candidates(scm)]
-        if self.features == "additive_noise" and residuals:
+        if self._kind() == "additive_noise" and residuals:
             what += f" and the residual of {', '.join(map(repr, residuals))} is left out"
         logger.info(
             LEFT_OUT.format(
@@ -481,23 +397,15 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
 
     def _paths(self, scm: SCM) -> tuple[str, tuple[tuple[str, ...], ...]] | None:
         """The protected attribute and the unfair paths of a path-specific learner: given
-        (``unfair_paths``) or derived from ``allow``; ``None`` for other feature sets."""
-        if self.allow is None:
-            for option in ("attribute", "mediators"):
-                if getattr(self, option) is not None:
-                    raise ValueError(ALLOW_OPTION.format(option=option))
-            return check_options(scm, self.features, self.unfair_paths, self.baseline)
-        if self.features != "path_specific":
-            raise ValueError(ALLOW_NEEDS_PATHS.format(features=self.features))
-        if self.unfair_paths is not None:
-            raise ValueError(ALLOW_WITH_PATHS)
-        allowed = [self.allow] if isinstance(self.allow, str) else list(self.allow)
-        for effect in allowed:
-            if effect not in EFFECTS:
-                raise ValueError(ALLOW_UNKNOWN.format(effect=effect, effects=list(EFFECTS)))
+        (:class:`~counterfair.inputs.PathSpecific`) or derived from the allowed effects
+        (:class:`~counterfair.inputs.BusinessNecessity`); ``None`` for other strategies."""
+        strategy = self._strategy()
+        if isinstance(strategy, inputs.PathSpecific):
+            return check_path_options(scm, strategy.unfair_paths, strategy.baseline)
+        if not isinstance(strategy, inputs.BusinessNecessity):
+            return None
+        allowed = strategy.allow
         attribute = self._attribute(scm)
-        if self.baseline is None:
-            raise ValueError(ALLOW_BASELINE.format(attribute=attribute))
         target = str(self.target)
         mediators = self._mediators(scm, attribute, target)
         paths: list[tuple[str, ...]] = []
@@ -513,15 +421,18 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
             paths += mediator_paths(scm, attribute, mediators)
         return attribute, tuple(paths)
 
+    def _baseline(self) -> Any:
+        """The level the unfair paths of a path-specific strategy see."""
+        return getattr(self._strategy(), "baseline", None)
+
     def _attribute(self, scm: SCM) -> str:
-        if self.attribute is not None:
-            if self.attribute not in scm.protected:
+        attribute = getattr(self._strategy(), "attribute", None)
+        if attribute is not None:
+            if attribute not in scm.protected:
                 raise errors.SCMError(
-                    ALLOW_NOT_PROTECTED.format(
-                        attribute=self.attribute, protected=list(scm.protected)
-                    )
+                    ALLOW_NOT_PROTECTED.format(attribute=attribute, protected=list(scm.protected))
                 )
-            return str(self.attribute)
+            return str(attribute)
         causing = [p for p in scm.protected if scm.descendants(p)]
         if len(causing) != 1:
             raise ValueError(ALLOW_ATTRIBUTE.format(count=len(causing), names=causing))
@@ -530,9 +441,10 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
     def _mediators(self, scm: SCM, attribute: str, target: str) -> tuple[str, ...]:
         after = scm.descendants(target) | {target} if target in scm.specs else {target}
         caused = scm.descendants(attribute)
-        if self.mediators is None:
+        given = getattr(self._strategy(), "mediators", None)
+        if given is None:
             return tuple(n for n in scm.observed if n in caused and n not in after)
-        names = [self.mediators] if isinstance(self.mediators, str) else list(self.mediators)
+        names = list(given)
         for node in names:
             what = None
             if node not in scm.observed:
@@ -549,10 +461,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
 
     def _confounder_reference(self, scm: SCM, X: pd.DataFrame) -> dict[str, Any]:
         """The reference code of each protected confounder, when SE is disallowed."""
-        if self.allow is None:
-            return {}
-        allowed = [self.allow] if isinstance(self.allow, str) else list(self.allow)
-        if "SE" in allowed:
+        strategy = self._strategy()
+        if not isinstance(strategy, inputs.BusinessNecessity) or "SE" in strategy.allow:
             return {}
         attribute = self._attribute(scm)
         others = [p for p in scm.protected if p != attribute]
@@ -579,9 +489,11 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         """(latents, Normal nodes whose noise is used, observed non-descendants)."""
         target = str(self.target)
         fair_observed = [n for n in scm.non_descendants() if n != target]
-        if not isinstance(self.features, str):
+        strategy = self._strategy()
+        kind = strategy.kind
+        if isinstance(strategy, inputs.Nodes):
             latents, observed = [], []
-            for node in self.features:
+            for node in strategy.names:
                 if node in scm.latents:
                     latents.append(node)
                     continue
@@ -595,9 +507,9 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
                     )
                 observed.append(node)
             return latents, [], observed
-        if self.features == "path_specific":
+        if kind == "path_specific":
             return [], [], input_names(scm, target)
-        if self.features == "non_descendants":
+        if kind == "non_descendants":
             if not fair_observed:
                 raise errors.FairnessError(
                     NO_FAIR_FEATURES.format(
@@ -607,7 +519,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
                     )
                 )
             return [], [], fair_observed
-        if self.features == "latent":
+        if kind == "latent":
             if not scm.latents:
                 raise errors.FairnessError(
                     NO_FAIR_FEATURES.format(
@@ -633,7 +545,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
 
     def _feature_matrix(self, scm: SCM, abduction: Abduction) -> np.ndarray:
         """Inputs of the wrapped estimator, shape ``(S, N, p)``."""
-        if self.features == "path_specific":
+        if self._kind() == "path_specific":
             return self._path_inputs(abduction)
         latents, noise_nodes, observed = self._input_plan(scm)
         s, n = abduction.n_samples, len(abduction.data)
@@ -654,7 +566,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
     ) -> np.ndarray:
         scm = self._check_setup()
         checked = self._paths(scm)
-        assert checked is not None  # features == "path_specific"
+        assert checked is not None  # a path-specific strategy
         source, paths = checked
         reference = getattr(self, "reference_", {})
         if reference:  # the spurious effect is disallowed: Z at its reference
@@ -666,7 +578,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
             target=str(self.target),
             source=source,
             unfair_paths=paths,
-            baseline=self.baseline,
+            baseline=self._baseline(),
             seed=self.seed,
             world=world,
             world_paths=world_paths,
@@ -695,9 +607,10 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         label (as :func:`predict_output` compares it).
         """
         scm = self._check_setup()
-        if self.features != "path_specific":
+        if self._kind() != "path_specific":
             raise ValueError(
-                f"path_specific_output needs features='path_specific', got {self.features!r}"
+                "path_specific_output needs features=cf.inputs.PathSpecific(...) or "
+                f"cf.inputs.BusinessNecessity(...), got {self.features!r}"
             )
         checked = self._paths(scm)
         assert checked is not None
@@ -723,7 +636,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
             raise errors.DataError(errors.NOT_A_DATAFRAME.format(type=type(frame).__name__))
         if not {"world", "sample", "row"} <= set(frame.columns):
             return None  # not a counterfactual frame: abduct the inputs
-        if self.features == "path_specific":
+        if self._kind() == "path_specific":
             return None  # recomputed from the abduction (path_specific_output)
         latents, noise_nodes, observed = self._input_plan(scm)
         names = [*latents, *(noise_column(n) for n in noise_nodes), *observed]
@@ -763,8 +676,9 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
             raise errors.DataError(f"y has {y_values.shape[0]} values for {len(X)} rows of X")
         self._input_plan(scm)  # validates features before any MCMC
         data = X if target in X.columns else X.assign(**{target: y_values})
-        if self.scm_fit is not None:
-            self.scm_fit_ = self.scm_fit
+        given = self._given_fit()
+        if given is not None:
+            self.scm_fit_ = given
         else:
             args = {"chains": 4, "warmup": 500, "draws": 500, **(self.fit_args or {})}
             if self.seed is not None:
@@ -775,7 +689,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         m = int(self.n_samples)
         self._report_invariance(scm)
         left_out = set(self._invariance(scm).left_out)
-        if self.condition_on_target or target not in scm.observed:
+        strategy = self._strategy()
+        if strategy.condition_on_target or target not in scm.observed:
             if left_out:  # the fit's posterior conditions on every indicator: abduct again
                 extra = dict(self.abduction_args or {})
                 abduction = self.scm_fit_.abduct(
@@ -805,7 +720,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         inputs = self._feature_matrix(scm, abduction)  # (S, N, p)
         s = inputs.shape[0]
         responses = _filled_target(self.scm_fit_, abduction, target, y_values)  # (S, N)
-        if self.training_inputs == "mean":
+        if strategy.training == "mean":
             if responses is not None and self._is_classifier():
                 raise errors.DataError(MEAN_INPUTS_WITH_HOLES.format(target=target))
             response = y_values if responses is None else responses.mean(axis=0)
@@ -819,7 +734,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         self.estimator_ = clone(base).fit(design, response)
         latents, noise_nodes, observed = self._input_plan(scm)
         self.feature_names_ = [*latents, *(noise_column(n) for n in noise_nodes), *observed]
-        if self.features == "path_specific":  # latents first, then the corrected nodes
+        if strategy.kind == "path_specific":  # latents first, then the corrected nodes
             self.feature_names_ = input_names(scm, target)
         if self._is_classifier():
             self.classes_ = self.estimator_.classes_
@@ -955,7 +870,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
 
 
 MEAN_INPUTS_WITH_HOLES = (
-    "training_inputs='mean' gives each row one label, but {target!r} is missing in some "
+    "training='mean' gives each row one label, but {target!r} is missing in some "
     "rows and drawn per sample (missing='model'): use training_inputs='samples'"
 )
 """Refusal of a classifier trained on mean inputs when its target has missing values."""
@@ -989,26 +904,3 @@ def _same_rows(fitted: pd.DataFrame, data: pd.DataFrame) -> bool:
         return False
     shared = [c for c in fitted.columns if c in data.columns]
     return bool(fitted[shared].astype(str).equals(data[shared].astype(str)))
-
-
-# the unfair baselines and counterfactual predictions have their own modules; their
-# names stay importable from here, where users and older code import them
-from counterfair.counterfactual.prediction import RESPONSES as RESPONSES  # noqa: E402
-from counterfair.counterfactual.prediction import Predictor as Predictor  # noqa: E402
-from counterfair.counterfactual.prediction import (  # noqa: E402
-    counterfactual_predictions as counterfactual_predictions,
-)
-from counterfair.counterfactual.prediction import (  # noqa: E402
-    counterfactual_predictions_chunk as counterfactual_predictions_chunk,
-)
-from counterfair.counterfactual.prediction import (  # noqa: E402
-    iter_counterfactual_predictions as iter_counterfactual_predictions,
-)
-from counterfair.counterfactual.prediction import (  # noqa: E402
-    merge_prediction_chunks as merge_prediction_chunks,
-)
-from counterfair.counterfactual.prediction import multiclass_labels as multiclass_labels  # noqa: E402
-from counterfair.counterfactual.prediction import predict_output as predict_output  # noqa: E402
-from counterfair.learn.baselines import BaselinePredictor as BaselinePredictor  # noqa: E402
-from counterfair.learn.baselines import full_predictor as full_predictor  # noqa: E402
-from counterfair.learn.baselines import unaware_predictor as unaware_predictor  # noqa: E402

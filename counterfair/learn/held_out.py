@@ -35,6 +35,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from counterfair import errors
 
 if TYPE_CHECKING:
+    from counterfair.inference.fit import Fit
     from counterfair.learn.fair import FairLearner
 
 __all__ = ["GAIN_Z", "HeldOutScores", "held_out_scores", "usefulness_warning"]
@@ -167,8 +168,9 @@ def held_out_scores(
     """
     from counterfair.learn.fair import FairLearner
 
-    if not isinstance(learner, FairLearner) or learner.scm_fit is None:
-        raise ValueError("held_out_scores needs a FairLearner with scm_fit= (its SCM fit)")
+    if not isinstance(learner, FairLearner) or not isinstance(learner.model, Fit):
+        raise ValueError("held_out_scores needs a FairLearner of a Fit (its SCM fit, shared "
+                         "by the folds)")
     target = str(learner.target)
     if target not in data.columns:
         raise errors.DataError(
