@@ -80,6 +80,32 @@ def test_classification_report_is_self_contained(tmp_path: Path, data: Data) -> 
     assert '<pre class="summary">' not in text  # no wall of text any more
 
 
+def test_stylesheet_and_script_are_the_package_files_and_the_policy_names_the_script(
+    data: Data,
+) -> None:
+    """The page inlines templates/report.css and report.js (package data) as they are,
+    and its Content-Security-Policy allows that script by the hash of its text."""
+    import hashlib
+    from importlib import resources
+
+    from counterfair.audit.report import render_report
+
+    y, preds, protected = data
+    text = render_report(y_true=y, y_pred=preds, protected=protected)
+    folder = resources.files("counterfair.audit") / "templates"
+    css = (folder / "report.css").read_text(encoding="utf-8")
+    js = (folder / "report.js").read_text(encoding="utf-8")
+    assert text.count("<style>") == 1 and f"<style>\n{css}</style>" in text
+    scripts = re.findall(r"<script>(.*?)</script>", text, re.S)
+    assert scripts == ["\n" + js]
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode("utf-8")).digest()).decode()
+    policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"/>', text)
+    assert policy is not None
+    assert policy.group(1) == ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+                               f"script-src 'sha256-{digest}'; base-uri 'none'; "
+                               "form-action 'none'")
+
+
 def test_regression_report(tmp_path: Path, data: Data) -> None:
     _, _, protected = data
     rng = np.random.default_rng(shifted(2))

@@ -1,9 +1,11 @@
 """The sections of the HTML audit report: summary, verdicts, charts, tables.
 
-Each function returns an HTML fragment with every user-given text escaped; the page's
-script (:mod:`._report_assets`) finds the cells it rewrites through ``data-*``
-attributes (``data-criterion`` rows of the summary, ``data-g`` / ``data-c`` verdict
-cells, ``data-attribute`` rows and chart blocks for the group selector).
+The ``*_model`` functions gather what a section shows (texts, :class:`~._html.Table`
+models, SVG charts); the macros of ``templates/sections.html.j2`` lay it out, with every
+text escaped by autoescape, and the ``*_html`` functions return the rendered fragment.
+The page's script (``templates/report.js``) finds the cells it rewrites through
+``data-*`` attributes (``data-criterion`` rows of the summary, ``data-g`` / ``data-c``
+verdict cells, ``data-attribute`` rows and chart blocks for the group selector).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ._findings import (
     tau_text,
 )
 from ._groups import Intersections, build_layout
-from ._html import esc
+from ._html import Cell, Row, Table, frame_table, header, macro, safe
 from ._svg import difference_chart, ratio_chart, waterfall_chart
 from .classification import CRITERION_EXPLANATIONS, GroupReport
 from .decomposition_result import Decomposition
@@ -35,6 +37,12 @@ from .dependence import g_test, mutual_information, normalized_mutual_informatio
 from .explanations import ExplanationAudit
 from .regression import RegressionReport
 from .subpopulations import SubpopulationReport
+
+SECTIONS = "sections.html.j2"
+"""The template of the report's sections (one macro per section and part)."""
+
+Model = dict[str, Any]
+"""What a section's macro lays out (texts, tables, SVG charts), by name."""
 
 
 def table_html(frame: pd.DataFrame, *, digits: int = 3) -> str:
@@ -80,18 +88,15 @@ EXPLANATION_MEASURES: dict[str, str] = {
 
 
 
+
 def _interval(lower: float, upper: float) -> str:
     if not (np.isfinite(lower) and np.isfinite(upper)):
         return "n/a"
     return f"[{lower:.3g}, {upper:.3g}]"
 
 
-def explanations_html(audits: Mapping[str, ExplanationAudit]) -> str:
-    """Table of explanation-based measures, one column block per predictor.
-
-    Rows are the measures of :data:`EXPLANATION_MEASURES` that were given, each with a
-    one-line meaning, its value and (where computed) its bootstrap interval.
-    """
+def explanations_model(audits: Mapping[str, ExplanationAudit]) -> Model:
+    """The table of :func:`explanations_html` (``None`` when no measure was given)."""
     rows = []
     for name, audit in audits.items():
         values: dict[str, tuple[float, str]] = {}
@@ -122,45 +127,41 @@ def explanations_html(audits: Mapping[str, ExplanationAudit]) -> str:
                          "meaning": EXPLANATION_MEASURES[measure], "value": value,
                          "interval / note": note,
                          "SHAP method": audit.shap_method if from_shap else ""})
-    if not rows:
-        return '<p class="meta">No explanation-based measures were given.</p>'
-    frame = pd.DataFrame(rows).set_index(["predictor", "measure"])
-    return table_html(frame)
+    table = frame_table(pd.DataFrame(rows).set_index(["predictor", "measure"])) if rows else None
+    return {"table": table}
+
+
+def explanations_html(audits: Mapping[str, ExplanationAudit]) -> str:
+    """Table of explanation-based measures, one column block per predictor.
+
+    Rows are the measures of :data:`EXPLANATION_MEASURES` that were given, each with a
+    one-line meaning, its value and (where computed) its bootstrap interval.
+    """
+    return macro(SECTIONS, "explanations", explanations_model(audits))
+
+
+def subpopulations_model(report: SubpopulationReport, *, top: int = 10) -> Model:
+    """What :func:`subpopulations_html` shows."""
+    found = report.top(top)
+    columns = ["description", "size", "share", "difference", "lower", "upper", "p_value",
+               "p_adjusted"]
+    return {
+        "protected_group": str(report.protected_group),
+        "outcome_value": str(report.outcome_value),
+        "level": f"{100 * report.interval:g}%",
+        "alpha": f"{report.alpha:g}",
+        "table": None if found.empty else frame_table(found[columns].set_index("description")),
+        "tree": report.tree_text(),
+    }
 
 
 def subpopulations_html(report: SubpopulationReport, *, top: int = 10) -> str:
     """The subpopulation tree and its strongest significant subpopulations."""
-    level = f"{100 * report.interval:g}%"
-    intro = (f'<p class="explain">Subgroups of users described by their attributes, each '
-             f"tested for an association between the protected attribute (group "
-             f"{esc(str(report.protected_group))!s} vs the rest) and the outcome "
-             f"{esc(str(report.outcome_value))!s}. Difference: outcome rate of the "
-             f"protected group minus the others, with its {level} interval; p-values are "
-             f"G-tests on held-out rows, adjusted (Holm) for the number of subgroups tested; "
-             f"significant at {report.alpha:g}.</p>")
-    found = report.top(top)
-    columns = ["description", "size", "share", "difference", "lower", "upper", "p_value",
-               "p_adjusted"]
-    if found.empty:
-        table = '<p class="meta">No subpopulation has a significant association.</p>'
-    else:
-        table = table_html(found[columns].set_index("description"))
-    return (intro + "<h3>Strongest significant subpopulations</h3>" + table
-            + "<h3>Tree (* = significant)</h3>"
-            + f'<pre class="summary">{esc(report.tree_text())}</pre>')
+    return macro(SECTIONS, "subpopulations", subpopulations_model(report, top=top))
 
 
-
-
-def summary_html(report: GroupReport, entry: dict[str, Any] | None = None) -> str:
-    """The criterion summary of a :class:`GroupReport` as a colour-coded, sortable table.
-
-    ``entry`` is the predictor's page data (:func:`~._findings.predictor_data`; by default
-    built from ``report`` with no minimum group size). Rows carry ``data-criterion`` so
-    that the page's script can rewrite the verdict and the failing groups when tau
-    changes; the worst ratio is over the groups that are judged.
-    """
-    entry = entry if entry is not None else predictor_data("", report, "")
+def _summary_table(report: GroupReport, entry: dict[str, Any]) -> Table:
+    """One row per criterion: meaning, measure, verdict, failing groups, worst ratio."""
     results = evaluate(entry, report.tau)
     rows = []
     for result in results:
@@ -173,33 +174,42 @@ def summary_html(report: GroupReport, entry: dict[str, Any] | None = None) -> st
         worst = float(finite[np.argmax(np.abs(np.log(finite)))]) if finite.size else np.nan
         worst_text = f"{worst:.3g}" if np.isfinite(worst) else "n/a"
         worst_key = repr(float(worst)) if np.isfinite(worst) else ""
-        label = criterion.replace("_", " ")
         meaning = CRITERION_EXPLANATIONS[criterion]
         measure = " and ".join(metrics) + " ratio"
         word = result["word"]
         failing = failing_text(entry, result)
-        rows.append(
-            f'<tr data-criterion="{esc(criterion)}"><th scope="row" data-v="{esc(label)}">'
-            f"{esc(label)}</th>"
-            f'<td data-v="{esc(meaning)}">{esc(meaning)}</td>'
-            f'<td data-v="{esc(measure)}">{esc(measure)}</td>'
-            f'<td class="verdict {_VERDICT_CSS[word]}" data-v="{esc(word)}">'
-            f"{esc(word)}</td>"
-            f'<td class="failing" data-v="{esc(failing)}">{esc(failing)}</td>'
-            f'<td class="num" data-v="{worst_key}">{esc(worst_text)}</td></tr>'
-        )
-    columns = ["criterion", "meaning", "measure", "verdict", "failing groups", "worst ratio"]
-    head = "".join(f'<th scope="col" tabindex="0">{esc(c)}</th>' for c in columns)
+        rows.append(Row(criterion=criterion, cells=[
+            header(criterion.replace("_", " ")),
+            Cell(text=meaning, key=meaning),
+            Cell(text=measure, key=measure),
+            Cell(text=word, key=word, css=f"verdict {_VERDICT_CSS[word]}"),
+            Cell(text=failing, key=failing, css="failing"),
+            Cell(text=worst_text, key=worst_key, css="num"),
+        ]))
+    return Table(headers=["criterion", "meaning", "measure", "verdict", "failing groups",
+                          "worst ratio"], rows=rows, css="audit summary")
+
+
+def summary_model(report: GroupReport, entry: dict[str, Any]) -> Model:
+    """What :func:`summary_html` shows."""
     tau_s, inverse_s = tau_text(report.tau)
     minimum = entry.get("min_group_rows", 0)
     small = (f" A group with fewer than {minimum} rows, or whose reference group has "
              "fewer, is not judged (too few rows)." if minimum else "")
-    intro = (f'<p class="explain">A group passes when its rate divided by the reference '
-             f'group\'s lies between <span class="tau-value">{tau_s}</span> and '
-             f'<span class="tau-inverse">{inverse_s}</span>.{esc(small)} '
-             f"{esc(SIZE_NOTE)}</p>")
-    return (intro + '<div class="table-wrap"><table class="audit summary sortable">'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    return {"tau": tau_s, "inverse": inverse_s, "small": small, "size_note": SIZE_NOTE,
+            "table": _summary_table(report, entry)}
+
+
+def summary_html(report: GroupReport, entry: dict[str, Any] | None = None) -> str:
+    """The criterion summary of a :class:`GroupReport` as a colour-coded, sortable table.
+
+    ``entry`` is the predictor's page data (:func:`~._findings.predictor_data`; by default
+    built from ``report`` with no minimum group size). Rows carry ``data-criterion`` so
+    that the page's script can rewrite the verdict and the failing groups when tau
+    changes; the worst ratio is over the groups that are judged.
+    """
+    entry = entry if entry is not None else predictor_data("", report, "")
+    return macro(SECTIONS, "summary", summary_model(report, entry))
 
 
 SIZE_NOTE = (
@@ -211,31 +221,27 @@ SIZE_NOTE = (
 """Why the report does not judge share-of-positives parity."""
 
 
-def _verdict_table(report: GroupReport, entry: dict[str, Any]) -> str:
+def _verdict_table(report: GroupReport, entry: dict[str, Any]) -> Table:
     """Verdict per group and criterion (pass, FAIL, n/a, too few rows, not informative);
     cells carry their group and criterion."""
     results = evaluate(entry, report.tau)
-    head = "".join(f'<th scope="col" tabindex="0">{esc(h)}</th>'
-                   for h in ["attribute", "group", "rows",
-                             *(r["criterion"].replace("_", " ") for r in results)])
     rows = []
     for position, group in enumerate(entry["groups"]):
-        attribute, label = group["attribute"], group["label"]
-        cells = [f'<th scope="row" data-v="{esc(attribute)}">{esc(attribute)}</th>',
-                 f'<th scope="row" data-v="{esc(label)}">{esc(label)}</th>',
-                 f'<td data-v="{group["rows"]}">{group["rows"]}</td>']
+        attribute = group["attribute"]
+        cells = [header(attribute), header(group["label"]),
+                 Cell(text=str(group["rows"]), key=str(group["rows"]))]
         for result in results:
             word = result["verdicts"][position]
-            cells.append(f'<td class="{_WORD_CSS[word]}" data-g="{position}" '
-                         f'data-c="{esc(result["criterion"])}" data-v="{esc(word)}">'
-                         f"{esc(word)}</td>")
-        rows.append(f'<tr data-attribute="{esc(attribute)}">{"".join(cells)}</tr>')
-    return ('<div class="table-wrap"><table class="audit verdicts sortable">'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+            cells.append(Cell(text=word, key=word, css=_WORD_CSS[word], group=position,
+                              criterion=result["criterion"]))
+        rows.append(Row(cells=cells, attribute=attribute))
+    headers = ["attribute", "group", "rows",
+               *(r["criterion"].replace("_", " ") for r in results)]
+    return Table(headers=headers, rows=rows, css="audit verdicts")
 
 
-def _ratio_charts(report: GroupReport, entry: dict[str, Any]) -> str:
-    parts = []
+def _ratio_charts(report: GroupReport, entry: dict[str, Any]) -> list[Model]:
+    blocks = []
     constant = entry.get("constant") is not None  # no group is judged
     small = {(g["attribute"], g["label"]): g["small"] or constant for g in entry["groups"]}
     for attribute in dict.fromkeys(report.ratios.index.get_level_values(0)):
@@ -246,9 +252,8 @@ def _ratio_charts(report: GroupReport, entry: dict[str, Any]) -> str:
             reference=str(report.reference[attribute]), metrics=CHART_METRICS,
             titles=METRIC_NAMES, ratios=block[list(CHART_METRICS)].to_numpy(dtype=np.float64),
             tau=report.tau, small=[small[(str(attribute), g)] for g in groups])
-        parts.append(f'<div class="chart-block" data-attribute="{esc(attribute)}">'
-                     f"<h4>{esc(attribute)}</h4>{svg}</div>")
-    return "".join(parts)
+        blocks.append({"attribute": str(attribute), "svg": safe(svg)})  # SVG built with esc
+    return blocks
 
 
 GLANCE_RATES: tuple[tuple[str, str], ...] = (
@@ -260,19 +265,18 @@ GLANCE_RATES: tuple[tuple[str, str], ...] = (
 """Rates of the groups-at-a-glance table, beside each group's mean score."""
 
 
-def _value_cell(value: float, lower: float | None = None, upper: float | None = None) -> str:
+def _value_cell(value: float, lower: float | None = None, upper: float | None = None) -> Cell:
     """A number with its interval on one line (``0.512 [0.47, 0.553]``), sortable."""
     if not np.isfinite(value):
-        return '<td data-v="">n/a</td>'
-    text = esc(f"{value:.3g}")
+        return Cell(text="n/a", key="")
+    text = f"{value:.3g}"
     if lower is None or upper is None or not (np.isfinite(lower) and np.isfinite(upper)):
-        return f'<td class="ci" data-v="{value!r}">{text}</td>'
-    return (f'<td class="ci" data-v="{value!r}">{text} '
-            f'<span class="iv">[{lower:.3g}, {upper:.3g}]</span></td>')
+        return Cell(text=text, key=repr(value), css="ci")
+    return Cell(text=text, key=repr(value), css="ci", interval=f"[{lower:.3g}, {upper:.3g}]")
 
 
-def glance_html(report: GroupReport, entry: dict[str, Any],
-                scores: pd.DataFrame | None, score_word: str) -> str:
+def glance_model(report: GroupReport, entry: dict[str, Any],
+                 scores: pd.DataFrame | None, score_word: str) -> Model:
     """One row per group: rows, share of rows and of positive decisions, the rates a
     decision maker reads first and the mean score, each with its interval when there is
     one; the reference group of each attribute is marked."""
@@ -283,7 +287,6 @@ def glance_html(report: GroupReport, entry: dict[str, Any],
     if scores is not None:
         headers.append(f"mean {score_word}")
     headers += [label for metric, label in GLANCE_RATES[1:]]
-    head = "".join(f'<th scope="col" tabindex="0">{esc(h)}</th>' for h in headers)
     totals = report.by_group.groupby(level="attribute", sort=False)["size"].transform("sum")
     small = {(g["attribute"], g["label"]): g["small"] for g in entry["groups"]}
     body = []
@@ -300,9 +303,10 @@ def glance_html(report: GroupReport, entry: dict[str, Any],
             return (float(ci.at[row_key, (metric, "lower")]),
                     float(ci.at[row_key, (metric, "upper")]))
 
-        cells = [f'<th scope="row" data-v="{esc(attribute)}">{esc(attribute)}</th>',
-                 f'<th scope="row" data-v="{esc(group)}">{esc(shown)}</th>',
-                 f'<td data-v="{int(row["size"])}">{int(row["size"])}</td>',
+        size = str(int(row["size"]))
+        cells = [header(attribute),
+                 Cell(text=shown, key=str(group), header=True),
+                 Cell(text=size, key=size),
                  _value_cell(float(row["size"]) / float(totals.loc[key])),
                  _value_cell(float(row["predicted_positive_rate"]), *bounds(
                      "predicted_positive_rate")),
@@ -314,8 +318,8 @@ def glance_html(report: GroupReport, entry: dict[str, Any],
                                      float(mean["upper"])))
         for metric, _ in GLANCE_RATES[1:]:
             cells.append(_value_cell(float(row[metric]), *bounds(metric)))
-        css = ' class="reference-row"' if is_reference else ""
-        body.append(f'<tr data-attribute="{esc(attribute)}"{css}>{"".join(cells)}</tr>')
+        body.append(Row(cells=cells, attribute=str(attribute),
+                        css="reference-row" if is_reference else ""))
     intervals = []
     if ci is not None:
         intervals.append(f"rates with their {level} intervals in brackets")
@@ -326,32 +330,40 @@ def glance_html(report: GroupReport, entry: dict[str, Any],
                "One row per group (no intervals: pass n_bootstrap or ci_method='analytic'). ")
     explain += ("Ratios and verdicts compare each group with its attribute's reference "
                 "group, marked here.")
-    return (f'<p class="explain">{esc(explain)}</p>'
-            '<div class="table-wrap"><table class="audit glance sortable">'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+    return {"explain": explain, "table": Table(headers=headers, rows=body, css="audit glance")}
 
 
-def _difference_charts(report: RegressionReport, metrics: Sequence[str]) -> str:
-    parts = []
+def glance_html(report: GroupReport, entry: dict[str, Any],
+                scores: pd.DataFrame | None, score_word: str) -> str:
+    """The groups-at-a-glance table with its explanation (see :func:`glance_model`)."""
+    return macro(SECTIONS, "explained", glance_model(report, entry, scores, score_word))
+
+
+def _difference_charts(report: RegressionReport, metrics: Sequence[str]) -> list[Model]:
+    blocks = []
     for attribute in dict.fromkeys(report.differences.index.get_level_values(0)):
         block = report.differences.loc[attribute]
         svg = difference_chart(
             attribute=str(attribute), groups=[str(g) for g in block.index],
             reference=str(report.reference[attribute]), metrics=metrics,
             differences=block[list(metrics)].to_numpy(dtype=np.float64))
-        parts.append(f'<div class="chart-block" data-attribute="{esc(attribute)}">'
-                     f"<h4>{esc(attribute)}</h4>{svg}</div>")
-    return "".join(parts)
+        blocks.append({"attribute": str(attribute), "svg": safe(svg)})  # SVG built with esc
+    return blocks
 
 
-def _ci_html(ci: pd.DataFrame | None, heading: str) -> str:
-    if ci is None:
-        return ""
-    return f"<h4>{esc(heading)}</h4>" + table_html(_html.interval_frame(ci))
+def _intervals(report: GroupReport | RegressionReport,
+               tables: Sequence[tuple[str, pd.DataFrame | None]]) -> Model | None:
+    """The interval tables of a report under their heading (``None`` without intervals)."""
+    if report.ci is None:
+        return None
+    level = f"{100 * report.interval:g}%"
+    return {"heading": interval_heading(report.ci_method, level, report.n_bootstrap),
+            "tables": [(heading, None if ci is None else frame_table(_html.interval_frame(ci)))
+                       for heading, ci in tables]}
 
 
-def _dependence_html(decisions: np.ndarray, frame: pd.DataFrame,
-                     intersections: Intersections) -> str:
+def _dependence(decisions: np.ndarray, frame: pd.DataFrame,
+                intersections: Intersections) -> Model:
     layout = build_layout(frame, intersections)
     rows = []
     for attribute, codes in zip(layout.attributes, layout.codes, strict=True):
@@ -364,56 +376,52 @@ def _dependence_html(decisions: np.ndarray, frame: pd.DataFrame,
             "dof": test.dof,
             "p_value": test.p_value,
         })
-    return (f'<p class="explain">{esc(DEPENDENCE_EXPLANATION)}</p>'
-            + table_html(pd.DataFrame(rows).set_index("attribute")))
+    return {"explain": DEPENDENCE_EXPLANATION,
+            "table": frame_table(pd.DataFrame(rows).set_index("attribute"))}
+
+
+def classification_model(ident: str, name: str, report: GroupReport,
+                         decisions: np.ndarray, frame: pd.DataFrame,
+                         intersections: Intersections, *,
+                         entry: dict[str, Any] | None = None,
+                         scores: pd.DataFrame | None = None,
+                         score_word: str = "score",
+                         references: str = "") -> Model:
+    """A classification predictor's section (macro ``classification``)."""
+    entry = entry if entry is not None else predictor_data(name, report, ident)
+    tau_s, inverse_s = tau_text(report.tau)
+    return {
+        "kind": "classification",
+        "ident": ident,
+        "name": name,
+        "references": references,
+        "glance": glance_model(report, entry, scores, score_word),
+        "summary": summary_model(report, entry),
+        "verdicts": _verdict_table(report, entry),
+        "tau": tau_s,
+        "inverse": inverse_s,
+        "charts": _ratio_charts(report, entry),
+        "by_group": frame_table(report.by_group),
+        "ratios": frame_table(report.ratios),
+        "differences": frame_table(report.differences),
+        "intervals": _intervals(report, [("Group measures", report.ci),
+                                         ("Ratios", report.ratio_ci),
+                                         ("Differences", report.difference_ci)]),
+        "dependence": _dependence(decisions, frame, intersections),
+    }
 
 
 def classification_section(ident: str, name: str, report: GroupReport,
-                            decisions: np.ndarray, frame: pd.DataFrame,
-                            intersections: Intersections, *,
-                            entry: dict[str, Any] | None = None,
-                            scores: pd.DataFrame | None = None,
-                            score_word: str = "score",
-                            references: str = "") -> str:
-    entry = entry if entry is not None else predictor_data(name, report, ident)
-    parts = [
-        f'<section class="predictor" id="{ident}">',
-        f"<h2>Predictor: {esc(name)}</h2>",
-        f'<p class="references">{esc(references)}</p>' if references else "",
-        "<h3>Groups at a glance</h3>",
-        glance_html(report, entry, scores, score_word),
-        "<h3>Summary</h3>",
-        summary_html(report, entry),
-        "<h3>Parity verdicts</h3>",
-        _verdict_table(report, entry),
-        "<h3>Disparity charts</h3>",
-        '<p class="explain">Ratio of each group\'s rate to its reference group\'s (log '
-        "scale); the shaded band is <span class=\"tau-value\">"
-        f"{tau_text(report.tau)[0]}</span> to <span class=\"tau-inverse\">"
-        f"{tau_text(report.tau)[1]}</span>, red points are outside it; hollow grey points "
-        "are not judged (too few rows, or a constant decision).</p>",
-        _ratio_charts(report, entry),
-        "<h3>Group measures</h3>",
-        table_html(report.by_group),
-        "<h3>Ratios to the reference group</h3>",
-        table_html(report.ratios),
-        "<h3>Differences to the reference group</h3>",
-        table_html(report.differences),
-    ]
-    if report.ci is not None:
-        level = f"{100 * report.interval:g}%"
-        parts += [
-            f"<h3>{esc(interval_heading(report.ci_method, level, report.n_bootstrap))}</h3>",
-            _ci_html(report.ci, "Group measures"),
-            _ci_html(report.ratio_ci, "Ratios"),
-            _ci_html(report.difference_ci, "Differences"),
-        ]
-    parts += [
-        "<h3>Dependence between each attribute and the decisions</h3>",
-        _dependence_html(decisions, frame, intersections),
-        "</section>",
-    ]
-    return "\n".join(parts)
+                           decisions: np.ndarray, frame: pd.DataFrame,
+                           intersections: Intersections, *,
+                           entry: dict[str, Any] | None = None,
+                           scores: pd.DataFrame | None = None,
+                           score_word: str = "score",
+                           references: str = "") -> str:
+    """The HTML of a classification predictor's section (see :func:`classification_model`)."""
+    return macro(SECTIONS, "section", classification_model(
+        ident, name, report, decisions, frame, intersections, entry=entry, scores=scores,
+        score_word=score_word, references=references))
 
 
 def interval_heading(method: str | None, level: str, n_bootstrap: int) -> str:
@@ -425,33 +433,26 @@ def interval_heading(method: str | None, level: str, n_bootstrap: int) -> str:
     return f"Bootstrap intervals ({level}, {n_bootstrap} resamples)"
 
 
+def regression_model(name: str, report: RegressionReport, ident: str = "") -> Model:
+    """A regression predictor's section (macro ``regression``)."""
+    return {
+        "kind": "regression",
+        "ident": ident,
+        "name": name,
+        "reference": "; ".join(f"{a} = {g}" for a, g in report.reference.items()),
+        "charts": _difference_charts(report, ["mean_prediction", "mean_residual", "rmse"]),
+        "by_group": frame_table(report.by_group),
+        "differences": frame_table(report.differences),
+        "ratios": frame_table(report.ratios),
+        "intervals": _intervals(report, [("Group measures", report.ci),
+                                         ("Differences", report.difference_ci),
+                                         ("Ratios", report.ratio_ci)]),
+    }
+
+
 def regression_section(name: str, report: RegressionReport, ident: str = "") -> str:
-    reference = "; ".join(f"{a} = {g}" for a, g in report.reference.items())
-    opening = f'<section class="predictor" id="{ident}">' if ident else "<section>"
-    parts = [
-        opening,
-        f"<h2>Predictor: {esc(name)}</h2>",
-        f'<p class="meta">Reference groups: {esc(reference)}. '
-        "Residual = y_true - y_pred (positive: under-predicted).</p>",
-        "<h3>Disparity charts</h3>",
-        _difference_charts(report, ["mean_prediction", "mean_residual", "rmse"]),
-        "<h3>Group measures</h3>",
-        table_html(report.by_group),
-        "<h3>Differences to the reference group</h3>",
-        table_html(report.differences),
-        "<h3>Ratios to the reference group</h3>",
-        table_html(report.ratios),
-    ]
-    if report.ci is not None:
-        level = f"{100 * report.interval:g}%"
-        parts += [
-            f"<h3>{esc(interval_heading(report.ci_method, level, report.n_bootstrap))}</h3>",
-            _ci_html(report.ci, "Group measures"),
-            _ci_html(report.difference_ci, "Differences"),
-            _ci_html(report.ratio_ci, "Ratios"),
-        ]
-    parts.append("</section>")
-    return "\n".join(parts)
+    """The HTML of a regression predictor's section (see :func:`regression_model`)."""
+    return macro(SECTIONS, "section", regression_model(name, report, ident))
 
 
 DECOMPOSITION_EXPLANATION = (
@@ -481,21 +482,25 @@ def waterfall_steps(result: Decomposition) -> list[tuple[str, float, float, floa
     return steps
 
 
-def decomposition_html(decompositions: Mapping[str, Decomposition]) -> str:
-    """A waterfall and a table per decomposition (the outcome, each predictor)."""
+def decomposition_model(decompositions: Mapping[str, Decomposition]) -> Model:
+    """What :func:`decomposition_html` shows."""
     charts = []
     rows = []
     for name, result in decompositions.items():
         title = f"{name}: {result.attribute} {result.x1} vs {result.x0}"
-        charts.append(f'<div class="waterfall" data-name="{esc(name)}">'
-                      + waterfall_chart(title=title, steps=waterfall_steps(result)) + "</div>")
+        svg = waterfall_chart(title=title, steps=waterfall_steps(result))
+        charts.append({"name": name, "svg": safe(svg)})  # SVG built with esc
         for label, start, end, lower, upper in waterfall_steps(result):
             rows.append({"decomposition": name, "step": label, "contribution": end - start,
                          "lower": lower - start, "upper": upper - start})
     table = pd.DataFrame(rows).set_index(["decomposition", "step"])
-    return (f'<p class="explain">{esc(DECOMPOSITION_EXPLANATION)}</p>'
-            f'<div class="waterfalls">{"".join(charts)}</div>\n'
-            + table_html(table, digits=4))
+    return {"explain": DECOMPOSITION_EXPLANATION, "charts": charts,
+            "table": frame_table(table, digits=4)}
+
+
+def decomposition_html(decompositions: Mapping[str, Decomposition]) -> str:
+    """A waterfall and a table per decomposition (the outcome, each predictor)."""
+    return macro(SECTIONS, "decomposition", decomposition_model(decompositions))
 
 
 def decomposition_findings(name: str, result: Decomposition) -> list[str]:

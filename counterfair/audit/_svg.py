@@ -5,6 +5,10 @@
   and recolours the points when tau changes (``data-*`` attributes carry the scale).
 * :func:`difference_chart` -- differences to the reference group (regression).
 * :func:`density_chart` -- histogram densities of counterfactual changes, computed here.
+
+The charts are built here rather than in the report's templates: they are mostly
+coordinates computed in Python. Every text in them goes through :func:`~._html.esc`, so
+the templates insert them as already-safe HTML.
 """
 
 from __future__ import annotations

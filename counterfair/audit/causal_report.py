@@ -1,7 +1,8 @@
 """The result of a counterfactual audit (:class:`CounterfactualReport`) and its HTML.
 
 :func:`counterfair.audit.counterfactual_fairness` (:mod:`counterfair.audit.causal`)
-computes the report; :func:`counterfactual_html` renders reports for the HTML report.
+computes the report; :func:`counterfactual_html` renders reports for the HTML report
+(macro ``counterfactual`` of ``templates/sections.html.j2``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._html import esc, table_html
+from ._html import frame_table, macro, safe
 from ._svg import density_chart
 
 __all__ = ["CounterfactualReport", "counterfactual_html"]
@@ -91,23 +92,15 @@ class CounterfactualReport:
         return "\n".join(lines)
 
 
-def counterfactual_html(
+def counterfactual_model(
     reports: dict[str, CounterfactualReport],
     figure: Path | None = None,
     *,
     densities: bool = True,
     bins: int = 40,
-) -> str:
-    """HTML fragment: per predictor and attribute, causal vs flip-test change.
-
-    A sortable table (rows carry ``data-attribute`` for the report's group selector) and,
-    with ``densities``, inline SVG histogram densities of the change of the output under
-    ``do(A = a')`` beside the flip test's change (and the path-specific change of a
-    path-specific audit), over every row and sample of a report with samples
-    (``keep_samples=True``), else over the rows' posterior mean changes, on ``bins``
-    common bins. ``figure``
-    embeds an existing PNG file as well.
-    """
+) -> dict[str, Any]:
+    """What :func:`counterfactual_html` shows: the texts, the table, the density charts
+    and the figure (base64)."""
     if bins < 1:
         raise ValueError(f"bins must be a positive integer, got {bins}")
     records = []
@@ -130,19 +123,8 @@ def counterfactual_html(
             records.append(record)
     tolerance = next(iter(reports.values())).tolerance if reports else 0.0
     said = sorted({f"{name}: {report.compared}" for name, report in reports.items()})
-    parts = [
-        "<p class=\"meta\">Audited on " + esc("; ".join(said) or "the predictions") + ". "
-        "A classifier with predict_proba is audited on its probabilities unless its labels "
-        "are asked for (response='prediction'): labels can stay put while the "
-        "probabilities move.</p>",
-        "<p class=\"meta\">Causal: prediction under do(A = a') for every other level a', "
-        "with abducted latents and noise (posterior interval of the mean |change| in "
-        f"brackets). Flip test: only the protected column swapped. Tolerance {tolerance:g}.</p>",
-        table_html(pd.DataFrame(records).set_index(["predictor", "attribute"]), digits=4)
-        if records else '<p class="meta">No counterfactual audit was given.</p>',
-    ]
+    charts = []
     if densities:
-        charts = []
         for name, report in reports.items():
             # every row and sample with keep_samples=True, else each row's posterior mean
             changes = report.changes if report.changes is not None else report.rows.rename(
@@ -158,18 +140,36 @@ def counterfactual_html(
                         dtype=np.float64
                     )
                 svg = density_chart(samples, title=f"{name}: {attribute}", bins=bins)
-                charts.append(
-                    f'<div class="chart-block" data-attribute="{esc(attribute)}">{svg}</div>'
-                )
-        if charts:
-            parts.append(
-                "<h3>Densities of the change</h3><p class=\"explain\">Histogram densities "
-                "of the change of the output over every row and posterior sample, or over the "
-                "rows' posterior mean changes without keep_samples (flip test: "
-                "one change per row); a predictor that never changes is one spike at 0.</p>"
-                f'<div class="densities">{"".join(charts)}</div>'
-            )
+                charts.append({"attribute": str(attribute), "svg": safe(svg)})  # built with esc
+    encoded = ""
     if figure is not None and Path(figure).exists():
         encoded = base64.b64encode(Path(figure).read_bytes()).decode()
-        parts.append(f'<img alt="counterfactual densities" src="data:image/png;base64,{encoded}"/>')
-    return "\n".join(parts)
+    return {
+        "compared": "; ".join(said) or "the predictions",
+        "tolerance": f"{tolerance:g}",
+        "table": (frame_table(pd.DataFrame(records).set_index(["predictor", "attribute"]),
+                              digits=4) if records else None),
+        "densities": charts,
+        "figure": encoded,
+    }
+
+
+def counterfactual_html(
+    reports: dict[str, CounterfactualReport],
+    figure: Path | None = None,
+    *,
+    densities: bool = True,
+    bins: int = 40,
+) -> str:
+    """HTML fragment: per predictor and attribute, causal vs flip-test change.
+
+    A sortable table (rows carry ``data-attribute`` for the report's group selector) and,
+    with ``densities``, inline SVG histogram densities of the change of the output under
+    ``do(A = a')`` beside the flip test's change (and the path-specific change of a
+    path-specific audit), over every row and sample of a report with samples
+    (``keep_samples=True``), else over the rows' posterior mean changes, on ``bins``
+    common bins. ``figure``
+    embeds an existing PNG file as well.
+    """
+    return macro("sections.html.j2", "counterfactual",
+                 counterfactual_model(reports, figure, densities=densities, bins=bins))

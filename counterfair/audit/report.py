@@ -20,12 +20,15 @@ gaps (``decompositions=``, a waterfall chart each). Further sections are appende
 through ``extra_sections`` as ``(title, html_fragment)`` pairs; fragments are inserted
 verbatim and must come from a trusted source (the page's policy blocks their scripts
 and any external resource).
+
+The page is the Jinja2 template ``templates/report.html.j2`` (sections and tables are
+macros of ``sections.html.j2`` and ``tables.html.j2``), rendered with autoescape on;
+its stylesheet and script are the package files ``templates/report.css`` and
+``templates/report.js``, inlined (:mod:`._report_assets`).
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
+from markupsafe import Markup
 from numpy.typing import ArrayLike
 
 from counterfair import atomic
@@ -49,17 +53,21 @@ from ._findings import (
     too_few_note,
 )
 from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
-from ._html import esc, json_script
-from ._report_assets import CSS, JS
+from ._html import json_text, render, safe
+from ._report_assets import content_security_policy, script, stylesheet
 from ._sections import (
     DEPENDENCE_EXPLANATION,
     EXPLANATION_MEASURES,
-    classification_section,
+    Model,
+    classification_model,
     decomposition_findings,
-    decomposition_html,
+    decomposition_model,
     explanations_html,
+    explanations_model,
+    regression_model,
     regression_section,
     subpopulations_html,
+    subpopulations_model,
     summary_html,
     table_html,
 )
@@ -72,7 +80,7 @@ from ._validation import (
     check_tau,
     is_binary,
 )
-from .causal_report import CounterfactualReport, counterfactual_html
+from .causal_report import CounterfactualReport, counterfactual_model
 from .classification import binary_decisions, group_metrics
 from .decomposition_result import Decomposition
 from .explanations import ExplanationAudit
@@ -211,30 +219,6 @@ def _constant_decision(scores: np.ndarray, decisions: np.ndarray,
     return text
 
 
-def _controls(tau: float | None, attributes: Sequence[str]) -> str:
-    parts = ['<div class="controls" role="region" aria-label="report controls">']
-    if tau is not None:
-        tau_s, inverse_s = tau_text(tau)
-        parts.append(
-            '<div><label for="tau-slider">Parity threshold tau</label>'
-            f'<input type="range" id="tau-slider" min="{min(TAU_SLIDER_MIN, tau):g}" max="1" '
-            f'step="0.01" value="{tau_s}" aria-label="tau slider"/> '
-            f'<input type="number" id="tau-input" min="0" max="1" step="any" '
-            f'value="{tau_s}" aria-label="tau"/> '
-            f'<span class="note">band <span class="tau-value">{tau_s}</span> to '
-            f'<span class="tau-inverse">{inverse_s}</span></span> '
-            '<span id="tau-message" role="status"></span></div>'
-        )
-    options = "".join(f'<option value="{esc(a)}">{esc(a)}</option>' for a in attributes)
-    parts.append(
-        '<div><label for="group-filter">Groups</label><select id="group-filter">'
-        f'<option value="">all attributes</option>{options}</select> '
-        '<span class="note">filters the group tables and charts; the findings and '
-        "summaries cover every group</span></div></div>"
-    )
-    return "".join(parts)
-
-
 def _check_counterfactual(counterfactual: Mapping[str, CounterfactualReport] | None) -> None:
     if counterfactual is None:
         return
@@ -303,7 +287,7 @@ def _predictor_part(
     ci_method: str,
     min_group_rows: int,
     why: Mapping[str, str],
-) -> tuple[str, dict[str, Any], list[tuple[str, bool]]]:
+) -> tuple[Model, dict[str, Any], list[tuple[str, bool]]]:
     """One predictor's audit: its section, its JSON entry and its ``(finding, failed)`` pairs."""
     name, ident = str(key), f"predictor-{position}"
     if task == "classification":
@@ -326,16 +310,21 @@ def _predictor_part(
         if note is not None:
             entry["notes"].insert(0, note)
         references = _references_text(report.reference, why, report.by_group["size"])
-        section = classification_section(ident, name, report, decisions, frame, intersections,
-                                         entry=entry, scores=means, score_word=word,
-                                         references=references)
+        section = classification_model(ident, name, report, decisions, frame, intersections,
+                                       entry=entry, scores=means, score_word=word,
+                                       references=references)
         return section, entry, parity_findings(entry, tau)
     reg = regression_metrics(y_true, predictions, frame, intersections=intersections,
                              reference=reference, n_bootstrap=n_bootstrap,
                              interval=interval, seed=seed, ci_method=ci_method)
     entry = {"id": ident, "name": name, "task": "regression",
              "findings": regression_findings(name, reg)}
-    return regression_section(name, reg, ident), entry, [(t, False) for t in entry["findings"]]
+    return regression_model(name, reg, ident), entry, [(t, False) for t in entry["findings"]]
+
+
+def _titled(kind: str, title: str, part: Model | Markup, ident: str = "") -> Model:
+    """A section with a heading around one part (macro ``section``)."""
+    return {"kind": kind, "title": title, "part": part, "ident": ident}
 
 
 def _optional_sections(
@@ -343,21 +332,22 @@ def _optional_sections(
     subpopulations: SubpopulationReport | None,
     counterfactual: Mapping[str, CounterfactualReport] | None,
     extra_sections: Sequence[tuple[str, str]],
-) -> list[str]:
+) -> list[Model]:
     """The sections after the predictors': explanations, subpopulations, counterfactual
     audit, then the caller's own."""
     sections = []
     if explanations:
-        sections.append("<section><h2>Explanation-based measures</h2>\n"
-                        + explanations_html(explanations) + "</section>")
+        sections.append(_titled("explanations", "Explanation-based measures",
+                                explanations_model(explanations)))
     if subpopulations is not None:
-        sections.append("<section><h2>Affected subpopulations</h2>\n"
-                        + subpopulations_html(subpopulations) + "</section>")
+        sections.append(_titled("subpopulations", "Affected subpopulations",
+                                subpopulations_model(subpopulations)))
     if counterfactual:
-        sections.append("<section><h2>Counterfactual fairness</h2>\n"
-                        + counterfactual_html(dict(counterfactual)) + "</section>")
+        sections.append(_titled("counterfactual", "Counterfactual fairness",
+                                counterfactual_model(dict(counterfactual))))
     for heading, fragment in extra_sections:
-        sections.append(f"<section><h2>{esc(heading)}</h2>\n{fragment}</section>")
+        # the caller's HTML, inserted verbatim (documented: from a trusted source)
+        sections.append(_titled("fragment", heading, safe(fragment)))
     return sections
 
 
@@ -365,39 +355,37 @@ def _page(
     *,
     title: str,
     settings: str,
-    controls: str,
+    tau: float | None,
+    attributes: Sequence[str],
     findings: Sequence[tuple[str, bool]],
-    tau_note: str,
-    sections: Sequence[str],
+    sections: Sequence[Model],
     data: dict[str, Any],
     warnings: Sequence[str] = (),
 ) -> str:
-    """The whole HTML page, with a policy that allows only its own inline script."""
-    alerts = "".join(
-        '<p class="warning" role="alert" style="border:2px solid #b00020;padding:0.5em;'
-        f'background:#fff4f4"><strong>Warning:</strong> {esc(text)}</p>\n'
-        for text in warnings
-    )
-    items = "".join(('<li class="fail">' if failed else "<li>") + f"{esc(text)}</li>"
-                    for text, failed in findings)
-    script_hash = base64.b64encode(hashlib.sha256(JS.encode("utf-8")).digest()).decode()
-    policy = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-              f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'")
-    body = "\n".join(sections)
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}"/>\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1"/>\n'
-        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{esc(title)}</h1>\n{alerts}<p class=\"meta\">{esc(settings)}</p>\n"
-        + controls
-        + '\n<p class="print-only meta">Printed with groups: <span class="filter-state">'
-        "all attributes</span>.</p>\n"
-        f'<section id="findings"><h2>Findings</h2><p class="explain">One sentence per '
-        f"finding.{tau_note}</p>"
-        f'<ul class="findings" id="findings-list">{items}</ul></section>\n'
-        f"{body}\n{json_script(data, 'counterfair-data')}\n<script>{JS}</script>\n"
-        "</body>\n</html>\n"
+    """The whole HTML page, with a policy that allows only its own inline script.
+
+    ``tau`` (None for regression) shows the tau control and the note on the findings.
+    """
+    inline_script = script()
+    tau_s, inverse_s = tau_text(tau) if tau is not None else ("", "")
+    return render(
+        "report.html.j2",
+        title=title,
+        policy=content_security_policy(inline_script),
+        # the package's own stylesheet and script (report.css, report.js): inserted as
+        # they are, never escaped
+        stylesheet=safe(stylesheet()),
+        script=safe(inline_script),
+        warnings=warnings,
+        settings=settings,
+        tau=None if tau is None else tau_s,
+        inverse=inverse_s,
+        slider_min=f"{min(TAU_SLIDER_MIN, tau):g}" if tau is not None else "",
+        attributes=attributes,
+        findings=findings,
+        sections=sections,
+        # JSON whose <, > and & are \u escapes: it cannot close its element
+        data=safe(json_text(data)),
     )
 
 
@@ -438,7 +426,7 @@ def render_report(
     layout = build_layout(frame, intersections)
     attributes = list(layout.attributes)
     reference, why = report_references(layout, reference)
-    sections = []
+    sections: list[Model] = []
     data = _page_data(tau, attributes)
     findings: list[tuple[str, bool]] = []
     for position, (key, predictions) in enumerate(predictors.items()):
@@ -457,15 +445,12 @@ def render_report(
     if decompositions:
         sections.insert(  # before the caller's own sections, which come last
             len(sections) - len(extra_sections),
-            "<section id=\"decomposition\"><h2>Where the gap comes from</h2>\n"
-            + decomposition_html(dict(decompositions)) + "</section>",
+            _titled("decomposition", "Where the gap comes from",
+                    decomposition_model(dict(decompositions)), ident="decomposition"),
         )
         for name, result in decompositions.items():
             data["extra_findings"] += decomposition_findings(str(name), result)
     findings += [(t, False) for t in data["extra_findings"]]
-    tau_s, _ = tau_text(tau)
-    tau_note = (f' Parity verdicts at tau = <span class="tau-value">{tau_s}</span>.'
-                if task == "classification" else "")
     notes = [*warnings, *constant_warnings(predictors)]
     if task == "classification":
         notes += constant_decision_warnings(predictors, threshold)
@@ -473,9 +458,8 @@ def render_report(
         title=title,
         settings=_settings_with_minimum(_settings_text(frame, task, predictors, threshold, tau),
                                         task, min_group_rows),
-        controls=_controls(tau if task == "classification" else None, attributes),
-        findings=findings, tau_note=tau_note, sections=sections, data=data,
-        warnings=notes,
+        tau=tau if task == "classification" else None, attributes=attributes,
+        findings=findings, sections=sections, data=data, warnings=notes,
     )
 
 
