@@ -67,7 +67,7 @@ def main() -> None:
 
     started = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.LOOWarning)
+        warnings.simplefilter("ignore", cf.errors.LOOWarning)
         table = cf.invariance_check(
             scm, train, latent="K", by="race", indicators=["UGPA", "LSAT"], base_fit=base,
             **fit_args,

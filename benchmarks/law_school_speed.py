@@ -60,6 +60,7 @@ from counterfair.datasets.law_school import (
     law_school_subsample,
     load_law_school,
 )
+from counterfair.errors import ConvergenceWarning
 from counterfair.stan.backend import get_backend, resolve_backend_name
 
 HERE = Path(__file__).resolve().parent
@@ -299,7 +300,7 @@ def run_counterfair(
     cpu_before = cpu_seconds()
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", cf.ConvergenceWarning)
+        warnings.simplefilter("always", cf.errors.ConvergenceWarning)
         fit = scm.fit(
             rows,
             chains=args.chains,
@@ -311,9 +312,9 @@ def run_counterfair(
         )
     total = time.perf_counter() - start
     cpu_after = cpu_seconds()
-    convergence = [str(w.message) for w in caught if issubclass(w.category, cf.ConvergenceWarning)]
+    convergence = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     for w in caught:
-        if not issubclass(w.category, cf.ConvergenceWarning):
+        if not issubclass(w.category, cf.errors.ConvergenceWarning):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     for message in convergence:
         say(f"counterfair: ConvergenceWarning recorded: {message}")

@@ -126,7 +126,7 @@ def one(rows: int, test_rows: int, seed: int, scenario: str) -> dict[str, object
         "oracle_rmse": float(np.sqrt(np.mean((oracle - test["FYA"].to_numpy()) ** 2))),
     }
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         for way, data, missing in (("complete", complete, "error"), ("drop", holes, "drop"),
                                    ("model", holes, "model")):
             started = time.perf_counter()

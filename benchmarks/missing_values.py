@@ -97,7 +97,7 @@ def one(rows: int, seed: int, scenario: str) -> dict[str, object]:
     options = {"chains": 2, "warmup": 500, "draws": 500, "seed": seed}
     record: dict[str, object] = {"seed": seed, "missing": holes.isna().mean().to_dict()}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         started = time.perf_counter()
         full = scm().fit(complete, **options)
         dropped = scm().fit(holes, missing="drop", **options)

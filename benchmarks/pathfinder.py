@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     get_backend("cmdstanpy").compile(scm.stan_code())  # compile outside the timings
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         start = time.perf_counter()
         nuts = scm.fit(train, chains=args.chains, warmup=args.warmup, draws=args.draws,
                        seed=args.seed, backend="cmdstanpy", progress=False)

@@ -83,7 +83,7 @@ def main() -> None:
     results = {}
     for name, scm in (("linear", linear), ("splines", flexible)):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cf.ConvergenceWarning)
+            warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
             fit = scm.fit(rows.iloc[:2000], chains=2, warmup=200, draws=200, seed=args.seed,
                           progress=False)
         started = time.perf_counter()

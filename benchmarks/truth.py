@@ -539,8 +539,8 @@ def _run_scenario(scenario: Scenario, args: argparse.Namespace, index: int) -> p
                    | (twin[scenario.protected] < low) | (twin[scenario.protected] > high))
         print(f"   {int(outside.sum())} test row(s) have a factual or counterfactual "
               f"{scenario.protected} outside the training range [{low:.2f}, {high:.2f}] "
-              "(cf.RangeWarning, silenced below)")
-    warnings.simplefilter("ignore", cf.RangeWarning)
+              "(cf.errors.RangeWarning, silenced below)")
+    warnings.simplefilter("ignore", cf.errors.RangeWarning)
     full = Full(observed, scenario.protected, binary).fit(train, train["Y"].to_numpy())
     for flexible in (False, True):
         declaration = "flexible" if flexible else "linear"
@@ -551,7 +551,7 @@ def _run_scenario(scenario: Scenario, args: argparse.Namespace, index: int) -> p
             cached = args.cache / (f"{scenario.name}-{declaration}-{args.rows}-{args.warmup}-"
                                    f"{args.draws}-{args.seed}")
         with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", cf.ConvergenceWarning)
+            warnings.simplefilter("always", cf.errors.ConvergenceWarning)
             if cached is not None and cached.exists():
                 fit = cf.load(cached)
                 print(f"   {declaration:8s} fit read from {cached}")
@@ -565,7 +565,7 @@ def _run_scenario(scenario: Scenario, args: argparse.Namespace, index: int) -> p
         print(f"   {declaration:8s} fit: {seconds:6.1f} s, max R-hat {d.max_rhat:.3f}, "
               f"min bulk ESS {d.min_ess_bulk:.0f}, divergences {d.divergences}"
               + "".join(f"\n     warning: {str(w.message)[:150]}" for w in caught
-                        if issubclass(w.category, cf.ConvergenceWarning)))
+                        if issubclass(w.category, cf.errors.ConvergenceWarning)))
         learners: dict[str, Any] = {}
         # FairLearner's default (invariant_only=True) leaves out indicators whose loading
         # differs by race; where it leaves one out, the former learner (every indicator

@@ -9,31 +9,20 @@ checks that both name the same set.
 
 from counterfair import audit as audit
 from counterfair import datasets as datasets
+from counterfair import errors as errors
 from counterfair import options as options
 from counterfair._version import __version__ as __version__
 from counterfair.audit.falsification import falsify as falsify
-from counterfair.audit.falsification_result import Falsification as Falsification
 from counterfair.counterfactual.prediction import (
     counterfactual_predictions as counterfactual_predictions,
 )
 from counterfair.counterfactual.sensitivity import plot_sensitivity as plot_sensitivity
 from counterfair.counterfactual.sensitivity import sensitivity as sensitivity
-from counterfair.errors import ConvergenceWarning as ConvergenceWarning
-from counterfair.errors import DataError as DataError
-from counterfair.errors import FairnessError as FairnessError
-from counterfair.errors import IdentificationWarning as IdentificationWarning
-from counterfair.errors import InvarianceWarning as InvarianceWarning
-from counterfair.errors import LOOWarning as LOOWarning
-from counterfair.errors import RangeWarning as RangeWarning
-from counterfair.errors import ScaleWarning as ScaleWarning
-from counterfair.errors import SCMError as SCMError
 from counterfair.inference.abduction_result import Abduction as Abduction
 from counterfair.inference.fit import Fit as Fit
 from counterfair.inference.invariance import invariance_check as invariance_check
 from counterfair.inference.loo import compare as compare
-from counterfair.inference.loo_pit import LooPit as LooPit
 from counterfair.inference.loo_pit import loo_pit as loo_pit
-from counterfair.inference.ppc_result import PosteriorPredictiveCheck as PosteriorPredictiveCheck
 from counterfair.inference.subsample_check import subsample_check as subsample_check
 from counterfair.io.load import load as load
 from counterfair.io.scm_document import scm_to_dict as scm_to_dict
@@ -73,44 +62,34 @@ __all__ = [
     "BaselinePredictor",
     "Bernoulli",
     "Categorical",
-    "ConvergenceWarning",
-    "DataError",
     "DemographicParityClassifier",
     "Deterministic",
     "DiscreteNoise",
     "DiscreteSCM",
     "FairLearner",
-    "FairnessError",
-    "Falsification",
     "Fit",
     "GroupEffect",
-    "IdentificationWarning",
     "Interaction",
-    "InvarianceWarning",
-    "LOOWarning",
     "Latent",
-    "LooPit",
     "MultiWorldLearner",
     "NegativeBinomial",
     "Normal",
     "OrderPreservingPredictor",
     "Ordinal",
     "Poisson",
-    "PosteriorPredictiveCheck",
     "Prior",
     "Protected",
-    "RangeWarning",
-    "SCMError",
-    "ScaleWarning",
     "Smooth",
     "__version__",
     "audit",
     "compare",
     "counterfactual_predictions",
     "datasets",
+    "errors",
     "falsify",
     "full_predictor",
     "get_options",
+    "inputs",
     "invariance_check",
     "load",
     "loo_pit",

@@ -278,7 +278,7 @@ def _fit_scm(scm: Any, rows: pd.DataFrame, config: AdultPSCFConfig) -> tuple[Any
     import counterfair as cf
 
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", cf.ConvergenceWarning)
+        warnings.simplefilter("always", cf.errors.ConvergenceWarning)
         fit = scm.fit(
             rows, chains=config.chains, warmup=config.warmup, draws=config.draws,
             seed=config.seed, progress=False, latents=config.latents,

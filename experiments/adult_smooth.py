@@ -224,14 +224,15 @@ def compare_declarations(fits: dict[str, Any], *, nodes: int = HERMITE_NODES) ->
 
 def _fit(scm: Any, rows: pd.DataFrame, config: AdultSmoothConfig) -> tuple[Any, list[str]]:
     import counterfair as cf
+    from counterfair.errors import ConvergenceWarning
 
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", cf.ConvergenceWarning)
+        warnings.simplefilter("always", cf.errors.ConvergenceWarning)
         fit = scm.fit(
             rows, chains=config.chains, warmup=config.warmup, draws=config.draws,
             seed=config.seed, progress=False,
         )
-    return fit, [str(w.message) for w in caught if issubclass(w.category, cf.ConvergenceWarning)]
+    return fit, [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
 
 
 def _slowest(table: pd.DataFrame) -> str:

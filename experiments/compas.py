@@ -312,7 +312,7 @@ def _fit_scm(
 
     def fit_scm() -> Any:
         with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", cf.ConvergenceWarning)
+            warnings.simplefilter("always", cf.errors.ConvergenceWarning)
             fitted = scm.fit(
                 scm_train,
                 chains=config.chains,

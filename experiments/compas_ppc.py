@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             scm = cf.SCM(graph)
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", cf.ConvergenceWarning)
+            warnings.simplefilter("always", cf.errors.ConvergenceWarning)
             fit = scm.fit(rows, chains=args.chains, warmup=args.warmup, draws=args.draws,
                           seed=args.seed, progress=False)
         seconds = time.perf_counter() - start

@@ -119,7 +119,7 @@ def _fit(scm: Any, rows: pd.DataFrame, settings: dict[str, Any]) -> tuple[Any, l
     import counterfair as cf
 
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", cf.ConvergenceWarning)
+        warnings.simplefilter("always", cf.errors.ConvergenceWarning)
         fit = scm.fit(rows, progress=False, **settings)
     return fit, [str(w.message) for w in caught]
 

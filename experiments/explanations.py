@@ -653,7 +653,8 @@ def write_example_report(config: StudyConfig, path: Path, *, setting_name: str =
     consistency, generalized entropy) and the subpopulations whose decisions depend on
     the sensitive attribute (FairTest-style search over the non-sensitive features).
     """
-    from counterfair.audit import ExplanationAudit, find_subpopulations, write_report
+    from counterfair.audit import find_subpopulations, write_report
+    from counterfair.audit.explanations import ExplanationAudit
 
     setting = next(s for s in load_settings(replace(config, settings=(setting_name,))))
     dataset = setting_name.split("-")[0]

@@ -40,7 +40,7 @@ def declared_scm() -> cf.SCM:
     g.add_edges_from([("A", "X1"), ("A", "X2"), ("A", "X3")])
     g.add_edges_from([("age", "Y"), ("A", "Y")])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.IdentificationWarning)
+        warnings.simplefilter("ignore", cf.errors.IdentificationWarning)
         return cf.SCM(g)
 
 

@@ -24,6 +24,7 @@ from _seeds import shifted
 from _sfm import sfm_programs
 
 import counterfair as cf
+from counterfair.errors import ConvergenceWarning
 from counterfair.stan import integrated, integrated_pairs
 from counterfair.stan.backend import resolve_backend_name
 from experiments.adult_pscf import adult_pscf_scm as _adult_pscf_scm
@@ -371,7 +372,7 @@ class RecordedFit:
 
     def convergence_warnings(self) -> list[str]:
         return [
-            str(w.message) for w in self.warnings if issubclass(w.category, cf.ConvergenceWarning)
+            str(w.message) for w in self.warnings if issubclass(w.category, ConvergenceWarning)
         ]
 
 
@@ -393,7 +394,7 @@ def fit_recording(scm: cf.SCM, data: pd.DataFrame, **kwargs: Any) -> RecordedFit
 def quietly(function: Any, *args: Any, **kwargs: Any) -> Any:
     """Call ``function`` with ConvergenceWarning ignored (short MCMC runs in fixtures)."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         return function(*args, **kwargs)
 
 

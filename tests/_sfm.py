@@ -38,7 +38,8 @@ from scipy.special import expit, softmax
 TERMS: tuple[str, ...] = (
     "TV", "Ctf-DE", "Ctf-IE", "Ctf-SE", "NDE", "NIE", "Exp-SE_x0", "Exp-SE_x1",
 )
-"""Every term of :class:`counterfair.audit.Decomposition` (its ``draws`` columns)."""
+"""Every term of a decomposition
+(:class:`counterfair.audit.decomposition_result.Decomposition`; its ``draws`` columns)."""
 
 
 @dataclass(frozen=True)
@@ -421,7 +422,8 @@ class Chain:
                 "confounders": list(self.confounders), "mediators": list(self.mediators)}
 
     def closed_form(self) -> dict[str, float]:
-        """Each part, named as :attr:`counterfair.audit.EffectSplit.draws`'s columns, with
+        """Each part, named as the columns of
+        :attr:`counterfair.audit.split_result.EffectSplit.draws`, with
         the confounders and the mediators moved in their order."""
         if self.product:
             raise ValueError("a Z1 * W1 term has no closed form here: use monte_carlo")

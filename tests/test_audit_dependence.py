@@ -12,18 +12,7 @@ from scipy.stats import chi2_contingency
 from scipy.stats import entropy as scipy_entropy
 from sklearn.metrics import mutual_info_score
 
-from counterfair.audit import (
-    DependenceReport,
-    GTest,
-    conditional_mutual_information,
-    dependence_measures,
-    g_test,
-    mutual_information,
-    normalized_mutual_information,
-    selection_difference,
-    selection_lift,
-    total_variation_distance,
-)
+from counterfair.audit import dependence_measures
 from counterfair.audit._validation import (
     BAD_CHOICE,
     GROUP_NOT_FOUND,
@@ -31,7 +20,18 @@ from counterfair.audit._validation import (
     NO_OTHER_GROUP,
     VALUE_NOT_FOUND,
 )
-from counterfair.audit.dependence import contingency_table
+from counterfair.audit.dependence import (
+    DependenceReport,
+    GTest,
+    conditional_mutual_information,
+    contingency_table,
+    g_test,
+    mutual_information,
+    normalized_mutual_information,
+    selection_difference,
+    selection_lift,
+    total_variation_distance,
+)
 
 Data = tuple[np.ndarray, np.ndarray, np.ndarray]
 

@@ -81,5 +81,5 @@ def test_do_and_attributes_together_or_a_latent_in_do_raise(fitted):
         counterfactual_fairness(fit, rows, predictor, attributes=["race"], do={"Z": 0.0})
     with pytest.raises(ValueError, match="do= is empty"):
         counterfactual_fairness(fit, rows, predictor, do={})
-    with pytest.raises(cf.DataError, match="'K'"):
+    with pytest.raises(cf.errors.DataError, match="'K'"):
         counterfactual_fairness(fit, rows, predictor, do={"K": 0.0}, n_samples=5)

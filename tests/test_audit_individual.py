@@ -9,13 +9,9 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import (
-    consistency,
-    consistency_interval,
-    flip_counterfactual,
-    generalized_entropy_index,
-)
+from counterfair.audit import consistency, flip_counterfactual, generalized_entropy_index
 from counterfair.audit._validation import BAD_CHOICE, GROUP_NOT_FOUND, NOT_A_COLUMN, OUT_OF_RANGE
+from counterfair.audit.individual import consistency_interval
 
 
 @pytest.fixture

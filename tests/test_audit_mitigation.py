@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import reweighing_weights, undersample, undersampling_targets
+from counterfair.audit import reweighing_weights, undersample
 from counterfair.audit._validation import NO_POSITIVES, OUT_OF_RANGE
+from counterfair.audit.mitigation import undersampling_targets
 
 
 @pytest.fixture

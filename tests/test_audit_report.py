@@ -18,7 +18,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from counterfair.audit import (
-    ExplanationAudit,
     consistency,
     disparity_figure,
     find_subpopulations,
@@ -29,6 +28,7 @@ from counterfair.audit import (
     write_report,
 )
 from counterfair.audit._validation import BAD_CHOICE, NO_PREDICTORS
+from counterfair.audit.explanations import ExplanationAudit
 from counterfair.audit.report import EXPLANATION_MEASURES
 
 Data = tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]

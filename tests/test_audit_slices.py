@@ -9,9 +9,9 @@ import pytest
 from _seeds import shifted
 from sklearn.metrics import confusion_matrix
 
-from counterfair.audit import ConfusionCounts, compare_slices
+from counterfair.audit import compare_slices
 from counterfair.audit._validation import EMPTY_SLICE, NEGATIVE_COUNT, NOT_BINARY
-from counterfair.audit.slices import SLICE_MEASURES
+from counterfair.audit.slices import SLICE_MEASURES, ConfusionCounts
 
 G1 = ConfusionCounts(tp=50, fn=10, fp=20, tn=120)
 G2 = ConfusionCounts(tp=20, fn=0, fp=30, tn=50)

@@ -73,7 +73,9 @@ def fitted(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
     return law_level3_fit().fit, rows
 
 
-def _audit(fit: cf.Fit, rows: pd.DataFrame, **kwargs: object) -> cf.audit.CounterfactualReport:
+def _audit(
+    fit: cf.Fit, rows: pd.DataFrame, **kwargs: object
+) -> cf.audit.causal_report.CounterfactualReport:
     return counterfactual_fairness(fit, rows, _predictor, n_samples=20, seed=shifted(3), **kwargs)
 
 

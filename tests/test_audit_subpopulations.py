@@ -9,8 +9,10 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import find_subpopulations, g_test, subpopulation_mask
+from counterfair.audit import find_subpopulations
 from counterfair.audit._validation import GROUP_NOT_FOUND, LENGTH_MISMATCH
+from counterfair.audit.dependence import g_test
+from counterfair.audit.subpopulations import subpopulation_mask
 
 ALPHA = 0.05
 

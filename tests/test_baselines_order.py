@@ -65,14 +65,14 @@ def test_prefit_and_classifier() -> None:
 
 def test_bad_group_column_and_unseen_level() -> None:
     data = _frame((50, 50))
-    with pytest.raises(cf.DataError, match="'race'"):
+    with pytest.raises(cf.errors.DataError, match="'race'"):
         cf.OrderPreservingPredictor(_regressor(), group="race").fit(data)
     model = cf.OrderPreservingPredictor(_regressor(), group="g").fit(data)
     new = data.copy()
     new.loc[7, "g"] = "c"
-    with pytest.raises(cf.DataError, match=r"group 'c'.*row 7"):
+    with pytest.raises(cf.errors.DataError, match=r"group 'c'.*row 7"):
         model.transform_scores(np.zeros(len(new)), new["g"].to_numpy(object), new.index)
-    with pytest.raises(cf.DataError, match="'g'"):
+    with pytest.raises(cf.errors.DataError, match="'g'"):
         model.predict(data.drop(columns="g"))
 
 
@@ -96,9 +96,9 @@ def test_demographic_parity_classifier_equalises_selection_rates() -> None:
         assert abs(labels.get_group(g).mean() - rate) <= 4 * np.sqrt(rate * (1 - rate) / n)
     new = data.copy()
     new.loc[3, "g"] = "z"
-    with pytest.raises(cf.DataError, match=r"group 'z'.*row 3"):
+    with pytest.raises(cf.errors.DataError, match=r"group 'z'.*row 3"):
         model.predict_proba(new)
-    with pytest.raises(cf.DataError, match="'sex'"):
+    with pytest.raises(cf.errors.DataError, match="'sex'"):
         cf.DemographicParityClassifier(base, group="sex").fit(data, data["label"])
 
 

@@ -185,7 +185,7 @@ def test_rows_and_do_are_checked_and_cut() -> None:
     whole = Rows.from_frame(frame)
     np.testing.assert_array_equal(whole.chunk(slice(1, 3)).positions, [1, 2])
     assert Rows.from_frame(whole) is whole
-    with pytest.raises(cf.DataError):
+    with pytest.raises(cf.errors.DataError):
         Rows.from_frame(frame.iloc[:0])
     with pytest.raises(ValueError, match="one integer per row"):
         Rows.from_frame(frame, positions=np.arange(2))

@@ -466,7 +466,7 @@ def test_per_row_do_values(
 def test_bad_interventions_raise_data_error(
     law_fit: cf.Fit, law_abduction: cf.Abduction, do: dict[str, object], pattern: str
 ) -> None:
-    with pytest.raises(cf.DataError, match=pattern):
+    with pytest.raises(cf.errors.DataError, match=pattern):
         law_fit.counterfactual(None, do, abduction=law_abduction)  # type: ignore[arg-type]
 
 
@@ -566,11 +566,11 @@ def test_interventional_samples(law_fit: cf.Fit) -> None:
 
 @pytest.mark.stan
 def test_interventional_errors(law_fit: cf.Fit) -> None:
-    with pytest.raises(cf.DataError, match="'gender'"):
+    with pytest.raises(cf.errors.DataError, match="'gender'"):
         law_fit.interventional(10, {"gender": "Male"}, n_samples=2)
-    with pytest.raises(cf.DataError, match=r"'race' has level 'Martian'"):
+    with pytest.raises(cf.errors.DataError, match=r"'race' has level 'Martian'"):
         law_fit.interventional(10, {"race": "Martian"}, n_samples=2)
-    with pytest.raises(cf.DataError, match=re.escape(errors.LATENT_DO.format(node="K"))):
+    with pytest.raises(cf.errors.DataError, match=re.escape(errors.LATENT_DO.format(node="K"))):
         law_fit.interventional(10, {"K": 1.0}, n_samples=2)
 
 

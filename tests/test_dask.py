@@ -126,7 +126,7 @@ def test_predictions_written_as_parquet(client, models, tmp_path):
         with pytest.raises(ValueError, match="rows_out= and overwrite= write a Dask"):
             predictor.predict(rows, rows_out=tmp_path / "q")
         assert not (tmp_path / "q").exists()
-        with pytest.raises(cf.DataError, match="not empty"):
+        with pytest.raises(cf.errors.DataError, match="not empty"):
             predictor.predict(dd.from_pandas(rows, npartitions=2), rows_out=folder)
         predictor.predict(dd.from_pandas(rows, npartitions=2), rows_out=folder, overwrite=True)
         assert len(list(folder.iterdir())) == 2  # the new run's two partitions
@@ -273,7 +273,7 @@ def test_audit_of_a_per_row_intervention_equals_in_memory(client, models):
             do={"LSAT": lsat},
         )
         pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
-    with pytest.raises(cf.DataError, match="LSAT"):
+    with pytest.raises(cf.errors.DataError, match="LSAT"):
         cf.audit.counterfactual_fairness(
             fit, dd.from_pandas(rows, npartitions=3), full, do={"LSAT": lsat[:-1]}
         )
@@ -505,7 +505,9 @@ def test_counterfactual_predictions_write_parquet(client, models, tmp_path):
         np.testing.assert_array_equal(got["position"], got["row"] - rows.index[0])
     names = sorted(p.name for p in (tmp_path / "cf3").iterdir())
     assert names == ["part.00000.parquet", "part.00001.parquet", "part.00002.parquet"]
-    with pytest.raises(cf.DataError, match="not empty; choose a new folder or pass overwrite"):
+    with pytest.raises(
+        cf.errors.DataError, match="not empty; choose a new folder or pass overwrite"
+    ):
         cf.counterfactual_predictions(
             fit, dd.from_pandas(rows, npartitions=1), {"race": "Black"}, full,
             n_samples=10, rows_out=tmp_path / "cf1",
@@ -574,11 +576,11 @@ def test_partial_folder_is_hidden_and_finish_refuses_missing_parts(tmp_path):
     partial = dask_parquet.start(target)
     assert partial.name.startswith(".out.partial-")
     dask_parquet.write_part(partial, 0, pd.DataFrame({"a": [1.0]}))
-    with pytest.raises(cf.DataError, match=r"part\.00001\.parquet is missing"):
+    with pytest.raises(cf.errors.DataError, match=r"part\.00001\.parquet is missing"):
         dask_parquet.finish(partial, target, 2, overwrite=False)
     assert not target.exists()
     (tmp_path / "file").write_text("x")
-    with pytest.raises(cf.DataError, match="exists and is not a folder"):
+    with pytest.raises(cf.errors.DataError, match="exists and is not a folder"):
         dask_parquet.check_target(tmp_path / "file", overwrite=True)
 
 
@@ -592,16 +594,16 @@ def test_dtype_mismatch_is_named_before_any_task(client, models):
     fit, rows, learner, _, _ = models
     before = client.run_on_scheduler(transitions)
     as_float = rows.assign(LSAT=rows["LSAT"].astype(float))
-    with pytest.raises(cf.DataError, match=r"column 'LSAT' .* float64 .* int64"):
+    with pytest.raises(cf.errors.DataError, match=r"column 'LSAT' .* float64 .* int64"):
         learner.predict(dd.from_pandas(as_float, npartitions=2))
     as_object = rows.assign(race=rows["race"].astype(str).astype(object))
-    with pytest.raises(cf.DataError, match=r"column 'race' .*\(string vs category\)"):
+    with pytest.raises(cf.errors.DataError, match=r"column 'race' .*\(string vs category\)"):
         cf.audit.counterfactual_fairness(
             fit, dd.from_pandas(as_object, npartitions=2), lambda f: np.zeros(len(f))
         )
     full = models[3]
     as_text = rows.assign(UGPA=rows["UGPA"].astype(str))
-    with pytest.raises(cf.DataError, match=r"column 'UGPA' .* as a number"):
+    with pytest.raises(cf.errors.DataError, match=r"column 'UGPA' .* as a number"):
         full.predict(dd.from_pandas(as_text, npartitions=2))
     assert client.run_on_scheduler(transitions) == before  # the scheduler saw no task
 
@@ -611,7 +613,7 @@ def test_unseen_level_names_the_level_and_the_partition(client, models):
     bad = rows.copy()
     bad["race"] = bad["race"].cat.add_categories(["Martian"])
     bad.iloc[-1, bad.columns.get_loc("race")] = "Martian"
-    with pytest.raises(cf.DataError, match=r"partition 2 .*'Martian'"):
+    with pytest.raises(cf.errors.DataError, match=r"partition 2 .*'Martian'"):
         learner.predict(dd.from_pandas(bad, npartitions=3))
 
 

@@ -64,13 +64,13 @@ def test_bernoulli_any_pair_with_positive_named() -> None:
 
 
 def test_bernoulli_refuses_what_it_cannot_read() -> None:
-    with pytest.raises(cf.DataError, match=r"column 'y' .* say which is the positive one"):
+    with pytest.raises(cf.errors.DataError, match=r"column 'y' .* say which is the positive one"):
         bernoulli_levels(pd.Series(["approved", "denied"]))
-    with pytest.raises(cf.DataError, match=r"holds 3 distinct values \('a', 'b', 'c'\)"):
+    with pytest.raises(cf.errors.DataError, match=r"holds 3 distinct values \('a', 'b', 'c'\)"):
         bernoulli_levels(pd.Series(["a", "b", "c"]))
-    with pytest.raises(cf.DataError, match=r"positive='ok', but its values are 'a', 'b'"):
+    with pytest.raises(cf.errors.DataError, match=r"positive='ok', but its values are 'a', 'b'"):
         bernoulli_levels(pd.Series(["a", "b"]), positive="ok")
-    with pytest.raises(cf.DataError, match="holds 1 distinct values"):
+    with pytest.raises(cf.errors.DataError, match="holds 1 distinct values"):
         bernoulli_levels(pd.Series(["yes", "yes"]))
 
 
@@ -91,7 +91,7 @@ def test_labelled_bernoulli_values_and_unseen_label() -> None:
     family = family_of(spec)
     values = family.column_values(spec, pd.Series(["yes", "no", "yes"]), "deny")
     np.testing.assert_array_equal(values, [1.0, 0.0, 1.0])
-    with pytest.raises(cf.DataError, match=(
+    with pytest.raises(cf.errors.DataError, match=(
         r"column 'deny' is a Bernoulli node with levels \['no', 'yes'\]; value 'maybe' at "
         r"row 'c' is not one of them"
     )):
@@ -115,9 +115,9 @@ def test_categorical_levels_sorted_numbers_in_numeric_order() -> None:
     with_reference = cf.Categorical(reference="refi")
     found = family.levels_from_data(with_reference, pd.Series(["home", "refi"]), "p")
     assert found.labels == ("refi", "home")  # type: ignore[union-attr]
-    with pytest.raises(cf.DataError, match="reference level 'x' of a Categorical node"):
+    with pytest.raises(cf.errors.DataError, match="reference level 'x' of a Categorical node"):
         family.levels_from_data(cf.Categorical(reference="x"), pd.Series(["a", "b"]), "p")
-    with pytest.raises(cf.DataError, match=r"column 'p' is a Categorical node and holds a "
+    with pytest.raises(cf.errors.DataError, match=r"column 'p' is a Categorical node and holds a "
                        r"single value \('a'\)"):
         family.levels_from_data(spec, pd.Series(["a", "a"]), "p")
     assert family.levels_from_data(cf.Categorical(levels=("a", "b")), pd.Series(["a"]), "p") is None
@@ -131,7 +131,7 @@ def test_ordinal_levels_numbers_only() -> None:
     ordered = pd.Series(pd.Categorical(["mid", "low"], categories=["low", "mid", "high"],
                                        ordered=True))
     assert family.levels_from_data(spec, ordered, "h").levels == ("low", "mid")  # type: ignore[union-attr]
-    with pytest.raises(cf.DataError, match=(
+    with pytest.raises(cf.errors.DataError, match=(
         r"column 'grade' is an Ordinal node without levels, and its values are not numbers "
         r"\('A', 'B', 'C'\); their order cannot be guessed: give it, lowest first"
     )):
@@ -140,14 +140,14 @@ def test_ordinal_levels_numbers_only() -> None:
 
 def test_a_level_family_without_levels_before_the_fit_says_so() -> None:
     spec = cf.Categorical()
-    with pytest.raises(cf.DataError, match="are read from the training rows when the SCM"):
+    with pytest.raises(cf.errors.DataError, match="are read from the training rows when the SCM"):
         family_of(spec).column_values(spec, pd.Series(["a"]), "p")
 
 
 # ---------------------------------------------------------------------- the SCM
 def loans_scm() -> cf.SCM:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.IdentificationWarning)
+        warnings.simplefilter("ignore", cf.errors.IdentificationWarning)
         return scm_from_dict(parse_yaml(SCM_YAML))
 
 
@@ -207,7 +207,7 @@ def test_python_scm_with_levels_from_data() -> None:
 def test_values_too_large_to_model_are_refused_with_column_and_row() -> None:
     """Fuzzing found NaN latents for an income of 1e308 (finite, but its square is not)."""
     spec = cf.Normal()
-    with pytest.raises(cf.DataError, match=(
+    with pytest.raises(cf.errors.DataError, match=(
         r"column 'income' has value 1e\+308 at row 'b', beyond \+-1e\+100"
     )):
         family_of(spec).column_values(spec, pd.Series([1.0, 1e308], index=["a", "b"]), "income")

@@ -153,7 +153,7 @@ def test_evidence_on_a_zero_probability_noise_level_is_refused() -> None:
     g.nodes["X"]["spec"] = cf.Deterministic(lambda U: U, levels=[0, 1])
     m = cf.DiscreteSCM(g)
     assert list(m.query("X")) == [0, 1]
-    with pytest.raises(cf.DataError, match=r"given=\{'U': 0\} has probability 0"):
+    with pytest.raises(cf.errors.DataError, match=r"given=\{'U': 0\} has probability 0"):
         m.query("X", given={"U": 0}, do={"U": 1})
 
 
@@ -194,7 +194,7 @@ def one_node(spec: object) -> nx.DiGraph:
     ],
 )
 def test_bad_noise_probabilities_name_the_node(probabilities: dict, message: str) -> None:
-    with pytest.raises(cf.SCMError, match=message):
+    with pytest.raises(cf.errors.SCMError, match=message):
         cf.DiscreteSCM(one_node(cf.DiscreteNoise(probabilities)))
 
 
@@ -204,27 +204,27 @@ def test_float_sum_within_tolerance_is_accepted() -> None:
 
 
 def test_bad_graphs_and_specs() -> None:
-    with pytest.raises(cf.SCMError, match="'U' has no spec"):
+    with pytest.raises(cf.errors.SCMError, match="'U' has no spec"):
         cf.DiscreteSCM(one_node(None))
-    with pytest.raises(cf.SCMError, match=r"'U' has spec .*only DiscreteNoise"):
+    with pytest.raises(cf.errors.SCMError, match=r"'U' has spec .*only DiscreteNoise"):
         cf.DiscreteSCM(one_node(cf.Normal()))
     g = nx.DiGraph([("X", "U")])
     g.nodes["X"]["spec"] = cf.DiscreteNoise({0: 1})
     g.nodes["U"]["spec"] = cf.DiscreteNoise({0: 1})
-    with pytest.raises(cf.SCMError, match=r"noise node 'U' has parent\(s\) \['X'\]"):
+    with pytest.raises(cf.errors.SCMError, match=r"noise node 'U' has parent\(s\) \['X'\]"):
         cf.DiscreteSCM(g)
     g = nx.DiGraph([("X", "Y"), ("Y", "X")])
-    with pytest.raises(cf.SCMError, match="cycle"):
+    with pytest.raises(cf.errors.SCMError, match="cycle"):
         cf.DiscreteSCM(g)
     g = nx.DiGraph([("U", "age group"), ("age group", "Y")])
     g.nodes["U"]["spec"] = cf.DiscreteNoise({0: 1})
     g.nodes["age group"]["spec"] = cf.Deterministic(lambda v: 0, levels=[0], call="mapping")
     g.nodes["Y"]["spec"] = cf.Deterministic(lambda **kw: 0, levels=[0])
-    with pytest.raises(cf.SCMError, match=r"node 'Y': parent 'age group'.*call='mapping'"):
+    with pytest.raises(cf.errors.SCMError, match=r"node 'Y': parent 'age group'.*call='mapping'"):
         cf.DiscreteSCM(g)
-    with pytest.raises(cf.SCMError, match="repeat"):
+    with pytest.raises(cf.errors.SCMError, match="repeat"):
         cf.DiscreteSCM(one_node(cf.Deterministic(lambda: 0, levels=[0, 0])))
-    with pytest.raises(cf.SCMError, match="callable"):
+    with pytest.raises(cf.errors.SCMError, match="callable"):
         cf.Deterministic(3, levels=[0])  # type: ignore[arg-type]
 
 
@@ -232,33 +232,33 @@ def test_mechanism_errors_name_node_and_parent_values() -> None:
     g = nx.DiGraph([("U", "X")])
     g.nodes["U"]["spec"] = cf.DiscreteNoise({0: HALF, 1: HALF})
     g.nodes["X"]["spec"] = cf.Deterministic(lambda U: 1 / U, levels=[1])
-    with pytest.raises(cf.SCMError, match=r"node 'X' raised ZeroDivisionError.*\{'U': 0\}"):
+    with pytest.raises(cf.errors.SCMError, match=r"node 'X' raised ZeroDivisionError.*\{'U': 0\}"):
         cf.DiscreteSCM(g).query("X")
     g.nodes["X"]["spec"] = cf.Deterministic(lambda U: U + 5, levels=[5])
     with pytest.raises(
-        cf.SCMError, match=r"node 'X' returned 6 for parent values \{'U': 1\}.*levels \[5\]"
+        cf.errors.SCMError, match=r"node 'X' returned 6 for parent values \{'U': 1\}.*levels \[5\]"
     ):
         cf.DiscreteSCM(g).query("X")
 
 
 def test_bad_queries_name_what_is_wrong() -> None:
     m = textbook()
-    with pytest.raises(cf.DataError, match=r"target 'Q' is not a node.*'UX'"):
+    with pytest.raises(cf.errors.DataError, match=r"target 'Q' is not a node.*'UX'"):
         m.query("Q")
-    with pytest.raises(cf.DataError, match=r"given names 'Q' is not a node.*'X'"):
+    with pytest.raises(cf.errors.DataError, match=r"given names 'Q' is not a node.*'X'"):
         m.query("Y", given={"Q": 1})
-    with pytest.raises(cf.DataError, match=r"do names 'Q' is not a node"):
+    with pytest.raises(cf.errors.DataError, match=r"do names 'Q' is not a node"):
         m.query("Y", do={"Q": 1})
-    with pytest.raises(cf.DataError, match=r"given sets 'X' to 3.*levels \[0, 1\]"):
+    with pytest.raises(cf.errors.DataError, match=r"given sets 'X' to 3.*levels \[0, 1\]"):
         m.query("Y", given={"X": 3})
-    with pytest.raises(cf.DataError, match=r"do sets 'X' to 2.*levels \[0, 1\]"):
+    with pytest.raises(cf.errors.DataError, match=r"do sets 'X' to 2.*levels \[0, 1\]"):
         m.query("Y", do={"X": 2})
-    with pytest.raises(cf.DataError, match="probability 0"):
+    with pytest.raises(cf.errors.DataError, match="probability 0"):
         m.query("Y", given={"X": 0, "UX": 1})
-    with pytest.raises(cf.SCMError, match=r"needs 16 joint noise states.*max_states=15"):
+    with pytest.raises(cf.errors.SCMError, match=r"needs 16 joint noise states.*max_states=15"):
         m.query("Y", max_states=15)
     assert isinstance(m.query("Y", max_states=16), pd.Series)
-    with pytest.raises(cf.DataError, match="max_states"):
+    with pytest.raises(cf.errors.DataError, match="max_states"):
         m.query("Y", max_states=0)
 
 
@@ -270,15 +270,19 @@ def test_stan_scm_refuses_discrete_specs_and_exact_queries() -> None:
     g.nodes["race"]["spec"] = cf.Protected()
     g.nodes["U"]["spec"] = cf.DiscreteNoise({0: HALF, 1: HALF})
     g.nodes["Y"]["spec"] = cf.Normal()
-    with pytest.raises(cf.SCMError, match=r"node 'U' has spec DiscreteNoise.*cf\.DiscreteSCM"):
+    with pytest.raises(
+        cf.errors.SCMError, match=r"node 'U' has spec DiscreteNoise.*cf\.DiscreteSCM"
+    ):
         cf.SCM(g)
     g.nodes["U"]["spec"] = cf.Latent()
     g.nodes["Y"]["spec"] = cf.Deterministic(lambda race, U: U, levels=[0, 1])
-    with pytest.raises(cf.SCMError, match=r"node 'Y' has spec Deterministic.*compiled to Stan"):
+    with pytest.raises(
+        cf.errors.SCMError, match=r"node 'Y' has spec Deterministic.*compiled to Stan"
+    ):
         cf.SCM(g)
     g.nodes["Y"]["spec"] = cf.Normal()
     glm = cf.SCM(g)
-    with pytest.raises(cf.SCMError, match=r"node 'U' has spec Latent, which is not finite"):
+    with pytest.raises(cf.errors.SCMError, match=r"node 'U' has spec Latent, which is not finite"):
         glm.query("Y", given={"race": 0})
 
 
@@ -295,5 +299,5 @@ def test_scm_of_a_finite_graph_is_the_discrete_scm_and_queries_exactly() -> None
     assert isinstance(scm, cf.DiscreteSCM)
     assert scm.query("Y", given={"X": 1, "Y": 1}, do={"X": 0})[0] == Fraction(1, 6)
     assert scm.query("Y", do={"X": 0})[0] == Fraction(1, 4)
-    with pytest.raises(cf.SCMError, match="takes no option"):
+    with pytest.raises(cf.errors.SCMError, match="takes no option"):
         cf.SCM(g, coding="onehot")

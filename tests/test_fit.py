@@ -106,7 +106,7 @@ def _small_level3_data() -> pd.DataFrame:
 @pytest.mark.stan
 def test_too_short_fit_warns() -> None:
     scm, data = law_level3_scm(), _small_level3_data()
-    with pytest.warns(cf.ConvergenceWarning, match="the SCM fit"):
+    with pytest.warns(cf.errors.ConvergenceWarning, match="the SCM fit"):
         fit = scm.fit(data, chains=2, warmup=20, draws=20, seed=shifted(3), progress=False)
     assert fit.diagnostics.problems()
 
@@ -158,7 +158,7 @@ def test_draws_method_integrates_parameter_uncertainty(
 def test_condition_on_a_node_that_is_not_observed_names_it(
     law_fit: cf.Fit, new_rows: pd.DataFrame, node: str
 ) -> None:
-    with pytest.raises(cf.SCMError, match=re.escape(repr(node))):
+    with pytest.raises(cf.errors.SCMError, match=re.escape(repr(node))):
         law_fit.latents(new_rows, condition_on=["UGPA", node])
 
 
@@ -172,9 +172,9 @@ def test_unseen_protected_level_in_new_rows_names_node_and_value(
     expected = errors.UNSEEN_LEVEL.format(
         node="race", value="Martian", row=1003, levels=list(RACES)
     )
-    with pytest.raises(cf.DataError, match=re.escape(expected)):
+    with pytest.raises(cf.errors.DataError, match=re.escape(expected)):
         law_fit.latents(rows, condition_on=CONDITION)
-    with pytest.raises(cf.DataError, match=r"'race'.*'Martian'"):
+    with pytest.raises(cf.errors.DataError, match=r"'race'.*'Martian'"):
         law_fit.abduct(rows, condition_on=CONDITION, method="draws")
 
 

@@ -2,14 +2,14 @@
 
 * **SCM documents**, JSON and YAML: valid documents mutated at random (values replaced
   by any JSON value, 1e308 and NaN included; keys removed or added) are read by
-  :func:`counterfair.read_scm`; the only error is :class:`~counterfair.SCMError`, and
+  :func:`counterfair.read_scm`; the only error is :class:`~counterfair.errors.SCMError`, and
   its message starts with a JSON path. An accepted document compiles to Stan code.
 * **data frames**, mutated rows of a small loans data set (tests/_loans.py): a cell
   set to any value (NaN, infinity, 1e308, a string, a boolean, an unseen level), a
   column dropped or cast, the index duplicated, ... given to the fit's data path (the
   levels read from the data, the row door, the Stan data), and to a loaded fit's
   ``abduct``, ``counterfactual``, a fair learner's ``predict`` and ``predict_proba`` and
-  the counterfactual audit: the only error is :class:`~counterfair.DataError` naming a
+  the counterfactual audit: the only error is :class:`~counterfair.errors.DataError` naming a
   column or a row, and a frame of finite values gives no NaN.
 * **the command line**: argument lists built from the options of ``fit``, ``learn``,
   ``audit`` and ``counterfactual`` and junk: exit code 2 with one line on standard
@@ -197,7 +197,7 @@ def check_document(document: Any, kind: str, name: str, strict: bool) -> None:
         with quiet():
             scm = read_scm(path)
             scm.stan_code()
-    except cf.SCMError as error:
+    except cf.errors.SCMError as error:
         message = str(error).removeprefix(f"{path}: ")
         if JSON_PATH.match(message):
             OUTCOMES[name]["SCMError"] += 1
@@ -250,7 +250,7 @@ def test_the_1e308_prior_and_sigma_are_scm_errors() -> None:
     ):
         document = parse_yaml((ROOT / "examples/law_school.yaml").read_text())
         document["nodes"][node][key] = value
-        with pytest.raises(cf.SCMError, match=rf"nodes\.{node}.*magnitude at most 1e\+100"):
+        with pytest.raises(cf.errors.SCMError, match=rf"nodes\.{node}.*magnitude at most 1e\+100"):
             read_scm(_write(document, "json"))
 
 
@@ -383,7 +383,7 @@ def check_frame(frame: Any, operation: str, objects: dict[str, Any], name: str,
     try:
         with quiet():
             out = _run(operation, frame, objects)
-    except cf.DataError as error:
+    except cf.errors.DataError as error:
         if NAMES_A_PLACE.search(str(error)):
             OUTCOMES[name]["DataError"] += 1
             return

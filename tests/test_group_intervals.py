@@ -17,7 +17,6 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
 from counterfair.audit import (
-    DisparateImpact,
     disparate_impact,
     group_metrics,
     regression_metrics,
@@ -26,6 +25,7 @@ from counterfair.audit import (
 from counterfair.audit import poisson_bootstrap as pb
 from counterfair.audit.analytic import binomial_variance, disparity_intervals, wilson_interval
 from counterfair.audit.bootstrap import CI_METHODS, EXACT_BOOTSTRAP_MAX_ROWS, resolve_ci_method
+from counterfair.audit.impact import DisparateImpact
 from counterfair.audit.report import render_report
 
 HAVE_COMPAS = (DATA_DIR / "compas-scores-two-years.csv").exists()

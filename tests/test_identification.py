@@ -30,7 +30,7 @@ def _children(latent: str, children: list[str]) -> list[tuple[str, str]]:
 
 
 def test_two_normal_indicators_identify_only_the_product_of_loadings() -> None:
-    with pytest.warns(cf.IdentificationWarning) as caught:
+    with pytest.warns(cf.errors.IdentificationWarning) as caught:
         scm = _scm(
             {"U": cf.Latent(), "X1": cf.Normal(), "X2": cf.Normal()},
             _children("U", ["X1", "X2"]),
@@ -58,7 +58,7 @@ def test_four_children_joined_by_edges_say_what_they_count_and_why() -> None:
     children = ["employed", "citizen", "checks", "released"]
     edges = [*_children("U", children), ("employed", "released"), ("checks", "released"),
              ("citizen", "released"), ("employed", "checks")]
-    with pytest.warns(cf.IdentificationWarning) as caught:
+    with pytest.warns(cf.errors.IdentificationWarning) as caught:
         scm = _scm(nodes, edges)
     message = str(caught[0].message)
     assert "its 4 children give 3 moment(s) for 4 loadings" in message
@@ -89,18 +89,18 @@ def test_three_normal_indicators_or_a_fixed_sd_identify_the_latent() -> None:
 
 def test_a_single_child_warns() -> None:
     with pytest.warns(
-        cf.IdentificationWarning,
+        cf.errors.IdentificationWarning,
         match=r"latent 'U' is not identified: a single "
         r"child \('X'\)",
     ):
         _scm({"U": cf.Latent(), "X": cf.Normal()}, _children("U", ["X"]))
-    with pytest.warns(cf.IdentificationWarning, match=r"latent 'U' is weak: a single child"):
+    with pytest.warns(cf.errors.IdentificationWarning, match=r"latent 'U' is weak: a single child"):
         _scm({"U": cf.Latent(), "C": cf.Poisson()}, _children("U", ["C"]))  # overdispersion only
 
 
 def test_two_latents_with_the_same_children_warn() -> None:
     children = ["X1", "X2", "X3"]
-    with pytest.warns(cf.IdentificationWarning) as caught:
+    with pytest.warns(cf.errors.IdentificationWarning) as caught:
         scm = _scm(
             {"U": cf.Latent(), "V": cf.Latent(), **{c: cf.Normal() for c in children}},
             _children("U", children) + [("V", c) for c in children],
@@ -116,7 +116,7 @@ def test_two_latents_with_the_same_children_warn() -> None:
 
 def test_an_unobserved_confounder_of_two_normal_nodes_warns() -> None:
     """U -> X, U -> Y, X -> Y with free sds: 3 moments for 5 parameters."""
-    with pytest.warns(cf.IdentificationWarning, match="its 2 children give 0 moment"):
+    with pytest.warns(cf.errors.IdentificationWarning, match="its 2 children give 0 moment"):
         _scm(
             {"U": cf.Latent(), "X": cf.Normal(), "Y": cf.Normal()},
             [*_children("U", ["X", "Y"]), ("X", "Y")],
@@ -133,7 +133,7 @@ def test_law_school_level2_and_shipped_models_do_not_warn() -> None:
 
 
 def test_bad_rhat_warning_points_to_the_identification_problem() -> None:
-    with pytest.warns(cf.IdentificationWarning):
+    with pytest.warns(cf.errors.IdentificationWarning):
         scm = _scm(
             {"U": cf.Latent(), "X1": cf.Normal(), "X2": cf.Normal()}, _children("U", ["X1", "X2"])
         )
@@ -163,7 +163,7 @@ def _fit_two_indicators(scm: cf.SCM) -> list[str]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         scm.fit(data, chains=4, warmup=40, draws=40, seed=shifted(3), progress=False)
-    return [str(w.message) for w in caught if issubclass(w.category, cf.ConvergenceWarning)]
+    return [str(w.message) for w in caught if issubclass(w.category, cf.errors.ConvergenceWarning)]
 
 
 def test_warn_on_problems_appends_the_hint_to_rhat_problems_only() -> None:
@@ -179,7 +179,7 @@ def test_warn_on_problems_appends_the_hint_to_rhat_problems_only() -> None:
         chains=2,
         draws=100,
     )
-    with pytest.warns(cf.ConvergenceWarning) as caught:
+    with pytest.warns(cf.errors.ConvergenceWarning) as caught:
         warn_on_problems(diagnostics, rhat_hint="HINT")
     messages = [str(w.message) for w in caught]
     assert any("R-hat" in m and m.endswith("; HINT") for m in messages)

@@ -155,7 +155,7 @@ def test_a_latent_whose_indicators_are_all_non_invariant_keeps_them() -> None:
     g.add_node("Y", spec=cf.Normal())
     g.add_edges_from([("K", "T1"), ("K", "T2"), ("race", "T1"), ("race", "T2"), ("K", "Y")])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.IdentificationWarning)
+        warnings.simplefilter("ignore", cf.errors.IdentificationWarning)
         scm = cf.SCM(g)
     plan = invariance_plan(scm, "Y")
     assert plan.left_out == ()
@@ -328,16 +328,16 @@ def test_a_latent_with_only_non_invariant_indicators_warns_and_keeps_them(
     g.add_node("Y", spec=cf.Normal())
     g.add_edges_from([("K", "T1"), ("K", "T3"), ("race", "T1"), ("race", "T3"), ("K", "Y")])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.IdentificationWarning)
+        warnings.simplefilter("ignore", cf.errors.IdentificationWarning)
         scm = cf.SCM(g)
     train = _simulate(200, shifted(37))[0].drop(columns="T2")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", errors.ConvergenceWarning)
         fit = scm.fit(train, chains=2, warmup=100, draws=100, seed=shifted(38),
                       progress=False, backend=stan_backend)
-    with pytest.warns(cf.InvarianceWarning, match="latent 'K'.*'T1', 'T3'") as caught:
+    with pytest.warns(cf.errors.InvarianceWarning, match="latent 'K'.*'T1', 'T3'") as caught:
         learner = _learner(fit, "additive_noise").fit(train)
-    mine = [w for w in caught if issubclass(w.category, cf.InvarianceWarning)]
+    mine = [w for w in caught if issubclass(w.category, cf.errors.InvarianceWarning)]
     assert len(mine) == 1
     assert "counterfactually fair as a function of the observables" in str(mine[0].message)
     assert learner.feature_names_ == ["K", "T1:noise", "T3:noise"]  # T1: caused by race

@@ -351,7 +351,7 @@ DRAWS = 300
 def _integrated_fit(**options: Any) -> cf.Fit:
     """Level 2 SCM on its 500 simulated rows, K integrated out, 2 chains of DRAWS."""
     with warnings.catch_warnings():  # 2 x 300 draws: an R-hat of 1.03 is no matter here
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         return law_level2_scm().fit(
             law_train().drop(columns="K"),
             chains=2,
@@ -471,7 +471,7 @@ def test_auto_starts_by_laplace_from_min_rows_on(stan_backend: str) -> None:
     _cmdstan_only(stan_backend)
     scm, data = law_level3_scm(), level3_data()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         fit = scm.fit(data, chains=2, draws=50, seed=shifted(60), progress=False)
         assert isinstance(fit.warm_start, LaplaceStart)
         assert fit.idata.posterior.sizes["draw"] == 50
@@ -500,7 +500,7 @@ def test_a_failed_newton_check_raises_for_laplace_and_falls_back_to_the_pilot_fo
         warnings.catch_warnings(),
         caplog.at_level(logging.INFO, logger="counterfair.inference.sampling"),
     ):
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         fit = scm.fit(
             data, chains=2, warmup=MIN_WARMUP, draws=50, seed=shifted(61), warm_start="auto",
             progress=False,
@@ -522,7 +522,7 @@ def test_a_diagonal_metric_keeps_auto_on_the_pilot_and_is_refused_by_laplace(
     _cmdstan_only(stan_backend)
     scm, data = law_level3_scm(), level3_data()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         fit = scm.fit(
             data, chains=2, warmup=MIN_WARMUP, draws=50, seed=shifted(62), metric="diag_e",
             progress=False,

@@ -114,7 +114,7 @@ def threshold_fit(
     logger.setLevel(logging.INFO)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cf.ConvergenceWarning)
+            warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
             fit = linear_gaussian_scm().fit(
                 lg_rows,
                 max_rows=150,
@@ -185,7 +185,7 @@ def test_explicit_subsample_is_fitted_and_recorded(
     lg_rows: pd.DataFrame, stan_backend: str
 ) -> None:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         small = linear_gaussian_scm().fit(
             lg_rows,
             subsample=120,
@@ -248,7 +248,7 @@ def test_pathfinder_agrees_with_nuts_on_a_linear_gaussian_model(
     scm, data = linear_gaussian_scm(), _lg_data(1000, 29)
     caplog.set_level(logging.INFO, logger="counterfair")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         nuts = scm.fit(data, chains=2, warmup=300, draws=300, seed=shifted(30), progress=False)
     caplog.clear()
     approx = scm.fit(data, method="pathfinder", seed=shifted(30))  # no warning may escape

@@ -196,7 +196,7 @@ def test_baselines_read_yes_no_columns_as_the_learners_do(make: Any) -> None:
     np.testing.assert_allclose(proba, reference.predict_proba(by_hand.to_numpy())[:, 1],
                                atol=1e-10)
     unseen = rows.iloc[:3].assign(employed=["Yes", "maybe", "No"])
-    with pytest.raises(cf.DataError, match=r"employed.*maybe"):
+    with pytest.raises(cf.errors.DataError, match=r"employed.*maybe"):
         model.predict(unseen)
 
 @pytest.mark.stan
@@ -238,7 +238,7 @@ def test_non_descendant_features_on_an_scm_that_has_one() -> None:
 def test_non_descendants_without_any_raises(train: pd.DataFrame) -> None:
     scm = law_level3_scm()
     learner = FairLearner(scm, target="ZFYA", features=cf.inputs.NonDescendants())
-    with pytest.raises(cf.FairnessError, match="observed non-descendants"):
+    with pytest.raises(cf.errors.FairnessError, match="observed non-descendants"):
         learner.fit(train)
 
 
@@ -255,7 +255,7 @@ def test_descendant_feature_raises_fairness_error(
 ) -> None:
     learner = FairLearner(law_level2_scm(), target="ZFYA", features=features)
     expected = learning.DESCENDANT_FEATURE.format(node=node, source="race", path=path)
-    with pytest.raises(cf.FairnessError, match=re.escape(expected)):
+    with pytest.raises(cf.errors.FairnessError, match=re.escape(expected)):
         learner.fit(train)  # raises before any MCMC
 
 
@@ -271,7 +271,7 @@ def test_descendant_feature_names_the_path_through_an_observed_node() -> None:
     g.add_edges_from([("A", "X"), ("U", "X"), ("X", "W"), ("U", "Y"), ("W", "Y")])
     learner = FairLearner(cf.SCM(g), target="Y", features=["U", "W"])
     data = pd.DataFrame({"A": ["a", "b"], "X": [0.0, 1.0], "W": [0.0, 1.0], "Y": [0.0, 1.0]})
-    with pytest.raises(cf.FairnessError, match=re.escape("(path A -> X -> W)")):
+    with pytest.raises(cf.errors.FairnessError, match=re.escape("(path A -> X -> W)")):
         learner.fit(data)
 
 

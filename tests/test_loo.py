@@ -164,7 +164,7 @@ def test_compare_ranks_the_true_scm_first() -> None:
 
 def test_compare_refuses_different_columns() -> None:
     expected = "observed columns differ (only in 'aux': ['C', 'P', 'Z'], only in 'lg': ['Y'])"
-    with pytest.raises(cf.SCMError, match=re.escape(expected)):
+    with pytest.raises(cf.errors.SCMError, match=re.escape(expected)):
         cf.compare({"aux": aux_fit().fit, "lg": linear_gaussian_fit().fit})
 
 
@@ -179,7 +179,7 @@ def test_compare_refuses_different_rows() -> None:
         seed=shifted(10),
         progress=False,
     )
-    with pytest.raises(cf.DataError, match=r"different rows.*400 vs 150"):
+    with pytest.raises(cf.errors.DataError, match=r"different rows.*400 vs 150"):
         cf.compare({"full": full, "fewer": fewer})
 
 
@@ -214,7 +214,7 @@ def test_an_outlying_row_gets_a_pareto_k_warning_naming_it() -> None:
         seed=shifted(12),
         progress=False,
     )
-    with pytest.warns(cf.LOOWarning) as caught:
+    with pytest.warns(cf.errors.LOOWarning) as caught:
         table = fit.loo()
     assert len(caught) == 1
     message = str(caught[0].message)

@@ -134,5 +134,5 @@ def test_loo_pit_of_a_misspecified_fit_is_not_uniform(stan_backend: str) -> None
     means = bins["mean_pit"].to_numpy()
     assert means[0] < 0.3 and means[-1] < 0.3 and means[2] > 0.7, means
     assert "groups with KS p-value < 0.001" in str(result)
-    with pytest.raises(cf.SCMError, match="cannot check 'age'"):
+    with pytest.raises(cf.errors.SCMError, match="cannot check 'age'"):
         loo_pit(declared_fit(bent=True), nodes=["age"])

@@ -42,7 +42,7 @@ def _holes(frame: pd.DataFrame) -> pd.DataFrame:
 
 def test_the_refusal_names_every_column_and_the_complete_rows() -> None:
     data = _holes(linear_gaussian_data().drop(columns="U"))
-    with pytest.raises(cf.DataError) as info:
+    with pytest.raises(cf.errors.DataError) as info:
         Rows.check(data, linear_gaussian_scm())
     text = str(info.value)
     first_x = int(np.argmax(data["X"].isna().to_numpy()))
@@ -54,7 +54,7 @@ def test_the_refusal_names_every_column_and_the_complete_rows() -> None:
     assert "missing='drop' (SCM.fit)" in text and "--missing" not in text
     from counterfair.logs import speaking_scm_file
 
-    with speaking_scm_file(), pytest.raises(cf.DataError, match="with --missing drop"):
+    with speaking_scm_file(), pytest.raises(cf.errors.DataError, match="with --missing drop"):
         Rows.check(data, linear_gaussian_scm())
 
 
@@ -71,7 +71,7 @@ def test_drop_incomplete_records_and_logs_each_column(caplog: pytest.LogCaptureF
     assert any(f"fitting on {len(data) - 55} of {len(data)} rows" in line for line in lines)
     # nothing complete: the refusal names the columns, without the drop hint
     empty = data.assign(X=np.nan)
-    with pytest.raises(cf.DataError, match=r"0 of 400 rows are complete$"):
+    with pytest.raises(cf.errors.DataError, match=r"0 of 400 rows are complete$"):
         drop_incomplete(empty, linear_gaussian_scm())
     assert missing_message(data.dropna(), ["X", "Y"]) == ""
 
@@ -87,7 +87,7 @@ def test_a_fit_with_missing_drop_equals_a_fit_on_the_complete_rows(tmp_path: Pat
     options = {"chains": 1, "warmup": 150, "draws": 150, "seed": shifted(2)}
     # the test is of the rows fitted, not of convergence: short chains may warn on ESS
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         dropped = linear_gaussian_scm().fit(data, missing="drop", **options)
         by_hand = linear_gaussian_scm().fit(data.dropna(), **options)
     assert dropped.missing == {"policy": "drop", "rows": 400, "dropped": 55,

@@ -163,7 +163,7 @@ def test_a_bound_too_low_is_warned_naming_the_node(stan_backend: str) -> None:
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always")
         _scm("poisson").fit(frame, missing="model", chains=2, draws=200, seed=shifted(45))
-    said = [str(w.message) for w in warned if issubclass(w.category, cf.ConvergenceWarning)]
+    said = [str(w.message) for w in warned if issubclass(w.category, cf.errors.ConvergenceWarning)]
     pattern = (rf"summed the missing counts of 'C' over 0\.\.{bound} \(twice the largest "
                rf"observed count plus 10\), and {bound} holds .* larger counts are likely there")
     assert [m for m in said if re.search(pattern, m)], said

@@ -40,7 +40,7 @@ import counterfair as cf
 from counterfair.rows import Rows
 from counterfair.rows.missing import hole_plan
 
-pytestmark = pytest.mark.filterwarnings("ignore::counterfair.ConvergenceWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
 
 
 def _holes(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -74,7 +74,7 @@ def test_the_plan_omits_leaves_and_samples_normal_mediators() -> None:
 
 def test_what_the_fit_cannot_model_is_refused_naming_the_column() -> None:
     scm = holes_scm()
-    with pytest.raises(cf.DataError, match=r"column 'A' has 4 missing value\(s\): it is a "
+    with pytest.raises(cf.errors.DataError, match=r"column 'A' has 4 missing value\(s\): it is a "
                        "protected attribute"):
         hole_plan(scm, {"A": 4})
     # two summed nodes in one term
@@ -83,17 +83,17 @@ def test_what_the_fit_cannot_model_is_refused_naming_the_column() -> None:
          "Y": cf.Normal()},
         [("A", "E"), ("A", "F"), ("E", "Y"), ("F", "Y")],
     )
-    with pytest.raises(cf.DataError, match=r"column 'E' has 2 missing value\(s\): its child "
+    with pytest.raises(cf.errors.DataError, match=r"column 'E' has 2 missing value\(s\): its child "
                        r"'Y' has another parent summed out \('F'\)"):
         hole_plan(cf.SCM(g), {"E": 2, "F": 3})
     assert hole_plan(cf.SCM(g), {"E": 2, "Y": 3}) == {"E": "sum", "Y": "omit"}
     # nothing was fitted: the refusal comes before the rows are read
     _, holes = holes_data(60, shifted(3))
-    with pytest.raises(cf.DataError, match="column 'A' has 1 missing"):
+    with pytest.raises(cf.errors.DataError, match="column 'A' has 1 missing"):
         scm.fit(holes.assign(A=holes["A"].where(holes.index != 5)), missing="model")
     with pytest.raises(ValueError, match="warm_start='pilot' is not used with missing='model'"):
         scm.fit(holes, missing="model", warm_start="pilot")
-    with pytest.raises(cf.DataError, match="column 'W' has no value in any row"):
+    with pytest.raises(cf.errors.DataError, match="column 'W' has no value in any row"):
         scm.fit(holes.assign(W=np.nan), missing="model")
     Rows.check(holes.assign(W=np.nan), scm, missing="model")  # new rows may miss a column
     with pytest.raises(ValueError, match=r"missing must be one of \['error', 'drop', 'model'\]"):
@@ -103,11 +103,11 @@ def test_what_the_fit_cannot_model_is_refused_naming_the_column() -> None:
 def test_the_rows_door_keeps_holes_only_when_asked() -> None:
     scm = holes_scm()
     _, holes = holes_data(80, shifted(4))
-    with pytest.raises(cf.DataError, match="missing='model'"):
+    with pytest.raises(cf.errors.DataError, match="missing='model'"):
         Rows.check(holes, scm)  # the refusal names the option
     rows = Rows.check(holes, scm, missing="model")
     assert set(rows.holes) == {n for n in ("W", "Y", "B") if holes[n].isna().any()}
-    with pytest.raises(cf.DataError, match="this step does not take rows with missing"):
+    with pytest.raises(cf.errors.DataError, match="this step does not take rows with missing"):
         rows.values()  # a reader that does not ask for the holes is refused them
     values = rows.values(holes=True)
     np.testing.assert_array_equal(values["W"][rows.holes["W"]], 0.0)
@@ -115,7 +115,9 @@ def test_the_rows_door_keeps_holes_only_when_asked() -> None:
     part = rows.take(np.arange(10, 30))
     np.testing.assert_array_equal(part.holes["W"], rows.holes["W"][10:30])
     # a later stage given rows with holes refuses them, naming the columns
-    with pytest.raises(cf.DataError, match="this step does not take rows with missing values"):
+    with pytest.raises(
+        cf.errors.DataError, match="this step does not take rows with missing values"
+    ):
         Rows.check(rows, scm)
 
 
@@ -208,10 +210,10 @@ def test_the_record_is_kept_saved_and_later_stages_refuse_the_rows(
     # other rows that miss W but hold its descendants Y and B (evidence about W) are
     # refused, naming both; every check that compares values refuses the fit's rows
     moved = holes.set_axis(holes.index + 1000)
-    with pytest.raises(cf.DataError, match=r"miss 'W' \(first at index label 1[0-9]{3}\) "
+    with pytest.raises(cf.errors.DataError, match=r"miss 'W' \(first at index label 1[0-9]{3}\) "
                        r"but hold its descendant '[YB]'"):
         fit.abduct(moved)
-    with pytest.raises(cf.DataError, match="posterior predictive check compares every row"):
+    with pytest.raises(cf.errors.DataError, match="posterior predictive check compares every row"):
         fit.ppc()
     # complete rows are taken as from any fit
     complete_rows = holes.dropna().iloc[:20]
@@ -311,7 +313,7 @@ def test_the_decomposition_takes_the_training_rows_with_holes(
     # the same rows as a copy are the fit's; other rows that miss W but hold Y are refused
     pd.testing.assert_frame_equal(cf.audit.decompose(fit, holes.copy(), **options).table,
                                   result.table)
-    with pytest.raises(cf.DataError, match=r"but hold its descendant '[YB]'"):
+    with pytest.raises(cf.errors.DataError, match=r"but hold its descendant '[YB]'"):
         cf.audit.decompose(fit, holes.set_axis(holes.index + 1000), **options)
 
 
@@ -445,7 +447,7 @@ def test_a_classifier_learns_a_target_with_holes_per_sample(
     assert list(learner.classes_) == [0.0, 1.0]
     probability = learner.predict_proba(holes.dropna().iloc[:30])[:, 1]
     assert ((probability > 0) & (probability < 1)).all()
-    with pytest.raises(cf.DataError, match="training='mean' gives each row one label, "
+    with pytest.raises(cf.errors.DataError, match="training='mean' gives each row one label, "
                        "but 'B' is missing in some rows"):
         cf.FairLearner(
             fit, features=cf.inputs.AdditiveNoise(condition_on_target=True, training="mean"),

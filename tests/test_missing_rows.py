@@ -22,7 +22,7 @@ from scipy import stats
 
 import counterfair as cf
 
-pytestmark = pytest.mark.filterwarnings("ignore::counterfair.ConvergenceWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::counterfair.errors.ConvergenceWarning")
 
 
 @pytest.fixture(scope="module")
@@ -109,15 +109,15 @@ def test_what_new_rows_cannot_hold_is_refused_naming_it(
     fit, data = lg_holes_fit
     rows, _ = _new_rows(data, shifted(47))
     rows.loc[rows.index[7], "X"] = np.nan  # X missing, its child Y held
-    with pytest.raises(cf.DataError, match=r"1 row\(s\) miss 'X' \(first at index label "
+    with pytest.raises(cf.errors.DataError, match=r"1 row\(s\) miss 'X' \(first at index label "
                        r"5007\) but hold its descendant 'Y'"):
         fit.abduct(rows)
     # a protected attribute is never modelled as missing
-    with pytest.raises(cf.DataError, match="'A'"):
+    with pytest.raises(cf.errors.DataError, match="'A'"):
         fit.abduct(rows.assign(A=rows["A"].where(rows.index != 5003)))
     # a fit of complete rows refuses rows with holes, naming the option
     plain = dataclasses.replace(fit, missing=None)
-    with pytest.raises(cf.DataError, match="missing='model'"):
+    with pytest.raises(cf.errors.DataError, match="missing='model'"):
         plain.abduct(_new_rows(data, shifted(48))[0])
 
 
@@ -243,6 +243,6 @@ def test_new_rows_that_miss_a_binary_node_above_their_evidence_sum_it_out_exactl
     frame = cont.sample(300, params=truth, seed=shifted(75))
     frame.loc[frame.index[:60], "W"] = np.nan
     cfit = cont.fit(frame, missing="model", chains=1, draws=100, seed=shifted(76))
-    with pytest.raises(cf.DataError, match=r"miss 'W' .* but hold its descendant 'Y'.*"
+    with pytest.raises(cf.errors.DataError, match=r"miss 'W' .* but hold its descendant 'Y'.*"
                        r"needs a finite set of levels"):
         cfit.abduct(frame.iloc[:80].set_axis(frame.index[:80] + 1000), n_samples=20)

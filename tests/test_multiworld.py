@@ -83,21 +83,21 @@ def _numeric(
 @pytest.mark.stan
 def test_bad_input_raises(worlds: list[cf.Fit]) -> None:
     kwargs = {"target": "ZFYA", "features": FEATURES, "attribute": "race"}
-    with pytest.raises(cf.FairnessError, match="lam must be"):
+    with pytest.raises(cf.errors.FairnessError, match="lam must be"):
         cf.MultiWorldLearner(fits=worlds, lam=-0.1, **kwargs).fit()  # type: ignore[arg-type]
-    with pytest.raises(cf.FairnessError, match="at least one world"):
+    with pytest.raises(cf.errors.FairnessError, match="at least one world"):
         cf.MultiWorldLearner(fits=[], **kwargs).fit()  # type: ignore[arg-type]
-    with pytest.raises(cf.FairnessError, match="'tree' is not supported"):
+    with pytest.raises(cf.errors.FairnessError, match="'tree' is not supported"):
         cf.MultiWorldLearner(fits=worlds, estimator="tree", **kwargs).fit()  # type: ignore[arg-type]
-    with pytest.raises(cf.FairnessError, match="epsilon must be"):
+    with pytest.raises(cf.errors.FairnessError, match="epsilon must be"):
         cf.MultiWorldLearner(fits=worlds, epsilon=-1.0, **kwargs).fit()  # type: ignore[arg-type]
     # level 3 has no ZFYA node: a feature the world does not know is named
     unknown = cf.MultiWorldLearner(
         fits=worlds, target="y", features=["UGPA", "ZFYA"], attribute="race"
     )
-    with pytest.raises(cf.DataError, match="world 1: feature column 'ZFYA'"):
+    with pytest.raises(cf.errors.DataError, match="world 1: feature column 'ZFYA'"):
         unknown.fit()
-    with pytest.raises(cf.DataError, match="world 1: feature column 'ZFYA'"):
+    with pytest.raises(cf.errors.DataError, match="world 1: feature column 'ZFYA'"):
         unknown.differences()  # checked before any draw, as in fit
     other = dataclasses.replace(
         worlds[1],
@@ -106,7 +106,7 @@ def test_bad_input_raises(worlds: list[cf.Fit]) -> None:
             continuous=frozenset(),
         ),
     )
-    with pytest.raises(cf.FairnessError, match=r"levels of 'race'.*'Asian'.*'Hispanic'"):
+    with pytest.raises(cf.errors.FairnessError, match=r"levels of 'race'.*'Asian'.*'Hispanic'"):
         cf.MultiWorldLearner(fits=[worlds[0], other], **kwargs).fit()  # type: ignore[arg-type]
 
 
@@ -117,12 +117,13 @@ PARAMS: dict[str, object] = {"target": "ZFYA", "features": FEATURES, "attribute"
 @pytest.mark.parametrize(
     ("bad", "error", "message"),
     [
-        ({"lam": -0.1}, cf.FairnessError, "lam must be a finite number >= 0, got -0.1"),
-        ({"lam": float("nan")}, cf.FairnessError, "lam must be a finite number >= 0"),
-        ({"epsilon": -1.0}, cf.FairnessError, "epsilon must be a finite number >= 0"),
-        ({"estimator": "tree"}, cf.FairnessError, "estimator 'tree' is not supported"),
-        ({"features": ["UGPA", "ZFYA"]}, cf.DataError, "target 'ZFYA' cannot also be a feature"),
-        ({"fits": []}, cf.FairnessError, "at least one world"),
+        ({"lam": -0.1}, cf.errors.FairnessError, "lam must be a finite number >= 0, got -0.1"),
+        ({"lam": float("nan")}, cf.errors.FairnessError, "lam must be a finite number >= 0"),
+        ({"epsilon": -1.0}, cf.errors.FairnessError, "epsilon must be a finite number >= 0"),
+        ({"estimator": "tree"}, cf.errors.FairnessError, "estimator 'tree' is not supported"),
+        ({"features": ["UGPA", "ZFYA"]}, cf.errors.DataError,
+         "target 'ZFYA' cannot also be a feature"),
+        ({"fits": []}, cf.errors.FairnessError, "at least one world"),
     ],
 )
 def test_init_stores_and_fit_checks(

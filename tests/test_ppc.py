@@ -155,9 +155,9 @@ def test_check_nodes_are_observed_nodes() -> None:
     assert ppc.check_nodes(scm, "LSAT") == ("LSAT",)
     for wrong in ("GPA", "race", "K"):
         message = ppc.UNKNOWN_CHECK_NODE.format(node=wrong, observed=list(scm.observed))
-        with pytest.raises(cf.SCMError, match=re.escape(message)):
+        with pytest.raises(cf.errors.SCMError, match=re.escape(message)):
             ppc.check_nodes(scm, ["UGPA", wrong])
-    with pytest.raises(cf.SCMError, match="nodes= is empty"):
+    with pytest.raises(cf.errors.SCMError, match="nodes= is empty"):
         ppc.check_nodes(scm, [])
 
 
@@ -245,9 +245,11 @@ def test_ppc_figure_has_one_axis_per_node(stan_backend: str) -> None:
 @pytest.mark.stan
 def test_ppc_rejects_unknown_nodes_and_too_many_draws(stan_backend: str) -> None:
     fit = aux_fit().fit
-    with pytest.raises(cf.SCMError, match=r"cannot check 'nope': it is not an observed node"):
+    with pytest.raises(
+        cf.errors.SCMError, match=r"cannot check 'nope': it is not an observed node"
+    ):
         fit.ppc(nodes=["C", "nope"])
-    with pytest.raises(cf.SCMError, match=r"cannot check 'race'"):
+    with pytest.raises(cf.errors.SCMError, match=r"cannot check 'race'"):
         fit.ppc(nodes="race")
     available = fit.params().n
     with pytest.raises(ValueError, match=rf"n_draws={available + 1} is more than the fit's"):
@@ -303,7 +305,7 @@ def _fit_until_sampling(scm: cf.SCM, data: pd.DataFrame, monkeypatch: pytest.Mon
 def test_badly_scaled_normal_node_warns_once_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     data = _normal_data(1000.0, 50.0)
     scm = _normal_scm()  # built first: its IdentificationWarning is not what is counted here
-    with pytest.warns(cf.ScaleWarning) as caught:
+    with pytest.warns(cf.errors.ScaleWarning) as caught:
         _fit_until_sampling(scm, data, monkeypatch)
     assert len(caught) == 1
     message = str(caught[0].message)

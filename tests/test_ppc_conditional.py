@@ -118,7 +118,7 @@ def test_parent_bins_small_groups_and_bad_bins() -> None:
         protected=ppc.protected_groups(scm, codes),
     )
     assert set(check.conditional()["group"]) == {"0"}  # level labels default to codes
-    with pytest.raises(cf.SCMError, match="no codes of protected attribute 'A'"):
+    with pytest.raises(cf.errors.SCMError, match="no codes of protected attribute 'A'"):
         ppc.protected_groups(scm, {})
 
 

@@ -24,12 +24,13 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import CounterfactualReport, group_metrics, write_report
+from counterfair.audit import group_metrics, write_report
 from counterfair.audit._findings import (
     SIZE_DEPENDENT_CRITERIA,
     parity_findings,
     predictor_data,
 )
+from counterfair.audit.causal_report import CounterfactualReport
 from counterfair.audit.report import render_report
 
 pytestmark = pytest.mark.browser

@@ -58,12 +58,14 @@ def test_valid_graph_gives_an_scm() -> None:
     [(nx.Graph([("A", "X")]), "Graph"), ({"A": ["X"]}, "dict"), (None, "NoneType")],
 )
 def test_not_a_digraph(graph: object, type_name: str) -> None:
-    with pytest.raises(cf.SCMError, match=_exact(errors.NOT_A_DIGRAPH.format(type=type_name))):
+    with pytest.raises(
+        cf.errors.SCMError, match=_exact(errors.NOT_A_DIGRAPH.format(type=type_name))
+    ):
         cf.SCM(graph)  # type: ignore[arg-type]
 
 
 def test_empty_graph() -> None:
-    with pytest.raises(cf.SCMError, match=_exact(errors.EMPTY_GRAPH)):
+    with pytest.raises(cf.errors.SCMError, match=_exact(errors.EMPTY_GRAPH)):
         cf.SCM(nx.DiGraph())
 
 
@@ -72,20 +74,22 @@ def test_cycle_is_named() -> None:
         {"A": cf.Protected(), "X": cf.Normal(), "Y": cf.Normal(), "Z": cf.Normal()},
         [("A", "X"), ("X", "Y"), ("Y", "Z"), ("Z", "X")],
     )
-    with pytest.raises(cf.SCMError, match=_exact(errors.CYCLE.format(cycle="X -> Y -> Z -> X"))):
+    with pytest.raises(
+        cf.errors.SCMError, match=_exact(errors.CYCLE.format(cycle="X -> Y -> Z -> X"))
+    ):
         cf.SCM(g)
 
 
 def test_self_loop_is_a_cycle() -> None:
     g = dag({"A": cf.Protected(), "X": cf.Normal()}, [("A", "X"), ("X", "X")])
-    with pytest.raises(cf.SCMError, match=_exact(errors.CYCLE.format(cycle="X -> X"))):
+    with pytest.raises(cf.errors.SCMError, match=_exact(errors.CYCLE.format(cycle="X -> X"))):
         cf.SCM(g)
 
 
 def test_node_without_spec() -> None:
     g = _basic_graph()
     g.add_edge("X", "Y")  # Y is created by the edge, without a spec
-    with pytest.raises(cf.SCMError, match=_exact(errors.MISSING_SPEC.format(node="Y"))):
+    with pytest.raises(cf.errors.SCMError, match=_exact(errors.MISSING_SPEC.format(node="Y"))):
         cf.SCM(g)
 
 
@@ -97,7 +101,9 @@ def test_node_without_spec() -> None:
 def test_unknown_family(spec: object) -> None:
     g = _basic_graph()
     g.nodes["X"]["spec"] = spec
-    with pytest.raises(cf.SCMError, match=_exact(errors.UNKNOWN_SPEC.format(node="X", spec=spec))):
+    with pytest.raises(
+        cf.errors.SCMError, match=_exact(errors.UNKNOWN_SPEC.format(node="X", spec=spec))
+    ):
         cf.SCM(g)
 
 
@@ -107,7 +113,7 @@ def test_protected_node_with_a_parent() -> None:
         [("X", "B"), ("A", "B"), ("A", "X")],
     )
     message = errors.PROTECTED_WITH_PARENT.format(node="B", parents=["A", "X"])
-    with pytest.raises(cf.SCMError, match=_exact(message)):
+    with pytest.raises(cf.errors.SCMError, match=_exact(message)):
         cf.SCM(g)
 
 
@@ -115,20 +121,22 @@ def test_latent_node_with_a_parent() -> None:
     g = _basic_graph()
     g.add_edge("A", "U")
     message = errors.LATENT_WITH_PARENT.format(node="U", parents=["A"])
-    with pytest.raises(cf.SCMError, match=_exact(message)):
+    with pytest.raises(cf.errors.SCMError, match=_exact(message)):
         cf.SCM(g)
 
 
 def test_latent_without_children() -> None:
     g = _basic_graph()
     g.add_node("V", spec=cf.Latent())
-    with pytest.raises(cf.SCMError, match=_exact(errors.LATENT_WITHOUT_CHILD.format(node="V"))):
+    with pytest.raises(
+        cf.errors.SCMError, match=_exact(errors.LATENT_WITHOUT_CHILD.format(node="V"))
+    ):
         cf.SCM(g)
 
 
 def test_no_protected_node() -> None:
     g = dag({"U": cf.Latent(), "X": cf.Normal()}, [("U", "X")])
-    with pytest.raises(cf.SCMError, match=_exact(errors.NO_PROTECTED)):
+    with pytest.raises(cf.errors.SCMError, match=_exact(errors.NO_PROTECTED)):
         cf.SCM(g)
 
 
@@ -157,7 +165,7 @@ def test_bad_node_name(name: object) -> None:
     g = _basic_graph()
     g.add_node(name, spec=cf.Normal())
     g.add_edge("A", name)
-    with pytest.raises(cf.SCMError, match=_exact(errors.BAD_NODE_NAME.format(node=name))):
+    with pytest.raises(cf.errors.SCMError, match=_exact(errors.BAD_NODE_NAME.format(node=name))):
         cf.SCM(g)
 
 
@@ -191,7 +199,7 @@ def test_node_names_that_break_generated_stan_are_rejected(name: str, role: str)
         g.add_edges_from([("A", name), ("U", name)])
     try:
         cf.SCM(g)
-    except cf.SCMError as exc:
+    except cf.errors.SCMError as exc:
         assert repr(name) in str(exc)
     else:
         raise AssertionError(f"SCM accepted node name {name!r}")
@@ -202,19 +210,19 @@ def test_name_clash_between_a_node_and_a_parameter() -> None:
     g.add_node("alpha_X", spec=cf.Normal())
     g.add_edge("A", "alpha_X")
     message = errors.NAME_CLASH.format(first="alpha_X", second="X", name="alpha_X")
-    with pytest.raises(cf.SCMError, match=_exact(message)):
+    with pytest.raises(cf.errors.SCMError, match=_exact(message)):
         cf.SCM(g)
 
 
 def test_bad_coding() -> None:
-    with pytest.raises(cf.SCMError, match=_exact(errors.BAD_CODING.format(coding="dummy"))):
+    with pytest.raises(cf.errors.SCMError, match=_exact(errors.BAD_CODING.format(coding="dummy"))):
         cf.SCM(_basic_graph(), coding="dummy")  # type: ignore[arg-type]
 
 
 def test_unknown_node_in_a_query() -> None:
     scm = cf.SCM(_basic_graph())
     message = errors.UNKNOWN_NODE.format(node="Q", nodes=["A", "U", "X"])
-    with pytest.raises(cf.SCMError, match=_exact(message)):
+    with pytest.raises(cf.errors.SCMError, match=_exact(message)):
         scm.parents("Q")
 
 
@@ -317,12 +325,12 @@ def test_fit_data_accepts_a_boolean_bernoulli_column() -> None:
 def test_data_not_a_frame() -> None:
     scm = _data_scm()
     message = errors.NOT_A_DATAFRAME.format(type="dict")
-    with pytest.raises(cf.DataError, match=_exact(message)):
+    with pytest.raises(cf.errors.DataError, match=_exact(message)):
         fit_data(scm, _frame().to_dict(), _encoding(scm, _frame()))  # type: ignore[arg-type]
 
 
 def test_data_without_rows() -> None:
-    with pytest.raises(cf.DataError, match=_exact(errors.EMPTY_DATA)):
+    with pytest.raises(cf.errors.DataError, match=_exact(errors.EMPTY_DATA)):
         _fit_data(_frame().iloc[:0])
 
 
@@ -330,7 +338,7 @@ def test_data_without_rows() -> None:
 def test_data_missing_a_column(column: str) -> None:
     df = _frame().drop(columns=column)
     message = errors.MISSING_COLUMN.format(column=column, columns=list(df.columns))
-    with pytest.raises(cf.DataError, match=_exact(message)):
+    with pytest.raises(cf.errors.DataError, match=_exact(message)):
         _fit_data(df)
 
 
@@ -342,7 +350,7 @@ def test_nan_values(column: str) -> None:
     message = errors.NAN_COLUMNS.format(
         n=1, columns=f"{column!r} 2 (first at row 1 (0-based data rows))", complete=2, rows=4
     ) + errors.NAN_HINT
-    with pytest.raises(cf.DataError, match=_exact(message)):
+    with pytest.raises(cf.errors.DataError, match=_exact(message)):
         _fit_data(df)
 
 
@@ -353,7 +361,7 @@ def test_nan_values_in_several_columns_are_named_at_once() -> None:
     df.loc[[2], "X"] = np.nan
     df.loc[[1, 2], "C"] = np.nan
     df.index = ["a", "b", "c", "d"]
-    with pytest.raises(cf.DataError) as info:
+    with pytest.raises(cf.errors.DataError) as info:
         _fit_data(df)
     text = str(info.value)
     assert "in 2 column(s)" in text
@@ -366,13 +374,15 @@ def test_nan_values_in_several_columns_are_named_at_once() -> None:
 def test_non_numeric_observed_column() -> None:
     df = _frame().assign(X=["low", "high", "low", "high"])
     message = errors.NOT_NUMERIC.format(column="X", node="X", family="normal", dtype=df["X"].dtype)
-    with pytest.raises(cf.DataError, match=_exact(message)):
+    with pytest.raises(cf.errors.DataError, match=_exact(message)):
         _fit_data(df)
 
 
 def test_non_finite_value() -> None:
     df = _frame().assign(X=[0.1, 0.2, np.inf, 0.0])
-    with pytest.raises(cf.DataError, match=_around(errors.NOT_FINITE, "value", column="X", row=2)):
+    with pytest.raises(
+        cf.errors.DataError, match=_around(errors.NOT_FINITE, "value", column="X", row=2)
+    ):
         _fit_data(df)
 
 
@@ -383,7 +393,7 @@ def test_non_finite_value() -> None:
 )
 def test_poisson_needs_non_negative_integers(values: list[float], row: int) -> None:
     pattern = _around(errors.POISSON_NOT_COUNT, "value", column="C", row=row)
-    with pytest.raises(cf.DataError, match=pattern):
+    with pytest.raises(cf.errors.DataError, match=pattern):
         _fit_data(_frame().assign(C=values))
 
 
@@ -394,7 +404,7 @@ def test_poisson_needs_non_negative_integers(values: list[float], row: int) -> N
 )
 def test_bernoulli_needs_zero_or_one(values: list[float], row: int) -> None:
     pattern = _around(errors.BERNOULLI_NOT_BINARY, "value", column="B", row=row)
-    with pytest.raises(cf.DataError, match=pattern):
+    with pytest.raises(cf.errors.DataError, match=pattern):
         _fit_data(_frame().assign(B=values))
 
 
@@ -411,7 +421,7 @@ def test_bad_value_is_printed_as_a_plain_number(
     template: str, column: str, values: list[float], value: float, row: int
 ) -> None:
     message = template.format(column=column, value=value, row=row)
-    with pytest.raises(cf.DataError, match=_exact(message) + "$"):
+    with pytest.raises(cf.errors.DataError, match=_exact(message) + "$"):
         _fit_data(_frame().assign(**{column: values}))
 
 
@@ -433,7 +443,7 @@ def test_encoding_puts_the_reference_level_first() -> None:
 
 def test_encoding_needs_two_levels() -> None:
     df = pd.DataFrame({"A": ["a", "a"]})
-    with pytest.raises(cf.DataError, match=r"protected attribute 'A' has a single level"):
+    with pytest.raises(cf.errors.DataError, match=r"protected attribute 'A' has a single level"):
         Encoding.from_data({"A": cf.Protected()}, df)
 
 
@@ -441,7 +451,7 @@ def test_unseen_level_in_codes() -> None:
     encoding = Encoding.from_data({"A": cf.Protected()}, _frame())
     new = pd.DataFrame({"A": ["b", "a", "c"]})
     message = errors.UNSEEN_LEVEL.format(node="A", value="c", row=2, levels=["a", "b"])
-    with pytest.raises(cf.DataError, match=_exact(message)):
+    with pytest.raises(cf.errors.DataError, match=_exact(message)):
         encoding.codes(new)
 
 
@@ -449,7 +459,7 @@ def test_unseen_level_in_code() -> None:
     encoding = Encoding.from_data({"A": cf.Protected()}, _frame())
     np.testing.assert_array_equal(encoding.code("A", ["b", "a"]), [1, 0])
     message = errors.UNSEEN_LEVEL.format(node="A", value="z", row=1, levels=["a", "b"])
-    with pytest.raises(cf.DataError, match=_exact(message)):
+    with pytest.raises(cf.errors.DataError, match=_exact(message)):
         encoding.code("A", ["a", "z"])
 
 
@@ -458,7 +468,7 @@ def test_unseen_level_in_fit_data() -> None:
     encoding = _encoding(scm, _frame())
     df = _frame().assign(A=["a", "b", "other", "a"])
     message = errors.UNSEEN_LEVEL.format(node="A", value="other", row=2, levels=["a", "b"])
-    with pytest.raises(cf.DataError, match=_exact(message)):
+    with pytest.raises(cf.errors.DataError, match=_exact(message)):
         fit_data(scm, df, encoding)
 
 
@@ -466,7 +476,7 @@ def test_unseen_level_names_the_row_label() -> None:
     encoding = Encoding.from_data({"A": cf.Protected()}, _frame())
     new = pd.DataFrame({"A": ["a", "c"]}, index=["first", "second"])
     message = errors.UNSEEN_LEVEL.format(node="A", value="c", row="second", levels=["a", "b"])
-    with pytest.raises(cf.DataError, match=_exact(message)):
+    with pytest.raises(cf.errors.DataError, match=_exact(message)):
         encoding.codes(new)
 
 
@@ -474,7 +484,7 @@ def test_unseen_level_integer_row_label_is_printed_plainly() -> None:
     encoding = Encoding.from_data({"A": cf.Protected()}, _frame())
     new = pd.DataFrame({"A": ["a", "c"]}, index=[10, 11])
     message = errors.UNSEEN_LEVEL.format(node="A", value="c", row=11, levels=["a", "b"])
-    with pytest.raises(cf.DataError, match=_exact(message)):
+    with pytest.raises(cf.errors.DataError, match=_exact(message)):
         encoding.codes(new)
 
 

@@ -144,11 +144,11 @@ def test_plot_and_bad_input(lg_fit: cf.Fit, rows: pd.DataFrame, tmp_path: Path) 
     )
     path = cf.plot_sensitivity(table, tmp_path / "s.png")
     assert path.stat().st_size > 1000 and not list(tmp_path.glob("*.tmp.png"))
-    with pytest.raises(cf.SCMError, match="'X' is not a protected"):
+    with pytest.raises(cf.errors.SCMError, match="'X' is not a protected"):
         cf.sensitivity(lg_fit, rows, {"X": _x}, attribute="X")
-    with pytest.raises(cf.SCMError, match="'V' is not a latent"):
+    with pytest.raises(cf.errors.SCMError, match="'V' is not a latent"):
         cf.sensitivity(lg_fit, rows, {"X": _x}, attribute="A", latent="V")
-    with pytest.raises(cf.DataError, match=r"missing: \['1'\]"):
+    with pytest.raises(cf.errors.DataError, match=r"missing: \['1'\]"):
         cf.sensitivity(lg_fit, rows, {"X": _x}, attribute="A", coding={"0": 0.0})
     with pytest.raises(ValueError, match="prior_scale must be positive"):
         cf.sensitivity(lg_fit, rows, {"X": _x}, attribute="A", prior_scale=(0.0,))

@@ -30,6 +30,7 @@ from _sfm import SCENARIOS, TERMS, Linear, NoConfounder, Scenario, monte_carlo_t
 
 import counterfair as cf
 from counterfair import errors
+from counterfair.audit.decomposition_result import Decomposition
 from counterfair.errors import ScaleWarning
 from counterfair.stan.backend import resolve_backend_name
 
@@ -64,7 +65,7 @@ class Fitted:
     """A data set, its decomposition and the warnings the call emitted."""
 
     data: pd.DataFrame
-    result: cf.audit.Decomposition
+    result: Decomposition
     warnings: tuple[warnings.WarningMessage, ...]
 
     def scale_warnings(self) -> list[str]:
@@ -83,7 +84,7 @@ def decompose(data: pd.DataFrame, scenario: Scenario, **options: object) -> Fitt
     return Fitted(data, result, tuple(caught))
 
 
-RECORDED = (cf.ConvergenceWarning, ScaleWarning)
+RECORDED = (cf.errors.ConvergenceWarning, ScaleWarning)
 """The warnings a fit of the tests may emit (every other one fails it)."""
 
 
@@ -100,7 +101,7 @@ def scenario_fit(letter: str) -> Fitted:
     return _scenario_fit(letter, resolve_backend_name("auto"))
 
 
-def compare(result: cf.audit.Decomposition, reference: pd.Series) -> pd.DataFrame:
+def compare(result: Decomposition, reference: pd.Series) -> pd.DataFrame:
     """Each term's posterior mean and sd beside its truth, and the gap in sds."""
     table = result.table.drop_duplicates("term").set_index("term").loc[list(TERMS)]
     out = pd.DataFrame({"mean": table["mean"], "sd": table["sd"], "truth": reference})
@@ -108,7 +109,7 @@ def compare(result: cf.audit.Decomposition, reference: pd.Series) -> pd.DataFram
     return out
 
 
-def assert_near_truth(result: cf.audit.Decomposition, reference: pd.Series, what: str) -> None:
+def assert_near_truth(result: Decomposition, reference: pd.Series, what: str) -> None:
     table = compare(result, reference)
     gap = (table["mean"] - table["truth"]).abs()
     bad = table[~((gap <= K_SD * table["sd"]) | (gap < EXACT))]  # sd 0: a term known to be 0

@@ -115,7 +115,7 @@ EXACT = 1e-9
 TERMS: tuple[str, ...] = (
     "TV", "Ctf-DE", "Ctf-IE", "Ctf-SE", "NDE", "NIE", "Exp-SE_x0", "Exp-SE_x1",
 )
-"""Every term of a :class:`counterfair.audit.Decomposition`."""
+"""Every term of a :class:`counterfair.audit.decomposition_result.Decomposition`."""
 
 N_SAMPLES = 200
 """Draws of the terms in both decompositions."""
@@ -123,7 +123,7 @@ N_SAMPLES = 200
 FIT = {"chains": 2, "warmup": 300, "draws": 300, "progress": False}
 """NUTS settings of the SCM's fit and of each SFM nuisance fit."""
 
-RECORDED = (cf.ConvergenceWarning, ScaleWarning)
+RECORDED = (cf.errors.ConvergenceWarning, ScaleWarning)
 """Warnings a short fit may emit (recorded, not raised); any other fails the test."""
 
 T = TypeVar("T")
@@ -256,8 +256,8 @@ class Pair:
     """The rows, both decompositions and the seconds each took (fit included)."""
 
     data: pd.DataFrame
-    scm: cf.audit.Decomposition
-    sfm: cf.audit.Decomposition
+    scm: cf.audit.decomposition_result.Decomposition
+    sfm: cf.audit.decomposition_result.Decomposition
     seconds: dict[str, float]
 
 
@@ -317,7 +317,7 @@ def compas() -> Pair:
 
 
 # ---------------------------------------------------------------------- the comparison
-def summary(result: cf.audit.Decomposition) -> pd.DataFrame:
+def summary(result: cf.audit.decomposition_result.Decomposition) -> pd.DataFrame:
     """Each term's posterior mean and sd (TV once)."""
     table = result.table.drop_duplicates("term").set_index("term")
     return table.loc[list(TERMS), ["mean", "sd"]]

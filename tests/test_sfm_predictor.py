@@ -34,21 +34,21 @@ FIT = {"chains": 2, "warmup": 300, "draws": 300, "progress": False}
 
 
 @functools.cache
-def _fitted(backend: str) -> tuple[pd.DataFrame, cf.audit.SFMFit]:
+def _fitted(backend: str) -> tuple[pd.DataFrame, cf.audit.sfm_fit.SFMFit]:
     scenario = SCENARIOS["c"]
     seed = shifted(40)
     data = scenario.data(scenario.rows, seed=seed)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         fitted = cf.audit.fit_sfm(data, **scenario.roles(), seed=seed, **FIT)
     return data, fitted
 
 
-def fitted_c(stan_backend: str) -> tuple[pd.DataFrame, cf.audit.SFMFit]:
+def fitted_c(stan_backend: str) -> tuple[pd.DataFrame, cf.audit.sfm_fit.SFMFit]:
     return _fitted(stan_backend)
 
 
-def _terms(result: cf.audit.Decomposition) -> pd.DataFrame:
+def _terms(result: cf.audit.decomposition_result.Decomposition) -> pd.DataFrame:
     return result.table.drop_duplicates("term").set_index("term")
 
 
@@ -145,7 +145,7 @@ def test_decompose_sfm_of_the_predictions_finds_the_removed_effects_near_zero(
     prediction = cf.audit.sfm_predictor(fitted, allow=("IE",)).predict()
     frame = data.assign(Y=prediction)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         again = cf.audit.decompose_sfm(frame, **scenario.roles(), family="normal",
                                        seed=shifted(42), **FIT)
     terms = _terms(again)
@@ -187,7 +187,7 @@ def test_a_new_category_level_is_refused_by_name(stan_backend: str) -> None:
     data["region"] = np.where(np.arange(len(data)) % 2 == 0, "north", "south")
     roles = {**scenario.roles(), "confounders": ["Z", "region"]}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
         fitted = cf.audit.fit_sfm(data, **roles, seed=seed, **FIT)
     predictor = cf.audit.sfm_predictor(fitted)
     with pytest.raises(errors.DataError, match="column 'region' has level 'east'"):

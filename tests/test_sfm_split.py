@@ -36,7 +36,7 @@ FIT_ONLY = {k: v for k, v in FIT.items() if k != "n_samples"}
 
 
 @functools.cache
-def _chain_fit(backend: str) -> cf.audit.SFMFit:
+def _chain_fit(backend: str) -> cf.audit.sfm_fit.SFMFit:
     chain = Chain()
     seed = shifted(40)
     with warnings.catch_warnings():
@@ -45,12 +45,12 @@ def _chain_fit(backend: str) -> cf.audit.SFMFit:
                                 **FIT_ONLY)
 
 
-def chain_fit() -> cf.audit.SFMFit:
+def chain_fit() -> cf.audit.sfm_fit.SFMFit:
     return _chain_fit(resolve_backend_name("auto"))
 
 
 @functools.cache
-def chain_split() -> cf.audit.EffectSplit:
+def chain_split() -> cf.audit.split_result.EffectSplit:
     return cf.audit.split_sfm(chain_fit(), **ORDER, **SAMPLES)  # type: ignore[arg-type]
 
 

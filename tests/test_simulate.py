@@ -107,7 +107,7 @@ def test_levels_argument() -> None:
     params = {"alpha_X": 0.0, "beta_X_A": [1.0, 2.0], "sigma_X": 1.0}
     frame = scm.sample(30, params=params, seed=shifted(0), levels={"A": ["lo", "mid", "hi"]})
     assert list(frame["A"].cat.categories) == ["lo", "mid", "hi"]
-    with pytest.raises(cf.SCMError, match=re.escape("protected node 'A' has no levels")):
+    with pytest.raises(cf.errors.SCMError, match=re.escape("protected node 'A' has no levels")):
         scm.sample(30, params=params, seed=shifted(0))
 
 
@@ -221,7 +221,9 @@ def test_root_node_without_parents() -> None:
 
 def test_wrong_number_of_level_effects() -> None:
     params = dict(MIXED_PARAMS, beta_X_A=[1.0, -1.0, 0.5])
-    with pytest.raises(cf.SCMError, match=re.escape("parameter 'beta_X_A' needs 2 value(s)")):
+    with pytest.raises(
+        cf.errors.SCMError, match=re.escape("parameter 'beta_X_A' needs 2 value(s)")
+    ):
         _mixed_scm().sample(10, params=params, seed=shifted(0))
 
 
@@ -235,30 +237,38 @@ def test_wrong_number_of_level_effects_onehot() -> None:
         "lambda_Y_U": 1.0,
         "sigma_Y": 1.0,
     }
-    with pytest.raises(cf.SCMError, match=re.escape("parameter 'beta_X_A' needs 2 value(s)")):
+    with pytest.raises(
+        cf.errors.SCMError, match=re.escape("parameter 'beta_X_A' needs 2 value(s)")
+    ):
         _gaussian_scm("onehot").sample(10, params=params, seed=shifted(0))
 
 
 def test_several_values_for_a_scalar_parameter() -> None:
     params = dict(MIXED_PARAMS, alpha_X=[0.5, 0.6])
-    with pytest.raises(cf.SCMError, match=re.escape("'alpha_X'")):
+    with pytest.raises(cf.errors.SCMError, match=re.escape("'alpha_X'")):
         _mixed_scm().sample(10, params=params, seed=shifted(0))
 
 
 def test_missing_parameter() -> None:
     params = {k: v for k, v in MIXED_PARAMS.items() if k != "sigma_X"}
-    with pytest.raises(cf.SCMError, match=re.escape("parameter value(s) missing: ['sigma_X']")):
+    with pytest.raises(
+        cf.errors.SCMError, match=re.escape("parameter value(s) missing: ['sigma_X']")
+    ):
         _mixed_scm().sample(10, params=params, seed=shifted(0))
 
 
 def test_unknown_parameter() -> None:
     params = dict(MIXED_PARAMS, sigma_Z=1.0)  # Z's sigma is fixed, not a parameter
-    with pytest.raises(cf.SCMError, match=re.escape("unknown parameter name(s) ['sigma_Z']")):
+    with pytest.raises(
+        cf.errors.SCMError, match=re.escape("unknown parameter name(s) ['sigma_Z']")
+    ):
         _mixed_scm().sample(10, params=params, seed=shifted(0))
 
 
 def test_unknown_level_in_protected_probs() -> None:
-    with pytest.raises(cf.SCMError, match=re.escape("protected_probs['A'] names unknown level")):
+    with pytest.raises(
+        cf.errors.SCMError, match=re.escape("protected_probs['A'] names unknown level")
+    ):
         _sample(protected_probs={"A": {"a": 0.5, "z": 0.5}})
 
 

@@ -48,7 +48,7 @@ def test_flexible_smooth_moves_much_less_than_linear_under_the_truth(
         seed=shifted(0), rows=1200, test_rows=150, warmup=150, draws=150, n_samples=20, cache=None
     )
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cf.ConvergenceWarning)  # short chains
+        warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)  # short chains
         table = truth.run_scenario(truth.SCENARIOS[index], args, index)
     out = capsys.readouterr().out
     assert "scenario 2: smooth" in out, out

@@ -100,13 +100,13 @@ def test_conflicting_or_ignored_fit_args_raise() -> None:
 
 def test_a_target_that_is_neither_node_nor_column_is_rejected() -> None:
     data = aux_data().drop(columns="K")
-    with pytest.raises(cf.SCMError, match="'two_year_recid' is neither a node of the SCM"):
+    with pytest.raises(cf.errors.SCMError, match="'two_year_recid' is neither a node of the SCM"):
         cf.FairLearner(aux_scm(), target="two_year_recid").fit(data)
 
 
 def test_a_protected_target_is_rejected_before_scikit_learn() -> None:
     data = aux_data().drop(columns="K")
-    with pytest.raises(cf.FairnessError, match="'race' is a protected attribute"):
+    with pytest.raises(cf.errors.FairnessError, match="'race' is a protected attribute"):
         cf.FairLearner(aux_scm(), target="race").fit(data)
 
 
@@ -131,7 +131,7 @@ def test_a_plain_pipeline_gets_the_columns_it_was_fitted_on() -> None:
     probabilities = predict_output(model, extra, "probability")
     np.testing.assert_array_equal(labels, model.predict(data[["X", "Z"]]))
     np.testing.assert_allclose(probabilities, model.predict_proba(data[["X", "Z"]])[:, 1])
-    with pytest.raises(cf.DataError, match="fitted on column 'Z'"):
+    with pytest.raises(cf.errors.DataError, match="fitted on column 'Z'"):
         predict_output(model, data[["X"]])
     with pytest.raises(TypeError, match="needs a predictor with predict_proba"):
         predict_output(LinearRegression().fit(data[["X"]], data["Z"]), data, "probability")
@@ -281,7 +281,7 @@ def test_conditioning_on_an_absent_column_suggests_condition_on(
     fit: cf.Fit, unlabelled: pd.DataFrame
 ) -> None:
     assert "condition_on=" in MISSING_CONDITIONING_COLUMN
-    with pytest.raises(cf.DataError, match=r"no column 'P'.*condition_on=\['Z', 'X', 'C'\]"):
+    with pytest.raises(cf.errors.DataError, match=r"no column 'P'.*condition_on=\['Z', 'X', 'C'\]"):
         fit.abduct(unlabelled, condition_on=["X", "P"], n_samples=5)
 
 

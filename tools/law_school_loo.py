@@ -44,7 +44,7 @@ def main() -> None:
         print(name, "\n", fit.loo().to_string(), f"\n  loo {time.time() - start:.1f} s")
     try:
         cf.compare(fits)
-    except cf.SCMError as error:
+    except cf.errors.SCMError as error:
         print("refused:", error)
     start = time.time()
     table = cf.compare({"level 2": fits["level 2"], "level 3 + ZFYA": fits["level 3 + ZFYA"]})

@@ -22,7 +22,8 @@
   the user allows).
 * :func:`two_group_measures` -- statistical parity / equal opportunity differences and
   disparate impact (``<= tau`` is unfair) for a privileged group.
-* :func:`flip_counterfactual`, :func:`consistency` (:func:`consistency_interval`),
+* :func:`flip_counterfactual`, :func:`consistency` (its interval:
+  ``individual.consistency_interval``),
   :func:`generalized_entropy_index` --
   individual measures: attribute flip without an SCM, k-NN consistency, GE index with
   its between/within decomposition (:class:`EntropyIndex`).
@@ -39,76 +40,39 @@
   plain-language line per criterion, explanation-based measures and subpopulations.
 """
 
+# The entry points are the public names (``__all__``, below). Their result types
+# (``GroupReport``, ``CounterfactualReport``, ``Decomposition``, ...) and the single
+# measures behind :func:`dependence_measures` (``mutual_information``, ``g_test``, ...)
+# live in their modules (``counterfair.audit.classification``, ``.causal_report``,
+# ``.decomposition_result``, ``.dependence``, ...), where the API reference documents
+# them.
 from ._groups import reference_levels
 from .balance import class_balance
 from .causal import counterfactual_fairness
-from .causal_report import CounterfactualReport
-from .classification import GroupReport, group_metrics
-from .decomposition import Decomposition, decompose
-from .dependence import (
-    DependenceReport,
-    GTest,
-    conditional_mutual_information,
-    dependence_measures,
-    g_test,
-    kl_divergence,
-    mutual_information,
-    normalized_conditional_mutual_information,
-    normalized_mutual_information,
-    selection_difference,
-    selection_lift,
-    total_variation_distance,
-)
-from .explanations import ExplanationAudit, ShapDisparity, ShapResult, shap_disparity, shap_values
-from .impact import DisparateImpact, disparate_impact
-from .individual import (
-    EntropyIndex,
-    FlipReport,
-    consistency,
-    consistency_interval,
-    flip_counterfactual,
-    generalized_entropy_index,
-)
-from .mitigation import UndersamplingPlan, reweighing_weights, undersample, undersampling_targets
-from .monitors import GroupSpec, PerturbationReport, monitor_disparate_impact, perturbation_check
+from .classification import group_metrics
+from .decomposition import decompose
+from .dependence import dependence_measures
+from .explanations import shap_disparity, shap_values
+from .impact import disparate_impact
+from .individual import consistency, flip_counterfactual, generalized_entropy_index
+from .mitigation import reweighing_weights, undersample
+from .monitors import GroupSpec, monitor_disparate_impact, perturbation_check
 from .plotting import disparity_figure
-from .regression import RegressionReport, regression_metrics
+from .regression import regression_metrics
 from .report import write_report
 from .sfm import decompose_sfm
-from .sfm_fit import SFMFit, fit_sfm
-from .sfm_predictor import SFMPredictor, sfm_predictor
+from .sfm_fit import fit_sfm
+from .sfm_predictor import sfm_predictor
 from .sfm_split import split_sfm
-from .slices import ConfusionCounts, compare_slices
-from .split_result import EffectSplit
-from .subpopulations import SubpopulationReport, find_subpopulations, subpopulation_mask
+from .slices import compare_slices
+from .subpopulations import find_subpopulations
 from .two_groups import two_group_measures
 
 __all__ = [
-    "ConfusionCounts",
-    "CounterfactualReport",
-    "Decomposition",
-    "DependenceReport",
-    "DisparateImpact",
-    "EffectSplit",
-    "EntropyIndex",
-    "ExplanationAudit",
-    "FlipReport",
-    "GTest",
-    "GroupReport",
     "GroupSpec",
-    "PerturbationReport",
-    "RegressionReport",
-    "SFMFit",
-    "SFMPredictor",
-    "ShapDisparity",
-    "ShapResult",
-    "SubpopulationReport",
-    "UndersamplingPlan",
     "class_balance",
     "compare_slices",
-    "conditional_mutual_information",
     "consistency",
-    "consistency_interval",
     "counterfactual_fairness",
     "decompose",
     "decompose_sfm",
@@ -118,28 +82,18 @@ __all__ = [
     "find_subpopulations",
     "fit_sfm",
     "flip_counterfactual",
-    "g_test",
     "generalized_entropy_index",
     "group_metrics",
-    "kl_divergence",
     "monitor_disparate_impact",
-    "mutual_information",
-    "normalized_conditional_mutual_information",
-    "normalized_mutual_information",
     "perturbation_check",
     "reference_levels",
     "regression_metrics",
     "reweighing_weights",
-    "selection_difference",
-    "selection_lift",
     "sfm_predictor",
     "shap_disparity",
     "shap_values",
     "split_sfm",
-    "subpopulation_mask",
-    "total_variation_distance",
     "two_group_measures",
     "undersample",
-    "undersampling_targets",
     "write_report",
 ]

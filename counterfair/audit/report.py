@@ -592,7 +592,7 @@ def write_report(
         :func:`counterfair.audit.counterfactual_fairness`): a section with the causal
         and flip-test changes, their densities, and one finding per attribute.
     decompositions
-        Optional :class:`~counterfair.audit.Decomposition` per name (from
+        Optional :class:`~counterfair.audit.decomposition_result.Decomposition` per name (from
         :func:`counterfair.audit.decompose`: the outcome, each predictor): a section with
         a waterfall chart per entry (the gap split into its direct, indirect and spurious
         parts, with intervals), their table, and one finding each.

@@ -258,7 +258,7 @@ def decompose_sfm(
     and ``W`` (``X`` interacting with the rest) and the attribute's regression on ``Z``
     are fitted by NUTS in Stan (:func:`~counterfair.audit.fit_sfm`), and every term of
     :func:`~counterfair.audit.decompose` is computed from them, draw by draw
-    (:mod:`counterfair.audit.sfm`). Given an :class:`~counterfair.audit.SFMFit`
+    (:mod:`counterfair.audit.sfm`). Given an :class:`~counterfair.audit.sfm_fit.SFMFit`
     instead of rows, it decomposes those fits (and the roles and fit options must not
     be given again).
 

@@ -24,7 +24,7 @@ the rows are partitioned; the fitted model goes to every worker once
 (``client.scatter(..., broadcast=True)``) and each task receives it by
 reference. Work runs on the current ``distributed.Client`` if there is one,
 else on dask's default local scheduler. A level unseen in the fit can only be
-seen inside a task: the task raises :class:`~counterfair.DataError` naming the
+seen inside a task: the task raises :class:`~counterfair.errors.DataError` naming the
 level and the partition.
 """
 

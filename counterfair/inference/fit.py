@@ -333,7 +333,7 @@ class Fit:
             without the outcome are abducted from the columns they have. Leave
             the outcome out to follow Kusner et al.'s Algorithm 1,
             ``U ~ P(U | x, a)``; naming a node that is not in ``data`` raises
-            :class:`~counterfair.DataError`.
+            :class:`~counterfair.errors.DataError`.
         method : {"mean", "draws"}
             ``"mean"``: parameters fixed at their posterior means, as the paper
             does; ``"draws"``: integrate over ``n_param_draws`` posterior draws.

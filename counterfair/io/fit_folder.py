@@ -74,7 +74,7 @@ def check_target(
     TargetError
         If ``path`` is a file, or a non-empty folder and ``overwrite`` is false (the
         message starts with ``label``, e.g. ``"rows_out="``). It is a
-        ``FileExistsError`` and a :class:`~counterfair.DataError`.
+        ``FileExistsError`` and a :class:`~counterfair.errors.DataError`.
     """
     target = Path(path)
     if target.exists() and not target.is_dir():

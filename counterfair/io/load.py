@@ -135,7 +135,7 @@ def load(path: str | os.PathLike[str]) -> Fit | FairLearner | BaselinePredictor:
     Every file is checked against the manifest's sha256 first. A loaded fit
     runs no Stan program: it abducts new rows, builds counterfactuals and
     audits wherever exact abduction applies, and raises
-    :class:`~counterfair.FairnessError` saying so where MCMC would be needed.
+    :class:`~counterfair.errors.FairnessError` saying so where MCMC would be needed.
 
     Raises
     ------

@@ -211,7 +211,7 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         ``cf.inputs.BusinessNecessity(allow=, baseline=)`` (Plečko and Bareinboim
         2024) or ``cf.inputs.Nodes([...])``; a plain list of node names is
         ``Nodes(list)``. Naming a descendant of a protected attribute raises
-        :class:`~counterfair.FairnessError`.
+        :class:`~counterfair.errors.FairnessError`.
     estimator : scikit-learn estimator, optional
         Default ``LinearRegression()``, or ``LogisticRegression()`` for a
         Bernoulli target.

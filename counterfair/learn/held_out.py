@@ -33,9 +33,9 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import KFold, StratifiedKFold
 
 from counterfair import errors
+from counterfair.inference.fit import Fit
 
 if TYPE_CHECKING:
-    from counterfair.inference.fit import Fit
     from counterfair.learn.fair import FairLearner
 
 __all__ = ["GAIN_Z", "HeldOutScores", "held_out_scores", "usefulness_warning"]

@@ -95,7 +95,7 @@ class _Invariant(FairInputs):
     differs by a protected attribute or its descendant (``loading_by=``): the latents
     are abducted from the invariant indicators only, in training and prediction alike,
     and Fair Add leaves out that indicator's residual. A latent all of whose indicators
-    are non-invariant keeps them, with an :class:`~counterfair.InvarianceWarning`.
+    are non-invariant keeps them, with an :class:`~counterfair.errors.InvarianceWarning`.
     ``False`` abducts from every indicator.
     """
 
@@ -132,7 +132,7 @@ class AdditiveNoise(_Invariant):
 @dataclass(frozen=True)
 class Nodes(_Invariant):
     """Inputs named one by one: latents and observed non-descendants of the protected
-    attributes (naming a descendant raises :class:`~counterfair.FairnessError` at fit).
+    attributes (naming a descendant raises :class:`~counterfair.errors.FairnessError` at fit).
 
     ``Nodes(["K", "age"])``.
     """

@@ -81,7 +81,8 @@ class DiscreteNoise:
         return all(_is_exact(p) for p in self.probabilities.values())
 
     def check(self, node: Hashable) -> None:
-        """Raise :class:`~counterfair.SCMError` naming ``node`` if the distribution is invalid."""
+        """Raise :class:`~counterfair.errors.SCMError` naming ``node`` if the distribution is
+        invalid."""
         if not self.probabilities:
             raise SCMError(f"noise node {node!r} has no levels; give {{level: probability}}")
         for level, p in self.probabilities.items():
@@ -156,7 +157,7 @@ class Deterministic:
         object.__setattr__(self, "levels", tuple(self.levels))
 
     def check(self, node: Hashable, parents: Sequence[Hashable]) -> None:
-        """Raise :class:`~counterfair.SCMError` naming ``node`` if the spec cannot work."""
+        """Raise :class:`~counterfair.errors.SCMError` naming ``node`` if the spec cannot work."""
         if not self.levels:
             raise SCMError(f"node {node!r} has no levels; give levels=[...]")
         try:

@@ -185,7 +185,7 @@ class SCM:
         The rules (children's moments against loadings, a single child, two latents
         with the same children, the sign convention) are in
         :mod:`counterfair.model.identification`; building the SCM warns
-        (:class:`~counterfair.IdentificationWarning`) for each row.
+        (:class:`~counterfair.errors.IdentificationWarning`) for each row.
 
         Returns
         -------

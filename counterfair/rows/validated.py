@@ -45,7 +45,7 @@ def _label(value: object) -> object:
 
 
 def check_frame(data: object) -> pd.DataFrame:
-    """``data`` if it is a non-empty DataFrame, else a :class:`~counterfair.DataError`."""
+    """``data`` if it is a non-empty DataFrame, else a :class:`~counterfair.errors.DataError`."""
     if not isinstance(data, pd.DataFrame):
         raise errors.DataError(errors.NOT_A_DATAFRAME.format(type=type(data).__name__))
     if len(data) == 0:
