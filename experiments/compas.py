@@ -346,12 +346,12 @@ def _train_predictors(
     full = cf.full_predictor(scm, OUTCOME, estimator=LogisticRegression(max_iter=1000))
     unaware = cf.unaware_predictor(scm, OUTCOME, estimator=LogisticRegression(max_iter=1000))
     predictors: dict[str, Any] = {"Full": full, "Unaware": unaware, "Fair (U, age)": fair}
-    predictors[ORDER_PRESERVING] = cf.OrderPreservingPredictor(full, group=list(PROTECTED))
+    predictors[ORDER_PRESERVING] = cf.OrderPreservingPredictor(full, attribute=list(PROTECTED))
     for name, predictor in predictors.items():
         _timed(f"train {name}", partial(predictor.fit, train), timings)
     if importlib.util.find_spec("fairlearn") is not None:
         dp = cf.DemographicParityClassifier(
-            full, group=list(PROTECTED), random_state=config.seed
+            full, attribute=list(PROTECTED), random_state=config.seed
         )
         predictors[DP_THRESHOLDS] = _timed(
             f"train {DP_THRESHOLDS}", partial(dp.fit, train, train[OUTCOME]), timings

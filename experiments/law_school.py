@@ -290,7 +290,7 @@ def _train_baselines(scm2: Any, train: pd.DataFrame, records: _Records) -> dict[
     predictors[ORDER_PRESERVING] = _timed(
         ORDER_PRESERVING,
         lambda: OrderPreservingPredictor(
-            predictors["Full"], group=["race", "sex"], prefit=True
+            predictors["Full"], attribute=["race", "sex"], prefit=True
         ).fit(train),
         timings,
     )

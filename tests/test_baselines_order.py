@@ -27,7 +27,7 @@ def _regressor() -> BaselinePredictor:
 
 def test_equal_groups_get_identical_sorted_outputs_and_keep_order() -> None:
     data = _frame((200, 200))
-    model = cf.OrderPreservingPredictor(_regressor(), group="g").fit(data)
+    model = cf.OrderPreservingPredictor(_regressor(), attribute="g").fit(data)
     out = model.predict(data)
     a, b = out[data["g"] == "a"], out[data["g"] == "b"]
     np.testing.assert_array_equal(np.sort(a), np.sort(b))  # exact: same plotting positions
@@ -42,7 +42,7 @@ def test_equal_groups_get_identical_sorted_outputs_and_keep_order() -> None:
 
 def test_unequal_groups_share_quantiles_on_the_pooled_grid() -> None:
     data = _frame((100, 300))
-    model = cf.OrderPreservingPredictor(_regressor(), group="g").fit(data)
+    model = cf.OrderPreservingPredictor(_regressor(), attribute="g").fit(data)
     out = model.predict(data)
     pooled = np.sort(model.estimator_.predict(data))
     positions = (np.arange(len(pooled)) + 0.5) / len(pooled)
@@ -54,7 +54,7 @@ def test_unequal_groups_share_quantiles_on_the_pooled_grid() -> None:
 def test_prefit_and_classifier() -> None:
     data = _frame((150, 150))
     base = BaselinePredictor(["g", "x"], "label", ["g"], LogisticRegression()).fit(data)
-    model = cf.OrderPreservingPredictor(base, group="g", prefit=True).fit(data)
+    model = cf.OrderPreservingPredictor(base, attribute="g", prefit=True).fit(data)
     assert model.estimator_ is base
     p = model.predict_proba(data)[:, 1]
     np.testing.assert_array_equal(np.sort(p[:150]), np.sort(p[150:]))
@@ -66,8 +66,8 @@ def test_prefit_and_classifier() -> None:
 def test_bad_group_column_and_unseen_level() -> None:
     data = _frame((50, 50))
     with pytest.raises(cf.errors.DataError, match="'race'"):
-        cf.OrderPreservingPredictor(_regressor(), group="race").fit(data)
-    model = cf.OrderPreservingPredictor(_regressor(), group="g").fit(data)
+        cf.OrderPreservingPredictor(_regressor(), attribute="race").fit(data)
+    model = cf.OrderPreservingPredictor(_regressor(), attribute="g").fit(data)
     new = data.copy()
     new.loc[7, "g"] = "c"
     with pytest.raises(cf.errors.DataError, match=r"group 'c'.*row 7"):
@@ -80,7 +80,7 @@ def test_demographic_parity_classifier_equalises_selection_rates() -> None:
     pytest.importorskip("fairlearn")
     data = _frame((300, 500), seed=shifted(1))
     base = BaselinePredictor(["g", "x"], "label", ["g"], LogisticRegression())
-    model = cf.DemographicParityClassifier(base, group="g", random_state=shifted(3)).fit(
+    model = cf.DemographicParityClassifier(base, attribute="g", random_state=shifted(3)).fit(
         data, data["label"]
     )
     groups = data["g"].to_numpy()
@@ -99,7 +99,7 @@ def test_demographic_parity_classifier_equalises_selection_rates() -> None:
     with pytest.raises(cf.errors.DataError, match=r"group 'z'.*row 3"):
         model.predict_proba(new)
     with pytest.raises(cf.errors.DataError, match="'sex'"):
-        cf.DemographicParityClassifier(base, group="sex").fit(data, data["label"])
+        cf.DemographicParityClassifier(base, attribute="sex").fit(data, data["label"])
 
 
 def test_law_school_baseline_table_from_gaps_and_changes() -> None:

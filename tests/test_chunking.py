@@ -202,7 +202,7 @@ def test_baselines_predict_the_same_in_chunks(count_chunks: list[int]) -> None:
     x = rng.normal(np.where(group == "b", 1.0, 0.0), 1.0)
     frame = pd.DataFrame({"g": group, "x": x, "label": (x + rng.normal(0, 1, x.size) > 0.5)})
     full = BaselinePredictor(["g", "x"], "label", ["g"], LogisticRegression()).fit(frame)
-    order = cf.OrderPreservingPredictor(full, group="g", prefit=True).fit(frame)
+    order = cf.OrderPreservingPredictor(full, attribute="g", prefit=True).fit(frame)
 
     def compute() -> list[np.ndarray]:
         return [full.predict(frame), full.predict_proba(frame), order.predict_proba(frame)]

@@ -331,7 +331,7 @@ def predictor_kinds(models):
         fits=[fit], target="ZFYA", features=["UGPA", "LSAT", "race"], attribute="race",
         n_samples=5, seed=shifted(8),
     ).fit(train)
-    order = cf.OrderPreservingPredictor(full, group="race", prefit=True).fit(train)
+    order = cf.OrderPreservingPredictor(full, attribute="race", prefit=True).fit(train)
     # a FairLearner of another fit (an equal copy): it abducts its own inputs in every
     # world, for each row and sample, keyed by the row's global position and the sample
     other = cf.FairLearner(

@@ -188,7 +188,7 @@ def test_order_preserving_baseline_maps_the_counterfactual_row_with_its_new_grou
 
     train = linear_gaussian_data().drop(columns="U").iloc[100:400]
     base = BaselinePredictor(["A", "X"], "Y", ["A"])
-    model = cf.OrderPreservingPredictor(base, group="A").fit(train)
+    model = cf.OrderPreservingPredictor(base, attribute="A").fit(train)
     do = {"A": np.where(rows["A"].astype(str) == "1", "0", "1")}
     frame = counterfactual_frame(lg_fit, abduction, do, seed=shifted(3))
     result = cf.counterfactual_predictions(lg_fit, rows, {}, model, frame=frame)

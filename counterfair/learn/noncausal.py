@@ -41,10 +41,10 @@ NO_FAIRLEARN = (
 )
 
 
-def _group_columns(group: str | Sequence[str]) -> list[str]:
-    columns = [group] if isinstance(group, str) else list(group)
+def _group_columns(attribute: str | Sequence[str]) -> list[str]:
+    columns = [attribute] if isinstance(attribute, str) else list(attribute)
     if not columns:
-        raise ValueError("group= names no column; give the protected column(s)")
+        raise ValueError("attribute= names no column; give the protected column(s)")
     return columns
 
 
@@ -81,7 +81,7 @@ class OrderPreservingPredictor(BaseEstimator):  # type: ignore[misc]
     estimator : estimator
         Base predictor with ``predict(DataFrame)`` (or ``predict_proba`` for a
         binary classifier), e.g. :func:`counterfair.full_predictor`.
-    group : str or sequence of str
+    attribute : str or sequence of str
         Protected column(s); with several, every combination of levels is a group.
     prefit : bool
         ``estimator`` is already fitted; ``fit`` only learns the quantile maps.
@@ -101,17 +101,17 @@ class OrderPreservingPredictor(BaseEstimator):  # type: ignore[misc]
     """
 
     def __init__(
-        self, estimator: Any = None, *, group: str | Sequence[str] = (), prefit: bool = False
+        self, estimator: Any = None, *, attribute: str | Sequence[str] = (), prefit: bool = False
     ) -> None:
         self.estimator = estimator
-        self.group = group
+        self.attribute = attribute
         self.prefit = prefit
 
     def fit(self, X: pd.DataFrame, y: Any = None) -> OrderPreservingPredictor:
         """Fit the base predictor (unless ``prefit``) and the per-group quantile maps."""
         if self.estimator is None:
             raise ValueError("OrderPreservingPredictor needs estimator=, a base predictor")
-        self.group_columns_ = _group_columns(self.group)
+        self.group_columns_ = _group_columns(self.attribute)
         keys = _group_keys(X, self.group_columns_)
         if self.prefit:
             self.estimator_ = self.estimator
@@ -203,7 +203,7 @@ class DemographicParityClassifier(BaseEstimator):  # type: ignore[misc]
     ----------
     estimator : classifier
         Binary base classifier with ``predict_proba(DataFrame)``.
-    group : str or sequence of str
+    attribute : str or sequence of str
         Protected column(s) passed to fairlearn as ``sensitive_features``.
     prefit : bool
         ``estimator`` is already fitted.
@@ -227,13 +227,13 @@ class DemographicParityClassifier(BaseEstimator):  # type: ignore[misc]
         self,
         estimator: Any = None,
         *,
-        group: str | Sequence[str] = (),
+        attribute: str | Sequence[str] = (),
         prefit: bool = False,
         random_state: int = 0,
         grid_size: int = 1000,
     ) -> None:
         self.estimator = estimator
-        self.group = group
+        self.attribute = attribute
         self.prefit = prefit
         self.random_state = random_state
         self.grid_size = grid_size
@@ -246,7 +246,7 @@ class DemographicParityClassifier(BaseEstimator):  # type: ignore[misc]
             raise ImportError(NO_FAIRLEARN) from exc
         if self.estimator is None:
             raise ValueError("DemographicParityClassifier needs estimator=, a base classifier")
-        self.group_columns_ = _group_columns(self.group)
+        self.group_columns_ = _group_columns(self.attribute)
         keys = _group_keys(X, self.group_columns_)
         if self.prefit:
             self.estimator_ = self.estimator
