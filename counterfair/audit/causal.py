@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -75,11 +76,14 @@ __all__ = [
     "PATH_COLUMNS",
     "ROW_COLUMNS",
     "SUMMARY_COLUMNS",
+    "AuditSettings",
     "CounterfactualReport",
+    "audit_settings",
     "audit_stream",
     "counterfactual_fairness",
     "counterfactual_html",
     "do_label",
+    "report_of",
 ]
 
 DEFAULT_AUDIT_SAMPLES = 50
@@ -166,18 +170,23 @@ def _path_change(
     return result["change"].to_numpy()
 
 
+@dataclass(frozen=True)
+class _Targets:
+    """The audit's interventions with, per intervention, the rows it applies to and the
+    flip test's change, one value per row (arrays over the rows of one call)."""
+
+    targets: Sequence[_Target]
+    masks: Sequence[np.ndarray]
+    flips: Sequence[np.ndarray]
+
+
 def _audit_chunk(
     fit: Fit,
     chunk: Abduction,
     predictor: Any,
-    *,
-    targets: Sequence[_Target],
-    masks: Sequence[np.ndarray],
-    flips: Sequence[np.ndarray],
+    plan: _Targets,
+    settings: AuditSettings,
     do: Mapping[str, DoValue] | None,
-    seed: int | None,
-    coupling: Coupling,
-    response: Literal["prediction", "probability"],
     stream: AuditStream,
 ) -> None:
     """Every target's changes on one chunk of rows, from arrays (no counterfactual frame).
@@ -186,8 +195,11 @@ def _audit_chunk(
     (``"monotone"``) are computed once for the chunk; each target then builds its
     counterfactual world on its rows and predicts it. The draws are those of
     :func:`counterfair.counterfactual.frames.counterfactual_frame` on the same rows (keyed by
-    row position), so the numbers are the same.
+    row position), so the numbers are the same. ``plan`` holds this chunk's slices and
+    ``do`` the chunk's slice of a ``do=`` audit's values.
     """
+    targets, masks, flips = plan.targets, plan.masks, plan.flips
+    seed, coupling, response = settings.seed, settings.coupling, settings.response
     scm = fit.scm
     s, n = chunk.n_samples, len(chunk.data)
     rng = chunk.row_random(seed)
@@ -371,7 +383,11 @@ def counterfactual_fairness(
     whose level differs, and a FairLearner abducts each of them again with the
     draws it has among all the rows (the same numbers as on a Dask frame).
     """
-    response = audited_response(predictor, response)
+    settings = audit_settings(
+        fit, predictor, attributes=attributes, n_samples=n_samples, tolerance=tolerance,
+        interval=interval, condition_on=condition_on, seed=seed, response=response, do=do,
+        coupling=coupling, unfair_paths=unfair_paths,
+    )
     if (handler := dispatch.handler_for("counterfactual_fairness", data)) is not None:
         if keep_samples:
             raise ValueError(
@@ -379,45 +395,109 @@ def counterfactual_fairness(
                 "DataFrame write them as parquet partitions with rows_out= instead"
             )
         return handler(
-            fit, data, predictor, attributes=attributes, n_samples=n_samples,
-            tolerance=tolerance, interval=interval, condition_on=condition_on, seed=seed,
-            abduction=abduction, response=response, do=do, coupling=coupling,
-            unfair_paths=unfair_paths, rows_out=rows_out, overwrite=overwrite,
-            positions=positions,
+            fit, data, predictor, settings, abduction=abduction, rows_out=rows_out,
+            overwrite=overwrite, positions=positions,
         )
     if rows_out is not None or overwrite:
         raise ValueError(
             "rows_out= and overwrite= are for a Dask DataFrame (parquet partitions); an "
             "in-memory audit keeps its changes in report.changes"
         )
-    stream, paths = audit_stream(
-        fit, data, predictor, attributes=attributes, n_samples=n_samples,
-        tolerance=tolerance, interval=interval, condition_on=condition_on, seed=seed,
-        abduction=abduction, response=response, do=do, coupling=coupling,
-        unfair_paths=unfair_paths, keep_samples=keep_samples, positions=positions,
+    stream = audit_stream(
+        fit, data, predictor, settings, abduction=abduction, keep_samples=keep_samples,
+        positions=positions,
     )
-    by_group, overall, row_frame, changes = stream.result(multiclass_labels(predictor, response))
+    return report_of(stream, settings, predictor)
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """The checked settings of one counterfactual audit (what :func:`audit_settings`
+    returns), shared by every chunk of rows and every Dask partition.
+
+    ``attributes`` are the protected attributes whose levels are swapped (none for a
+    ``do=`` audit; only the paths' source for a path-specific audit of levels);
+    ``unfair_paths`` are the checked paths (``None`` without them); ``n_samples`` is
+    ``None`` for the default (or a given abduction's own)."""
+
+    attributes: tuple[str, ...]
+    unfair_paths: tuple[tuple[str, ...], ...] | None
+    n_samples: int | None
+    tolerance: float
+    interval: float
+    condition_on: tuple[str, ...] | None
+    seed: int | None
+    response: Literal["prediction", "probability"]
+    do: Mapping[str, DoValue] | None
+    coupling: Coupling
+
+
+def audit_settings(
+    fit: Fit,
+    predictor: Any,
+    *,
+    attributes: Sequence[str] | None = None,
+    n_samples: int | None = None,
+    tolerance: float = 0.05,
+    interval: float = 0.9,
+    condition_on: Sequence[str] | None = None,
+    seed: int | None = 0,
+    response: Literal["prediction", "probability"] | None = None,
+    do: Mapping[str, DoValue] | None = None,
+    coupling: Coupling = DEFAULT_COUPLING,
+    unfair_paths: Sequence[Sequence[str]] | None = None,
+) -> AuditSettings:
+    """Check the settings of :func:`counterfactual_fairness` (its arguments but the rows)
+    once, before any row is read."""
+    chosen_response = audited_response(predictor, response)
+    if not 0 < interval < 1:
+        raise ValueError(f"interval must be in (0, 1), got {interval}")
+    if tolerance < 0:
+        raise ValueError(f"tolerance must be non-negative, got {tolerance}")
+    if chosen_response not in RESPONSES:
+        raise ValueError(f"response must be one of {RESPONSES}, got {chosen_response!r}")
+    checked_coupling = check_coupling(coupling)
+    chosen = _chosen_attributes(fit, attributes, do)
+    paths, chosen = _checked_paths(
+        fit, unfair_paths, checked_coupling, chosen, attributes=attributes, do=do
+    )
+    _check_categorical(fit, chosen)
+    return AuditSettings(
+        attributes=tuple(chosen),
+        unfair_paths=paths,
+        n_samples=None if n_samples is None else int(n_samples),
+        tolerance=tolerance,
+        interval=interval,
+        condition_on=None if condition_on is None else tuple(condition_on),
+        seed=seed,
+        response=chosen_response,
+        do=do,
+        coupling=checked_coupling,
+    )
+
+
+def report_of(
+    stream: AuditStream, settings: AuditSettings, predictor: Any
+) -> CounterfactualReport:
+    """The report of an audit's statistics over all its rows."""
+    by_group, overall, row_frame, changes = stream.result(
+        multiclass_labels(predictor, settings.response)
+    )
     return CounterfactualReport(
         by_group=by_group,
         overall=overall,
         rows=row_frame,
         changes=changes,
-        tolerance=tolerance,
-        interval=interval,
-        unfair_paths=paths,
-        response=response,
-        compared=response_text(predictor, response),
+        tolerance=settings.tolerance,
+        interval=settings.interval,
+        unfair_paths=settings.unfair_paths,
+        response=settings.response,
+        compared=response_text(predictor, settings.response),
     )
 
 
-def _check_settings(
-    data: pd.DataFrame, *, interval: float, tolerance: float, response: str, coupling: str
-) -> Coupling:
-    """Check the audit's numbers, rows and options; return the checked coupling."""
-    if not 0 < interval < 1:
-        raise ValueError(f"interval must be in (0, 1), got {interval}")
-    if tolerance < 0:
-        raise ValueError(f"tolerance must be non-negative, got {tolerance}")
+def _check_rows(data: pd.DataFrame) -> None:
+    """The audited rows: a DataFrame with a unique index."""
     if not isinstance(data, pd.DataFrame):
         raise DataError(NOT_A_DATAFRAME.format(type=type(data).__name__))
     if not data.index.is_unique:
@@ -425,9 +505,6 @@ def _check_settings(
         raise DataError(
             f"data has a duplicated index label (row {duplicated!r}); reset_index() it first"
         )
-    if response not in RESPONSES:
-        raise ValueError(f"response must be one of {RESPONSES}, got {response!r}")
-    return check_coupling(coupling)
 
 
 def _chosen_attributes(
@@ -614,23 +691,19 @@ def _audit_chunk_frames(
     where: slice,
     chunk: Abduction,
     predictor: Any,
-    *,
-    targets: Sequence[_Target],
-    masks: Sequence[np.ndarray],
-    flips: Sequence[np.ndarray],
-    do: Mapping[str, DoValue] | None,
-    paths: tuple[tuple[str, ...], ...] | None,
-    samples: int,
-    seed: int | None,
-    coupling: Coupling,
-    response: Literal["prediction", "probability"],
+    plan: _Targets,
+    settings: AuditSettings,
     stream: AuditStream,
 ) -> None:
     """Every target's changes on one chunk of rows, through counterfactual frames.
 
     The path of predictors that read both worlds and of path-specific audits; ``where``
-    is the chunk's slice of ``data`` (the per-row arrays span all of ``data``).
+    is the chunk's slice of ``data`` (the per-row arrays of ``plan`` span all of ``data``).
     """
+    targets, masks, flips = plan.targets, plan.masks, plan.flips
+    do, paths, seed = settings.do, settings.unfair_paths, settings.seed
+    coupling, response = settings.coupling, settings.response
+    samples = chunk.n_samples
     n_rows = len(data)
     positions = chunk.row_positions  # global (a Dask partition's rows start anywhere)
     local = np.arange(n_rows)[where]  # this call's rows, for its own per-row arrays
@@ -664,69 +737,53 @@ def audit_stream(
     fit: Fit,
     data: pd.DataFrame,
     predictor: Any,
+    settings: AuditSettings,
     *,
-    attributes: Sequence[str] | None = None,
-    n_samples: int | None = None,
-    tolerance: float = 0.05,
-    interval: float = 0.9,
-    condition_on: Sequence[str] | None = None,
-    seed: int | None = 0,
     abduction: Abduction | None = None,
-    response: Literal["prediction", "probability"] | None = None,
-    do: Mapping[str, DoValue] | None = None,
-    coupling: Coupling = DEFAULT_COUPLING,
-    unfair_paths: Sequence[Sequence[str]] | None = None,
     keep_samples: bool = False,
     positions: np.ndarray | None = None,
-) -> tuple[AuditStream, tuple[tuple[str, ...], ...] | None]:
+) -> AuditStream:
     """The statistics of :func:`counterfactual_fairness` on in-memory rows, before the report.
 
-    The arguments are those of :func:`counterfactual_fairness` (``positions``: the
-    rows' global positions, which a Dask partition's task passes). The returned
+    ``settings`` are the audit's checked settings (:func:`audit_settings`); ``positions``
+    the rows' global positions, which a Dask partition's task passes. The returned
     :class:`~counterfair.audit.streaming.AuditStream` holds one mergeable
     :class:`~counterfair.audit.streaming.ChangeStats` per group (what a partitioned
-    run merges, :mod:`counterfair.dask.summary`) and the per-row summaries; the
-    second value is the checked ``unfair_paths``.
+    run merges, :mod:`counterfair.dask.summary`) and the per-row summaries
+    (:func:`report_of` makes the report).
     """
-    response = audited_response(predictor, response)
-    coupling = _check_settings(
-        data, interval=interval, tolerance=tolerance, response=response, coupling=coupling
-    )
-    chosen = _chosen_attributes(fit, attributes, do)
-    paths, chosen = _checked_paths(
-        fit, unfair_paths, coupling, chosen, attributes=attributes, do=do
-    )
-    _check_categorical(fit, chosen)
+    _check_rows(data)
     if abduction is not None:
-        _check_abduction(abduction, data, n_samples=n_samples, condition_on=condition_on)
-    samples, abduct_args = _abduction_plan(abduction, n_samples, condition_on, seed)
+        _check_abduction(
+            abduction, data, n_samples=settings.n_samples, condition_on=settings.condition_on
+        )
+    samples, abduct_args = _abduction_plan(
+        abduction, settings.n_samples, settings.condition_on, settings.seed
+    )
     rows = None if abduction is not None else fit.rows_of(data, positions=positions)
     row_positions = _row_positions(abduction, rows, positions)
-    targets, flips, masks = _targets(fit, data, predictor, response, do, chosen, row_positions)
+    do = settings.do
+    targets, flips, masks = _targets(
+        fit, data, predictor, settings.response, do, settings.attributes, row_positions
+    )
     stream = AuditStream(
         n_samples=samples,
-        tolerance=tolerance,
-        interval=interval,
-        paths=paths,
+        tolerance=settings.tolerance,
+        interval=settings.interval,
+        paths=settings.unfair_paths,
         keep_samples=keep_samples,
         n_targets=len(targets),
     )
     chunks = abduct_chunks(fit, rows, abduction=abduction, **abduct_args)
     n_rows = len(data)
-    by_world = paths is None and not needs_both_worlds(predictor, fit)
+    by_world = settings.unfair_paths is None and not needs_both_worlds(predictor, fit)
+    everything = _Targets(targets, masks, flips)
     for where, chunk in progress(chunks, desc="counterfactual audit"):
         if by_world:
             local = np.arange(n_rows)[where]  # this call's rows, for its own per-row arrays
-            _audit_chunk(
-                fit, chunk, predictor, targets=targets, masks=[m[where] for m in masks],
-                flips=[f[local] for f in flips], do=None if do is None else slice_do(
-                    do, where, n_rows), seed=seed, coupling=coupling, response=response,
-                stream=stream,
-            )
+            plan = _Targets(targets, [m[where] for m in masks], [f[local] for f in flips])
+            chunk_do = None if do is None else slice_do(do, where, n_rows)
+            _audit_chunk(fit, chunk, predictor, plan, settings, chunk_do, stream)
         else:
-            _audit_chunk_frames(
-                fit, data, where, chunk, predictor, targets=targets, masks=masks, flips=flips,
-                do=do, paths=paths, samples=samples, seed=seed, coupling=coupling,
-                response=response, stream=stream,
-            )
-    return stream, paths
+            _audit_chunk_frames(fit, data, where, chunk, predictor, everything, settings, stream)
+    return stream

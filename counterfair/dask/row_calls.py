@@ -30,6 +30,7 @@ level and the partition.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -42,9 +43,10 @@ from counterfair import errors
 from counterfair.audit.causal import (
     PATH_COLUMNS,
     SUMMARY_COLUMNS,
+    AuditSettings,
     CounterfactualReport,
     audit_stream,
-    counterfactual_fairness,
+    report_of,
 )
 from counterfair.audit.streaming import ROW_COLUMNS
 from counterfair.counterfactual.prediction import (
@@ -327,8 +329,7 @@ def _audit_kernel(
     number: int,
     *,
     folder: str | None,
-    tolerance: float,
-    options: Mapping[str, Any],
+    settings: AuditSettings,
 ) -> AuditSummary:
     fit, predictor = model
     attribute_rank = {a: i for i, a in enumerate(fit.scm.protected)}
@@ -338,35 +339,32 @@ def _audit_kernel(
     if len(part) == 0:
         summary, changes = AuditSummary(), pd.DataFrame()
     else:
-        if options.get("do") is not None:  # per-row values: this partition's slice
-            do = {k: _rows_slice(v, start, len(part)) for k, v in options["do"].items()}
-            options = {**options, "do": do}
+        if settings.do is not None:  # per-row values: this partition's slice
+            do = {k: _rows_slice(v, start, len(part)) for k, v in settings.do.items()}
+            settings = dataclasses.replace(settings, do=do)
         # every draw of a row (abduction, the flip test's and any FairLearner's, of this
         # fit or another) is keyed by its global position, as in one in-memory audit
-        options = {**options, "positions": np.arange(start, start + len(part), dtype=np.int64)}
+        positions = np.arange(start, start + len(part), dtype=np.int64)
+        stream = audit_stream(
+            fit, part, predictor, settings, keep_samples=folder is not None, positions=positions
+        )
         if folder is None:
             # summaries only: the partition streams chunk by chunk (memory set by the
             # chunk, not by the partition's rows x samples)
-            stream, _ = audit_stream(
-                fit, part, predictor, tolerance=tolerance, keep_samples=False, **options
-            )
             return AuditSummary.of_stream(
                 stream, attribute_rank=attribute_rank, level_rank=level_rank
             )
-        report = counterfactual_fairness(
-            fit, part, predictor, tolerance=tolerance, keep_samples=True, **options
-        )
-        changes = report.changes
+        changes = report_of(stream, settings, predictor).changes
         assert changes is not None  # keep_samples=True: this partition's rows x samples
         for attribute in changes["attribute"].unique():  # a do= audit's label
             attribute_rank.setdefault(attribute, -1)
-        positions = dict(zip(part.index, range(start, start + len(part)), strict=True))
+        labels = dict(zip(part.index, range(start, start + len(part)), strict=True))
         summary = AuditSummary.of(
             changes,
-            positions,
+            labels,
             attribute_rank=attribute_rank,
             level_rank=level_rank,
-            tolerance=tolerance,
+            tolerance=settings.tolerance,
         )
     if folder is not None:
         dask_parquet.write_part(folder, number, changes)
@@ -381,15 +379,15 @@ def dask_counterfactual_fairness(
     fit: Fit,
     data: Any,
     predictor: Any,
+    settings: AuditSettings,
     *,
-    tolerance: float = 0.05,
-    interval: float = 0.9,
     abduction: Any = None,
     rows_out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
-    **options: Any,
+    positions: Any = None,
 ) -> CounterfactualReport:
-    """:func:`counterfair.audit.counterfactual_fairness` for a Dask frame.
+    """:func:`counterfair.audit.counterfactual_fairness` for a Dask frame, with the
+    audit's settings checked once on the client (:func:`~counterfair.audit.causal.audit_settings`).
 
     Each partition is audited where it lies and reduced to an
     :class:`~counterfair.dask.summary.AuditSummary`; summaries merge pairwise on
@@ -400,32 +398,26 @@ def dask_counterfactual_fairness(
     """
     if abduction is not None:
         raise ValueError(IN_MEMORY_ONLY.format(name="abduction"))
-    if options.pop("positions", None) is not None:
+    if positions is not None:
         raise ValueError("positions= is set by the partitions of a Dask frame; drop it")
-    if not 0 < interval < 1:
-        raise ValueError(f"interval must be in (0, 1), got {interval}")
-    if tolerance < 0:
-        raise ValueError(f"tolerance must be non-negative, got {tolerance}")
     _check_frame(data, fit)
-    do = options.get("do")
+    do = settings.do
     if do is not None and any(not isinstance(v, str) and np.ndim(v) > 0 for v in do.values()):
         _check_do_length(do, len(data))
-    common: dict[str, Any] = {"tolerance": tolerance,
-                              "options": {"interval": interval, **options}}
     model = (fit, predictor)
     if rows_out is None:
         summary = run_partitions(
-            data, model, _audit_kernel, merge=_merge_summaries, folder=None, **common
+            data, model, _audit_kernel, merge=_merge_summaries, folder=None, settings=settings
         )
         target = None
     else:
         summary, target = _write_rows(
-            data, model, _audit_kernel, rows_out, overwrite, _merge_summaries, **common
+            data, model, _audit_kernel, rows_out, overwrite, _merge_summaries, settings=settings
         )
-    paths = options.get("unfair_paths")
+    paths = settings.unfair_paths
     columns = list(SUMMARY_COLUMNS) + (list(PATH_COLUMNS) if paths is not None else [])
-    by_group, overall = summary.result(columns, interval, paths=paths is not None)
-    if multiclass_labels(predictor, options.get("response", "prediction")):
+    by_group, overall = summary.result(columns, settings.interval, paths=paths is not None)
+    if multiclass_labels(predictor, settings.response):
         by_group["wasserstein"] = np.nan
         overall["wasserstein"] = np.nan
     change_columns = [
@@ -443,13 +435,11 @@ def dask_counterfactual_fairness(
         overall=overall,
         rows=row_summaries,
         changes=changes,
-        tolerance=tolerance,
-        interval=interval,
-        unfair_paths=(
-            None if paths is None else tuple(tuple(p) for p in paths)
-        ),
-        response=options.get("response", "prediction"),
-        compared=response_text(predictor, options.get("response", "prediction")),
+        tolerance=settings.tolerance,
+        interval=settings.interval,
+        unfair_paths=paths,
+        response=settings.response,
+        compared=response_text(predictor, settings.response),
     )
 
 
