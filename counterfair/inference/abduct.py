@@ -34,6 +34,7 @@ from counterfair.rows import chunking
 from counterfair.rows.validated import Rows
 from counterfair.stan.backend import get_backend
 from counterfair.stan.data import abduction_data, conditioning_nodes, coords_and_dims
+from counterfair.stan.families import stan_family
 from counterfair.stan.holes import draw_name, mis_name
 
 if TYPE_CHECKING:  # types only: Fit.abduct delegates here
@@ -146,8 +147,8 @@ def training_abduction(
     for node, kind in holes.items():  # a summed node's posterior draws, in its values
         if kind == "sum":
             stan = np.asarray(fit.idata.posterior[draw_name(node)].values)
-            family = fit.scm.equations[node].family
-            sampled[node] = family.values_from_stan(stan.reshape(params.n, -1))
+            emitter = stan_family(fit.scm.equations[node])
+            sampled[node] = emitter.values_from_stan(stan.reshape(params.n, -1))
     if n_samples is not None and n_samples < params.n:
         params, drawn = _thin(params, {**latents, **sampled}, n_samples, seed)
         latents = {name: drawn[name] for name in latents}

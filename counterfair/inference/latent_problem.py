@@ -33,6 +33,7 @@ from counterfair.model.evaluate import latent_loading, linear_predictor, sigma_o
 from counterfair.model.families import Family
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Latent
+from counterfair.stan.families import stan_family
 
 if TYPE_CHECKING:
     from counterfair.model.equation import NodeEquation
@@ -44,7 +45,9 @@ def _covered(family: Family) -> bool:
     """Whether a latent's child of ``family`` has a place in its latent problem: a Normal
     child, an ``exact`` family, or a categorical one (one column per non-reference level
     in the C++ quadrature and draws, the log softmax on exact abduction's grid)."""
-    return family.additive_noise or family.exact or family.quadrature_code is not None
+    return (
+        family.additive_noise or family.exact or stan_family(family).quadrature_code is not None
+    )
 
 
 def unsupported_node(scm: SCM, conditioned: Collection[str]) -> str | None:

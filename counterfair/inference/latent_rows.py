@@ -27,7 +27,9 @@ import numpy as np
 from counterfair.inference.latent_problem import LatentProblem
 from counterfair.model.params import ParamDraws
 from counterfair.stan import native
-from counterfair.stan.integrated import CATEGORICAL_MORE, NEWTON_STEPS
+from counterfair.stan.families import stan_family
+from counterfair.stan.families.base import CATEGORICAL_MORE
+from counterfair.stan.integrated import NEWTON_STEPS
 
 REFERENCE_NODES = 40
 """Nodes of the reference rule: the node check's yardstick, and a joint fit's LOO."""
@@ -43,14 +45,15 @@ def _columns(problem: LatentProblem, params: ParamDraws) -> dict[str, Any]:
     eta, load, y, family, phi, cuts, cut_len = [], [], [], [], [], [], []
     for child in problem.children:
         eq = child.eq
-        code = child.family.quadrature_code
+        emitter = stan_family(child.family)
+        code = emitter.quadrature_code
         if eq is None or code is None:
             raise ValueError(
                 f"child {getattr(eq, 'node', '?')!r} of family {child.family.name!r} is not "
                 "covered by the quadrature"
             )
         if child.base.ndim == 3:  # categorical: one column per non-reference level
-            level = child.family.stan_values(eq.spec, child.y)
+            level = emitter.stan_values(eq, child.y)
             for k in range(child.base.shape[2]):
                 eta.append(child.base[..., k] + child.loading[..., k] * problem.mean)
                 load.append(np.broadcast_to(child.loading[..., k] / root, (S, N)))
@@ -62,9 +65,9 @@ def _columns(problem: LatentProblem, params: ParamDraws) -> dict[str, Any]:
             continue
         eta.append(np.broadcast_to(child.base + child.loading * problem.mean, (S, N)))
         load.append(np.broadcast_to(child.loading / root, (S, N)))
-        y.append(child.family.stan_values(eq.spec, child.y))
+        y.append(emitter.stan_values(eq, child.y))
         family.append(code)
-        dispersion, cutpoints = child.family.quadrature_parameters(eq, params)
+        dispersion, cutpoints = emitter.quadrature_parameters(eq, params)
         phi.append(dispersion)
         cuts.append(cutpoints)
         cut_len.append(cutpoints.shape[1])

@@ -79,6 +79,7 @@ from counterfair.model.evaluate import draw_node, linear_predictor
 from counterfair.model.families.base import CountFamily
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Latent, Protected
+from counterfair.stan.families import stan_family
 
 if TYPE_CHECKING:
     from counterfair.inference.fit import Fit
@@ -444,7 +445,7 @@ def summarise(
     for node, reps in replicated.items():
         eq = scm.equations[node]
         families[node] = eq.spec.family
-        stan_column = eq.family.stan_values(eq.spec, np.asarray(observed[node][:1], dtype=float))
+        stan_column = stan_family(eq).stan_values(eq, np.asarray(observed[node][:1], dtype=float))
         discrete[node] = stan_column.dtype.kind in "iu"
         statistics = eq.family.check_statistics(eq.spec)
         for name, statistic in statistics.items():

@@ -23,6 +23,7 @@ from counterfair.model.evaluate import latent_loading, linear_predictor, sigma_o
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Latent
 from counterfair.stan.anchoring import all_anchors_of
+from counterfair.stan.families import stan_family
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -57,7 +58,7 @@ def conditional_moments(
     if codes is None:
         codes = {node: np.asarray(stan_data[node]) - 1 for node in scm.protected}
     observed = {
-        node: scm.equations[node].family.values_from_stan(np.asarray(stan_data[node]))
+        node: stan_family(scm.equations[node]).values_from_stan(np.asarray(stan_data[node]))
         for node in scm.observed
     }
     n_rows = int(stan_data["N"])

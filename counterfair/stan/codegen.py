@@ -36,8 +36,6 @@ from counterfair import errors
 from counterfair._version import __version__
 from counterfair.model.equation import NodeEquation
 from counterfair.model.families import family_of
-from counterfair.model.families.base import append_rows
-from counterfair.model.families.categorical import CategoricalFamily
 from counterfair.model.specs import Latent, Observed, Protected, stan_real
 from counterfair.stan import holes as holes_code
 from counterfair.stan import integrated as integrated_latents
@@ -56,6 +54,9 @@ from counterfair.stan.anchoring import (
     precision_name,
     vector_anchors_of,
 )
+from counterfair.stan.families import stan_family
+from counterfair.stan.families.base import append_rows
+from counterfair.stan.families.categorical import CategoricalStan
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -88,7 +89,7 @@ def _functions_block(scm: SCM, integrated: bool = False, pairs: bool = False) ->
     if pairs:
         extra.append(integrated_pairs.FUNCTIONS_PAIR)
     for node in scm.observed:
-        for function in scm.equations[node].family.stan_functions():
+        for function in stan_family(scm.equations[node]).stan_functions():
             if function not in extra:
                 extra.append(function)
         for term in scm.equations[node].bending:
@@ -180,7 +181,7 @@ def _data_block(scm: SCM) -> list[str]:
         ]
     for node in scm.observed:
         eq = scm.equations[node]
-        lines += [f"{_INDENT}{line}" for line in eq.family.data_declarations(eq)]
+        lines += [f"{_INDENT}{line}" for line in stan_family(eq).data_declarations(eq)]
     columns: list[str] = []
     for node in scm.observed:
         for term in scm.equations[node].bending:
@@ -240,7 +241,7 @@ def _block_width(scm: SCM, parent: str) -> str:
         return f"P_{node}"
     if parent in scm.protected:
         return "1" if _continuous(scm, parent) else f"({_levels_size(scm, parent)})"
-    return scm.equations[parent].family.design_width(scm.equations[parent])
+    return stan_family(scm.equations[parent]).design_width(scm.equations[parent])
 
 
 def _column_piece(scm: SCM, parent: str) -> str:
@@ -250,7 +251,7 @@ def _column_piece(scm: SCM, parent: str) -> str:
         return f"to_matrix({parent})"
     if parent in scm.protected:
         return f"indicators({parent}, n_levels_{parent}, {_drop(scm)})"
-    return scm.equations[parent].family.design_column(scm.equations[parent])
+    return stan_family(scm.equations[parent]).design_column(scm.equations[parent])
 
 
 def own_columns(eq: NodeEquation) -> tuple[str, ...]:
@@ -348,7 +349,7 @@ def _parameter_declarations(
     # posterior sd, so that the sampler's starting (unit) metric already fits them
     scaled = "" if as_data else f"<multiplier=scale_{node}>"
     if eq.family.declares_coefficients:
-        coefficients = eq.family.coefficient_declarations(
+        coefficients = stan_family(eq).coefficient_declarations(
             eq, array_prefix, scaled, lambda parent: _indicator_rows(scm, parent)
         )
         for bending in eq.bending:
@@ -358,7 +359,7 @@ def _parameter_declarations(
                 )
             else:
                 coefficients += bending.stan_parameters(eq.spec.prior_weights, scaled)
-        return coefficients + eq.family.parameter_declarations(eq, array_prefix)
+        return coefficients + stan_family(eq).parameter_declarations(eq, array_prefix)
     out: list[tuple[str, str]] = []
     if eq.intercept:
         out.append((f"{array_prefix}real{scaled} {eq.intercept}", f"intercept of {node}"))
@@ -417,7 +418,7 @@ def _parameter_declarations(
             out += bending.stan_data_extra()
         else:
             out += bending.stan_parameters(eq.spec.prior_weights, scaled)
-    out += eq.family.parameter_declarations(eq, array_prefix)
+    out += stan_family(eq).parameter_declarations(eq, array_prefix)
     return out
 
 
@@ -436,7 +437,7 @@ def _sampling_statement(
     node's sd, a dispersion, cutpoints).
     """
     beta = append_rows(beta_pieces) if beta_pieces else None
-    return eq.family.sampling_statement(eq, design, alpha, alpha_is_vector, beta, arguments)
+    return stan_family(eq).sampling_statement(eq, design, alpha, alpha_is_vector, beta, arguments)
 
 
 def _glm_statement(
@@ -448,11 +449,11 @@ def _glm_statement(
     (``name[s]`` in the abduction program).
     """
     if eq.family.declares_coefficients:
-        return [indent + eq.family.statement(eq, design, index)]
+        return [indent + stan_family(eq).statement(eq, design, index)]
     alpha_terms = [index(eq.intercept)] if eq.intercept else []
     alpha_terms += [latent_term(eq, t, index) for t in eq.latent]
     alpha = " + ".join(alpha_terms) if alpha_terms else "0.0"
-    arguments = eq.family.statement_arguments(eq, index)
+    arguments = stan_family(eq).statement_arguments(eq, index)
     pieces = [f"[{index(t.param)}]'" if t.continuous else index(t.param) for t in eq.protected]
     pieces += [
         index(t.param) if t.levels is not None else f"[{index(t.param)}]'" for t in eq.observed
@@ -502,14 +503,14 @@ def _fit_statement(
         design = f"{design}[{rows}]"
     if eq.family.declares_coefficients:  # its latents are never anchored: plain terms
         if rows is None:
-            return eq.family.statement(eq, design, lambda name: name, target=target)
+            return stan_family(eq).statement(eq, design, lambda name: name, target=target)
         if eq.loading_by is not None:
             raise ValueError(
                 f"node {eq.node!r}: missing values of a categorical node whose loadings "
                 "differ by group (loading_by) are not modelled"
             )
         latents = {t.parent for t in eq.latent}
-        return eq.family.statement(
+        return stan_family(eq).statement(
             eq, design, lambda name: f"{name}[{rows}]" if name in latents else name,
             target=target,
         )
@@ -524,10 +525,10 @@ def _fit_statement(
     arguments = (
         [predictor.sd]
         if predictor.sd is not None
-        else eq.family.statement_arguments(eq, lambda name: name)
+        else stan_family(eq).statement_arguments(eq, lambda name: name)
     )
     beta = append_rows(pieces) if pieces else None
-    return eq.family.sampling_statement(
+    return stan_family(eq).sampling_statement(
         eq, design, alpha, bool(predictor.vectors), beta, arguments,
         target=target, size=size or "N",
     )
@@ -718,9 +719,9 @@ def _summed_lines(
             if has is not None:
                 density = f"to_vector({has}) .* ({density})"
             lines.append(f"{inner}lp[:, k] += {density};")
-        elif isinstance(ceq.family, CategoricalFamily) and ceq.loading_by is None:
+        elif isinstance(stan_family(ceq), CategoricalStan) and ceq.loading_by is None:
             # the levels' linear predictors as one matrix, then the log softmax per row
-            predictors_at = ceq.family.level_predictors(
+            predictors_at = stan_family(ceq).level_predictors(
                 ceq, name, functools.partial(_at_rows, {t.parent for t in ceq.latent}, rows),
                 size,
             )
@@ -833,7 +834,7 @@ def _fit_parameters_block(
 
 def _fit_transformed_parameters_block(equations: list[NodeEquation]) -> list[str]:
     """The families' and the terms' transformed parameters, or no block when none has any."""
-    transformed = [line for eq in equations for line in eq.family.transformed_parameters(eq)]
+    transformed = [line for eq in equations for line in stan_family(eq).transformed_parameters(eq)]
     transformed += [line for eq in equations for t in eq.bending for line in t.stan_transformed()]
     if not transformed:
         return []
@@ -885,11 +886,12 @@ def _latent_priors(
 def _equation_priors(eq: NodeEquation) -> list[str]:
     """The priors of one equation's parameters (the family's own when it declares its
     coefficients)."""
+    emitter = stan_family(eq)
     if eq.family.declares_coefficients:
         bending = [line for t in eq.bending for line in t.stan_priors(eq.spec.prior_weights)]
         return [
             f"{_INDENT}{line}"
-            for line in [*eq.family.coefficient_priors(eq), *bending, *eq.family.priors(eq)]
+            for line in [*emitter.coefficient_priors(eq), *bending, *emitter.priors(eq)]
         ]
     spec = eq.spec
     lines = []
@@ -903,7 +905,7 @@ def _equation_priors(eq: NodeEquation) -> list[str]:
             lines.append(f"{_INDENT}{lterm.by_param} ~ {spec.prior_weights.stan()};")
     for term in eq.bending:
         lines += [f"{_INDENT}{line}" for line in term.stan_priors(spec.prior_weights)]
-    lines += [f"{_INDENT}{line}" for line in eq.family.priors(eq)]
+    lines += [f"{_INDENT}{line}" for line in emitter.priors(eq)]
     return lines
 
 
@@ -1268,7 +1270,7 @@ def _integrated_children(
         width = 1
         if eq.family.declares_coefficients:  # categorical: one column per non-reference level
             width = integrated_latents.categorical_width(eq)
-            eta = eq.family.integrated_predictor(eq, designs.get(eq.node))
+            eta = stan_family(eq).integrated_predictor(eq, designs.get(eq.node))
             if chain is not None:
                 assert mean is not None
                 centre = _linear_part(scm, mean, designs.get(latent))

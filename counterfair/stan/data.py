@@ -15,6 +15,7 @@ from counterfair.model.families.categorical import Categorical
 from counterfair.model.params import ParamDraws
 from counterfair.rows.validated import Rows
 from counterfair.stan.codegen import abduction_equations
+from counterfair.stan.families import stan_family
 from counterfair.stan.holes import hole_data
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 def _as_stan_column(scm: SCM, node: str, values: np.ndarray) -> np.ndarray:
     eq = scm.equations[node]
-    return eq.family.stan_values(eq.spec, values)
+    return stan_family(eq).stan_values(eq, values)
 
 
 def _base_data(scm: SCM, rows: Rows, values: Mapping[str, np.ndarray]) -> dict[str, object]:
@@ -40,7 +41,7 @@ def _base_data(scm: SCM, rows: Rows, values: Mapping[str, np.ndarray]) -> dict[s
         out[node] = (codes[node] + 1).astype(np.int64)
     for node in scm.observed:
         eq = scm.equations[node]
-        out.update(eq.family.stan_data(eq))
+        out.update(stan_family(eq).stan_data(eq))
         column = values.get(node)
         if column is None:  # not needed by any conditioned equation
             column = np.zeros(n)

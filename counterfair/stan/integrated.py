@@ -52,6 +52,13 @@ import numpy as np
 
 from counterfair.model.equation import NodeEquation
 from counterfair.model.specs import Latent
+from counterfair.stan.families import stan_family
+from counterfair.stan.families.base import (
+    CATEGORICAL_MORE,
+    NEGATIVE_BINOMIAL_CODE,
+    ONE_COLUMN_CODES,
+    ORDINAL_CODE,
+)
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -173,7 +180,7 @@ def _pair_reason(scm: SCM, latent: str, others: list[str]) -> str | None:
                 continue
             if eq.loading_by is not None:
                 return f"the loading of {name!r} on {child!r} differs by group (loading_by)"
-            if eq.family.additive_noise or eq.family.quadrature_code in (1, 2, 3, 4):
+            if eq.family.additive_noise or stan_family(eq).quadrature_code in ONE_COLUMN_CODES:
                 continue
             return (
                 f"the child {child!r} of {name!r} has family {eq.spec.family!r}, which the "
@@ -199,7 +206,7 @@ def unsupported_reason(scm: SCM, latent: str) -> str | None:
             return f"its loading on {child!r} differs by group (loading_by)"
         if eq.family.additive_noise:
             continue
-        if eq.family.quadrature_code is None:
+        if stan_family(eq).quadrature_code is None:
             return (
                 f"its child {child!r} has family {eq.spec.family!r}, which the quadrature "
                 "does not cover"
@@ -295,10 +302,6 @@ class IntegratedChild:
         return self.load
 
 
-CATEGORICAL_MORE = 6
-"""The quadrature's code of a categorical child's second and later non-reference levels."""
-
-
 def categorical_width(eq: NodeEquation) -> int:
     """Columns a categorical child takes in the quadrature: its non-reference levels."""
     levels = getattr(eq.spec, "n_levels", 0)
@@ -311,7 +314,7 @@ def categorical_width(eq: NodeEquation) -> int:
 
 
 def family_code(eq: NodeEquation) -> int:
-    code = eq.family.quadrature_code
+    code = stan_family(eq).quadrature_code
     assert code is not None
     return code
 
@@ -346,13 +349,13 @@ def call_arguments(latent: str, children: Sequence[IntegratedChild]) -> str:
     families = int_list([code for c in children for code in c.codes])
     phis = row_vector(
         [
-            c.eq.param("phi") if family_code(c.eq) == 2 else "1.0"
+            c.eq.param("phi") if family_code(c.eq) == NEGATIVE_BINOMIAL_CODE else "1.0"
             for c in children
             for _ in range(c.width)
         ]
     )
     cuts, starts, lengths = cut_arguments(
-        [(c.eq if family_code(c.eq) == 4 else None, c.width) for c in children]
+        [(c.eq if family_code(c.eq) == ORDINAL_CODE else None, c.width) for c in children]
     )
     return (
         f"Y_{latent}, {etas}, {loads}, {families}, {phis}, {cuts}, "

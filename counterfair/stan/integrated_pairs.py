@@ -19,6 +19,7 @@ import numpy as np
 
 from counterfair.model.equation import NodeEquation
 from counterfair.model.specs import Latent, stan_real
+from counterfair.stan.families.base import NEGATIVE_BINOMIAL_CODE, NORMAL_CODE, ORDINAL_CODE
 from counterfair.stan.integrated import (
     columns,
     cut_arguments,
@@ -38,10 +39,6 @@ test (``tests/test_integrated_pairs.py``)."""
 
 PAIR_NEWTON = 4
 """Newton steps to each row's mode for two latents per row."""
-
-NORMAL_CODE = 7
-"""The quadrature's code of a Normal child (two latents per row only: its ``eta`` holds
-``mu - y`` and its ``phi`` the residual sd)."""
 
 FUNCTIONS_PAIR = """\
   // Two latents per row integrated out of all their children (quadrature.hpp's
@@ -90,7 +87,7 @@ class PairChild:
     @property
     def phi(self) -> str:
         """The family's dispersion (negative binomial) or sd (Normal), else ``1.0``."""
-        if self.code == 2:
+        if self.code == NEGATIVE_BINOMIAL_CODE:
             return self.eq.param("phi")
         if self.code == NORMAL_CODE:
             fixed = self.eq.sigma_fixed
@@ -132,7 +129,9 @@ def pair_call_arguments(pair: tuple[str, str], children: Sequence[PairChild]) ->
     load2 = joined([f"[{c.load2}]" for c in children])
     families = int_list([c.code for c in children])
     phis = row_vector([c.phi for c in children])
-    cuts, starts, lengths = cut_arguments([(c.eq if c.code == 4 else None, 1) for c in children])
+    cuts, starts, lengths = cut_arguments(
+        [(c.eq if c.code == ORDINAL_CODE else None, 1) for c in children]
+    )
     return (
         f"Y_{pair_name(pair)}, {etas}, {load1}, {load2}, {families}, {phis}, {cuts}, "
         f"{starts}, {lengths}, gh2_x, gh2_logw, n_newton2"

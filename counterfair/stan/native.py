@@ -45,6 +45,15 @@ import numpy as np
 
 from counterfair import atomic, errors
 from counterfair.stan import native_source
+from counterfair.stan.families.base import (
+    BERNOULLI_CODE,
+    CATEGORICAL_CODE,
+    CATEGORICAL_MORE,
+    NEGATIVE_BINOMIAL_CODE,
+    ORDINAL_CODE,
+    POISSON_CODE,
+    ROW_CODES,
+)
 
 SOURCE = Path(__file__).with_name("native.cpp")
 CORE = Path(__file__).with_name("quadrature.hpp")
@@ -288,8 +297,9 @@ def _rows_arguments(
     return (S, N, C), arguments
 
 
-FAMILY_CODES = (1, 2, 3, 4, 5, 6)
-"""Poisson, negative binomial, Bernoulli, ordinal, categorical (first column, others)."""
+FAMILY_CODES = ROW_CODES
+"""Poisson, negative binomial, Bernoulli, ordinal, categorical (first column, others):
+the codes of :mod:`counterfair.stan.families.base`."""
 
 
 def _check_values(y: np.ndarray, family: np.ndarray, cut_len: np.ndarray) -> None:
@@ -301,21 +311,26 @@ def _check_values(y: np.ndarray, family: np.ndarray, cut_len: np.ndarray) -> Non
     for c, code in enumerate(family):
         if code not in FAMILY_CODES:
             raise ValueError(f"column {c}: unknown family code {code}; known: {FAMILY_CODES}")
-        if code == 6 and (c == 0 or family[c - 1] not in (5, 6)):
-            raise ValueError(f"column {c}: family code 6 must follow a categorical column (5)")
-        if code == 5:
+        if code == CATEGORICAL_MORE and (
+            c == 0 or family[c - 1] not in (CATEGORICAL_CODE, CATEGORICAL_MORE)
+        ):
+            raise ValueError(
+                f"column {c}: family code {CATEGORICAL_MORE} must follow a categorical "
+                f"column ({CATEGORICAL_CODE})"
+            )
+        if code == CATEGORICAL_CODE:
             end = c + 1
-            while end < len(family) and family[end] == 6:
+            while end < len(family) and family[end] == CATEGORICAL_MORE:
                 end += 1
             width[c:end] = end - c
     allowed = {
-        1: (0, None), 2: (0, None), 3: (0, 1),
+        POISSON_CODE: (0, None), NEGATIVE_BINOMIAL_CODE: (0, None), BERNOULLI_CODE: (0, 1),
     }
     for c, code in enumerate(family):
         low, high = allowed.get(int(code), (1, None))
-        if code == 4:
+        if code == ORDINAL_CODE:
             high = int(cut_len[c]) + 1
-        elif code in (5, 6):
+        elif code in (CATEGORICAL_CODE, CATEGORICAL_MORE):
             high = int(width[c]) + 1
         column = y[:, c]
         bad = (column < low) | (column > high if high is not None else False)
@@ -363,7 +378,7 @@ def log_marginal_rows(
     load : array, shape (S, C) or (S, N, C)
         The latent's coefficient per column (per row too, when it differs by row).
     family : array of int, shape (C,)
-        Codes of :attr:`~counterfair.model.families.base.Family.quadrature_code`.
+        Codes of :attr:`~counterfair.stan.families.base.StanFamily.quadrature_code`.
     phi : array, shape (S, C)
         Negative binomial dispersions (any positive value for other columns).
     cuts : array, shape (S, K)

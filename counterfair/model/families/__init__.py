@@ -1,11 +1,13 @@
 """Distribution families of observed nodes: one module per family, and their registry.
 
 Every family module defines its spec class (what users put on a node, e.g.
-:class:`Poisson`) and a :class:`~counterfair.model.families.base.Family` holding all
-of its behaviour: value validation, Stan data and parameter declarations,
-priors, the sampling statement (a GLM function where Stan has one), how the
-node enters its children, numpy mean and draw, noise handling across worlds and
-its scikit-learn task.
+:class:`Poisson`) and a :class:`~counterfair.model.families.base.Family` holding its
+back-end neutral behaviour: value validation, the shapes and checks of its own
+parameters, how the node enters its children, numpy mean and draw, CDF and quantile,
+log likelihood and its derivatives, noise handling across worlds and its
+scikit-learn task. Its Stan text (data and parameter declarations, priors, the
+sampling statement, a GLM function where Stan has one, its code in the C++
+quadrature) is written by its emitter in :mod:`counterfair.stan.families`.
 
 ==========================  ==========  =====================================  ==========
 family (spec)               link        Stan (with columns / without)          own params
@@ -23,9 +25,11 @@ Adding a family: write ``counterfair/model/families/<name>.py`` with a spec clas
 ``family`` name) and a :class:`~counterfair.model.families.base.Family` subclass that
 overrides what differs from the defaults (count or binary data, one linear
 predictor, no parameter of its own); add an instance to :data:`FAMILIES` below.
-Exporting the spec as ``cf.<Spec>`` is one more line in ``_ATTRIBUTES`` of
-``counterfair/__init__.py`` and one in its stub ``counterfair/__init__.pyi``.
-Nothing else in the package tests a node's family by name or class.
+Then its Stan emitter, ``counterfair/stan/families/<name>.py`` (a
+:class:`~counterfair.stan.families.base.StanFamily` subclass), with an instance in
+:data:`counterfair.stan.families.STAN_FAMILIES`. Exporting the spec as ``cf.<Spec>``
+is one more line in ``_ATTRIBUTES`` of ``counterfair/__init__.py`` and one in its
+stub ``counterfair/__init__.pyi``.
 """
 
 from __future__ import annotations

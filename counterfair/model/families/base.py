@@ -2,15 +2,14 @@
 
 A family is a stateless object (one instance per family, kept in the registry
 of :mod:`counterfair.model.families`) that holds everything counterfair does
-differently for nodes of that family:
+differently for nodes of that family, back-end neutral (numpy and scipy only):
 
 * **data**: which values a column may hold (errors name the column, the value
-  and the row), how they are written into the Stan data, and the rough
-  coefficient scale the sampler starts from;
-* **Stan**: the data declaration of the node, the declarations and priors of
-  its own parameters (a residual sd, a dispersion, cutpoints), and its sampling
-  statement with or without a design matrix (a GLM function where Stan has one);
-* **as a parent**: how the node's value enters a child's design matrix;
+  and the row), its values as a data frame column, and the rough coefficient
+  scale the sampler starts from;
+* **parameters**: the shapes of the family's own parameters (and of every
+  coefficient for a family that lays them out itself) and their checks;
+* **as a parent**: whether the node enters a child as indicators of its levels;
 * **numpy**: the mean and a random draw given the linear predictor, used by the
   one forward simulator (:mod:`counterfair.model.simulate`) and by counterfactual
   propagation;
@@ -21,7 +20,14 @@ differently for nodes of that family:
   uniform inside the value's CDF interval fed to the quantile function of the
   other world (:meth:`Family.cdf_interval`, :meth:`Family.quantile`), the
   Gumbel-max construction for a categorical node;
+* **exact abduction**: the log likelihood in the linear predictor and its first two
+  derivatives;
 * **learning**: its scikit-learn task (regression or classification).
+
+What the Stan programs say about the family (its data and parameter declarations,
+priors, the sampling statement, its columns as a parent, its code in the C++
+quadrature) is its emitter's, :class:`counterfair.stan.families.base.StanFamily`, in
+:mod:`counterfair.stan.families` (the model never imports it).
 
 Parameter *names* are not made here: the SCM names every Stan identifier
 (:meth:`counterfair.SCM._build_equations`), ``<role>_<node>`` for each role in
@@ -52,12 +58,6 @@ if TYPE_CHECKING:
 Task = Literal["regressor", "classifier"]
 """The scikit-learn task of a family when its node is a learning target."""
 
-Index = Callable[[str], str]
-"""Maps a parameter or latent name to the Stan expression that reads it (``name[s]``)."""
-
-Width = Callable[[str], "str | None"]
-"""Stan number of indicator columns of a parent, None when it enters as one column."""
-
 Statistic = Callable[[np.ndarray], np.ndarray]
 """A summary of a node's values over rows: ``(..., N)`` to ``(...)`` (a posterior
 predictive check statistic, :mod:`counterfair.inference.ppc`)."""
@@ -81,8 +81,6 @@ def share_statistic(value: float) -> Statistic:
 
     return share
 
-INDENT = "  "
-
 MAX_VALUE = 1e100
 """Largest magnitude of a value in an observed column: the model's arithmetic (squared
 residuals, log densities, the grids of exact abduction) stays finite below it."""
@@ -99,14 +97,6 @@ def row_label(index: pd.Index | None, position: int) -> object:
     value = index[position] if index is not None else position
     item = getattr(value, "item", None)
     return item() if callable(item) else value
-
-
-def append_rows(pieces: list[str]) -> str:
-    """Stack Stan coefficient blocks with ``append_row`` (in column order)."""
-    out = pieces[-1]
-    for piece in reversed(pieces[:-1]):
-        out = f"append_row({piece}, {out})"
-    return out
 
 
 class Family:
@@ -136,18 +126,12 @@ class Family:
         Whether exact abduction (:mod:`counterfair.inference.exact_abduction`) handles a
         conditioned child of this family (it needs :meth:`log_likelihood` and
         :meth:`derivatives`).
-    quadrature_code : int or None
-        The family's code in the C++ quadrature of integrated latents
-        (``counterfair/stan/quadrature.hpp``: 1 Poisson, 2 negative binomial,
-        3 Bernoulli, 4 ordinal, 5 categorical), None where it does not cover the family.
-    glm, plain : str
-        Stan sampling functions with and without a design matrix.
     declares_coefficients : bool
         Whether the family lays out its own coefficients (a categorical node
         has one set per non-reference level) instead of one real per design
-        column: it then writes their declarations, priors and sampling
-        statement and computes its linear predictor itself, and its latent
-        loadings cannot carry the sign constraint.
+        column: it then gives their shapes and computes its linear predictor
+        itself (its emitter writes their declarations, priors and sampling
+        statement), and its latent loadings cannot carry the sign constraint.
     upper_tail : bool
         Whether the family also has :meth:`survival_interval` and
         :meth:`survival_quantile`: coupled noise in the upper tail (where
@@ -163,9 +147,6 @@ class Family:
     extra_parameters: ClassVar[tuple[str, ...]] = ()
     intercept_allowed: ClassVar[bool] = True
     exact: ClassVar[bool] = False
-    quadrature_code: ClassVar[int | None] = None
-    glm: ClassVar[str] = ""
-    plain: ClassVar[str] = ""
     declares_coefficients: ClassVar[bool] = False
     upper_tail: ClassVar[bool] = False
 
@@ -224,22 +205,6 @@ class Family:
         """Number of levels of a level-valued node (ordinal, categorical), else None."""
         return None
 
-    def stan_values(self, spec: Observed, values: np.ndarray) -> np.ndarray:
-        """The column as the Stan data expects it (integers by default)."""
-        return np.rint(values).astype(np.int64)
-
-    def values_from_stan(self, stan_column: np.ndarray) -> np.ndarray:
-        """The inverse of :meth:`stan_values`: the column's values (level codes from 0)."""
-        return np.asarray(stan_column, dtype=float)
-
-    def stan_data(self, eq: NodeEquation) -> dict[str, object]:
-        """Extra Stan data the node needs besides its column (e.g. its number of levels)."""
-        return {}
-
-    def data_declarations(self, eq: NodeEquation) -> list[str]:
-        """Lines of the data block declaring the node (without indentation)."""
-        raise NotImplementedError
-
     def coefficient_scale(self, values: np.ndarray) -> float:
         """A rough posterior sd of the node's coefficients (Stan ``multiplier`` only)."""
         spread = float(values.std())
@@ -252,10 +217,6 @@ class Family:
     def frame_column(self, spec: Observed, values: np.ndarray) -> Any:
         """The values as a data frame column (integers by default)."""
         return np.asarray(values).astype(np.int64)
-
-    def stan_functions(self) -> list[str]:
-        """Stan function definitions the family's statements use (indented by 2)."""
-        return []
 
     def check_statistics(self, spec: Observed) -> dict[str, Statistic]:
         """Statistics of the node's posterior predictive check (:mod:`counterfair.inference.ppc`).
@@ -270,107 +231,11 @@ class Family:
         }
 
     # ------------------------------------------------------------------ as a parent
-    def design_column(self, eq: NodeEquation) -> str:
-        """Stan expression of the node's columns in a child's design matrix."""
-        return f"to_matrix(to_vector({eq.node}))"
-
-    def design_width(self, eq: NodeEquation) -> str:
-        """Stan expression of the number of those columns."""
-        return "1"
-
     def parent_levels(self, spec: Observed) -> int | None:
         """Levels when the node enters a child as reference-coded indicators, else None."""
         return None
 
-    # ------------------------------------------------------------------ Stan parameters
-    def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
-        """(declaration, comment) of the family's own parameters.
-
-        With ``array_prefix`` (``"array[S] "``) they are data of the abduction
-        program: one value per parameter set.
-        """
-        return []
-
-    def transformed_parameters(self, eq: NodeEquation) -> list[tuple[str, str]]:
-        """(definition, comment) lines of the fit program's transformed parameters."""
-        return []
-
-    def priors(self, eq: NodeEquation) -> list[str]:
-        """Prior statements of the family's own parameters (fit program)."""
-        return []
-
-    def statement_arguments(self, eq: NodeEquation, index: Index) -> list[str]:
-        """Trailing arguments of the sampling statement (a sd, a dispersion, cutpoints)."""
-        return []
-
-    def sampling_statement(
-        self,
-        eq: NodeEquation,
-        design: str | None,
-        alpha: str,
-        alpha_is_vector: bool,
-        beta: str | None,
-        arguments: list[str],
-        *,
-        target: str | None = None,
-        size: str = "N",
-    ) -> str:
-        """``node ~ <GLM>(X, alpha, beta, ...);``, or the plain function without columns.
-
-        Parameters
-        ----------
-        eq : NodeEquation
-            The node's equation.
-        design : str or None
-            Name of its design matrix (None without columns).
-        alpha : str
-            The intercept expression (a real, or a vector when ``alpha_is_vector``).
-        alpha_is_vector : bool
-            Whether ``alpha`` has per-row terms (latents).
-        beta : str or None
-            The stacked coefficient vector (None without columns).
-        arguments : list of str
-            Trailing arguments (:meth:`statement_arguments`, or the fit program's own).
-        target : str, optional
-            What is sampled (default the node's column; ``node[obs_node]`` for the rows
-            that hold it, or ``node_full`` with missing values filled in).
-        size : str
-            The number of rows the statement covers (Stan), for a family that repeats a
-            scalar predictor.
-        """
-        lhs = eq.node if target is None else target
-        if beta is not None:
-            return f"{lhs} ~ {self.glm}({', '.join([str(design), alpha, beta, *arguments])});"
-        return f"{lhs} ~ {self.plain}({', '.join([alpha, *arguments])});"
-
     # ------------------------------------------------------------------ own coefficients
-    def coefficient_declarations(
-        self, eq: NodeEquation, array_prefix: str, scaled: str, width: Width
-    ) -> list[tuple[str, str]]:
-        """(declaration, comment) of every coefficient (``declares_coefficients`` only).
-
-        ``scaled`` is the ``<multiplier=...>`` of the fit program (empty for
-        data); ``width(parent)`` the Stan number of indicator columns of a
-        parent, None for a parent entering as one column.
-        """
-        raise NotImplementedError
-
-    def coefficient_priors(self, eq: NodeEquation) -> list[str]:
-        """Prior statements of every coefficient (``declares_coefficients`` only)."""
-        raise NotImplementedError
-
-    def statement(
-        self, eq: NodeEquation, design: str | None, index: Index, *, target: str | None = None
-    ) -> str:
-        """The whole sampling statement, latents included (``declares_coefficients`` only);
-        ``target`` as in :meth:`sampling_statement`."""
-        raise NotImplementedError
-
-    def integrated_predictor(self, eq: NodeEquation, design: str | None) -> str:
-        """The linear predictors without the latent terms, one column per quadrature column,
-        for a program that integrates the latent out (``declares_coefficients`` only)."""
-        raise NotImplementedError
-
     def linear_predictor(
         self,
         eq: NodeEquation,
@@ -520,17 +385,6 @@ class Family:
         """
         return ()
 
-    def quadrature_parameters(
-        self, eq: NodeEquation, params: ParamDraws
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The family's own parameters as the C++ quadrature takes them (``quadrature_code``).
-
-        A dispersion per set, shape ``(S,)`` (1 where the family has none), and the
-        cutpoints per set, shape ``(S, m)`` (``m = 0`` where it has none); what the fit
-        program passes as ``phi`` and ``cuts`` (:mod:`counterfair.stan.integrated`).
-        """
-        return np.ones(params.n), np.zeros((params.n, 0))
-
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         """Log likelihood of ``y`` given ``eta``, up to terms free of ``eta`` (exact only).
 
@@ -554,11 +408,6 @@ def check_counts(values: np.ndarray, column: str, index: pd.Index, message: str)
         raise errors.DataError(
             message.format(column=column, value=float(values[i]), row=row_label(index, i))
         )
-
-
-def count_data_declaration(node: str) -> list[str]:
-    """Data block line of a count node."""
-    return [f"array[N] int<lower=0> {node};  // observed {node} (counts)"]
 
 
 def count_coefficient_scale(values: np.ndarray) -> float:
@@ -706,9 +555,6 @@ class CountFamily(Family):
 
     def check_values(self, values: np.ndarray, column: str, index: pd.Index) -> None:
         check_counts(values, column, index, self.not_count)
-
-    def data_declarations(self, eq: NodeEquation) -> list[str]:
-        return count_data_declaration(eq.node)
 
     def coefficient_scale(self, values: np.ndarray) -> float:
         return count_coefficient_scale(values)

@@ -141,12 +141,9 @@ class BernoulliFamily(Family):
     """
 
     name = "bernoulli"
-    quadrature_code = 3
     spec = Bernoulli
     task = "classifier"
     exact = True
-    glm = "bernoulli_logit_glm"
-    plain = "bernoulli_logit"
 
     def levels_from_data(self, spec: Observed, series: pd.Series, column: str) -> Observed | None:
         """The two labels of a column that is not numeric 0/1, negative first.
@@ -240,9 +237,6 @@ class BernoulliFamily(Family):
                     column=column, value=float(values[i]), row=row_label(index, i)
                 )
             )
-
-    def data_declarations(self, eq: NodeEquation) -> list[str]:
-        return [f"array[N] int<lower=0, upper=1> {eq.node};  // observed {eq.node} (0/1)"]
 
     def coefficient_scale(self, values: np.ndarray) -> float:
         p = float(np.clip(values.mean(), 0.05, 0.95))

@@ -27,7 +27,7 @@ from counterfair.model.families.base import Family, Statistic, row_label, share_
 from counterfair.model.nodes import Observed
 
 if TYPE_CHECKING:
-    from counterfair.model.equation import NodeEquation
+    pass
 
 UNKNOWN_LEVEL = (
     "column {column!r} is {family} node with levels {levels}; value {value!r} at row "
@@ -151,7 +151,8 @@ def _article(spec: Observed) -> str:
 
 
 class LevelFamily(Family):
-    """Base of level-valued families: codes, Stan data and indicator columns."""
+    """Base of level-valued families: levels read and checked, codes, frame columns (their
+    Stan data and indicator columns: :mod:`counterfair.stan.families.levels`)."""
 
     ordered_levels: bool = False
     """Whether data frame columns are ordered Categoricals."""
@@ -222,23 +223,6 @@ class LevelFamily(Family):
     def n_levels(self, spec: Observed) -> int | None:
         return _spec(spec).n_levels
 
-    def stan_values(self, spec: Observed, values: np.ndarray) -> np.ndarray:
-        return np.rint(values).astype(np.int64) + 1
-
-    def values_from_stan(self, stan_column: np.ndarray) -> np.ndarray:
-        return np.asarray(stan_column, dtype=float) - 1.0
-
-    def stan_data(self, eq: NodeEquation) -> dict[str, object]:
-        return {str(eq.levels): _spec(eq.spec).n_levels}
-
-    def data_declarations(self, eq: NodeEquation) -> list[str]:
-        first = "lowest" if self.ordered_levels else "reference"
-        return [
-            f"int<lower=2> {eq.levels};  // number of levels of {self.name} {eq.node}",
-            f"array[N] int<lower=1, upper={eq.levels}> {eq.node};"
-            f"  // observed {eq.node} (level 1 = {first})",
-        ]
-
     def coefficient_scale(self, values: np.ndarray) -> float:
         return float(2.0 / np.sqrt(max(values.shape[0], 1)))
 
@@ -255,12 +239,6 @@ class LevelFamily(Family):
         level_spec = _spec(spec)
         labels = level_spec.labels or tuple(str(k) for k in range(level_spec.n_levels))
         return {f"share of {label}": share_statistic(code) for code, label in enumerate(labels)}
-
-    def design_column(self, eq: NodeEquation) -> str:
-        return f"indicators({eq.node}, {eq.levels}, 1)"
-
-    def design_width(self, eq: NodeEquation) -> str:
-        return f"({eq.levels} - 1)"
 
     def parent_levels(self, spec: Observed) -> int | None:
         return _spec(spec).n_levels

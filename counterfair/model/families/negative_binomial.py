@@ -20,7 +20,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import nbinom
 
-from counterfair.model.families.base import CountFamily, Index
+from counterfair.model.families.base import CountFamily
 from counterfair.model.nodes import Observed, Prior
 from counterfair.rng import RandomSource
 
@@ -74,12 +74,9 @@ class NegativeBinomialFamily(CountFamily):
     """
 
     name = "negative_binomial"
-    quadrature_code = 2
     spec = NegativeBinomial
     not_count = NOT_COUNT
     extra_parameters = ("phi",)
-    glm = "neg_binomial_2_log_glm"
-    plain = "neg_binomial_2_log"
 
     def coefficient_scale(self, values: np.ndarray) -> float:
         """``1 / sqrt(information)`` of a log-mean weight, the dispersion taken from the
@@ -96,18 +93,6 @@ class NegativeBinomialFamily(CountFamily):
             return super().coefficient_scale(values)
         phi = m * m / excess
         return float(1.0 / np.sqrt(n * m * phi / (m + phi)))
-
-    def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
-        comment = f"dispersion of {eq.node} (variance mu + mu^2 / phi)"
-        return [(f"{array_prefix}real<lower=0> {eq.param('phi')}", comment)]
-
-    def priors(self, eq: NodeEquation) -> list[str]:
-        spec = eq.spec
-        assert isinstance(spec, NegativeBinomial)
-        return [f"{eq.param('phi')} ~ {spec.prior_dispersion.stan()};"]
-
-    def statement_arguments(self, eq: NodeEquation, index: Index) -> list[str]:
-        return [index(eq.param("phi"))]
 
     def parameter_shapes(
         self, eq: NodeEquation, widths: Mapping[str, int]
@@ -134,12 +119,6 @@ class NegativeBinomialFamily(CountFamily):
         """``log(phi)`` per set, broadcast over rows."""
         log_phi = np.log(params[eq.param("phi")])[:, None]
         return (np.broadcast_to(log_phi, (log_phi.shape[0], np.shape(y)[-1])),)
-
-    def quadrature_parameters(
-        self, eq: NodeEquation, params: ParamDraws
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``phi`` per set; no cutpoints."""
-        return np.asarray(params[eq.param("phi")], dtype=float), np.zeros((params.n, 0))
 
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         (log_phi,) = args

@@ -9,12 +9,11 @@ import numpy as np
 
 from counterfair.model.families.base import (
     Family,
-    Index,
     Statistic,
     mean_statistic,
     variance_statistic,
 )
-from counterfair.model.nodes import Observed, Prior, check_constant, inv_gamma_prior, stan_real
+from counterfair.model.nodes import Observed, Prior, check_constant, inv_gamma_prior
 from counterfair.rng import RandomSource
 
 if TYPE_CHECKING:
@@ -65,50 +64,11 @@ class NormalFamily(Family):
     spec = Normal
     task = "regressor"
     additive_noise = True
-    glm = "normal_id_glm"
-    plain = "normal"
-
-    def stan_values(self, spec: Observed, values: np.ndarray) -> np.ndarray:
-        return values.astype(float)
-
-    def data_declarations(self, eq: NodeEquation) -> list[str]:
-        return [f"vector[N] {eq.node};  // observed {eq.node}"]
-
     def frame_column(self, spec: Observed, values: np.ndarray) -> Any:
         return values
 
     def check_statistics(self, spec: Observed) -> dict[str, Statistic]:
         return {"mean": mean_statistic, "variance": variance_statistic}
-
-    def design_column(self, eq: NodeEquation) -> str:
-        return f"to_matrix({eq.node})"
-
-    def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
-        if eq.sigma is None or eq.sigma_fixed is not None:
-            return []
-        if array_prefix:
-            return [(f"{array_prefix}real<lower=0> {eq.sigma}", f"residual sd of {eq.node}")]
-        return [(f"real<lower=0> {eq.variance}", f"residual variance of {eq.node}")]
-
-    def transformed_parameters(self, eq: NodeEquation) -> list[tuple[str, str]]:
-        if eq.sigma is None or eq.sigma_fixed is not None:
-            return []
-        return [
-            (f"real<lower=0> {eq.sigma} = sqrt({eq.variance})", f"residual sd of {eq.node}")
-        ]
-
-    def priors(self, eq: NodeEquation) -> list[str]:
-        spec = eq.spec
-        assert isinstance(spec, Normal)
-        if eq.sigma is None or eq.sigma_fixed is not None:
-            return []
-        return [f"{eq.variance} ~ {spec.prior_variance.stan()};"]
-
-    def statement_arguments(self, eq: NodeEquation, index: Index) -> list[str]:
-        if eq.sigma_fixed is not None:
-            return [stan_real(eq.sigma_fixed)]
-        assert eq.sigma is not None
-        return [index(eq.sigma)]
 
     def check_parameter(self, eq: NodeEquation, name: str, value: np.ndarray) -> str | None:
         return None

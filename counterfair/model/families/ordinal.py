@@ -3,7 +3,8 @@
 A node with ``K`` ordered levels (codes ``0 .. K-1``, written ``1 .. K`` in
 Stan) has ``P(x <= k | eta) = logit^-1(c_k - eta)`` for cutpoints
 ``c_0 < .. < c_{K-2}`` (``cutpoints_<node>``, learned). The cutpoints absorb
-the intercept, so the linear predictor has none. Stan: ``ordered_logistic_glm``
+the intercept, so the linear predictor has none. Stan (its emitter,
+:mod:`counterfair.stan.families.ordinal`): ``ordered_logistic_glm``
 when the linear predictor is a design matrix times coefficients plus a scalar
 (the scalar is moved into the cutpoints), ``ordered_logistic`` when it has
 per-row latent terms.
@@ -30,7 +31,6 @@ import pandas as pd
 from scipy.special import expit, log_expit
 
 from counterfair import errors
-from counterfair.model.families.base import Index
 from counterfair.model.families.levels import (
     ORDINAL_STRINGS,
     LevelFamily,
@@ -138,15 +138,12 @@ class OrdinalFamily(LevelFamily):
     """
 
     name = "ordinal"
-    quadrature_code = 4
     spec = Ordinal
     task = "classifier"
     exact = True
     extra_parameters = ("cutpoints",)
     intercept_allowed = False
     ordered_levels = True
-    glm = "ordered_logistic_glm"
-    plain = "ordered_logistic"
 
     # ------------------------------------------------------------------ data
     def read_levels(self, series: pd.Series, column: str) -> tuple[str, ...]:
@@ -171,45 +168,6 @@ class OrdinalFamily(LevelFamily):
                 quoted=", ".join(repr(v) for v in found[:3]),
             )
         )
-
-    # ------------------------------------------------------------------ Stan
-    def parameter_declarations(self, eq: NodeEquation, array_prefix: str) -> list[tuple[str, str]]:
-        size = f"{eq.levels} - 1"
-        kind = f"vector[{size}]" if array_prefix else f"ordered[{size}]"
-        comment = f"cutpoints of {eq.node} (logit scale, increasing)"
-        return [(f"{array_prefix}{kind} {eq.param('cutpoints')}", comment)]
-
-    def priors(self, eq: NodeEquation) -> list[str]:
-        return [f"{eq.param('cutpoints')} ~ {_spec(eq.spec).prior_cutpoints.stan()};"]
-
-    def statement_arguments(self, eq: NodeEquation, index: Index) -> list[str]:
-        return [index(eq.param("cutpoints"))]
-
-    def sampling_statement(
-        self,
-        eq: NodeEquation,
-        design: str | None,
-        alpha: str,
-        alpha_is_vector: bool,
-        beta: str | None,
-        arguments: list[str],
-        *,
-        target: str | None = None,
-        size: str = "N",
-    ) -> str:
-        (cutpoints,) = arguments
-        lhs = eq.node if target is None else target
-        if beta is not None and not alpha_is_vector:
-            # a scalar shift of the linear predictor is a shift of the cutpoints
-            cuts = cutpoints if alpha == "0.0" else f"{cutpoints} - ({alpha})"
-            return f"{lhs} ~ {self.glm}({design}, {beta}, {cuts});"
-        if beta is not None:
-            eta = f"{alpha} + {design} * {beta}"
-        elif alpha_is_vector:
-            eta = alpha
-        else:
-            eta = f"rep_vector({alpha}, {size})"
-        return f"{lhs} ~ {self.plain}({eta}, {cutpoints});"
 
     # ------------------------------------------------------------------ numpy
     def parameter_shapes(
@@ -261,13 +219,6 @@ class OrdinalFamily(LevelFamily):
         )
         code = np.rint(np.asarray(y)).astype(np.int64).reshape(-1)
         return padded[:, code], padded[:, code + 1]
-
-    def quadrature_parameters(
-        self, eq: NodeEquation, params: ParamDraws
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """No dispersion; the cutpoints per set, ``(S, K - 1)``."""
-        cutpoints = np.asarray(params[eq.param("cutpoints")], dtype=float)
-        return np.ones(params.n), cutpoints.reshape(params.n, -1)
 
     def log_likelihood(self, y: np.ndarray, eta: np.ndarray, *args: np.ndarray) -> np.ndarray:
         lower, upper = args

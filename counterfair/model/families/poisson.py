@@ -45,11 +45,8 @@ class PoissonFamily(CountFamily):
     """
 
     name = "poisson"
-    quadrature_code = 1
     spec = Poisson
     not_count = errors.POISSON_NOT_COUNT
-    glm = "poisson_log_glm"
-    plain = "poisson_log"
 
     def mean(self, eq: NodeEquation, params: ParamDraws, eta: np.ndarray) -> np.ndarray:
         return np.exp(eta)
