@@ -739,7 +739,7 @@ def test_observe_flags_only_for_the_latents_children() -> None:
 
 
 def test_abduction_needs_a_latent(regen_tool: ModuleType) -> None:
-    with pytest.raises(cf.SCMError, match="no latent node"):
+    with pytest.raises(cf.errors.SCMError, match="no latent node"):
         regen_tool.law_school_level3_scm().abduction_code()
 
 

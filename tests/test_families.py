@@ -97,7 +97,7 @@ def test_an_observed_spec_of_an_unknown_family_is_refused() -> None:
         family = "weird"
 
     g = dag({"A": cf.Protected(), "X": Weird()}, [("A", "X")])
-    with pytest.raises(cf.SCMError, match="not a counterfair spec"):
+    with pytest.raises(cf.errors.SCMError, match="not a counterfair spec"):
         cf.SCM(g)
 
 
@@ -116,7 +116,7 @@ def test_a_family_parameter_clashing_with_a_node_is_refused() -> None:
         {"A": cf.Protected(), "C": cf.NegativeBinomial(), "phi_C": cf.Normal()},
         [("A", "C"), ("A", "phi_C")],
     )
-    with pytest.raises(cf.SCMError, match="phi_C"):
+    with pytest.raises(cf.errors.SCMError, match="phi_C"):
         cf.SCM(g)
 
 
@@ -164,7 +164,7 @@ def test_valid_frame_gives_stan_data() -> None:
 )
 def test_negative_binomial_needs_counts(values: list[float], row: int) -> None:
     pattern = _around(nb_module.NOT_COUNT, "value", column="C", row=row)
-    with pytest.raises(cf.DataError, match=pattern):
+    with pytest.raises(cf.errors.DataError, match=pattern):
         _fit_data(_frame(C=values))
 
 
@@ -172,7 +172,7 @@ def test_ordinal_value_outside_its_levels() -> None:
     message = levels_module.UNKNOWN_LEVEL.format(
         column="O", family="an Ordinal", levels=list(LEVELS), value="medium", row=2
     )
-    with pytest.raises(cf.DataError, match=re.escape(message)):
+    with pytest.raises(cf.errors.DataError, match=re.escape(message)):
         _fit_data(_frame(O=["low", "high", "medium", "low"]))
 
 
@@ -184,14 +184,14 @@ def test_ordinal_codes_outside_zero_to_k_minus_one() -> None:
     message = levels_module.UNKNOWN_LEVEL.format(
         column="O", family="an Ordinal", levels=[0, 1, 2], value=3.0, row=1
     )
-    with pytest.raises(cf.DataError, match=re.escape(message)):
+    with pytest.raises(cf.errors.DataError, match=re.escape(message)):
         fit_data(scm, df, encoding)
     assert list(fit_data(scm, df.assign(O=[0, 1, 2]), encoding)["O"]) == [1, 2, 3]  # type: ignore[call-overload]
 
 
 def test_continuous_protected_value_that_is_not_a_number() -> None:
     message = NOT_A_NUMBER.format(node="age", value="old", row=3)
-    with pytest.raises(cf.DataError, match=re.escape(message)):
+    with pytest.raises(cf.errors.DataError, match=re.escape(message)):
         _fit_data(_frame(age=[20.0, 35.0, 50.0, "old"]))
 
 
@@ -203,7 +203,7 @@ def test_numeric_protected_column_with_many_values_needs_a_kind() -> None:
         continuous="Protected(kind='continuous')",
         levels="Protected(levels=[...]) (or make the column a pandas Categorical)",
     )
-    with pytest.raises(cf.DataError, match=re.escape(message)):
+    with pytest.raises(cf.errors.DataError, match=re.escape(message)):
         Encoding.from_data({"age": Protected()}, df)
     assert "Protected(kind='continuous')" in message
     # declared levels, a Categorical column or few values are categories, as before
@@ -225,7 +225,7 @@ def test_numeric_protected_column_with_many_values_needs_a_kind() -> None:
     ],
 )
 def test_bad_parameter_values(name: str, value: object, match: str) -> None:
-    with pytest.raises(cf.SCMError, match=match):
+    with pytest.raises(cf.errors.SCMError, match=match):
         ParamDraws.from_values(new_families_scm(), {**TRUTH, name: value}, {"A": 2})
 
 
@@ -279,7 +279,7 @@ def test_ordinal_parent_enters_as_level_indicators() -> None:
              "beta_X_O": [2.0, 5.0], "sigma_X": 0.01}
     df = cf.SCM(g).sample(3000, params=truth, seed=shifted(1))
     message = r"'beta_X_O' needs 2 value\(s\) \(levels of 'O' above the lowest\)"
-    with pytest.raises(cf.SCMError, match=message):
+    with pytest.raises(cf.errors.SCMError, match=message):
         cf.SCM(g).sample(10, params={**truth, "beta_X_O": [2.0]})
     grouped = df.groupby("O")["X"]
     # each level's mean within 4 standard errors (sigma_X / sqrt(rows at the level))
@@ -328,7 +328,7 @@ def test_categorical_value_outside_its_levels() -> None:
     message = levels_module.UNKNOWN_LEVEL.format(
         column="K", family="a Categorical", levels=list(CATEGORIES), value="fraud", row=1
     )
-    with pytest.raises(cf.DataError, match=re.escape(message)):
+    with pytest.raises(cf.errors.DataError, match=re.escape(message)):
         _fit_data(_frame(K=["drug", "fraud", "theft", "drug"]))
     data = _fit_data(_frame())
     assert list(data["K"]) == [2, 1, 3, 2] and data["n_levels_K"] == 3  # type: ignore[call-overload]
@@ -339,7 +339,9 @@ def test_a_latent_with_only_categorical_children_is_refused() -> None:
         {"A": cf.Protected(), "U": cf.Latent(), "K": cf.Categorical(levels=3)},
         [("A", "K"), ("U", "K")],
     )
-    with pytest.raises(cf.SCMError, match=re.escape(errors.NO_SIGN_CHILD.format(latent="U"))):
+    with pytest.raises(
+        cf.errors.SCMError, match=re.escape(errors.NO_SIGN_CHILD.format(latent="U"))
+    ):
         cf.SCM(g)
 
 
@@ -355,7 +357,7 @@ def test_sign_goes_to_the_first_child_of_another_family() -> None:
 
 
 def test_categorical_parameter_shapes() -> None:
-    with pytest.raises(cf.SCMError, match=r"'beta_K_A' needs \(1, 2\) array of"):
+    with pytest.raises(cf.errors.SCMError, match=r"'beta_K_A' needs \(1, 2\) array of"):
         ParamDraws.from_values(families_scm(), {**TRUTH, "beta_K_A": [0.8, -0.5]}, {"A": 2})
     params = ParamDraws.from_values(families_scm(), TRUTH, {"A": 2})
     assert params["beta_K_A"].shape == (1, 1, 2) and params["beta_K_age"].shape == (1, 2)

@@ -206,9 +206,11 @@ def test_interventions_on_observed_nodes_propagate_to_their_descendants(fit: cf.
     for node in ("O", "K", "C", "X"):
         assert (before[node].to_numpy() == after[node].to_numpy()).all(), node
 
-    with pytest.raises(cf.DataError, match=r"column 'O' is an Ordinal node .* 'medium'"):
+    with pytest.raises(cf.errors.DataError, match=r"column 'O' is an Ordinal node .* 'medium'"):
         fit.counterfactual(rows, {"O": "medium"}, abduction=training)
-    with pytest.raises(cf.DataError, match=r"'nope', which is not a protected or observed node"):
+    with pytest.raises(
+        cf.errors.DataError, match=r"'nope', which is not a protected or observed node"
+    ):
         fit.counterfactual(rows, {"nope": 1}, abduction=training)
 
     drug = fit.interventional(500, {"K": "drug"}, n_samples=10, seed=shifted(3))
