@@ -212,8 +212,8 @@ class LatentSums(Measure[dict[int, tuple[float, int]], pd.Series]):
     in the package; it runs on Dask with the package's numbers by being a measure."""
 
     fit: cf.Fit | None
-    n_samples: int = 10
-    seed: int = 0
+    n_samples: int
+    seed: int
 
     @property
     def model(self) -> cf.Fit | None:

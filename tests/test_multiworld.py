@@ -168,7 +168,8 @@ def test_scikit_learn_parameter_checks() -> None:
 def test_clone_keeps_params_and_shares_the_worlds() -> None:
     worlds = [object(), object()]
     learner = cf.MultiWorldLearner(
-        fits=worlds, lam=2.5, n_samples=7, seed=3, **PARAMS  # type: ignore[arg-type]
+        fits=worlds, lam=2.5, n_samples=7, seed=3,  # literal seed: stored, never drawn with
+        **PARAMS,  # type: ignore[arg-type]
     )
     copy = clone(learner)
     assert copy is not learner
