@@ -51,7 +51,7 @@ import counterfair as cf
 HERE = Path(__file__).resolve().parent
 WAYS = ("complete", "drop", "model")
 SCENARIOS = ("given-A", "given-Y")
-LEARNERS = {"Fair K": "latent", "Fair Add": "additive_noise"}
+LEARNERS = {"Fair K": cf.inputs.Latent(), "Fair Add": cf.inputs.AdditiveNoise()}
 COLUMNS = ("GPA", "LSAT", "FYA")
 
 

@@ -3,7 +3,8 @@
 Simulates (numpy) from known SCMs that are not GLMs, fits the linear declaration (every
 parent additive and linear, one loading for everybody) and the flexible one (the terms
 of :mod:`counterfair.model.terms`) with NUTS, trains Fair K
-(``FairLearner(features=cf.inputs.Latent())``) and Fair Add (``features="additive_noise"``) on
+(``FairLearner(features=cf.inputs.Latent())``) and Fair Add
+(``features=cf.inputs.AdditiveNoise()``) on
 each fit, and a Full least-squares predictor on every observed column and the
 protected attribute as a reference. For every test row it then builds the row's TRUE
 counterfactual -- the same latent K and the same noises, the protected attribute
@@ -571,11 +572,12 @@ def _run_scenario(scenario: Scenario, args: argparse.Namespace, index: int) -> p
         # differs by race; where it leaves one out, the former learner (every indicator
         # and residual) is kept beside it for the record
         every = bool(invariance_plan(scm, "Y").left_out)
-        for label, features in (("Fair K", "latent"), ("Fair Add", "additive_noise")):
+        strategies = (("Fair K", cf.inputs.Latent), ("Fair Add", cf.inputs.AdditiveNoise))
+        for label, strategy in strategies:
             learners[label] = cf.FairLearner(
                 fit,
                 target="Y",
-                features=features,
+                features=strategy(),
                 n_samples=args.n_samples,
                 seed=args.seed,
             ).fit(train)
@@ -583,7 +585,7 @@ def _run_scenario(scenario: Scenario, args: argparse.Namespace, index: int) -> p
                 learners[f"{label} (all indicators)"] = cf.FairLearner(
                     fit,
                     target="Y",
-                    features=cf.inputs.Nodes(features, invariant_only=False),
+                    features=strategy(invariant_only=False),
                     n_samples=args.n_samples,
                     seed=args.seed,
                 ).fit(train)

@@ -21,6 +21,7 @@ from _seeds import shifted
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from test_decomposition import NOTES_TRUTH, given_fit, notes_rows, notes_scm
 
 import counterfair as cf
 from counterfair.audit import (
@@ -89,13 +90,9 @@ def test_conflicting_or_ignored_fit_args_raise() -> None:
     data = aux_data().drop(columns="K")
     with pytest.raises(ValueError, match="pass the seed once"):
         cf.FairLearner(aux_scm(), target="P", seed=shifted(1), fit_args={"seed": 0}).fit(data)
-    fake_fit: Any = object()
-    with pytest.raises(ValueError, match="would be ignored"):
-        cf.FairLearner(
-            fake_fit,
-            target="P",
-            fit_args={"chains": 1},
-        ).fit(data)
+    fit = given_fit(notes_scm(), notes_rows(200, seed=shifted(2)), NOTES_TRUTH, seed=shifted(3))
+    with pytest.raises(ValueError, match="would be ignored: the model is a Fit"):
+        cf.FairLearner(fit, target="Y", fit_args={"chains": 1}).fit(fit.data)  # no Stan
 
 
 def test_a_target_that_is_neither_node_nor_column_is_rejected() -> None:
