@@ -69,9 +69,7 @@ _ATTRIBUTES: dict[str, str] = {
     # files
     "load": "counterfair.io.load",
     "read_scm": "counterfair.io.scm_file",
-    "scm_from_dict": "counterfair.io.scm_file",
     "write_scm": "counterfair.io.scm_file",
-    "scm_to_dict": "counterfair.io.scm_document",
 }
 
 _MODULES: dict[str, str] = {
@@ -82,7 +80,11 @@ _MODULES: dict[str, str] = {
     "options": "counterfair.options",
 }
 
-__all__ = sorted([*_ATTRIBUTES, *_MODULES, "__version__"])
+_UNLISTED = frozenset({"options"})
+"""Modules importable as attributes (``cf.options``) but not public names: the options
+are read and set by ``get_options`` / ``set_options``. ``__version__`` is not listed either."""
+
+__all__ = sorted(name for name in [*_ATTRIBUTES, *_MODULES] if name not in _UNLISTED)
 
 
 def __getattr__(name: str) -> Any:

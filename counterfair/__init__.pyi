@@ -25,9 +25,7 @@ from counterfair.inference.loo import compare as compare
 from counterfair.inference.loo_pit import loo_pit as loo_pit
 from counterfair.inference.subsample_check import subsample_check as subsample_check
 from counterfair.io.load import load as load
-from counterfair.io.scm_document import scm_to_dict as scm_to_dict
 from counterfair.io.scm_file import read_scm as read_scm
-from counterfair.io.scm_file import scm_from_dict as scm_from_dict
 from counterfair.io.scm_file import write_scm as write_scm
 from counterfair.learn import inputs as inputs
 from counterfair.learn.baselines import BaselinePredictor as BaselinePredictor
@@ -80,7 +78,6 @@ __all__ = [
     "Prior",
     "Protected",
     "Smooth",
-    "__version__",
     "audit",
     "compare",
     "counterfactual_predictions",
@@ -93,11 +90,8 @@ __all__ = [
     "invariance_check",
     "load",
     "loo_pit",
-    "options",
     "plot_sensitivity",
     "read_scm",
-    "scm_from_dict",
-    "scm_to_dict",
     "sensitivity",
     "set_options",
     "subsample_check",

@@ -19,7 +19,7 @@ import pytest
 from _loans import SCM_YAML, loans
 
 import counterfair as cf
-from counterfair.io.scm_file import parse_yaml, scm_from_dict, scm_to_dict
+from counterfair.io.scm_file import parse_yaml
 from counterfair.model.data_levels import with_levels_from_data
 from counterfair.model.families import family_of
 
@@ -148,7 +148,7 @@ def test_a_level_family_without_levels_before_the_fit_says_so() -> None:
 def loans_scm() -> cf.SCM:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cf.errors.IdentificationWarning)
-        return scm_from_dict(parse_yaml(SCM_YAML))
+        return cf.SCM.from_dict(parse_yaml(SCM_YAML))
 
 
 def test_with_levels_from_data_records_every_level_and_logs_once_each() -> None:
@@ -176,7 +176,7 @@ def test_with_levels_from_data_records_every_level_and_logs_once_each() -> None:
         "\n".join(messages)
     )
     # the SCM file keeps them; read back it needs nothing from the data
-    again = scm_from_dict(scm_to_dict(resolved))
+    again = cf.SCM.from_dict(resolved.to_dict())
     assert again.specs == resolved.specs
     assert with_levels_from_data(again, loans(80)) is again
     assert resolved.stan_code() == scm.stan_code()  # the program does not change
@@ -188,7 +188,7 @@ def test_yaml_reads_yes_and_no_as_strings() -> None:
         "  y: {family: bernoulli, parents: [a], levels: [no, yes], positive: yes}\n"
         "  z: {family: normal, parents: [a], intercept: true}\n"
     )
-    scm = scm_from_dict(document)
+    scm = cf.SCM.from_dict(document)
     assert scm.specs["y"].levels == ("no", "yes")  # type: ignore[attr-defined]
     assert scm.specs["z"].intercept is True  # type: ignore[attr-defined]
 

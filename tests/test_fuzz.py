@@ -49,7 +49,7 @@ from hypothesis import strategies as st
 import counterfair as cf
 from counterfair.cli.commands import main
 from counterfair.inference.sampling import training_rows
-from counterfair.io.scm_file import parse_yaml, read_scm, scm_to_dict
+from counterfair.io.scm_file import parse_yaml, read_scm
 from counterfair.model.data_levels import with_levels_from_data
 from counterfair.stan.data import fit_data
 
@@ -102,7 +102,7 @@ def base_documents() -> list[dict[str, Any]]:
         resolved = with_levels_from_data(
             cf.read_scm(_write(parse_yaml(SCM_YAML), "yaml")), loans(60)
         )
-    documents += [scm_to_dict(scm), scm_to_dict(resolved)]
+    documents += [scm.to_dict(), resolved.to_dict()]
     return documents
 
 

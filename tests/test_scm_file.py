@@ -1,5 +1,6 @@
-"""The SCM file (counterfair.io.scm_document, counterfair.io.scm_file): JSON and YAML round
-trips of every test SCM, the published JSON Schema, and errors naming the JSON path."""
+"""The SCM file (counterfair.model.scm_document, counterfair.io.scm_file): JSON and YAML round
+trips of every test SCM, SCM.to_dict and SCM.from_dict, the published JSON Schema, and errors
+naming the JSON path."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from _models import (
 
 import counterfair as cf
 from counterfair import errors
-from counterfair.io.scm_document import FORMAT_VERSION, scm_schema
 from counterfair.io.scm_file import check_data_columns
+from counterfair.model.scm_document import FORMAT_VERSION, scm_schema
 
 BUILDERS = [aux_scm, families_scm, law_level2_scm, law_level3_scm, linear_gaussian_scm,
             mediation_scm]
@@ -43,11 +44,31 @@ def test_round_trip_keeps_graph_specs_and_program(
     assert back.stan_code() == scm.stan_code()
 
 
+@pytest.mark.parametrize("builder", BUILDERS, ids=lambda b: b.__name__)
+def test_to_dict_and_from_dict_round_trip(builder: object) -> None:
+    scm = builder()  # type: ignore[operator]
+    document = scm.to_dict()
+    assert json.loads(json.dumps(document)) == document  # JSON-ready
+    back = cf.SCM.from_dict(document)
+    assert type(back) is cf.SCM
+    assert back.specs == scm.specs
+    assert sorted(back.graph.edges) == sorted(scm.graph.edges)
+    assert back.to_dict() == document
+
+
+def test_from_dict_names_the_json_path() -> None:
+    document = law_level2_scm().to_dict()
+    document["nodes"]["LSAT"]["family"] = "poison"
+    with pytest.raises(errors.SCMError, match=r"nodes\.LSAT\.family"):
+        cf.SCM.from_dict(document)
+
+
 def test_published_schema_is_the_generated_one() -> None:
     text = resources.files("counterfair").joinpath("scm.schema.json").read_text()
     assert json.loads(text) == scm_schema(), (
         "regenerate counterfair/scm.schema.json: python -c 'import json; from "
-        "counterfair.io.scm_document import scm_schema; print(json.dumps(scm_schema(), indent=2))'"
+        "counterfair.model.scm_document import scm_schema; "
+        "print(json.dumps(scm_schema(), indent=2))'"
         " > counterfair/scm.schema.json"
     )
 
@@ -70,7 +91,7 @@ def test_hand_written_yaml(tmp_path: Path) -> None:
 
 
 def _document() -> dict[str, object]:
-    return cf.scm_to_dict(law_level2_scm())
+    return law_level2_scm().to_dict()
 
 
 def _read(tmp_path: Path, document: object) -> cf.SCM:

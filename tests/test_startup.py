@@ -132,6 +132,12 @@ print(json.dumps({"missing": sorted(set(cf.__all__) - listed), "wrong": wrong}))
         _ = cf.not_a_name
 
 
+def test_version_and_options_are_attributes_not_public_names() -> None:
+    assert "__version__" not in cf.__all__ and "options" not in cf.__all__
+    assert isinstance(cf.__version__, str)
+    assert cf.options.DEFAULT_CHUNK_BYTES > 0  # still importable as cf.options
+
+
 def stub_imports() -> dict[str, str]:
     """Name -> where the stub imports it from, in the tables' notation."""
     names = {}

@@ -156,12 +156,12 @@ class _SavedRun:
 
     def __init__(self, run: str) -> None:
         from counterfair.io.fit_folder import read_fit_parts, read_manifest
-        from counterfair.io.scm_file import scm_from_dict
+        from counterfair.model.scm import SCM
 
         self.folder = _fit_folder(run)
         read_manifest(self.folder)
         parts = read_fit_parts(self.folder)
-        self.scm = scm_from_dict(parts["scm"])
+        self.scm = SCM.from_dict(parts["scm"])
         info = parts["info"]
         self.levels: dict[str, tuple[str, ...]] = {
             node: tuple(levels) for node, levels in info["levels"].items()

@@ -3,7 +3,7 @@
 A saved fit is a folder::
 
     manifest.json   format, format version, counterfair version, kind, sha256 of every file
-    scm.json        the SCM document (:mod:`counterfair.io.scm_document`)
+    scm.json        the SCM document (:mod:`counterfair.model.scm_document`)
     fit.json        protected levels, seed, back end, seconds, max tree depth,
                     subsample record, method (nuts or pathfinder)
     posterior.nc    the arviz InferenceData (posterior, sample stats), netCDF (h5netcdf)
@@ -32,7 +32,6 @@ import pandas as pd
 
 from counterfair import atomic, errors
 from counterfair._version import __version__
-from counterfair.io.scm_document import scm_to_dict
 
 if TYPE_CHECKING:
     from counterfair.inference.fit import Fit
@@ -169,7 +168,7 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
 # ---------------------------------------------------------------------- fits
 def fill_fit(fit: Fit, folder: Path) -> None:
     """Write the files of a fit into ``folder`` (see the module docstring)."""
-    write_json(folder / "scm.json", scm_to_dict(fit.scm))
+    write_json(folder / "scm.json", fit.scm.to_dict())
     write_json(
         folder / "fit.json",
         {

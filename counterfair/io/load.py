@@ -29,11 +29,11 @@ from counterfair.io.fit_folder import (
     read_manifest,
 )
 from counterfair.io.learner_folder import ESTIMATORS
-from counterfair.io.scm_file import scm_from_dict
 from counterfair.learn import inputs
 from counterfair.learn.baselines import BaselinePredictor
 from counterfair.learn.fair import FairLearner
 from counterfair.model.encoding import Encoding
+from counterfair.model.scm import SCM
 
 TRUSTED_PREFIXES: tuple[str, ...] = ("sklearn.", "numpy.", "builtins.", "scipy.sparse.")
 """Modules whose types a saved skops file may name; anything else is refused."""
@@ -59,7 +59,7 @@ def _load_skops(path: Path) -> Any:
 # ---------------------------------------------------------------------- loading
 def _load_fit(folder: Path) -> Fit:
     parts = read_fit_parts(folder)
-    scm = scm_from_dict(parts["scm"])
+    scm = SCM.from_dict(parts["scm"])
     info = parts["info"]
     idata = az.from_netcdf(str(folder / "posterior.nc"), engine=NETCDF_ENGINE)
     idata.load()  # read everything now; the file may be moved or deleted later

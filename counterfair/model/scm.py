@@ -229,6 +229,33 @@ class SCM:
             graph.nodes[node][SPEC_KEY] = spec
         return SCM(graph, coding=self.coding)
 
+    # ------------------------------------------------------------------ the SCM document
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> SCM:
+        """Build an SCM from a document written by :meth:`to_dict` or by hand.
+
+        The document is the parsed SCM file (``docs/scm-file.md``; to read a file, use
+        :func:`counterfair.read_scm`), validated against its JSON Schema
+        (:mod:`counterfair.model.scm_document`).
+
+        Raises
+        ------
+        SCMError
+            Naming the node and key at fault: an unknown family or field, a parent
+            that is not a node, a newer format version, or anything the SCM itself
+            refuses (a cycle, a latent without child, ...).
+        """
+        from counterfair.model.scm_document import from_dict
+
+        return from_dict(document, cls)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The SCM as a JSON-ready document: what the SCM file holds and
+        :meth:`from_dict` reads back (:mod:`counterfair.model.scm_document`)."""
+        from counterfair.model.scm_document import to_dict
+
+        return to_dict(self)
+
     def parameter_names(self) -> list[str]:
         """Names of all structural parameters (as in the Stan program and the posterior)."""
         return [name for eq in self.equations.values() for name in eq.parameter_names()]

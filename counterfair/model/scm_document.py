@@ -1,4 +1,6 @@
-"""An SCM as a plain JSON document (the SCM file), and back.
+"""An SCM as a plain JSON document (the SCM file), and back: what
+:meth:`SCM.to_dict <counterfair.SCM.to_dict>` and
+:meth:`SCM.from_dict <counterfair.SCM.from_dict>` call.
 
 The document is what :meth:`counterfair.Fit.save` writes as ``scm.json`` and what a
 user may write by hand (JSON or YAML, :func:`counterfair.read_scm`)::
@@ -19,24 +21,34 @@ is: ``"protected"``, ``"latent"`` or an observed family (``"normal"``,
 ``"poisson"``, ...); the other keys are the fields of its spec
 (:class:`~counterfair.Protected`, :class:`~counterfair.Latent`,
 :class:`~counterfair.Normal`, ...), priors as ``{"family": "normal", "args": [0, 1]}``.
+A document read back is validated against the JSON Schema (:func:`scm_schema`); errors
+name the JSON path at fault (``nodes.LSAT.family``) and the reason. Reading and writing
+files is the ``io`` stage's (:mod:`counterfair.io.scm_file`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import jsonschema
+import networkx as nx
+
+from counterfair import errors
 from counterfair._version import __version__
 from counterfair.model.families import OBSERVED_FAMILIES
 from counterfair.model.nodes import plain
 from counterfair.model.specs import (
     PRIOR_FAMILIES,
     PROTECTED_KINDS,
+    SPEC_KEY,
     Latent,
     NodeSpec,
+    Prior,
     Protected,
 )
-from counterfair.model.terms import TERM_SCHEMA, term_document
+from counterfair.model.terms import TERM_SCHEMA, term_document, term_from_document
 
 if TYPE_CHECKING:
     from counterfair.model.scm import SCM
@@ -54,8 +66,6 @@ SPECIAL_FAMILIES: dict[str, type[NodeSpec]] = {"protected": Protected, "latent":
 def node_families() -> list[str]:
     """Every allowed value of a node's ``family``."""
     return [*SPECIAL_FAMILIES, *OBSERVED_FAMILIES]
-
-
 
 
 def spec_to_dict(spec: NodeSpec) -> dict[str, Any]:
@@ -79,8 +89,8 @@ def spec_to_dict(spec: NodeSpec) -> dict[str, Any]:
     return out
 
 
-def scm_to_dict(scm: SCM) -> dict[str, Any]:
-    """The SCM as a JSON-ready document (see the module docstring)."""
+def to_dict(scm: SCM) -> dict[str, Any]:
+    """The SCM as a JSON-ready document (see the module docstring); :meth:`SCM.to_dict`."""
     nodes: dict[str, Any] = {}
     graph = scm.graph
     for node in graph.nodes:
@@ -96,8 +106,6 @@ def scm_to_dict(scm: SCM) -> dict[str, Any]:
         "coding": scm.coding,
         "nodes": nodes,
     }
-
-
 
 
 # ---------------------------------------------------------------------- JSON Schema
@@ -198,3 +206,127 @@ def scm_schema() -> dict[str, Any]:
         "required": ["nodes"],
         "additionalProperties": False,
     }
+
+
+# ---------------------------------------------------------------------- reading back
+def _spec_from_dict(node: str, entry: Mapping[str, Any]) -> NodeSpec:
+    family = entry.get("family")
+    classes: dict[str, type[NodeSpec]] = {**SPECIAL_FAMILIES, **OBSERVED_FAMILIES}
+    if family not in classes:
+        raise errors.SCMError(
+            f"nodes.{node}.family: {family!r} is not one of {node_families()}"
+        )
+    cls = classes[str(family)]
+    fields = {item.name: item for item in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in entry.items():
+        if key in ("family", "parents"):
+            continue
+        if key not in fields:
+            raise errors.SCMError(
+                f"nodes.{node}.{key}: not a field of a {family} node; fields: {sorted(fields)}"
+            )
+        if key == "terms":
+            if not isinstance(value, list):
+                raise errors.SCMError(f"nodes.{node}.terms: a list of terms, got {value!r}")
+            value = tuple(
+                term_from_document(f"nodes.{node}.terms[{i}]", item)
+                for i, item in enumerate(value)
+            )
+        elif key.startswith("prior_"):
+            if not isinstance(value, Mapping) or set(value) != {"family", "args"}:
+                raise errors.SCMError(
+                    f"nodes.{node}.{key}: a prior is {{'family': ..., 'args': [...]}}, "
+                    f"got {value!r}"
+                )
+            try:
+                value = Prior(str(value["family"]), tuple(value["args"]))
+            except (TypeError, ValueError) as error:
+                raise errors.SCMError(f"nodes.{node}.{key}: {error}") from error
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[key] = value
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as error:
+        raise errors.SCMError(f"nodes.{node}: {error}") from error
+
+
+def _json_path(parts: Any) -> str:
+    return ".".join(str(part) for part in parts) or "(document)"
+
+
+def _check_version(document: Mapping[str, Any]) -> None:
+    version = document.get("format_version", FORMAT_VERSION)
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+        raise errors.SCMError(
+            f"format_version: this SCM document has format version {version}; this "
+            f"counterfair ({__version__}) reads versions up to {FORMAT_VERSION}; upgrade "
+            "counterfair"
+        )
+
+
+def validate_document(document: Any) -> None:
+    """Check an SCM document against the JSON Schema (:func:`scm_schema`).
+
+    Raises
+    ------
+    SCMError
+        Listing every violation as ``<JSON path>: <reason>``, e.g.
+        ``nodes.LSAT.family: 'poison' is not one of ['protected', ...]``.
+    """
+    if not isinstance(document, Mapping):
+        raise errors.SCMError(
+            f"(document): an SCM document is a mapping with 'nodes', got {type(document).__name__}"
+        )
+    _check_version(document)
+    validator = jsonschema.Draft202012Validator(scm_schema())
+    found = []
+    for error in validator.iter_errors(document):
+        while error.context:  # anyOf: the most relevant reason among the alternatives
+            best = jsonschema.exceptions.best_match(error.context)
+            if best is None:
+                break
+            error = best
+        found.append(error)
+    if found:
+        lines = sorted({f"{_json_path(e.absolute_path)}: {e.message}" for e in found})
+        raise errors.SCMError("invalid SCM document:\n  " + "\n  ".join(lines))
+
+
+def from_dict(document: Mapping[str, Any], cls: type[SCM]) -> SCM:
+    """An SCM of class ``cls`` from a document; :meth:`SCM.from_dict`.
+
+    Raises
+    ------
+    SCMError
+        Naming the node and key at fault: an unknown family or field, a parent
+        that is not a node, a newer format version, or anything the SCM itself
+        refuses (a cycle, a latent without child, ...).
+    """
+    validate_document(document)
+    nodes = document.get("nodes")
+    if not isinstance(nodes, Mapping) or not nodes:
+        raise errors.SCMError("nodes: an SCM document needs a non-empty mapping of nodes")
+    graph = nx.DiGraph()
+    for node, entry in nodes.items():
+        if not isinstance(entry, Mapping):
+            raise errors.SCMError(f"nodes.{node}: expected a mapping, got {entry!r}")
+        graph.add_node(str(node), **{SPEC_KEY: _spec_from_dict(str(node), entry)})
+    for node, entry in nodes.items():
+        parents = entry.get("parents", [])
+        if not isinstance(parents, list):
+            raise errors.SCMError(f"nodes.{node}.parents: expected a list, got {parents!r}")
+        for parent in parents:
+            if str(parent) not in graph:
+                raise errors.SCMError(
+                    f"nodes.{node}.parents: {parent!r} is not a node; nodes: {list(nodes)}"
+                )
+            graph.add_edge(str(parent), str(node))
+    try:
+        return cls(graph, coding=document.get("coding", "reference"))
+    except errors.SCMError as error:
+        message = str(error)
+        if message.startswith(("nodes", "coding")):
+            raise
+        raise errors.SCMError(f"nodes: {message}") from error
