@@ -55,13 +55,12 @@ from counterfair.audit import (
     consistency,
     flip_counterfactual,
     generalized_entropy_index,
-    reweighing_weights,
     shap_disparity,
-    shap_values,
     two_group_measures,
-    undersample,
 )
+from counterfair.audit.explanations import shap_values
 from counterfair.datasets import DATA_ENV_VAR, load_adult, load_compas
+from counterfair.learn.reweighing import reweighing_weights, undersample
 
 EQUAL_TOLERANCE = 1e-3
 """A measure within this distance of its fair value classifies a case as "equal"."""
@@ -339,7 +338,7 @@ def training_data(setting: Setting, scenario: str,
     if scenario == "reweighing":
         return X, y, reweighing_weights(a, y).to_numpy()
     d = {"undersampling_d0": 0.0, "undersampling_d-1": -1.0}[scenario]
-    rows, _ = undersample(a, y, privileged=1, d=d, seed=seed)
+    rows, _ = undersample(a, y, reference=1, d=d, seed=seed)
     return X.iloc[rows].reset_index(drop=True), y[rows], None
 
 

@@ -11,8 +11,9 @@ from _seeds import shifted
 from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 
-from counterfair.audit import shap_disparity, shap_values
+from counterfair.audit import shap_disparity
 from counterfair.audit._validation import BAD_CHOICE, NOT_A_COLUMN
+from counterfair.audit.explanations import shap_values
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ from matplotlib.patches import Rectangle
 
 from counterfair.audit import (
     consistency,
-    disparity_figure,
     find_subpopulations,
     flip_counterfactual,
     generalized_entropy_index,
@@ -29,6 +28,7 @@ from counterfair.audit import (
 )
 from counterfair.audit._validation import BAD_CHOICE, NO_PREDICTORS
 from counterfair.audit.explanations import ExplanationAudit
+from counterfair.audit.plotting import disparity_figure
 from counterfair.audit.report import EXPLANATION_MEASURES
 
 Data = tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]

@@ -28,9 +28,8 @@
   individual measures: attribute flip without an SCM, k-NN consistency, GE index with
   its between/within decomposition (:class:`EntropyIndex`).
 * :func:`class_balance` -- balance for the positive and negative class.
-* :func:`shap_values`, :func:`shap_disparity` -- SHAP-based discrimination measures
-  (Kernel, Tree, Linear SHAP via ``shap``).
-* :func:`reweighing_weights`, :func:`undersample` -- pre-processing mitigation.
+* :func:`shap_disparity` -- SHAP-based discrimination measures (Kernel, Tree, Linear
+  SHAP via ``shap``; the raw values behind it: ``explanations.shap_values``).
 * :func:`find_subpopulations` -- FairTest-style search for affected subpopulations.
 * :class:`GroupSpec`, :func:`monitor_disparate_impact`, :func:`perturbation_check` --
   monitor-style groups (values / ranges) and the perturbation check without an SCM.
@@ -45,19 +44,21 @@
 # measures behind :func:`dependence_measures` (``mutual_information``, ``g_test``, ...)
 # live in their modules (``counterfair.audit.classification``, ``.causal_report``,
 # ``.decomposition_result``, ``.dependence``, ...), where the API reference documents
-# them.
-from ._groups import reference_levels
+# them, as are the helpers ``plotting.disparity_figure`` (a figure) and
+# ``explanations.shap_values`` (the raw SHAP values). ``reference_levels`` (the reference
+# level of each protected attribute of a fit, for ``reference=``) is a helper too: an
+# attribute of the package, not in ``__all__``. Pre-processing mitigation (reweighing,
+# undersampling) is with the learners: :mod:`counterfair.learn.reweighing`.
+from ._groups import reference_levels as reference_levels
 from .balance import class_balance
 from .causal import counterfactual_fairness
 from .classification import group_metrics
 from .decomposition import decompose
 from .dependence import dependence_measures
-from .explanations import shap_disparity, shap_values
+from .explanations import shap_disparity
 from .impact import disparate_impact
 from .individual import consistency, flip_counterfactual, generalized_entropy_index
-from .mitigation import reweighing_weights, undersample
 from .monitors import GroupSpec, monitor_disparate_impact, perturbation_check
-from .plotting import disparity_figure
 from .regression import regression_metrics
 from .report import write_report
 from .sfm import decompose_sfm
@@ -78,7 +79,6 @@ __all__ = [
     "decompose_sfm",
     "dependence_measures",
     "disparate_impact",
-    "disparity_figure",
     "find_subpopulations",
     "fit_sfm",
     "flip_counterfactual",
@@ -86,14 +86,10 @@ __all__ = [
     "group_metrics",
     "monitor_disparate_impact",
     "perturbation_check",
-    "reference_levels",
     "regression_metrics",
-    "reweighing_weights",
     "sfm_predictor",
     "shap_disparity",
-    "shap_values",
     "split_sfm",
     "two_group_measures",
-    "undersample",
     "write_report",
 ]

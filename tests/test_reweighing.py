@@ -1,4 +1,4 @@
-"""Tests of reweighing and parametrised undersampling."""
+"""Tests of reweighing and parametrised undersampling (counterfair.learn.reweighing)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,14 @@ import numpy as np
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import reweighing_weights, undersample
-from counterfair.audit._validation import NO_POSITIVES, OUT_OF_RANGE
-from counterfair.audit.mitigation import undersampling_targets
+from counterfair.learn.reweighing import (
+    GROUP_NOT_FOUND,
+    NO_POSITIVES,
+    OUT_OF_RANGE,
+    reweighing_weights,
+    undersample,
+    undersampling_targets,
+)
 
 
 @pytest.fixture
@@ -72,26 +77,26 @@ def _rates(a: np.ndarray, y: np.ndarray, rows: np.ndarray) -> tuple[float, float
 
 def test_d_one_leaves_the_data_unchanged(data: tuple[np.ndarray, np.ndarray]) -> None:
     a, y = data
-    rows, plan = undersample(a, y, privileged="M", d=1.0)
+    rows, plan = undersample(a, y, reference="M", d=1.0)
     np.testing.assert_array_equal(rows, np.arange(a.size))
-    assert plan.target_privileged == pytest.approx(plan.rate_privileged)
-    assert plan.target_unprivileged == pytest.approx(plan.rate_unprivileged)
+    assert plan.target_reference == pytest.approx(plan.rate_reference)
+    assert plan.target_other == pytest.approx(plan.rate_other)
 
 
 def test_d_zero_equalises_and_minus_one_reverses(data: tuple[np.ndarray, np.ndarray]) -> None:
     a, y = data
     before = _rates(a, y, np.arange(a.size))
-    rows, plan = undersample(a, y, privileged="M", d=0.0, seed=shifted(3))
+    rows, plan = undersample(a, y, reference="M", d=0.0, seed=shifted(3))
     after = _rates(a, y, rows)
     assert after[0] == pytest.approx(y.mean(), abs=2e-3)
     assert after[1] == pytest.approx(y.mean(), abs=2e-3)
     assert plan.rate_overall == pytest.approx(y.mean())
     assert np.unique(rows).size == rows.size  # no duplicates
-    rows_r, _ = undersample(a, y, privileged="M", d=-1.0, seed=shifted(3))
+    rows_r, _ = undersample(a, y, reference="M", d=-1.0, seed=shifted(3))
     reversed_rates = _rates(a, y, rows_r)
     assert reversed_rates[0] == pytest.approx(before[1], abs=2e-3)
     assert reversed_rates[1] == pytest.approx(before[0], abs=2e-3)
-    again, _ = undersample(a, y, privileged="M", d=-1.0, seed=shifted(3))
+    again, _ = undersample(a, y, reference="M", d=-1.0, seed=shifted(3))
     np.testing.assert_array_equal(rows_r, again)
 
 
@@ -99,16 +104,28 @@ def test_undersampling_cannot_raise_a_rate_without_positives() -> None:
     a = np.array(["M"] * 6 + ["F"] * 4)
     y = np.array([1, 1, 1, 0, 0, 0, 0, 0, 0, 0])
     with pytest.raises(ValueError, match=re.escape(NO_POSITIVES.format(
-            group="not M", attribute="protected", label="positive", target=0.3))):
-        undersample(a, y, privileged="M", d=0.0)
+            group="not M", attribute="attribute", label="positive", target=0.3))):
+        undersample(a, y, reference="M", d=0.0)
 
 
 def test_extreme_rates_give_targets_inside_the_unit_interval() -> None:
-    # PR_F = 0.95, PR_U = 0.05, small privileged group: f(d) dips below 0 near d = -0.6
+    # PR_F = 0.95, PR_U = 0.05, small reference group: f(d) dips below 0 near d = -0.6
     a = np.array(["M"] * 20 + ["F"] * 200)
     y = np.array([1] * 19 + [0] + [1] * 10 + [0] * 190)
     f, _ = undersampling_targets(0.95, 0.05, 29 / 220, -0.6)
     assert f < 0
-    rows, plan = undersample(a, y, privileged="M", d=-0.6)
-    assert plan.target_privileged == 0.0
+    rows, plan = undersample(a, y, reference="M", d=-0.6)
+    assert plan.target_reference == 0.0
     assert y[rows][a[rows] == "M"].tolist() == [0]  # only the negative is kept
+
+
+def test_the_reference_group_must_be_there_and_not_alone() -> None:
+    a = np.array(["M"] * 6 + ["F"] * 4)
+    y = np.array([1, 0, 1, 0, 1, 0, 1, 0, 1, 0])
+    with pytest.raises(ValueError, match=re.escape(GROUP_NOT_FOUND.format(
+            name="reference group", group="X", where="attribute", available="['F', 'M']"))):
+        undersample(a, y, reference="X", d=0.0)
+    with pytest.raises(ValueError, match="every individual belongs to reference group 'M'"):
+        undersample(np.array(["M"] * 10), y, reference="M", d=0.0)
+    with pytest.raises(ValueError, match="y_true has length 3 but attribute has length 10"):
+        reweighing_weights(a, y[:3])
