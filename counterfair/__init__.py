@@ -56,7 +56,6 @@ _ATTRIBUTES: dict[str, str] = {
     "falsify": "counterfair.audit.falsification",
     # counterfactuals
     "counterfactual_predictions": "counterfair.counterfactual.prediction",
-    "plot_sensitivity": "counterfair.counterfactual.sensitivity",
     "sensitivity": "counterfair.counterfactual.sensitivity",
     # learners
     "BaselinePredictor": "counterfair.learn.baselines",

@@ -16,7 +16,6 @@ from counterfair.audit.falsification import falsify as falsify
 from counterfair.counterfactual.prediction import (
     counterfactual_predictions as counterfactual_predictions,
 )
-from counterfair.counterfactual.sensitivity import plot_sensitivity as plot_sensitivity
 from counterfair.counterfactual.sensitivity import sensitivity as sensitivity
 from counterfair.inference.abduction_result import Abduction as Abduction
 from counterfair.inference.fit import Fit as Fit
@@ -90,7 +89,6 @@ __all__ = [
     "invariance_check",
     "load",
     "loo_pit",
-    "plot_sensitivity",
     "read_scm",
     "sensitivity",
     "set_options",

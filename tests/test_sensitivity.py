@@ -26,7 +26,11 @@ from _seeds import shifted
 
 import counterfair as cf
 from counterfair.counterfactual.frames import counterfactual_frame
-from counterfair.counterfactual.sensitivity import prior_scale_weights, shifted_frame
+from counterfair.counterfactual.sensitivity import (
+    plot_sensitivity,
+    prior_scale_weights,
+    shifted_frame,
+)
 
 pytestmark = pytest.mark.stan
 
@@ -142,7 +146,7 @@ def test_plot_and_bad_input(lg_fit: cf.Fit, rows: pd.DataFrame, tmp_path: Path) 
         lg_fit, rows.iloc[:10], {"X": _x}, attribute="A", rho=(0.0, 0.5), n_samples=10,
         seed=shifted(1),
     )
-    path = cf.plot_sensitivity(table, tmp_path / "s.png")
+    path = plot_sensitivity(table, tmp_path / "s.png")
     assert path.stat().st_size > 1000 and not list(tmp_path.glob("*.tmp.png"))
     with pytest.raises(cf.errors.SCMError, match="'X' is not a protected"):
         cf.sensitivity(lg_fit, rows, {"X": _x}, attribute="X")
