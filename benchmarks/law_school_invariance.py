@@ -104,7 +104,7 @@ def main() -> None:
     for judge_name, judge in (("invariant", base), ("group-specific", grouped)):
         for name, learner in fair_k.items():
             moved = cf.counterfactual_predictions(
-                judge, rows.drop(columns="ZFYA"), {"race": "White"}, learner
+                judge, rows.drop(columns="ZFYA"), learner, do={"race": "White"}
             )
             change = float(moved["change"].abs().mean())
             for record in results:

@@ -593,7 +593,7 @@ def _run_scenario(scenario: Scenario, args: argparse.Namespace, index: int) -> p
             factual = np.asarray(learner.predict(x_test), dtype=float)
             moved = np.asarray(learner.predict(x_twin), dtype=float)
             audit = cf.counterfactual_predictions(
-                fit, x_test, do, learner, n_samples=args.n_samples, seed=args.seed
+                fit, x_test, learner, do=do, n_samples=args.n_samples, seed=args.seed
             )
             rows.append({
                 "learner": label, "declaration": declaration,
@@ -608,7 +608,7 @@ def _run_scenario(scenario: Scenario, args: argparse.Namespace, index: int) -> p
             # the audit hands a plain predictor each world's rows (no latents): it
             # abducts K again from each world's T1, T2 (20 samples per frame row)
             audit = cf.counterfactual_predictions(
-                fit, x_test, do, functools.partial(subset.predict, n_samples=20),
+                fit, x_test, functools.partial(subset.predict, n_samples=20), do=do,
                 n_samples=20, seed=args.seed,
             )
             rows.append({
@@ -621,7 +621,7 @@ def _run_scenario(scenario: Scenario, args: argparse.Namespace, index: int) -> p
         # the unfair reference does not depend on the declaration, its audit does: the
         # audit of a predictor that uses descendants is right only where the fit is
         audit = cf.counterfactual_predictions(
-            fit, x_test, do, full.predict, n_samples=args.n_samples, seed=args.seed
+            fit, x_test, full.predict, do=do, n_samples=args.n_samples, seed=args.seed
         )
         rows.append({
             "learner": "Full (LS)", "declaration": declaration,

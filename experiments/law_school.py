@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair.counterfactual.frames import counterfactual_frame
-from counterfair.counterfactual.prediction import counterfactual_predictions
+from counterfair.counterfactual.prediction import frame_predictions
 from counterfair.datasets.law_school import law_school_split, law_school_subsample, load_law_school
 from counterfair.datasets.law_school_models import law_school_level2, law_school_level3
 from counterfair.errors import ConvergenceWarning, ScaleWarning
@@ -624,7 +624,7 @@ def counterfactual_study(
             fit, abduction.take_rows(mask), {attribute: swapped}, seed=config.seed
         )
         for name, predictor in predictors.items():
-            result = counterfactual_predictions(fit, test, {}, predictor, frame=frame)
+            result = frame_predictions(fit, frame, predictor)
             change = result["change"].abs().to_numpy()
             summary.append(
                 {

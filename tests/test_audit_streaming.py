@@ -26,7 +26,7 @@ from counterfair.audit import counterfactual_fairness
 from counterfair.audit.causal import ROW_COLUMNS, SUMMARY_COLUMNS
 from counterfair.audit.streaming import ChangeStats, HistogramSketch
 from counterfair.counterfactual.frames import counterfactual_frame
-from counterfair.counterfactual.prediction import counterfactual_predictions
+from counterfair.counterfactual.prediction import frame_predictions
 from counterfair.options import MIN_CHUNK_BYTES
 
 EXACT = 1e-12
@@ -171,9 +171,7 @@ def test_changes_only_on_request_and_as_the_whole_frame_computes_them(fitted):
     mask = (rows["race"].astype(str) != "Black").to_numpy()
     subset = abduction.take_rows(mask)
     frame = counterfactual_frame(fit, subset, {"race": "Black"}, seed=shifted(3))
-    direct = counterfactual_predictions(
-        fit, rows[mask], {}, _predictor, frame=frame, abduction=subset
-    )
+    direct = frame_predictions(fit, frame, _predictor, abduction=subset)
     got = report.changes[report.changes["to_level"] == "Black"].reset_index(drop=True)
     for column in ("row", "sample", "factual", "counterfactual", "change"):
         np.testing.assert_array_equal(got[column].to_numpy(), direct[column].to_numpy())
@@ -301,9 +299,7 @@ def test_audit_by_world_equals_the_counterfactual_frame_for_every_family(
         mask = (rows["A"].astype(str) != level).to_numpy()
         subset = abduction.take_rows(mask)
         frame = counterfactual_frame(fit, subset, {"A": level}, seed=shifted(5), coupling=coupling)
-        direct = counterfactual_predictions(
-            fit, rows[mask], {}, _every_column, frame=frame, abduction=subset
-        )
+        direct = frame_predictions(fit, frame, _every_column, abduction=subset)
         got = report.changes[report.changes["to_level"] == level].reset_index(drop=True)
         assert len(got) == mask.sum() * 8
         for column in ("row", "sample", "factual", "counterfactual", "change"):

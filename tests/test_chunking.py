@@ -356,7 +356,7 @@ def test_counterfactual_predictions_do_not_depend_on_the_chunks(
 
     def compute() -> pd.DataFrame:
         return cf.counterfactual_predictions(
-            fit, new, {"A": "b"}, predictor, n_samples=20, seed=shifted(5)
+            fit, new, predictor, do={"A": "b"}, n_samples=20, seed=shifted(5)
         )
 
     results = list(_for_each_size(compute, count_chunks))
@@ -369,7 +369,7 @@ def test_counterfactual_predictions_do_not_depend_on_the_chunks(
     with cf.set_options(chunk_bytes=7 * options.MIN_CHUNK_BYTES):
         parts = list(
             iter_counterfactual_predictions(
-                fit, new, {"A": "b"}, predictor, n_samples=20, seed=shifted(5)
+                fit, new, predictor, do={"A": "b"}, n_samples=20, seed=shifted(5)
             )
         )
     assert len(parts) > 1 and all("position" in p.columns for p in parts)
@@ -377,7 +377,7 @@ def test_counterfactual_predictions_do_not_depend_on_the_chunks(
     # a chunk computed alone, far from the others, holds the same numbers
     alone = Rows.from_frame(new.iloc[50:55], positions=np.arange(50, 55))
     chunk = counterfactual_predictions_chunk(
-        fit, alone, {"A": "b"}, predictor, n_samples=20, seed=shifted(5)
+        fit, alone, predictor, do={"A": "b"}, n_samples=20, seed=shifted(5)
     )
     expected = first[first["row"].isin(new.index[50:55])].reset_index(drop=True)
     pd.testing.assert_frame_equal(chunk.drop(columns="position"), expected)

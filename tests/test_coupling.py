@@ -31,6 +31,7 @@ from scipy.stats import chi2, nbinom, poisson
 import counterfair as cf
 from counterfair.counterfactual import action as counterfactual
 from counterfair.counterfactual.action import COUPLINGS, Coupling, propagate
+from counterfair.counterfactual.prediction import frame_predictions
 from counterfair.inference.fit import Abduction
 from counterfair.model.params import ParamDraws
 from counterfair.model.specs import Observed
@@ -640,15 +641,17 @@ def test_audit_and_predictions_take_the_coupling(stan_backend: str) -> None:
             coupling="both",  # type: ignore[arg-type]
         )
     frame = fit.counterfactual(rows, {"A": "b"}, abduction=training, coupling="redraw")
-    with pytest.raises(ValueError, match="computed with coupling='redraw'"):
-        cf.counterfactual_predictions(fit, rows, {}, predictor, frame=frame, coupling="monotone")
-    same = cf.counterfactual_predictions(fit, rows, {}, predictor, frame=frame, coupling="redraw")
+    same = frame_predictions(fit, frame, predictor)  # the predictions of a redraw frame
     assert len(same) == len(frame) // 2
-    # without a frame the coupling reaches the counterfactual it computes
+    # counterfactual_predictions computes the monotone counterfactual, chunk by chunk
+    monotone = fit.counterfactual(rows, {"A": "b"}, abduction=training, coupling="monotone")
     again = cf.counterfactual_predictions(
-        fit, rows, {"A": "b"}, predictor, abduction=training, coupling="redraw"
+        fit, rows, predictor, do={"A": "b"}, abduction=training
     )
-    np.testing.assert_array_equal(again["change"], same["change"])
+    np.testing.assert_array_equal(
+        again["change"], frame_predictions(fit, monotone, predictor)["change"]
+    )
+    assert not np.array_equal(again["change"], same["change"])
     # the audit of a user-given intervention (do=) takes it too
     by_do = {
         coupling: cf.audit.counterfactual_fairness(

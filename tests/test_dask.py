@@ -492,11 +492,11 @@ def test_flip_test_predicts_the_flipped_rows_at_their_global_positions(models):
 def test_counterfactual_predictions_write_parquet(client, models, tmp_path):
     fit, rows, _, full, _ = models
     levels = np.where(np.arange(len(rows)) % 2, "Black", "Asian")  # one level per row
-    expected = cf.counterfactual_predictions(fit, rows, {"race": levels}, full, n_samples=10)
+    expected = cf.counterfactual_predictions(fit, rows, full, do={"race": levels}, n_samples=10)
     expected = expected.sort_values(["row", "sample"], ignore_index=True)
     for n, ddf in frames(rows).items():
         out = cf.counterfactual_predictions(
-            fit, ddf, {"race": levels}, full, n_samples=10, rows_out=tmp_path / f"cf{n}"
+            fit, ddf, full, do={"race": levels}, n_samples=10, rows_out=tmp_path / f"cf{n}"
         )
         got = out.compute().sort_values(["row", "sample"], ignore_index=True)
         np.testing.assert_allclose(got["change"], expected["change"], rtol=0, atol=1e-12)
@@ -509,19 +509,19 @@ def test_counterfactual_predictions_write_parquet(client, models, tmp_path):
         cf.errors.DataError, match="not empty; choose a new folder or pass overwrite"
     ):
         cf.counterfactual_predictions(
-            fit, dd.from_pandas(rows, npartitions=1), {"race": "Black"}, full,
+            fit, dd.from_pandas(rows, npartitions=1), full, do={"race": "Black"},
             n_samples=10, rows_out=tmp_path / "cf1",
         )
     (tmp_path / "cf1" / "stale.txt").write_text("from an older run")
     cf.counterfactual_predictions(
-        fit, dd.from_pandas(rows, npartitions=1), {"race": "Black"}, full,
+        fit, dd.from_pandas(rows, npartitions=1), full, do={"race": "Black"},
         n_samples=10, rows_out=tmp_path / "cf1", overwrite=True,
     )
     assert sorted(p.name for p in (tmp_path / "cf1").iterdir()) == ["part.00000.parquet"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left over
     with pytest.raises(ValueError, match="give rows_out= a folder"):
         cf.counterfactual_predictions(
-            fit, dd.from_pandas(rows, npartitions=1), {"race": "Black"}, full, n_samples=10
+            fit, dd.from_pandas(rows, npartitions=1), full, do={"race": "Black"}, n_samples=10
         )
 
 

@@ -9,6 +9,7 @@ MCMC abduction program for the same parameter set. Tests without Stan use a
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from typing import Any
@@ -44,6 +45,7 @@ from scipy import integrate, stats
 import counterfair as cf
 from counterfair.inference import exact_abduction as ea
 from counterfair.inference import latent_problem as lp
+from counterfair.inference.abduct import MCMCAbduction
 from counterfair.inference.diagnostics import Diagnostics
 from counterfair.model.encoding import Encoding
 from counterfair.model.params import ParamDraws
@@ -294,7 +296,7 @@ def test_exact_draws_follow_the_posterior_of_a_row_with_count_and_binary_childre
 
 
 # ---------------------------------------------------------------------- (d) applicability
-def test_unsupported_scm_names_the_node_and_mcmc_settings_with_exact_raise() -> None:
+def test_unsupported_scm_names_the_node_and_bad_mcmc_settings_raise() -> None:
     scm = two_latent_scm()
     assert lp.unsupported_node(scm, ("X", "Y", "Z")) == "X"
     assert not lp.supports_exact(scm, ("X", "Y", "Z"))
@@ -324,11 +326,22 @@ def test_unsupported_scm_names_the_node_and_mcmc_settings_with_exact_raise() -> 
 
     lg = fixed_fit(linear_gaussian_scm(), linear_gaussian_data(), LG_TRUTH)
     rows = linear_gaussian_data().iloc[:5]
-    for setting in ({"chains": 2}, {"warmup": 100}, {"draws": 50}):
-        with pytest.raises(ValueError, match=f"MCMC setting.*{next(iter(setting))}.*'exact'"):
-            lg.abduct(rows, engine="exact", **setting)
-    with pytest.raises(ValueError, match="engine must be"):
+    # the MCMC settings live in the MCMC engine, checked when made: none reach "exact"
+    for setting, message in (
+        ({"chains": 0}, "chains must be a positive integer, got 0"),
+        ({"warmup": -1}, "warmup must be an integer of at least 0, got -1"),
+        ({"draws": 2.5}, "draws must be a positive integer, got 2.5"),
+        ({"chains": True}, "chains must be a positive integer, got True"),
+        ({"progress": "no"}, "progress must be True, False or None, got 'no'"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(f"MCMCAbduction: {message}")):
+            MCMCAbduction(**setting)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        MCMCAbduction().chains = 4  # type: ignore[misc]
+    with pytest.raises(ValueError, match="engine must be 'auto', 'exact', 'mcmc' or an MCMCAb"):
         lg.abduct(rows, engine="gibbs")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="engine must be"):
+        lg.abduction_is_exact(rows, engine={"chains": 2})  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------- (e) reproducibility
@@ -377,8 +390,8 @@ def test_layout_pairs_samples_with_parameter_sets() -> None:
 def _assert_exact_matches_mcmc(fit: cf.Fit, rows: pd.DataFrame, condition_on: list[str]) -> None:
     exact = fit.abduct(rows, condition_on=condition_on, engine="exact", n_samples=4000,
         seed=shifted(3))
-    mcmc = fit.abduct(rows, condition_on=condition_on, engine="mcmc", chains=4, draws=1000,
-        seed=shifted(3))
+    mcmc = fit.abduct(rows, condition_on=condition_on,
+        engine=MCMCAbduction(chains=4, draws=1000), seed=shifted(3))
     assert (exact.engine, mcmc.engine) == ("exact", "mcmc")
     for name in fit.scm.parameter_names():  # the same parameter set: the posterior mean
         np.testing.assert_array_equal(np.unique(exact.params[name], axis=0), mcmc.params[name][:1])

@@ -113,7 +113,7 @@ def test_fair_predictions_do_not_move_in_any_counterfactual_world(
     learner: FairLearner = request.getfixturevalue(which)
     for do in _other_level_dos(test_rows):
         result = counterfactual_predictions(
-            learner.scm_fit_, test_rows, do, learner, n_samples=20, seed=shifted(1)
+            learner.scm_fit_, test_rows, learner, do=do, n_samples=20, seed=shifted(1)
         )
         assert len(result) == 20 * N_TEST
         assert list(result.columns[:5]) == ["row", "sample", "factual", "counterfactual", "change"]
@@ -128,8 +128,9 @@ def test_unfair_baselines_move_when_race_changes(
 ) -> None:
     predictor = make(law_fit.scm, "ZFYA").fit(train)  # type: ignore[operator]
     for do in _other_level_dos(test_rows)[:2]:
-        result = counterfactual_predictions(law_fit, test_rows, do, predictor, n_samples=20,
-            seed=shifted(2))
+        result = counterfactual_predictions(
+            law_fit, test_rows, predictor, do=do, n_samples=20, seed=shifted(2)
+        )
         assert result["change"].abs().mean() > 0.05
     expected_columns = (
         ["race", "sex", "UGPA", "LSAT"] if make is full_predictor else ["UGPA", "LSAT"]
@@ -230,7 +231,7 @@ def test_non_descendant_features_on_an_scm_that_has_one() -> None:
     np.testing.assert_allclose(probabilities, direct, atol=1e-12)
     flipped = np.where(rows["race"].astype(str) == AUX_RACES[0], AUX_RACES[1], AUX_RACES[0])
     result = counterfactual_predictions(
-        learner.scm_fit_, rows, {"race": flipped}, learner, n_samples=10, seed=shifted(1)
+        learner.scm_fit_, rows, learner, do={"race": flipped}, n_samples=10, seed=shifted(1)
     )
     np.testing.assert_array_equal(result["change"].to_numpy(), 0.0)
 

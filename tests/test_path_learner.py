@@ -24,7 +24,7 @@ from _seeds import shifted
 import counterfair as cf
 from counterfair import errors
 from counterfair.counterfactual.path_features import corrected_inputs
-from counterfair.counterfactual.prediction import counterfactual_predictions
+from counterfair.counterfactual.prediction import counterfactual_predictions, frame_predictions
 
 pytestmark = pytest.mark.stan
 
@@ -101,18 +101,16 @@ def test_learner_inputs_and_prediction(learner: cf.FairLearner, zeros: pd.DataFr
 def test_path_specific_change_is_zero_and_total_change_is_the_fair_effect(
     fit: cf.Fit, learner: cf.FairLearner, zeros: pd.DataFrame, abduction: cf.Abduction
 ) -> None:
-    specific = counterfactual_predictions(
-        fit, zeros, {"A": "1"}, learner, abduction=abduction, unfair_paths=UNFAIR
-    )
+    unfair = fit.counterfactual(None, {"A": "1"}, abduction=abduction, unfair_paths=UNFAIR)
+    specific = frame_predictions(fit, unfair, learner, abduction=abduction)
     assert np.abs(specific["change"].to_numpy()).max() < EXACT
-    total = counterfactual_predictions(fit, zeros, {"A": "1"}, learner, abduction=abduction)
+    total = counterfactual_predictions(fit, zeros, learner, do={"A": "1"}, abduction=abduction)
     weight_l = learner.estimator_.coef_[learner.feature_names_.index("L")]
     expected = weight_l * np.repeat(_coef(abduction, "beta_L_A"), N_ROWS)
     np.testing.assert_allclose(total["change"].to_numpy(), expected, atol=EXACT, rtol=0)
     assert np.abs(expected).min() > 1e-3  # the fair path does move it
-    fair = counterfactual_predictions(
-        fit, zeros, {"A": "1"}, learner, abduction=abduction, unfair_paths=FAIR
-    )
+    fair_frame = fit.counterfactual(None, {"A": "1"}, abduction=abduction, unfair_paths=FAIR)
+    fair = frame_predictions(fit, fair_frame, learner, abduction=abduction)
     np.testing.assert_allclose(fair["change"], total["change"], atol=EXACT, rtol=0)
 
 
@@ -126,7 +124,7 @@ def test_every_path_corrected_makes_the_total_change_zero(
         n_samples=5,
         seed=shifted(1),
     ).fit(data)
-    total = counterfactual_predictions(fit, zeros, {"A": "1"}, learner, abduction=abduction)
+    total = counterfactual_predictions(fit, zeros, learner, do={"A": "1"}, abduction=abduction)
     assert np.abs(total["change"].to_numpy()).max() < EXACT
 
 
@@ -209,9 +207,7 @@ def test_audit_and_prediction_errors(
 ) -> None:
     frame = fit.counterfactual(None, {"A": "1"}, abduction=abduction, unfair_paths=UNFAIR)
     with pytest.raises(ValueError, match="pass abduction= with frame="):
-        counterfactual_predictions(fit, zeros, {}, learner, frame=frame)
-    with pytest.raises(ValueError, match="unfair_paths= is ignored when frame= is given"):
-        counterfactual_predictions(fit, zeros, {}, learner, frame=frame, unfair_paths=UNFAIR)
+        frame_predictions(fit, frame, learner)
     with pytest.raises(errors.SCMError, match="coupling='monotone'"):
         cf.audit.counterfactual_fairness(
             fit, zeros, learner, unfair_paths=UNFAIR, coupling="redraw", abduction=abduction

@@ -101,8 +101,9 @@ def test_one_check_per_fit_and_per_counterfactual_run(
         seed=shifted(32),
     ).fit(data)
     counts.clear()
-    moved = cf.counterfactual_predictions(fit, data.drop(columns="Y").iloc[:50], {"A": "1"},
-                                          fair, n_samples=20, seed=shifted(33))
+    moved = cf.counterfactual_predictions(
+        fit, data.drop(columns="Y").iloc[:50], fair, do={"A": "1"}, n_samples=20, seed=shifted(33)
+    )
     assert counts["check"] == 1, counts
     assert counts["codes"] == 1, counts
     assert counts["parse X"] == 1 and counts["parse Y"] == 0, counts

@@ -37,7 +37,9 @@ from sklearn.linear_model import LogisticRegression
 
 import counterfair as cf
 from counterfair import errors
+from counterfair.inference.abduct import MCMCAbduction
 from counterfair.io.fit_folder import MANIFEST, sha256
+from counterfair.io.learner_folder import abduction_args_of, abduction_document
 
 # save and load of every back end's posterior
 pytestmark = [pytest.mark.stan, pytest.mark.every_backend]
@@ -103,10 +105,12 @@ def test_counterfactual_audit_is_identical_after_loading(
     assert isinstance(loaded, cf.FairLearner)
     rows = data.iloc[:40]
     before = cf.audit.counterfactual_fairness(
-        fit, rows, learner, n_samples=15, seed=shifted(3), keep_samples=True
+        fit, rows, learner,
+        settings=cf.audit.AuditSettings(n_samples=15, seed=shifted(3), keep_samples=True),
     )
     after = cf.audit.counterfactual_fairness(
-        loaded.scm_fit_, rows, loaded, n_samples=15, seed=shifted(3), keep_samples=True
+        loaded.scm_fit_, rows, loaded,
+        settings=cf.audit.AuditSettings(n_samples=15, seed=shifted(3), keep_samples=True),
     )
     pd.testing.assert_frame_equal(before.rows, after.rows)
     pd.testing.assert_frame_equal(before.by_group, after.by_group)
@@ -162,12 +166,24 @@ def test_learner_round_trip_every_level(level: str, tmp_path: Path, stan_backend
     protected = fit.scm.protected[0]
     other = fit.encoding.levels[protected][1]
     before = cf.counterfactual_predictions(
-        fit, rows, {protected: other}, learner, n_samples=20, seed=shifted(4)
+        fit, rows, learner, do={protected: other}, n_samples=20, seed=shifted(4)
     )
     after = cf.counterfactual_predictions(
-        loaded.scm_fit_, rows, {protected: other}, loaded, n_samples=20, seed=shifted(4)
+        loaded.scm_fit_, rows, loaded, do={protected: other}, n_samples=20, seed=shifted(4)
     )
     pd.testing.assert_frame_equal(before, after)
+
+
+def test_learner_abduction_args_keep_the_mcmc_engine_as_json() -> None:
+    engine = MCMCAbduction(chains=3, warmup=50, draws=40, progress=False)
+    args = {"condition_on": ["Z"], "method": "draws", "engine": engine}
+    document = json.loads(json.dumps(abduction_document(args)))
+    assert document["engine"] == {
+        "MCMCAbduction": {"chains": 3, "warmup": 50, "draws": 40, "progress": False}
+    }
+    assert abduction_args_of(document) == args
+    assert abduction_args_of(abduction_document({"engine": "exact"})) == {"engine": "exact"}
+    assert abduction_document(None) is None and abduction_args_of(None) is None
 
 
 def test_baseline_round_trip(tmp_path: Path) -> None:

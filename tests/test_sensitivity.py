@@ -26,6 +26,7 @@ from _seeds import shifted
 
 import counterfair as cf
 from counterfair.counterfactual.frames import counterfactual_frame
+from counterfair.counterfactual.prediction import frame_predictions
 from counterfair.counterfactual.sensitivity import (
     plot_sensitivity,
     prior_scale_weights,
@@ -68,12 +69,11 @@ def test_shift_moves_x_by_lambda_rho_delta_and_a_latent_learner_by_its_coefficie
     rho = 0.7
     delta = np.where(rows["A"].astype(str) == "1", -1.0, 1.0)  # c: "0" -> 0, "1" -> 1
     do = {"A": np.where(rows["A"].astype(str) == "1", "0", "1")}
-    base = cf.counterfactual_predictions(
-        lg_fit, rows, {}, _x, frame=shifted_frame(lg_fit, abduction, do, {}, seed=shifted(1))
+    base = frame_predictions(
+        lg_fit, shifted_frame(lg_fit, abduction, do, {}, seed=shifted(1)), _x
     )
-    moved = cf.counterfactual_predictions(
-        lg_fit, rows, {}, _x,
-        frame=shifted_frame(lg_fit, abduction, do, {"U": rho * delta}, seed=shifted(1)),
+    moved = frame_predictions(
+        lg_fit, shifted_frame(lg_fit, abduction, do, {"U": rho * delta}, seed=shifted(1)), _x
     )
     lam = np.ravel(abduction.params["lambda_X_U"])[:, None]  # (S, 1)
     expected = lam * rho * delta[None, :]
@@ -195,7 +195,7 @@ def test_order_preserving_baseline_maps_the_counterfactual_row_with_its_new_grou
     model = cf.OrderPreservingPredictor(base, attribute="A").fit(train)
     do = {"A": np.where(rows["A"].astype(str) == "1", "0", "1")}
     frame = counterfactual_frame(lg_fit, abduction, do, seed=shifted(3))
-    result = cf.counterfactual_predictions(lg_fit, rows, {}, model, frame=frame)
+    result = frame_predictions(lg_fit, frame, model)
     counter = frame[frame["world"] == "counterfactual"].reset_index(drop=True)
     keys = counter["A"].astype(str).to_numpy(object)
     scores = model.estimator_.predict(counter)

@@ -84,7 +84,7 @@ CELLS: list[tuple[str, str]] = [
         "code",
         "rows = test[test[\"race\"] != \"White\"].iloc[:100]\n"
         "for name, model in {\"Unaware\": unaware, \"Fair K\": fair_k}.items():\n"
-        "    moved = counterfactual_predictions(fit, rows, {\"race\": \"White\"}, model,\n"
+        "    moved = counterfactual_predictions(fit, rows, model, do={\"race\": \"White\"},\n"
         "                                       n_samples=20, seed=1)\n"
         "    print(f\"{name:8s} mean |change| = {moved['change'].abs().mean():.3f}\")",
     ),

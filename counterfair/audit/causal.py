@@ -47,7 +47,7 @@ from counterfair.counterfactual.paths import (
 from counterfair.counterfactual.prediction import (
     RESPONSES,
     audited_response,
-    counterfactual_predictions,
+    frame_predictions,
     multiclass_labels,
     needs_both_worlds,
     predict_output,
@@ -121,7 +121,7 @@ def _difference(
     predictor: Any, response: str, after: np.ndarray, before: np.ndarray
 ) -> np.ndarray:
     """``after - before``; for labels of more than two classes, 1 where they differ (as the
-    causal change of :func:`counterfair.counterfactual.prediction.counterfactual_predictions`)."""
+    causal change of :func:`counterfair.counterfactual.prediction.frame_predictions`)."""
     if multiclass_labels(predictor, response):  # type: ignore[arg-type]
         return (after != before).astype(float)
     return after - before
@@ -164,9 +164,7 @@ def _path_change(
 ) -> np.ndarray:
     """Per row and sample change of the prediction under the path-specific ``do``."""
     frame = path_specific_frame(fit, abduction, do, unfair_paths, seed=seed)
-    result = counterfactual_predictions(
-        fit, data, {}, predictor, frame=frame, response=response, abduction=abduction
-    )
+    result = frame_predictions(fit, frame, predictor, response=response, abduction=abduction)
     return result["change"].to_numpy()
 
 
@@ -716,9 +714,7 @@ def _audit_chunk_frames(
         rows = data.iloc[where][mask]
         chunk_do = slice_do(action, where, n_rows) if is_do else action
         frame = counterfactual_frame(fit, subset, chunk_do, seed=seed, coupling=coupling)
-        result = counterfactual_predictions(
-            fit, rows, {}, predictor, frame=frame, response=response, abduction=subset
-        )
+        result = frame_predictions(fit, frame, predictor, response=response, abduction=subset)
         if paths is not None:
             result["path_specific_change"] = _path_change(
                 fit, rows, predictor, chunk_do, subset, paths, response, seed

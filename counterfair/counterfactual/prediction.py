@@ -10,6 +10,7 @@ attributes (``scm_fit_``), so this module does not import the learners.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -17,13 +18,7 @@ import numpy as np
 import pandas as pd
 
 from counterfair import errors
-from counterfair.counterfactual.action import (
-    Coupling,
-    DoValue,
-    check_coupling,
-    recorded_do,
-    slice_do,
-)
+from counterfair.counterfactual.action import DoValue, recorded_do, slice_do
 from counterfair.counterfactual.path_features import (
     learner_worlds,
 )
@@ -248,58 +243,58 @@ def _shared_learner(predictor: Predictor, fit: Fit) -> bool:
 
 def counterfactual_predictions(
     fit: Fit,
-    data: pd.DataFrame,
-    do: Mapping[str, DoValue],
+    data: pd.DataFrame | Rows,
     predictor: Predictor,
     *,
+    do: Mapping[str, DoValue],
     n_samples: int = 100,
     seed: int | None = None,
-    frame: pd.DataFrame | None = None,
     response: Response = "prediction",
-    coupling: Coupling | None = None,
-    unfair_paths: Sequence[Sequence[str]] | None = None,
     abduction: Abduction | None = None,
-    **abduct_args: Any,
+    abduction_args: Mapping[str, Any] | None = None,
+    rows_out: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
 ) -> pd.DataFrame:
     """Predictions of any predictor in the factual world and under ``do``, per row and sample.
+
+    The rows are abducted, their counterfactual computed (``coupling="monotone"``) and
+    the predictor run in both worlds, chunk by chunk. For another counterfactual (a
+    path-specific one, ``coupling="redraw"``, a shifted latent), compute its frame
+    with :meth:`Fit.counterfactual` and give it to :func:`frame_predictions`.
 
     Parameters
     ----------
     fit : Fit
         Fitted SCM taken as the true world.
-    data : pandas.DataFrame
+    data : pandas.DataFrame or Rows
         Rows (every observed column known).
-    do : mapping
-        The intervention, as for :meth:`Fit.counterfactual`.
     predictor : estimator or callable
         Anything with ``predict(DataFrame)``, or a function of a DataFrame. A
         ``FairLearner`` whose SCM fit is ``fit`` reads its inputs (latents,
         abducted noise) from the shared samples, so its predictions do not move.
+    do : mapping
+        The intervention, as for :meth:`Fit.counterfactual` (as the audit's ``do=``).
     n_samples : int
         Joint samples per row.
     seed : int, optional
         Seed of abduction and of the counterfactual draws.
-    frame : pandas.DataFrame, optional
-        A counterfactual frame from :meth:`Fit.counterfactual` to reuse; giving
-        ``abduct_args`` with it is an error, as they would be ignored.
     response : {"prediction", "probability"}
         What to compare: predictions, or the probability of the positive class
         (see :func:`predict_output`). A ``FairLearner`` of ``fit`` (or its
         bound ``predict`` / ``predict_proba``) reads its inputs from the shared
         samples in both worlds.
-    coupling : {"monotone", "redraw"}, optional
-        Coupling of discrete nodes across worlds (:meth:`Fit.counterfactual`;
-        default ``"monotone"``). With ``frame=``, the frame's own coupling
-        (``frame.attrs["coupling"]``); giving another one is an error.
-    unfair_paths : list of tuple, optional
-        A path-specific intervention (:mod:`counterfair.counterfactual.paths`): only paths
-        beginning with one of these tuples see ``do``'s level. Not with ``frame=``
-        (the frame says its own paths).
     abduction : Abduction, optional
-        The joint samples of the rows (those the frame was computed from, with
-        ``frame=``). A path-specific ``FairLearner`` of ``fit`` recomputes
-        its corrected inputs from them in each world and needs them with
-        ``frame=``; without ``frame=`` they are reused instead of abducting.
+        The joint samples of the rows, reused instead of abducting them.
+    abduction_args : mapping, optional
+        Options of :meth:`Fit.abduct` for the rows (``condition_on``, ``method``,
+        ``n_param_draws``, ``engine``, as ``FairLearner(abduction_args=...)`` takes
+        them); ``n_samples`` and ``seed`` are this function's own. Giving them with
+        ``abduction=`` is an error, as they would be ignored.
+    rows_out : str or path-like, optional
+        With a Dask DataFrame ``data`` (and only then): the folder its parquet
+        partitions are written to.
+    overwrite : bool
+        With ``rows_out=``: replace a non-empty folder.
 
     Returns
     -------
@@ -316,44 +311,61 @@ def counterfactual_predictions(
     """
     if (handler := dispatch.handler_for("counterfactual_predictions", data)) is not None:
         return handler(
-            fit, data, do, predictor, n_samples=n_samples, seed=seed, frame=frame,
-            response=response, coupling=coupling, unfair_paths=unfair_paths,
-            abduction=abduction, **abduct_args,
+            fit, data, predictor, do=do, n_samples=n_samples, seed=seed, response=response,
+            abduction=abduction, abduction_args=abduction_args, rows_out=rows_out,
+            overwrite=overwrite,
         )
-    if coupling is not None:
-        check_coupling(coupling)
-    if frame is None:
-        parts = list(
-            iter_counterfactual_predictions(
-                fit,
-                data,
-                do,
-                predictor,
-                n_samples=n_samples,
-                seed=seed,
-                response=response,
-                coupling=coupling,
-                unfair_paths=unfair_paths,
-                abduction=abduction,
-                **abduct_args,
-            )
+    refuse_rows_out(rows_out, overwrite)
+    parts = list(
+        iter_counterfactual_predictions(
+            fit,
+            data,
+            predictor,
+            do=do,
+            n_samples=n_samples,
+            seed=seed,
+            response=response,
+            abduction=abduction,
+            abduction_args=abduction_args,
         )
-        return merge_prediction_chunks(parts, do)
-    if unfair_paths is not None:
-        raise ValueError(
-            "unfair_paths= is ignored when frame= is given: the frame holds its own paths "
-            "(fit.counterfactual(..., unfair_paths=...))"
-        )
-    elif abduct_args:
-        raise TypeError(
-            f"abduction arguments {sorted(abduct_args)} are ignored when frame= is given"
-        )
-    elif coupling is not None and coupling != frame.attrs.get("coupling", coupling):
-        raise ValueError(
-            f"coupling={coupling!r} but the frame was computed with "
-            f"coupling={frame.attrs['coupling']!r}; drop coupling= or recompute the frame"
-        )
-    return _frame_predictions(fit, frame, do, predictor, response, abduction)
+    )
+    return merge_prediction_chunks(parts, do)
+
+
+def frame_predictions(
+    fit: Fit,
+    frame: pd.DataFrame,
+    predictor: Predictor,
+    *,
+    response: Response = "prediction",
+    abduction: Abduction | None = None,
+) -> pd.DataFrame:
+    """The predictions of :func:`counterfactual_predictions` in the two worlds of a
+    counterfactual frame.
+
+    Parameters
+    ----------
+    fit : Fit
+        Fitted SCM taken as the true world.
+    frame : pandas.DataFrame
+        A counterfactual frame: from :meth:`Fit.counterfactual` (any ``coupling``,
+        ``unfair_paths``) or :func:`counterfair.counterfactual.sensitivity.shifted_frame`.
+    predictor : estimator or callable
+        As for :func:`counterfactual_predictions`.
+    response : {"prediction", "probability"}
+        As for :func:`counterfactual_predictions`.
+    abduction : Abduction, optional
+        The joint samples the frame was computed from. A path-specific
+        ``FairLearner`` of ``fit`` recomputes its corrected inputs from them in each
+        world and needs them; a ``FairLearner`` of another fit abducts its inputs
+        keyed by the rows' positions in them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The frame of :func:`counterfactual_predictions`; ``attrs["do"]`` is the frame's.
+    """
+    return _frame_predictions(fit, frame, {}, predictor, response, abduction)
 
 
 def predict_world(
@@ -490,16 +502,14 @@ def _frame_positions(world: pd.DataFrame, abduction: Abduction | None) -> np.nda
 def counterfactual_predictions_chunk(
     fit: Fit,
     rows: Rows | None,
-    do: Mapping[str, DoValue],
     predictor: Predictor,
     *,
+    do: Mapping[str, DoValue],
     n_samples: int = 100,
     seed: int | None = None,
     response: Response = "prediction",
-    coupling: Coupling | None = None,
-    unfair_paths: Sequence[Sequence[str]] | None = None,
     abduction: Abduction | None = None,
-    **abduct_args: Any,
+    abduction_args: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """:func:`counterfactual_predictions` of one chunk of rows, with a ``position`` column.
 
@@ -511,7 +521,7 @@ def counterfactual_predictions_chunk(
     do : mapping
         The intervention for these rows (per-row values already cut to the chunk,
         :func:`counterfair.counterfactual.action.slice_do`).
-    n_samples, seed, response, coupling, unfair_paths, abduct_args
+    n_samples, seed, response, abduction_args
         As in :func:`counterfactual_predictions`.
     abduction : Abduction, optional
         The chunk's joint samples (e.g. cut from an MCMC abduction of all rows).
@@ -524,15 +534,9 @@ def counterfactual_predictions_chunk(
         every draw is keyed by the seed and the position.
     """
     if abduction is None:
-        abduction = fit.abduct(rows, n_samples=n_samples, seed=seed, **abduct_args)
+        abduction = fit.abduct(rows, n_samples=n_samples, seed=seed, **(abduction_args or {}))
     frame = fit.counterfactual(
-        None,
-        do,
-        n_samples=n_samples,
-        seed=seed,
-        coupling=coupling if coupling is not None else "monotone",
-        abduction=abduction,
-        unfair_paths=unfair_paths,
+        None, do, n_samples=n_samples, seed=seed, coupling="monotone", abduction=abduction
     )
     out = _frame_predictions(fit, frame, do, predictor, response, abduction)
     out["position"] = np.tile(abduction.row_positions, abduction.n_samples)
@@ -542,16 +546,14 @@ def counterfactual_predictions_chunk(
 def iter_counterfactual_predictions(
     fit: Fit,
     data: pd.DataFrame | Rows | None,
-    do: Mapping[str, DoValue],
     predictor: Predictor,
     *,
+    do: Mapping[str, DoValue],
     n_samples: int = 100,
     seed: int | None = None,
     response: Response = "prediction",
-    coupling: Coupling | None = None,
-    unfair_paths: Sequence[Sequence[str]] | None = None,
     abduction: Abduction | None = None,
-    **abduct_args: Any,
+    abduction_args: Mapping[str, Any] | None = None,
 ) -> Iterator[pd.DataFrame]:
     """Per-chunk frames of :func:`counterfactual_predictions_chunk`, in row order.
 
@@ -561,30 +563,33 @@ def iter_counterfactual_predictions(
     see :meth:`Fit.abduct`). Each frame is sample-major within its chunk and has a
     ``position`` column.
     """
-    if coupling is not None:
-        check_coupling(coupling)
-    rows = None if data is None else fit.rows_of(data)
-    n_rows = len(fit.data) if rows is None else len(rows)
+    if abduction is not None and abduction_args:
+        raise TypeError(
+            f"abduction_args {sorted(abduction_args)} would be ignored with abduction= "
+            "(the rows' joint samples are given); drop one of them"
+        )
     if abduction is not None:
         n_rows = len(abduction.data)
+        rows = None
+    else:
+        rows = None if data is None else fit.rows_of(data)
+        n_rows = len(fit.data) if rows is None else len(rows)
     for where, chunk in abduct_chunks(
         fit,
-        None if abduction is not None else rows,
+        rows,
         abduction=abduction,
         n_samples=n_samples,
         seed=seed,
-        **abduct_args,
+        **(abduction_args or {}),
     ):
         yield counterfactual_predictions_chunk(
             fit,
             None,
-            slice_do(do, where, n_rows),
             predictor,
+            do=slice_do(do, where, n_rows),
             n_samples=n_samples,
             seed=seed,
             response=response,
-            coupling=coupling,
-            unfair_paths=unfair_paths,
             abduction=chunk,
         )
 

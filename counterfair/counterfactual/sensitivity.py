@@ -40,7 +40,7 @@ import pandas as pd
 
 from counterfair import atomic, errors
 from counterfair.counterfactual.frames import counterfactual_frame
-from counterfair.counterfactual.prediction import Predictor, counterfactual_predictions
+from counterfair.counterfactual.prediction import Predictor, frame_predictions
 from counterfair.inference.fit import Abduction, Fit
 
 SENSITIVITY_COLUMNS = (
@@ -146,7 +146,6 @@ def sensitivity(
     n_samples: int = 50,
     seed: int | None = None,
     abduction: Abduction | None = None,
-    **abduct_args: Any,
 ) -> pd.DataFrame:
     """Mean |counterfactual change| of each predictor when ``A -> latent`` has strength ``rho``.
 
@@ -162,7 +161,8 @@ def sensitivity(
     data : pandas.DataFrame
         Rows to audit.
     predictors : mapping
-        Name -> predictor (anything :func:`counterfactual_predictions` takes).
+        Name -> predictor (anything
+        :func:`~counterfair.counterfactual.prediction.counterfactual_predictions` takes).
     attribute : str
         Categorical protected attribute to swap.
     latent : str, optional
@@ -174,10 +174,14 @@ def sensitivity(
     coding : mapping, optional
         Level -> number ``c``; default 0 for the reference (first) level and 1 for
         every other level.
-    n_samples, seed, abduct_args
-        Abduction of ``data`` (as :meth:`Fit.abduct`) when ``abduction`` is not given.
+    n_samples : int
+        Joint samples per row when ``data`` is abducted here (``abduction`` not given).
+    seed : int, optional
+        Seed of that abduction and of the counterfactual draws.
     abduction : Abduction, optional
-        Joint samples of ``data`` to reuse.
+        Joint samples of ``data`` to reuse: abduct them with the options you want
+        (``fit.abduct(data, method="draws", engine=...)``); every row is audited at
+        once, so this is the one way to choose how ``data`` is abducted.
 
     Returns
     -------
@@ -205,9 +209,7 @@ def sensitivity(
             )
         values = {k: float(v) for k, v in coding.items()}
     if abduction is None:
-        abduction = fit.abduct(data, n_samples=n_samples, seed=seed, **abduct_args)
-    elif abduct_args:
-        raise TypeError(f"abduction arguments {sorted(abduct_args)} are ignored with abduction=")
+        abduction = fit.abduct(data, n_samples=n_samples, seed=seed)
     own = fit.encoding.decode(attribute, abduction.codes[attribute])
     own_c = np.array([values[str(v)] for v in own])
     weights = {k: prior_scale_weights(fit, abduction, latent, k) for k in prior_scale}
@@ -224,9 +226,7 @@ def sensitivity(
                 fit, part, {attribute: target}, {latent: r * delta}, seed=seed
             )
             for name, predictor in predictors.items():
-                result = counterfactual_predictions(
-                    fit, part.data, {}, predictor, frame=frame, abduction=part
-                )
+                result = frame_predictions(fit, frame, predictor, abduction=part)
                 change = result["change"].to_numpy().reshape(part.n_samples, -1)
                 for k, w in weights.items():
                     wk = w[:, mask]

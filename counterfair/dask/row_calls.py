@@ -259,7 +259,7 @@ def _cf_kernel(
     else:
         part_do = {k: _rows_slice(v, start, len(part)) for k, v in do.items()}
         rows = Rows.from_frame(part, np.arange(start, start + len(part), dtype=np.int64))
-        frame = counterfactual_predictions_chunk(fit, rows, part_do, predictor, **options)
+        frame = counterfactual_predictions_chunk(fit, rows, predictor, do=part_do, **options)
     dask_parquet.write_part(folder, number, frame)
     return len(frame)
 
@@ -289,12 +289,11 @@ def _write_rows(
 def dask_counterfactual_predictions(
     fit: Fit,
     data: Any,
-    do: Mapping[str, Any],
     predictor: Any,
     *,
+    do: Mapping[str, Any],
     rows_out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
-    frame: Any = None,
     abduction: Any = None,
     **options: Any,
 ) -> Any:
@@ -302,14 +301,14 @@ def dask_counterfactual_predictions(
 
     The per-row-and-sample frame of each partition is written to the folder
     ``rows_out`` (atomically, :mod:`counterfair.dask.parquet`); returns a Dask
-    frame reading it. ``frame=`` and ``abduction=`` (in-memory results of given
-    rows) are refused; a per-row ``do`` value is sliced by global row position.
+    frame reading it. ``abduction=`` (in-memory results of given rows) is refused;
+    a per-row ``do`` value is sliced by global row position. ``options``: the other
+    keywords of :func:`~counterfair.counterfactual.prediction.counterfactual_predictions_chunk`.
     """
     import dask.dataframe as dd
 
-    for name, value in (("frame", frame), ("abduction", abduction)):
-        if value is not None:
-            raise ValueError(IN_MEMORY_ONLY.format(name=name))
+    if abduction is not None:
+        raise ValueError(IN_MEMORY_ONLY.format(name="abduction"))
     if rows_out is None:
         raise ValueError(NEEDS_ROWS_OUT)
     _check_frame(data, fit)

@@ -11,7 +11,8 @@ the rows' global positions; or the Stan abduction program (MCMC) on all rows at 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ from counterfair.stan.families import stan_family
 from counterfair.stan.holes import draw_name, mis_name
 
 if TYPE_CHECKING:  # types only: Fit.abduct delegates here
-    from counterfair.inference.fit import AbductionEngine, AbductionMethod, Fit
+    from counterfair.inference.fit import AbductionMethod, Fit
     from counterfair.model.scm import SCM
 
 LOADED_BACKEND = "none (loaded from a saved folder)"
@@ -47,7 +48,8 @@ LOADED_BACKEND = "none (loaded from a saved folder)"
 
 NEEDS_MCMC = (
     "abducting these rows needs MCMC (the Stan abduction program), conditioning on "
-    "{conditioned}: engine='mcmc' was asked for or exact abduction does not apply; this fit "
+    "{conditioned}: engine='mcmc' (or an MCMCAbduction) was asked for or exact abduction "
+    "does not apply; this fit "
     "was loaded from a saved folder and runs no Stan program. Use engine='auto' or 'exact' "
     "with nodes exact abduction supports (counterfair.inference.exact_abduction), or refit the SCM"
 )
@@ -104,21 +106,85 @@ def _thin(
     return params.take(pick), {k: v[pick] for k, v in latents.items()}
 
 
-def _given_mcmc_settings(**settings: int | None) -> list[str]:
-    """Names of the MCMC settings given (not None)."""
-    return [name for name, value in settings.items() if value is not None]
+def _count(name: str, value: object, least: int) -> None:
+    """``value`` must be an integer (not a bool) of at least ``least``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        what = "a positive integer" if least else "an integer of at least 0"
+        raise ValueError(f"MCMCAbduction: {name} must be {what}, got {value!r}")
 
 
-def _check_engine(engine: str, mcmc_settings: list[str]) -> None:
-    """Reject an unknown engine, and MCMC settings that ``engine="exact"`` would ignore."""
-    if engine not in ("auto", "exact", "mcmc"):
-        raise ValueError(f"engine must be 'auto', 'exact' or 'mcmc', got {engine!r}")
-    if engine == "exact" and mcmc_settings:
-        names = ", ".join(mcmc_settings)
-        raise ValueError(
-            f"MCMC setting(s) {names} given with engine='exact', which would ignore them; "
-            "drop them or use engine='mcmc'"
-        )
+@dataclass(frozen=True)
+class MCMCAbduction:
+    """The MCMC engine of abduction, with its settings: ``engine=MCMCAbduction(...)``.
+
+    The Stan abduction program samples the latents of all the rows at once given the
+    parameter sets (one program: not chunked, and not chunk-invariant). Pass it as
+    ``engine=`` to :meth:`counterfair.Fit.abduct` (and to whatever abducts rows:
+    ``Fit.counterfactual``, ``counterfactual_predictions(abduction_args=...)``,
+    ``FairLearner(abduction_args=...)``); ``engine="mcmc"`` is ``MCMCAbduction()``.
+    Its settings only matter when the program is sampled, so they exist only here:
+    there is no way to give them to the exact engine.
+
+    Parameters
+    ----------
+    chains : int
+        Chains of the abduction program (default 2).
+    warmup : int
+        Warm-up iterations per chain (default 300).
+    draws : int, optional
+        Draws per chain; default: enough for ``n_samples`` over the parameter sets,
+        at least 100.
+    progress : bool, optional
+        Show the sampler's progress bars; default: where a person watches
+        (:mod:`counterfair.logs`).
+
+    Raises
+    ------
+    ValueError
+        If ``chains`` or ``draws`` is not a positive integer, ``warmup`` not an integer
+        of at least 0, or ``progress`` neither a bool nor None.
+    """
+
+    chains: int = DEFAULT_CHAINS
+    warmup: int = DEFAULT_WARMUP
+    draws: int | None = None
+    progress: bool | None = None
+
+    def __post_init__(self) -> None:
+        _count("chains", self.chains, 1)
+        _count("warmup", self.warmup, 0)
+        if self.draws is not None:
+            _count("draws", self.draws, 1)
+        if self.progress is not None and not isinstance(self.progress, bool):
+            raise ValueError(
+                f"MCMCAbduction: progress must be True, False or None, got {self.progress!r}"
+            )
+
+
+AbductionEngine = Literal["auto", "exact", "mcmc"] | MCMCAbduction
+"""What ``engine=`` takes: a name, or the MCMC engine with its settings."""
+
+
+UNKNOWN_ENGINE = (
+    "engine must be 'auto', 'exact', 'mcmc' or an MCMCAbduction(chains=, warmup=, draws=, "
+    "progress=) (counterfair.inference.abduct), got {engine!r}"
+)
+
+
+def mcmc_engine(engine: AbductionEngine) -> MCMCAbduction | None:
+    """The MCMC settings ``engine`` asks for (``"mcmc"``: the defaults), or None for
+    ``"auto"`` and ``"exact"``.
+
+    Raises
+    ------
+    ValueError
+        If ``engine`` is none of them (the message names what it takes).
+    """
+    if isinstance(engine, MCMCAbduction):
+        return engine
+    if isinstance(engine, str) and engine in ("auto", "exact", "mcmc"):
+        return MCMCAbduction() if engine == "mcmc" else None
+    raise ValueError(UNKNOWN_ENGINE.format(engine=engine))
 
 
 def training_abduction(
@@ -299,11 +365,8 @@ def mcmc(
     conditioned: tuple[str, ...],
     *,
     n_samples: int | None,
-    chains: int,
-    warmup: int,
-    draws: int | None,
+    settings: MCMCAbduction,
     seed: int | None,
-    progress: bool | None,
     positions: np.ndarray | None = None,
 ) -> Abduction:
     """Latents sampled by the Stan abduction program given the parameter sets.
@@ -312,7 +375,8 @@ def mcmc(
     """
     if fit._backend_name == LOADED_BACKEND:
         raise errors.FairnessError(NEEDS_MCMC.format(conditioned=list(conditioned)))
-    per_chain = draws or max(
+    chains = settings.chains
+    per_chain = settings.draws or max(
         MIN_DRAWS_PER_CHAIN, -(-(n_samples or 0) // (chains * param_sets.n))
     )
     if n_samples is not None and n_samples > chains * per_chain * param_sets.n:
@@ -328,10 +392,10 @@ def mcmc(
         program,
         stan_data,
         chains=chains,
-        warmup=warmup,
+        warmup=settings.warmup,
         draws=per_chain,
         seed=seed,
-        progress=progress_enabled(progress),
+        progress=progress_enabled(settings.progress),
         coords=coords,
         dims={k: v for k, v in dims.items() if k in fit.scm.latents},
     )
@@ -360,20 +424,15 @@ def abduct(
     n_samples: int | None = None,
     n_param_draws: int = 20,
     engine: AbductionEngine = "auto",
-    chains: int | None = None,
-    warmup: int | None = None,
-    draws: int | None = None,
     seed: int | None = None,
-    progress: bool | None = None,
     positions: np.ndarray | None = None,
 ) -> Abduction:
     """Abduction of rows: what :meth:`counterfair.Fit.abduct` runs (see it for the options)."""
     seed = fit.seed if seed is None else seed
-    mcmc_settings = _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws)
-    _check_engine(engine, mcmc_settings)
+    settings = mcmc_engine(engine)
     if data is None and condition_on is None and engine == "auto":
         return training_abduction(fit, n_samples, seed)
-    own_draws = condition_on is None and engine == "auto" and not mcmc_settings
+    own_draws = condition_on is None and engine == "auto"
     if own_draws and isinstance(data, Rows) and data.holes and is_training_rows(fit, data):
         # the training rows of a missing='model' fit: its posterior holds their latents
         # and missing values jointly with the parameters
@@ -390,8 +449,7 @@ def abduct(
         def complete(sub: Rows, conditioned: tuple[str, ...]) -> Abduction:
             return abduct(
                 fit, sub, condition_on=conditioned, method=method, n_samples=n_samples,
-                n_param_draws=n_param_draws, engine=engine, chains=chains, warmup=warmup,
-                draws=draws, seed=seed, progress=progress,
+                n_param_draws=n_param_draws, engine=engine, seed=seed,
             )
 
         evidence = None if condition_on is None else conditioning_nodes(fit.scm, condition_on)
@@ -423,9 +481,7 @@ def abduct(
     if engine == "exact":
         latent_problem.require_exact(fit.scm, conditioned)
     use_exact = engine == "exact" or (
-        engine == "auto"
-        and not mcmc_settings
-        and latent_problem.supports_exact(fit.scm, conditioned)
+        engine == "auto" and latent_problem.supports_exact(fit.scm, conditioned)
     )
     if use_exact:
         return exact(
@@ -439,11 +495,8 @@ def abduct(
         observed,
         conditioned,
         n_samples=n_samples,
-        chains=DEFAULT_CHAINS if chains is None else chains,
-        warmup=DEFAULT_WARMUP if warmup is None else warmup,
-        draws=draws,
+        settings=MCMCAbduction() if settings is None else settings,
         seed=seed,
-        progress=progress,
         positions=positions,
     )
 
@@ -454,24 +507,19 @@ def abduction_is_exact(
     *,
     condition_on: Collection[str] | None = None,
     engine: AbductionEngine = "auto",
-    chains: int | None = None,
-    warmup: int | None = None,
-    draws: int | None = None,
     **_: Any,
 ) -> bool:
     """Whether :func:`abduct` of these rows runs chunk by chunk.
 
     What :meth:`counterfair.Fit.abduction_is_exact` runs.
     """
-    _check_engine(engine, _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws))
-    own_draws = condition_on is None and engine == "auto" and not _given_mcmc_settings(
-        chains=chains, warmup=warmup, draws=draws
-    )
+    settings = mcmc_engine(engine)
+    own_draws = condition_on is None and engine == "auto"
     if isinstance(data, Rows) and data.holes and own_draws and is_training_rows(fit, data):
         return False  # the fit's own draws, cut after
     if not fit.scm.latents or engine == "exact":
         return True
-    if engine == "mcmc" or _given_mcmc_settings(chains=chains, warmup=warmup, draws=draws):
+    if settings is not None:
         return False
     frame = data.frame if isinstance(data, Rows) else data
     conditioned = (

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # types only: SCM.fit delegates down to this module's importe
     from counterfair.model.scm import SCM
 
 AbductionMethod = Literal["mean", "draws"]
-AbductionEngine = Literal["auto", "exact", "mcmc"]
+AbductionEngine = abduct.AbductionEngine
 
 
 
@@ -302,11 +302,7 @@ class Fit:
         n_samples: int | None = None,
         n_param_draws: int = 20,
         engine: AbductionEngine = "auto",
-        chains: int | None = None,
-        warmup: int | None = None,
-        draws: int | None = None,
         seed: int | None = None,
-        progress: bool | None = None,
         positions: np.ndarray | None = None,
     ) -> Abduction:
         """Sample latents (and pair them with parameters) for rows.
@@ -342,22 +338,16 @@ class Fit:
             exact abduction draws 200 per parameter set).
         n_param_draws : int
             Parameter draws to integrate over with ``method="draws"``.
-        engine : {"auto", "exact", "mcmc"}
+        engine : {"auto", "exact", "mcmc"} or MCMCAbduction
             ``"exact"``: the latents' posterior given each parameter set on a
             grid per row (:mod:`counterfair.inference.exact_abduction`), for one-dimensional
             latents independent given the data; ``"mcmc"``: the Stan abduction
-            program; ``"auto"``: exact when it applies and no MCMC setting
-            (``chains``, ``warmup``, ``draws``) is given, else MCMC.
-        chains, warmup, draws : int, optional
-            MCMC settings of the abduction program (defaults 2 chains, 300
-            warm-up iterations; ``draws`` per chain defaults to enough for
-            ``n_samples``, at least 100). Giving one with ``engine="exact"`` is
-            an error, as it would be ignored.
+            program with its default settings; an
+            :class:`~counterfair.inference.abduct.MCMCAbduction` (``chains``,
+            ``warmup``, ``draws``, ``progress``): the program with these settings;
+            ``"auto"``: exact when it applies, else the program with its defaults.
         seed : int, optional
             Random seed (defaults to the fit's seed).
-        progress : bool, optional
-            Show the sampler's progress bars (MCMC only); default: where a person
-            watches (:mod:`counterfair.logs`).
         positions : numpy.ndarray, optional
             Global 0-based positions of the rows in the whole data set (default
             ``0..N-1``): give them when abducting one chunk or partition of a
@@ -372,13 +362,12 @@ class Fit:
         ------
         ValueError
             If ``engine="exact"`` is asked for an SCM it does not apply to (the
-            message names the node that prevents it), or together with MCMC
-            settings; or if ``method`` or ``engine`` is unknown.
+            message names the node that prevents it); or if ``method`` or ``engine``
+            is unknown.
         """
         return abduct.abduct(
             self, data, condition_on=condition_on, method=method, n_samples=n_samples,
-            n_param_draws=n_param_draws, engine=engine, chains=chains, warmup=warmup,
-            draws=draws, seed=seed, progress=progress, positions=positions,
+            n_param_draws=n_param_draws, engine=engine, seed=seed, positions=positions,
         )
 
     def abduction_is_exact(
@@ -387,9 +376,6 @@ class Fit:
         *,
         condition_on: Collection[str] | None = None,
         engine: AbductionEngine = "auto",
-        chains: int | None = None,
-        warmup: int | None = None,
-        draws: int | None = None,
         **_: Any,
     ) -> bool:
         """Whether :meth:`abduct` of these new rows with these options runs chunk by chunk.
@@ -398,10 +384,7 @@ class Fit:
         depend on the chunking); False when it would run the MCMC abduction program.
         Other options of :meth:`abduct` are accepted and ignored.
         """
-        return abduct.abduction_is_exact(
-            self, data, condition_on=condition_on, engine=engine, chains=chains,
-            warmup=warmup, draws=draws,
-        )
+        return abduct.abduction_is_exact(self, data, condition_on=condition_on, engine=engine)
 
     def latents(self, data: pd.DataFrame | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
         """Posterior draws of every latent for rows, shape ``(S, N)`` per latent.

@@ -10,8 +10,10 @@ import :mod:`counterfair.learn.fair` (whose ``save`` methods call it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +21,7 @@ import numpy as np
 import skops.io as sio
 
 from counterfair import errors
+from counterfair.inference.abduct import MCMCAbduction
 from counterfair.io.fit_folder import fill_fit, write_folder, write_json
 from counterfair.learn import inputs
 from counterfair.model.nodes import plain
@@ -33,13 +36,36 @@ ESTIMATORS = "estimators.skops"
 
 
 
+def abduction_document(args: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A learner's ``abduction_args`` as JSON: an ``engine=MCMCAbduction(...)`` becomes
+    ``{"MCMCAbduction": {its settings}}`` (:func:`abduction_args_of` reads it back)."""
+    if args is None:
+        return None
+    document = dict(args)
+    engine = document.get("engine")
+    if isinstance(engine, MCMCAbduction):
+        document["engine"] = {"MCMCAbduction": dataclasses.asdict(engine)}
+    return document
+
+
+def abduction_args_of(document: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``abduction_args`` of a saved learner's JSON (:func:`abduction_document`)."""
+    if document is None:
+        return None
+    args = dict(document)
+    engine = args.get("engine")
+    if isinstance(engine, Mapping) and set(engine) == {"MCMCAbduction"}:
+        args["engine"] = MCMCAbduction(**engine["MCMCAbduction"])
+    return args
+
+
 def _learner_settings(learner: FairLearner) -> dict[str, Any]:
     settings = {
         "target": learner.target,
         "features": inputs.to_document(inputs.checked(learner.features)),
         "n_samples": learner.n_samples,
         "fit_args": learner.fit_args,
-        "abduction_args": learner.abduction_args,
+        "abduction_args": abduction_document(learner.abduction_args),
         "seed": learner.seed,
         "reference_": getattr(learner, "reference_", {}),
     }

@@ -28,7 +28,7 @@ from counterfair.io.fit_folder import (
     read_fit_parts,
     read_manifest,
 )
-from counterfair.io.learner_folder import ESTIMATORS
+from counterfair.io.learner_folder import ESTIMATORS, abduction_args_of
 from counterfair.learn import inputs
 from counterfair.learn.baselines import BaselinePredictor
 from counterfair.learn.fair import FairLearner
@@ -117,7 +117,7 @@ def _load_learner(folder: Path) -> FairLearner | BaselinePredictor:
         features=strategy,
         estimator=estimators["estimator"],
         n_samples=settings["n_samples"],
-        abduction_args=settings["abduction_args"],
+        abduction_args=abduction_args_of(settings["abduction_args"]),
         seed=settings["seed"],
     )
     learner.reference_ = dict(settings.get("reference_", {}))

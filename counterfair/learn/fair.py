@@ -225,7 +225,8 @@ class FairLearner(Savable, BaseEstimator):  # type: ignore[misc]
         when ``seed`` is not given; two different seeds are an error. With a Fit it
         raises (the SCM is not fitted again).
     abduction_args : dict, optional
-        Passed to :meth:`Fit.abduct` for new rows (``method``, ``chains``, ...);
+        Passed to :meth:`Fit.abduct` for new rows (``method``, ``engine``, e.g.
+        ``engine=MCMCAbduction(chains=4)`` of :mod:`counterfair.inference.abduct`, ...);
         ``condition_on`` chooses the indicators the latents are abducted from, in
         training and prediction alike (e.g. only those that measure a latent alike in
         every group: :func:`counterfair.invariance_check`); it wins over the
