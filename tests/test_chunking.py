@@ -381,6 +381,25 @@ def test_counterfactual_predictions_do_not_depend_on_the_chunks(
     )
     expected = first[first["row"].isin(new.index[50:55])].reset_index(drop=True)
     pd.testing.assert_frame_equal(chunk.drop(columns="position"), expected)
+    # the rows' own abduction given gives the same frame; abduction_args reach the abduction
+    given = fit.abduct(new, n_samples=20, seed=shifted(5))
+    reused = cf.counterfactual_predictions(
+        fit, new, predictor, do={"A": "b"}, n_samples=20, seed=shifted(5), abduction=given
+    )
+    pd.testing.assert_frame_equal(reused, first)
+    by_draws = cf.counterfactual_predictions(
+        fit, new, predictor, do={"A": "b"}, n_samples=20, seed=shifted(5),
+        abduction_args={"method": "draws", "n_param_draws": 5},
+    )
+    assert not np.array_equal(by_draws["counterfactual"], first["counterfactual"])
+    # options that would be ignored are refused
+    with pytest.raises(TypeError, match=r"abduction_args \['method'\] would be ignored"):
+        cf.counterfactual_predictions(
+            fit, new, predictor, do={"A": "b"}, abduction=given,
+            abduction_args={"method": "draws"},
+        )
+    with pytest.raises(ValueError, match="rows_out= and overwrite= write a Dask frame"):
+        cf.counterfactual_predictions(fit, new, predictor, do={"A": "b"}, rows_out="out")
 
 
 def test_poisson_search_compares_with_scipys_own_cdf() -> None:
