@@ -38,6 +38,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterfair.audit import GroupAudit
+from counterfair.audit.group_audit import Regression
+
 
 def _peak_mib() -> float:
     """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
@@ -76,7 +79,6 @@ def simulate(rows: int, seed: int) -> dict[str, Any]:
 def run_one(method: str, replicates: int, rows: int, seed: int, chunk_mib: int) -> dict[str, Any]:
     """Time one interval method on freshly simulated rows (call in a child process)."""
     import counterfair as cf
-    from counterfair.audit import group_metrics, regression_metrics
 
     data = simulate(rows, seed)
     before = _peak_mib()
@@ -85,12 +87,15 @@ def run_one(method: str, replicates: int, rows: int, seed: int, chunk_mib: int) 
         options["n_bootstrap"] = replicates  # type: ignore[assignment]
     with cf.set_options(chunk_bytes=chunk_mib * 2**20):
         start = time.perf_counter()
-        classification = group_metrics(data["y"], data["decisions"], data["protected"],
-                                       seed=seed, **options)  # type: ignore[arg-type]
+        classification = GroupAudit(
+            data["y"], data["decisions"], data["protected"], seed=seed,
+            **options,  # type: ignore[arg-type]
+        ).metrics()
         middle = time.perf_counter()
-        regression = regression_metrics(data["score"], data["predicted_score"],
-                                        data["protected"], seed=seed,
-                                        **options)  # type: ignore[arg-type]
+        regression = GroupAudit(
+            data["score"], data["predicted_score"], data["protected"], task=Regression(),
+            seed=seed, **options,  # type: ignore[arg-type]
+        ).metrics()
         end = time.perf_counter()
     assert classification.ci is not None and regression.ci is not None
     width = (classification.ratio_ci[("predicted_prevalence", "upper")]

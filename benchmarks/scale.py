@@ -302,14 +302,19 @@ def run_in_memory(records: list[dict[str, Any]], size: int, rows: pd.DataFrame, 
         records, size, "cf_audit_race", mode, lambda: cf.audit.counterfactual_fairness(
             fit, features, full, attributes=["race"], n_samples=args.samples, seed=args.seed))
     protected = rows[["race", "sex"]]
-    stage(records, size, "group_audit", mode, lambda: cf.audit.regression_metrics(
-        rows["ZFYA"].to_numpy(), predictions, protected, ci_method="analytic"))
+    regression = cf.audit.group_audit.Regression()
+    stage(records, size, "group_audit", mode, lambda: cf.audit.GroupAudit(
+        rows["ZFYA"].to_numpy(), predictions, protected, task=regression, ci_method="analytic",
+    ).metrics())
     with tempfile.TemporaryDirectory() as tmp:
         stage(records, size, "report", mode, lambda: cf.audit.write_report(
-            Path(tmp) / "report.html", y_true=rows["ZFYA"].to_numpy(),
-            y_pred={"Fair K": predictions}, protected=protected, task="regression",
-            ci_method="analytic",
-            counterfactual={"Full, do(sex)": audit, "Full, do(race)": audit_race}))
+            Path(tmp) / "report.html",
+            cf.audit.GroupAudit(
+                rows["ZFYA"].to_numpy(), {"Fair K": predictions}, protected, task=regression,
+                ci_method="analytic",
+            ),
+            counterfactual={"Full, do(sex)": audit, "Full, do(race)": audit_race},
+        ))
 
 
 def run_dask(records: list[dict[str, Any]], size: int, scm: Any, params: dict[str, Any],
@@ -357,8 +362,10 @@ def run_dask(records: list[dict[str, Any]], size: int, scm: Any, params: dict[st
             # the group audit reads its columns on the workers and merges per-stratum
             # sums there (counterfair.dask.group_audits); only the predictions, NumPy on the
             # client, are cut at the partition boundaries and sent
-            stage(records, size, "group_audit", mode, lambda: cf.audit.regression_metrics(
-                rows["ZFYA"], predictions, rows[["race", "sex"]], ci_method="analytic"))
+            stage(records, size, "group_audit", mode, lambda: cf.audit.GroupAudit(
+                rows["ZFYA"], predictions, rows[["race", "sex"]],
+                task=cf.audit.group_audit.Regression(), ci_method="analytic",
+            ).metrics())
 
 
 def summarise(records: list[dict[str, Any]], sizes: list[int], dask_rows: int | None

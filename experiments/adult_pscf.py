@@ -478,10 +478,12 @@ def _group_row(
     name: str, y_test: np.ndarray, labels: np.ndarray, sexes: pd.DataFrame
 ) -> dict[str, Any]:
     """Selection rates by sex and the Female / Male selection-rate, FPR and FNR ratios."""
-    from counterfair.audit import group_metrics
 
-    group = group_metrics(y_test, labels, sexes, reference={PROTECTED: BASELINE},
-                          intersections=False)
+    from counterfair.audit import GroupAudit
+
+    group = GroupAudit(
+        y_test, labels, sexes, intersections=False, reference={PROTECTED: BASELINE},
+    ).metrics()
     ratios = group.ratios.loc[(PROTECTED, "Female")]
     return {
         "predictor": name,

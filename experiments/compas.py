@@ -453,15 +453,15 @@ def _group_audit(
     Returns the reference groups, the test rows' protected columns and one row per
     predictor and attribute (the other group against the reference).
     """
-    from counterfair.audit import group_metrics, reference_levels
+    from counterfair.audit import GroupAudit, reference_levels
 
     reference = reference_levels(fit)
     protected = test[list(PROTECTED)].astype(str)
     group_rows = []
     for name in labels:
-        group = group_metrics(
-            y_test, labels[name], protected, reference=reference, intersections=False
-        )
+        group = GroupAudit(
+            y_test, labels[name], protected, intersections=False, reference=reference,
+        ).metrics()
         for attribute, level in reference.items():
             other = next(g for g in group.by_group.loc[attribute].index if g != level)
             group_rows.append(
@@ -491,28 +491,26 @@ def _write_html_report(
     timings: dict[str, float],
 ) -> Any:
     """Write ``audit.html`` (group audit and counterfactual section); return its path."""
-    from counterfair.audit import write_report
+    from counterfair.audit import GroupAudit, write_report
     from counterfair.audit.causal_report import counterfactual_html
 
     return _timed(
         "html report",
         lambda: write_report(
             out / "audit.html",
-            y_true=y_test,
-            y_pred=probabilities,
-            protected=protected,
-            reference=reference,
-            n_bootstrap=config.n_bootstrap,
-            seed=config.seed,
+            GroupAudit(
+                y_test, probabilities, protected, reference=reference,
+                n_bootstrap=config.n_bootstrap, seed=config.seed,
+            ),
             title="COMPAS: fairness audit of Full, Unaware and a counterfactually fair "
             "classifier of two-year recidivism",
-            overwrite=True,
             extra_sections=[
                 (
                     "Counterfactual fairness of the probabilities (the SCM as the world)",
                     counterfactual_html(reports),
                 )
             ],
+            overwrite=True,
         ),
         timings,
     )

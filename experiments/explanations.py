@@ -52,11 +52,11 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from counterfair.audit import (
+    GroupAudit,
     consistency,
     flip_counterfactual,
     generalized_entropy_index,
     shap_disparity,
-    two_group_measures,
 )
 from counterfair.audit.explanations import shap_values
 from counterfair.datasets import DATA_ENV_VAR, load_adult, load_compas
@@ -386,8 +386,9 @@ def evaluate(setting: Setting, fitted: Fitted, config: StudyConfig) -> list[dict
     y = test["y"].to_numpy()
     a = test[setting.sensitive].to_numpy()
     decisions = fitted.predict(X)
-    group = two_group_measures(y, decisions, a, privileged=1, n_bootstrap=config.n_bootstrap,
-                               seed=config.seed)
+    group = GroupAudit(
+        y, decisions, a, n_bootstrap=config.n_bootstrap, seed=config.seed,
+    ).two_group(reference=1)
     flip = flip_counterfactual(fitted.predict, X, attribute=setting.sensitive, privileged=1,
                                unprivileged=0, n_bootstrap=config.n_bootstrap,
                                seed=config.seed)
@@ -696,15 +697,19 @@ def write_example_report(config: StudyConfig, path: Path, *, setting_name: str =
                                          protected_group=unprivileged, max_depth=3,
                                          n_bootstrap=n_bootstrap, seed=config.seed)
     return write_report(
-        path, y_true=y, y_pred=decisions, protected=protected,
-        reference={name: labels[1] for name, labels in _LABELS[dataset].items()},
-        n_bootstrap=n_bootstrap, seed=config.seed,
+        path,
+        GroupAudit(
+            y, decisions, protected,
+            reference={name: labels[1] for name, labels in _LABELS[dataset].items()},
+            n_bootstrap=n_bootstrap, seed=config.seed,
+        ),
         title=f"{setting_name}: audit of two models (favourable: {setting.favourable_label})",
         explanations=audits, subpopulations=subpopulations, overwrite=True,
         extra_sections=[("About the subpopulations",
                          f"<p>Searched over the features other than {setting.sensitive} on "
                          f"the decisions of {last}; protected group: {unprivileged} "
-                         f"(vs {privileged}), outcome: favourable decision.</p>")])
+                         f"(vs {privileged}), outcome: favourable decision.</p>")],
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

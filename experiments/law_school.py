@@ -662,8 +662,9 @@ def write_audit(
     of each prediction under do(race), do(sex) with the level 2 SCM as the world,
     beside the naive flip test, on a subset of ``audit_rows`` test rows.
     """
-    from counterfair.audit import counterfactual_fairness, write_report
+    from counterfair.audit import GroupAudit, counterfactual_fairness, write_report
     from counterfair.audit.causal_report import counterfactual_html
+    from counterfair.audit.group_audit import Regression
     from counterfair.audit.report import regression_html
 
     pass_rate = float(train["first_pf"].mean())
@@ -690,12 +691,10 @@ def write_audit(
     ).to_csv(out / "audit_counterfactual.csv", index=False)
     return write_report(
         out / "audit.html",
-        y_true=test["first_pf"].to_numpy(),
-        y_pred=decisions,
-        protected=protected,
-        task="classification",
-        n_bootstrap=100 if not config.quick else 0,
-        seed=config.seed,
+        GroupAudit(
+            test["first_pf"].to_numpy(), decisions, protected,
+            n_bootstrap=100 if not config.quick else 0, seed=config.seed,
+        ),
         title="Law school: fairness audit of Full, Unaware, Fair K, Fair Add and an "
         "order-preserving baseline",
         overwrite=True,
@@ -703,7 +702,8 @@ def write_audit(
             (
                 "Regression outcome: ZFYA",
                 regression_html(
-                    y_true=test["ZFYA"].to_numpy(), y_pred=predictions, protected=protected
+                    GroupAudit(test["ZFYA"].to_numpy(), predictions, protected,
+                               task=Regression())
                 ),
             ),
             (

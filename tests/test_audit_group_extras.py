@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import class_balance, group_metrics, two_group_measures
+from counterfair.audit import GroupAudit
 from counterfair.audit._validation import (
     BAD_CHOICE,
     GROUP_NOT_FOUND,
@@ -19,6 +19,7 @@ from counterfair.audit._validation import (
 )
 from counterfair.audit.classification import CRITERION_EXPLANATIONS, JOINT_CRITERIA, PARITY_CRITERIA
 from counterfair.audit.dependence import kl_divergence, normalized_conditional_mutual_information
+from counterfair.audit.group_audit import Classification
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def data() -> tuple[np.ndarray, np.ndarray, pd.Series]:
 
 def test_npv_matches_counts(data: tuple[np.ndarray, np.ndarray, pd.Series]) -> None:
     y, score, group = data
-    report = group_metrics(y, score, group)
+    report = GroupAudit(y, score, group).metrics()
     pred = score >= 0.5
     for g in ("a", "b", "c"):
         m = (group == g).to_numpy()
@@ -49,7 +50,7 @@ def test_equalized_odds_is_the_joint_verdict(
         data: tuple[np.ndarray, np.ndarray, pd.Series]) -> None:
     y, score, group = data
     for tau in (0.5, 0.8, 0.9, 0.95):
-        report = group_metrics(y, score, group, tau=tau)
+        report = GroupAudit(y, score, group, task=Classification(tau=tau)).metrics()
         tpr, fpr = report.ratios["tpr"], report.ratios["fpr"]
         expected = ((tpr >= tau) & (tpr <= 1 / tau)) & ((fpr >= tau) & (fpr <= 1 / tau))
         assert report.verdicts["equalized_odds"].astype(bool).tolist() == expected.tolist()
@@ -61,7 +62,7 @@ def test_equalized_odds_fails_when_only_fpr_differs() -> None:
     y = np.array([1] * 10 + [0] * 10 + [1] * 10 + [0] * 10)
     pred = np.array([1] * 5 + [0] * 5 + [1] * 5 + [0] * 5 + [1] * 5 + [0] * 5 + [1] + [0] * 9)
     group = pd.Series(["a"] * 20 + ["b"] * 20, name="g")
-    report = group_metrics(y, pred, group, reference={"g": "a"})
+    report = GroupAudit(y, pred, group, reference={"g": "a"}).metrics()
     assert bool(report.verdicts.loc[("g", "b"), "false_negative_parity"]) is True
     assert bool(report.verdicts.loc[("g", "b"), "equalized_odds"]) is False
     failures = report.failures()
@@ -72,7 +73,7 @@ def test_equalized_odds_fails_when_only_fpr_differs() -> None:
 def test_epsilon_verdicts_on_differences_and_ratios(
         data: tuple[np.ndarray, np.ndarray, pd.Series]) -> None:
     y, score, group = data
-    report = group_metrics(y, score, group)
+    report = GroupAudit(y, score, group).metrics()
     eps = 0.05
     diff = report.epsilon_verdicts(eps, on="difference")
     ratio = report.epsilon_verdicts(eps, on="ratio")
@@ -98,7 +99,7 @@ def test_summary_table_reads_at_a_glance() -> None:
     group = pd.Series(["a"] * 20 + ["b"] * 10, name="g")
     pred = np.array([1] * 10 + [0] * 10 + [1] * 4 + [0] * 6)
     y = np.array([1, 0] * 15)
-    report = group_metrics(y, pred, group, tau=0.9)
+    report = GroupAudit(y, pred, group, task=Classification(tau=0.9)).metrics()
     table = report.summary_table()
     assert len(table) == len(PARITY_CRITERIA) + len(JOINT_CRITERIA)
     assert list(table.columns) == ["criterion", "meaning", "measure", "verdict",
@@ -114,7 +115,7 @@ def test_summary_table_reads_at_a_glance() -> None:
 def test_two_group_measures_match_manual(data: tuple[np.ndarray, np.ndarray, pd.Series]) -> None:
     y, score, group = data
     pred = (score >= 0.5).astype(int)
-    table = two_group_measures(y, pred, group, privileged="a", n_bootstrap=100, seed=shifted(3))
+    table = GroupAudit(y, pred, group, n_bootstrap=100, seed=shifted(3)).two_group(reference="a")
     priv = (group == "a").to_numpy()
     spd = pred[~priv].mean() - pred[priv].mean()
     eod = pred[~priv & (y == 1)].mean() - pred[priv & (y == 1)].mean()
@@ -125,7 +126,7 @@ def test_two_group_measures_match_manual(data: tuple[np.ndarray, np.ndarray, pd.
     assert bool(table.loc["disparate_impact", "unfair"]) is bool(di <= 0.8)
     assert (table["lower"] <= table["estimate"]).all()
     assert (table["estimate"] <= table["upper"]).all()
-    again = two_group_measures(y, pred, group, privileged="a", n_bootstrap=100, seed=shifted(3))
+    again = GroupAudit(y, pred, group, n_bootstrap=100, seed=shifted(3)).two_group(reference="a")
     pd.testing.assert_frame_equal(table, again)
 
 
@@ -133,7 +134,7 @@ def test_two_group_disparate_impact_at_exactly_tau_is_unfair() -> None:
     pred = [1] * 4 + [0] * 6 + [1] * 5 + [0] * 5
     y = [1] * 20
     group = ["u"] * 10 + ["p"] * 10
-    table = two_group_measures(y, pred, group, privileged="p")
+    table = GroupAudit(y, pred, group).two_group(reference="p")
     assert table.loc["disparate_impact", "estimate"] == pytest.approx(0.8)
     assert bool(table.loc["disparate_impact", "unfair"]) is True
 
@@ -141,15 +142,15 @@ def test_two_group_disparate_impact_at_exactly_tau_is_unfair() -> None:
 def test_two_group_errors() -> None:
     with pytest.raises(ValueError, match=re.escape(GROUP_NOT_FOUND.format(
             name="privileged group", group="z", where="protected", available="['a', 'b']"))):
-        two_group_measures([0, 1], [0, 1], ["a", "b"], privileged="z")
+        GroupAudit([0, 1], [0, 1], ["a", "b"]).two_group(reference="z")
     with pytest.raises(ValueError, match=re.escape(NO_OTHER_GROUP.format(
             name="privileged group", group="a"))):
-        two_group_measures([0, 1], [0, 1], ["a", "a"], privileged="a")
+        GroupAudit([0, 1], [0, 1], ["a", "a"]).two_group(reference="a")
 
 
 def test_class_balance_matches_group_means(data: tuple[np.ndarray, np.ndarray, pd.Series]) -> None:
     y, score, group = data
-    table = class_balance(y, score, group, reference={"g": "b"}, n_bootstrap=50)
+    table = GroupAudit(y, score, group, reference={"g": "b"}, n_bootstrap=50).class_balance()
     for g in ("a", "b", "c"):
         m = (group == g).to_numpy()
         assert table.loc[("g", g), "balance_positive"] == pytest.approx(score[m & (y == 1)].mean())
@@ -163,7 +164,9 @@ def test_class_balance_matches_group_means(data: tuple[np.ndarray, np.ndarray, p
 
 
 def test_class_balance_group_without_negatives_is_nan() -> None:
-    table = class_balance([1, 1, 0, 1], [0.9, 0.8, 0.1, 0.7], pd.Series(list("aabb"), name="g"))
+    table = GroupAudit(
+        [1, 1, 0, 1], [0.9, 0.8, 0.1, 0.7], pd.Series(list("aabb"), name="g"),
+    ).class_balance()
     assert np.isnan(table.loc[("g", "a"), "balance_negative"])
     assert table.loc[("g", "b"), "balance_negative"] == pytest.approx(0.1)
 

@@ -10,12 +10,13 @@ import pytest
 from _seeds import shifted
 from scipy import stats
 
-from counterfair.audit import regression_metrics
+from counterfair.audit import GroupAudit
 from counterfair.audit._validation import (
     LENGTH_MISMATCH,
     NOT_FINITE,
     REFERENCE_NOT_FOUND,
 )
+from counterfair.audit.group_audit import Regression
 from counterfair.audit.regression import REGRESSION_METRICS
 
 Data = tuple[np.ndarray, np.ndarray, pd.DataFrame]
@@ -34,7 +35,7 @@ def data() -> Data:
 
 def test_group_measures_match_groupby(data: Data) -> None:
     y, pred, protected = data
-    report = regression_metrics(y, pred, protected)
+    report = GroupAudit(y, pred, protected, task=Regression()).metrics()
     frame = protected.assign(y=y, p=pred, r=y - pred)
     frame["race x sex"] = frame["race"] + " x " + frame["sex"]
     for attribute in ["race", "sex", "race x sex"]:
@@ -53,7 +54,7 @@ def test_group_measures_match_groupby(data: Data) -> None:
 
 def test_differences_and_ratios_to_reference(data: Data) -> None:
     y, pred, protected = data
-    report = regression_metrics(y, pred, protected, reference={"race": "B"})
+    report = GroupAudit(y, pred, protected, task=Regression(), reference={"race": "B"}).metrics()
     assert report.reference == {"race": "B", "sex": report.reference["sex"],
                                 "race x sex": report.reference["race x sex"]}
     metrics = list(REGRESSION_METRICS)
@@ -81,7 +82,9 @@ def _truth(attribute: str, group: str) -> dict[str, float]:
 def test_bootstrap(data: Data) -> None:
     y, pred, protected = data
     n_bootstrap = 400
-    report = regression_metrics(y, pred, protected, n_bootstrap=n_bootstrap, seed=shifted(1))
+    report = GroupAudit(
+        y, pred, protected, task=Regression(), n_bootstrap=n_bootstrap, seed=shifted(1),
+    ).metrics()
     assert report.ci is not None and report.difference_ci is not None
     lower = report.ci.xs("lower", axis=1, level="bound")
     upper = report.ci.xs("upper", axis=1, level="bound")
@@ -118,10 +121,12 @@ def test_errors(data: Data) -> None:
     y, pred, protected = data
     with pytest.raises(ValueError, match=re.escape(LENGTH_MISMATCH.format(
             name="y_pred", length=799, other_name="y_true", other_length=800))):
-        regression_metrics(y, pred[:-1], protected)
+        GroupAudit(y, pred[:-1], protected, task=Regression()).metrics()
     with pytest.raises(ValueError, match=re.escape(NOT_FINITE.format(name="y_pred",
                                                                      count=1))):
-        regression_metrics([1.0, 2.0], [1.0, np.inf], pd.Series(["a", "b"], name="g"))
+        GroupAudit(
+            [1.0, 2.0], [1.0, np.inf], pd.Series(["a", "b"], name="g"), task=Regression(),
+        ).metrics()
     with pytest.raises(ValueError, match=re.escape(REFERENCE_NOT_FOUND.format(
             group="Z", attribute="race", available="['A', 'B', 'W']"))):
-        regression_metrics(y, pred, protected, reference={"race": "Z"})
+        GroupAudit(y, pred, protected, task=Regression(), reference={"race": "Z"}).metrics()

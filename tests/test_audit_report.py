@@ -18,16 +18,17 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from counterfair.audit import (
+    GroupAudit,
     consistency,
     find_subpopulations,
     flip_counterfactual,
     generalized_entropy_index,
-    group_metrics,
     shap_disparity,
     write_report,
 )
-from counterfair.audit._validation import BAD_CHOICE, NO_PREDICTORS
+from counterfair.audit._validation import NO_PREDICTORS
 from counterfair.audit.explanations import ExplanationAudit
+from counterfair.audit.group_audit import NOT_A_TASK, Classification, Regression
 from counterfair.audit.plotting import disparity_figure
 from counterfair.audit.report import EXPLANATION_MEASURES
 
@@ -51,9 +52,10 @@ def _images(text: str) -> list[bytes]:
 
 def test_classification_report_is_self_contained(tmp_path: Path, data: Data) -> None:
     y, preds, protected = data
-    path = write_report(tmp_path / "sub" / "audit.html", y_true=y, y_pred=preds,
-                        protected=protected, n_bootstrap=20,
-                        extra_sections=[("Counterfactual audit", "<p id='cf'>cf here</p>")])
+    path = write_report(
+        tmp_path / "sub" / "audit.html", GroupAudit(y, preds, protected, n_bootstrap=20),
+        extra_sections=[("Counterfactual audit", "<p id='cf'>cf here</p>")],
+    )
     assert path.exists()
     text = path.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>")
@@ -71,7 +73,7 @@ def test_classification_report_is_self_contained(tmp_path: Path, data: Data) -> 
     assert _images(text) == []  # charts are inline SVG now
     assert text.count('<svg class="ratio-chart"') == 2 * 3  # per predictor and attribute
     # the summary is a table: one row per judged criterion with its plain-language meaning
-    table = group_metrics(y, preds["full model"], protected).summary_table()
+    table = GroupAudit(y, preds["full model"], protected).metrics().summary_table()
     assert 'class="audit summary sortable"' in text
     for criterion, meaning in zip(table["criterion"], table["meaning"], strict=True):
         judged = criterion != "share of positives parity"  # follows group sizes
@@ -91,7 +93,7 @@ def test_stylesheet_and_script_are_the_package_files_and_the_policy_names_the_sc
     from counterfair.audit.report import render_report
 
     y, preds, protected = data
-    text = render_report(y_true=y, y_pred=preds, protected=protected)
+    text = render_report(GroupAudit(y, preds, protected))
     folder = resources.files("counterfair.audit") / "templates"
     css = (folder / "report.css").read_text(encoding="utf-8")
     js = (folder / "report.js").read_text(encoding="utf-8")
@@ -110,8 +112,10 @@ def test_regression_report(tmp_path: Path, data: Data) -> None:
     _, _, protected = data
     rng = np.random.default_rng(shifted(2))
     y = rng.normal(size=len(protected))
-    path = write_report(tmp_path / "reg.html", y_true=y, y_pred=y + rng.normal(size=y.size),
-                        protected=protected, task="regression")
+    path = write_report(
+        tmp_path / "reg.html",
+        GroupAudit(y, y + rng.normal(size=y.size), protected, task=Regression()),
+    )
     text = path.read_text(encoding="utf-8")
     assert "mean_residual" in text and "rmse" in text
     assert "Predictor: prediction" in text
@@ -121,18 +125,17 @@ def test_regression_report(tmp_path: Path, data: Data) -> None:
 
 def test_report_errors(tmp_path: Path, data: Data) -> None:
     y, preds, protected = data
-    with pytest.raises(ValueError, match=re.escape(BAD_CHOICE.format(
-            name="task", choices=["classification", "regression"], value="ranking"))):
-        write_report(tmp_path / "x.html", y_true=y, y_pred=preds, protected=protected,
-                     task="ranking")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=re.escape(NOT_A_TASK.format(value="ranking"))):
+        write_report(tmp_path / "x.html",
+                     GroupAudit(y, preds, protected, task="ranking"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=re.escape(NO_PREDICTORS)):
-        write_report(tmp_path / "x.html", y_true=y, y_pred={}, protected=protected)
+        write_report(tmp_path / "x.html", GroupAudit(y, {}, protected))
     assert not (tmp_path / "x.html").exists()
 
 
 def test_disparity_figure_draws_tau_band(data: Data) -> None:
     y, preds, protected = data
-    report = group_metrics(y, preds["full model"], protected, tau=0.75)
+    report = GroupAudit(y, preds["full model"], protected, task=Classification(tau=0.75)).metrics()
     fig = disparity_figure(report.ratios, measures=["fpr", "fnr"], tau=report.tau,
                            reference=report.reference)
     assert isinstance(fig, Figure)
@@ -150,8 +153,10 @@ def test_summary_table_colours_failures(tmp_path: Path) -> None:
     group = pd.Series(["a"] * 20 + ["b"] * 10, name="g")
     pred = np.array([1] * 10 + [0] * 10 + [1] * 4 + [0] * 6)
     y = np.array([1, 0] * 15)
-    text = write_report(tmp_path / "r.html", y_true=y, y_pred=pred, protected=group,
-                        tau=0.9, min_group_rows=10).read_text(encoding="utf-8")
+    text = write_report(
+        tmp_path / "r.html",
+        GroupAudit(y, pred, group, task=Classification(tau=0.9, min_group_rows=10)),
+    ).read_text(encoding="utf-8")
     assert '<td class="verdict verdict-fail" data-v="FAIL">FAIL</td>' in text
     assert "g = 'b' (predicted_prevalence 0.8)" in text
 
@@ -177,9 +182,10 @@ def test_explanation_and_subpopulation_sections(tmp_path: Path) -> None:
         shap_method="exact (additive)")
     subs = find_subpopulations(X[["region"]], X["a"], pred, protected_group=1, max_depth=1,
                                n_bootstrap=20)
-    text = write_report(tmp_path / "x.html", y_true=y, y_pred={"rule": pred},
-                        protected=X[["a"]], explanations={"rule": audit},
-                        subpopulations=subs).read_text(encoding="utf-8")
+    text = write_report(
+        tmp_path / "x.html", GroupAudit(y, {"rule": pred}, X[["a"]]), explanations={"rule": audit},
+        subpopulations=subs,
+    ).read_text(encoding="utf-8")
     assert "<h2>Explanation-based measures</h2>" in text
     for meaning in EXPLANATION_MEASURES.values():
         assert html.escape(meaning, quote=False) in text
@@ -205,15 +211,15 @@ def test_write_refuses_to_overwrite_and_leaves_no_temporary_file(tmp_path: Path,
     target.write_text("a user's file")
     with pytest.raises(FileExistsError, match=re.escape(f"{target} already exists; pass "
                                                         "overwrite=True")):
-        write_report(target, y_true=y, y_pred=preds, protected=protected)
+        write_report(target, GroupAudit(y, preds, protected))
     assert target.read_text() == "a user's file"
-    path = write_report(target, y_true=y, y_pred=preds, protected=protected, overwrite=True)
+    path = write_report(target, GroupAudit(y, preds, protected), overwrite=True)
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     with pytest.raises(IsADirectoryError, match="is a directory"):
-        write_report(tmp_path, y_true=y, y_pred=preds, protected=protected, overwrite=True)
+        write_report(tmp_path, GroupAudit(y, preds, protected), overwrite=True)
     # a failure while rendering leaves the old file as it was, and no temporary file
     with pytest.raises(ValueError, match=re.escape(NO_PREDICTORS)):
-        write_report(target, y_true=y, y_pred={}, protected=protected, overwrite=True)
+        write_report(target, GroupAudit(y, {}, protected), overwrite=True)
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.html"]
 
@@ -244,15 +250,14 @@ def test_a_write_that_fails_half_way_leaves_nothing_half_written(
     with monkeypatch.context() as patch:
         _fail_mid_write(patch)
         with pytest.raises(OSError, match="injected"):
-            write_report(earlier, y_true=y, y_pred=preds, protected=protected, overwrite=True)
+            write_report(earlier, GroupAudit(y, preds, protected), overwrite=True)
         with pytest.raises(OSError, match="injected"):
-            write_report(fresh, y_true=y, y_pred=preds, protected=protected,
-                         overwrite=overwrite)
+            write_report(fresh, GroupAudit(y, preds, protected), overwrite=overwrite)
     assert (earlier.read_bytes(), earlier.stat().st_mtime_ns) == before
     assert not fresh.exists()  # no half-written page where there was none
     assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier.html"]  # no temporary file
     # the same calls without the failure write the whole page
-    write_report(fresh, y_true=y, y_pred=preds, protected=protected, overwrite=overwrite)
+    write_report(fresh, GroupAudit(y, preds, protected), overwrite=overwrite)
     assert fresh.read_text(encoding="utf-8").rstrip().endswith("</html>")
 
 
@@ -270,7 +275,7 @@ def test_a_failed_move_into_place_keeps_the_earlier_file(
     with monkeypatch.context() as patch:
         patch.setattr(os, "replace", failing_replace)
         with pytest.raises(OSError, match="injected"):
-            write_report(earlier, y_true=y, y_pred=preds, protected=protected, overwrite=True)
+            write_report(earlier, GroupAudit(y, preds, protected), overwrite=True)
     assert (earlier.read_bytes(), earlier.stat().st_mtime_ns) == before
     assert [p.name for p in tmp_path.iterdir()] == ["audit.html"]
 
@@ -278,10 +283,12 @@ def test_a_failed_move_into_place_keeps_the_earlier_file(
 def test_bad_tau_and_counterfactual_are_refused(tmp_path: Path, data: Data) -> None:
     y, preds, protected = data
     with pytest.raises(ValueError, match="tau"):
-        write_report(tmp_path / "x.html", y_true=y, y_pred=preds, protected=protected, tau=1.5)
+        write_report(
+            tmp_path / "x.html", GroupAudit(y, preds, protected, task=Classification(tau=1.5)),
+        )
     with pytest.raises(TypeError, match=r"counterfactual\['m'\] is a dict, not a "
                                         "CounterfactualReport"):
-        write_report(tmp_path / "x.html", y_true=y, y_pred=preds, protected=protected,
+        write_report(tmp_path / "x.html", GroupAudit(y, preds, protected),
                      counterfactual={"m": {}})  # type: ignore[dict-item]
     assert not (tmp_path / "x.html").exists()
 
@@ -291,8 +298,9 @@ def test_user_strings_cannot_break_out_of_html_or_json(tmp_path: Path) -> None:
     y = np.array([0, 1] * 20)
     pred = np.array([1, 0, 0, 1] * 10)
     group = pd.Series(["ok"] * 20 + [evil] * 20, name=f"col{evil}")
-    text = write_report(tmp_path / "r.html", y_true=y, y_pred={f"p{evil}": pred},
-                        protected=group, title=evil).read_text(encoding="utf-8")
+    text = write_report(
+        tmp_path / "r.html", GroupAudit(y, {f"p{evil}": pred}, group), title=evil,
+    ).read_text(encoding="utf-8")
     assert text.count("<script") == 2 and text.count("</script>") == 2
     assert "<!--" not in text and evil not in text
     data = _data_json(text)
@@ -315,7 +323,9 @@ def test_embedded_data_and_findings_follow_the_python_verdicts() -> None:
     pred = np.array([1] * 20 + [0] * 20 + [1] * 17 + [0] * 23)
     y = np.array([1, 0] * 40)
     for tau in (0.8, 0.85, 0.9):
-        report = group_metrics(y, pred, pd.Series(race, name="race"), tau=tau)
+        report = GroupAudit(
+            y, pred, pd.Series(race, name="race"), task=Classification(tau=tau),
+        ).metrics()
         entry = to_data("rule", report, "predictor-0")
         results = {r["criterion"]: r for r in evaluate(entry, tau)}
         table = report.summary_table().set_index("criterion")
@@ -336,8 +346,9 @@ def test_embedded_data_and_findings_follow_the_python_verdicts() -> None:
         else:
             assert fails == []
             assert any("selection rate parity" in s and " passes " in s for s in sentences)
-        text = render_report(y_true=y, y_pred={"rule": pred}, protected={"race": race},
-                             tau=tau)
+        text = render_report(
+            GroupAudit(y, {"rule": pred}, {"race": race}, task=Classification(tau=tau)),
+        )
         data = _data_json(text)
         assert data["tau"] == tau
         b = next(g for g in data["predictors"][0]["groups"] if g["label"] == "B")

@@ -236,9 +236,11 @@ def test_the_report_says_what_was_audited(
     }
     path = cf.audit.write_report(
         tmp_path / "audit.html",
-        y_true=(rows["released"].astype(str) == "Yes").astype(int).to_numpy(),
-        y_pred=constant_classifier.predict_proba(rows[["colour", "checks", "score"]])[:, 1],
-        protected=rows[["colour"]].astype(str),
+        cf.audit.GroupAudit(
+            (rows["released"].astype(str) == "Yes").astype(int).to_numpy(),
+            constant_classifier.predict_proba(rows[["colour", "checks", "score"]])[:, 1],
+            rows[["colour"]].astype(str),
+        ),
         counterfactual=reports,
     )
     text = path.read_text(encoding="utf-8")

@@ -65,14 +65,18 @@ def assert_reports_equal(a, b) -> None:
     {},
 ])
 def test_regression_audit_equals_in_memory_for_any_partitioning(client, law, options):
-    expected = cf.audit.regression_metrics(
-        law["ZFYA"].to_numpy(), law["prediction"].to_numpy(), law[["race", "sex"]], **options)
+    expected = cf.audit.GroupAudit(
+        law["ZFYA"].to_numpy(), law["prediction"].to_numpy(), law[["race", "sex"]],
+        task=cf.audit.group_audit.Regression(), **options,
+    ).metrics()
     for n in PARTITIONS:
         ddf = dd.from_pandas(law, npartitions=n)
         # predictions as NumPy (what FairLearner.predict(ddf) returns) and as a Dask column
         for y_pred in (law["prediction"].to_numpy(), ddf["prediction"]):
-            got = cf.audit.regression_metrics(ddf["ZFYA"], y_pred, ddf[["race", "sex"]],
-                                              **options)
+            got = cf.audit.GroupAudit(
+                ddf["ZFYA"], y_pred, ddf[["race", "sex"]], task=cf.audit.group_audit.Regression(),
+                **options,
+            ).metrics()
             assert_reports_equal(expected, got)
     assert expected.by_group["size"].sum() == 3 * len(law)  # race, sex, race x sex
 
@@ -83,12 +87,16 @@ def test_regression_audit_equals_in_memory_for_any_partitioning(client, law, opt
 ])
 def test_classification_audit_equals_in_memory_for_any_partitioning(client, adult, options):
     for column in ("score", "decision"):
-        expected = cf.audit.group_metrics(adult["income"], adult[column],
-                                          adult[["race", "sex"]], threshold=0.3, **options)
+        expected = cf.audit.GroupAudit(
+            adult["income"], adult[column], adult[["race", "sex"]],
+            task=cf.audit.group_audit.Classification(threshold=0.3), **options,
+        ).metrics()
         for n in PARTITIONS:
             ddf = dd.from_pandas(adult, npartitions=n)
-            got = cf.audit.group_metrics(ddf["income"], ddf[column], ddf[["race", "sex"]],
-                                         threshold=0.3, **options)
+            got = cf.audit.GroupAudit(
+                ddf["income"], ddf[column], ddf[["race", "sex"]],
+                task=cf.audit.group_audit.Classification(threshold=0.3), **options,
+            ).metrics()
             assert_reports_equal(expected, got)
             pd.testing.assert_frame_equal(expected.verdicts, got.verdicts)
 
@@ -103,10 +111,14 @@ def test_columns_of_parquet_files_are_cut_alike(client, law, tmp_path):
     assert len(rows["ZFYA"].to_delayed()) != len(rows.to_delayed())  # fused differently
     for options in ({"ci_method": "analytic"},
                     {"ci_method": "poisson", "n_bootstrap": 20, "seed": 1}):
-        expected = cf.audit.regression_metrics(law["ZFYA"], law["prediction"],
-                                               law[["race", "sex"]], **options)
-        got = cf.audit.regression_metrics(rows["ZFYA"], law["prediction"].to_numpy(),
-                                          rows[["race", "sex"]], **options)
+        expected = cf.audit.GroupAudit(
+            law["ZFYA"], law["prediction"], law[["race", "sex"]],
+            task=cf.audit.group_audit.Regression(), **options,
+        ).metrics()
+        got = cf.audit.GroupAudit(
+            rows["ZFYA"], law["prediction"].to_numpy(), rows[["race", "sex"]],
+            task=cf.audit.group_audit.Regression(), **options,
+        ).metrics()
         assert_reports_equal(expected, got)
 
 
@@ -115,11 +127,15 @@ def test_scores_in_one_partition_only_are_thresholded_everywhere(client, adult):
     # but the audit decides once for all rows, as the in-memory call does
     rows = adult.copy()
     rows.loc[: len(rows) // 2, "score"] = rows.loc[: len(rows) // 2, "decision"]
-    expected = cf.audit.group_metrics(rows["income"], rows["score"], rows[["race", "sex"]],
-                                      threshold=0.3)
+    expected = cf.audit.GroupAudit(
+        rows["income"], rows["score"], rows[["race", "sex"]],
+        task=cf.audit.group_audit.Classification(threshold=0.3),
+    ).metrics()
     ddf = dd.from_pandas(rows, npartitions=4)
-    got = cf.audit.group_metrics(ddf["income"], ddf["score"], ddf[["race", "sex"]],
-                                 threshold=0.3)
+    got = cf.audit.GroupAudit(
+        ddf["income"], ddf["score"], ddf[["race", "sex"]],
+        task=cf.audit.group_audit.Classification(threshold=0.3),
+    ).metrics()
     assert_reports_equal(expected, got)
 
 
@@ -127,16 +143,22 @@ def test_exact_bootstrap_collects_small_inputs_and_refuses_large_ones(client, la
                                                                       monkeypatch):
     rows = law.iloc[:3000]
     ddf = dd.from_pandas(rows, npartitions=3)
-    expected = cf.audit.regression_metrics(rows["ZFYA"], rows["prediction"], rows[["sex"]],
-                                           n_bootstrap=30, seed=shifted(2))
-    got = cf.audit.regression_metrics(ddf["ZFYA"], ddf["prediction"], ddf[["sex"]],
-                                      n_bootstrap=30, seed=shifted(2))
+    expected = cf.audit.GroupAudit(
+        rows["ZFYA"], rows["prediction"], rows[["sex"]], task=cf.audit.group_audit.Regression(),
+        n_bootstrap=30, seed=shifted(2),
+    ).metrics()
+    got = cf.audit.GroupAudit(
+        ddf["ZFYA"], ddf["prediction"], ddf[["sex"]], task=cf.audit.group_audit.Regression(),
+        n_bootstrap=30, seed=shifted(2),
+    ).metrics()
     assert got.ci_method == "bootstrap"
     assert_reports_equal(expected, got)
     monkeypatch.setattr(dask_groups, "EXACT_BOOTSTRAP_MAX_ROWS", 1000)
     with pytest.raises(ValueError, match=r"3,000 rows.*'poisson' or 'analytic'"):
-        cf.audit.regression_metrics(ddf["ZFYA"], ddf["prediction"], ddf[["sex"]],
-                                    n_bootstrap=30, ci_method="bootstrap")
+        cf.audit.GroupAudit(
+            ddf["ZFYA"], ddf["prediction"], ddf[["sex"]], task=cf.audit.group_audit.Regression(),
+            n_bootstrap=30, ci_method="bootstrap",
+        ).metrics()
 
 
 def test_bad_inputs_name_the_partition_and_the_input(client, law):
@@ -144,20 +166,28 @@ def test_bad_inputs_name_the_partition_and_the_input(client, law):
     rows.loc[1500, "ZFYA"] = np.nan
     ddf = dd.from_pandas(rows, npartitions=3)
     with pytest.raises(ValueError, match=r"partition 2 \(global rows 1400\.\.2099\).*y_true"):
-        cf.audit.regression_metrics(ddf["ZFYA"], ddf["prediction"], ddf[["race"]])
+        cf.audit.GroupAudit(
+            ddf["ZFYA"], ddf["prediction"], ddf[["race"]], task=cf.audit.group_audit.Regression(),
+        ).metrics()
     with pytest.raises(ValueError, match="y_pred has 5 rows but the Dask inputs have 2,100"):
-        cf.audit.regression_metrics(ddf["ZFYA"], np.zeros(5), ddf[["race"]])
+        cf.audit.GroupAudit(
+            ddf["ZFYA"], np.zeros(5), ddf[["race"]], task=cf.audit.group_audit.Regression(),
+        ).metrics()
     other = dd.from_pandas(rows, npartitions=2)
     with pytest.raises(ValueError, match=r"y_true has 3 partitions but the other Dask inputs "
                                          r"have 2"):
-        cf.audit.regression_metrics(ddf["ZFYA"], ddf["prediction"], other[["race"]])
+        cf.audit.GroupAudit(
+            ddf["ZFYA"], ddf["prediction"], other[["race"]],
+            task=cf.audit.group_audit.Regression(),
+        ).metrics()
     with pytest.raises(ValueError, match="row_ids= cannot be used with Dask inputs"):
-        cf.audit.regression_metrics(ddf["ZFYA"], ddf["prediction"], ddf[["race"]],
-                                    ci_method="poisson", n_bootstrap=5,
-                                    row_ids=np.arange(len(rows)))
+        cf.audit.GroupAudit(
+            ddf["ZFYA"], ddf["prediction"], ddf[["race"]], task=cf.audit.group_audit.Regression(),
+            n_bootstrap=5, ci_method="poisson",
+        ).metrics(row_ids=np.arange(len(rows)))
     labels = dd.from_pandas(law.iloc[:2100].assign(income=2), npartitions=3)
     with pytest.raises(ValueError, match=r"partition \d.*y_true must contain binary labels"):
-        cf.audit.group_metrics(labels["income"], labels["prediction"], labels[["sex"]])
+        cf.audit.GroupAudit(labels["income"], labels["prediction"], labels[["sex"]]).metrics()
 
 
 def test_cell_coder_numbers_rows_as_the_whole_frame(law):

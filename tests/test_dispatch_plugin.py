@@ -31,8 +31,8 @@ assert "counterfair.dask" in sys.modules
     ("operation", "rows"),
     [
         ("FairLearner.predict", "series.to_frame()"),
-        ("group_metrics", "(series, series, series)"),
-        ("regression_metrics", "(pd.Series([1.0]), series, series)"),
+        ("GroupAudit.metrics", "(series, series, series)"),
+        ("GroupAudit.metrics", "(pd.Series([1.0]), series, series)"),
     ],
 )
 def test_the_plugin_loads_on_the_first_dask_input(operation: str, rows: str) -> None:

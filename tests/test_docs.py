@@ -270,12 +270,12 @@ def test_sphinx_roles_in_docstrings_become_code_on_the_site() -> None:
     finally:
         sys.path.remove(str(ROOT / "tools"))
     text = (
-        "See :class:`~counterfair.Fit`, :func:`group_metrics`, :meth:`Fit.abduct`, "
+        "See :class:`~counterfair.Fit`, :class:`GroupAudit`, :meth:`Fit.abduct`, "
         ":data:`counterfair.audit.REFERENCE_RULE`, :mod:`the module <counterfair.inference.ppc>` "
         "and ``literal``."
     )
     assert plain_roles(text) == (
-        "See `Fit`, `group_metrics`, `Fit.abduct`, `counterfair.audit.REFERENCE_RULE`, "
+        "See `Fit`, `GroupAudit`, `Fit.abduct`, `counterfair.audit.REFERENCE_RULE`, "
         "`the module` and ``literal``."
     )
 

@@ -260,8 +260,10 @@ def test_the_verdict_is_a_section_of_the_audit_report(tmp_path: Path) -> None:
     result = cf.falsify(CHAIN, data, n_permutations=0)
     y = (data["c"] > 0).astype(int).to_numpy()
     group = np.where(data["a"] > 0, "A", "B")
-    path = cf.audit.write_report(tmp_path / "audit.html", y_true=y, y_pred=y, protected=group,
-                                 extra_sections=[result.section()])
+    path = cf.audit.write_report(
+        tmp_path / "audit.html", cf.audit.GroupAudit(y, y, group),
+        extra_sections=[result.section()],
+    )
     text = path.read_text(encoding="utf-8")
     assert "Does the data contradict the graph?" in text
     assert "verdict: falsified" in text and "c _||_ a" in text

@@ -16,15 +16,11 @@ from scipy.stats import norm, poisson
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import counterfair as cf
-from counterfair.audit import (
-    disparate_impact,
-    group_metrics,
-    regression_metrics,
-    two_group_measures,
-)
+from counterfair.audit import GroupAudit
 from counterfair.audit import poisson_bootstrap as pb
 from counterfair.audit.analytic import binomial_variance, disparity_intervals, wilson_interval
 from counterfair.audit.bootstrap import CI_METHODS, EXACT_BOOTSTRAP_MAX_ROWS, resolve_ci_method
+from counterfair.audit.group_audit import Regression
 from counterfair.audit.impact import DisparateImpact
 from counterfair.audit.report import render_report
 
@@ -148,7 +144,7 @@ def test_wilson_without_trials_is_nan() -> None:
 @needs_compas
 def test_analytic_rate_intervals_are_wilson_on_the_group_counts() -> None:
     y, decisions, protected, _, _ = _compas()
-    report = group_metrics(y, decisions, protected, ci_method="analytic")
+    report = GroupAudit(y, decisions, protected, ci_method="analytic").metrics()
     assert report.ci_method == "analytic" and report.n_bootstrap == 0
     z = norm.ppf(0.5 + CONFIDENCE / 2.0)
     counts = report.by_group
@@ -178,9 +174,10 @@ def test_analytic_rate_intervals_are_wilson_on_the_group_counts() -> None:
 def test_analytic_classification_intervals_agree_with_the_exact_bootstrap() -> None:
     y, pred, protected, _ = _simulated(40_000, 11, two_attributes=False)
     n_boot = 1000
-    exact = group_metrics(y, pred, protected, n_bootstrap=n_boot, ci_method="bootstrap",
-                          seed=shifted(3))
-    analytic = group_metrics(y, pred, protected, ci_method="analytic")
+    exact = GroupAudit(
+        y, pred, protected, n_bootstrap=n_boot, seed=shifted(3), ci_method="bootstrap",
+    ).metrics()
+    analytic = GroupAudit(y, pred, protected, ci_method="analytic").metrics()
     assert exact.ci_method == "bootstrap"
     for table in TABLES:
         reference = getattr(exact, table)
@@ -193,10 +190,12 @@ def test_poisson_classification_intervals_agree_with_the_exact_bootstrap() -> No
     # so the share of positive decisions is comparable too
     y, pred, protected, _ = _simulated(40_000, 12, two_attributes=True)
     n_boot = 1000
-    exact = group_metrics(y, pred, protected, n_bootstrap=n_boot, ci_method="bootstrap",
-                          seed=shifted(4))
-    poisson_ = group_metrics(y, pred, protected, n_bootstrap=n_boot, ci_method="poisson",
-                             seed=shifted(5))
+    exact = GroupAudit(
+        y, pred, protected, n_bootstrap=n_boot, seed=shifted(4), ci_method="bootstrap",
+    ).metrics()
+    poisson_ = GroupAudit(
+        y, pred, protected, n_bootstrap=n_boot, seed=shifted(5), ci_method="poisson",
+    ).metrics()
     assert poisson_.ci_method == "poisson" and poisson_.n_bootstrap == n_boot
     for table in TABLES:
         a, b = getattr(poisson_, table), getattr(exact, table)
@@ -218,11 +217,15 @@ def test_regression_intervals_agree_with_the_exact_bootstrap() -> None:
     # no finite interval: see test_fieller_ratio_of_a_mean_near_zero_is_unbounded)
     y, pred, groups = outcome[half:], model.predict(x[half:]) - 0.5, protected.iloc[half:]
     n_boot = 1000
-    exact = regression_metrics(y, pred, groups, n_bootstrap=n_boot, ci_method="bootstrap",
-                               seed=shifted(6))
-    analytic = regression_metrics(y, pred, groups, ci_method="analytic")
-    poisson_ = regression_metrics(y, pred, groups, n_bootstrap=n_boot, ci_method="poisson",
-                                  seed=shifted(7))
+    exact = GroupAudit(
+        y, pred, groups, task=Regression(), n_bootstrap=n_boot, seed=shifted(6),
+        ci_method="bootstrap",
+    ).metrics()
+    analytic = GroupAudit(y, pred, groups, task=Regression(), ci_method="analytic").metrics()
+    poisson_ = GroupAudit(
+        y, pred, groups, task=Regression(), n_bootstrap=n_boot, seed=shifted(7),
+        ci_method="poisson",
+    ).metrics()
     assert analytic.ci_method == "analytic"
     for table in TABLES:
         b = getattr(exact, table)
@@ -238,8 +241,10 @@ def test_fieller_ratio_of_a_mean_near_zero_is_unbounded() -> None:
     groups = pd.Series(np.repeat(["ref", "other"], 400), name="g")
     residual = np.concatenate([rng.normal(0.0, 1.0, 400), rng.normal(1.0, 1.0, 400)])
     residual[:400] -= residual[:400].mean() - 0.01  # reference mean residual 0.01, sd 0.05
-    report = regression_metrics(residual, np.zeros(800), groups, reference={"g": "ref"},
-                                ci_method="analytic")
+    report = GroupAudit(
+        residual, np.zeros(800), groups, task=Regression(), reference={"g": "ref"},
+        ci_method="analytic",
+    ).metrics()
     assert report.ratio_ci.loc[("g", "other"), ("mean_residual", "lower")] == -np.inf
     assert report.ratio_ci.loc[("g", "other"), ("mean_residual", "upper")] == np.inf
     # the RMSE ratio is positive and well defined: log-scale delta method, finite
@@ -261,10 +266,14 @@ def test_poisson_results_do_not_depend_on_the_chunk_size() -> None:
         with cf.set_options(chunk_bytes=chunk):
             rows = cf.options.chunk_rows(per_row, y.size)
             reports.append((rows,
-                            group_metrics(y, decisions, protected, n_bootstrap=n_boot,
-                                          ci_method="poisson", seed=shifted(21)),
-                            regression_metrics(decile, scores, protected, n_bootstrap=n_boot,
-                                               ci_method="poisson", seed=shifted(21))))
+                            GroupAudit(
+                                y, decisions, protected, n_bootstrap=n_boot, seed=shifted(21),
+                                ci_method="poisson",
+                            ).metrics(),
+                            GroupAudit(
+                                decile, scores, protected, task=Regression(), n_bootstrap=n_boot,
+                                seed=shifted(21), ci_method="poisson",
+                            ).metrics()))
     assert [r[0] for r in reports] == sorted({r[0] for r in reports})  # three chunk sizes
     assert reports[0][0] < 10 and reports[-1][0] == y.size
     for _, classification, regression in reports[1:]:
@@ -281,23 +290,31 @@ def test_poisson_results_do_not_depend_on_the_row_order_with_row_ids() -> None:
     ids = np.arange(y.size) * 7 + 1000  # any distinct non-negative ids
     order = np.random.default_rng(shifted(22)).permutation(y.size)
     with cf.set_options(chunk_bytes=2**20):
-        first = group_metrics(y, decisions, protected, n_bootstrap=150, ci_method="poisson",
-                              seed=shifted(23), row_ids=ids)
-        second = group_metrics(y[order], decisions[order], protected.iloc[order], n_bootstrap=150,
-                               ci_method="poisson", seed=shifted(23), row_ids=ids[order])
-        reg_first = regression_metrics(decile, scores, protected, n_bootstrap=150,
-                                       ci_method="poisson", seed=shifted(23), row_ids=ids)
-        reg_second = regression_metrics(decile[order], scores[order], protected.iloc[order],
-                                        n_bootstrap=150, ci_method="poisson", seed=shifted(23),
-                                        row_ids=ids[order])
+        first = GroupAudit(
+            y, decisions, protected, n_bootstrap=150, seed=shifted(23), ci_method="poisson",
+        ).metrics(row_ids=ids)
+        second = GroupAudit(
+            y[order], decisions[order], protected.iloc[order], n_bootstrap=150, seed=shifted(23),
+            ci_method="poisson",
+        ).metrics(row_ids=ids[order])
+        reg_first = GroupAudit(
+            decile, scores, protected, task=Regression(), n_bootstrap=150, seed=shifted(23),
+            ci_method="poisson",
+        ).metrics(row_ids=ids)
+        reg_second = GroupAudit(
+            decile[order], scores[order], protected.iloc[order], task=Regression(),
+            n_bootstrap=150, seed=shifted(23), ci_method="poisson",
+        ).metrics(row_ids=ids[order])
     for table in TABLES:
         pd.testing.assert_frame_equal(getattr(first, table), getattr(second, table),
                                       rtol=0, atol=1e-12)
         pd.testing.assert_frame_equal(getattr(reg_first, table), getattr(reg_second, table),
                                       rtol=0, atol=1e-12)
     # without ids the draws follow positions: a permutation changes them (the test can fail)
-    third = group_metrics(y[order], decisions[order], protected.iloc[order], n_bootstrap=150,
-                          ci_method="poisson", seed=shifted(23))
+    third = GroupAudit(
+        y[order], decisions[order], protected.iloc[order], n_bootstrap=150, seed=shifted(23),
+        ci_method="poisson",
+    ).metrics()
     assert not np.allclose(third.ci.to_numpy(), first.ci.to_numpy(), equal_nan=True)
 
 
@@ -407,7 +424,9 @@ def test_chunked_run_never_builds_a_rows_by_replicates_array(
     tracemalloc.start()
     try:
         with cf.set_options(chunk_bytes=chunk):
-            report = group_metrics(y, pred, protected, n_bootstrap=n_boot, ci_method="poisson")
+            report = GroupAudit(
+                y, pred, protected, n_bootstrap=n_boot, ci_method="poisson",
+            ).metrics()
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -436,15 +455,21 @@ def test_auto_runs_the_exact_bootstrap_then_the_poisson_bootstrap_above_the_limi
     assert resolve_ci_method("auto", n_bootstrap=100, n_rows=EXACT_BOOTSTRAP_MAX_ROWS + 1) == (
         "poisson")
     y, pred, protected, _ = _simulated(500, 51, two_attributes=False)
-    assert group_metrics(y, pred, protected).ci_method is None
-    assert group_metrics(y, pred, protected).ci is None
-    assert group_metrics(y, pred, protected, n_bootstrap=20).ci_method == "bootstrap"
+    assert GroupAudit(y, pred, protected).metrics().ci_method is None
+    assert GroupAudit(y, pred, protected).metrics().ci is None
+    assert GroupAudit(y, pred, protected, n_bootstrap=20).metrics().ci_method == "bootstrap"
 
 
 def test_bad_combinations_and_inputs_raise() -> None:
     y, pred, protected, _ = _simulated(300, 52, two_attributes=False)
     choices = re.escape(str(list(CI_METHODS)))
-    for call in (group_metrics, regression_metrics):
+    def classification(*data, row_ids=None, **options):
+        return GroupAudit(*data, **options).metrics(row_ids=row_ids)
+
+    def regression(*data, row_ids=None, **options):
+        return GroupAudit(*data, task=Regression(), **options).metrics(row_ids=row_ids)
+
+    for call in (classification, regression):
         with pytest.raises(ValueError, match=f"ci_method must be one of {choices}.*'wald'"):
             call(y, pred, protected, ci_method="wald")
         with pytest.raises(ValueError, match="n_bootstrap=50 would be ignored"):
@@ -466,21 +491,21 @@ def test_bad_combinations_and_inputs_raise() -> None:
             with pytest.raises(ValueError, match=message):
                 call(y, pred, protected, ci_method="poisson", n_bootstrap=10, row_ids=ids)
     with pytest.raises(ValueError, match="seed must be an integer"):
-        group_metrics(y, pred, protected, ci_method="poisson", n_bootstrap=10,
-                      seed="7")  # type: ignore[arg-type]
+        GroupAudit(y, pred, protected, n_bootstrap=10, seed="7", ci_method="poisson").metrics()  # type: ignore[arg-type]
 
 
 def test_report_names_the_interval_method() -> None:
     y, pred, protected, _ = _simulated(2000, 53, two_attributes=True)
-    analytic = render_report(y_true=y, y_pred={"model": pred}, protected=protected,
-                             ci_method="analytic")
+    analytic = render_report(GroupAudit(y, {"model": pred}, protected, ci_method="analytic"))
     assert "Analytic intervals (95%; Wilson score and delta method)" in analytic
-    poisson_ = render_report(y_true=y, y_pred={"model": pred}, protected=protected,
-                             ci_method="poisson", n_bootstrap=40)
+    poisson_ = render_report(
+        GroupAudit(y, {"model": pred}, protected, n_bootstrap=40, ci_method="poisson"),
+    )
     assert "Poisson bootstrap intervals (95%, 40 replicates)" in poisson_
     with pytest.raises(ValueError, match="n_bootstrap=40 would be ignored"):
-        render_report(y_true=y, y_pred={"model": pred}, protected=protected,
-                      ci_method="analytic", n_bootstrap=40)
+        render_report(
+            GroupAudit(y, {"model": pred}, protected, n_bootstrap=40, ci_method="analytic"),
+        )
 
 
 def test_a_one_row_cell_keeps_its_row_in_every_poisson_replicate() -> None:
@@ -492,8 +517,9 @@ def test_a_one_row_cell_keeps_its_row_in_every_poisson_replicate() -> None:
     protected = pd.DataFrame({"g": group, "h": np.where(np.arange(y.size) % 2, "u", "v")})
     cell = ("g x h", f"single x {protected['h'][17]}")
     for method in ("bootstrap", "poisson"):
-        report = group_metrics(y, pred, protected, n_bootstrap=60, ci_method=method,
-                               seed=shifted(55))
+        report = GroupAudit(
+            y, pred, protected, n_bootstrap=60, seed=shifted(55), ci_method=method,
+        ).metrics()
         accuracy = report.by_group.loc[cell, "accuracy"]
         assert report.ci.loc[cell, ("accuracy", "lower")] == accuracy
         assert report.ci.loc[cell, ("accuracy", "upper")] == accuracy
@@ -524,9 +550,10 @@ def test_two_group_measures_analytic_and_poisson_agree_with_the_exact_bootstrap(
     y, pred, protected, _ = _simulated(30_000, 71, two_attributes=False)
     group = protected.to_numpy()
     n_boot = 1000
-    tables = {method: two_group_measures(y, pred, group, privileged="a", ci_method=method,
-                                         seed=shifted(72) if method != "analytic" else 0,
-                                         n_bootstrap=0 if method == "analytic" else n_boot)
+    tables = {method: GroupAudit(
+        y, pred, group, n_bootstrap=0 if method == "analytic" else n_boot,
+        seed=shifted(72) if method != "analytic" else 0, ci_method=method,
+    ).two_group(reference="a")
               for method in ("bootstrap", "poisson", "analytic")}
     exact = tables["bootstrap"][["lower", "upper"]]
     mcse_exact = _endpoint_mcse(exact, n_boot)
@@ -536,8 +563,9 @@ def test_two_group_measures_analytic_and_poisson_agree_with_the_exact_bootstrap(
     _assert_agree(tables["analytic"][["lower", "upper"]], exact, 0.0 * mcse_exact, mcse_exact,
                   "two groups, analytic vs exact")
     with cf.set_options(chunk_bytes=cf.options.MIN_CHUNK_BYTES):
-        small_chunks = two_group_measures(y, pred, group, privileged="a", ci_method="poisson",
-                                          seed=shifted(72), n_bootstrap=n_boot)
+        small_chunks = GroupAudit(
+            y, pred, group, n_bootstrap=n_boot, seed=shifted(72), ci_method="poisson",
+        ).two_group(reference="a")
     pd.testing.assert_frame_equal(small_chunks, tables["poisson"], rtol=0, atol=1e-12)
 
 
@@ -545,10 +573,10 @@ def test_disparate_impact_analytic_and_poisson_agree_with_the_exact_bootstrap() 
     _, pred, protected, _ = _simulated(30_000, 81, two_attributes=False)
     group = protected.to_numpy()
     n_boot = 1000
-    results = {method: disparate_impact(pred, group, protected_group="c", reference="a",
-                                        ci_method=method,
-                                        seed=shifted(82) if method != "analytic" else 0,
-                                        n_bootstrap=0 if method == "analytic" else n_boot)
+    results = {method: GroupAudit(
+        None, pred, group, n_bootstrap=0 if method == "analytic" else n_boot,
+        seed=shifted(82) if method != "analytic" else 0, ci_method=method,
+    ).disparate_impact("c", reference="a")
                for method in ("bootstrap", "poisson", "analytic")}
 
     def bounds(result: DisparateImpact) -> pd.DataFrame:
@@ -562,4 +590,4 @@ def test_disparate_impact_analytic_and_poisson_agree_with_the_exact_bootstrap() 
     _assert_agree(bounds(results["analytic"]), exact, 0.0 * mcse_exact, mcse_exact,
                   "disparate impact, analytic vs exact")
     with pytest.raises(ValueError, match="n_bootstrap=5 would be ignored"):
-        disparate_impact(pred, group, protected_group="c", ci_method="analytic", n_bootstrap=5)
+        GroupAudit(None, pred, group, n_bootstrap=5, ci_method="analytic").disparate_impact("c")

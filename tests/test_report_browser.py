@@ -24,13 +24,14 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import group_metrics, write_report
+from counterfair.audit import GroupAudit, write_report
 from counterfair.audit._findings import (
     SIZE_DEPENDENT_CRITERIA,
     parity_findings,
     predictor_data,
 )
 from counterfair.audit.causal_report import CounterfactualReport
+from counterfair.audit.group_audit import Classification, Regression
 from counterfair.audit.report import render_report
 
 pytestmark = pytest.mark.browser
@@ -150,8 +151,13 @@ def boundary_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     y, decisions, protected = _boundary_data()
     path = tmp_path_factory.mktemp("report") / "boundary.html"
     # race x sex groups have 20 rows each: judged here (the default minimum is 30)
-    return write_report(path, y_true=y, y_pred={"rule": decisions}, protected=protected,
-                        n_bootstrap=20, seed=shifted(1), min_group_rows=20)
+    return write_report(
+        path,
+        GroupAudit(
+            y, {"rule": decisions}, protected, task=Classification(min_group_rows=20),
+            n_bootstrap=20, seed=shifted(1),
+        ),
+    )
 
 
 def test_loads_offline_without_console_errors(driver: Any, boundary_report: Path) -> None:
@@ -165,7 +171,7 @@ def test_loads_offline_without_console_errors(driver: Any, boundary_report: Path
     assert items and all(item.is_displayed() for item in items)
     assert _dom_findings(driver) == _static_findings(boundary_report.read_text("utf-8"))
     y, decisions, protected = _boundary_data()
-    report = group_metrics(y, decisions, protected)
+    report = GroupAudit(y, decisions, protected).metrics()
     assert _dom_verdicts(driver, "predictor-0") == _python_verdicts(report)
 
 
@@ -180,7 +186,9 @@ def test_the_request_check_can_fail(driver: Any, tmp_path: Path) -> None:
 
 def test_tau_flips_a_verdict_across_its_boundary(driver: Any, boundary_report: Path) -> None:
     y, decisions, protected = _boundary_data()
-    at = {tau: group_metrics(y, decisions, protected, tau=tau) for tau in (0.8, 0.85, 0.9)}
+    at = {tau: GroupAudit(
+        y, decisions, protected, task=Classification(tau=tau),
+    ).metrics() for tau in (0.8, 0.85, 0.9)}
     assert at[0.8].ratios.loc[("race", "B"), "predicted_prevalence"] == 0.85
     position = list(at[0.8].verdicts.index).index(("race", "B"))
     cell = f"#predictor-0 td[data-g='{position}'][data-c='selection_rate_parity']"
@@ -192,8 +200,9 @@ def test_tau_flips_a_verdict_across_its_boundary(driver: Any, boundary_report: P
     assert driver.find_element("css selector", cell).text == "FAIL"
     assert driver.find_element("css selector", summary).text == "FAIL"
     assert _dom_verdicts(driver, "predictor-0") == _python_verdicts(at[0.9])
-    with_intervals = group_metrics(y, decisions, protected, tau=0.9, n_bootstrap=20,
-                                   seed=shifted(1))  # the report's intervals
+    with_intervals = GroupAudit(
+        y, decisions, protected, task=Classification(tau=0.9), n_bootstrap=20, seed=shifted(1),
+    ).metrics()  # the report's intervals
     entry = predictor_data("rule", with_intervals, "predictor-0", min_group_rows=20)
     assert _dom_findings(driver) == [text for text, _ in parity_findings(entry, 0.9)]
     assert any("(95% interval " in text for text in _dom_findings(driver))
@@ -267,8 +276,10 @@ def test_injected_names_stay_text(driver: Any, tmp_path: Path) -> None:
     evil = "</script><script>window.pwned = 1</script><b>x"
     y, decisions, protected = _boundary_data()
     protected = protected.assign(race=protected["race"].map({"A": "A", "B": evil}))
-    path = write_report(tmp_path / "evil.html", y_true=y, y_pred={f"<i>{evil}": decisions},
-                        protected=protected.rename(columns={"race": "race<hr>"}))
+    path = write_report(
+        tmp_path / "evil.html",
+        GroupAudit(y, {f"<i>{evil}": decisions}, protected.rename(columns={"race": "race<hr>"})),
+    )
     _open(driver, path)
     assert driver.execute_script("return window.pwned === undefined")
     assert driver.find_elements("css selector", "hr, b, i") == []
@@ -298,8 +309,10 @@ def test_counterfactual_densities_render(driver: Any, tmp_path: Path) -> None:
     cf = CounterfactualReport(by_group=overall, overall=overall, rows=per_row, changes=changes,
                               tolerance=0.05, interval=0.9)
     y, decisions, protected = _boundary_data()
-    path = write_report(tmp_path / "cf.html", y_true=y, y_pred={"rule": decisions},
-                        protected=protected, counterfactual={"rule": cf})
+    path = write_report(
+        tmp_path / "cf.html", GroupAudit(y, {"rule": decisions}, protected),
+        counterfactual={"rule": cf},
+    )
     _open(driver, path)
     assert _severe(driver) == []
     charts = driver.find_elements("css selector", "svg.density-chart")
@@ -327,8 +340,10 @@ def test_decomposition_waterfalls_render_with_their_numbers(driver: Any, tmp_pat
             fit, data, predictor=lambda f: f["M"].to_numpy() + f["Z"].to_numpy(), **settings),
     }
     y, decisions, protected = _boundary_data()
-    path = write_report(tmp_path / "dec.html", y_true=y, y_pred={"rule": decisions},
-                        protected=protected, decompositions=results)
+    path = write_report(
+        tmp_path / "dec.html", GroupAudit(y, {"rule": decisions}, protected),
+        decompositions=results,
+    )
     _open(driver, path)
     assert _severe(driver) == []
     charts = driver.find_elements("css selector", "svg.waterfall-chart")
@@ -393,8 +408,9 @@ def test_same_text_as_python_at_the_report_tau(driver: Any, tmp_path: Path, tau:
     character (the page's %g formatting of tau and 1 / tau agrees with Python's)."""
     y, decisions, protected = _boundary_data()
     path = tmp_path / "tau.html"
-    path.write_text(render_report(y_true=y, y_pred={"rule": decisions}, protected=protected,
-                                  tau=tau), encoding="utf-8")
+    path.write_text(render_report(
+        GroupAudit(y, {"rule": decisions}, protected, task=Classification(tau=tau)),
+    ), encoding="utf-8")
     _open(driver, path)
     assert _severe(driver) == []
     assert _dom_findings(driver) == _static_findings(path.read_text("utf-8"))
@@ -408,8 +424,10 @@ def test_regression_report_has_no_tau_control(driver: Any, tmp_path: Path) -> No
     rng = np.random.default_rng(shifted(6))
     _, _, protected = _boundary_data()
     y = rng.normal(size=len(protected))
-    path = write_report(tmp_path / "reg.html", y_true=y, y_pred={"m": y + rng.normal(size=y.size)},
-                        protected=protected, task="regression")
+    path = write_report(
+        tmp_path / "reg.html",
+        GroupAudit(y, {"m": y + rng.normal(size=y.size)}, protected, task=Regression()),
+    )
     _open(driver, path)
     assert _severe(driver) == []
     assert driver.find_elements("id", "tau-slider") == []
@@ -446,9 +464,14 @@ def test_real_counterfactual_audit_in_the_page(driver: Any, tmp_path: Path,
     assert fragment.count('<svg class="density-chart"') == 2
 
     ugpa = rows["UGPA"].to_numpy()
-    path = write_report(tmp_path / "cf.html", y_true=(ugpa > np.median(ugpa)).astype(int),
-                        y_pred={"unaware": 2.0 * ugpa}, threshold=float(2 * np.median(ugpa)),
-                        protected=rows[["race", "sex"]], counterfactual=reports)
+    path = write_report(
+        tmp_path / "cf.html",
+        GroupAudit(
+            (ugpa > np.median(ugpa)).astype(int), {"unaware": 2.0 * ugpa}, rows[["race", "sex"]],
+            task=Classification(threshold=float(2 * np.median(ugpa))),
+        ),
+        counterfactual=reports,
+    )
     _open(driver, path)
     assert _severe(driver) == []
     assert len(driver.find_elements("css selector", "svg.density-chart")) == 2
@@ -490,9 +513,13 @@ def test_a_classifier_whose_labels_are_constant(driver: Any, tmp_path: Path) -> 
     from counterfair.audit.report import score_means
 
     y, probability, protected = _constant_label_data()
-    path = write_report(tmp_path / "constant.html", y_true=y, y_pred={"learner": probability},
-                        protected=protected, n_bootstrap=40, seed=shifted(2),
-                        min_group_rows=100)
+    path = write_report(
+        tmp_path / "constant.html",
+        GroupAudit(
+            y, {"learner": probability}, protected, task=Classification(min_group_rows=100),
+            n_bootstrap=40, seed=shifted(2),
+        ),
+    )
     _open(driver, path)
     assert _severe(driver) == []
     findings = _dom_findings(driver)

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import group_metrics
+from counterfair.audit import GroupAudit
 from counterfair.audit._findings import (
     CRITERIA,
     NOT_INFORMATIVE,
@@ -26,6 +26,7 @@ from counterfair.audit._findings import (
     predictor_data,
 )
 from counterfair.audit._groups import build_layout, protected_frame
+from counterfair.audit.group_audit import Classification
 from counterfair.audit.report import render_report, report_references, score_means
 from counterfair.cli import main
 
@@ -73,16 +74,14 @@ def test_the_report_says_which_reference_and_why(tmp_path: Path) -> None:
     rng = np.random.default_rng(shifted(3))
     y = rng.integers(0, 2, len(protected))
     pred = rng.integers(0, 2, len(protected))
-    text = render_report(y_true=y, y_pred={"m": pred}, protected=protected,
-                         reference={"sex": "Female"})
+    text = render_report(GroupAudit(y, {"m": pred}, protected, reference={"sex": "Female"}))
     assert ("Reference groups: colour = White (the largest group, 1200 rows); sex = Female "
             "(given, 340 rows); colour x sex = White x Male (the largest group, 900 rows).") \
         in html.unescape(text)
     data = _data_json(text)
     assert ["colour", "White"] in data["predictors"][0]["reference"]
     with pytest.raises(ValueError, match="Purple"):
-        render_report(y_true=y, y_pred={"m": pred}, protected=protected,
-                      reference={"colour": "Purple"})
+        render_report(GroupAudit(y, {"m": pred}, protected, reference={"colour": "Purple"}))
 
 
 def _small_group_data() -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
@@ -95,7 +94,7 @@ def _small_group_data() -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
 
 def test_a_group_with_too_few_rows_is_not_judged() -> None:
     y, pred, protected = _small_group_data()
-    report = group_metrics(y, pred, protected)
+    report = GroupAudit(y, pred, protected).metrics()
     assert bool(report.verdicts.loc[("g", "c"), "selection_rate_parity"]) is False
     entry = predictor_data("m", report, "p", min_group_rows=30)
     assert [g["small"] for g in entry["groups"]] == [False, False, True]
@@ -107,20 +106,21 @@ def test_a_group_with_too_few_rows_is_not_judged() -> None:
     # judged when the minimum is 0 (or lower than the group)
     judged = {r["criterion"]: r for r in evaluate(predictor_data("m", report, "p"), 0.8)}
     assert judged["selection_rate_parity"]["verdicts"][2] == "FAIL"
-    text = render_report(y_true=y, y_pred={"m": pred}, protected=protected)
+    text = render_report(GroupAudit(y, {"m": pred}, protected))
     findings = _findings(text)
     assert not any(" fails selection rate parity" in f for f in findings)
     assert ("m: 1 group not judged, too few rows (fewer than 30, or a reference group with "
             "fewer): g = c (12 rows).") in findings
     assert "m fails selection rate parity" in "".join(_findings(render_report(
-        y_true=y, y_pred={"m": pred}, protected=protected, min_group_rows=0)))
+        GroupAudit(y, {"m": pred}, protected, task=Classification(min_group_rows=0)),
+    )))
     with pytest.raises(ValueError, match="min_group_rows"):
-        render_report(y_true=y, y_pred={"m": pred}, protected=protected, min_group_rows=-1)
+        render_report(GroupAudit(y, {"m": pred}, protected, task=Classification(min_group_rows=-1)))
 
 
 def test_a_small_reference_group_makes_its_attribute_unjudged() -> None:
     y, pred, protected = _small_group_data()
-    report = group_metrics(y, pred, protected, reference={"g": "c"})
+    report = GroupAudit(y, pred, protected, reference={"g": "c"}).metrics()
     entry = predictor_data("m", report, "p", min_group_rows=30)
     assert all(g["small"] for g in entry["groups"])
     result = evaluate(entry, 0.8)[0]
@@ -134,10 +134,10 @@ def test_share_of_positives_is_not_judged_so_group_sizes_make_no_failure() -> No
     g = np.array(["big"] * 3567 + ["small"] * 200)
     pred = np.r_[np.tile([1, 0], 3567)[:3567], np.tile([1, 0], 100)]
     y = np.tile([1, 0, 0], 1256)[: g.size]
-    report = group_metrics(y, pred, pd.Series(g, name="g"))
+    report = GroupAudit(y, pred, pd.Series(g, name="g")).metrics()
     assert bool(report.verdicts.loc[("g", "small"), "share_of_positives_parity"]) is False
     assert "share_of_positives_parity" not in {c for c, _ in CRITERIA}
-    text = render_report(y_true=y, y_pred={"m": pred}, protected=pd.Series(g, name="g"))
+    text = render_report(GroupAudit(y, {"m": pred}, pd.Series(g, name="g")))
     findings = _findings(text)
     assert not any("share of" in f for f in findings)
     assert any(f.startswith("m passes selection rate parity") for f in findings)
@@ -155,8 +155,7 @@ def test_a_constant_decision_is_not_informative_on_every_criterion() -> None:
     y = (rng.random(len(protected)) < np.where(white, 0.8, 0.5)).astype(int)  # base rates differ
     probability = 0.6 + 0.2 * white + rng.uniform(0, 0.1, len(protected))
     for predictions in (probability, np.ones(len(protected), int)):
-        text = render_report(y_true=y, y_pred={"learner": predictions}, protected=protected,
-                             n_bootstrap=20)
+        text = render_report(GroupAudit(y, {"learner": predictions}, protected, n_bootstrap=20))
         findings = _findings(text)
         assert 'class="fail"' not in text.split('<section id="findings">')[1].split("</ul>")[0]
         assert findings[0].startswith("learner gives every row the same decision (1, positive")
@@ -186,7 +185,7 @@ def test_each_group_mean_score_with_its_interval() -> None:
     np.testing.assert_allclose(means.loc["colour"]["upper"] - means.loc["colour"]["mean"], half)
     assert list(means.loc["colour x sex"]["rows"]) == [80, 300, 300, 600]
     y = rng.integers(0, 2, len(protected))
-    text = html.unescape(render_report(y_true=y, y_pred={"m": scores}, protected=protected))
+    text = html.unescape(render_report(GroupAudit(y, {"m": scores}, protected)))
     assert "mean probability</th>" in text
     white = means.loc[("colour", "White")]
     black = means.loc[("colour", "Black"), "mean"]
@@ -194,10 +193,8 @@ def test_each_group_mean_score_with_its_interval() -> None:
     assert f"White (reference) {white['mean']:.3g} ({white['lower']:.3g} to " \
            f"{white['upper']:.3g})" in text
     # scores beyond [0, 1] are scores; decisions have no mean-score column
-    assert "mean score</th>" in render_report(y_true=y, y_pred={"m": 3 * scores},
-                                              protected=protected)
-    decisions = render_report(y_true=y, y_pred={"m": (scores > 0.5).astype(int)},
-                              protected=protected)
+    assert "mean score</th>" in render_report(GroupAudit(y, {"m": 3 * scores}, protected))
+    decisions = render_report(GroupAudit(y, {"m": (scores > 0.5).astype(int)}, protected))
     assert "mean probability" not in decisions and "mean score" not in decisions
 
 
@@ -207,7 +204,7 @@ def test_a_failing_finding_carries_the_ratio_interval() -> None:
     pred = np.r_[rng.random(600) < 0.6, rng.random(600) < 0.3].astype(int)
     y = rng.integers(0, 2, g.size)
     protected = pd.Series(g, name="g")
-    report = group_metrics(y, pred, protected, n_bootstrap=50, seed=shifted(1))
+    report = GroupAudit(y, pred, protected, n_bootstrap=50, seed=shifted(1)).metrics()
     entry = predictor_data("m", report, "p", min_group_rows=30)
     _, upper, lower_s, upper_s = entry["groups"][1]["intervals"]["predicted_prevalence"]
     assert upper < 0.8  # clearly outside the band
@@ -219,7 +216,7 @@ def test_a_failing_finding_carries_the_ratio_interval() -> None:
                  if failed and "selection rate parity" in s and "interval" in s)
     assert loose.endswith("reaching into the band).")
     # without intervals the sentence has none
-    plain = predictor_data("m", group_metrics(y, pred, protected), "p")
+    plain = predictor_data("m", GroupAudit(y, pred, protected).metrics(), "p")
     assert all("interval" not in s for s, _ in parity_findings(plain, 0.8))
 
 

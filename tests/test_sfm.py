@@ -365,12 +365,14 @@ def test_missing_values_raise_naming_the_column(rows: pd.DataFrame, column: str)
 def test_the_report_draws_its_waterfall(bootstrap_small: Fitted) -> None:
     """The result is the report's ``Decomposition``: ``render_report(decompositions=)``
     draws its waterfall and table, as for the SCM-based decomposition."""
+    from counterfair.audit import GroupAudit
+    from counterfair.audit.group_audit import Regression
     from counterfair.audit.report import render_report
 
     data, result = bootstrap_small.data, bootstrap_small.result
     html = render_report(
-        y_true=data["Y"], y_pred={"outcome": data["Y"]}, protected=data[["X"]],
-        task="regression", decompositions={"Y": result},
+        GroupAudit(data["Y"], {"outcome": data["Y"]}, data[["X"]], task=Regression()),
+        decompositions={"Y": result},
     )
     assert 'class="waterfall" data-name="Y"' in html
     assert f"X {result.x1} vs {result.x0}" in html

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from counterfair.audit import GroupAudit
 from counterfair.audit.report import CONSTANT_PREDICTOR, render_report
 from counterfair.learn.held_out import HeldOutScores, usefulness_warning
 
@@ -48,8 +49,10 @@ def test_varying_predictions_no_better_than_baseline_and_a_useful_one() -> None:
 def test_report_warns_at_the_top_of_a_constant_predictor() -> None:
     y = np.array([0, 1, 0, 1, 0, 0, 1, 0])
     groups = pd.DataFrame({"race": list("aabbaabb")})
-    html = render_report(y_true=y, y_pred={"constant": np.zeros(8), "score": y * 0.8 + 0.1},
-                         protected=groups, warnings=["from learn: says nothing"])
+    html = render_report(
+        GroupAudit(y, {"constant": np.zeros(8), "score": y * 0.8 + 0.1}, groups),
+        warnings=["from learn: says nothing"],
+    )
     top = html[: html.index('<section id="findings">')]
     assert "<strong>Warning:</strong> from learn: says nothing" in top
     assert CONSTANT_PREDICTOR.format(name="constant", value=0.0) in top

@@ -24,12 +24,7 @@ from sklearn.preprocessing import StandardScaler
 from test_decomposition import NOTES_TRUTH, given_fit, notes_rows, notes_scm
 
 import counterfair as cf
-from counterfair.audit import (
-    counterfactual_fairness,
-    disparate_impact,
-    group_metrics,
-    reference_levels,
-)
+from counterfair.audit import GroupAudit, counterfactual_fairness, reference_levels
 from counterfair.audit._groups import REFERENCE_RULE
 from counterfair.audit.causal import ABDUCTION_WITH_SETTINGS
 from counterfair.audit.classification import PARITY_CRITERIA
@@ -140,10 +135,10 @@ def test_protected_attributes_as_an_array() -> None:
     y = rng.integers(0, 2, 200)
     pred = rng.integers(0, 2, 200)
     group = np.where(rng.random(200) < 0.5, "a", "b")
-    from_array = group_metrics(y, pred, group)
-    from_series = group_metrics(y, pred, pd.Series(group, name="protected"))
+    from_array = GroupAudit(y, pred, group).metrics()
+    from_series = GroupAudit(y, pred, pd.Series(group, name="protected")).metrics()
     pd.testing.assert_frame_equal(from_array.by_group, from_series.by_group)
-    two = group_metrics(y, pred, np.column_stack([group, group[::-1]]), intersections=False)
+    two = GroupAudit(y, pred, np.column_stack([group, group[::-1]]), intersections=False).metrics()
     assert two.reference == {"protected_0": "a", "protected_1": "a"}
 
 
@@ -152,11 +147,11 @@ def test_reference_group_is_first_in_order_whatever_the_sizes() -> None:
     for share in (0.2, 0.8):  # the largest group flips; the reference must not
         group = np.where(rng.random(300) < share, "African-American", "Caucasian")
         y = rng.integers(0, 2, 300)
-        assert group_metrics(y, y, group).reference == {"protected": "African-American"}
+        assert GroupAudit(y, y, group).metrics().reference == {"protected": "African-American"}
         ordered = pd.Categorical(group, categories=["Caucasian", "African-American"])
-        report = group_metrics(y, y, pd.Series(ordered, name="race"))
+        report = GroupAudit(y, y, pd.Series(ordered, name="race")).metrics()
         assert report.reference == {"race": "Caucasian"}
-        impact = disparate_impact(y, group, protected_group="Caucasian")
+        impact = GroupAudit(None, y, group).disparate_impact("Caucasian")
         assert impact.reference == "African-American"
     assert "first group in order" in REFERENCE_RULE
 
@@ -175,7 +170,7 @@ def test_parity_criteria_name_selection_rate_and_share_of_positives() -> None:
     # unequal shares of all positives
     group = np.array(["a"] * 100 + ["b"] * 25)
     pred = np.array([1] * 40 + [0] * 60 + [1] * 10 + [0] * 15)
-    verdicts = group_metrics(pred, pred, group).verdicts
+    verdicts = GroupAudit(pred, pred, group).metrics().verdicts
     assert bool(verdicts.loc[("protected", "b"), "selection_rate_parity"]) is True
     assert bool(verdicts.loc[("protected", "b"), "share_of_positives_parity"]) is False
 

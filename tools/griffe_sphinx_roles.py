@@ -1,7 +1,7 @@
 """Griffe extension for the documentation site: Sphinx roles in docstrings as code.
 
 counterfair's numpy-style docstrings name other objects with Sphinx roles
-(``:class:`~counterfair.Fit```, ``:func:`group_metrics```). mkdocstrings renders
+(``:class:`~counterfair.Fit```, ``:class:`GroupAudit```). mkdocstrings renders
 Markdown, where such a role would show as literal text; this extension rewrites each
 role to an inline code span of the name Sphinx would display (the last component after
 ``~``, the title of ``title <target>``). Only the text handed to the site changes, not

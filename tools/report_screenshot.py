@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from counterfair.audit import write_report
+from counterfair.audit import GroupAudit, write_report
 from counterfair.datasets import load_compas
 
 RACES = ["Caucasian", "African-American", "Hispanic"]
@@ -50,10 +50,11 @@ def build(data_dir: str | None, out: Path) -> Path:
     scores["COMPAS decile >= 5"] = (frame.loc[~train, "decile_score"] >= 5).to_numpy(int)
     test = frame[~train].reset_index(drop=True)
     out.mkdir(parents=True, exist_ok=True)
-    return write_report(out / "report.html", y_true=y[~train], y_pred=scores,
-                        protected=test[["race", "sex"]], n_bootstrap=200, seed=0,
-                        title="COMPAS: audit of two logistic regressions and the COMPAS score",
-                        overwrite=True)
+    return write_report(
+        out / "report.html",
+        GroupAudit(y[~train], scores, test[["race", "sex"]], n_bootstrap=200, seed=0),
+        title="COMPAS: audit of two logistic regressions and the COMPAS score", overwrite=True,
+    )
 
 
 def photograph(page: Path, png: Path) -> int:

@@ -1,11 +1,16 @@
 """Group-fairness audit of any predictor.
 
-* :func:`group_metrics` -- per-group classification measures, disparities to a reference
-  group, parity verdicts (four-fifths rule) and bootstrap intervals (:class:`GroupReport`).
-* :func:`regression_metrics` -- the same for real-valued outcomes (:class:`RegressionReport`).
+* :class:`GroupAudit` -- the group audit of a predictor, data and settings given once
+  (task, groups, references, intervals), its measures as methods: ``.metrics()``
+  (per-group measures, disparities to a reference group, parity verdicts by the
+  four-fifths rule and intervals, :class:`GroupReport`; for ``task=Regression()`` the
+  same for real outcomes, :class:`RegressionReport`), ``.disparate_impact()``
+  (favourable-rate ratio in percent, :class:`DisparateImpact`), ``.two_group()``
+  (statistical parity / equal opportunity differences and disparate impact, ``<= tau``
+  is unfair, against the reference group) and ``.class_balance()`` (balance for the
+  positive and negative class).
 * :func:`compare_slices` -- differences between two confusion matrices
   (:class:`ConfusionCounts`).
-* :func:`disparate_impact` -- favourable-rate ratio in percent (:class:`DisparateImpact`).
 * :func:`dependence_measures` and friends -- lift, TVD, (conditional) mutual information,
   G-test, with interval-based verdicts (:class:`DependenceReport`).
 * :func:`counterfactual_fairness` -- causal change of a predictor's output under
@@ -20,14 +25,11 @@
   its indirect effect by mediator (:class:`EffectSplit`); :func:`sfm_predictor` builds
   on the same fits a prediction fair by business necessity (it carries only the effects
   the user allows).
-* :func:`two_group_measures` -- statistical parity / equal opportunity differences and
-  disparate impact (``<= tau`` is unfair) for a privileged group.
 * :func:`flip_counterfactual`, :func:`consistency` (its interval:
   ``individual.consistency_interval``),
   :func:`generalized_entropy_index` --
   individual measures: attribute flip without an SCM, k-NN consistency, GE index with
   its between/within decomposition (:class:`EntropyIndex`).
-* :func:`class_balance` -- balance for the positive and negative class.
 * :func:`shap_disparity` -- SHAP-based discrimination measures (Kernel, Tree, Linear
   SHAP via ``shap``; the raw values behind it: ``explanations.shap_values``).
 * :func:`find_subpopulations` -- FairTest-style search for affected subpopulations.
@@ -50,16 +52,13 @@
 # attribute of the package, not in ``__all__``. Pre-processing mitigation (reweighing,
 # undersampling) is with the learners: :mod:`counterfair.learn.reweighing`.
 from ._groups import reference_levels as reference_levels
-from .balance import class_balance
 from .causal import counterfactual_fairness
-from .classification import group_metrics
 from .decomposition import decompose
 from .dependence import dependence_measures
 from .explanations import shap_disparity
-from .impact import disparate_impact
+from .group_audit import GroupAudit
 from .individual import consistency, flip_counterfactual, generalized_entropy_index
 from .monitors import GroupSpec, monitor_disparate_impact, perturbation_check
-from .regression import regression_metrics
 from .report import write_report
 from .sfm import decompose_sfm
 from .sfm_fit import fit_sfm
@@ -67,29 +66,24 @@ from .sfm_predictor import sfm_predictor
 from .sfm_split import split_sfm
 from .slices import compare_slices
 from .subpopulations import find_subpopulations
-from .two_groups import two_group_measures
 
 __all__ = [
+    "GroupAudit",
     "GroupSpec",
-    "class_balance",
     "compare_slices",
     "consistency",
     "counterfactual_fairness",
     "decompose",
     "decompose_sfm",
     "dependence_measures",
-    "disparate_impact",
     "find_subpopulations",
     "fit_sfm",
     "flip_counterfactual",
     "generalized_entropy_index",
-    "group_metrics",
     "monitor_disparate_impact",
     "perturbation_check",
-    "regression_metrics",
     "sfm_predictor",
     "shap_disparity",
     "split_sfm",
-    "two_group_measures",
     "write_report",
 ]

@@ -24,7 +24,7 @@ from ._validation import (
 from .bootstrap import Seed, bootstrap, percentile_interval
 
 BALANCE_MEASURES: tuple[str, ...] = ("balance_positive", "balance_negative")
-"""Columns of :func:`class_balance`'s estimates."""
+"""Columns of :meth:`counterfair.audit.GroupAudit.class_balance`'s estimates."""
 
 
 def _balance(sums: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -32,7 +32,7 @@ def _balance(sums: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.column_stack([divide(score_pos, pos), divide(score_neg, neg)])
 
 
-def class_balance(
+def _class_balance(
     y_true: ArrayLike,
     scores: ArrayLike,
     protected: Protected,
@@ -52,7 +52,7 @@ def class_balance(
     scores
         Real-valued scores (e.g. predicted probabilities).
     protected, intersections, reference
-        Groups as in :func:`counterfair.audit.group_metrics`.
+        Groups as in :class:`counterfair.audit.GroupAudit`.
     n_bootstrap, interval, seed
         Stratified percentile bootstrap intervals (0 resamples: none).
 

@@ -16,28 +16,21 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from counterfair.rows import dispatch
-
 from ._classification_intervals import analytic_tables, bootstrap_tables, poisson_tables
 from ._confusion import COUNT_COLUMNS as COUNT_COLUMNS
 from ._confusion import RATE_METRICS as RATE_METRICS
 from ._confusion import confusion_rates
-from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
+from ._groups import GroupLayout
 from ._tables import disparities
 from ._validation import (
     NEGATIVE_TOLERANCE,
-    as_binary,
     as_numeric,
     check_choice,
-    check_count,
     check_finite,
-    check_lengths,
-    check_open_unit,
-    check_tau,
     is_binary,
 )
-from .bootstrap import Seed, resolve_ci_method
-from .poisson_bootstrap import PoissonAccumulator, accumulate, check_row_ids, seed_word
+from .bootstrap import Seed
+from .poisson_bootstrap import PoissonAccumulator, accumulate, seed_word
 
 PARITY_CRITERIA: dict[str, str] = {
     "selection_rate_parity": "predicted_prevalence",
@@ -294,108 +287,25 @@ class GroupReport:
         return "\n".join(lines)
 
 
-def group_metrics(
-    y_true: ArrayLike,
-    y_pred: ArrayLike,
-    protected: Protected,
+def rows_report(
+    y: NDArray[np.float64],
+    decisions: NDArray[np.float64],
+    layout: GroupLayout,
     *,
-    threshold: float = 0.5,
-    intersections: Intersections = True,
-    reference: Mapping[str, Hashable] | None = None,
-    tau: float = 0.8,
-    n_bootstrap: int = 0,
-    interval: float = 0.95,
-    seed: Seed = 0,
-    ci_method: str = "auto",
-    row_ids: ArrayLike | None = None,
+    reference: Mapping[str, Hashable] | None,
+    tau: float,
+    threshold: float,
+    n_bootstrap: int,
+    interval: float,
+    seed: Seed,
+    method: str | None,
+    keys: NDArray[np.uint64] | None,
 ) -> GroupReport:
-    """Per-group classification measures, disparities and parity verdicts.
-
-    Parameters
-    ----------
-    y_true
-        Actual binary labels (0/1 or booleans).
-    y_pred
-        Binary decisions (0/1 or booleans), or scores; scores (any input that is not
-        purely 0/1) become decisions ``score >= threshold``.
-    protected
-        Protected attributes: a DataFrame (one column per attribute), a named Series or a
-        mapping name -> values.  Categorical dtypes keep their category order.
-    threshold
-        Decision threshold for scores.
-    intersections
-        ``True`` (default) adds the intersection of all attributes when there are at
-        least two (e.g. ``"race x sex"``); ``False`` adds none; a sequence of attribute
-        name sequences adds exactly those.
-    reference
-        Reference group per attribute (``{"race": "White"}``); an intersection reference
-        is its joined label (``"White x Male"``) or a tuple.  Attributes not given use
-        their first group in order (:data:`~counterfair.audit.REFERENCE_RULE`: category
-        order of a categorical, so an SCM's reference level, else sorted); pass
-        ``reference=reference_levels(fit)`` to use a fitted SCM's reference levels.
-    tau
-        Parity threshold in (0, 1]: a group passes when ``tau <= ratio <= 1 / tau``.
-    n_bootstrap
-        Number of bootstrap resamples for confidence intervals (0: none).  Resampling is
-        stratified by the cross-classification of all protected attributes.
-    interval
-        Level of the intervals.
-    seed
-        Seed of the bootstrap (exact or Poisson).
-    ci_method
-        ``"auto"`` (default): no intervals when ``n_bootstrap == 0``, else the exact
-        bootstrap up to 100,000 rows (:data:`~counterfair.audit.bootstrap.EXACT_BOOTSTRAP_MAX_ROWS`)
-        and the chunked Poisson bootstrap above, whose memory is O(groups x
-        resamples) whatever the number of rows. ``"bootstrap"``: the exact stratified
-        bootstrap. ``"poisson"``: the chunked Poisson bootstrap
-        (:mod:`~counterfair.audit.poisson_bootstrap`; same numbers for any chunk size,
-        ``cf.set_options(chunk_bytes=...)``). ``"analytic"``: Wilson score intervals
-        for the rates, log-scale delta-method intervals for their ratios and
-        delta-method intervals for differences and for the share of positive decisions
-        (:mod:`~counterfair.audit.analytic`); one pass over the rows, no
-        ``n_bootstrap``. For millions of rows ``"analytic"`` is the fast choice, and its
-        intervals agree with the bootstrap's within Monte Carlo error for groups of
-        thousands of rows.
-    row_ids
-        Distinct non-negative integer id per row, only with ``ci_method="poisson"``:
-        draws are then keyed by id instead of row position, so the intervals do not
-        depend on the order of the rows either.
-
-    Returns
-    -------
-    GroupReport
-        Tables indexed by ``(attribute, group)``.
-
-    Raises
-    ------
-    ValueError
-        On mismatched lengths, non-binary ``y_true``, missing values, an unknown
-        reference attribute or group, an unused category, ``tau`` out of range, an
-        unknown ``ci_method`` or an option the chosen method would ignore
-        (``n_bootstrap`` or ``seed`` with ``"analytic"``, ``row_ids`` without
-        ``"poisson"``).
-    """
-    arguments = (y_true, y_pred, protected)
-    if (handler := dispatch.handler_for("group_metrics", arguments)) is not None:
-        return handler(y_true, y_pred, protected, threshold=threshold,
-                       intersections=intersections, reference=reference, tau=tau,
-                       n_bootstrap=n_bootstrap, interval=interval, seed=seed,
-                       ci_method=ci_method, row_ids=row_ids)
-    y = as_binary(y_true, "y_true")
-    scores = as_numeric(y_pred, "y_pred")
-    check_lengths([("y_true", y.size), ("y_pred", scores.size)])
-    frame = protected_frame(protected, y.size)
-    tau = check_tau(tau)
-    threshold = check_finite(threshold, "threshold")
-    n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    interval = check_open_unit(interval, "interval")
-    method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=y.size,
-                               row_ids_given=row_ids is not None, seed=seed)
-    keys = None if row_ids is None else check_row_ids(row_ids, y.size)
-    pred = binary_decisions(scores, threshold)
-
-    layout = build_layout(frame, intersections)
-    weights = classification_weights(y, pred)
+    """The report of rows in memory, checked by :class:`~counterfair.audit.GroupAudit`
+    (whose :meth:`~counterfair.audit.GroupAudit.metrics` documents the measures): 0/1
+    outcomes and decisions, the groups, the resolved interval ``method`` and the
+    Poisson bootstrap's row ``keys`` (``None``: row positions)."""
+    weights = classification_weights(y, decisions)
     ref_rows = layout.reference_rows(reference)
     reference_of_row = ref_rows[layout.attribute_of_row]
     bootstrap_intervals = None

@@ -37,7 +37,7 @@ from .poisson_bootstrap import accumulate, seed_word, stratified_group_sums
 
 @dataclass(frozen=True, kw_only=True)
 class DisparateImpact:
-    """Result of :func:`disparate_impact`.
+    """Result of :meth:`counterfair.audit.GroupAudit.disparate_impact`.
 
     Attributes
     ----------
@@ -97,7 +97,7 @@ def _analytic_percent(fav: NDArray[np.float64], codes: NDArray[np.intp], a: int,
     return 100.0 * float(lower[0, 0]), 100.0 * float(upper[0, 0])
 
 
-def disparate_impact(
+def _disparate_impact(
     y_pred: ArrayLike,
     protected: ArrayLike,
     *,
@@ -136,7 +136,7 @@ def disparate_impact(
     seed
         Seed of the bootstrap.
     ci_method
-        As in :func:`counterfair.audit.group_metrics`: ``"auto"`` (exact bootstrap up
+        As in :class:`counterfair.audit.GroupAudit`: ``"auto"`` (exact bootstrap up
         to 100,000 rows, Poisson bootstrap above), ``"bootstrap"``, ``"poisson"``
         (chunked, memory independent of the rows) or ``"analytic"`` (delta method on
         the log of the ratio).

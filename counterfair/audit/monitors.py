@@ -29,7 +29,7 @@ from ._validation import (
     shown,
 )
 from .bootstrap import Seed
-from .impact import DisparateImpact, disparate_impact
+from .impact import DisparateImpact, _disparate_impact
 
 Range = tuple[float, float]
 MONITORED = "monitored"
@@ -141,7 +141,7 @@ def monitor_disparate_impact(
     fav = favourable_indicator(decisions, favourable)
     check_lengths([("values", len(groups)), ("decisions", fav.size)])
     keep = groups.notna().to_numpy()
-    return disparate_impact(fav[keep], groups[keep].to_numpy(dtype=object),
+    return _disparate_impact(fav[keep], groups[keep].to_numpy(dtype=object),
                             protected_group=MONITORED, reference=REFERENCE,
                             threshold_percent=threshold_percent, n_bootstrap=n_bootstrap,
                             seed=seed)

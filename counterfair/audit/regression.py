@@ -12,19 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
-from counterfair.rows import dispatch
-
-from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
+from ._groups import GroupLayout
 from ._tables import ci_frame, disparities, divide
-from ._validation import as_numeric, check_count, check_lengths, check_open_unit
 from .analytic import disparity_intervals, mean_variance, normal_interval
-from .bootstrap import Seed, bootstrap, percentile_interval, resolve_ci_method
+from .bootstrap import Seed, bootstrap, percentile_interval
 from .poisson_bootstrap import (
     PoissonAccumulator,
     accumulate,
-    check_row_ids,
     seed_word,
     stratified_group_sums,
 )
@@ -83,66 +79,24 @@ def _measures_from_sums(sums: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.column_stack([n[:, 0], means])
 
 
-def regression_metrics(
-    y_true: ArrayLike,
-    y_pred: ArrayLike,
-    protected: Protected,
+def rows_report(
+    y: NDArray[np.float64],
+    pred: NDArray[np.float64],
+    layout: GroupLayout,
     *,
-    intersections: Intersections = True,
-    reference: Mapping[str, Hashable] | None = None,
-    n_bootstrap: int = 0,
-    interval: float = 0.95,
-    seed: Seed = 0,
-    ci_method: str = "auto",
-    row_ids: ArrayLike | None = None,
+    reference: Mapping[str, Hashable] | None,
+    n_bootstrap: int,
+    interval: float,
+    seed: Seed,
+    method: str | None,
+    keys: NDArray[np.uint64] | None,
 ) -> RegressionReport:
-    """Per-group regression measures with differences and ratios to a reference group.
-
-    Parameters
-    ----------
-    y_true, y_pred
-        Observed and predicted real outcomes.
-    protected, intersections, reference
-        As in :func:`counterfair.audit.group_metrics` (default reference:
-        :data:`~counterfair.audit.REFERENCE_RULE`).
-    n_bootstrap
-        Bootstrap resamples (0: none), stratified by all protected attributes crossed.
-    interval
-        Level of the intervals.
-    seed
-        Seed of the bootstrap.
-    ci_method
-        As in :func:`counterfair.audit.group_metrics`: ``"auto"`` (exact bootstrap up to
-        100,000 rows, Poisson bootstrap above, none without ``n_bootstrap``),
-        ``"bootstrap"``, ``"poisson"`` or ``"analytic"``: normal intervals ``mean +- z s
-        / sqrt(n)`` for the means, the delta method for the RMSE (normal on the log of
-        the mean squared residual; it assumes residuals with finite fourth moments and
-        is less accurate than the bootstrap for heavy-tailed residuals) and for
-        differences and ratios (log scale for the RMSE,
-        linear for the means, which may be near zero).
-    row_ids
-        Row ids keying the Poisson bootstrap's draws (``ci_method="poisson"`` only).
-
-    Returns
-    -------
-    RegressionReport
-    """
-    arguments = (y_true, y_pred, protected)
-    if (handler := dispatch.handler_for("regression_metrics", arguments)) is not None:
-        return handler(y_true, y_pred, protected, intersections=intersections,
-                       reference=reference, n_bootstrap=n_bootstrap, interval=interval,
-                       seed=seed, ci_method=ci_method, row_ids=row_ids)
-    y = as_numeric(y_true, "y_true")
-    pred = as_numeric(y_pred, "y_pred")
-    check_lengths([("y_true", y.size), ("y_pred", pred.size)])
-    frame = protected_frame(protected, y.size)
-    n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    interval = check_open_unit(interval, "interval")
-    method = resolve_ci_method(ci_method, n_bootstrap=n_bootstrap, n_rows=y.size,
-                               row_ids_given=row_ids is not None, seed=seed)
-    keys = None if row_ids is None else check_row_ids(row_ids, y.size)
-
-    layout = build_layout(frame, intersections)
+    """The report of rows in memory, checked by :class:`~counterfair.audit.GroupAudit`
+    with ``task=Regression()`` (whose :meth:`~counterfair.audit.GroupAudit.metrics`
+    documents the measures; its ``"analytic"`` intervals: normal intervals ``mean +- z s
+    / sqrt(n)`` for the means, the delta method for the RMSE -- normal on the log of the
+    mean squared residual, which assumes residuals with finite fourth moments -- and for
+    differences and ratios, log scale for the RMSE, linear for the means)."""
     weights = regression_weights(y, pred)
     point = weights[:, :N_POINT_SUMS]
     ref_rows = layout.reference_rows(reference)

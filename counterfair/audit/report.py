@@ -29,6 +29,7 @@ its stylesheet and script are the package files ``templates/report.css`` and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
@@ -52,7 +53,7 @@ from ._findings import (
     tau_text,
     too_few_note,
 )
-from ._groups import GroupLayout, Intersections, Protected, build_layout, protected_frame
+from ._groups import GroupLayout
 from ._html import json_text, render, safe
 from ._report_assets import content_security_policy, script, stylesheet
 from ._sections import (
@@ -72,19 +73,15 @@ from ._sections import (
     table_html,
 )
 from ._validation import (
-    NO_PREDICTORS,
     as_numeric,
-    check_choice,
-    check_count,
-    check_open_unit,
-    check_tau,
     is_binary,
 )
 from .causal_report import CounterfactualReport, counterfactual_model
-from .classification import binary_decisions, group_metrics
+from .classification import GroupReport, binary_decisions
 from .decomposition_result import Decomposition
 from .explanations import ExplanationAudit
-from .regression import regression_metrics
+from .group_audit import Classification, GroupAudit
+from .regression import RegressionReport
 from .subpopulations import SubpopulationReport
 
 if TYPE_CHECKING:
@@ -110,6 +107,10 @@ Task = Literal["classification", "regression"]
 REPORT_EXISTS = (
     "{path} already exists; pass overwrite=True to replace it (the report is written to a "
     "temporary file beside it and moved into place)"
+)
+NOT_AN_AUDIT = (
+    "the report takes a GroupAudit (counterfair.audit.GroupAudit(y_true, y_pred, "
+    "attributes, ...)), not a {kind}"
 )
 REPORT_IS_DIRECTORY = "{path} is a directory; give the path of the HTML file to write"
 TAU_SLIDER_MIN = 0.5
@@ -270,32 +271,17 @@ def _settings_with_minimum(settings: str, task: Task, min_group_rows: int) -> st
 
 
 def _predictor_part(
-    task: Task,
-    position: int,
-    key: object,
-    predictions: ArrayLike,
-    *,
-    y_true: ArrayLike,
-    frame: pd.DataFrame,
-    threshold: float,
-    tau: float,
-    intersections: Intersections,
-    reference: Mapping[str, Hashable] | None,
-    n_bootstrap: int,
-    interval: float,
-    seed: int,
-    ci_method: str,
-    min_group_rows: int,
-    why: Mapping[str, str],
+    one: GroupAudit, position: int, key: object, why: Mapping[str, str],
 ) -> tuple[Model, dict[str, Any], list[tuple[str, bool]]]:
-    """One predictor's audit: its section, its JSON entry and its ``(finding, failed)`` pairs."""
+    """One predictor's audit (``one``: a single predictor, the report's references): its
+    section, its JSON entry and its ``(finding, failed)`` pairs."""
     name, ident = str(key), f"predictor-{position}"
-    if task == "classification":
-        report = group_metrics(y_true, predictions, frame, threshold=threshold,
-                               intersections=intersections, reference=reference, tau=tau,
-                               n_bootstrap=n_bootstrap, interval=interval, seed=seed,
-                               ci_method=ci_method)
-        scores = as_numeric(predictions, "y_pred")
+    frame, intersections, interval = one.frame, one.intersections, one.interval
+    if isinstance(one.task, Classification):
+        threshold, tau, min_group_rows = one.task.threshold, one.task.tau, one.task.min_group_rows
+        report = one.metrics()
+        assert isinstance(report, GroupReport)
+        scores = as_numeric(next(iter(one.predictors.values())), "y_pred")
         decisions = binary_decisions(scores, threshold)
         entry = predictor_data(name, report, ident, min_group_rows=min_group_rows,
                                constant=_constant_decision(scores, decisions, threshold))
@@ -303,7 +289,7 @@ def _predictor_part(
         means, word = None, "score"
         if not is_binary(scores):  # scores or probabilities: their mean per group
             word = _score_word(scores)
-            means = score_means(scores, build_layout(frame, intersections), interval)
+            means = score_means(scores, one.layout, interval)
             small = {(g["attribute"], g["label"]): g["small"] for g in entry["groups"]}
             entry["notes"] += _score_notes(name, means, word, f"{100 * interval:g}%",
                                            report.reference, small)
@@ -314,9 +300,8 @@ def _predictor_part(
                                        entry=entry, scores=means, score_word=word,
                                        references=references)
         return section, entry, parity_findings(entry, tau)
-    reg = regression_metrics(y_true, predictions, frame, intersections=intersections,
-                             reference=reference, n_bootstrap=n_bootstrap,
-                             interval=interval, seed=seed, ci_method=ci_method)
+    reg = one.metrics()
+    assert isinstance(reg, RegressionReport)
     entry = {"id": ident, "name": name, "task": "regression",
              "findings": regression_findings(name, reg)}
     return regression_model(name, reg, ident), entry, [(t, False) for t in entry["findings"]]
@@ -390,52 +375,36 @@ def _page(
 
 
 def render_report(
+    groups: GroupAudit,
     *,
-    y_true: ArrayLike,
-    y_pred: Mapping[str, ArrayLike] | ArrayLike,
-    protected: Protected,
-    task: Task = "classification",
-    threshold: float = 0.5,
-    tau: float = 0.8,
-    intersections: Intersections = True,
-    reference: Mapping[str, Hashable] | None = None,
-    n_bootstrap: int = 0,
-    interval: float = 0.95,
-    seed: int = 0,
     title: str = "counterfair fairness audit",
-    ci_method: str = "auto",
+    counterfactual: Mapping[str, CounterfactualReport] | None = None,
+    decompositions: Mapping[str, Decomposition] | None = None,
     explanations: Mapping[str, ExplanationAudit] | None = None,
     subpopulations: SubpopulationReport | None = None,
     extra_sections: Sequence[tuple[str, str]] = (),
-    counterfactual: Mapping[str, CounterfactualReport] | None = None,
     warnings: Sequence[str] = (),
-    decompositions: Mapping[str, Decomposition] | None = None,
-    min_group_rows: int = MIN_GROUP_ROWS,
 ) -> str:
     """Build the HTML text of the audit report (see :func:`write_report`)."""
-    task = check_choice(task, "task", ("classification", "regression"))  # type: ignore[assignment]
-    tau = check_tau(tau)
-    min_group_rows = check_count(min_group_rows, "min_group_rows")
-    interval = check_open_unit(interval, "interval")
-    predictors = dict(y_pred) if isinstance(y_pred, Mapping) else {"prediction": y_pred}
-    if not predictors:
-        raise ValueError(NO_PREDICTORS)
+    if not isinstance(groups, GroupAudit):
+        raise TypeError(NOT_AN_AUDIT.format(kind=type(groups).__name__))
+    task: Task = "classification" if groups.classification else "regression"
+    # a regression page has no tau control; its data keeps the default tau, as it did
+    judged = groups.task if isinstance(groups.task, Classification) else Classification()
+    threshold, tau, min_group_rows = judged.threshold, judged.tau, judged.min_group_rows
+    predictors = groups.predictors
     _check_counterfactual(counterfactual)
     _check_decompositions(decompositions)
-    frame = protected_frame(protected)
-    layout = build_layout(frame, intersections)
+    frame = groups.frame
+    layout = groups.layout
     attributes = list(layout.attributes)
-    reference, why = report_references(layout, reference)
+    reference, why = report_references(layout, groups.reference)
+    chosen = dataclasses.replace(groups, reference=reference)
     sections: list[Model] = []
     data = _page_data(tau, attributes)
     findings: list[tuple[str, bool]] = []
-    for position, (key, predictions) in enumerate(predictors.items()):
-        section, entry, found = _predictor_part(
-            task, position, key, predictions, y_true=y_true, frame=frame,
-            threshold=threshold, tau=tau, intersections=intersections, reference=reference,
-            n_bootstrap=n_bootstrap, interval=interval, seed=seed, ci_method=ci_method,
-            min_group_rows=min_group_rows, why=why,
-        )
+    for position, key in enumerate(predictors):
+        section, entry, found = _predictor_part(chosen.predictor(key), position, key, why)
         sections.append(section)
         data["predictors"].append(entry)
         findings += found
@@ -508,34 +477,22 @@ def constant_warnings(predictors: Mapping[str, ArrayLike]) -> list[str]:
 
 def write_report(
     path: str | os.PathLike[str],
+    groups: GroupAudit,
     *,
-    y_true: ArrayLike,
-    y_pred: Mapping[str, ArrayLike] | ArrayLike,
-    protected: Protected,
-    task: Task = "classification",
-    threshold: float = 0.5,
-    tau: float = 0.8,
-    intersections: Intersections = True,
-    reference: Mapping[str, Hashable] | None = None,
-    n_bootstrap: int = 0,
-    interval: float = 0.95,
-    seed: int = 0,
     title: str = "counterfair fairness audit",
-    ci_method: str = "auto",
+    counterfactual: Mapping[str, CounterfactualReport] | None = None,
+    decompositions: Mapping[str, Decomposition] | None = None,
     explanations: Mapping[str, ExplanationAudit] | None = None,
     subpopulations: SubpopulationReport | None = None,
     extra_sections: Sequence[tuple[str, str]] = (),
-    counterfactual: Mapping[str, CounterfactualReport] | None = None,
-    decompositions: Mapping[str, Decomposition] | None = None,
-    overwrite: bool = False,
     warnings: Sequence[str] = (),
-    min_group_rows: int = MIN_GROUP_ROWS,
+    overwrite: bool = False,
 ) -> Path:
-    """Audit one or more predictors and write a self-contained, interactive HTML report.
+    """Write the self-contained, interactive HTML report of a group audit.
 
     The file needs no network: inline CSS, script and SVG charts, data as JSON. Its
     findings, summary tables and charts follow a tau control (verdicts recomputed in the
-    page with the rule of :func:`~counterfair.audit.group_metrics`), a group selector
+    page with the rule of :meth:`GroupAudit.metrics`), a group selector
     filters the group tables, headers sort, and it prints to PDF without the controls.
 
     Parameters
@@ -544,49 +501,24 @@ def write_report(
         Output file (parent directories are created). It is written to a temporary
         file in the same folder and moved into place, so a failure leaves no partial
         file.
-    y_true
-        Actual labels (binary for classification, real for regression).
-    y_pred
-        Mapping predictor name -> predictions (decisions or scores for classification);
-        a single array is reported as ``"prediction"``.
-    protected
-        Protected attributes (DataFrame, named Series or mapping name -> values).
-    task
-        ``"classification"`` (group measures, parity verdicts, dependence tests) or
-        ``"regression"`` (group means, residuals, RMSE).
-    threshold
-        Score threshold for classification scores.
-    tau
-        Parity threshold (band ``[tau, 1 / tau]``) at which the report opens.
-    intersections
-        As in :func:`counterfair.audit.group_metrics`.
-    reference
-        Reference group per attribute or intersection (``{"colour": "White"}``, an
-        intersection as ``"White x Male"`` or a tuple), against which every group's rates
-        are compared. Attributes not given use their largest group (ties: the first in
-        order; :data:`REPORT_REFERENCE_RULE`), not the first group in order that
-        :func:`~counterfair.audit.group_metrics` uses by default. The report says, per
-        attribute, which group is the reference and why.
-    n_bootstrap, interval, seed
-        Bootstrap intervals (0 resamples: none); ``interval`` is also the level of
-        each group's mean-score interval, which is always shown for scores.
-    min_group_rows
-        Groups with fewer rows (or whose reference group has fewer) are marked
-        ``"too few rows"`` instead of pass or FAIL (default :data:`MIN_GROUP_ROWS`, 30;
-        0 judges every group).
+    groups
+        The audit to report: its rows, its predictors (a mapping ``y_pred`` gives one
+        section per predictor; a single array is reported as ``"prediction"``) and its
+        settings. The report takes one :class:`GroupAudit` of several predictors rather
+        than one audit per predictor, so that every section is of the same rows, groups
+        and settings, which the page's single tau control and group selector need.
+        ``task=Classification(...)`` gives group measures, parity verdicts and
+        dependence tests, opening at its ``tau``, with its score threshold and marking
+        groups under its ``min_group_rows`` ``"too few rows"`` instead of pass or FAIL;
+        ``task=Regression()`` gives group means, residuals and RMSE. Attributes
+        without a reference in the audit's ``reference=`` are compared with their
+        largest group (ties: the first in order; :data:`REPORT_REFERENCE_RULE`), not
+        the first group in order that :meth:`GroupAudit.metrics` uses; the report says,
+        per attribute, which group is the reference and why. The audit's ``interval``
+        is also the level of each group's mean-score interval, which is always shown
+        for scores.
     title
         Report title.
-    ci_method
-        Interval method, as in :func:`counterfair.audit.group_metrics` (``"analytic"``
-        gives intervals without ``n_bootstrap``).
-    explanations
-        Optional explanation-based measures per predictor name (a section with one row
-        per measure and a one-line meaning each).
-    subpopulations
-        Optional result of :func:`counterfair.audit.find_subpopulations` (a section with
-        the top subpopulations and the tree).
-    extra_sections
-        ``(title, html_fragment)`` pairs appended verbatim after the other sections.
     counterfactual
         Optional :class:`CounterfactualReport` per predictor name (from
         :func:`counterfair.audit.counterfactual_fairness`): a section with the causal
@@ -596,14 +528,22 @@ def write_report(
         :func:`counterfair.audit.decompose`: the outcome, each predictor): a section with
         a waterfall chart per entry (the gap split into its direct, indirect and spurious
         parts, with intervals), their table, and one finding each.
-    overwrite
-        Replace an existing file at ``path``; without it an existing file is an error.
+    explanations
+        Optional explanation-based measures per predictor name (a section with one row
+        per measure and a one-line meaning each).
+    subpopulations
+        Optional result of :func:`counterfair.audit.find_subpopulations` (a section with
+        the top subpopulations and the tree).
+    extra_sections
+        ``(title, html_fragment)`` pairs appended verbatim after the other sections.
     warnings
         Lines shown at the top of the report, before anything else (e.g. that a
         predictor does no better than a baseline on held-out rows). A predictor
         that gives every row the same value adds its own warning: a constant
         predictor is trivially fair. A predictor whose scores vary but whose decisions
         are all the same adds one too: its parity tests are not informative.
+    overwrite
+        Replace an existing file at ``path``; without it an existing file is an error.
 
     Returns
     -------
@@ -623,42 +563,27 @@ def write_report(
     if out.exists() and not overwrite:
         raise FileExistsError(REPORT_EXISTS.format(path=out))
     text = render_report(
-        y_true=y_true, y_pred=y_pred, protected=protected, task=task, threshold=threshold,
-        tau=tau, intersections=intersections, reference=reference, n_bootstrap=n_bootstrap,
-        interval=interval, seed=seed, title=title, ci_method=ci_method,
-        explanations=explanations,
-        subpopulations=subpopulations, extra_sections=extra_sections,
-        counterfactual=counterfactual, warnings=warnings, decompositions=decompositions,
-        min_group_rows=min_group_rows,
+        groups, title=title, counterfactual=counterfactual, decompositions=decompositions,
+        explanations=explanations, subpopulations=subpopulations,
+        extra_sections=extra_sections, warnings=warnings,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.write(out, text, overwrite=overwrite, exists=REPORT_EXISTS.format(path=out))
     return out
 
 
-def regression_html(
-    *,
-    y_true: ArrayLike,
-    y_pred: Mapping[str, ArrayLike],
-    protected: Protected,
-    intersections: Intersections = True,
-    reference: Mapping[str, Hashable] | None = None,
-    n_bootstrap: int = 0,
-    interval: float = 0.95,
-    seed: int = 0,
-    ci_method: str = "auto",
-) -> str:
-    """HTML fragment with the regression audit of several predictors.
+def regression_html(groups: GroupAudit) -> str:
+    """HTML fragment with the regression audit of the predictors of ``groups`` (a
+    :class:`GroupAudit` with ``task=Regression()``).
 
     Meant for ``extra_sections`` of a classification report, so that one page
     holds both views of the same predictors (e.g. ZFYA as a real outcome and
     pass/fail decisions from thresholded predictions).
     """
-    frame = protected_frame(protected)
     parts = []
-    for name, predictions in y_pred.items():
-        report = regression_metrics(y_true, predictions, frame, intersections=intersections,
-                                    reference=reference, n_bootstrap=n_bootstrap,
-                                    interval=interval, seed=seed, ci_method=ci_method)
+    for name in groups.predictors:
+        report = groups.predictor(name).metrics()
+        if not isinstance(report, RegressionReport):
+            raise ValueError("regression_html() needs an audit with task=Regression()")
         parts.append(regression_section(str(name), report))
     return "\n".join(parts)

@@ -39,7 +39,7 @@ TWO_GROUP_MEASURES: tuple[str, ...] = (
     "equal_opportunity_difference",
     "disparate_impact",
 )
-"""Rows of the table returned by :func:`two_group_measures`."""
+"""Rows of the table returned by :meth:`counterfair.audit.GroupAudit.two_group`."""
 
 
 def privileged_indicator(protected: ArrayLike, privileged: Hashable,
@@ -85,7 +85,7 @@ def _analytic(y: NDArray[np.float64], pred: NDArray[np.float64], strata: NDArray
             np.array([diff_upper[0, 0], diff_upper[0, 1], ratio_upper[0, 0]]))
 
 
-def two_group_measures(
+def _two_group_measures(
     y_true: ArrayLike,
     y_pred: ArrayLike,
     protected: ArrayLike,
@@ -115,7 +115,7 @@ def two_group_measures(
     n_bootstrap, interval, seed
         Percentile bootstrap interval, stratified by ``A`` (0 resamples: NaN bounds).
     ci_method
-        As in :func:`counterfair.audit.group_metrics`: ``"auto"`` (exact bootstrap up
+        As in :class:`counterfair.audit.GroupAudit`: ``"auto"`` (exact bootstrap up
         to 100,000 rows, Poisson bootstrap above), ``"bootstrap"``, ``"poisson"``
         (chunked, memory independent of the rows) or ``"analytic"`` (delta method: normal
         intervals for the two differences, log scale for disparate impact).

@@ -123,7 +123,7 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 def _audit_csv(args: argparse.Namespace) -> int:
     """``counterfair audit data.csv ...``: everything in one CSV file."""
-    from counterfair.audit import write_report
+    from counterfair.audit import GroupAudit, write_report
 
     if args.label is None:
         raise cli_run.CommandError("--label is required with a CSV file")
@@ -142,19 +142,14 @@ def _audit_csv(args: argparse.Namespace) -> int:
     reference = cli_run.audit_reference(args.reference, protected, args.protected)
     names = cli_run.predictor_names(args.name, list(args.predictions))
     try:
+        task = cli_run.audit_task(args.task, args.threshold, args.tau,
+                                  cli_run.check_min_group_rows(args.min_group_rows))
+        predictions = {name: frame[column].to_numpy()
+                       for name, column in zip(names, args.predictions, strict=True)}
         path = write_report(
             args.out,
-            y_true=frame[args.label].to_numpy(),
-            y_pred={name: frame[column].to_numpy()
-                    for name, column in zip(names, args.predictions, strict=True)},
-            protected=protected,
-            reference=reference,
-            min_group_rows=cli_run.check_min_group_rows(args.min_group_rows),
-            task=args.task,
-            threshold=args.threshold,
-            tau=args.tau,
-            n_bootstrap=args.bootstrap,
-            seed=args.seed,
+            GroupAudit(frame[args.label].to_numpy(), predictions, protected, task=task,
+                       reference=reference, n_bootstrap=args.bootstrap, seed=args.seed),
             overwrite=args.overwrite,
         )
     except (ValueError, TypeError) as error:  # the audit's own checks of its inputs

@@ -672,7 +672,7 @@ def run_audit(args: argparse.Namespace) -> int:
     reference = audit_reference(getattr(args, "reference", None),
                                 saved.data[protected].astype(str), protected)
     min_group_rows = check_min_group_rows(getattr(args, "min_group_rows", 30))
-    from counterfair.audit import counterfactual_fairness, write_report
+    from counterfair.audit import GroupAudit, counterfactual_fairness, write_report
     from counterfair.io.load import load
     from counterfair.learn.fair import FairLearner
 
@@ -735,19 +735,14 @@ def run_audit(args: argparse.Namespace) -> int:
         }
     path = write_report(
         out,
-        y_true=y_true,
-        y_pred=scored,
-        protected=fit.data[protected].astype(str),
-        task=task,
-        threshold=args.threshold,
-        tau=args.tau,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
+        GroupAudit(
+            y_true, scored, fit.data[protected].astype(str),
+            task=audit_task(task, args.threshold, args.tau, min_group_rows),
+            reference=reference, n_bootstrap=args.bootstrap, seed=args.seed,
+        ),
         counterfactual=counterfactual,
-        overwrite=True,
         warnings=notes,
-        reference=reference,
-        min_group_rows=min_group_rows,
+        overwrite=True,
     )
     print(f"wrote {path}")
     return 0
@@ -794,6 +789,16 @@ def audit_reference(items: list[str] | None, frame: pd.DataFrame,
                                f"levels ({out[attribute]!r} and {level!r})")
         out[attribute] = level
     return out
+
+
+def audit_task(task: str, threshold: float, tau: float, min_group_rows: int) -> Any:
+    """The group audit's task object of the ``--task``, ``--threshold``, ``--tau`` and
+    ``--min-group-rows`` options (a classification's; a regression has none)."""
+    from counterfair.audit.group_audit import Classification, Regression
+
+    if task == "regression":
+        return Regression()
+    return Classification(threshold=threshold, tau=tau, min_group_rows=min_group_rows)
 
 
 def check_min_group_rows(value: int) -> int:
@@ -1385,7 +1390,7 @@ def one_line(message: str) -> str:
 
 __all__ = [
     "CommandError", "add_counterfactual_parser", "add_decompose_parser", "add_fit_parser",
-    "add_learn_parser", "audit_reference", "check_min_group_rows", "guarded", "is_run_folder",
-    "one_line", "predictor_names", "read_csv", "run_audit",
+    "add_learn_parser", "audit_reference", "audit_task", "check_min_group_rows", "guarded",
+    "is_run_folder", "one_line", "predictor_names", "read_csv", "run_audit",
     "run_counterfactual", "run_decompose", "run_decompose_sfm", "run_fit", "run_learn",
 ]

@@ -1,10 +1,10 @@
 """The group audits of rows held in Dask collections, without collecting the rows.
 
-:func:`counterfair.audit.group_metrics` and :func:`counterfair.audit.regression_metrics`
-hand their arguments here when any of ``y_true``, ``y_pred`` and ``protected`` is a Dask
-collection (a ``dask.dataframe`` Series or DataFrame). Every report of these audits is
-a function of per-stratum sums (a stratum is one combination of the protected values),
-so the run makes two passes over the partitions:
+:meth:`counterfair.audit.GroupAudit.metrics` hands its audit here when any of
+``y_true``, ``y_pred`` and ``attributes`` is a Dask collection (a ``dask.dataframe``
+Series or DataFrame). Every report of these audits is a function of per-stratum sums
+(a stratum is one combination of the protected values), so the run makes two passes over
+the partitions:
 
 1. each partition is validated and gives its distinct protected cells (and, for
    classification, whether its scores are all 0/1); the client builds the group layout
@@ -27,7 +27,8 @@ boundaries of the Dask inputs. Dask is imported only when a Dask input arrives.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Hashable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,32 +38,26 @@ import pandas as pd
 from counterfair.audit._groups import (
     CellCoder,
     Intersections,
-    Protected,
     protected_frame,
     stratum_sums,
 )
 from counterfair.audit._validation import (
     as_binary,
     as_numeric,
-    check_count,
-    check_finite,
     check_lengths,
-    check_open_unit,
-    check_tau,
     is_binary,
 )
 from counterfair.audit.bootstrap import EXACT_BOOTSTRAP_MAX_ROWS, Seed, resolve_ci_method
 from counterfair.audit.classification import (
     GroupReport,
     classification_weights,
-    group_metrics,
     group_report,
 )
+from counterfair.audit.group_audit import OPERATION, Classification, GroupAudit, Regression
 from counterfair.audit.poisson_bootstrap import PoissonAccumulator, accumulate, seed_word
 from counterfair.audit.regression import (
     N_POINT_SUMS,
     RegressionReport,
-    regression_metrics,
     regression_report,
     regression_weights,
 )
@@ -300,80 +295,75 @@ def _check_method(ci_method: str, *, n_bootstrap: int, n_rows: int, row_ids: Any
 
 
 # ---------------------------------------------------------------------- the audits
-def dask_group_metrics(
-    y_true: Any,
-    y_pred: Any,
-    protected: Protected,
-    *,
-    threshold: float = 0.5,
-    intersections: Intersections = True,
-    reference: Mapping[str, Hashable] | None = None,
-    tau: float = 0.8,
-    n_bootstrap: int = 0,
-    interval: float = 0.95,
-    seed: Seed = 0,
-    ci_method: str = "auto",
-    row_ids: Any = None,
-) -> GroupReport:
-    """:func:`counterfair.audit.group_metrics` of rows in Dask collections (see the
-    module's description); same arguments and the same report."""
-    tau = check_tau(tau)
-    threshold = check_finite(threshold, "threshold")
-    n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    interval = check_open_unit(interval, "interval")
-    inputs = _inputs(y_true, y_pred, protected)
-    method = _check_method(ci_method, n_bootstrap=n_bootstrap, n_rows=inputs.n_rows,
-                           row_ids=row_ids, seed=seed)
+def _single(audit: GroupAudit) -> Any:
+    predictions = audit.predictors
+    if len(predictions) != 1:
+        raise ValueError(f"this audit holds the predictors {list(predictions)}; choose one "
+                         "with audit.predictor(name)")
+    return next(iter(predictions.values()))
+
+
+def _in_memory(audit: GroupAudit, y_pred: Any) -> GroupAudit:
+    """The same audit of the rows collected (the exact bootstrap resamples rows)."""
+    return dataclasses.replace(
+        audit, y_true=_collected(audit.y_true), y_pred=_collected(y_pred),
+        attributes=_collected(audit.attributes), ci_method="bootstrap")
+
+
+def dask_group_metrics(audit: GroupAudit, *, row_ids: Any = None) -> GroupReport:
+    """:meth:`counterfair.audit.GroupAudit.metrics` of a classification audit whose rows
+    are in Dask collections (see the module's description); the same report."""
+    task = audit.task
+    if not isinstance(task, Classification):
+        raise ValueError("dask_group_metrics() needs an audit with task=Classification()")
+    y_pred = _single(audit)
+    inputs = _inputs(audit.y_true, y_pred, audit.attributes)
+    method = _check_method(audit.ci_method, n_bootstrap=audit.n_bootstrap,
+                           n_rows=inputs.n_rows, row_ids=row_ids, seed=audit.seed)
     if method == "bootstrap":
-        return group_metrics(
-            _collected(y_true), _collected(y_pred), _collected(protected),
-            threshold=threshold, intersections=intersections, reference=reference, tau=tau,
-            n_bootstrap=n_bootstrap, interval=interval, seed=seed, ci_method="bootstrap")
+        report = _in_memory(audit, y_pred).metrics()
+        assert isinstance(report, GroupReport)
+        return report
     coder, total = _layout_and_sums(
-        inputs, kind="classification", intersections=intersections, method=method,
-        n_bootstrap=n_bootstrap, seed=seed, threshold=threshold)
+        inputs, kind="classification", intersections=audit.intersections, method=method,
+        n_bootstrap=audit.n_bootstrap, seed=audit.seed, threshold=task.threshold)
     return group_report(
-        coder.layout, total.sums, reference=reference, tau=tau, threshold=threshold,
-        interval=interval, n_bootstrap=n_bootstrap, method=method,
-        accumulator=total.accumulator)
+        coder.layout, total.sums, reference=audit.reference, tau=task.tau,
+        threshold=task.threshold, interval=audit.interval, n_bootstrap=audit.n_bootstrap,
+        method=method, accumulator=total.accumulator)
 
 
-def dask_regression_metrics(
-    y_true: Any,
-    y_pred: Any,
-    protected: Protected,
-    *,
-    intersections: Intersections = True,
-    reference: Mapping[str, Hashable] | None = None,
-    n_bootstrap: int = 0,
-    interval: float = 0.95,
-    seed: Seed = 0,
-    ci_method: str = "auto",
-    row_ids: Any = None,
-) -> RegressionReport:
-    """:func:`counterfair.audit.regression_metrics` of rows in Dask collections (see the
-    module's description); same arguments and the same report."""
-    n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
-    interval = check_open_unit(interval, "interval")
-    inputs = _inputs(y_true, y_pred, protected)
-    method = _check_method(ci_method, n_bootstrap=n_bootstrap, n_rows=inputs.n_rows,
-                           row_ids=row_ids, seed=seed)
+def dask_regression_metrics(audit: GroupAudit, *, row_ids: Any = None) -> RegressionReport:
+    """:meth:`counterfair.audit.GroupAudit.metrics` of a regression audit whose rows are
+    in Dask collections (see the module's description); the same report."""
+    if not isinstance(audit.task, Regression):
+        raise ValueError("dask_regression_metrics() needs an audit with task=Regression()")
+    y_pred = _single(audit)
+    inputs = _inputs(audit.y_true, y_pred, audit.attributes)
+    method = _check_method(audit.ci_method, n_bootstrap=audit.n_bootstrap,
+                           n_rows=inputs.n_rows, row_ids=row_ids, seed=audit.seed)
     if method == "bootstrap":
-        return regression_metrics(
-            _collected(y_true), _collected(y_pred), _collected(protected),
-            intersections=intersections, reference=reference, n_bootstrap=n_bootstrap,
-            interval=interval, seed=seed, ci_method="bootstrap")
+        report = _in_memory(audit, y_pred).metrics()
+        assert isinstance(report, RegressionReport)
+        return report
     coder, total = _layout_and_sums(
-        inputs, kind="regression", intersections=intersections, method=method,
-        n_bootstrap=n_bootstrap, seed=seed, threshold=None)
+        inputs, kind="regression", intersections=audit.intersections, method=method,
+        n_bootstrap=audit.n_bootstrap, seed=audit.seed, threshold=None)
     return regression_report(
-        coder.layout, total.sums, reference=reference, interval=interval,
-        n_bootstrap=n_bootstrap, method=method, accumulator=total.accumulator)
+        coder.layout, total.sums, reference=audit.reference, interval=audit.interval,
+        n_bootstrap=audit.n_bootstrap, method=method, accumulator=total.accumulator)
+
+
+def dask_metrics(audit: GroupAudit, *, row_ids: Any = None) -> GroupReport | RegressionReport:
+    """The handler of :meth:`counterfair.audit.GroupAudit.metrics` for Dask rows: the
+    classification or the regression report, by the audit's task."""
+    if isinstance(audit.task, Classification):
+        return dask_group_metrics(audit, row_ids=row_ids)
+    return dask_regression_metrics(audit, row_ids=row_ids)
 
 
 def _register() -> None:
-    dispatch.register("group_metrics", has_dask_input, dask_group_metrics)
-    dispatch.register("regression_metrics", has_dask_input, dask_regression_metrics)
+    dispatch.register(OPERATION, has_dask_input, dask_metrics)
 
 
 _register()
@@ -381,6 +371,7 @@ _register()
 __all__: Sequence[str] = [
     "StratumSums",
     "dask_group_metrics",
+    "dask_metrics",
     "dask_regression_metrics",
     "has_dask_input",
     "is_dask_collection",
