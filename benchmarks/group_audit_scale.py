@@ -5,7 +5,8 @@ four levels, sex with two; their intersection makes eight cells), a binary outco
 and the decisions of a scikit-learn logistic regression fitted on 5,000 separate rows,
 plus a real-valued outcome and a linear regression's predictions. Then times
 
-* ``group_metrics`` and ``regression_metrics`` with ``ci_method="analytic"`` and
+* ``GroupAudit(...).metrics()`` (classification and regression) with
+  ``ci_method="analytic"`` and
 * the same with ``ci_method="poisson"`` (``--replicates`` replicates, default 200 and
   1000), and optionally with the exact bootstrap (``--exact-replicates``) for
   comparison,
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         done = subprocess.run(command, check=True, capture_output=True, text=True,
                               env=dict(os.environ))
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    header = (f"{'method':<10}{'B':>6}{'rows':>10}{'groups':>8}{'group_metrics s':>17}"
+    header = (f"{'method':<10}{'B':>6}{'rows':>10}{'groups':>8}{'classification s':>17}"
               f"{'regression s':>14}{'RSS before MiB':>16}{'peak RSS MiB':>14}")
     print(f"group audit at scale, chunk {args.chunk_mib} MiB, "
           f"{os.cpu_count()} CPU(s), numpy {np.__version__}")

@@ -260,7 +260,7 @@ def test_poisson_results_do_not_depend_on_the_chunk_size() -> None:
     y, decisions, protected, decile, scores = _compas()
     n_boot = 200
     cells = len(protected.drop_duplicates())
-    per_row = pb.bytes_per_row(cells, 4, n_boot)  # group_metrics sums 1, y, y_pred, y * y_pred
+    per_row = pb.bytes_per_row(cells, 4, n_boot)  # metrics() sums 1, y, y_pred, y * y_pred
     reports = []
     for chunk in (cf.options.MIN_CHUNK_BYTES, 2**20, 2**28):
         with cf.set_options(chunk_bytes=chunk):

@@ -1,4 +1,4 @@
-"""Interval tables of :func:`~counterfair.audit.group_metrics`: exact, Poisson, analytic."""
+"""Interval tables of :meth:`~counterfair.audit.GroupAudit.metrics`: exact, Poisson, analytic."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The parity findings are computed from the same per-predictor data the page embeds as
 JSON (:func:`predictor_data`), by the same rule as the page's script, which rewrites
 them when tau changes: a group passes a criterion when ``tau <= ratio <= 1 / tau`` for
-each of its rates (the rule of :func:`counterfair.audit.group_metrics`), fails when
+each of its rates (the rule of :meth:`counterfair.audit.GroupAudit.metrics`), fails when
 one of them is outside, and cannot be judged when none fails but a ratio is undefined.
 Two verdicts come before that rule: a group with fewer rows than the report's
 ``min_group_rows`` (or whose reference group has fewer) is ``"too few rows"``, and every

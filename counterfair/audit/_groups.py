@@ -36,8 +36,8 @@ REFERENCE_RULE = (
     "reference level of an SCM when the column comes from it, or pass "
     "reference=reference_levels(fit)), else sorted order"
 )
-"""The default reference group of every group audit (``group_metrics``,
-``regression_metrics``, ``disparate_impact``, ``write_report``), always overridable
+"""The default reference group of every group audit (the measures of ``GroupAudit``:
+``metrics``, ``disparate_impact``, ``class_balance``), always overridable
 with ``reference=``. It does not depend on group sizes, so it holds still across
 samples and runs."""
 

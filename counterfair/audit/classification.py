@@ -126,7 +126,7 @@ def _fmt(group: Hashable) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class GroupReport:
-    """Result of :func:`group_metrics`.
+    """Result of :meth:`counterfair.audit.GroupAudit.metrics` (classification).
 
     All tables are indexed by the MultiIndex ``(attribute, group)``; intersections appear
     as attributes named like ``"race x sex"`` with groups like ``"Black x Female"``.

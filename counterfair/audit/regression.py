@@ -32,7 +32,8 @@ REGRESSION_METRICS: tuple[str, ...] = ("mean_outcome", "mean_prediction", "mean_
 
 @dataclass(frozen=True, kw_only=True)
 class RegressionReport:
-    """Result of :func:`regression_metrics`; tables indexed by ``(attribute, group)``.
+    """Result of :meth:`counterfair.audit.GroupAudit.metrics` (regression); tables indexed
+    by ``(attribute, group)``.
 
     Attributes
     ----------

@@ -6,7 +6,7 @@ request, so it opens offline, can be mailed or archived as one file and prints t
 
 At the top, one plain sentence per finding (:mod:`._findings`). A control sets the
 parity threshold tau (slider and number): the page recomputes every verdict with the
-rule of :func:`~counterfair.audit.group_metrics` (a group passes when
+rule of :meth:`~counterfair.audit.GroupAudit.metrics` (a group passes when
 ``tau <= ratio <= 1 / tau``), so at the report's ``tau`` it shows exactly the Python
 verdicts. A group selector shows one attribute or intersection (``"race x sex"``) in
 the group tables and charts; table headers sort on click. Each predictor section has a
@@ -120,7 +120,7 @@ REPORT_REFERENCE_RULE = (
     "the largest group of each attribute and intersection (ties: the first in order), "
     "unless reference= names it"
 )
-"""The report's default reference group. :func:`~counterfair.audit.group_metrics` keeps
+"""The report's default reference group. :meth:`~counterfair.audit.GroupAudit.metrics` keeps
 :data:`~counterfair.audit.REFERENCE_RULE` (the first group in order); the report
 compares every group with the one most rows speak for, so a ratio's uncertainty comes
 from the smaller group, and passes that choice down with ``reference=``."""
