@@ -89,11 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         records[-1]["cpu_seconds"] = cpu[name]
         return out
 
+    audit = cf.audit.AuditSettings(attributes=["sex"], n_samples=args.samples, seed=args.seed)
     timed("cf_audit", lambda: cf.audit.counterfactual_fairness(
-        fit, features, full, attributes=["sex"], n_samples=args.samples, seed=args.seed))
+        fit, features, full, settings=audit))
+    decomposition = cf.audit.DecompositionSettings(
+        n_samples=args.samples, n_param_draws=20, seed=args.seed
+    )
     result = timed("decompose", lambda: cf.audit.decompose(
         fit, features, attribute="sex", x0=sexes[0], x1=sexes[1], predictor=full,
-        n_samples=args.samples, n_param_draws=20, seed=args.seed))
+        settings=decomposition))
     seconds = {r["stage"]: r["seconds"] for r in records}
     ratio = seconds["decompose"] / seconds["cf_audit"]
     cpu_ratio = cpu["decompose"] / cpu["cf_audit"]

@@ -105,8 +105,8 @@ def evaluate(fit: cf.Fit, test: pd.DataFrame, seed: int) -> dict[str, dict[str, 
         ).fit(fit.data)
         predicted = learner.predict(test)
         report = cf.audit.counterfactual_fairness(
-            fit, test.drop(columns="FYA"), learner, attributes=["race"], n_samples=50,
-            seed=seed,
+            fit, test.drop(columns="FYA"), learner,
+            settings=cf.audit.AuditSettings(attributes=["race"], n_samples=50, seed=seed),
         )
         out[name] = {
             "rmse": float(np.sqrt(np.mean((predicted - test["FYA"].to_numpy()) ** 2))),

@@ -82,7 +82,8 @@ def scm() -> cf.SCM:
 def terms(fit: cf.Fit, rows: pd.DataFrame, seed: int) -> dict[str, list[float]]:
     """Posterior mean, sd and 90 % interval of Ctf-DE and Ctf-IE (x-specific form)."""
     table = cf.audit.decompose(
-        fit, rows, attribute="A", x0="a0", x1="a1", outcome="Y", seed=seed, interval=0.9
+        fit, rows, attribute="A", x0="a0", x1="a1", outcome="Y",
+        settings=cf.audit.DecompositionSettings(seed=seed, interval=0.9),
     ).table
     out = {}
     for term in TRUTH:

@@ -297,10 +297,18 @@ def run_in_memory(records: list[dict[str, Any]], size: int, rows: pd.DataFrame, 
     predictions = stage(records, size, "predict", mode, lambda: fair.predict(features))
     full = cf.full_predictor(scm, target="ZFYA", estimator=estimator()).fit(learn_rows)
     audit = stage(records, size, "cf_audit", mode, lambda: cf.audit.counterfactual_fairness(
-        fit, features, full, attributes=["sex"], n_samples=args.samples, seed=args.seed))
+        fit, features, full,
+        settings=cf.audit.AuditSettings(
+            attributes=["sex"], n_samples=args.samples, seed=args.seed,
+        ),
+    ))
     audit_race = stage(
         records, size, "cf_audit_race", mode, lambda: cf.audit.counterfactual_fairness(
-            fit, features, full, attributes=["race"], n_samples=args.samples, seed=args.seed))
+            fit, features, full,
+            settings=cf.audit.AuditSettings(
+                attributes=["race"], n_samples=args.samples, seed=args.seed,
+            ),
+        ))
     protected = rows[["race", "sex"]]
     regression = cf.audit.group_audit.Regression()
     stage(records, size, "group_audit", mode, lambda: cf.audit.GroupAudit(
@@ -357,8 +365,11 @@ def run_dask(records: list[dict[str, Any]], size: int, scm: Any, params: dict[st
             features = rows.drop(columns="ZFYA")
             predictions = stage(records, size, "predict", mode, lambda: fair.predict(features))
             stage(records, size, "cf_audit", mode, lambda: cf.audit.counterfactual_fairness(
-                fit, features, full, attributes=["sex"], n_samples=args.samples,
-                seed=args.seed))
+                fit, features, full,
+                settings=cf.audit.AuditSettings(
+                    attributes=["sex"], n_samples=args.samples, seed=args.seed,
+                ),
+            ))
             # the group audit reads its columns on the workers and merges per-stratum
             # sums there (counterfair.dask.group_audits); only the predictions, NumPy on the
             # client, are cut at the partition boundaries and sent

@@ -423,7 +423,7 @@ def _evaluate(
 
     Returns the metric rows, the per-sample change frames and the group-audit rows.
     """
-    from counterfair.audit import counterfactual_fairness
+    from counterfair.audit import AuditSettings, counterfactual_fairness
 
     unlabelled = rows.test.drop(columns=OUTCOME)
     y_test = rows.test[OUTCOME].to_numpy()
@@ -440,8 +440,10 @@ def _evaluate(
             f"counterfactual audit {name}",
             partial(
                 counterfactual_fairness, fit, rows.audit_rows, predictor, abduction=abduction,
-                seed=config.seed, response="probability", unfair_paths=UNFAIR_PATHS,
-                keep_samples=True,
+                settings=AuditSettings(
+                    seed=config.seed, response="probability", unfair_paths=UNFAIR_PATHS,
+                    keep_samples=True,
+                ),
             ),
             timings,
         )

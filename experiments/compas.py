@@ -401,7 +401,7 @@ def _counterfactual_audit(
 
     The audited test rows are abducted once, for all predictors and responses.
     """
-    from counterfair.audit import counterfactual_fairness
+    from counterfair.audit import AuditSettings, counterfactual_fairness
 
     rows = unlabelled.sample(min(config.audit_rows, len(unlabelled)), random_state=config.seed)
     rows = rows.sort_index()
@@ -422,8 +422,7 @@ def _counterfactual_audit(
                 rows,
                 predictor,
                 abduction=abduction,
-                seed=config.seed,
-                response=response,
+                settings=AuditSettings(seed=config.seed, response=response),
             )
             report = _timed(f"counterfactual audit {name} ({response})", audit, timings)
             if response == "probability":

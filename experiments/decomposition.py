@@ -145,8 +145,9 @@ def run_compas(data_dir: str | None, *, chains: int, warmup: int, draws: int,
     t0 = time.perf_counter()
     for outcome, label in COMPAS_OUTCOMES.items():
         result = cf.audit.decompose(
-            fit, rows, attribute="race", x0=COMPAS_LEVELS[0], x1=COMPAS_LEVELS[1],
-            outcome=outcome, mediators=list(MEDIATORS), n_samples=n_samples, seed=seed,
+            fit, rows, attribute="race", x0=COMPAS_LEVELS[0], x1=COMPAS_LEVELS[1], outcome=outcome,
+            mediators=list(MEDIATORS),
+            settings=cf.audit.DecompositionSettings(n_samples=n_samples, seed=seed),
         )
         _log(str(result))
         tables.append(_tidy(result, label))
@@ -176,7 +177,7 @@ def run_adult(config: adult_pscf.AdultPSCFConfig, *, n_samples: int, decompose_r
     data = data.sort_index()
     settings: dict[str, Any] = {
         "attribute": "sex", "x0": SEXES[0], "x1": SEXES[1], "mediators": ["marital"],
-        "n_samples": n_samples, "seed": config.seed,
+        "settings": cf.audit.DecompositionSettings(n_samples=n_samples, seed=config.seed),
     }
     t0 = time.perf_counter()
     tables = []

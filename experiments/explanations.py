@@ -653,7 +653,7 @@ def write_example_report(config: StudyConfig, path: Path, *, setting_name: str =
     consistency, generalized entropy) and the subpopulations whose decisions depend on
     the sensitive attribute (FairTest-style search over the non-sensitive features).
     """
-    from counterfair.audit import find_subpopulations, write_report
+    from counterfair.audit import SubpopulationSettings, find_subpopulations, write_report
     from counterfair.audit.explanations import ExplanationAudit
 
     setting = next(s for s in load_settings(replace(config, settings=(setting_name,))))
@@ -692,10 +692,11 @@ def write_example_report(config: StudyConfig, path: Path, *, setting_name: str =
     users = X.drop(columns=[setting.sensitive])
     last = REPORT_MODELS[-1][0]
     unprivileged, privileged = _LABELS[dataset][setting.sensitive]
-    subpopulations = find_subpopulations(users, protected[setting.sensitive],
-                                         decisions[last].astype(int),
-                                         protected_group=unprivileged, max_depth=3,
-                                         n_bootstrap=n_bootstrap, seed=config.seed)
+    subpopulations = find_subpopulations(
+        users, protected[setting.sensitive], decisions[last].astype(int),
+        protected_group=unprivileged,
+        settings=SubpopulationSettings(max_depth=3, n_bootstrap=n_bootstrap, seed=config.seed),
+    )
     return write_report(
         path,
         GroupAudit(

@@ -662,7 +662,7 @@ def write_audit(
     of each prediction under do(race), do(sex) with the level 2 SCM as the world,
     beside the naive flip test, on a subset of ``audit_rows`` test rows.
     """
-    from counterfair.audit import GroupAudit, counterfactual_fairness, write_report
+    from counterfair.audit import AuditSettings, GroupAudit, counterfactual_fairness, write_report
     from counterfair.audit.causal_report import counterfactual_html
     from counterfair.audit.group_audit import Regression
     from counterfair.audit.report import regression_html
@@ -682,7 +682,8 @@ def write_audit(
     )
     reports = {
         name: counterfactual_fairness(
-            fit, rows[COLUMNS_LEVEL2], predictor, abduction=abduction, seed=config.seed
+            fit, rows[COLUMNS_LEVEL2], predictor, abduction=abduction,
+            settings=AuditSettings(seed=config.seed),
         )
         for name, predictor in predictors.items()
     }

@@ -13,7 +13,7 @@ from _models import RACES, law_level3_fit, law_train
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair.audit import counterfactual_fairness
+from counterfair.audit import AuditSettings, counterfactual_fairness
 from counterfair.audit.causal_report import counterfactual_html
 
 pytestmark = pytest.mark.stan
@@ -30,8 +30,8 @@ def test_unaware_predictor_moves_causally_but_passes_the_flip_test(fitted):
     # posterior samples whose parameters are known here: sample s uses params.take([s])
     abduction = fit.abduct(rows, method="draws", n_samples=40, seed=shifted(3))
     report = counterfactual_fairness(
-        fit, rows, lambda f: 2.0 * f["UGPA"].to_numpy(), attributes=["race"],
-        abduction=abduction, interval=0.9,
+        fit, rows, lambda f: 2.0 * f["UGPA"].to_numpy(),
+        settings=AuditSettings(attributes=["race"], interval=0.9), abduction=abduction,
     )
     overall = report.overall.set_index("attribute").loc["race"]
     by_group = report.by_group.set_index(["from_level", "to_level"])
@@ -57,11 +57,8 @@ def test_unaware_predictor_moves_causally_but_passes_the_flip_test(fitted):
 def test_predictor_of_the_protected_column_changes_by_one_in_both_tests(fitted):
     fit, rows = fitted
     report = counterfactual_fairness(
-        fit,
-        rows,
-        lambda f: (f["sex"].astype(str) == "Male").to_numpy(float),
-        attributes=["sex"],
-        n_samples=20,
+        fit, rows, lambda f: (f["sex"].astype(str) == "Male").to_numpy(float),
+        settings=AuditSettings(attributes=["sex"], n_samples=20),
     )
     overall = report.overall.iloc[0]
     assert overall["mean_abs_change"] == pytest.approx(1.0)
@@ -72,7 +69,9 @@ def test_predictor_of_the_protected_column_changes_by_one_in_both_tests(fitted):
 
 def test_constant_predictor_is_counterfactually_fair(fitted):
     fit, rows = fitted
-    report = counterfactual_fairness(fit, rows, lambda f: np.zeros(len(f)), n_samples=10)
+    report = counterfactual_fairness(
+        fit, rows, lambda f: np.zeros(len(f)), settings=AuditSettings(n_samples=10),
+    )
     assert (report.overall["mean_abs_change"] == 0.0).all()
     assert (report.overall["wasserstein"] == 0.0).all()
     assert set(report.overall["attribute"]) == {"race", "sex"}
@@ -83,6 +82,8 @@ def test_constant_predictor_is_counterfactually_fair(fitted):
 def test_bad_arguments_are_named(fitted):
     fit, rows = fitted
     with pytest.raises(ValueError, match="'UGPA' is not a protected node"):
-        counterfactual_fairness(fit, rows, lambda f: np.zeros(len(f)), attributes=["UGPA"])
+        counterfactual_fairness(
+            fit, rows, lambda f: np.zeros(len(f)), settings=AuditSettings(attributes=["UGPA"]),
+        )
     with pytest.raises(ValueError, match="duplicated index"):
         counterfactual_fairness(fit, pd.concat([rows, rows]), lambda f: np.zeros(len(f)))

@@ -14,7 +14,7 @@ from _models import aux_data, aux_fit
 from _seeds import shifted
 
 import counterfair as cf
-from counterfair.audit import counterfactual_fairness
+from counterfair.audit import AuditSettings, counterfactual_fairness
 
 pytestmark = pytest.mark.stan
 
@@ -33,8 +33,10 @@ def test_do_on_an_observed_parent_moves_its_child_by_the_fitted_effect(fitted):
     fit, rows = fitted
     shift = 1.0
     report = counterfactual_fairness(
-        fit, rows, lambda f: f["X"].to_numpy(), do={"Z": rows["Z"] + shift}, n_samples=30,
-            seed=shifted(2), keep_samples=True
+        fit, rows, lambda f: f["X"].to_numpy(),
+        settings=AuditSettings(
+            do={"Z": rows["Z"] + shift}, n_samples=30, seed=shifted(2), keep_samples=True,
+        ),
     )
     changes = _by_row_sample(report)
     assert set(changes["attribute"]) == {"do(Z=<per row>)"}
@@ -54,8 +56,8 @@ def test_do_on_an_observed_parent_moves_its_child_by_the_fitted_effect(fitted):
 def test_do_on_the_input_itself_changes_it_in_both_tests(fitted):
     fit, rows = fitted
     report = counterfactual_fairness(
-        fit, rows, lambda f: f["Z"].to_numpy(), do={"Z": 0.0}, n_samples=10, seed=shifted(2),
-        keep_samples=True,
+        fit, rows, lambda f: f["Z"].to_numpy(),
+        settings=AuditSettings(do={"Z": 0.0}, n_samples=10, seed=shifted(2), keep_samples=True),
     )
     changes = _by_row_sample(report)  # rows sorted by label (0..39), then samples
     np.testing.assert_allclose(changes["change"], np.repeat(0.0 - rows["Z"].to_numpy(), 10))
@@ -67,8 +69,10 @@ def test_do_on_the_input_itself_changes_it_in_both_tests(fitted):
 def test_do_on_a_node_the_predictor_does_not_descend_from_changes_nothing(fitted):
     fit, rows = fitted
     report = counterfactual_fairness(
-        fit, rows, lambda f: f["Z"].to_numpy(), do={"P": 1, "race": "b"}, n_samples=10,
-            seed=shifted(2), keep_samples=True
+        fit, rows, lambda f: f["Z"].to_numpy(),
+        settings=AuditSettings(
+            do={"P": 1, "race": "b"}, n_samples=10, seed=shifted(2), keep_samples=True,
+        ),
     )
     assert report.overall.iloc[0]["attribute"] == "do(P=1, race=b)"
     assert report.overall.iloc[0]["mean_abs_change"] == 0.0  # Z is no descendant of P or race
@@ -78,8 +82,12 @@ def test_do_and_attributes_together_or_a_latent_in_do_raise(fitted):
     fit, rows = fitted
     predictor = lambda f: f["X"].to_numpy()  # noqa: E731
     with pytest.raises(ValueError, match="attributes= and do="):
-        counterfactual_fairness(fit, rows, predictor, attributes=["race"], do={"Z": 0.0})
+        counterfactual_fairness(
+            fit, rows, predictor, settings=AuditSettings(attributes=["race"], do={"Z": 0.0}),
+        )
     with pytest.raises(ValueError, match="do= is empty"):
-        counterfactual_fairness(fit, rows, predictor, do={})
+        counterfactual_fairness(fit, rows, predictor, settings=AuditSettings(do={}))
     with pytest.raises(cf.errors.DataError, match="'K'"):
-        counterfactual_fairness(fit, rows, predictor, do={"K": 0.0}, n_samples=5)
+        counterfactual_fairness(
+            fit, rows, predictor, settings=AuditSettings(do={"K": 0.0}, n_samples=5),
+        )

@@ -19,6 +19,7 @@ from matplotlib.patches import Rectangle
 
 from counterfair.audit import (
     GroupAudit,
+    SubpopulationSettings,
     consistency,
     find_subpopulations,
     flip_counterfactual,
@@ -180,8 +181,10 @@ def test_explanation_and_subpopulation_sections(tmp_path: Path) -> None:
         consistency=consistency(X[["x", "a"]], pred, exclude=["a"]),
         entropy=generalized_entropy_index(y, pred, protected=X["a"], n_bootstrap=20),
         shap_method="exact (additive)")
-    subs = find_subpopulations(X[["region"]], X["a"], pred, protected_group=1, max_depth=1,
-                               n_bootstrap=20)
+    subs = find_subpopulations(
+        X[["region"]], X["a"], pred, protected_group=1,
+        settings=SubpopulationSettings(max_depth=1, n_bootstrap=20),
+    )
     text = write_report(
         tmp_path / "x.html", GroupAudit(y, {"rule": pred}, X[["a"]]), explanations={"rule": audit},
         subpopulations=subs,

@@ -22,7 +22,7 @@ from _seeds import shifted
 from scipy.stats import wasserstein_distance
 
 import counterfair as cf
-from counterfair.audit import counterfactual_fairness
+from counterfair.audit import AuditSettings, counterfactual_fairness
 from counterfair.audit.causal import ROW_COLUMNS, SUMMARY_COLUMNS
 from counterfair.audit.streaming import ChangeStats, HistogramSketch
 from counterfair.counterfactual.frames import counterfactual_frame
@@ -76,7 +76,8 @@ def fitted(stan_backend: str) -> tuple[cf.Fit, pd.DataFrame]:
 def _audit(
     fit: cf.Fit, rows: pd.DataFrame, **kwargs: object
 ) -> cf.audit.causal_report.CounterfactualReport:
-    return counterfactual_fairness(fit, rows, _predictor, n_samples=20, seed=shifted(3), **kwargs)
+    settings = AuditSettings(n_samples=20, seed=shifted(3), **kwargs)  # type: ignore[arg-type]
+    return counterfactual_fairness(fit, rows, _predictor, settings=settings)
 
 
 @pytest.mark.stan
@@ -186,8 +187,8 @@ def test_intervention_audit_streams_per_row_do_values(stan_backend):
         with cf.set_options(chunk_bytes=size):
             reports.append(
                 counterfactual_fairness(
-                    fit, rows, lambda f: f["X"].to_numpy(), do=do, n_samples=10,
-                    keep_samples=True,
+                    fit, rows, lambda f: f["X"].to_numpy(),
+                    settings=AuditSettings(do=do, n_samples=10, keep_samples=True),
                 )
             )
     pd.testing.assert_frame_equal(reports[0].changes, reports[1].changes)
@@ -248,8 +249,11 @@ def test_path_specific_columns_equal_the_whole_frames(stan_backend):
         with cf.set_options(chunk_bytes=size):
             reports.append(
                 counterfactual_fairness(
-                    fit, rows, predictor, unfair_paths=[("race", "C")], n_samples=10,
-                    keep_samples=True, tolerance=0.2,
+                    fit, rows, predictor,
+                    settings=AuditSettings(
+                        unfair_paths=[("race", "C")], n_samples=10, keep_samples=True,
+                        tolerance=0.2,
+                    ),
                 )
             )
     report = reports[0]
@@ -291,8 +295,10 @@ def test_audit_by_world_equals_the_counterfactual_frame_for_every_family(
     fit = families_small_fit().fit
     rows = families_data().drop(columns=["U", *drop]).iloc[:50]
     report = counterfactual_fairness(
-        fit, rows, _every_column, attributes=["A"], n_samples=8, seed=shifted(5),
-        coupling=coupling, keep_samples=True,
+        fit, rows, _every_column,
+        settings=AuditSettings(
+            attributes=["A"], n_samples=8, seed=shifted(5), coupling=coupling, keep_samples=True,
+        ),
     )
     abduction = fit.abduct(rows, method="draws", n_param_draws=8, n_samples=8, seed=shifted(5))
     for level in ("a", "b"):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 
-from counterfair.audit import find_subpopulations
+from counterfair.audit import SubpopulationSettings, find_subpopulations
 from counterfair.audit._validation import GROUP_NOT_FOUND, LENGTH_MISMATCH
 from counterfair.audit.dependence import g_test
 from counterfair.audit.subpopulations import subpopulation_mask
@@ -39,8 +39,10 @@ def _planted(seed: int, n: int = 16000) -> tuple[pd.DataFrame, np.ndarray, np.nd
 def test_planted_subgroup_is_found() -> None:
     users, a, outcome, inside = _planted(seed=shifted(1))
     assert inside.mean() == pytest.approx(0.05, abs=0.005)
-    report = find_subpopulations(users, a, outcome, protected_group=1, max_depth=3,
-                                 alpha=ALPHA, n_bootstrap=100, seed=shifted(0))
+    report = find_subpopulations(
+        users, a, outcome, protected_group=1,
+        settings=SubpopulationSettings(max_depth=3, alpha=ALPHA, n_bootstrap=100, seed=shifted(0)),
+    )
     top = report.top(1)
     assert len(top) == 1
     node = int(top["node"].iloc[0])
@@ -67,8 +69,10 @@ def test_planted_subgroup_is_found() -> None:
 
 def test_statistics_are_computed_on_the_test_half() -> None:
     users, a, outcome, _ = _planted(seed=shifted(2), n=4000)
-    report = find_subpopulations(users, a, outcome, protected_group=1, max_depth=1,
-                                 n_bootstrap=0, seed=shifted(5))
+    report = find_subpopulations(
+        users, a, outcome, protected_group=1,
+        settings=SubpopulationSettings(max_depth=1, n_bootstrap=0, seed=shifted(5)),
+    )
     root = report.table.set_index("node").loc[0]
     assert root["size"] == 2000 and root["description"] == "all"
     children = report.table[report.table["depth"] == 1]
@@ -91,8 +95,10 @@ def test_null_data_has_no_significant_subpopulation(seed: int) -> None:
     outcome = (rng.random(n) < 0.5).astype(int)
     # family-wise error at 1e-3 (Holm), so that a null data set fails the check with
     # probability about 1e-3 under any seed shift (at 0.05, shift 1 failed)
-    report = find_subpopulations(users, a, outcome, protected_group=1, max_depth=3,
-                                 alpha=1e-3, n_bootstrap=0, seed=shifted(0))
+    report = find_subpopulations(
+        users, a, outcome, protected_group=1,
+        settings=SubpopulationSettings(max_depth=3, alpha=1e-3, n_bootstrap=0, seed=shifted(0)),
+    )
     assert len(report.table) > 5
     assert not report.table["significant"].any()
     assert report.top().empty
@@ -106,10 +112,14 @@ def test_conditional_test_explains_away_a_legitimate_attribute() -> None:
     a = (rng.random(n) < np.where(skill == 1, 0.8, 0.2)).astype(int)
     outcome = (rng.random(n) < np.where(skill == 1, 0.8, 0.2)).astype(int)
     # tested at a family-wise error of 1e-3: the conditional test's null holds
-    plain = find_subpopulations(users, a, outcome, protected_group=1, max_depth=1,
-                                alpha=1e-3, n_bootstrap=0)
-    conditional = find_subpopulations(users, a, outcome, protected_group=1, max_depth=1,
-                                      given=skill, alpha=1e-3, n_bootstrap=0)
+    plain = find_subpopulations(
+        users, a, outcome, protected_group=1,
+        settings=SubpopulationSettings(max_depth=1, alpha=1e-3, n_bootstrap=0),
+    )
+    conditional = find_subpopulations(
+        users, a, outcome, protected_group=1,
+        settings=SubpopulationSettings(max_depth=1, alpha=1e-3, n_bootstrap=0), given=skill,
+    )
     assert plain.table["significant"].all()
     assert not conditional.table["significant"].any()
 
@@ -137,7 +147,11 @@ def test_family_wise_error_rate_is_kept_across_null_data_sets() -> None:
         users = _users(rng, n)
         a = rng.integers(0, 2, n)
         outcome = (rng.random(n) < 0.3).astype(int)
-        report = find_subpopulations(users, a, outcome, protected_group=1, max_depth=2,
-                                     alpha=ALPHA, n_bootstrap=0, seed=shifted(seed))
+        report = find_subpopulations(
+            users, a, outcome, protected_group=1,
+            settings=SubpopulationSettings(
+                max_depth=2, alpha=ALPHA, n_bootstrap=0, seed=shifted(seed),
+            ),
+        )
         hits += bool(report.table["significant"].any())
     assert hits <= 7

@@ -1,5 +1,5 @@
 """Fair by business necessity: FairLearner(features=cf.inputs.BusinessNecessity(allow=...,
-baseline=...)) and decompose(allow=...).
+baseline=...)) and decompose(...).allow(...).
 
 The notes SCM of tests/test_decomposition.py (no Stan: a fixed-parameter fit): X, Z
 protected (Z continuous, its rows depend on X); V a child of Z; M and D children of X;
@@ -59,12 +59,13 @@ def learner(fit: cf.Fit, rows: pd.DataFrame, **options: Any) -> cf.FairLearner:
 
 
 def decomposition(
-    fit: cf.Fit, rows: pd.DataFrame, model: cf.FairLearner, allow: tuple[str, ...]
+    fit: cf.Fit, rows: pd.DataFrame, model: cf.FairLearner, allow: tuple[str, ...] | None
 ) -> dec.Decomposition:
-    return cf.audit.decompose(
+    result = cf.audit.decompose(
         fit, rows, attribute="X", x0="0", x1="1", predictor=model, mediators=["M"],
-        n_samples=40, seed=shifted(2), allow=allow,
+        settings=cf.audit.DecompositionSettings(n_samples=40, seed=shifted(2)),
     )
+    return result if allow is None else result.allow(allow)
 
 
 def spurious_error(fit: cf.Fit, rows: pd.DataFrame, model: cf.FairLearner) -> float:
@@ -155,7 +156,7 @@ def test_decompose_without_allow_has_no_business_necessity_line(
     results: dict[tuple[str, ...], Any], fit: cf.Fit, rows: pd.DataFrame
 ) -> None:
     model, _ = results[("IE",)]
-    result = decomposition(fit, rows.head(300), model, allow=None)  # type: ignore[arg-type]
+    result = decomposition(fit, rows.head(300), model, allow=None)
     assert result.allowed is None
     assert "business necessity" not in result.summary()
     assert list(result.unfair()["effect"]) == ["DE", "IE", "SE", "unfair"]
@@ -210,12 +211,13 @@ def test_a_direct_path_into_a_mediator_cannot_be_split() -> None:
         model._check_setup()
 
 
-def test_decompose_refuses_an_unknown_effect(fit: cf.Fit, rows: pd.DataFrame) -> None:
+def test_allow_refuses_an_unknown_effect(fit: cf.Fit, rows: pd.DataFrame) -> None:
     with pytest.raises(ValueError, match=re.escape(
-        dec.BAD_ALLOW.format(effect="TE", effects=list(dres.EFFECTS))
+        errors.BAD_ALLOW.format(effect="TE", effects=list(dres.EFFECTS))
     )):
-        cf.audit.decompose(fit, rows.head(100), attribute="X", x0="0", x1="1", outcome="Y",
-                           allow=("TE",))
+        cf.audit.decompose(
+            fit, rows.head(100), attribute="X", x0="0", x1="1", outcome="Y",
+        ).allow(("TE",))
 
 
 def test_disallowing_se_with_an_observed_root_confounder_is_refused() -> None:

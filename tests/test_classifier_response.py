@@ -118,7 +118,7 @@ def _plain(learner: cf.FairLearner, rows: pd.DataFrame) -> Any:
 def _decompose(fit: cf.Fit, rows: Any, predictor: Any, **options: Any) -> Any:
     return cf.audit.decompose(
         fit, rows, attribute="colour", x0="White", x1="Black", predictor=predictor,
-        n_samples=12, seed=shifted(94), **options,
+        settings=cf.audit.DecompositionSettings(n_samples=12, seed=shifted(94)), **options,
     )
 
 
@@ -161,7 +161,7 @@ def test_an_unfair_business_necessity_remainder_is_not_zero(
 ) -> None:
     """``--allow IE`` said "+0.0000 [0.0000, 0.0000]": the unfair part is TV minus
     the allowed indirect effect, never all zero for a learner whose groups differ."""
-    result = _decompose(fit, rows, fair, allow=("IE",))
+    result = _decompose(fit, rows, fair).allow(("IE",))
     unfair = result.unfair().set_index("effect")
     assert abs(unfair.loc["unfair", "contribution"]) > 1e-6
 
@@ -201,11 +201,14 @@ def test_counterfactual_fairness_audits_probabilities_by_default(
     fit: cf.Fit, rows: pd.DataFrame, constant_classifier: Any, fair: cf.FairLearner
 ) -> None:
     default = cf.audit.counterfactual_fairness(
-        fit, rows, constant_classifier, attributes=["colour"], n_samples=10, seed=shifted(1)
+        fit, rows, constant_classifier,
+        settings=cf.audit.AuditSettings(attributes=["colour"], n_samples=10, seed=shifted(1)),
     )
     labels = cf.audit.counterfactual_fairness(
-        fit, rows, constant_classifier, attributes=["colour"], n_samples=10, seed=shifted(1),
-        response="prediction",
+        fit, rows, constant_classifier,
+        settings=cf.audit.AuditSettings(
+            attributes=["colour"], n_samples=10, seed=shifted(1), response="prediction",
+        ),
     )
     assert default.response == "probability" and labels.response == "prediction"
     assert default.compared == "the probability of class 'Yes'"
@@ -216,7 +219,8 @@ def test_counterfactual_fairness_audits_probabilities_by_default(
     assert labels.overall["flip_mean_abs_change"].iloc[0] == 0.0
     assert "audited on the probability of class 'Yes'" in default.summary()
     learner = cf.audit.counterfactual_fairness(
-        fit, rows, fair, attributes=["colour"], n_samples=10, seed=shifted(1)
+        fit, rows, fair,
+        settings=cf.audit.AuditSettings(attributes=["colour"], n_samples=10, seed=shifted(1)),
     )
     assert learner.response == "probability"
     assert learner.overall["flip_mean_abs_change"].iloc[0] > 1e-4
@@ -227,11 +231,14 @@ def test_the_report_says_what_was_audited(
 ) -> None:
     reports = {
         "default": cf.audit.counterfactual_fairness(
-            fit, rows, constant_classifier, attributes=["colour"], n_samples=5, seed=shifted(1)
+            fit, rows, constant_classifier,
+            settings=cf.audit.AuditSettings(attributes=["colour"], n_samples=5, seed=shifted(1)),
         ),
         "labels": cf.audit.counterfactual_fairness(
-            fit, rows, constant_classifier, attributes=["colour"], n_samples=5, seed=shifted(1),
-            response="prediction",
+            fit, rows, constant_classifier,
+            settings=cf.audit.AuditSettings(
+                attributes=["colour"], n_samples=5, seed=shifted(1), response="prediction",
+            ),
         ),
     }
     path = cf.audit.write_report(

@@ -277,12 +277,13 @@ def test_decompose_refusals_exit_2_and_leave_no_file(run: Path) -> None:
 def test_decompose_checks_its_options_in_the_words_of_the_library() -> None:
     """``counterfair decompose`` refuses the options the SCM decides before it loads the
     fit, with copies of counterfair.audit.decomposition's messages: they are the same."""
-    from counterfair.audit import decomposition
+    from counterfair.audit import decomposition, decomposition_result
     from counterfair.cli import run as cli_run
 
     for name in ("NOT_PROTECTED", "CONTINUOUS_ATTRIBUTE", "SAME_LEVELS", "UNKNOWN_LEVEL",
-                 "NOT_AN_OUTCOME", "BAD_ALLOW", "UNKNOWN_ROLE_NODE"):
+                 "NOT_AN_OUTCOME", "UNKNOWN_ROLE_NODE"):
         assert getattr(cli_run, name) == getattr(decomposition, name), name
+    assert cli_run.BAD_ALLOW == decomposition_result.BAD_ALLOW  # Decomposition.allow's
     assert tuple(decomposition.EFFECTS) == cli_run.DECOMPOSE_EFFECTS
 
 

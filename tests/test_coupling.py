@@ -624,8 +624,8 @@ def test_audit_and_predictions_take_the_coupling(stan_backend: str) -> None:
 
     reports = {
         coupling: cf.audit.counterfactual_fairness(
-            fit, rows, predictor, abduction=training, seed=shifted(1), coupling=coupling,
-            keep_samples=True,
+            fit, rows, predictor, abduction=training,
+            settings=cf.audit.AuditSettings(seed=shifted(1), coupling=coupling, keep_samples=True),
         )
         for coupling in COUPLINGS
     }
@@ -638,7 +638,7 @@ def test_audit_and_predictions_take_the_coupling(stan_backend: str) -> None:
             rows,
             predictor,
             abduction=training,
-            coupling="both",  # type: ignore[arg-type]
+            settings=cf.audit.AuditSettings(coupling="both"),  # type: ignore[arg-type]
         )
     frame = fit.counterfactual(rows, {"A": "b"}, abduction=training, coupling="redraw")
     same = frame_predictions(fit, frame, predictor)  # the predictions of a redraw frame
@@ -655,8 +655,11 @@ def test_audit_and_predictions_take_the_coupling(stan_backend: str) -> None:
     # the audit of a user-given intervention (do=) takes it too
     by_do = {
         coupling: cf.audit.counterfactual_fairness(
-            fit, rows, predictor, do={"A": "b"}, abduction=training, seed=shifted(1),
-                coupling=coupling, keep_samples=True
+            fit, rows, predictor,
+            settings=cf.audit.AuditSettings(
+                do={"A": "b"}, seed=shifted(1), coupling=coupling, keep_samples=True,
+            ),
+            abduction=training,
         )
         for coupling in COUPLINGS
     }

@@ -173,13 +173,15 @@ def test_model_is_sent_to_each_worker_once(client, models):
 def test_counterfactual_audit_equals_in_memory_for_any_partitioning(client, models, tmp_path):
     fit, rows, _, full, _ = models
     expected = cf.audit.counterfactual_fairness(
-        fit, rows, full, n_samples=20, seed=shifted(3), keep_samples=True
+        fit, rows, full,
+        settings=cf.audit.AuditSettings(n_samples=20, seed=shifted(3), keep_samples=True),
     )
     key = ["attribute", "to_level", "row", "sample"]
     for n, ddf in frames(rows).items():
         out = tmp_path / f"changes-{n}"
         report = cf.audit.counterfactual_fairness(
-            fit, ddf, full, n_samples=20, seed=shifted(3), rows_out=out
+            fit, ddf, full, settings=cf.audit.AuditSettings(n_samples=20, seed=shifted(3)),
+            rows_out=out,
         )
         pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
         pd.testing.assert_frame_equal(report.overall, expected.overall, rtol=1e-12)
@@ -194,8 +196,10 @@ def test_decomposition_equals_in_memory_for_any_partitioning(client, models):
     """cf.audit.decompose of a Dask frame: per-partition sums merged on the workers equal
     the in-memory decomposition (outcome and a predictor), for any partitioning."""
     fit, rows, learner, full, _ = models
-    settings = {"attribute": "race", "x0": "White", "x1": "Black", "n_samples": 20,
-                "seed": 3}
+    settings = {"attribute": "race", "x0": "White", "x1": "Black",
+                "settings": cf.audit.DecompositionSettings(
+                    n_samples=20, seed=3,  # literal seed: Dask is compared with memory
+                )}
     for option in ({"outcome": "UGPA"}, {"predictor": full}, {"predictor": learner}):
         expected = cf.audit.decompose(fit, rows, **settings, **option)
         for n, ddf in frames(rows).items():
@@ -265,27 +269,32 @@ def test_audit_of_a_per_row_intervention_equals_in_memory(client, models):
     fit, rows, _, full, _ = models
     lsat = rows["LSAT"].to_numpy() + np.arange(len(rows)) % 3  # do(LSAT = LSAT + 0, 1 or 2)
     expected = cf.audit.counterfactual_fairness(
-        fit, rows, full, n_samples=10, seed=shifted(4), do={"LSAT": lsat}
+        fit, rows, full,
+        settings=cf.audit.AuditSettings(n_samples=10, seed=shifted(4), do={"LSAT": lsat}),
     )
     for n in (3, 7):
         report = cf.audit.counterfactual_fairness(
-            fit, dd.from_pandas(rows, npartitions=n), full, n_samples=10, seed=shifted(4),
-            do={"LSAT": lsat},
+            fit, dd.from_pandas(rows, npartitions=n), full,
+            settings=cf.audit.AuditSettings(n_samples=10, seed=shifted(4), do={"LSAT": lsat}),
         )
         pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12)
     with pytest.raises(cf.errors.DataError, match="LSAT"):
         cf.audit.counterfactual_fairness(
-            fit, dd.from_pandas(rows, npartitions=3), full, do={"LSAT": lsat[:-1]}
+            fit, dd.from_pandas(rows, npartitions=3), full,
+            settings=cf.audit.AuditSettings(do={"LSAT": lsat[:-1]}),
         )
 
 
 def test_fair_learner_audit_shares_the_fit_on_the_workers(client, models):
     fit, rows, learner, _, _ = models
     rows = rows.drop(columns="ZFYA")
-    expected = cf.audit.counterfactual_fairness(fit, rows, learner, n_samples=20, seed=shifted(3))
+    expected = cf.audit.counterfactual_fairness(
+        fit, rows, learner, settings=cf.audit.AuditSettings(n_samples=20, seed=shifted(3)),
+    )
     reports = [
         cf.audit.counterfactual_fairness(
-            fit, dd.from_pandas(rows, npartitions=n), learner, n_samples=20, seed=shifted(3)
+            fit, dd.from_pandas(rows, npartitions=n), learner,
+            settings=cf.audit.AuditSettings(n_samples=20, seed=shifted(3)),
         )
         for n in (1, 3)
     ]
@@ -372,20 +381,20 @@ def test_audit_equals_in_memory_in_every_column(client, models, predictor_kinds,
     fit, rows, _, _, _ = models
     rows = rows.drop(columns="ZFYA")
     predictor, options = predictor_kinds[kind]
-    settings = {"n_samples": AUDIT_SAMPLES, "seed": shifted(9), **options}
+    settings = cf.audit.AuditSettings(n_samples=AUDIT_SAMPLES, seed=shifted(9), **options)
     expected = cf.audit.counterfactual_fairness(
-        fit, rows, predictor, keep_samples=True, **settings
+        fit, rows, predictor, settings=dataclasses.replace(settings, keep_samples=True)
     )
     assert expected.changes is not None
     for n, ddf in frames(rows).items():
-        report = cf.audit.counterfactual_fairness(fit, ddf, predictor, **settings)
+        report = cf.audit.counterfactual_fairness(fit, ddf, predictor, settings=settings)
         pd.testing.assert_frame_equal(report.by_group, expected.by_group, rtol=1e-12,
                                       obj=f"{kind}, {n} partitions: by_group")
         pd.testing.assert_frame_equal(report.overall, expected.overall, rtol=1e-12,
                                       obj=f"{kind}, {n} partitions: overall")
     out = tmp_path / "rows"
     cf.audit.counterfactual_fairness(
-        fit, dd.from_pandas(rows, npartitions=3), predictor, rows_out=out, **settings
+        fit, dd.from_pandas(rows, npartitions=3), predictor, rows_out=out, settings=settings
     )
     written = pd.read_parquet(out).sort_values(CHANGE_KEY, ignore_index=True)
     mine = expected.changes.sort_values(CHANGE_KEY, ignore_index=True)
@@ -399,15 +408,21 @@ def test_audit_equals_in_memory_in_every_column(client, models, predictor_kinds,
 
 
 def test_flip_test_of_a_subset_equals_the_full_audit_on_its_rows(models):
-    """A subset of the rows audited in memory with their global positions (positions=)
-    gives each row the flip and causal results it has in the audit of all rows."""
+    """A subset of the rows audited in memory with an abduction at their global positions
+    (fit.abduct(positions=)) gives each row the flip and causal results it has in the
+    audit of all rows."""
     fit, rows, learner, _, _ = models
     rows = rows.drop(columns="ZFYA")
-    settings = {"n_samples": AUDIT_SAMPLES, "seed": shifted(10)}
-    full = cf.audit.counterfactual_fairness(fit, rows, learner, keep_samples=True, **settings)
+    settings = cf.audit.AuditSettings(n_samples=AUDIT_SAMPLES, seed=shifted(10), keep_samples=True)
+    full = cf.audit.counterfactual_fairness(fit, rows, learner, settings=settings)
     picked = np.sort(np.random.default_rng(shifted(11)).choice(len(rows), 37, replace=False))
+    abduction = fit.abduct(  # the audit's own abduction, at the subset's positions
+        rows.iloc[picked], method="draws", n_samples=AUDIT_SAMPLES,
+        n_param_draws=min(AUDIT_SAMPLES, 20), seed=shifted(10), positions=picked,
+    )
     part = cf.audit.counterfactual_fairness(
-        fit, rows.iloc[picked], learner, positions=picked, keep_samples=True, **settings
+        fit, rows.iloc[picked], learner, abduction=abduction,
+        settings=dataclasses.replace(settings, n_samples=None),
     )
     key = ["attribute", "to_level", "row"]
     mine = part.rows.sort_values(key, ignore_index=True)
@@ -435,38 +450,13 @@ def test_in_memory_audit_does_not_depend_on_the_chunks(models, predictor_kinds, 
     fit, rows, _, _, _ = models
     rows = rows.drop(columns="ZFYA")
     predictor, options = predictor_kinds[kind]
-    settings = {"n_samples": AUDIT_SAMPLES, "seed": shifted(12), **options}
-    whole = cf.audit.counterfactual_fairness(fit, rows, predictor, **settings)
+    settings = cf.audit.AuditSettings(n_samples=AUDIT_SAMPLES, seed=shifted(12), **options)
+    whole = cf.audit.counterfactual_fairness(fit, rows, predictor, settings=settings)
     with cf.set_options(chunk_bytes=2**16):  # the smallest chunks: a few rows each
-        chunked = cf.audit.counterfactual_fairness(fit, rows, predictor, **settings)
+        chunked = cf.audit.counterfactual_fairness(fit, rows, predictor, settings=settings)
     pd.testing.assert_frame_equal(chunked.by_group, whole.by_group, rtol=1e-12)
     pd.testing.assert_frame_equal(chunked.overall, whole.overall, rtol=1e-12)
     pd.testing.assert_frame_equal(chunked.rows, whole.rows, rtol=1e-12)
-
-
-def test_positions_are_checked(client, models):
-    """positions= gives one integer per row, agrees with a given abduction's positions,
-    and is refused for a Dask frame, whose partitions set it."""
-    fit, rows, learner, _, _ = models
-    rows = rows.drop(columns="ZFYA").iloc[:10]
-    with pytest.raises(ValueError, match="one integer per row"):
-        cf.audit.counterfactual_fairness(fit, rows, learner, positions=np.arange(9))
-    abduction = fit.abduct(rows, n_samples=5, seed=shifted(13), positions=np.arange(10, 20))
-    with pytest.raises(ValueError, match="differ from the row positions of the given"):
-        cf.audit.counterfactual_fairness(
-            fit, rows, learner, abduction=abduction, positions=np.arange(10)
-        )
-    same = cf.audit.counterfactual_fairness(
-        fit, rows, learner, abduction=abduction, positions=np.arange(10, 20), seed=shifted(13)
-    )
-    given = cf.audit.counterfactual_fairness(
-        fit, rows, learner, abduction=abduction, seed=shifted(13)
-    )
-    pd.testing.assert_frame_equal(same.rows, given.rows)  # the abduction's positions
-    with pytest.raises(ValueError, match="set by the partitions"):
-        cf.audit.counterfactual_fairness(
-            fit, dd.from_pandas(rows, npartitions=2), learner, positions=np.arange(10)
-        )
 
 
 def test_flip_test_predicts_the_flipped_rows_at_their_global_positions(models):
@@ -476,7 +466,8 @@ def test_flip_test_predicts_the_flipped_rows_at_their_global_positions(models):
     fit, rows, learner, _, _ = models
     rows = rows.drop(columns="ZFYA")
     full = cf.audit.counterfactual_fairness(
-        fit, rows, learner, n_samples=AUDIT_SAMPLES, seed=shifted(10)
+        fit, rows, learner,
+        settings=cf.audit.AuditSettings(n_samples=AUDIT_SAMPLES, seed=shifted(10)),
     )
     for level in fit.encoding.levels["race"]:
         flipped = rows[rows["race"].astype(str) != level].copy()
@@ -530,11 +521,13 @@ def test_killed_worker_is_replaced_and_the_result_is_the_same(client, models, tm
     fit, rows, _, full, _ = models
     ddf = dd.from_pandas(rows, npartitions=3)
     expected = cf.audit.counterfactual_fairness(
-        fit, rows, full, n_samples=20, seed=shifted(3), keep_samples=True
+        fit, rows, full,
+        settings=cf.audit.AuditSettings(n_samples=20, seed=shifted(3), keep_samples=True),
     )
     marker = tmp_path / "killed"
     report = cf.audit.counterfactual_fairness(
-        fit, ddf, KillOnce(full, marker), n_samples=20, seed=shifted(3), rows_out=tmp_path / "out"
+        fit, ddf, KillOnce(full, marker),
+        settings=cf.audit.AuditSettings(n_samples=20, seed=shifted(3)), rows_out=tmp_path / "out",
     )
     assert marker.exists()  # a worker process did end in the middle of a task
     killed_pid = int(marker.read_text())
@@ -556,7 +549,8 @@ def test_failed_run_leaves_no_complete_looking_output(client, models, tmp_path):
     target = tmp_path / "rows"
     with pytest.raises(RuntimeError, match="simulated failure"):
         cf.audit.counterfactual_fairness(
-            fit, ddf, FailOn(full, int(rows.index[-1])), n_samples=5, rows_out=target
+            fit, ddf, FailOn(full, int(rows.index[-1])),
+            settings=cf.audit.AuditSettings(n_samples=5), rows_out=target,
         )
     assert not target.exists()
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
@@ -565,8 +559,8 @@ def test_failed_run_leaves_no_complete_looking_output(client, models, tmp_path):
     (target / "keep.txt").write_text("mine")
     with pytest.raises(RuntimeError, match="simulated failure"):
         cf.audit.counterfactual_fairness(
-            fit, ddf, FailOn(full, int(rows.index[-1])), n_samples=5, rows_out=target,
-            overwrite=True,
+            fit, ddf, FailOn(full, int(rows.index[-1])),
+            settings=cf.audit.AuditSettings(n_samples=5), rows_out=target, overwrite=True,
         )
     assert [p.name for p in target.iterdir()] == ["keep.txt"]
 

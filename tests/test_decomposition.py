@@ -227,7 +227,7 @@ def sfm_result(sfm_fit: cf.Fit, sfm_rows: pd.DataFrame) -> dec.Decomposition:
     """Every posterior draw, in chain order (one parameter set per sample)."""
     return cf.audit.decompose(
         sfm_fit, sfm_rows, attribute="X", x0="0", x1="1", outcome="Y",
-        n_samples=sfm_fit.params().n, seed=shifted(43),
+        settings=cf.audit.DecompositionSettings(n_samples=sfm_fit.params().n, seed=shifted(43)),
     )
 
 
@@ -308,7 +308,7 @@ def test_a_predictor_is_decomposed_in_every_world(
 
     result = cf.audit.decompose(
         sfm_fit, sfm_rows, attribute="X", x0="0", x1="1", predictor=linear_predictor,
-        n_samples=sfm_fit.params().n, seed=shifted(44),
+        settings=cf.audit.DecompositionSettings(n_samples=sfm_fit.params().n, seed=shifted(44)),
     )
     k = _coefficients(sfm_fit.params())
     x = sfm_rows["X"].astype(str).to_numpy()
@@ -335,7 +335,8 @@ def test_a_predictor_is_decomposed_in_every_world(
     ).fit(sfm_rows[["X", "Z", "W"]], label)
     probability = cf.audit.decompose(
         sfm_fit, sfm_rows, attribute="X", x0="0", x1="1", predictor=pipeline,
-        response="probability", n_samples=100, seed=shifted(45),
+        response="probability",
+        settings=cf.audit.DecompositionSettings(n_samples=100, seed=shifted(45)),
     )
     _assert_identities(probability)
     assert probability.draws.shape == (100, len(dec.DECOMPOSITION_TERMS))
@@ -491,8 +492,8 @@ def test_terms_equal_the_exact_enumeration_of_a_discrete_scm() -> None:
     fit = given_fit(binary_scm(), data, BINARY_TRUTH, seed=shifted(53))
     samples = 3000
     result = cf.audit.decompose(
-        fit, data, attribute="X", x0="0", x1="1", outcome="Y", n_samples=samples,
-        seed=shifted(52),
+        fit, data, attribute="X", x0="0", x1="1", outcome="Y",
+        settings=cf.audit.DecompositionSettings(n_samples=samples, seed=shifted(52)),
     )
     exact = exact_terms(data)
     assert np.all(result.draws["TV"].to_numpy() == exact["TV"])
@@ -546,7 +547,7 @@ def test_the_nested_world_is_the_path_specific_counterfactual(
     samples, seed = shifted(40), shifted(61)
     result = cf.audit.decompose(
         fit, data, attribute="A", x0="0", x1="1", outcome="Y", mediators=mediators,
-        n_samples=samples, seed=seed,
+        settings=cf.audit.DecompositionSettings(n_samples=samples, seed=seed),
     )
     abduction = fit.abduct(data, method="draws", n_samples=samples, n_param_draws=samples,
                            seed=seed)
@@ -635,13 +636,25 @@ def notes_fit() -> cf.Fit:
                      seed=shifted(4))
 
 
+SAMPLING = ("n_samples", "n_param_draws", "seed", "interval")
+"""The options of :class:`~counterfair.audit.decomposition.DecompositionSettings`."""
+
+
+def _call(fit: cf.Fit, data: Any, options: dict[str, Any]) -> dec.Decomposition:
+    """``decompose`` with the sampling options of ``options`` as its settings."""
+    sampling = {name: options.pop(name) for name in SAMPLING if name in options}
+    return cf.audit.decompose(
+        fit, data, **options, settings=cf.audit.DecompositionSettings(**sampling)
+    )
+
+
 def _decompose(fit: cf.Fit, **options: Any) -> dec.Decomposition:
     settings: dict[str, Any] = {
         "attribute": "X", "x0": "0", "x1": "1", "outcome": "Y", "n_samples": 30,
         "seed": shifted(1),
     }
     settings.update(options)
-    return cf.audit.decompose(fit, fit.data, **settings)
+    return _call(fit, fit.data, settings)
 
 
 def test_default_roles_and_the_result_a_person_reads(notes_fit: cf.Fit) -> None:
@@ -718,8 +731,10 @@ def test_an_scm_without_confounders_gets_the_note_by_default() -> None:
     data = mediation_data().drop(columns="U")
     fit = given_fit(mediation_scm(), data, MEDIATION_TRUTH, n_sets=5, jitter=0.02,
                     seed=shifted(5))
-    result = cf.audit.decompose(fit, data, attribute="A", x0="1", x1="0", outcome="Y",
-                                n_samples=20, seed=shifted(6))
+    result = cf.audit.decompose(
+        fit, data, attribute="A", x0="1", x1="0", outcome="Y",
+        settings=cf.audit.DecompositionSettings(n_samples=20, seed=shifted(6)),
+    )
     assert result.confounders == ()
     assert "'A' has no observed or protected non-descendant" in result.notes[0]
     assert np.all(result.draws["Ctf-SE"] == 0.0)
@@ -757,8 +772,10 @@ def test_an_outcome_that_x_does_not_cause_is_all_spurious(notes_fit: cf.Fit) -> 
 
 def test_an_outcome_absent_from_the_rows_is_simulated_with_a_note(notes_fit: cf.Fit) -> None:
     rows = notes_fit.data.drop(columns="Y")
-    result = cf.audit.decompose(notes_fit, rows, attribute="X", x0="0", x1="1", outcome="Y",
-                                n_samples=20, seed=shifted(2))
+    result = cf.audit.decompose(
+        notes_fit, rows, attribute="X", x0="0", x1="1", outcome="Y",
+        settings=cf.audit.DecompositionSettings(n_samples=20, seed=shifted(2)),
+    )
     assert dec.NOTE_OUTCOME_SIMULATED.format(outcome="Y") in result.notes
     assert result.draws["TV"].std() > 0  # the simulated outcome differs by sample
     _assert_identities(result)
@@ -776,8 +793,10 @@ def test_rows_of_a_third_level_enter_the_general_form_only() -> None:
              "beta_Y_W": 1.0}
     data = scm.sample(150, params=truth, seed=shifted(81))
     fit = given_fit(scm, data, truth, n_sets=8, jitter=0.02, seed=shifted(82))
-    result = cf.audit.decompose(fit, data, attribute="X", x0="a", x1="b", outcome="Y",
-                                n_samples=16, seed=shifted(83))
+    result = cf.audit.decompose(
+        fit, data, attribute="X", x0="a", x1="b", outcome="Y",
+        settings=cf.audit.DecompositionSettings(n_samples=16, seed=shifted(83)),
+    )
     others = int((data["X"].astype(str) == "c").sum())
     assert dec.NOTE_OTHER_LEVELS.format(count=others, attribute="X") in result.notes
     assert result.n_rows == 150 and result.n_x0 + result.n_x1 == 150 - others
@@ -797,7 +816,7 @@ def _bad(fit: cf.Fit, data: pd.DataFrame | None = None, **options: Any) -> None:
         "seed": shifted(93),
     }
     settings.update(options)
-    cf.audit.decompose(fit, fit.data if data is None else data, **settings)
+    _call(fit, fit.data if data is None else data, settings)
 
 
 def test_x0_equal_to_x1_is_an_error(small_fit: cf.Fit) -> None:
@@ -976,8 +995,10 @@ def test_partial_sums_merge_into_the_sums_of_all_rows(notes_fit: cf.Fit) -> None
     """What a partitioned run does, through the measure protocol
     (:mod:`counterfair.rows.measure`): sums of two sets of rows (their global positions
     kept) merge into the sums of all rows, up to the order of floating-point sums."""
-    measure = dec.decomposition_measure(notes_fit, attribute="X", x0="0", x1="1",
-                                        outcome="Y", n_samples=30, seed=shifted(1))
+    measure = dec.decomposition_measure(
+        notes_fit, attribute="X", x0="0", x1="1", outcome="Y",
+        settings=dec.DecompositionSettings(n_samples=30, seed=shifted(1)),
+    )
     data = notes_fit.data
     whole = measure.sums(measure.rows(data))
     half = len(data) // 2

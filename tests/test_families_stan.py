@@ -174,12 +174,15 @@ def test_counterfactual_audit_swaps_categorical_attributes_only(fit: cf.Fit) -> 
         return np.asarray(frame["C"], dtype=float)
 
     training = _training(fit, 20, 10)
-    report = cf.audit.counterfactual_fairness(fit, rows, predictor, abduction=training,
-        seed=shifted(1), keep_samples=True)
+    report = cf.audit.counterfactual_fairness(
+        fit, rows, predictor, abduction=training,
+        settings=cf.audit.AuditSettings(seed=shifted(1), keep_samples=True),
+    )
     assert set(report.changes["attribute"]) == {"A"}
     with pytest.raises(ValueError, match="'age' is continuous"):
         cf.audit.counterfactual_fairness(
-            fit, rows, predictor, attributes=["age"], abduction=training
+            fit, rows, predictor, settings=cf.audit.AuditSettings(attributes=["age"]),
+            abduction=training,
         )
 
 
@@ -227,7 +230,7 @@ def test_fair_learner_of_a_categorical_target_is_multiclass_and_fair(fit: cf.Fit
     than two classes is refused with a message naming the classes."""
     from sklearn.linear_model import LogisticRegression
 
-    from counterfair.audit import counterfactual_fairness
+    from counterfair.audit import AuditSettings, counterfactual_fairness
 
     train = families_data().drop(columns="U").iloc[:300]
     rows = families_data().drop(columns="U").iloc[300:340]
@@ -245,20 +248,24 @@ def test_fair_learner_of_a_categorical_target_is_multiclass_and_fair(fit: cf.Fit
     assert np.ptp(proba[:, 0]) > 0.01  # depends on the row's abducted U
     labels = learner.predict(rows)
     assert set(labels) <= set(CATEGORIES)
-    fair = counterfactual_fairness(fit, rows, learner, attributes=["A"], n_samples=10)
+    fair = counterfactual_fairness(
+        fit, rows, learner, settings=AuditSettings(attributes=["A"], n_samples=10),
+    )
     assert fair.overall.iloc[0]["mean_abs_change"] == 0.0
-    bound = counterfactual_fairness(fit, rows, learner.predict, attributes=["A"], n_samples=10)
+    bound = counterfactual_fairness(
+        fit, rows, learner.predict, settings=AuditSettings(attributes=["A"], n_samples=10),
+    )
     assert bound.overall.iloc[0]["mean_abs_change"] == 0.0  # string labels, bound method
     with pytest.raises(ValueError, match="3 classes"):
         counterfactual_fairness(
-            fit, rows, learner.predict_proba, attributes=["A"], n_samples=5,
-            response="probability",
+            fit, rows, learner.predict_proba,
+            settings=AuditSettings(attributes=["A"], n_samples=5, response="probability"),
         )
 
     full = cf.full_predictor(fit.scm, "K", estimator=LogisticRegression(max_iter=1000))
     full.fit(train)
     unfair = counterfactual_fairness(
-        fit, rows, full, attributes=["A"], n_samples=10, keep_samples=True
+        fit, rows, full, settings=AuditSettings(attributes=["A"], n_samples=10, keep_samples=True),
     )
     changes = unfair.changes["change"].to_numpy()
     assert set(np.unique(changes)) <= {0.0, 1.0} and changes.mean() > 0.0
@@ -267,5 +274,6 @@ def test_fair_learner_of_a_categorical_target_is_multiclass_and_fair(fit: cf.Fit
     assert np.isnan(unfair.overall.iloc[0]["wasserstein"])
     with pytest.raises(ValueError, match="3 classes"):
         counterfactual_fairness(
-            fit, rows, full, attributes=["A"], n_samples=5, response="probability"
+            fit, rows, full,
+            settings=AuditSettings(attributes=["A"], n_samples=5, response="probability"),
         )

@@ -370,8 +370,10 @@ def _run(operation: str, frame: Any, objects: dict[str, Any]) -> Any:
         return learner.predict(frame)
     if operation == "predict_proba":
         return learner.predict_proba(frame)
-    report_ = cf.audit.counterfactual_fairness(fit, frame, learner, attributes=["race"],
-                                               n_samples=2, seed=shifted(0))
+    report_ = cf.audit.counterfactual_fairness(
+        fit, frame, learner,
+        settings=cf.audit.AuditSettings(attributes=["race"], n_samples=2, seed=shifted(0)),
+    )
     return report_.summary if hasattr(report_, "summary") else None
 
 

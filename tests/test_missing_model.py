@@ -292,8 +292,8 @@ def test_the_decomposition_takes_the_training_rows_with_holes(
     holes_fit: tuple[cf.Fit, pd.DataFrame, pd.DataFrame],
 ) -> None:
     fit, _, holes = holes_fit
-    options = {"attribute": "A", "x0": "a0", "x1": "a1", "outcome": "Y", "n_samples": 200,
-               "seed": shifted(13)}
+    options = {"attribute": "A", "x0": "a0", "x1": "a1", "outcome": "Y",
+               "settings": cf.audit.DecompositionSettings(n_samples=200, seed=shifted(13))}
     result = cf.audit.decompose(fit, fit.data, **options)
     draws = result.draws
     np.testing.assert_allclose(
@@ -339,8 +339,8 @@ def test_summing_a_binary_mediator_out_gives_the_exact_posterior(stan_backend: s
     own = fit.abduct(fit.rows, n_samples=40, seed=shifted(17))
     assert set(np.unique(own.observed["E"][:, own.holes["E"]])) <= {0.0, 1.0}
     result = cf.audit.decompose(
-        fit, fit.data, attribute="A", x0="a0", x1="a1", outcome="Y", n_samples=200,
-        seed=shifted(18),
+        fit, fit.data, attribute="A", x0="a0", x1="a1", outcome="Y",
+        settings=cf.audit.DecompositionSettings(n_samples=200, seed=shifted(18)),
     )
     beta = fit.idata.posterior["beta_Y_A"].values.ravel()
     assert abs(result.mean("Ctf-DE") - beta.mean()) < 4 * beta.std() / np.sqrt(200)

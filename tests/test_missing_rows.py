@@ -142,7 +142,8 @@ def test_a_fair_learner_trains_on_rows_with_holes_and_predicts_them(
         assert np.isfinite(predicted).all() and predicted.shape == (200,)
         # a fair learner of U only: the same prediction in the world where A is changed
         report = cf.audit.counterfactual_fairness(
-            fit, rows.drop(columns="Y"), learner, n_samples=20, seed=shifted(51)
+            fit, rows.drop(columns="Y"), learner,
+            settings=cf.audit.AuditSettings(n_samples=20, seed=shifted(51)),
         )
         assert float(report.overall["mean_abs_change"].max()) < 1e-9
     # the predictions of the rows that hold every value do not move with the others' holes

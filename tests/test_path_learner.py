@@ -131,8 +131,9 @@ def test_every_path_corrected_makes_the_total_change_zero(
 def test_audit_reports_the_path_specific_change(
     fit: cf.Fit, learner: cf.FairLearner, zeros: pd.DataFrame
 ) -> None:
-    report = cf.audit.counterfactual_fairness(fit, zeros, learner, unfair_paths=UNFAIR,
-                                              seed=shifted(1))
+    report = cf.audit.counterfactual_fairness(
+        fit, zeros, learner, settings=cf.audit.AuditSettings(unfair_paths=UNFAIR, seed=shifted(1)),
+    )
     assert list(report.by_group.columns[-2:]) == [
         "path_specific_mean_abs_change",
         "path_specific_share_above_tolerance",
@@ -146,7 +147,9 @@ def test_audit_reports_the_path_specific_change(
 
     ab = fit.abduct(zeros, n_samples=N_SAMPLES, seed=shifted(4))
     report = cf.audit.counterfactual_fairness(
-        fit, zeros, weighted, unfair_paths=UNFAIR, abduction=ab, seed=shifted(1), keep_samples=True
+        fit, zeros, weighted,
+        settings=cf.audit.AuditSettings(unfair_paths=UNFAIR, seed=shifted(1), keep_samples=True),
+        abduction=ab,
     )
     b_ma, b_lm = _coef(ab, "beta_M_A"), _coef(ab, "beta_L_M")
     expected = np.repeat(2.0 * b_ma + 3.0 * b_ma * b_lm, N_ROWS)
@@ -155,7 +158,8 @@ def test_audit_reports_the_path_specific_change(
     assert (changes["flip_change"] == 0).all()  # the function ignores A
     # without unfair_paths the report keeps its former columns
     plain = cf.audit.counterfactual_fairness(
-        fit, zeros, weighted, abduction=ab, seed=shifted(1), keep_samples=True
+        fit, zeros, weighted, abduction=ab,
+        settings=cf.audit.AuditSettings(seed=shifted(1), keep_samples=True),
     )
     assert "path_specific_change" not in plain.changes.columns
     assert list(plain.by_group.columns) == list(cf.audit.causal.SUMMARY_COLUMNS)
@@ -210,15 +214,21 @@ def test_audit_and_prediction_errors(
         frame_predictions(fit, frame, learner)
     with pytest.raises(errors.SCMError, match="coupling='monotone'"):
         cf.audit.counterfactual_fairness(
-            fit, zeros, learner, unfair_paths=UNFAIR, coupling="redraw", abduction=abduction
+            fit, zeros, learner,
+            settings=cf.audit.AuditSettings(unfair_paths=UNFAIR, coupling="redraw"),
+            abduction=abduction,
         )
     with pytest.raises(errors.SCMError, match=r"\('M', 'Y'\) does not start"):
         cf.audit.counterfactual_fairness(
-            fit, zeros, learner, unfair_paths=[("A", "M"), ("M", "Y")], abduction=abduction
+            fit, zeros, learner,
+            settings=cf.audit.AuditSettings(unfair_paths=[("A", "M"), ("M", "Y")]),
+            abduction=abduction,
         )
     with pytest.raises(errors.SCMError, match="exactly one protected attribute"):
         cf.audit.counterfactual_fairness(
-            fit, zeros, learner, unfair_paths=UNFAIR, do={"M": 0.0}, abduction=abduction
+            fit, zeros, learner,
+            settings=cf.audit.AuditSettings(unfair_paths=UNFAIR, do={"M": 0.0}),
+            abduction=abduction,
         )
 
 
@@ -243,10 +253,12 @@ def test_classifier_on_discrete_descendants(stan_backend: str) -> None:
             fit,
             rows,
             learner,
-            unfair_paths=[("race", "C")],
-            n_samples=10,
-            response=response,  # type: ignore[arg-type]
-            keep_samples=True,
+            settings=cf.audit.AuditSettings(
+                unfair_paths=[("race", "C")],
+                n_samples=10,
+                response=response,  # type: ignore[arg-type]
+                keep_samples=True,
+            ),
         )
         assert set(report.by_group["from_level"]) == {"a", "b"}
         assert np.abs(report.changes["path_specific_change"]).max() < EXACT

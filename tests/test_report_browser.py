@@ -333,7 +333,8 @@ def test_decomposition_waterfalls_render_with_their_numbers(driver: Any, tmp_pat
 
     data = notes_rows(300, shifted(71))
     fit = given_fit(notes_scm(), data, NOTES_TRUTH, n_sets=10, jitter=0.02, seed=shifted(4))
-    settings = {"attribute": "X", "x0": "0", "x1": "1", "n_samples": 30, "seed": shifted(1)}
+    settings = {"attribute": "X", "x0": "0", "x1": "1",
+                "settings": cf.audit.DecompositionSettings(n_samples=30, seed=shifted(1))}
     results = {
         "outcome Y": cf.audit.decompose(fit, data, outcome="Y", **settings),
         "M + Z": cf.audit.decompose(
@@ -445,17 +446,21 @@ def test_real_counterfactual_audit_in_the_page(driver: Any, tmp_path: Path,
     do(race) but not under the flip test; a constant is one spike at 0."""
     from _models import law_level3_fit, law_train
 
-    from counterfair.audit import counterfactual_fairness
+    from counterfair.audit import AuditSettings, counterfactual_fairness
     from counterfair.audit._svg import histogram
     from counterfair.audit.causal_report import counterfactual_html
 
     fit = law_level3_fit().fit
     rows = law_train().drop(columns=["K", "ZFYA"]).iloc[:60]
     reports = {
-        "unaware": counterfactual_fairness(fit, rows, lambda f: 2.0 * f["UGPA"].to_numpy(),
-                                           attributes=["race"], n_samples=20),
-        "constant": counterfactual_fairness(fit, rows, lambda f: np.zeros(len(f)),
-                                            attributes=["race"], n_samples=10, keep_samples=True),
+        "unaware": counterfactual_fairness(
+            fit, rows, lambda f: 2.0 * f["UGPA"].to_numpy(),
+            settings=AuditSettings(attributes=["race"], n_samples=20),
+        ),
+        "constant": counterfactual_fairness(
+            fit, rows, lambda f: np.zeros(len(f)),
+            settings=AuditSettings(attributes=["race"], n_samples=10, keep_samples=True),
+        ),
     }
     constant = reports["constant"].changes
     _, densities = histogram({"causal": constant["change"].to_numpy(dtype=float)})

@@ -44,8 +44,10 @@ def compute(fit: cf.Fit, learner: cf.FairLearner) -> dict[str, Any]:
     abduction = fit.abduct(rows, n_samples=24, seed=shifted(31))
     # the learner's own fit (a loaded learner holds one): the audit then shares its
     # abduction with the learner, as in the fitting process, where it is the same object
-    audit = cf.audit.counterfactual_fairness(learner.scm_fit_, rows, learner, n_samples=8,
-                                             seed=shifted(32))
+    audit = cf.audit.counterfactual_fairness(
+        learner.scm_fit_, rows, learner,
+        settings=cf.audit.AuditSettings(n_samples=8, seed=shifted(32)),
+    )
     return {
         "engine": abduction.engine,
         "latents": abduction.latents["K"],

@@ -24,7 +24,7 @@ from sklearn.preprocessing import StandardScaler
 from test_decomposition import NOTES_TRUTH, given_fit, notes_rows, notes_scm
 
 import counterfair as cf
-from counterfair.audit import GroupAudit, counterfactual_fairness, reference_levels
+from counterfair.audit import AuditSettings, GroupAudit, counterfactual_fairness, reference_levels
 from counterfair.audit._groups import REFERENCE_RULE
 from counterfair.audit.causal import ABDUCTION_WITH_SETTINGS
 from counterfair.audit.classification import PARITY_CRITERIA
@@ -264,7 +264,7 @@ def test_rows_without_the_outcome_are_abducted_and_simulated(
     full = cf.full_predictor(fit.scm, "P", estimator=LogisticRegression()).fit(
         aux_data().drop(columns="K")
     )
-    report = counterfactual_fairness(fit, unlabelled, full, n_samples=20)
+    report = counterfactual_fairness(fit, unlabelled, full, settings=AuditSettings(n_samples=20))
     assert report.overall["mean_abs_change"].iloc[0] > 0
 
 
@@ -290,11 +290,15 @@ def test_the_audit_honours_abduction(
         raise AssertionError("counterfactual_fairness abducted again")
 
     monkeypatch.setattr(cf.Fit, "abduct", no_abduction)
-    report = counterfactual_fairness(fit, unlabelled, full, abduction=abduction, keep_samples=True)
+    report = counterfactual_fairness(
+        fit, unlabelled, full, abduction=abduction, settings=AuditSettings(keep_samples=True),
+    )
     assert report.changes["sample"].max() == 19
     assert "drop n_samples" in ABDUCTION_WITH_SETTINGS.format(names="n_samples")
     with pytest.raises(ValueError, match="n_samples would be ignored"):
-        counterfactual_fairness(fit, unlabelled, full, abduction=abduction, n_samples=10)
+        counterfactual_fairness(
+            fit, unlabelled, full, abduction=abduction, settings=AuditSettings(n_samples=10),
+        )
     with pytest.raises(ValueError, match="abduct exactly the audited rows"):
         counterfactual_fairness(fit, unlabelled.iloc[:10], full, abduction=abduction)
 
@@ -313,8 +317,8 @@ def test_a_fair_learner_s_probabilities_do_not_move(
     abduction = fit.abduct(unlabelled, method="draws", n_samples=20, seed=shifted(0))
     for predictor in (learner, learner.predict_proba):
         report = counterfactual_fairness(
-            fit, unlabelled, predictor, abduction=abduction, response="probability",
-            keep_samples=True,
+            fit, unlabelled, predictor, abduction=abduction,
+            settings=AuditSettings(response="probability", keep_samples=True),
         )
         assert report.overall["mean_abs_change"].iloc[0] == 0.0
         assert report.changes["factual"].between(0, 1).all()
@@ -322,7 +326,8 @@ def test_a_fair_learner_s_probabilities_do_not_move(
         aux_data()[["X", "Z"]], aux_data()["P"]
     )
     moved = counterfactual_fairness(
-        fit, unlabelled, pipeline, abduction=abduction, response="probability"
+        fit, unlabelled, pipeline, abduction=abduction,
+        settings=AuditSettings(response="probability"),
     )
     assert moved.overall["mean_abs_change"].iloc[0] > 0.0
     assert RESPONSES == ("prediction", "probability")

@@ -14,10 +14,12 @@
 * :func:`dependence_measures` and friends -- lift, TVD, (conditional) mutual information,
   G-test, with interval-based verdicts (:class:`DependenceReport`).
 * :func:`counterfactual_fairness` -- causal change of a predictor's output under
-  ``do(A = a')`` with a fitted SCM, beside the naive flip test (:class:`CounterfactualReport`).
+  ``do(A = a')`` with a fitted SCM, beside the naive flip test (:class:`CounterfactualReport`);
+  its options are one :class:`AuditSettings`.
 * :func:`decompose` -- where a disparity comes from: total variation split into direct,
   indirect and spurious effects, x-specific and general (Plečko and Bareinboim), with
-  posterior intervals (:class:`Decomposition`).
+  posterior intervals (:class:`Decomposition`); its sampling is one
+  :class:`DecompositionSettings`.
 * :func:`decompose_sfm` -- the same terms from the Standard Fairness Model's roles alone
   (no SCM, no mechanism for any mediator): the outcome's and the attribute's
   regressions fitted in Stan (:func:`fit_sfm`, once for every use), a Bayesian
@@ -32,7 +34,8 @@
   its between/within decomposition (:class:`EntropyIndex`).
 * :func:`shap_disparity` -- SHAP-based discrimination measures (Kernel, Tree, Linear
   SHAP via ``shap``; the raw values behind it: ``explanations.shap_values``).
-* :func:`find_subpopulations` -- FairTest-style search for affected subpopulations.
+* :func:`find_subpopulations` -- FairTest-style search for affected subpopulations
+  (the tree and the tests as :class:`SubpopulationSettings` say).
 * :class:`GroupSpec`, :func:`monitor_disparate_impact`, :func:`perturbation_check` --
   monitor-style groups (values / ranges) and the perturbation check without an SCM.
 * ``ci_method=`` of the group audits -- exact bootstrap, chunked Poisson bootstrap
@@ -52,8 +55,8 @@
 # attribute of the package, not in ``__all__``. Pre-processing mitigation (reweighing,
 # undersampling) is with the learners: :mod:`counterfair.learn.reweighing`.
 from ._groups import reference_levels as reference_levels
-from .causal import counterfactual_fairness
-from .decomposition import decompose
+from .causal import AuditSettings, counterfactual_fairness
+from .decomposition import DecompositionSettings, decompose
 from .dependence import dependence_measures
 from .explanations import shap_disparity
 from .group_audit import GroupAudit
@@ -65,11 +68,14 @@ from .sfm_fit import fit_sfm
 from .sfm_predictor import sfm_predictor
 from .sfm_split import split_sfm
 from .slices import compare_slices
-from .subpopulations import find_subpopulations
+from .subpopulations import SubpopulationSettings, find_subpopulations
 
 __all__ = [
+    "AuditSettings",
+    "DecompositionSettings",
     "GroupAudit",
     "GroupSpec",
+    "SubpopulationSettings",
     "compare_slices",
     "consistency",
     "counterfactual_fairness",

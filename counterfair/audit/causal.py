@@ -77,8 +77,8 @@ __all__ = [
     "ROW_COLUMNS",
     "SUMMARY_COLUMNS",
     "AuditSettings",
+    "CheckedAudit",
     "CounterfactualReport",
-    "audit_settings",
     "audit_stream",
     "counterfactual_fairness",
     "counterfactual_html",
@@ -183,7 +183,7 @@ def _audit_chunk(
     chunk: Abduction,
     predictor: Any,
     plan: _Targets,
-    settings: AuditSettings,
+    settings: CheckedAudit,
     do: Mapping[str, DoValue] | None,
     stream: AuditStream,
 ) -> None:
@@ -253,21 +253,10 @@ def counterfactual_fairness(
     data: pd.DataFrame,
     predictor: Any,
     *,
-    attributes: Sequence[str] | None = None,
-    n_samples: int | None = None,
-    tolerance: float = 0.05,
-    interval: float = 0.9,
-    condition_on: Sequence[str] | None = None,
-    seed: int | None = 0,
+    settings: AuditSettings | None = None,
     abduction: Abduction | None = None,
-    response: Literal["prediction", "probability"] | None = None,
-    do: Mapping[str, DoValue] | None = None,
-    coupling: Coupling = DEFAULT_COUPLING,
-    unfair_paths: Sequence[Sequence[str]] | None = None,
     rows_out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
-    keep_samples: bool = False,
-    positions: np.ndarray | None = None,
 ) -> CounterfactualReport:
     """Audit a predictor's counterfactual fairness with a fitted SCM.
 
@@ -284,75 +273,22 @@ def counterfactual_fairness(
         A fitted scikit-learn estimator or pipeline (given the columns named by
         its ``feature_names_in_``), a :class:`~counterfair.FairLearner` or a
         baseline, or a function of a DataFrame returning one number per row.
-    attributes : sequence of str, optional
-        Categorical protected attributes to intervene on (default: all of
-        them). A continuous protected attribute has no levels to swap; audit it
-        with ``fit.counterfactual(data, do={name: value})``.
-    n_samples : int, optional
-        Joint samples of parameters and latents per row (default
-        :data:`DEFAULT_AUDIT_SAMPLES`).
-    tolerance : float
-        A row counts as changed when its posterior mean |change| exceeds this.
-    interval : float
-        Mass of the posterior interval of the mean |change|.
-    condition_on : sequence of str, optional
-        Observed nodes that condition the latents (default, as everywhere: the
-        latents' children present in ``data``). Abduction integrates over up
-        to 20 posterior parameter draws, so the intervals carry parameter
-        uncertainty.
-    seed : int, optional
-        Seed of abduction and counterfactual draws.
+    settings : AuditSettings, optional
+        What is audited and how: the attributes or the intervention (``do=``),
+        samples, tolerance, interval, seed, response, coupling, unfair paths,
+        whether the per-sample changes are kept (default: ``AuditSettings()``,
+        every categorical protected attribute's levels swapped).
     abduction : Abduction, optional
         Joint samples for exactly the rows of ``data`` to reuse, e.g. one
-        abduction for several predictors on the same rows. Giving
-        ``n_samples`` or ``condition_on`` with it is an error.
-    response : {"prediction", "probability"}, optional
-        What is compared: the probability of the positive class
-        (``predict_proba``) or the predictions (labels for a classifier). By
-        default a binary classifier with ``predict_proba`` (an estimator, a
-        pipeline, a classifying :class:`~counterfair.FairLearner`) is audited on
-        its probabilities -- labels can stay put while the probabilities move
-        (a classifier predicting one label for every row changes by 0 on
-        labels) -- and any other predictor on its predictions; give
-        ``"prediction"`` to audit a classifier's labels. The report says which
-        (:attr:`CounterfactualReport.response`). A
-        :class:`~counterfair.FairLearner` of ``fit`` (or its bound methods)
-        reads its inputs from the same abducted samples in both worlds, so a
-        fair learner changes by exactly 0; its flip test abducts them again
-        from the flipped rows.
-    do : mapping, optional
-        One intervention of your own instead of the level swaps of
-        ``attributes`` (giving both is an error): node -> value for every row,
-        or a sequence of values, one per row, on protected attributes
-        (continuous ones included) or observed nodes, as
-        :meth:`Fit.counterfactual` takes it. Every row is audited, including
-        rows whose factual value already equals the one set (their change is 0:
-        nothing downstream moves). The report's ``attribute`` is the
-        intervention written out (``do(felony=1)``); its flip test sets the
-        same columns of ``data`` and keeps every other input as observed.
-    coupling : {"monotone", "redraw"}
-        How discrete descendants of the attribute share their noise across
-        worlds (:mod:`counterfair.counterfactual.action`): abducted and reused
-        (default), or drawn afresh.
-    unfair_paths : list of tuple, optional
-        Also report the path-specific change: node tuples ``(A, V, ...)`` from
-        one protected attribute ``A``; only paths beginning with one of them
-        see the new level (:mod:`counterfair.counterfactual.paths`). The audited attribute is
-        then ``A`` (``attributes=`` may name only it; ``do=`` must set only
-        it) and ``coupling`` must be ``"monotone"``.
-    keep_samples : bool
-        Also return the per-row-and-sample frame ``report.changes`` (default:
-        ``None``, only the summaries and the per-row frame ``report.rows``).
-    positions : numpy.ndarray, optional
-        Global 0-based positions of the rows of ``data`` in a larger data set
-        (default ``0..N-1``; with ``abduction=``, its rows' positions). Every draw
-        of a row -- abduction, counterfactual noise, and the flip test's and the
-        factual prediction of a predictor that abducts its inputs (a
-        :class:`~counterfair.FairLearner`) -- is keyed by the seed and the row's
-        position, so a subset of rows audited with its positions gets, row by
-        row, the results of the audit of the whole data set (with exact
-        abduction). A Dask frame's partitions are given theirs.
-
+        abduction for several predictors on the same rows. Settings that choose
+        the abduction (``n_samples``, ``condition_on``) cannot come with it.
+        Every draw of a row -- abduction, counterfactual noise, and the flip
+        test's and the factual prediction of a predictor that abducts its inputs
+        (a :class:`~counterfair.FairLearner`) -- is keyed by the seed and the
+        row's position (``0..N-1``, or the positions the abduction was given:
+        ``fit.abduct(rows, positions=...)``), so a subset of rows abducted at its
+        global positions gets, row by row, the results of the audit of the whole
+        data set (with exact abduction). A Dask frame's partitions are given theirs.
     rows_out : str or path, optional
         With a Dask DataFrame ``data`` only: a folder where the per-row-and-sample
         changes are written as parquet partitions (atomically; a non-empty folder
@@ -381,42 +317,166 @@ def counterfactual_fairness(
     whose level differs, and a FairLearner abducts each of them again with the
     draws it has among all the rows (the same numbers as on a Dask frame).
     """
-    settings = audit_settings(
-        fit, predictor, attributes=attributes, n_samples=n_samples, tolerance=tolerance,
-        interval=interval, condition_on=condition_on, seed=seed, response=response, do=do,
-        coupling=coupling, unfair_paths=unfair_paths,
-    )
+    checked = (AuditSettings() if settings is None else settings).check(fit, predictor)
     if (handler := dispatch.handler_for("counterfactual_fairness", data)) is not None:
-        if keep_samples:
+        if checked.keep_samples:
             raise ValueError(
                 "keep_samples=True collects rows x samples on the client; for a Dask "
                 "DataFrame write them as parquet partitions with rows_out= instead"
             )
         return handler(
-            fit, data, predictor, settings, abduction=abduction, rows_out=rows_out,
-            overwrite=overwrite, positions=positions,
+            fit, data, predictor, checked, abduction=abduction, rows_out=rows_out,
+            overwrite=overwrite,
         )
     if rows_out is not None or overwrite:
         raise ValueError(
             "rows_out= and overwrite= are for a Dask DataFrame (parquet partitions); an "
             "in-memory audit keeps its changes in report.changes"
         )
-    stream = audit_stream(
-        fit, data, predictor, settings, abduction=abduction, keep_samples=keep_samples,
-        positions=positions,
-    )
-    return report_of(stream, settings, predictor)
+    stream = audit_stream(fit, data, predictor, checked, abduction=abduction)
+    return report_of(stream, checked, predictor)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditSettings:
+    """The options of one counterfactual audit (:func:`counterfactual_fairness`),
+    checked when made; what needs the fit is checked once when the audit starts.
+
+    ``cf.audit.counterfactual_fairness(fit, rows, model,
+    settings=cf.audit.AuditSettings(attributes=["race"], n_samples=100))``.
+
+    Parameters
+    ----------
+    attributes : sequence of str, optional
+        Categorical protected attributes to intervene on (default: all of
+        them). A continuous protected attribute has no levels to swap; audit it
+        with ``do={name: value}``.
+    do : mapping, optional
+        One intervention of your own instead of the level swaps of
+        ``attributes`` (giving both is an error): node -> value for every row,
+        or a sequence of values, one per row, on protected attributes
+        (continuous ones included) or observed nodes, as
+        :meth:`Fit.counterfactual` takes it. Every row is audited, including
+        rows whose factual value already equals the one set (their change is 0:
+        nothing downstream moves). The report's ``attribute`` is the
+        intervention written out (``do(felony=1)``); its flip test sets the
+        same columns of the rows and keeps every other input as observed.
+    n_samples : int, optional
+        Joint samples of parameters and latents per row (default
+        :data:`DEFAULT_AUDIT_SAMPLES`).
+    tolerance : float
+        A row counts as changed when its posterior mean |change| exceeds this.
+    interval : float
+        Mass of the posterior interval of the mean |change|.
+    condition_on : sequence of str, optional
+        Observed nodes that condition the latents (default, as everywhere: the
+        latents' children present in the rows). Abduction integrates over up
+        to 20 posterior parameter draws, so the intervals carry parameter
+        uncertainty. ``n_samples`` and ``condition_on`` are options of the
+        abduction: giving them with ``abduction=`` is an error.
+    seed : int, optional
+        Seed of abduction and counterfactual draws.
+    response : {"prediction", "probability"}, optional
+        What is compared: the probability of the positive class
+        (``predict_proba``) or the predictions (labels for a classifier). By
+        default a binary classifier with ``predict_proba`` (an estimator, a
+        pipeline, a classifying :class:`~counterfair.FairLearner`) is audited on
+        its probabilities -- labels can stay put while the probabilities move
+        (a classifier predicting one label for every row changes by 0 on
+        labels) -- and any other predictor on its predictions; give
+        ``"prediction"`` to audit a classifier's labels. The report says which
+        (:attr:`CounterfactualReport.response`). A
+        :class:`~counterfair.FairLearner` of the fit (or its bound methods)
+        reads its inputs from the same abducted samples in both worlds, so a
+        fair learner changes by exactly 0; its flip test abducts them again
+        from the flipped rows.
+    coupling : {"monotone", "redraw"}
+        How discrete descendants of the attribute share their noise across
+        worlds (:mod:`counterfair.counterfactual.action`): abducted and reused
+        (default), or drawn afresh.
+    unfair_paths : list of tuple, optional
+        Also report the path-specific change: node tuples ``(A, V, ...)`` from
+        one protected attribute ``A``; only paths beginning with one of them
+        see the new level (:mod:`counterfair.counterfactual.paths`). The audited
+        attribute is then ``A`` (``attributes=`` may name only it; ``do=`` must
+        set only it) and ``coupling`` must be ``"monotone"``.
+    keep_samples : bool
+        Also return the per-row-and-sample frame ``report.changes`` (default:
+        ``None``, only the summaries and the per-row frame ``report.rows``). A
+        Dask frame writes them with ``rows_out=`` instead.
+    """
+
+    attributes: Sequence[str] | None = None
+    do: Mapping[str, DoValue] | None = None
+    n_samples: int | None = None
+    tolerance: float = 0.05
+    interval: float = 0.9
+    condition_on: Sequence[str] | None = None
+    seed: int | None = 0
+    response: Literal["prediction", "probability"] | None = None
+    coupling: Coupling = DEFAULT_COUPLING
+    unfair_paths: Sequence[Sequence[str]] | None = None
+    keep_samples: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 < self.interval < 1:
+            raise ValueError(f"interval must be in (0, 1), got {self.interval}")
+        if self.tolerance < 0:
+            raise ValueError(f"tolerance must be non-negative, got {self.tolerance}")
+        if self.response is not None and self.response not in RESPONSES:
+            raise ValueError(f"response must be one of {RESPONSES}, got {self.response!r}")
+        object.__setattr__(self, "coupling", check_coupling(self.coupling))
+        if self.do is not None and self.attributes is not None:
+            raise ValueError(DO_WITH_ATTRIBUTES)
+        if self.do is not None and not self.do:
+            raise ValueError("do= is empty: name at least one node to intervene on")
+        for name in ("attributes", "condition_on"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(
+                    self, name, (value,) if isinstance(value, str) else tuple(value)
+                )
+        if self.n_samples is not None:
+            object.__setattr__(self, "n_samples", int(self.n_samples))
+        if not isinstance(self.keep_samples, bool):
+            raise ValueError(f"keep_samples must be True or False, got {self.keep_samples!r}")
+
+    def check(self, fit: Fit, predictor: Any) -> CheckedAudit:
+        """These settings checked against ``fit`` and ``predictor``, before any row is
+        read: the attributes to swap, the unfair paths, the response compared."""
+        chosen_response = audited_response(predictor, self.response)
+        chosen = _chosen_attributes(fit, self.attributes, self.do)
+        paths, chosen = _checked_paths(
+            fit, self.unfair_paths, self.coupling, chosen, attributes=self.attributes,
+            do=self.do,
+        )
+        _check_categorical(fit, chosen)
+        return CheckedAudit(
+            attributes=tuple(chosen),
+            unfair_paths=paths,
+            n_samples=self.n_samples,
+            tolerance=self.tolerance,
+            interval=self.interval,
+            condition_on=None if self.condition_on is None else tuple(self.condition_on),
+            seed=self.seed,
+            response=chosen_response,
+            do=self.do,
+            coupling=self.coupling,
+            keep_samples=self.keep_samples,
+        )
 
 
 @dataclass(frozen=True)
-class AuditSettings:
-    """The checked settings of one counterfactual audit (what :func:`audit_settings`
-    returns), shared by every chunk of rows and every Dask partition.
+class CheckedAudit:
+    """The settings of one counterfactual audit checked against its fit and predictor
+    (what :meth:`AuditSettings.check` returns), shared by every chunk of rows and every
+    Dask partition.
 
     ``attributes`` are the protected attributes whose levels are swapped (none for a
     ``do=`` audit; only the paths' source for a path-specific audit of levels);
     ``unfair_paths`` are the checked paths (``None`` without them); ``n_samples`` is
-    ``None`` for the default (or a given abduction's own)."""
+    ``None`` for the default (or a given abduction's own); ``response`` is the one
+    compared."""
 
     attributes: tuple[str, ...]
     unfair_paths: tuple[tuple[str, ...], ...] | None
@@ -428,54 +488,11 @@ class AuditSettings:
     response: Literal["prediction", "probability"]
     do: Mapping[str, DoValue] | None
     coupling: Coupling
-
-
-def audit_settings(
-    fit: Fit,
-    predictor: Any,
-    *,
-    attributes: Sequence[str] | None = None,
-    n_samples: int | None = None,
-    tolerance: float = 0.05,
-    interval: float = 0.9,
-    condition_on: Sequence[str] | None = None,
-    seed: int | None = 0,
-    response: Literal["prediction", "probability"] | None = None,
-    do: Mapping[str, DoValue] | None = None,
-    coupling: Coupling = DEFAULT_COUPLING,
-    unfair_paths: Sequence[Sequence[str]] | None = None,
-) -> AuditSettings:
-    """Check the settings of :func:`counterfactual_fairness` (its arguments but the rows)
-    once, before any row is read."""
-    chosen_response = audited_response(predictor, response)
-    if not 0 < interval < 1:
-        raise ValueError(f"interval must be in (0, 1), got {interval}")
-    if tolerance < 0:
-        raise ValueError(f"tolerance must be non-negative, got {tolerance}")
-    if chosen_response not in RESPONSES:
-        raise ValueError(f"response must be one of {RESPONSES}, got {chosen_response!r}")
-    checked_coupling = check_coupling(coupling)
-    chosen = _chosen_attributes(fit, attributes, do)
-    paths, chosen = _checked_paths(
-        fit, unfair_paths, checked_coupling, chosen, attributes=attributes, do=do
-    )
-    _check_categorical(fit, chosen)
-    return AuditSettings(
-        attributes=tuple(chosen),
-        unfair_paths=paths,
-        n_samples=None if n_samples is None else int(n_samples),
-        tolerance=tolerance,
-        interval=interval,
-        condition_on=None if condition_on is None else tuple(condition_on),
-        seed=seed,
-        response=chosen_response,
-        do=do,
-        coupling=checked_coupling,
-    )
+    keep_samples: bool = False
 
 
 def report_of(
-    stream: AuditStream, settings: AuditSettings, predictor: Any
+    stream: AuditStream, settings: CheckedAudit, predictor: Any
 ) -> CounterfactualReport:
     """The report of an audit's statistics over all its rows."""
     by_group, overall, row_frame, changes = stream.result(
@@ -690,7 +707,7 @@ def _audit_chunk_frames(
     chunk: Abduction,
     predictor: Any,
     plan: _Targets,
-    settings: AuditSettings,
+    settings: CheckedAudit,
     stream: AuditStream,
 ) -> None:
     """Every target's changes on one chunk of rows, through counterfactual frames.
@@ -733,15 +750,14 @@ def audit_stream(
     fit: Fit,
     data: pd.DataFrame,
     predictor: Any,
-    settings: AuditSettings,
+    settings: CheckedAudit,
     *,
     abduction: Abduction | None = None,
-    keep_samples: bool = False,
     positions: np.ndarray | None = None,
 ) -> AuditStream:
     """The statistics of :func:`counterfactual_fairness` on in-memory rows, before the report.
 
-    ``settings`` are the audit's checked settings (:func:`audit_settings`); ``positions``
+    ``settings`` are the audit's checked settings (:meth:`AuditSettings.check`); ``positions``
     the rows' global positions, which a Dask partition's task passes. The returned
     :class:`~counterfair.audit.streaming.AuditStream` holds one mergeable
     :class:`~counterfair.audit.streaming.ChangeStats` per group (what a partitioned
@@ -767,7 +783,7 @@ def audit_stream(
         tolerance=settings.tolerance,
         interval=settings.interval,
         paths=settings.unfair_paths,
-        keep_samples=keep_samples,
+        keep_samples=settings.keep_samples,
         n_targets=len(targets),
     )
     chunks = abduct_chunks(fit, rows, abduction=abduction, **abduct_args)

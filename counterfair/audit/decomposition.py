@@ -97,7 +97,6 @@ from counterfair.counterfactual.prediction import (
 )
 from counterfair.counterfactual.world import World
 from counterfair.errors import (
-    BAD_ALLOW,
     CONTINUOUS_ATTRIBUTE,
     NOT_AN_OUTCOME,
     NOT_PROTECTED,
@@ -132,6 +131,7 @@ __all__ = [
     "TABLE_COLUMNS",
     "Decomposition",
     "DecompositionMeasure",
+    "DecompositionSettings",
     "decompose",
     "decomposition_measure",
     "decomposition_sums",
@@ -147,6 +147,41 @@ DEFAULT_DECOMPOSITION_SAMPLES = 200
 MCMC_PARAM_DRAWS = 20
 """Posterior parameter draws the MCMC abduction program conditions on by default (as the
 counterfactual audit); exact abduction takes one parameter draw per sample."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecompositionSettings:
+    """How :func:`decompose` estimates its terms, checked when made.
+
+    ``cf.audit.decompose(fit, rows, attribute="race", x0="White", x1="Black",
+    outcome="ZFYA", settings=cf.audit.DecompositionSettings(n_samples=500))``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Joint samples of parameters and latents per row.
+    n_param_draws : int, optional
+        Posterior parameter draws the abduction integrates over (default: one per
+        sample where abduction is exact or the SCM has no latent, else
+        :data:`MCMC_PARAM_DRAWS`).
+    seed : int, optional
+        Seed of the abduction and of the counterfactual draws.
+    interval : float
+        Mass of the equal-tailed posterior intervals.
+    """
+
+    n_samples: int = DEFAULT_DECOMPOSITION_SAMPLES
+    n_param_draws: int | None = None
+    seed: int | None = 0
+    interval: float = 0.9
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n_samples", _check_samples(self.n_samples, "n_samples"))
+        if self.n_param_draws is not None:
+            object.__setattr__(
+                self, "n_param_draws", _check_samples(self.n_param_draws, "n_param_draws")
+            )
+        object.__setattr__(self, "interval", check_open_unit(self.interval, "interval"))
 
 # ---------------------------------------------------------------------- error texts
 # (the refusals ``counterfair decompose`` makes before loading a fit are in
@@ -401,16 +436,6 @@ def _roles(
     return _Roles(confounders=z, mediators=w, notes=tuple(notes))
 
 
-def _check_allow(allow: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    if allow is None:
-        return None
-    given = [allow] if isinstance(allow, str) else [str(effect) for effect in allow]
-    for effect in given:
-        if effect not in EFFECTS:
-            raise ValueError(BAD_ALLOW.format(effect=effect, effects=list(EFFECTS)))
-    return tuple(effect for effect in EFFECTS if effect in given)
-
-
 # ---------------------------------------------------------------------- the worlds
 def _nested_world(
     fit: Fit,
@@ -641,11 +666,7 @@ def decompose(
     response: Response | None = None,
     mediators: str | Sequence[str] | None = None,
     confounders: str | Sequence[str] | None = None,
-    n_samples: int = DEFAULT_DECOMPOSITION_SAMPLES,
-    n_param_draws: int | None = None,
-    seed: int | None = 0,
-    interval: float = 0.9,
-    allow: Sequence[str] | None = None,
+    settings: DecompositionSettings | None = None,
 ) -> Decomposition:
     """Split the gap ``E[y | x1] - E[y | x0]`` into direct, indirect and spurious effects.
 
@@ -701,27 +722,17 @@ def decompose(
         non-descendants of ``attribute``, other than the outcome and its descendants).
         The SCM and the rows decide the numbers; ``Z`` is reported, and an empty ``Z``
         sets the spurious terms to 0 (with a note).
-    n_samples : int
-        Joint samples of parameters and latents per row.
-    n_param_draws : int, optional
-        Posterior parameter draws the abduction integrates over (default: one per
-        sample where abduction is exact or the SCM has no latent, else
-        :data:`MCMC_PARAM_DRAWS`).
-    seed : int, optional
-        Seed of the abduction and of the counterfactual draws.
-    interval : float
-        Mass of the equal-tailed posterior intervals.
-    allow : sequence of {"DE", "IE", "SE"}, optional
-        The effects a user accepts as a business necessity (``("IE",)``: what runs
-        through the mediators). The others are the unfair part of the gap, which
-        :meth:`Decomposition.unfair` reports (each disallowed effect's contribution to
-        TV and their sum, with intervals) and the summary states.
+    settings : DecompositionSettings, optional
+        Samples, parameter draws, seed and the intervals' mass (default:
+        ``DecompositionSettings()``).
 
     Returns
     -------
     Decomposition
         ``.table`` (tidy: term, form, mean, sd, lower, upper), ``.draws`` (samples x
         terms), ``.notes``; ``print(result)`` shows :meth:`Decomposition.summary`.
+        ``result.allow(("IE",))`` declares effects a business necessity: the others
+        are the unfair part of the gap (:meth:`Decomposition.unfair`).
 
     Raises
     ------
@@ -749,9 +760,7 @@ def decompose(
     """
     measure = decomposition_measure(
         fit, attribute=attribute, x0=x0, x1=x1, outcome=outcome, predictor=predictor,
-        response=response, mediators=mediators, confounders=confounders,
-        n_samples=n_samples, n_param_draws=n_param_draws, seed=seed, interval=interval,
-        allow=allow,
+        response=response, mediators=mediators, confounders=confounders, settings=settings,
     )
     return run(measure, data)
 
@@ -773,7 +782,6 @@ class DecompositionMeasure(Measure[DecompositionSums, "Decomposition"]):
     n_param_draws: int | None
     seed: int | None
     interval: float
-    allowed: tuple[str, ...] | None
 
     @property
     def model(self) -> tuple[Fit | None, Predictor | None]:
@@ -823,22 +831,13 @@ def decomposition_measure(
     response: Response | None = None,
     mediators: str | Sequence[str] | None = None,
     confounders: str | Sequence[str] | None = None,
-    n_samples: int = DEFAULT_DECOMPOSITION_SAMPLES,
-    n_param_draws: int | None = None,
-    seed: int | None = 0,
-    interval: float = 0.9,
-    allow: Sequence[str] | None = None,
+    settings: DecompositionSettings | None = None,
 ) -> DecompositionMeasure:
-    """Check the settings of :func:`decompose` (its arguments but the rows) once."""
+    """Check the arguments of :func:`decompose` but the rows once, against the fit."""
     scm = fit.scm
     levels = _check_levels(fit, attribute, x0, x1)
     _check_target(scm, outcome, predictor, response)
-    interval = check_open_unit(interval, "interval")
-    samples = _check_samples(n_samples, "n_samples")
-    param_draws = None if n_param_draws is None else _check_samples(
-        n_param_draws, "n_param_draws"
-    )
-    allowed = _check_allow(allow)
+    options = DecompositionSettings() if settings is None else settings
     response = "prediction" if predictor is None else audited_response(predictor, response)
     if predictor is not None and multiclass_labels(predictor, response):
         raise ValueError(MULTICLASS.format(name=_predictor_name(predictor)))
@@ -852,11 +851,10 @@ def decomposition_measure(
         outcome=outcome,
         predictor=predictor,
         response=response,
-        n_samples=samples,
-        n_param_draws=param_draws,
-        seed=seed,
-        interval=interval,
-        allowed=allowed,
+        n_samples=options.n_samples,
+        n_param_draws=options.n_param_draws,
+        seed=options.seed,
+        interval=options.interval,
     )
 
 
@@ -952,7 +950,6 @@ def finish_decomposition(
         mediators=plan.roles.mediators,
         notes=tuple(notes),
         interval=plan.interval,
-        allowed=plan.allowed,
         n_rows=sums.n_rows,
         n_x0=sums.n_x0,
         n_x1=sums.n_x1,

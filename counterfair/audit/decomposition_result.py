@@ -7,10 +7,14 @@ terms and forms are those of Plečko and Bareinboim's Causal Fairness Analysis
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from counterfair.errors import BAD_ALLOW
 
 from .bootstrap import percentile_interval
 
@@ -21,6 +25,7 @@ __all__ = [
     "TABLE_COLUMNS",
     "UNFAIR_COLUMNS",
     "Decomposition",
+    "allowed_effects",
 ]
 
 DECOMPOSITION_TERMS: tuple[str, ...] = (
@@ -88,8 +93,8 @@ class Decomposition:
     n_rows, n_x0, n_x1 : int
         Rows, and rows with ``X = x0`` and with ``X = x1``.
     allowed : tuple of str, optional
-        The effects declared a business necessity (``allow=`` of
-        :func:`~counterfair.audit.decompose`), or ``None`` when none was declared.
+        The effects declared a business necessity (:meth:`allow`), or ``None`` when
+        none was declared.
     """
 
     table: pd.DataFrame
@@ -106,6 +111,16 @@ class Decomposition:
     n_x0: int
     n_x1: int
     allowed: tuple[str, ...] | None = None
+
+    def allow(self, effects: str | Sequence[str]) -> Decomposition:
+        """This decomposition with ``effects`` (any of ``"DE"``, ``"IE"``, ``"SE"``)
+        declared a business necessity (``("IE",)``: what runs through the mediators).
+
+        The terms are unchanged; the others are the unfair part of the gap, which
+        :meth:`unfair` reports (each disallowed effect's contribution to TV and their
+        sum, with intervals) and the summary states. ``allow(())`` allows none.
+        """
+        return dataclasses.replace(self, allowed=allowed_effects(effects))
 
     def mean(self, term: str) -> float:
         """The posterior mean of one term (a name of :data:`DECOMPOSITION_TERMS`)."""
@@ -134,7 +149,7 @@ class Decomposition:
         its ``contribution`` to TV (``Ctf-DE``, ``-Ctf-IE`` or ``-Ctf-SE``; posterior
         mean) with its equal-tailed interval, and whether the interval excludes 0; then
         a row ``"unfair"`` with their sum per sample -- the part of the gap that no
-        declared necessity explains. Without ``allow=`` every effect is disallowed.
+        declared necessity explains. Without :meth:`allow` every effect is disallowed.
         """
         allowed = self.allowed or ()
         parts = {e: (term, sign) for e, (term, sign) in EFFECTS.items() if e not in allowed}
@@ -224,6 +239,15 @@ class Decomposition:
             f"- Ctf-IE {self.mean('Ctf-IE'):.4f} - Ctf-SE {self.mean('Ctf-SE'):.4f}; "
             f"{self.n_rows} rows, {len(self.draws)} samples>"
         )
+
+
+def allowed_effects(effects: str | Sequence[str]) -> tuple[str, ...]:
+    """The effects of :meth:`Decomposition.allow`, checked, in the order of :data:`EFFECTS`."""
+    given = [effects] if isinstance(effects, str) else [str(e) for e in effects]
+    for effect in given:
+        if effect not in EFFECTS:
+            raise ValueError(BAD_ALLOW.format(effect=effect, effects=list(EFFECTS)))
+    return tuple(effect for effect in EFFECTS if effect in given)
 
 
 def _names(nodes: tuple[str, ...]) -> str:

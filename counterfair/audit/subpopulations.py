@@ -336,6 +336,52 @@ def _ranked(table: pd.DataFrame, alpha: float) -> pd.DataFrame:
             .drop(columns="_strength").reset_index(drop=True))
 
 
+@dataclass(frozen=True, kw_only=True)
+class SubpopulationSettings:
+    """How :func:`find_subpopulations` grows its tree and tests its nodes, checked when
+    made.
+
+    ``cf.audit.find_subpopulations(users, race, decisions, protected_group="Black",
+    settings=cf.audit.SubpopulationSettings(max_depth=2, alpha=0.01))``.
+
+    Parameters
+    ----------
+    max_depth
+        Maximum depth of the tree (the root has depth 0).
+    min_size
+        Minimum number of search rows in a child; default ``max(30, 1 % of the rows)``.
+    alpha
+        Family-wise significance level after Holm's correction over all nodes.
+    test_fraction
+        Share of rows held out for testing.
+    n_bootstrap, interval
+        Bootstrap intervals of the difference on the test rows.
+    seed
+        Seed of the split into halves and of the bootstrap.
+    """
+
+    max_depth: int = 3
+    min_size: int | None = None
+    alpha: float = 0.05
+    test_fraction: float = 0.5
+    n_bootstrap: int = 200
+    interval: float = 0.95
+    seed: Seed = 0
+
+    def __post_init__(self) -> None:
+        checked = {
+            "max_depth": check_count(self.max_depth, "max_depth"),
+            "alpha": check_open_unit(self.alpha, "alpha"),
+            "test_fraction": check_open_unit(self.test_fraction, "test_fraction"),
+            "interval": check_open_unit(self.interval, "interval"),
+            "n_bootstrap": check_count(self.n_bootstrap, "n_bootstrap"),
+        }
+        if self.min_size is not None:
+            checked["min_size"] = check_count(self.min_size, "min_size")
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+
 def find_subpopulations(
     data: pd.DataFrame,
     protected: ArrayLike,
@@ -344,13 +390,7 @@ def find_subpopulations(
     protected_group: Hashable,
     outcome_value: Hashable = 1,
     given: ArrayLike | None = None,
-    max_depth: int = 3,
-    min_size: int | None = None,
-    alpha: float = 0.05,
-    test_fraction: float = 0.5,
-    n_bootstrap: int = 200,
-    interval: float = 0.95,
-    seed: Seed = 0,
+    settings: SubpopulationSettings | None = None,
 ) -> SubpopulationReport:
     """Search a tree of subpopulations for associations between protected attribute and outcome.
 
@@ -369,36 +409,24 @@ def find_subpopulations(
     given
         Optional stratifier (e.g. a legitimate explanatory attribute): the G-test then
         is conditional on it (``G = 2 N I(S; O | Z)``).
-    max_depth
-        Maximum depth of the tree (the root has depth 0).
-    min_size
-        Minimum number of search rows in a child; default ``max(30, 1 % of the rows)``.
-    alpha
-        Family-wise significance level after Holm's correction over all nodes.
-    test_fraction
-        Share of rows held out for testing.
-    n_bootstrap, interval
-        Bootstrap intervals of the difference on the test rows.
-    seed
-        Seed of the split into halves and of the bootstrap.
+    settings
+        The tree's depth and child size, the significance level, the held-out share,
+        the bootstrap and the seed (default: ``SubpopulationSettings()``).
 
     Returns
     -------
     SubpopulationReport
     """
     inputs = _encode_inputs(data, protected, outcome, given, protected_group, outcome_value)
-    max_depth = check_count(max_depth, "max_depth")
-    alpha = check_open_unit(alpha, "alpha")
-    test_fraction = check_open_unit(test_fraction, "test_fraction")
-    interval = check_open_unit(interval, "interval")
-    n_bootstrap = check_count(n_bootstrap, "n_bootstrap")
+    options = SubpopulationSettings() if settings is None else settings
+    max_depth, alpha, seed = options.max_depth, options.alpha, options.seed
+    interval, n_bootstrap = options.interval, options.n_bootstrap
     n = inputs.s_plus.size
-    if min_size is None:
-        min_size = max(30, n // 100)
+    min_size = max(30, n // 100) if options.min_size is None else options.min_size
     min_size = check_count(min_size, "min_size")
     frame = data.reset_index(drop=True)
     rng = np.random.default_rng(seed)
-    is_test = _test_half(n, test_fraction, rng)
+    is_test = _test_half(n, options.test_fraction, rng)
 
     tree = _TreeSearch(frame, inputs, ~is_test, max_depth, min_size)
     tree.grow(-1, (), np.ones(n, dtype=bool))

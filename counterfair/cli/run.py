@@ -672,7 +672,7 @@ def run_audit(args: argparse.Namespace) -> int:
     reference = audit_reference(getattr(args, "reference", None),
                                 saved.data[protected].astype(str), protected)
     min_group_rows = check_min_group_rows(getattr(args, "min_group_rows", 30))
-    from counterfair.audit import GroupAudit, counterfactual_fairness, write_report
+    from counterfair.audit import AuditSettings, GroupAudit, counterfactual_fairness, write_report
     from counterfair.io.load import load
     from counterfair.learn.fair import FairLearner
 
@@ -729,8 +729,10 @@ def run_audit(args: argparse.Namespace) -> int:
     if isinstance(learner, FairLearner):
         counterfactual = {
             learner_name: counterfactual_fairness(
-                fit, fit.data, learner, attributes=protected, seed=args.seed,
-                n_samples=args.cf_samples, response=getattr(args, "response", None),
+                fit, fit.data, learner, settings=AuditSettings(
+                    attributes=protected, seed=args.seed, n_samples=args.cf_samples,
+                    response=getattr(args, "response", None),
+                ),
             )
         }
     path = write_report(
@@ -1185,7 +1187,8 @@ def run_decompose(args: argparse.Namespace) -> int:
     rows = saved.data if args.rows is None else read_csv(args.rows, "rows")
     import pandas as pd
 
-    from counterfair.audit.decomposition import decompose
+    from counterfair.audit.decomposition import DecompositionSettings, decompose
+    from counterfair.audit.decomposition_result import allowed_effects
     from counterfair.io.load import load
     from counterfair.learn.fair import FairLearner
 
@@ -1217,13 +1220,18 @@ def run_decompose(args: argparse.Namespace) -> int:
     if args.rows is None and fit.holes:  # the fit's own rows, missing values and all
         rows = fit.data
     try:
+        allow = _names(args.allow)
+        allowed = None if allow is None else allowed_effects(allow)  # before the work
         result = decompose(
             fit, rows, attribute=args.attribute, x0=args.x0, x1=args.x1,
             outcome=args.outcome, predictor=predictor, response=response,
             mediators=_names(args.mediators), confounders=_names(args.confounders),
-            n_samples=args.n_samples, seed=args.seed, interval=args.interval,
-            allow=_names(args.allow),
+            settings=DecompositionSettings(
+                n_samples=args.n_samples, seed=args.seed, interval=args.interval
+            ),
         )
+        if allowed is not None:
+            result = result.allow(allowed)
     except (ValueError, TypeError) as error:
         raise CommandError(str(error)) from error
     table = result.table

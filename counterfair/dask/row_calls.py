@@ -43,7 +43,7 @@ from counterfair import errors
 from counterfair.audit.causal import (
     PATH_COLUMNS,
     SUMMARY_COLUMNS,
-    AuditSettings,
+    CheckedAudit,
     CounterfactualReport,
     audit_stream,
     report_of,
@@ -328,7 +328,7 @@ def _audit_kernel(
     number: int,
     *,
     folder: str | None,
-    settings: AuditSettings,
+    settings: CheckedAudit,
 ) -> AuditSummary:
     fit, predictor = model
     attribute_rank = {a: i for i, a in enumerate(fit.scm.protected)}
@@ -344,9 +344,8 @@ def _audit_kernel(
         # every draw of a row (abduction, the flip test's and any FairLearner's, of this
         # fit or another) is keyed by its global position, as in one in-memory audit
         positions = np.arange(start, start + len(part), dtype=np.int64)
-        stream = audit_stream(
-            fit, part, predictor, settings, keep_samples=folder is not None, positions=positions
-        )
+        settings = dataclasses.replace(settings, keep_samples=folder is not None)
+        stream = audit_stream(fit, part, predictor, settings, positions=positions)
         if folder is None:
             # summaries only: the partition streams chunk by chunk (memory set by the
             # chunk, not by the partition's rows x samples)
@@ -378,15 +377,15 @@ def dask_counterfactual_fairness(
     fit: Fit,
     data: Any,
     predictor: Any,
-    settings: AuditSettings,
+    settings: CheckedAudit,
     *,
     abduction: Any = None,
     rows_out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
-    positions: Any = None,
 ) -> CounterfactualReport:
     """:func:`counterfair.audit.counterfactual_fairness` for a Dask frame, with the
-    audit's settings checked once on the client (:func:`~counterfair.audit.causal.audit_settings`).
+    audit's settings checked once on the client
+    (:meth:`~counterfair.audit.causal.AuditSettings.check`).
 
     Each partition is audited where it lies and reduced to an
     :class:`~counterfair.dask.summary.AuditSummary`; summaries merge pairwise on
@@ -397,8 +396,6 @@ def dask_counterfactual_fairness(
     """
     if abduction is not None:
         raise ValueError(IN_MEMORY_ONLY.format(name="abduction"))
-    if positions is not None:
-        raise ValueError("positions= is set by the partitions of a Dask frame; drop it")
     _check_frame(data, fit)
     do = settings.do
     if do is not None and any(not isinstance(v, str) and np.ndim(v) > 0 for v in do.values()):
