@@ -5,7 +5,7 @@ The US Census of government employees (2018; ``gov_census.csv.gz`` in the data f
 citizenship, nativity, economic_region; W = marital, family_size, children,
 education_level, english_level, hours_worked, weeks_worked, occupation (518 levels),
 industry (259 levels); Y = salary (faircause's "Census Task 1", the first 20,000 rows in
-file order). :func:`counterfair.audit.decompose_sfm` fits the outcome's regression
+file order). :func:`counterfair.audit.fit_sfm` fits the outcome's regression
 on sex, Z and W (sex interacting with the rest) and sex's regression on Z in Stan, and
 gives every term with 95 % intervals (a Bayesian bootstrap of the rows). Printed beside
 faircause's published figures (its one-step debiased estimator with xgboost
@@ -132,7 +132,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("cmdstanpy").setLevel(logging.WARNING)
 
-    from counterfair.audit import decompose_sfm
+    from counterfair.audit import SFMSettings, fit_sfm
 
     data = pd.read_csv(data_folder(args.data))
     if args.rows:
@@ -142,11 +142,11 @@ def main() -> None:
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = decompose_sfm(
+        result = fit_sfm(
             data, attribute="sex", x0="male", x1="female", outcome="salary",
-            confounders=Z, mediators=W, categorical=CATEGORICAL, n_samples=args.n_samples,
-            interval=0.95, seed=args.seed, fit_rows=args.fit_rows, family=args.family,
-        )
+            confounders=Z, mediators=W, categorical=CATEGORICAL, family=args.family,
+            seed=args.seed, settings=SFMSettings(fit_rows=args.fit_rows),
+        ).decompose(n_samples=args.n_samples, interval=0.95)
     seconds = time.perf_counter() - started
     self_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     child_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2
@@ -178,7 +178,7 @@ def main() -> None:
                          "gbm": None if gbm is None else gbm[rec.term]})
     target = TARGETS.get(args.rows)
     ratio = f", {seconds / target:.2f}x the {target:.0f} s target" if target else ""
-    print(f"\ndecompose_sfm: {seconds:.1f} s{ratio}; peak memory {self_gb:.2f} GB (Python), "
+    print(f"\nfit and decompose: {seconds:.1f} s{ratio}; peak memory {self_gb:.2f} GB (Python), "
           f"{child_gb:.2f} GB (largest CmdStan process); target {MEMORY_TARGET_GB} GB")
     stem = f"sfm_census_{args.rows or n}" + (f"_{args.family}" if args.family else "")
     out = Path(args.out or Path(__file__).parent / "results" / f"{stem}.json")

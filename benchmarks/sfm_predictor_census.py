@@ -2,7 +2,7 @@
 
 On the first ``--rows`` rows of the US Census of government employees (the SFM of
 ``benchmarks/sfm_census.py``: X = sex, male -> female), :func:`counterfair.audit.fit_sfm`
-fits the nuisance models once; :func:`counterfair.audit.sfm_predictor` builds from them
+fits the nuisance models once; its ``SFMFit.predictor`` builds from them
 
 * the **unconstrained** predictor (every effect allowed: the outcome model's posterior
   mean), and
@@ -14,8 +14,8 @@ effects should be 0 within their intervals, the kept ones the salary's) and its 
 the fitted rows and on the next ``--rows`` rows of the file (held out: encoded as the
 fitted rows were, rows of an occupation or industry the fit never saw get the overall
 mean). ``--refit`` also decomposes each predictor's predictions on the held-out rows with
-:func:`counterfair.audit.decompose_sfm` (new nuisance fits, a Normal outcome), a check
-that does not rest on the predictor's own models.
+:func:`counterfair.audit.fit_sfm` and ``.decompose()`` (new nuisance fits, a Normal
+outcome), a check that does not rest on the predictor's own models.
 
     python benchmarks/sfm_predictor_census.py                 # 20,000 + 20,000 rows
     python benchmarks/sfm_predictor_census.py --refit
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--allow", default="IE", help="comma-separated effects kept (IE)")
     parser.add_argument("--seed", type=int, default=2022)
     parser.add_argument("--refit", action="store_true",
-                        help="also decompose the held-out predictions with decompose_sfm")
+                        help="also decompose the held-out predictions with new SFM fits")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -77,7 +77,7 @@ def main() -> None:
     fit_seconds = time.perf_counter() - started
     for w in {str(w.message) for w in caught}:
         print(f"  warning: {w[:200]}")
-    salary = cf.audit.decompose_sfm(fitted, interval=0.95)
+    salary = fitted.decompose(interval=0.95)
     allow = tuple(a.strip() for a in args.allow.split(",") if a.strip())
     record: dict[str, Any] = {
         "rows": args.rows, "allow": allow, "fit_seconds": fit_seconds,
@@ -91,7 +91,7 @@ def main() -> None:
         print(f"  {term:<7} {t['mean']:>9,.0f} [{t['lower']:,.0f}, {t['upper']:,.0f}]")
     for name, kept in (("unconstrained", ("DE", "IE", "SE")), ("business necessity", allow)):
         t0 = time.perf_counter()
-        predictor = cf.audit.sfm_predictor(fitted, allow=kept)
+        predictor = fitted.predictor(allow=kept)
         own = predictor.decompose(interval=0.95)
         rmse_fit = float(np.sqrt(np.mean((y_fit - predictor.predict()) ** 2)))
         held_prediction = predictor.predict(held)
@@ -107,12 +107,12 @@ def main() -> None:
             print(f"  {term:<7} {t['mean']:>9,.0f} [{t['lower']:,.0f}, {t['upper']:,.0f}]")
         if args.refit:
             frame = held.assign(prediction=held_prediction)
-            refit = cf.audit.decompose_sfm(
+            refit = cf.audit.fit_sfm(
                 frame, **{**roles, "outcome": "prediction"}, categorical=CATEGORICAL,
-                family="normal", interval=0.95, seed=args.seed + 1,
-            )
+                family="normal", seed=args.seed + 1,
+            ).decompose(interval=0.95)
             entry["refit_held_out"] = _table(refit)
-            print("  decompose_sfm of its held-out predictions (new fits):")
+            print("  the decomposition of its held-out predictions (new fits):")
             for term in SHOWN:
                 t = entry["refit_held_out"][term]
                 print(f"    {term:<7} {t['mean']:>9,.0f} [{t['lower']:,.0f}, {t['upper']:,.0f}]")

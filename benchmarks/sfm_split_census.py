@@ -1,5 +1,5 @@
 """Issue 46, part 4: the Census salary gap's spurious effect split by confounder and its
-indirect effect split by mediator (:func:`counterfair.audit.split_sfm`).
+indirect effect split by mediator (``SFMFit.split`` of :func:`counterfair.audit.fit_sfm`).
 
 The roles and fit are those of ``benchmarks/sfm_census.py`` (X = sex, x0 = male, x1 =
 female, the first 20,000 rows; Y = salary, a negative binomial). The groups, earliest
@@ -49,7 +49,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("cmdstanpy").setLevel(logging.WARNING)
 
-    from counterfair.audit import fit_sfm, split_sfm
+    from counterfair.audit import fit_sfm
 
     data = pd.read_csv(data_folder(args.data))
     if args.rows:
@@ -61,13 +61,13 @@ def main() -> None:
         fitted = fit_sfm(data, attribute="sex", x0="male", x1="female", outcome="salary",
                          confounders=Z, mediators=W, categorical=CATEGORICAL, seed=args.seed)
         fit_seconds = time.perf_counter() - started
-        split = split_sfm(fitted, confounders=CONFOUNDER_GROUPS, mediators=MEDIATOR_GROUPS,
-                          n_samples=args.n_samples, interval=0.95)
+        split = fitted.split(confounders=CONFOUNDER_GROUPS, mediators=MEDIATOR_GROUPS,
+                             n_samples=args.n_samples, interval=0.95)
     split_seconds = time.perf_counter() - started - fit_seconds
     for w in {str(w.message) for w in caught}:
         print(f"  warning: {w[:200]}")
     print(split.summary())
-    print(f"\nfit_sfm: {fit_seconds:.1f} s; split_sfm: {split_seconds:.1f} s")
+    print(f"\nfit_sfm: {fit_seconds:.1f} s; split: {split_seconds:.1f} s")
     out = Path(args.out or Path(__file__).parent / "results"
                / f"sfm_split_census_{args.rows or len(data)}.json")
     out.parent.mkdir(parents=True, exist_ok=True)

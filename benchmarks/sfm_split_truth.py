@@ -1,11 +1,11 @@
-"""Benchmark: coverage of ``split_sfm``'s parts over repeated simulated data sets.
+"""Benchmark: coverage of ``SFMFit.split``'s parts over repeated simulated data sets.
 
 For each variant of the chain of ``tests/_sfm.py`` (``chain``: two confounders and two
 mediators, every part in closed form; ``chain_product``: the same with a ``0.3 Z1 W1``
 term in ``Y``, which the SFM's additive outcome model does not assume, its truth by a
 Monte Carlo of the potential outcomes over 2 million units) and each repetition ``r``, a
 fresh data set is simulated with seed ``--seed + r``, fitted by
-:func:`counterfair.audit.fit_sfm` and split by :func:`counterfair.audit.split_sfm`
+:func:`counterfair.audit.fit_sfm` and split by ``SFMFit.split``
 (confounders Z1 then Z2, mediators W1 then W2). Per variant and part it prints the truth,
 the mean estimate and its bias, the mean posterior sd, the empirical sd over the
 repetitions, the 90 % coverage and its binomial standard error.
@@ -57,9 +57,10 @@ def one_repetition(chain: Chain, r: int, args: argparse.Namespace,
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fitted = cf.audit.fit_sfm(data, **chain.roles(), seed=seed, progress=False)
-        split = cf.audit.split_sfm(fitted, confounders=["Z1", "Z2"], mediators=["W1", "W2"],
-                                   interval=INTERVAL)
+        fitted = cf.audit.fit_sfm(data, **chain.roles(), seed=seed,
+                                  settings=cf.audit.SFMSettings(progress=False))
+        split = fitted.split(confounders=["Z1", "Z2"], mediators=["W1", "W2"],
+                             interval=INTERVAL)
     seconds = time.perf_counter() - started
     table = split.table.assign(name=lambda t: t["effect"] + "[" + t["part"] + "]")
     records = []

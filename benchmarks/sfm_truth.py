@@ -1,9 +1,9 @@
-"""Benchmark: coverage of ``decompose_sfm``'s intervals over repeated simulated data sets.
+"""Benchmark: coverage of the SFM decomposition's intervals over repeated simulated data sets.
 
 For each scenario of ``tests/_sfm.py`` (``a`` linear-Gaussian, ``b`` a mediator of 300
 levels, ``c`` an ``X * W`` interaction, ``d`` a nonlinear confounder, ``e`` a binary
 outcome) and each repetition ``r = 0, ..., R - 1``, a fresh data set is simulated with
-seed ``--seed + r`` and decomposed by :func:`counterfair.audit.decompose_sfm` (default
+seed ``--seed + r`` and decomposed by :func:`counterfair.audit.fit_sfm` (default
 ``rows="bayesian_bootstrap"``, the same seed), and for each effect (Ctf-DE, Ctf-IE,
 Ctf-SE, NDE, NIE) the script records the population truth (closed form for a, b, c; a
 Monte Carlo of the true SCM's potential outcomes over a million units for d, e), the
@@ -63,10 +63,11 @@ def one_repetition(scenario: Scenario, r: int, args: argparse.Namespace,
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = cf.audit.decompose_sfm(
-            data, **scenario.roles(), n_samples=args.n_samples, interval=INTERVAL, seed=seed,
-            chains=args.chains, warmup=args.warmup, draws=args.draws, progress=False,
-        )
+        settings = cf.audit.SFMSettings(chains=args.chains, warmup=args.warmup,
+                                        draws=args.draws, progress=False)
+        result = cf.audit.fit_sfm(
+            data, **scenario.roles(), seed=seed, settings=settings,
+        ).decompose(n_samples=args.n_samples, interval=INTERVAL)
     seconds = time.perf_counter() - start
     kinds = sorted({w.category.__name__ for w in caught})
     table = result.table.drop_duplicates("term").set_index("term")

@@ -355,7 +355,7 @@ def stan_programs(*, slow: bool = False) -> dict[str, str]:
         "quadrature accuracy": ACCURACY_PROGRAM,
         "pair quadrature accuracy": PAIR_ACCURACY_PROGRAM,
     }
-    programs.update(sfm_programs())  # decompose_sfm's nuisance models (tests/test_sfm.py)
+    programs.update(sfm_programs())  # fit_sfm's nuisance models (tests/test_sfm.py)
     programs.update(hole_programs())  # missing='model' (tests/test_missing_model.py)
     if slow:
         programs["new families abduction"] = families_scm().abduction_code()

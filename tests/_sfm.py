@@ -1,6 +1,6 @@
-"""Simulated Standard Fairness Models with known effects, for ``decompose_sfm``.
+"""Simulated Standard Fairness Models with known effects, for ``fit_sfm``.
 
-``tests/test_sfm.py`` checks :func:`counterfair.audit.decompose_sfm` against these
+``tests/test_sfm.py`` checks :func:`counterfair.audit.fit_sfm` against these
 truths; ``benchmarks/sfm_truth.py`` measures the coverage of its intervals over repeated
 data sets. Every scenario is an SCM of the Standard Fairness Model's graph, ``Z <-> X``,
 ``Z -> W``, ``X -> W``, ``{X, Z, W} -> Y``, written out in numpy, with ``X`` taking the
@@ -113,7 +113,7 @@ class Scenario:
         return pd.DataFrame(columns)
 
     def roles(self) -> dict[str, Any]:
-        """The roles ``decompose_sfm`` is given."""
+        """The roles ``fit_sfm`` is given."""
         return {
             "attribute": "X", "x0": "0", "x1": "1", "outcome": "Y",
             "confounders": self.confounders, "mediators": self.mediators,
@@ -368,7 +368,7 @@ def sfm_programs() -> dict[str, str]:
 
 
 class Chain:
-    """Two confounders and two mediators in a chain, for ``split_sfm``: every part of the
+    """Two confounders and two mediators in a chain, for ``SFMFit.split``: every part of the
     split spurious and indirect effects in closed form.
 
     ``X ~ Bernoulli(p)``; ``Z1 | X ~ Normal(a1 X, 1)``, ``Z2 | X, Z1 ~ Normal(bz Z1 + a2 X,

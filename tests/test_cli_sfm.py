@@ -1,5 +1,5 @@
 """``counterfair decompose --data CSV ...``: the decomposition from the Standard Fairness
-Model's roles alone (counterfair.audit.decompose_sfm), run as a user would.
+Model's roles alone (counterfair.audit.fit_sfm), run as a user would.
 
 End to end (one command, three short Stan fits): 1,500 simulated rows with a known
 direct effect, gzipped and followed by rows the command must not read (``--nrows``),
@@ -277,25 +277,24 @@ def test_an_existing_out_is_refused_and_left_as_it_was(folder: Path) -> None:
 
 
 def test_the_command_line_copies_the_library_choices() -> None:
-    """The parser holds copies of decompose_sfm's families, row weights and NUTS defaults
+    """The parser holds copies of the SFM's families, row weights and NUTS defaults
     (``counterfair --help`` imports no pandas): they are the same."""
-    from counterfair.audit import sfm, sfm_models, sfm_roles
+    from counterfair.audit import sfm, sfm_fit, sfm_models, sfm_roles
     from counterfair.cli import run as cli_run
 
     assert cli_run.SFM_FAMILIES == sfm_roles.OUTCOME_FAMILIES
     assert cli_run.SFM_GROUPINGS == sfm_models.GROUPINGS
-    assert cli_run.SFM_METHODS == sfm.METHODS
+    assert cli_run.SFM_METHODS == sfm_fit.METHODS
     assert cli_run.SFM_ROW_WEIGHTS == sfm.ROW_WEIGHTS
-    assert inspect.signature(sfm.decompose_sfm).parameters["rows"].default == (
+    assert inspect.signature(sfm_fit.SFMFit.decompose).parameters["rows"].default == (
         cli_run.SFM_ROW_WEIGHTS[0]
     )
-    # the fit's defaults are fit_sfm's (decompose_sfm passes None through to them)
-    defaults = inspect.signature(sfm.fit_sfm).parameters
-    assert defaults["groups"].default == cli_run.SFM_GROUPINGS[0]
-    assert defaults["method"].default == cli_run.SFM_METHODS[0]
+    # the fit's defaults are SFMSettings'
+    defaults = sfm_fit.SFMSettings()
+    assert defaults.groups == cli_run.SFM_GROUPINGS[0]
+    assert defaults.method == cli_run.SFM_METHODS[0]
     for name, value in cli_run.SFM_DEFAULTS.items():
-        assert defaults[name].default == value, name
-        assert sfm.FIT_DEFAULTS[name] == value, name
+        assert getattr(defaults, name) == value, name
 
 
 def test_help_shows_the_data_mode(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,5 @@
-"""``counterfair.audit.decompose_sfm`` against the truth of simulated Standard Fairness Models.
+"""``counterfair.audit.fit_sfm(...).decompose()`` against the truth of simulated Standard
+Fairness Models.
 
 * **Truth** (``stan``, one fit per scenario of ``tests/_sfm.py``, a few thousand rows):
   a linear-Gaussian SFM (every term in closed form, both forms), a mediator of 300
@@ -18,6 +19,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from dataclasses import dataclass
@@ -53,8 +55,11 @@ EXACT = 1e-9
 SAME = 1e-10
 """Draws that must not depend on ``chunk_rows``."""
 
-FIT = {"chains": 2, "warmup": 300, "draws": 300, "n_samples": 200, "progress": False}
+SETTINGS = cf.audit.SFMSettings(chains=2, warmup=300, draws=300, progress=False)
 """Small chains: each nuisance fit takes seconds."""
+
+N_SAMPLES = 200
+"""Draws of the terms (``decompose(n_samples=)``)."""
 
 SMALL_ROWS = 600
 """Rows of the data set of the mechanical tests (scenario a's equations)."""
@@ -72,13 +77,22 @@ class Fitted:
         return [str(w.message) for w in self.warnings if issubclass(w.category, ScaleWarning)]
 
 
-def decompose(data: pd.DataFrame, scenario: Scenario, **options: object) -> Fitted:
-    """``decompose_sfm`` of ``data`` with ``scenario``'s roles and :data:`FIT`, recording
-    (not raising) the warnings: a short chain's ``ConvergenceWarning``, and the
-    ``ScaleWarning`` of the spline columns (``test_no_scale_warning_about_internal_columns``)."""
+def decompose(
+    data: pd.DataFrame,
+    scenario: Scenario,
+    *,
+    seed: int,
+    settings: cf.audit.SFMSettings = SETTINGS,
+    **options: object,
+) -> Fitted:
+    """``fit_sfm`` of ``data`` with ``scenario``'s roles and ``settings``, decomposed with
+    :data:`N_SAMPLES` and ``options``, recording (not raising) the warnings: a short
+    chain's ``ConvergenceWarning``, and the ``ScaleWarning`` of the spline columns
+    (``test_no_scale_warning_about_internal_columns``)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = cf.audit.decompose_sfm(data, **scenario.roles(), **{**FIT, **options})
+        fitted = cf.audit.fit_sfm(data, **scenario.roles(), seed=seed, settings=settings)
+        result = fitted.decompose(**{"n_samples": N_SAMPLES, **options})  # type: ignore[arg-type]
     unexpected = [w for w in caught if not issubclass(w.category, RECORDED)]
     assert not unexpected, [str(w.message) for w in unexpected]
     return Fitted(data, result, tuple(caught))
@@ -160,7 +174,7 @@ def test_groups_pooled_over_both_levels_match_the_truth(stan_backend: str) -> No
     scenario = SCENARIOS["b"]
     seed = shifted(11)
     fitted = decompose(scenario.data(scenario.rows, seed=seed), scenario, seed=seed,
-                       groups="pooled")
+                       settings=dataclasses.replace(SETTINGS, groups="pooled"))
     assert_near_truth(fitted.result, truth(scenario), "scenario b, groups='pooled'")
 
 
@@ -201,7 +215,7 @@ def test_identities_hold_draw_by_draw(stan_backend: str, letter: str) -> None:
     result = scenario_fit(letter).result
     residuals = result.identity_residuals()
     assert list(residuals.columns) == ["x-specific", "general"]
-    assert len(residuals) == FIT["n_samples"] == len(result.draws)
+    assert len(residuals) == N_SAMPLES == len(result.draws)
     assert residuals.abs().to_numpy().max() < EXACT, residuals.abs().max()
 
 
@@ -216,7 +230,7 @@ def bootstrap_small(stan_backend: str) -> Fitted:
 def test_draws_do_not_depend_on_chunk_rows(bootstrap_small: Fitted) -> None:
     whole = bootstrap_small.result
     chunked = decompose(bootstrap_small.data, SCENARIOS["a"], seed=shifted(5), chunk_rows=7)
-    assert chunked.result.draws.shape == whole.draws.shape == (FIT["n_samples"], len(TERMS))
+    assert chunked.result.draws.shape == whole.draws.shape == (N_SAMPLES, len(TERMS))
     np.testing.assert_allclose(
         chunked.result.draws.to_numpy(), whole.draws.to_numpy(), rtol=0, atol=SAME
     )
@@ -266,7 +280,7 @@ def no_confounder(stan_backend: str) -> Fitted:
 @pytest.mark.stan
 def test_no_confounder_has_no_spurious_term(no_confounder: Fitted) -> None:
     result = no_confounder.result
-    assert np.array_equal(result.draws["Ctf-SE"].to_numpy(), np.zeros(FIT["n_samples"]))
+    assert np.array_equal(result.draws["Ctf-SE"].to_numpy(), np.zeros(N_SAMPLES))
     for term in ("Exp-SE_x0", "Exp-SE_x1"):
         assert np.abs(result.draws[term].to_numpy()).max() < 1e-15, term
     notes = "\n".join(result.notes)
@@ -279,7 +293,7 @@ def test_no_confounder_has_no_spurious_term(no_confounder: Fitted) -> None:
 def test_no_confounder_general_spurious_terms_are_exactly_zero(no_confounder: Fitted) -> None:
     for term in ("Exp-SE_x0", "Exp-SE_x1"):
         values = no_confounder.result.draws[term].to_numpy()
-        assert np.array_equal(values, np.zeros(FIT["n_samples"])), (term, values)
+        assert np.array_equal(values, np.zeros(N_SAMPLES)), (term, values)
 
 
 class Separated(Linear):
@@ -300,7 +314,7 @@ def test_no_scale_warning_about_internal_columns(stan_backend: str) -> None:
 # ---------------------------------------------------------------------- bad input
 def _bad(data: pd.DataFrame, **changes: object) -> None:
     roles = {**SCENARIOS["a"].roles(), **changes}
-    cf.audit.decompose_sfm(data, **roles, **FIT)
+    cf.audit.fit_sfm(data, **roles, settings=SETTINGS)
 
 
 @pytest.fixture(scope="module")
@@ -359,6 +373,43 @@ def test_missing_values_raise_naming_the_column(rows: pd.DataFrame, column: str)
     holed.loc[[3, 17, 150], column] = None
     with pytest.raises(errors.DataError, match=rf"missing values in '{column}' \(3 rows\)"):
         _bad(holed)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        pytest.param({"chains": 0}, ValueError, r"chains must be a positive integer, got 0",
+                     id="no chain"),
+        pytest.param({"draws": 2.5}, ValueError, r"draws must be a positive integer",
+                     id="fractional draws"),
+        pytest.param({"warmup": -1}, ValueError, r"warmup must be 0 or a positive integer",
+                     id="negative warmup"),
+        pytest.param({"fit_rows": 50}, ValueError, r"fit_rows must be an integer of at least "
+                     r"100 or None, got 50", id="few fit rows"),
+        pytest.param({"groups": "mixed"}, ValueError, r"groups must be one of", id="groups"),
+        pytest.param({"method": "vb"}, ValueError, r"method must be one of", id="method"),
+        pytest.param({"method": "pathfinder", "sampler_args": {"max_depth": 8}}, ValueError,
+                     r"sampler arguments \['max_depth'\] apply to NUTS only",
+                     id="pathfinder with NUTS arguments"),
+        pytest.param({"sampler_args": [("max_depth", 8)]}, TypeError,
+                     r"sampler_args is a mapping", id="sampler_args not a mapping"),
+    ],
+)
+def test_settings_out_of_range_raise_when_made(
+    options: dict[str, object], error: type[Exception], match: str
+) -> None:
+    """The fit's settings are checked once, when the object is made (before any row is
+    read)."""
+    with pytest.raises(error, match=match):
+        cf.audit.SFMSettings(**options)  # type: ignore[arg-type]
+
+
+def test_settings_must_be_the_settings_object(rows: pd.DataFrame) -> None:
+    with pytest.raises(TypeError, match=r"settings= takes an SFMSettings .* got dict"):
+        cf.audit.fit_sfm(rows, **SCENARIOS["a"].roles(), settings={"chains": 4})  # type: ignore[arg-type]
+    # the settings are frozen: one object, checked once
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SETTINGS.chains = 4  # type: ignore[misc]
 
 
 @pytest.mark.stan

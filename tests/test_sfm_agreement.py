@@ -1,10 +1,11 @@
-"""``decompose_sfm`` (the Standard Fairness Model's roles, no SCM) against ``decompose``
-(a fitted SCM as the world) on real data: UC Berkeley admissions 1973 and COMPAS.
+"""``fit_sfm(...).decompose()`` (the Standard Fairness Model's roles, no SCM) against
+``decompose`` (a fitted SCM as the world) on real data: UC Berkeley admissions 1973 and
+COMPAS.
 
 The two estimate the same terms by different routes. ``decompose`` reads every term
 off the SCM's mechanisms: the rows' noise abducted once, the worlds ``do(X)`` and
 ``y_{x1, W_x0}`` built by propagating it (each mediator redrawn from its own mechanism
-where its parents change). ``decompose_sfm`` reads them off two regressions, the
+where its parents change). The SFM decomposition reads them off two regressions, the
 outcome's ``E[y | x, z, w]`` (``X`` interacting with every term) and the attribute's
 ``P(x1 | z)``, by plug-in and reweighting. They must agree where both rest on the same
 thing: where the SCM's outcome mechanism and the SFM's outcome regression estimate the
@@ -24,7 +25,7 @@ against it the bound is 3 times the model's own sd. A term that is exactly 0 in 
 
 **Rows fixed.** ``decompose``'s draws are posterior draws of the parameters and of the
 rows' noise given these rows; TV is the rows' own gap in every draw and nothing resamples
-the rows. ``decompose_sfm(rows="fixed")`` weights every row 1, so its draws carry the
+the rows. ``SFMFit.decompose(rows="fixed")`` weights every row 1, so its draws carry the
 two models' posterior alone and its TV is the raw gap too: like for like. The default
 Bayesian bootstrap would add the rows' sampling, which ``decompose`` leaves out, and
 widen the bound for no reason.
@@ -33,7 +34,7 @@ widen the bound for no reason.
 changes ``X`` reads each row's counterfactual outcome coupled to its factual one (the
 monotone coupling: one uniform per row, abducted inside the factual value's interval), so
 its sd is that of ``mean_x0 (p1 - p0)``-like quantities, the slope of ``X``'s effect,
-while ``decompose_sfm``'s is that of ``mean_x0 mu_1``, pinned by the rows of ``x1``. On
+while the SFM's is that of ``mean_x0 mu_1``, pinned by the rows of ``x1``. On
 COMPAS the SCM's Ctf-DE has sd 0.012; its fit's parameter draws give 0.0077 for
 ``mean_x0 mu_1 - E[y | x0]`` and 0.0120 for the coupled expectation, both with posterior
 mean 0.000: the SCM's larger sd comes with the coupling (it is its posterior's own sd,
@@ -275,7 +276,7 @@ def both(
     data: pd.DataFrame, scm: cf.SCM, *, attribute: str, x0: str, x1: str, outcome: str,
     confounders: tuple[str, ...], mediators: tuple[str, ...], seed: int,
 ) -> Pair:
-    """``decompose`` with the SCM fitted to ``data`` and ``decompose_sfm`` with the roles
+    """``decompose`` with the SCM fitted to ``data`` and ``fit_sfm`` with the roles
     that match its graph, both with :data:`N_SAMPLES` draws and the rows fixed."""
     roles = {"attribute": attribute, "x0": x0, "x1": x1, "outcome": outcome,
              "confounders": list(confounders), "mediators": list(mediators)}
@@ -284,11 +285,13 @@ def both(
     fitted = time.perf_counter()
     by_scm = _recorded(cf.audit.decompose, fit, data, n_samples=N_SAMPLES, seed=seed, **roles)
     scm_done = time.perf_counter()
-    by_sfm = _recorded(cf.audit.decompose_sfm, data, rows="fixed", n_samples=N_SAMPLES,
-                       seed=seed, **roles, **FIT)
+    by_sfm = _recorded(
+        lambda: cf.audit.fit_sfm(data, **roles, seed=seed, settings=cf.audit.SFMSettings(**FIT))
+        .decompose(rows="fixed", n_samples=N_SAMPLES)
+    )
     done = time.perf_counter()
     seconds = {"scm fit": fitted - started, "decompose": scm_done - fitted,
-               "decompose_sfm": done - scm_done}
+               "sfm": done - scm_done}
     return Pair(data, by_scm, by_sfm, seconds)
 
 

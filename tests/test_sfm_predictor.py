@@ -1,4 +1,5 @@
-"""``counterfair.audit.sfm_predictor``: a prediction fair by business necessity.
+"""``SFMFit.predictor`` (counterfair.audit.sfm_predictor): a prediction fair by business
+necessity.
 
 * **Its effects** (``stan``, one fit of scenario ``c`` of ``tests/_sfm.py``, which has
   direct, indirect and spurious effects and an ``X x W`` interaction): a removed direct
@@ -9,10 +10,10 @@
 * **Its predictions**: the parts add up to the prediction; new rows are encoded as the
   fitted ones (the same rows give the same predictions); the RMSE grows as effects are
   removed, and the unconstrained one is near the simulated noise.
-* **An independent check**: :func:`~counterfair.audit.decompose_sfm` of the predictions
+* **An independent check**: ``fit_sfm(...).decompose()`` of the predictions
   (new nuisance fits, not the predictor's own models) finds the removed effects near 0.
 * **Bad input**: an unknown effect, a new level, a missing column, another level of the
-  attribute, a fit given twice.
+  attribute.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from _sfm import SCENARIOS
 import counterfair as cf
 from counterfair import errors
 
-FIT = {"chains": 2, "warmup": 300, "draws": 300, "progress": False}
+SETTINGS = cf.audit.SFMSettings(chains=2, warmup=300, draws=300, progress=False)
 """Small chains: the fit takes seconds."""
 
 
@@ -40,7 +41,7 @@ def _fitted(backend: str) -> tuple[pd.DataFrame, cf.audit.sfm_fit.SFMFit]:
     data = scenario.data(scenario.rows, seed=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
-        fitted = cf.audit.fit_sfm(data, **scenario.roles(), seed=seed, **FIT)
+        fitted = cf.audit.fit_sfm(data, **scenario.roles(), seed=seed, settings=SETTINGS)
     return data, fitted
 
 
@@ -61,8 +62,8 @@ def test_removed_effects_are_zero_and_kept_ones_the_outcomes(
     stan_backend: str, allow: tuple[str, ...]
 ) -> None:
     _, fitted = fitted_c(stan_backend)
-    outcome = _terms(cf.audit.decompose_sfm(fitted))
-    predictor = cf.audit.sfm_predictor(fitted, allow=allow)
+    outcome = _terms(fitted.decompose())
+    predictor = fitted.predictor(allow=allow)
     own = predictor.decompose()
     terms = _terms(own)
     for effect, term in REMOVED.items():
@@ -84,8 +85,8 @@ def test_removed_effects_are_zero_and_kept_ones_the_outcomes(
 @pytest.mark.stan
 def test_allowing_everything_gives_the_outcomes_decomposition(stan_backend: str) -> None:
     _, fitted = fitted_c(stan_backend)
-    outcome = _terms(cf.audit.decompose_sfm(fitted))
-    terms = _terms(cf.audit.sfm_predictor(fitted, allow=("DE", "IE", "SE")).decompose())
+    outcome = _terms(fitted.decompose())
+    terms = _terms(fitted.predictor(allow=("DE", "IE", "SE")).decompose())
     for term in ("TV", "Ctf-DE", "Ctf-IE", "Ctf-SE", "NDE", "NIE"):
         assert abs(terms.loc[term, "mean"] - outcome.loc[term, "mean"]) <= (
             0.5 * outcome.loc[term, "sd"]
@@ -95,7 +96,7 @@ def test_allowing_everything_gives_the_outcomes_decomposition(stan_backend: str)
 @pytest.mark.stan
 def test_allowing_nothing_gives_a_constant(stan_backend: str) -> None:
     data, fitted = fitted_c(stan_backend)
-    predictor = cf.audit.sfm_predictor(fitted, allow=())
+    predictor = fitted.predictor(allow=())
     prediction = predictor.predict()
     assert np.ptp(prediction) < 1e-9
     assert prediction[0] == pytest.approx(data["Y"].mean())
@@ -104,7 +105,7 @@ def test_allowing_nothing_gives_a_constant(stan_backend: str) -> None:
 @pytest.mark.stan
 def test_parts_add_up_and_new_rows_are_encoded_alike(stan_backend: str) -> None:
     data, fitted = fitted_c(stan_backend)
-    predictor = cf.audit.sfm_predictor(fitted, allow=("IE", "SE"))
+    predictor = fitted.predictor(allow=("IE", "SE"))
     parts = predictor.parts()
     assert np.allclose(parts["prediction"], predictor.constant + parts["indirect"]
                        + parts["spurious"])
@@ -125,7 +126,7 @@ def test_rmse_grows_as_effects_are_removed(stan_backend: str) -> None:
     y = data["Y"].to_numpy(dtype=float)
 
     def rmse(allow: tuple[str, ...]) -> float:
-        prediction = cf.audit.sfm_predictor(fitted, allow=allow).predict()
+        prediction = fitted.predictor(allow=allow).predict()
         return float(np.sqrt(np.mean((y - prediction) ** 2)))
 
     full, some, none = rmse(("DE", "IE", "SE")), rmse(("IE",)), rmse(())
@@ -135,21 +136,21 @@ def test_rmse_grows_as_effects_are_removed(stan_backend: str) -> None:
 
 
 @pytest.mark.stan
-def test_decompose_sfm_of_the_predictions_finds_the_removed_effects_near_zero(
+def test_a_new_decomposition_of_the_predictions_finds_the_removed_effects_near_zero(
     stan_backend: str,
 ) -> None:
     """New nuisance fits on the predictions (the predictor's models are not reused): the
     removed direct and spurious effects within 3.5 posterior sds of 0."""
     data, fitted = fitted_c(stan_backend)
     scenario = SCENARIOS["c"]
-    prediction = cf.audit.sfm_predictor(fitted, allow=("IE",)).predict()
+    prediction = fitted.predictor(allow=("IE",)).predict()
     frame = data.assign(Y=prediction)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
-        again = cf.audit.decompose_sfm(frame, **scenario.roles(), family="normal",
-                                       seed=shifted(42), **FIT)
+        again = cf.audit.fit_sfm(frame, **scenario.roles(), family="normal",
+                                 seed=shifted(42), settings=SETTINGS).decompose()
     terms = _terms(again)
-    outcome = _terms(cf.audit.decompose_sfm(fitted))
+    outcome = _terms(fitted.decompose())
     for term in ("Ctf-DE", "Ctf-SE"):
         assert abs(terms.loc[term, "mean"]) <= 3.5 * terms.loc[term, "sd"], terms.loc[term]
     assert abs(terms.loc["Ctf-IE", "mean"] - outcome.loc["Ctf-IE", "mean"]) <= 3.5 * (
@@ -162,21 +163,16 @@ def test_decompose_sfm_of_the_predictions_finds_the_removed_effects_near_zero(
 def test_bad_input_is_refused(stan_backend: str) -> None:
     data, fitted = fitted_c(stan_backend)
     with pytest.raises(ValueError, match=r"allow names \['XE'\]"):
-        cf.audit.sfm_predictor(fitted, allow=("IE", "XE"))
+        fitted.predictor(allow=("IE", "XE"))
     with pytest.raises(ValueError, match="twice"):
-        cf.audit.sfm_predictor(fitted, allow=("IE", "IE"))
-    with pytest.raises(TypeError, match="SFMFit"):
-        cf.audit.sfm_predictor(data, allow="IE")  # type: ignore[arg-type]
-    predictor = cf.audit.sfm_predictor(fitted, allow="IE")
+        fitted.predictor(allow=("IE", "IE"))
+    predictor = fitted.predictor(allow="IE")
     with pytest.raises(errors.DataError, match="no column 'W'"):
         predictor.predict(data.drop(columns="W"))
     with pytest.raises(errors.DataError, match="column 'X' has level '2'"):
         predictor.predict(data.assign(X=np.where(np.arange(len(data)) == 3, "2", data["X"])))
     with pytest.raises(errors.DataError, match="column 'Z' has missing values"):
         predictor.predict(data.assign(Z=np.where(np.arange(len(data)) == 3, np.nan, data["Z"])))
-    # the fit's roles and options are the fit's: given again, refused by name
-    with pytest.raises(TypeError, match=r"\['outcome', 'seed'\]"):
-        cf.audit.decompose_sfm(fitted, outcome="Y", seed=1)  # literal seed: refused, never used
 
 
 @pytest.mark.stan
@@ -188,7 +184,7 @@ def test_a_new_category_level_is_refused_by_name(stan_backend: str) -> None:
     roles = {**scenario.roles(), "confounders": ["Z", "region"]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cf.errors.ConvergenceWarning)
-        fitted = cf.audit.fit_sfm(data, **roles, seed=seed, **FIT)
-    predictor = cf.audit.sfm_predictor(fitted)
+        fitted = cf.audit.fit_sfm(data, **roles, seed=seed, settings=SETTINGS)
+    predictor = fitted.predictor()
     with pytest.raises(errors.DataError, match="column 'region' has level 'east'"):
         predictor.predict(data.assign(region="east"))

@@ -1,4 +1,4 @@
-"""``counterfair.audit.split_sfm``: the spurious effect split by confounder and the
+"""``SFMFit.split`` (counterfair.audit.sfm_split): the spurious effect split by confounder and the
 indirect effect by mediator, against the closed forms of a simulated chain.
 
 * **Truth** (no Stan): the chain's closed-form parts (``tests/_sfm.Chain``) agree with a
@@ -6,7 +6,7 @@ indirect effect by mediator, against the closed forms of a simulated chain.
 * **Truth** (``stan``, one fit of 3,000 rows): every part within ``K_SD`` posterior sds of
   its closed form; the projection's and the reweighting's ``E[y_{x1} | x0]`` agree.
 * **Mechanics** (``stan``, the same fit): the parts add up to the decomposition's effects
-  in every draw, and that decomposition is ``decompose_sfm``'s of the same fit; nothing
+  in every draw, and that decomposition is ``SFMFit.decompose``'s of the same fit; nothing
   depends on ``chunk_rows``; another order gives other parts and the same sums.
 * **Bad input**: each mistake in the groups raises, naming the column.
 """
@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from _seeds import shifted
 from _sfm import Chain
-from test_sfm import FIT, K_SD, RECORDED
+from test_sfm import K_SD, N_SAMPLES, RECORDED, SETTINGS
 
 import counterfair as cf
 from counterfair.stan.backend import resolve_backend_name
@@ -31,8 +31,7 @@ ROWS = 3000
 
 PARTS = ["Ctf-SE[Z1]", "Ctf-SE[Z2]", "Ctf-IE[W1]", "Ctf-IE[W2]"]
 ORDER = {"confounders": ["Z1", "Z2"], "mediators": ["W1", "W2"]}
-SAMPLES = {k: v for k, v in FIT.items() if k == "n_samples"}
-FIT_ONLY = {k: v for k, v in FIT.items() if k != "n_samples"}
+SAMPLES = {"n_samples": N_SAMPLES}
 
 
 @functools.cache
@@ -42,7 +41,7 @@ def _chain_fit(backend: str) -> cf.audit.sfm_fit.SFMFit:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RECORDED)  # short chains; the spline columns
         return cf.audit.fit_sfm(chain.data(ROWS, seed=seed), **chain.roles(), seed=seed,
-                                **FIT_ONLY)
+                                settings=SETTINGS)
 
 
 def chain_fit() -> cf.audit.sfm_fit.SFMFit:
@@ -51,7 +50,7 @@ def chain_fit() -> cf.audit.sfm_fit.SFMFit:
 
 @functools.cache
 def chain_split() -> cf.audit.split_result.EffectSplit:
-    return cf.audit.split_sfm(chain_fit(), **ORDER, **SAMPLES)  # type: ignore[arg-type]
+    return chain_fit().split(**ORDER, **SAMPLES)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------- the truth
@@ -85,10 +84,10 @@ def test_parts_match_the_closed_forms() -> None:
 
 # ---------------------------------------------------------------------- mechanics
 @pytest.mark.stan
-def test_parts_add_up_to_decompose_sfm_in_every_draw() -> None:
+def test_parts_add_up_to_the_decomposition_in_every_draw() -> None:
     split = chain_split()
     assert (split.identity_residuals() < 1e-9).all(), split.identity_residuals()
-    alone = cf.audit.decompose_sfm(chain_fit(), **SAMPLES)
+    alone = chain_fit().decompose(**SAMPLES)
     pd.testing.assert_frame_equal(split.decomposition.draws, alone.draws, rtol=0, atol=1e-12)
     assert list(split.draws.columns) == PARTS
     assert list(split.table.columns) == list(cf.audit.split_result.SPLIT_COLUMNS)
@@ -97,7 +96,7 @@ def test_parts_add_up_to_decompose_sfm_in_every_draw() -> None:
 
 @pytest.mark.stan
 def test_parts_do_not_depend_on_chunk_rows() -> None:
-    other = cf.audit.split_sfm(chain_fit(), **ORDER, **SAMPLES, chunk_rows=337)  # type: ignore[arg-type]
+    other = chain_fit().split(**ORDER, **SAMPLES, chunk_rows=337)  # type: ignore[arg-type]
     np.testing.assert_allclose(other.draws.to_numpy(), chain_split().draws.to_numpy(),
                                rtol=0, atol=1e-9)
 
@@ -105,8 +104,7 @@ def test_parts_do_not_depend_on_chunk_rows() -> None:
 @pytest.mark.stan
 def test_another_order_gives_other_parts_and_the_same_sums() -> None:
     """Moving Z2 before Z1 (and W2 before W1) changes the attribution, not the effects."""
-    reverse = cf.audit.split_sfm(chain_fit(), confounders=["Z2", "Z1"],
-                                 mediators=["W2", "W1"], **SAMPLES)
+    reverse = chain_fit().split(confounders=["Z2", "Z1"], mediators=["W2", "W1"], **SAMPLES)
     forward = chain_split()
     for effect in ("Ctf-SE", "Ctf-IE"):
         cols = [c for c in forward.draws.columns if c.startswith(effect)]
@@ -119,7 +117,7 @@ def test_another_order_gives_other_parts_and_the_same_sums() -> None:
 
 @pytest.mark.stan
 def test_one_effect_alone() -> None:
-    split = cf.audit.split_sfm(chain_fit(), mediators=[["W1"], ["W2"]], **SAMPLES)
+    split = chain_fit().split(mediators=[["W1"], ["W2"]], **SAMPLES)
     assert list(split.order) == ["Ctf-IE"]
     np.testing.assert_allclose(split.draws.to_numpy(),
                                chain_split().draws[["Ctf-IE[W1]", "Ctf-IE[W2]"]].to_numpy(),
@@ -142,16 +140,11 @@ def test_one_effect_alone() -> None:
 )
 def test_bad_groups_name_the_column(groups: dict, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
-        cf.audit.split_sfm(chain_fit(), **groups)
-
-
-def test_split_needs_a_fit() -> None:
-    with pytest.raises(TypeError, match="SFMFit"):
-        cf.audit.split_sfm(pd.DataFrame({"a": [1]}), confounders=["a"])  # type: ignore[arg-type]
+        chain_fit().split(**groups)
 
 
 def test_no_confounder_no_spurious_split() -> None:
-    """A fit without confounders has nothing spurious to split (the check ``split_sfm``
+    """A fit without confounders has nothing spurious to split (the check ``SFMFit.split``
     and the command line run before anything else)."""
     from counterfair.audit.sfm_split import check_groups
 

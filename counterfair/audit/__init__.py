@@ -20,13 +20,14 @@
   indirect and spurious effects, x-specific and general (Plečko and Bareinboim), with
   posterior intervals (:class:`Decomposition`); its sampling is one
   :class:`DecompositionSettings`.
-* :func:`decompose_sfm` -- the same terms from the Standard Fairness Model's roles alone
+* :func:`fit_sfm` -- the same terms from the Standard Fairness Model's roles alone
   (no SCM, no mechanism for any mediator): the outcome's and the attribute's
-  regressions fitted in Stan (:func:`fit_sfm`, once for every use), a Bayesian
-  bootstrap of the rows; :func:`split_sfm` splits its spurious effect by confounder and
-  its indirect effect by mediator (:class:`EffectSplit`); :func:`sfm_predictor` builds
-  on the same fits a prediction fair by business necessity (it carries only the effects
-  the user allows).
+  regressions fitted in Stan once (as its :class:`SFMSettings` say), and the
+  :class:`~counterfair.audit.sfm_fit.SFMFit` it returns decomposes the gap with a
+  Bayesian bootstrap of the rows (``.decompose()``), splits its spurious effect by
+  confounder and its indirect effect by mediator (``.split()``, an
+  :class:`EffectSplit`) and builds on the same fits a prediction fair by business
+  necessity (``.predictor()``: it carries only the effects the user allows).
 * :func:`flip_counterfactual`, :func:`consistency` (its interval:
   ``individual.consistency_interval``),
   :func:`generalized_entropy_index` --
@@ -63,10 +64,7 @@ from .group_audit import GroupAudit
 from .individual import consistency, flip_counterfactual, generalized_entropy_index
 from .monitors import GroupSpec, monitor_disparate_impact, perturbation_check
 from .report import write_report
-from .sfm import decompose_sfm
-from .sfm_fit import fit_sfm
-from .sfm_predictor import sfm_predictor
-from .sfm_split import split_sfm
+from .sfm_fit import SFMSettings, fit_sfm
 from .slices import compare_slices
 from .subpopulations import SubpopulationSettings, find_subpopulations
 
@@ -75,12 +73,12 @@ __all__ = [
     "DecompositionSettings",
     "GroupAudit",
     "GroupSpec",
+    "SFMSettings",
     "SubpopulationSettings",
     "compare_slices",
     "consistency",
     "counterfactual_fairness",
     "decompose",
-    "decompose_sfm",
     "dependence_measures",
     "find_subpopulations",
     "fit_sfm",
@@ -88,8 +86,6 @@ __all__ = [
     "generalized_entropy_index",
     "monitor_disparate_impact",
     "perturbation_check",
-    "sfm_predictor",
     "shap_disparity",
-    "split_sfm",
     "write_report",
 ]

@@ -1,9 +1,10 @@
 """The decomposition of a gap from the Standard Fairness Model's roles alone.
 
-:func:`decompose_sfm` splits ``TV = E[y | x1] - E[y | x0]`` into the same direct,
-indirect and spurious terms as :func:`counterfair.audit.decompose`, in both forms, but
-needs no SCM and no mechanism for any mediator: the user names ``X``, ``x0``, ``x1``,
-the confounders ``Z``, the mediators ``W`` and the outcome ``Y``, and the terms are
+:meth:`~counterfair.audit.sfm_fit.SFMFit.decompose` (of :func:`~counterfair.audit.fit_sfm`)
+splits ``TV = E[y | x1] - E[y | x0]`` into the same direct, indirect and spurious terms
+as :func:`counterfair.audit.decompose`, in both forms, but needs no SCM and no mechanism
+for any mediator: the user names ``X``, ``x0``, ``x1``, the confounders ``Z``, the
+mediators ``W`` and the outcome ``Y``, and the terms are
 identified under the Standard Fairness Model (Plečko and Bareinboim, *Causal Fairness
 Analysis*, 2024, Theorem 4.6 and its general-form counterpart) from
 
@@ -46,9 +47,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -56,27 +57,28 @@ import pandas as pd
 from counterfair.rng import RowRandom
 
 from .decomposition_result import DECOMPOSITION_TERMS, Decomposition, table_of
-from .sfm_fit import FIT_DEFAULTS, METHODS, SFMFit, check_fit_options, fit_sfm
 from .sfm_models import NuisanceModel, SFMFrame
 
+if TYPE_CHECKING:  # SFMFit's methods call this module
+    from .sfm_fit import SFMFit
+
 __all__ = [
-    "METHODS",
     "ROW_WEIGHTS",
     "Sums",
     "add_sums",
     "check_options",
     "chunk_means",
-    "decompose_sfm",
+    "decompose_fit",
     "decomposition_of",
     "evaluate",
-    "fit_sfm",
     "row_weights",
     "sample_params",
     "terms_of",
 ]
 
 ROW_WEIGHTS = ("bayesian_bootstrap", "fixed")
-"""What the rows' weights are (``rows=`` of :func:`decompose_sfm`)."""
+"""What the rows' weights are (``rows=`` of
+:meth:`~counterfair.audit.sfm_fit.SFMFit.decompose`)."""
 
 PROPENSITY_FLOOR = 0.01
 """``pi(z)`` is kept within ``[floor, 1 - floor]`` (trimmed weights, a common choice);
@@ -121,7 +123,8 @@ def _draw_indices(model: NuisanceModel, n_samples: int) -> np.ndarray:
     if total < n_samples:
         raise ValueError(
             f"the {model.name} model has {total} posterior draws, fewer than n_samples="
-            f"{n_samples}: ask for more draws (draws= per chain) or fewer samples"
+            f"{n_samples}: ask for more draws (SFMSettings(draws=) per chain) or fewer "
+            "samples"
         )
     return np.unique(np.linspace(0, total - 1, n_samples).round().astype(int))
 
@@ -226,146 +229,12 @@ def terms_of(sums: Sums, confounded: bool) -> dict[str, np.ndarray]:
     }
 
 
-def decompose_sfm(
-    data: pd.DataFrame | SFMFit,
-    *,
-    attribute: str | None = None,
-    x0: object = None,
-    x1: object = None,
-    outcome: str | None = None,
-    confounders: str | Sequence[str] | None = None,
-    mediators: str | Sequence[str] | None = None,
-    categorical: str | Sequence[str] | None = None,
-    family: str | None = None,
-    n_samples: int = 200,
-    interval: float = 0.9,
-    rows: str = "bayesian_bootstrap",
-    seed: int | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    draws: int | None = None,
-    chunk_rows: int = 20_000,
-    groups: str | None = None,
-    fit_rows: int | None = None,
-    method: str | None = None,
-    progress: bool | None = None,
-    **sampler_args: Any,
+def decompose_fit(
+    fitted: SFMFit, *, n_samples: int, interval: float, rows: str, chunk_rows: int
 ) -> Decomposition:
-    """Decompose a gap from the Standard Fairness Model's roles, with no SCM.
-
-    The user names the protected attribute ``X`` and its levels, the confounders ``Z``,
-    the mediators ``W`` and the outcome ``Y``; the outcome's regression on ``X``, ``Z``
-    and ``W`` (``X`` interacting with the rest) and the attribute's regression on ``Z``
-    are fitted by NUTS in Stan (:func:`~counterfair.audit.fit_sfm`), and every term of
-    :func:`~counterfair.audit.decompose` is computed from them, draw by draw
-    (:mod:`counterfair.audit.sfm`). Given an :class:`~counterfair.audit.sfm_fit.SFMFit`
-    instead of rows, it decomposes those fits (and the roles and fit options must not
-    be given again).
-
-    Parameters
-    ----------
-    data : pandas.DataFrame or SFMFit
-        The rows (rows whose ``X`` is neither ``x0`` nor ``x1`` are left out, and a
-        note counts them), or the fit of :func:`~counterfair.audit.fit_sfm`.
-    attribute : str
-        ``X``.
-    x0, x1 : object
-        The two levels compared (``TV = E[y | x1] - E[y | x0]``); compared as strings.
-    outcome : str
-        ``Y``: a number, a count or a two-valued column.
-    confounders, mediators : str or sequence of str
-        ``Z`` and ``W`` (either may be empty).
-    categorical : str or sequence of str, optional
-        Numeric covariates to treat as categories (codes). Non-numeric columns are
-        categories anyway; a category with more than
-        :data:`~counterfair.audit.sfm_roles.GROUP_LEVELS` levels is a partially pooled
-        group effect.
-    family : {"normal", "negative_binomial", "poisson", "bernoulli"}, optional
-        The outcome's family. Default: chosen from the column (two values: Bernoulli;
-        an overdispersed non-negative whole number: negative binomial with a log link;
-        a count: Poisson; else Normal); the choice and its reason are in the notes.
-    n_samples : int
-        Draws of the terms (each a posterior draw of every model and a weight vector).
-    interval : float
-        Mass of the equal-tailed intervals.
-    rows : {"bayesian_bootstrap", "fixed"}
-        The rows' weights: a flat Dirichlet per draw (intervals carry the sampling of
-        the rows) or all 1 (the models' uncertainty only; TV is the raw gap exactly).
-    seed : int
-        Seed of the fits and of the weights (default 0).
-    chains, warmup, draws : int
-        NUTS settings of each nuisance fit (``draws`` per chain; at least
-        ``n_samples`` draws in all; the default 2, 300 and 300 gives each of the 200
-        samples its own posterior draw).
-    chunk_rows : int
-        Rows evaluated at a time (memory ``~ 8 * n_samples * chunk_rows`` bytes per
-        array); the result does not depend on it.
-    groups : {"encoded", "pooled"}
-        How a grouping covariate enters a model (:mod:`counterfair.audit.sfm_models`):
-        its cross-fitted empirical-Bayes means over both levels' rows with one weight
-        (default), or partially pooled intercepts in Stan shared by both levels of X
-        (slow for many levels: see there).
-    fit_rows : int, optional
-        Fit each nuisance model on at most this many of its rows (a seeded random
-        subsample; the posterior is then that of the subsample, wider than all the
-        rows'), while every row is still evaluated and weighted. Default: all the rows.
-    method : {"nuts", "pathfinder"}
-        How the nuisance models are fitted (Pathfinder's draws are approximate; the
-        notes say so).
-    progress : bool, optional
-        The sampler's progress bars.
-    **sampler_args
-        Passed to every :meth:`~counterfair.SCM.fit` (``adapt_delta``, ``backend``, ...).
-
-    Returns
-    -------
-    Decomposition
-        The terms' draws and table; its notes say the outcome's family and why, the
-        estimator, the rows' weights and each nuisance fit's diagnostics.
-
-    Raises
-    ------
-    DataError
-        Naming the column: a column in two roles, a role naming no column, ``X`` with
-        one level, ``x0`` equal to ``x1``, a constant mediator, missing values.
-    ValueError
-        An option out of range.
-    """
+    """:meth:`SFMFit.decompose <counterfair.audit.sfm_fit.SFMFit.decompose>`: the options
+    checked, then every term from the fits."""
     check_options(n_samples, interval, rows, chunk_rows)
-    roles_given = {
-        "attribute": attribute, "x0": x0, "x1": x1, "outcome": outcome,
-        "confounders": confounders, "mediators": mediators,
-    }
-    fit_given = {
-        "categorical": categorical, "family": family, "seed": seed, "chains": chains,
-        "warmup": warmup, "draws": draws, "groups": groups, "fit_rows": fit_rows,
-        "method": method, "progress": progress,
-    }
-    if isinstance(data, SFMFit):
-        given = [k for k, v in {**roles_given, **fit_given}.items() if v is not None]
-        given += sorted(sampler_args)
-        if given:
-            raise TypeError(
-                f"decompose_sfm was given a fitted SFMFit and also {given}: the roles and "
-                "the fit's options are the fit's (fit_sfm); pass the data instead to fit "
-                "anew"
-            )
-        fitted = data
-    else:
-        missing = [k for k in ("attribute", "x0", "x1", "outcome") if roles_given[k] is None]
-        if missing:
-            raise TypeError(f"decompose_sfm of a data frame needs {missing}")
-        options = {**FIT_DEFAULTS, **{k: v for k, v in fit_given.items() if v is not None},
-                   **sampler_args}
-        check_fit_options(method=options["method"], groups=options["groups"],
-                          fit_rows=options["fit_rows"], chains=options["chains"],
-                          draws=options["draws"])
-        if options["chains"] * options["draws"] < n_samples:
-            raise ValueError(
-                f"chains * draws = {options['chains'] * options['draws']} posterior draws "
-                f"per model, fewer than n_samples={n_samples}"
-            )
-        fitted = fit_sfm(data, **roles_given, **options)  # type: ignore[arg-type]
     return _decompose(fitted, n_samples=n_samples, interval=float(interval), rows=rows,
                       chunk_rows=chunk_rows)
 
@@ -405,7 +274,7 @@ def evaluate(
         if also is not None:
             also(part, mu0, mu1, pi, omega)
     _log.info(
-        "decompose_sfm: models fitted in %.1f s, %d rows x %d draws evaluated in %.1f s",
+        "SFM decomposition: models fitted in %.1f s, %d rows x %d draws evaluated in %.1f s",
         fitted.seconds, n, n_used, time.perf_counter() - started,
     )
     return sums

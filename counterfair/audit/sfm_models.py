@@ -134,7 +134,7 @@ def _q_names(count: int, taken: set[str]) -> list[str]:
 
 
 GROUPINGS = ("encoded", "pooled")
-"""How a grouping covariate enters (``groups=`` of :func:`~counterfair.audit.decompose_sfm`;
+"""How a grouping covariate enters (``groups=`` of :class:`~counterfair.audit.SFMSettings`;
 the first is the default)."""
 
 INTERACTION_SD = 0.5

@@ -2,16 +2,17 @@
 
 The user says which of the x-specific effects a prediction may carry (``allow``: any of
 ``"DE"``, ``"IE"``, ``"SE"``; faircause's "business necessity" set) and
-:func:`sfm_predictor` removes the others. With the outcome model's posterior mean
-``mu_x(z, w)`` (:mod:`counterfair.audit.sfm_models`) and ``m(z)``, the least-squares
-regression of ``mu_1(z, W)`` on the confounders' columns over the rows of ``x1`` (an
-estimate of ``E[mu_1(z, W) | x1, z]``), the outcome model splits into three parts::
+:meth:`SFMFit.predictor <counterfair.audit.sfm_fit.SFMFit.predictor>` removes the
+others. With the outcome model's posterior mean ``mu_x(z, w)``
+(:mod:`counterfair.audit.sfm_models`) and ``m(z)``, the least-squares regression of
+``mu_1(z, W)`` on the confounders' columns over the rows of ``x1`` (an estimate of
+``E[mu_1(z, W) | x1, z]``), the outcome model splits into three parts::
 
     mu_x(z, w) = [mu_x(z, w) - mu_1(z, w)] + [mu_1(z, w) - m(z)] + m(z)
                  direct part  A             indirect part  B        spurious part  C
 
 and each part carries exactly one of the x-specific effects of
-:func:`~counterfair.audit.decompose_sfm`, in the population:
+:meth:`~counterfair.audit.sfm_fit.SFMFit.decompose`, in the population:
 
 * ``A`` is 0 for ``X = x1``, so its indirect and spurious effects (which compare
   ``X = x1`` worlds) are 0, and its direct effect is ``E[mu_1 - mu_0 | x0]``, the
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -47,10 +49,12 @@ from counterfair.errors import DataError
 from .decomposition_result import DECOMPOSITION_TERMS, Decomposition, table_of
 from .sfm import ROW_WEIGHTS, Sums, add_sums, row_weights, terms_of
 from .sfm_columns import covariate_columns, level_means_of_y
-from .sfm_fit import SFMFit
 from .sfm_models import SFMFrame
 
-__all__ = ["EFFECTS", "SFMPredictor", "sfm_predictor"]
+if TYPE_CHECKING:  # SFMFit's methods call this module
+    from .sfm_fit import SFMFit
+
+__all__ = ["EFFECTS", "SFMPredictor", "predictor_of"]
 
 EFFECTS = ("DE", "IE", "SE")
 """The x-specific effects a prediction may be allowed to carry (``allow=``)."""
@@ -62,9 +66,10 @@ _PARTS = {"DE": "direct", "IE": "indirect", "SE": "spurious"}
 class SFMPredictor:
     """A prediction of the outcome that carries only the allowed x-specific effects.
 
-    Build it with :func:`sfm_predictor`. :meth:`predict` gives the prediction for any
-    rows with the attribute, the confounders and the mediators; :meth:`parts` its three
-    parts; :meth:`decompose` its own decomposition.
+    Build it with :meth:`SFMFit.predictor <counterfair.audit.sfm_fit.SFMFit.predictor>`.
+    :meth:`predict` gives the prediction for any rows with the attribute, the
+    confounders and the mediators; :meth:`parts` its three parts; :meth:`decompose` its
+    own decomposition.
 
     Attributes
     ----------
@@ -123,7 +128,8 @@ class SFMPredictor:
 
         The prediction is a known function of ``x``, ``z`` and ``w``, so its regression
         on them is itself; each draw pairs a posterior draw of the attribute model with
-        a weight vector over the rows (as :func:`~counterfair.audit.decompose_sfm`).
+        a weight vector over the rows (as
+        :meth:`~counterfair.audit.sfm_fit.SFMFit.decompose`).
         """
         if rows not in ROW_WEIGHTS:
             raise ValueError(f"rows must be one of {ROW_WEIGHTS}, got {rows!r}")
@@ -173,33 +179,11 @@ class SFMPredictor:
         )
 
 
-def sfm_predictor(
-    fitted: SFMFit, *, allow: str | Sequence[str] = ("IE",), n_draws: int = 200
+def predictor_of(
+    fitted: SFMFit, *, allow: str | Sequence[str], n_draws: int
 ) -> SFMPredictor:
-    """A prediction of the outcome that carries only the ``allow``-ed x-specific effects.
-
-    Parameters
-    ----------
-    fitted : SFMFit
-        The nuisance models (:func:`~counterfair.audit.fit_sfm`).
-    allow : str or sequence of {"DE", "IE", "SE"}
-        The effects the prediction may carry (the business necessity set); the others
-        are removed (:mod:`counterfair.audit.sfm_predictor` says how). Default: the
-        indirect effect only.
-    n_draws : int
-        Posterior draws of the outcome model averaged into its mean.
-
-    Returns
-    -------
-    SFMPredictor
-
-    Raises
-    ------
-    ValueError
-        An effect not in :data:`EFFECTS`, or named twice.
-    """
-    if not isinstance(fitted, SFMFit):
-        raise TypeError(f"sfm_predictor needs the SFMFit of fit_sfm, got {type(fitted).__name__}")
+    """:meth:`SFMFit.predictor <counterfair.audit.sfm_fit.SFMFit.predictor>`: the allowed
+    effects checked, then ``m(z)`` and the constant fitted."""
     chosen = (allow,) if isinstance(allow, str) else tuple(allow)
     unknown = [e for e in chosen if e not in EFFECTS]
     if unknown:

@@ -39,7 +39,7 @@ SMOOTH_VALUES = 10
 on top of its straight line (fewer values: the straight line only)."""
 
 OUTCOME_FAMILIES = ("normal", "negative_binomial", "poisson", "bernoulli")
-"""The families an outcome may take (``family=`` of :func:`~counterfair.audit.decompose_sfm`)."""
+"""The families an outcome may take (``family=`` of :func:`~counterfair.audit.fit_sfm`)."""
 
 
 @dataclass(frozen=True)

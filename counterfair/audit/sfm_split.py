@@ -1,12 +1,13 @@
 """Past the Standard Fairness Model: the spurious effect split by confounder, the indirect
 effect split by mediator.
 
-:func:`split_sfm` takes the nuisance models of :func:`~counterfair.audit.fit_sfm` and
-splits two of the x-specific terms of :func:`~counterfair.audit.decompose_sfm` into
-parts, one per group of covariates, in an order the user gives (Plečko and Bareinboim,
-*Causal Fairness Analysis*, 2024, the decompositions beyond the SFM; faircause's
-COMPAS example splits the spurious effect between sex and age, and the indirect effect
-between juvenile and prior counts and the charge degree).
+:meth:`SFMFit.split <counterfair.audit.sfm_fit.SFMFit.split>` takes the nuisance models
+of :func:`~counterfair.audit.fit_sfm` and splits two of the x-specific terms of
+:meth:`~counterfair.audit.sfm_fit.SFMFit.decompose` into parts, one per group of
+covariates, in an order the user gives (Plečko and Bareinboim, *Causal Fairness
+Analysis*, 2024, the decompositions beyond the SFM; faircause's COMPAS example splits the
+spurious effect between sex and age, and the indirect effect between juvenile and prior
+counts and the charge degree).
 
 The spurious effect, ``Ctf-SE = E[y_{x1} | x0] - E[y_{x1} | x1]``, moves the
 confounders' distribution from that of ``x1`` to that of ``x0`` while ``X`` stays at
@@ -56,18 +57,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from .sfm import check_options, decomposition_of, evaluate, terms_of
 from .sfm_columns import covariate_columns, level_means_of_y
-from .sfm_fit import SFMFit
 from .split_result import EffectSplit, split_table
 
-__all__ = ["check_groups", "split_sfm"]
+if TYPE_CHECKING:  # SFMFit's methods call this module
+    from .sfm_fit import SFMFit
+
+__all__ = ["Groups", "check_groups", "split_fit"]
 
 Groups = Sequence[str | Sequence[str]]
+"""The ordered groups of a split: each entry a column or a sequence of columns."""
 
 
 @dataclass
@@ -148,47 +153,20 @@ def check_groups(
     return groups
 
 
-def split_sfm(
+def split_fit(
     fitted: SFMFit,
     *,
-    confounders: Groups | None = None,
-    mediators: Groups | None = None,
-    n_samples: int = 200,
-    interval: float = 0.9,
-    rows: str = "bayesian_bootstrap",
-    chunk_rows: int = 20_000,
+    confounders: Groups | None,
+    mediators: Groups | None,
+    n_samples: int,
+    interval: float,
+    rows: str,
+    chunk_rows: int,
 ) -> EffectSplit:
-    """Split the spurious effect by confounder and the indirect effect by mediator.
-
-    Parameters
-    ----------
-    fitted : SFMFit
-        The nuisance models (:func:`~counterfair.audit.fit_sfm`).
-    confounders, mediators : sequence of str or of sequences of str, optional
-        The ordered groups of the fit's confounders (splitting Ctf-SE) and of its
-        mediators (splitting Ctf-IE): each entry a column or a list of columns, every
-        one of the role's columns in exactly one group, at least two groups; the
-        earliest group first (causal order: :mod:`counterfair.audit.sfm_split` says why
-        it matters). At least one of the two.
-    n_samples, interval, rows, chunk_rows
-        As :func:`~counterfair.audit.decompose_sfm`'s; the decomposition the parts add
-        up to is the one it gives for the same fit and options, draw for draw.
-
-    Returns
-    -------
-    EffectSplit
-        The parts' table and draws, the decomposition, and notes on the assumptions.
-
-    Raises
-    ------
-    ValueError
-        A group naming a column not in the role, a column named twice or left out, one
-        group only, or a split of a role the fit does not have.
-    """
-    if not isinstance(fitted, SFMFit):
-        raise TypeError(f"split_sfm needs the SFMFit of fit_sfm, got {type(fitted).__name__}")
+    """:meth:`SFMFit.split <counterfair.audit.sfm_fit.SFMFit.split>`: the groups and
+    options checked, then the parts of each split and the decomposition they add up to."""
     if confounders is None and mediators is None:
-        raise TypeError("split_sfm needs confounders= or mediators= (the ordered groups)")
+        raise TypeError("SFMFit.split needs confounders= or mediators= (the ordered groups)")
     check_options(n_samples, interval, rows, chunk_rows)
     roles, encoded = fitted.roles, fitted.encoded
     order: dict[str, tuple[tuple[str, ...], ...]] = {}

@@ -1,7 +1,7 @@
 """The result of splitting a decomposition's effects by groups of covariates.
 
 :class:`EffectSplit` holds the parts of the spurious effect by confounder and of the
-indirect effect by mediator (:func:`counterfair.audit.split_sfm` computes them), each
+indirect effect by mediator (:meth:`counterfair.audit.sfm_fit.SFMFit.split` computes them), each
 part's posterior draws and their summary, and the decomposition they add up to.
 """
 

@@ -18,7 +18,7 @@
 * ``counterfair decompose --data census.csv --attribute sex --x0 male --x1 female
   --outcome salary --confounders age,race --mediators marital,occupation --out
   table.csv`` -- the same terms from the Standard Fairness Model's roles alone, with no
-  SCM file and no run folder (:func:`counterfair.audit.decompose_sfm`).
+  SCM file and no run folder (:func:`counterfair.audit.fit_sfm`).
 
 Exit codes: 0 success; 2 bad input (a missing or invalid file, an unknown node or
 column, an output that exists without ``--force``), with a one-line message on
@@ -941,9 +941,10 @@ SFM_ROW_WEIGHTS = ("bayesian_bootstrap", "fixed")
 SFM_GROUPINGS = ("encoded", "pooled")
 """``--groups`` with ``--data`` (:data:`counterfair.audit.sfm_models.GROUPINGS`)."""
 SFM_METHODS = ("nuts", "pathfinder")
-"""``--method`` with ``--data`` (:data:`counterfair.audit.sfm.METHODS`)."""
+"""``--method`` with ``--data`` (:data:`counterfair.audit.sfm_fit.METHODS`)."""
 SFM_DEFAULTS = {"chains": 2, "warmup": 300, "draws": 300}
-"""The nuisance fits' NUTS settings with ``--data`` (those of :func:`decompose_sfm`)."""
+"""The nuisance fits' NUTS settings with ``--data`` (the defaults of
+:class:`~counterfair.audit.SFMSettings`)."""
 
 
 def add_decompose_parser(sub: Any) -> None:
@@ -1276,7 +1277,7 @@ def _columns(value: str) -> list[str]:
 
 def run_decompose_sfm(args: argparse.Namespace) -> int:
     """``counterfair decompose --data CSV ...``: the decomposition from the Standard
-    Fairness Model's roles (:func:`counterfair.audit.decompose_sfm`), written as CSV, its
+    Fairness Model's roles (:func:`counterfair.audit.fit_sfm`), written as CSV, its
     summary and notes printed.
 
     The options and ``--out`` are checked before the data are read; the roles are checked
@@ -1322,29 +1323,30 @@ def run_decompose_sfm(args: argparse.Namespace) -> int:
             raise CommandError(f"{option} {target} is the --data file: write it elsewhere")
     with _stage("read the data"):
         data = read_csv(args.data, "data", nrows=args.nrows)
-    from counterfair.audit.sfm import decompose_sfm
-    from counterfair.audit.sfm_fit import fit_sfm
-    from counterfair.audit.sfm_split import split_sfm
+    from counterfair.audit.sfm_fit import SFMSettings, fit_sfm
 
     rows = args.rows or SFM_ROW_WEIGHTS[0]
     roles = {
         "attribute": args.attribute, "x0": args.x0, "x1": args.x1, "outcome": args.outcome,
         "confounders": _columns(args.confounders), "mediators": _columns(args.mediators),
         "categorical": _columns(args.categorical or ""), "family": args.family,
-        "groups": args.groups or SFM_GROUPINGS[0], "method": args.method or SFM_METHODS[0],
-        "seed": args.seed, "progress": False, **settings,
+        "seed": args.seed,
     }
     measure = {"n_samples": args.n_samples, "interval": args.interval, "rows": rows}
     try:
+        fit_settings = SFMSettings(
+            groups=args.groups or SFM_GROUPINGS[0], method=args.method or SFM_METHODS[0],
+            chains=settings["chains"], warmup=settings["warmup"], draws=settings["draws"],
+            progress=False,
+        )
         with _stage(f"decompose ({len(data):,} rows, {settings['chains']} chain(s) per fit)"):
+            fitted = fit_sfm(data, **roles, settings=fit_settings)
             if split:
-                parts = split_sfm(
-                    fit_sfm(data, **roles), confounders=split.get("confounders"),
-                    mediators=split.get("mediators"), **measure,
-                )
+                parts = fitted.split(confounders=split.get("confounders"),
+                                     mediators=split.get("mediators"), **measure)
                 result = parts.decomposition
             else:
-                result = decompose_sfm(data, **roles, **measure)
+                result = fitted.decompose(**measure)
     except errors.DataError:
         raise  # naming the column: printed by guarded
     except (ValueError, TypeError) as error:
