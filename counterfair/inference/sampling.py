@@ -238,11 +238,7 @@ def fit_scm(
         stan_data,
         start,
         backend,
-        chains=chains,
-        warmup=warmup,
-        draws=draws,
-        seed=seed,
-        progress=progress,
+        budget=_Budget(chains=chains, warmup=warmup, draws=draws, seed=seed, progress=progress),
         sampler_args=sampler_args,
         integrate=integrate,
         holes=holes,
@@ -438,6 +434,17 @@ def _pathfinder_fit(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class _Budget:
+    """The NUTS run's size and seed, as :func:`fit_scm` resolved them."""
+
+    chains: int
+    warmup: int
+    draws: int
+    seed: int | None
+    progress: bool | None
+
+
 def _sample(
     scm: SCM,
     rows: Rows,
@@ -445,16 +452,13 @@ def _sample(
     start: WarmStart | LaplaceStart | None,
     backend: str,
     *,
-    chains: int,
-    warmup: int,
-    draws: int,
-    seed: int | None,
-    progress: bool | None,
+    budget: _Budget,
     sampler_args: dict[str, Any],
     integrate: tuple[str, ...] = (),
     holes: dict[str, str] | None = None,
 ) -> SamplerRun:
     """NUTS on the fit program, from the latents' inits and the warm start if any."""
+    chains, warmup, draws, seed = budget.chains, budget.warmup, budget.draws, budget.seed
     burn = 0
     if isinstance(start, LaplaceStart):
         if "metric" in sampler_args and sampler_args["metric"] != "dense_e":
@@ -488,7 +492,7 @@ def _sample(
         warmup=warmup,
         draws=draws + burn,
         seed=seed,
-        progress=progress_enabled(progress),  # never a bar in a log file, a pipe or CI
+        progress=progress_enabled(budget.progress),  # never a bar in a log file, a pipe or CI
         coords=coords,
         dims=dims,
         **sampler_args,
