@@ -283,7 +283,8 @@ def both(
     started = time.perf_counter()
     fit = _recorded(scm.fit, data, seed=seed, **FIT)
     fitted = time.perf_counter()
-    by_scm = _recorded(cf.audit.decompose, fit, data, n_samples=N_SAMPLES, seed=seed, **roles)
+    by_scm = _recorded(cf.audit.decompose, fit, data, **roles,
+                       settings=cf.audit.DecompositionSettings(n_samples=N_SAMPLES, seed=seed))
     scm_done = time.perf_counter()
     by_sfm = _recorded(
         lambda: cf.audit.fit_sfm(data, **roles, seed=seed, settings=cf.audit.SFMSettings(**FIT))
